@@ -1,0 +1,35 @@
+# Two entry points for a fresh machine (README.md): `make demo` and `make test`.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+CORES ?= 2
+STAMP := $(VENV)/.installed
+
+.PHONY: venv demo test lint dryrun clean bench
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# The CPU wheel on this disk; a bare `torch` would pull a multi-GB CUDA build.
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/snakemake --cores $(CORES)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n 2 -q
+
+lint: $(STAMP)
+	$(BIN)/snakefmt --check Snakefile workflow/rules
+	$(BIN)/snakemake --lint
+	$(BIN)/ruff check workflow tests benchmarks
+
+dryrun: $(STAMP)
+	$(BIN)/snakemake -n --cores $(CORES)
+
+clean:
+	rm -rf results logs .snakemake

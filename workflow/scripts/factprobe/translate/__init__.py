@@ -1,0 +1,1 @@
+"""factprobe.translate."""
