@@ -9,7 +9,16 @@ configfile: "config/config.yaml"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/download.smk"
 include: "workflow/rules/extract.smk"
+include: "workflow/rules/diff.smk"
+include: "workflow/rules/probes.smk"
+include: "workflow/rules/translate.smk"
+include: "workflow/rules/distractors.smk"
+include: "workflow/rules/control.smk"
+include: "workflow/rules/score.smk"
+include: "workflow/rules/metrics.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:

@@ -1,0 +1,1 @@
+# control stage: see docs/contracts.md

@@ -1,0 +1,1 @@
+# diff stage: see docs/contracts.md

@@ -1,0 +1,1 @@
+# distractors stage: see docs/contracts.md

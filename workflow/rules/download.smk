@@ -1,0 +1,1 @@
+# download stage: see docs/contracts.md

@@ -1,0 +1,1 @@
+# metrics stage: see docs/contracts.md

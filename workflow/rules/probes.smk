@@ -1,0 +1,1 @@
+# probes stage: see docs/contracts.md

@@ -1,0 +1,1 @@
+# score stage: see docs/contracts.md

@@ -1,0 +1,1 @@
+# translate stage: see docs/contracts.md
