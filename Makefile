@@ -11,7 +11,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# The CPU wheel on this disk; a bare `torch` would pull a multi-GB CUDA build.
-	$(BIN)/pip install -q torch==2.13.0
+	# A torch already in the venv (e.g. a CUDA build on a GPU node) is kept.
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 

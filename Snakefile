@@ -22,6 +22,6 @@ include: "workflow/rules/report.smk"
 
 
 rule all:
+    default_target: True
     input:
         expand(rules.extract_dump.output.claims, dump=ENABLED),
-    default_target: True

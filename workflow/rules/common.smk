@@ -28,16 +28,18 @@ wildcard_constraints:
 
 
 def dump_file(wildcards):
-    """The dump a rule reads: a registered local path in place, else the downloaded file."""
+    """Dump file of a registry row: its local path in place, else the downloaded copy."""
     row = DUMP_ROWS[wildcards.dump]
     if "path" in row:
         return row["path"]
-    return rules.download_dump.output.dump.format(dump=wildcards.dump, ext=dump_ext(row["url"]))
+    return rules.download_dump.output.dump.format(
+        dump=wildcards.dump, ext=dump_ext(row["url"])
+    )
 
 
 def dump_ext(name):
     """Extension of a dump file name or URL: json, json.gz or json.bz2."""
     for ext in ("json.bz2", "json.gz", "json"):
-        if name.split("?")[0].endswith("." + ext):
+        if name.split("?")[0].endswith(f".{ext}"):
             return ext
     raise ValueError(f"cannot tell the format of {name}")
