@@ -1,1 +1,68 @@
-# translate stage: see docs/contracts.md
+# translate stage: sentence-level verbalization of multilingual suites (docs/contracts.md)
+import re
+
+TRANSLATE = config.get("translate", {}) or {}
+# Helper modules are not tracked by Snakemake's code trigger; as inputs, an edit reruns the stage.
+TRANSLATE_LIB = sorted(
+    str(p.relative_to(workflow.basedir))
+    for p in (Path(workflow.basedir) / "workflow/scripts/factprobe/translate").glob(
+        "*.py"
+    )
+)
+
+
+def multilingual_suites():
+    """Names of the suites of kind multilingual (the only ones translated)."""
+    suites = config.get("suites", {}) or {}
+    return [
+        name for name, suite in suites.items() if suite.get("kind") == "multilingual"
+    ]
+
+
+def translate_source_templates(wildcards):
+    """Template file of the source language: the full English sentence is the filled template."""
+    return [f"resources/templates/{TRANSLATE.get('source_lang', 'en')}.yaml"]
+
+
+rule translate_prompts:
+    input:
+        facts="results/probes/{suite}/facts.parquet",
+        prompts="results/probes/{suite}/prompts.parquet",
+        forms="results/probes/{suite}/entity_forms.parquet",
+        templates=translate_source_templates,
+        lib=TRANSLATE_LIB,
+    output:
+        prompts="results/probes/{suite}/translated_prompts.parquet",
+        forms="results/probes/{suite}/translated_forms.parquet",
+        stats="results/probes/{suite}/translate_stats.tsv",
+    log:
+        "logs/translate_prompts/{suite}.log",
+    benchmark:
+        "benchmarks/translate_prompts/{suite}.tsv"
+    wildcard_constraints:
+        suite="|".join(re.escape(s) for s in multilingual_suites())
+        or "no-multilingual-suite",
+    conda:
+        "../../environment.yml"
+    resources:
+        gpu=1,
+        mem_mb=8000,
+        runtime=120,
+    params:
+        model=TRANSLATE.get("model") or "",
+        models=TRANSLATE.get("models", {}),
+        source_lang=TRANSLATE.get("source_lang", "en"),
+        languages=TRANSLATE.get("languages", []),
+        styles=TRANSLATE.get("styles", ["statement"]),
+        subject=TRANSLATE.get("subject", "prefix"),
+        object=TRANSLATE.get("object", "substitute"),
+        min_score=TRANSLATE.get("min_score", 80),
+        num_beams=TRANSLATE.get("num_beams", 4),
+        max_new_tokens=TRANSLATE.get("max_new_tokens", 128),
+        batch_size=TRANSLATE.get("batch_size", 32),
+        device=TRANSLATE.get("device", "auto"),
+        dtype=TRANSLATE.get("dtype", "float32"),
+        lang_codes=TRANSLATE.get("lang_codes", {}),
+        cache=TRANSLATE.get("cache", "results/cache/translate"),
+    script:
+        "../scripts/translate_prompts.py"

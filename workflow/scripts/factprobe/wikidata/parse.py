@@ -1,7 +1,18 @@
-"""Turn Wikidata entity JSON into rows of the extraction tables (DESIGN.md §2).
+"""Turn Wikidata entity JSON into rows of the extraction tables (DESIGN.md §2, contracts.md).
 
-Pure functions over one decoded entity. Reading the dump file (compression, array vs
-JSON-lines layout, byte offsets for errors) lives in :mod:`factprobe.wikidata.reader`.
+Two decoders produce identical rows:
+
+* :class:`LineDecoder` — the fast path. A typed ``msgspec`` decoder declares only the fields the
+  tables need (labels and aliases only in the configured languages, only the P580/P582/P585
+  qualifiers, no descriptions); everything else is skipped in C without building Python
+  objects. This is what makes ~35k entities/s in one process possible (research/performance.md
+  §A.3: typed msgspec ~2.5x ``json.loads``).
+* :func:`entity_rows` — the generic path over a plain decoded ``dict``. Used for properties
+  (rare, and their label falls back to any language), for lines the typed schema rejects, and
+  for API-response wrappers. Tests check both paths agree on every real demo entity.
+
+Reading the dump file (compression, layout, shards, byte offsets for errors) lives in
+:mod:`factprobe.wikidata.reader`.
 
 Conventions (the contract every later stage reads):
 
@@ -11,17 +22,67 @@ Conventions (the contract every later stage reads):
   precision below day), so that BCE years and pre-1677 dates survive and comparisons with a
   dump date (``int(dump)``) are plain integer comparisons.
 * ``rank``: 0 deprecated, 1 normal, 2 preferred.
+
+Format quirks handled (all seen in real files under tests/data and resources/demo): the 2014
+``{"entity-type": "item", "numeric-id": 239}`` datavalue without ``id``; ``[]`` written where an
+empty object is expected (labels, aliases, claims, qualifiers, sitelinks); snaks without
+``datatype`` (2014); aliases keyed by index instead of a list.
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterable
 
+import msgspec
+from msgspec import Struct, field
+
 RANKS = {"deprecated": 0, "normal": 1, "preferred": 2}
 QUALIFIER_DATES = {"P580": "start", "P582": "end", "P585": "point_in_time"}
-#: P2302 values that make a property single-valued (single-value, single-best-value).
+#: P2302 values that make a property single-valued (Q19474404 single-value constraint,
+#: Q52060874 single-best-value constraint).
 SINGLE_VALUE_CONSTRAINTS = {19474404, 52060874}
 TYPE_PROPERTIES = {"P31": "P31", "P279": "P279"}
+_ITEM_TABLES = ("entities", "labels", "claims", "types")
+#: Entity kinds written to the tables; every other ``type`` (lexeme, mediainfo, form, sense)
+#: is skipped and counted.
+KINDS = ("item", "property")
+
+#: Column names of every table, in the order the decoders write their tuples.
+COLUMNS: dict[str, tuple[str, ...]] = {
+    "entities": ("id", "kind", "sitelinks", "modified"),
+    "labels": ("id", "lang", "text", "is_alias"),
+    "claims": ("subject", "property", "object", "rank", "start", "end", "point_in_time"),
+    "types": ("id", "type", "via"),
+    "properties": ("id", "datatype", "single_value", "label"),
+}
+
+#: Row-wise buffers (generic path): table -> list of tuples in :data:`COLUMNS` order.
+Rows = dict[str, list[tuple]]
+#: Column-wise buffers (fast path): table -> one list per column. Appending to column lists
+#: creates no per-row tuple, which spares the garbage collector and a transpose before Arrow.
+Columns = dict[str, tuple[list, ...]]
+
+
+class BadEntity(ValueError):
+    """A line that is JSON but not a usable entity (no id, unparseable id, wrong shapes)."""
+
+
+def new_rows() -> Rows:
+    """Empty row buffers, one list of tuples per table."""
+    return {name: [] for name in COLUMNS}
+
+
+def new_columns() -> Columns:
+    """Empty column buffers, one list per column of every table."""
+    return {name: tuple([] for _ in cols) for name, cols in COLUMNS.items()}
+
+
+def extend_columns(columns: Columns, rows: Rows) -> None:
+    """Append row-wise ``rows`` to column-wise ``columns``."""
+    for name, new in rows.items():
+        if new:
+            for col, values in zip(columns[name], zip(*new)):
+                col.extend(values)
 
 
 def _as_dict(value: Any) -> dict:
@@ -29,53 +90,65 @@ def _as_dict(value: Any) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def entity_numeric_id(value: dict) -> int | None:
+def _numeric(ident: Any) -> int:
+    """``"Q42"`` -> 42; raises :class:`BadEntity` for anything else."""
+    if not isinstance(ident, str) or len(ident) < 2 or ident[0] not in "QP" or not ident[1:].isdigit():
+        raise BadEntity(f"entity id {ident!r} is not Q<number> or P<number>")
+    return int(ident[1:])
+
+
+def entity_numeric_id(value: Any) -> int | None:
     """Numeric id of a ``wikibase-entityid`` datavalue, also in the old ``numeric-id``-only form."""
     if not isinstance(value, dict):
         return None
-    if "numeric-id" in value:
-        return int(value["numeric-id"])
+    num = value.get("numeric-id")
+    if isinstance(num, int):
+        return num
     ident = value.get("id")
-    if isinstance(ident, str) and len(ident) > 1 and ident[0] in "QP":
+    if isinstance(ident, str) and len(ident) > 1 and ident[0] in "QP" and ident[1:].isdigit():
         return int(ident[1:])
     return None
 
 
-def parse_time(value: Any) -> int | None:
-    """Wikidata time value ``{"time": "+1830-07-21T00:00:00Z", ...}`` -> ``18300721``.
+def parse_time_text(text: Any) -> int | None:
+    """Wikidata time string ``"+1830-07-21T00:00:00Z"`` -> ``18300721`` (``-`` sign kept).
 
     Month and day below the value's precision are written ``00`` by Wikidata and kept so.
+    Years beyond the int32 ``YYYYMMDD`` range (geological times) give ``None``.
     """
-    if not isinstance(value, dict):
-        return None
-    text = value.get("time")
     if not isinstance(text, str) or len(text) < 11:
         return None
     sign = -1 if text[0] == "-" else 1
     body = text[1:] if text[0] in "+-" else text
     try:
-        date_part = body.split("T", 1)[0]
-        year_s, month_s, day_s = date_part.rsplit("-", 2)
+        year_s, month_s, day_s = body.split("T", 1)[0].rsplit("-", 2)
         year, month, day = int(year_s), int(month_s), int(day_s)
     except ValueError:
         return None
-    if year > 214747:  # int32 YYYYMMDD limit; far-future/past years are not validity dates
+    if year > 214747 or not (0 <= month <= 12 and 0 <= day <= 31):
         return None
     return sign * (year * 10000 + month * 100 + day)
 
 
-def _snak_value(snak: dict) -> Any:
-    if snak.get("snaktype") != "value":
+def parse_time(value: Any) -> int | None:
+    """Wikidata time value ``{"time": "+1830-07-21T00:00:00Z", ...}`` -> ``18300721``."""
+    if not isinstance(value, dict):
+        return None
+    return parse_time_text(value.get("time"))
+
+
+def _snak_value(snak: Any) -> Any:
+    if not isinstance(snak, dict) or snak.get("snaktype", "value") != "value":
         return None
     return _as_dict(snak.get("datavalue")).get("value")
 
 
 def statement_dates(statement: dict) -> dict[str, int | None]:
-    """First P580 / P582 / P585 qualifier of a statement as ``start`` / ``end`` / ``point_in_time``."""
+    """First valid P580 / P582 / P585 qualifier as ``start`` / ``end`` / ``point_in_time``."""
     out: dict[str, int | None] = {"start": None, "end": None, "point_in_time": None}
     qualifiers = _as_dict(statement.get("qualifiers"))
     for pid, column in QUALIFIER_DATES.items():
-        for snak in qualifiers.get(pid, ()) or ():
+        for snak in qualifiers.get(pid) or ():
             parsed = parse_time(_snak_value(snak))
             if parsed is not None:
                 out[column] = parsed
@@ -83,42 +156,67 @@ def statement_dates(statement: dict) -> dict[str, int | None]:
     return out
 
 
-def entity_rows(entity: dict, languages: Iterable[str] | None) -> dict[str, list[tuple]]:
-    """Rows for every table from one decoded entity.
+def _value_type(snak: dict) -> str | None:
+    """Old dumps lack ``datatype`` on snaks; infer wikibase-item from the datavalue."""
+    dv = _as_dict(snak.get("datavalue"))
+    if dv.get("type") == "wikibase-entityid":
+        etype = _as_dict(dv.get("value")).get("entity-type", "item")
+        return "wikibase-" + str(etype)
+    return dv.get("type")
 
-    Returns a dict ``table -> list of tuples`` in the column order of :data:`COLUMNS`.
-    ``languages=None`` keeps every language.
+
+def _languages(languages: Iterable[str] | None) -> list[str] | None:
+    return None if languages is None else list(dict.fromkeys(languages))
+
+
+def entity_kind(entity: dict) -> str:
+    """``item``/``property`` or the skip reason (``missing``, ``lexeme``, ``mediainfo`` ...)."""
+    if "missing" in entity:
+        return "missing"
+    return str(entity.get("type"))
+
+
+def entity_rows(entity: dict, languages: Iterable[str] | None, rows: Rows | None = None) -> Rows:
+    """Rows for every table from one decoded entity (an item or a property).
+
+    Appends to ``rows`` (a fresh :func:`new_rows` if omitted) and returns it; tuples follow
+    :data:`COLUMNS`. ``languages=None`` keeps every language; otherwise labels and aliases come
+    in the configured language order (the same order as :class:`LineDecoder`).
     """
-    ident = entity.get("id", "")
-    etype = entity.get("type")
-    kind = "property" if etype == "property" else "item"
-    num = int(ident[1:])
-    langs = None if languages is None else set(languages)
-    rows: dict[str, list[tuple]] = {name: [] for name in COLUMNS}
+    target = rows
+    rows = new_rows()  # filled completely before merging, so a bad entity adds nothing
+    kind = entity_kind(entity)
+    if kind not in KINDS:
+        raise BadEntity(f"entity of kind {kind!r} has no rows")
+    num = _numeric(entity.get("id"))
+    langs = _languages(languages)
 
-    sitelinks = len(_as_dict(entity.get("sitelinks")))
-    rows["entities"].append((num, kind, sitelinks, entity.get("modified")))
+    rows["entities"].append((num, kind, len(_as_dict(entity.get("sitelinks"))), entity.get("modified")))
 
     labels = _as_dict(entity.get("labels"))
-    aliases = _as_dict(entity.get("aliases"))
     if kind == "item":
-        for lang, lab in labels.items():
-            if (langs is None or lang in langs) and isinstance(lab, dict) and lab.get("value"):
-                rows["labels"].append((num, lang, lab["value"], False))
-        for lang, group in aliases.items():
-            if langs is not None and lang not in langs:
-                continue
+        aliases = _as_dict(entity.get("aliases"))
+        out = rows["labels"]
+        for lang in labels if langs is None else langs:
+            lab = labels.get(lang)
+            if isinstance(lab, dict) and lab.get("value"):
+                out.append((num, lang, lab["value"], False))
+        for lang in aliases if langs is None else langs:
+            group = aliases.get(lang)
             # Aliases of one language are a list, but very old dumps keyed them by index.
             items = group.values() if isinstance(group, dict) else group or ()
             for al in items:
                 if isinstance(al, dict) and al.get("value"):
-                    rows["labels"].append((num, lang, al["value"], True))
+                    out.append((num, lang, al["value"], True))
 
-    claims = _as_dict(entity.get("claims"))
     single_value = False
-    for pid, statements in claims.items():
-        prop = int(pid[1:])
-        for st in statements or ():
+    for pid, statements in _as_dict(entity.get("claims")).items():
+        if not isinstance(statements, list):
+            continue
+        prop = _numeric(pid)
+        for st in statements:
+            if not isinstance(st, dict):
+                continue
             snak = _as_dict(st.get("mainsnak"))
             value = _snak_value(snak)
             if kind == "property":
@@ -127,16 +225,15 @@ def entity_rows(entity: dict, languages: Iterable[str] | None) -> dict[str, list
                 if pid == "P2302" and st.get("rank") != "deprecated":
                     single_value |= entity_numeric_id(value) in SINGLE_VALUE_CONSTRAINTS
                 continue
-            if snak.get("datatype", _value_type(snak)) != "wikibase-item":
+            datatype = snak.get("datatype") or _value_type(snak)
+            if datatype != "wikibase-item":
                 continue
             obj = entity_numeric_id(value)
             if obj is None:
                 continue
             rank = RANKS.get(st.get("rank", "normal"), 1)
             dates = statement_dates(st)
-            rows["claims"].append(
-                (num, prop, obj, rank, dates["start"], dates["end"], dates["point_in_time"])
-            )
+            rows["claims"].append((num, prop, obj, rank, dates["start"], dates["end"], dates["point_in_time"]))
             if pid in TYPE_PROPERTIES and rank > 0:
                 rows["types"].append((num, obj, pid))
 
@@ -145,25 +242,282 @@ def entity_rows(entity: dict, languages: Iterable[str] | None) -> dict[str, list
         if label is None and labels:
             label = _as_dict(next(iter(labels.values()))).get("value")
         rows["properties"].append((num, entity.get("datatype"), single_value, label))
-    return rows
+    if target is None:
+        return rows
+    for name, new in rows.items():
+        target[name].extend(new)
+    return target
 
 
-def _value_type(snak: dict) -> str | None:
-    """Old dumps lack ``datatype`` on snaks; infer wikibase-item from the datavalue."""
-    dv = _as_dict(snak.get("datavalue"))
-    if dv.get("type") == "wikibase-entityid":
-        value = _as_dict(dv.get("value"))
-        if value.get("entity-type", "item") == "item":
-            return "wikibase-item"
-        return "wikibase-" + str(value.get("entity-type"))
-    return dv.get("type")
+# --- typed fast path -------------------------------------------------------------------------
+# gc=False: these structs never form reference cycles, and skipping GC tracking of millions
+# of short-lived objects is a measurable share of decode time.
 
 
-#: Column names of every table, in the order :func:`entity_rows` writes them.
-COLUMNS: dict[str, tuple[str, ...]] = {
-    "entities": ("id", "kind", "sitelinks", "modified"),
-    "labels": ("id", "lang", "text", "is_alias"),
-    "claims": ("subject", "property", "object", "rank", "start", "end", "point_in_time"),
-    "types": ("id", "type", "via"),
-    "properties": ("id", "datatype", "single_value", "label"),
-}
+class _Text(Struct, gc=False):
+    value: str = ""
+
+
+class _Skip(Struct, gc=False):
+    """Any object whose content is irrelevant (a sitelink): msgspec skips it without allocating."""
+
+
+class _Value(Struct, gc=False):
+    """The fields of an entity-id or time datavalue; other value objects decode to all-None."""
+
+    numeric_id: int | None = field(name="numeric-id", default=None)
+    id: str | None = None
+    entity_type: str | None = field(name="entity-type", default=None)
+    time: str | None = None
+
+
+class _DataValue(Struct, gc=False):
+    type: str = ""
+    value: _Value | str | float | list | None = None
+
+
+class _Snak(Struct, gc=False):
+    snaktype: str = "value"
+    datatype: str | None = None
+    datavalue: _DataValue | None = None
+
+
+class _Qualifiers(Struct, gc=False):
+    P580: list[_Snak] | None = None
+    P582: list[_Snak] | None = None
+    P585: list[_Snak] | None = None
+
+
+class _Statement(Struct, gc=False):
+    mainsnak: _Snak | None = None
+    rank: str = "normal"
+    qualifiers: _Qualifiers | list | None = None
+
+
+_Claims = dict[str, list[_Statement]] | list | None
+_Sitelinks = dict[str, _Skip] | list | None
+
+
+def _typed_date(snaks: list[_Snak] | None) -> int | None:
+    for snak in snaks or ():
+        if snak.snaktype == "value" and snak.datavalue is not None:
+            value = snak.datavalue.value
+            if isinstance(value, _Value):
+                parsed = parse_time_text(value.time)
+                if parsed is not None:
+                    return parsed
+    return None
+
+
+class LineDecoder:
+    """Decode one entity line (bytes) straight into table rows with a typed msgspec schema.
+
+    :meth:`decode` counts each entity in :attr:`kinds` by kind: ``item``/``property`` (rows
+    written) or the skip reason (``lexeme``, ``mediainfo``, ``missing`` ...). Lines the typed
+    schema rejects, properties and API-response wrappers go through the generic
+    :func:`entity_rows`; :attr:`generic` counts them. Raises ``msgspec.DecodeError`` for
+    invalid JSON and :class:`BadEntity` for JSON that is no entity; a bad line adds no rows.
+    """
+
+    def __init__(self, languages: Iterable[str] | None):
+        self.languages = _languages(languages)
+        #: entities seen per kind: ``item``, ``property`` and the skipped ones.
+        self.kinds: dict[str, int] = {}
+        #: lines that took the generic path.
+        self.generic = 0
+        text_list = list[_Text] | dict[str, _Text] | None
+        if self.languages is None:
+            labels_t: Any = dict[str, _Text] | list | None
+            aliases_t: Any = dict[str, text_list] | list | None
+        else:
+            # One struct field per configured language: labels in the ~300 other languages are
+            # skipped by the decoder instead of becoming Python strings.
+            names = {f"l{i}": lang for i, lang in enumerate(self.languages)}
+            labels_s = msgspec.defstruct(
+                "Labels", [(n, _Text | None, None) for n in names], rename=names, gc=False
+            )
+            aliases_s = msgspec.defstruct(
+                "Aliases", [(n, text_list, None) for n in names], rename=names, gc=False
+            )
+            labels_t = labels_s | list | None
+            aliases_t = aliases_s | list | None
+        entity_s = msgspec.defstruct(
+            "Entity",
+            [
+                ("id", str, ""),
+                ("type", str, ""),
+                ("missing", Any, msgspec.UNSET),
+                ("modified", str | None, None),
+                ("labels", labels_t, None),
+                ("aliases", aliases_t, None),
+                ("claims", _Claims, None),
+                ("sitelinks", _Sitelinks, None),
+            ],
+            gc=False,
+        )
+        self._typed = msgspec.json.Decoder(entity_s)
+        self._plain = msgspec.json.Decoder()
+        self._names = None if self.languages is None else [f"l{i}" for i in range(len(self.languages))]
+
+    def decode(self, line: bytes | memoryview, cols: Columns) -> None:
+        """Append the rows of the entity (or API response) on one line; count its kind."""
+        try:
+            ent = self._typed.decode(line)
+        except msgspec.ValidationError:
+            self._generic(line, cols)
+            return
+        kinds = self.kinds
+        if ent.missing is not msgspec.UNSET:
+            kinds["missing"] = kinds.get("missing", 0) + 1
+        elif ent.type == "item" and ent.id:
+            lengths = [len(cols[name][0]) for name in _ITEM_TABLES]
+            try:
+                self._item_rows(ent, cols)
+            except BadEntity:
+                for name, n in zip(_ITEM_TABLES, lengths):
+                    for col in cols[name]:
+                        del col[n:]
+                raise
+            kinds["item"] = kinds.get("item", 0) + 1
+        elif ent.type and ent.type not in KINDS:
+            # lexemes, mediainfo, forms, senses: counted, never parsed further.
+            kinds[ent.type] = kinds.get(ent.type, 0) + 1
+        else:
+            # properties, API-response wrappers ({"entities": ...}) and odd shapes.
+            self._generic(line, cols)
+
+    def _generic(self, line: bytes | memoryview, cols: Columns) -> None:
+        self.generic += 1
+        rows = new_rows()
+        for kind in rows_from_object(self._plain.decode(line), self.languages, rows):
+            self.kinds[kind] = self.kinds.get(kind, 0) + 1
+        extend_columns(cols, rows)
+
+    def _item_rows(self, ent: Any, cols: Columns) -> None:
+        num = _numeric(ent.id)
+        sitelinks = ent.sitelinks
+        e_id, e_kind, e_sitelinks, e_modified = cols["entities"]
+        e_id.append(num)
+        e_kind.append("item")
+        e_sitelinks.append(len(sitelinks) if isinstance(sitelinks, dict) else 0)
+        e_modified.append(ent.modified)
+
+        labels, aliases = ent.labels, ent.aliases
+        found: list[tuple[str, str, bool]] = []
+        if self._names is None:
+            if isinstance(labels, dict):
+                found += [(lang, lab.value, False) for lang, lab in labels.items() if lab.value]
+            if isinstance(aliases, dict):
+                for lang, group in aliases.items():
+                    for al in group.values() if isinstance(group, dict) else group or ():
+                        if al.value:
+                            found.append((lang, al.value, True))
+        else:
+            if labels is not None and not isinstance(labels, list):
+                for name, lang in zip(self._names, self.languages):
+                    lab = getattr(labels, name)
+                    if lab is not None and lab.value:
+                        found.append((lang, lab.value, False))
+            if aliases is not None and not isinstance(aliases, list):
+                for name, lang in zip(self._names, self.languages):
+                    group = getattr(aliases, name)
+                    if group:
+                        for al in group.values() if isinstance(group, dict) else group:
+                            if al.value:
+                                found.append((lang, al.value, True))
+        if found:
+            l_id, l_lang, l_text, l_alias = cols["labels"]
+            l_id.extend([num] * len(found))
+            for lang, text, alias in found:
+                l_lang.append(lang)
+                l_text.append(text)
+                l_alias.append(alias)
+
+        claims = ent.claims
+        if not isinstance(claims, dict):
+            return
+        c_subject, c_property, c_object, c_rank, c_start, c_end, c_point = cols["claims"]
+        t_id, t_type, t_via = cols["types"]
+        ranks = RANKS
+        for pid, statements in claims.items():
+            # A property has one datatype, so its first snak decides for all its statements
+            # (most statements are strings, external ids, quantities ...).
+            first = statements[0].mainsnak if statements else None
+            if first is not None and first.datatype is not None and first.datatype != "wikibase-item":
+                continue
+            prop = None
+            for st in statements:
+                snak = st.mainsnak
+                if snak is None or snak.snaktype != "value":
+                    continue
+                dv = snak.datavalue
+                if dv is None:
+                    continue
+                datatype = snak.datatype
+                value = dv.value
+                if datatype is None:
+                    # 2014 dumps: no datatype on snaks; an item value is an entityid of type item.
+                    if dv.type != "wikibase-entityid" or not isinstance(value, _Value):
+                        continue
+                    if (value.entity_type or "item") != "item":
+                        continue
+                elif datatype != "wikibase-item" or not isinstance(value, _Value):
+                    continue
+                obj = value.numeric_id
+                if obj is None:
+                    ident = value.id
+                    if not ident or ident[0] not in "QP" or not ident[1:].isdigit():
+                        continue
+                    obj = int(ident[1:])
+                if prop is None:
+                    if pid[1:].isdigit() and pid[0] == "P":
+                        prop = int(pid[1:])
+                    else:
+                        prop = _numeric(pid)  # raises BadEntity with the reason
+                rank = ranks.get(st.rank, 1)
+                quals = st.qualifiers
+                if quals is None or isinstance(quals, list):
+                    start = end = point = None
+                else:
+                    start = _typed_date(quals.P580) if quals.P580 else None
+                    end = _typed_date(quals.P582) if quals.P582 else None
+                    point = _typed_date(quals.P585) if quals.P585 else None
+                c_subject.append(num)
+                c_property.append(prop)
+                c_object.append(obj)
+                c_rank.append(rank)
+                c_start.append(start)
+                c_end.append(end)
+                c_point.append(point)
+                if rank and (pid == "P31" or pid == "P279"):
+                    t_id.append(num)
+                    t_type.append(obj)
+                    t_via.append(pid)
+
+
+def _is_wrapper(obj: Any) -> bool:
+    """An API response ``{"entities": {...}, "success": 1}`` rather than one entity."""
+    return isinstance(obj, dict) and "id" not in obj and isinstance(obj.get("entities"), dict)
+
+
+def _one(obj: Any, languages: list[str] | None, rows: Rows) -> str:
+    if not isinstance(obj, dict):
+        raise BadEntity(f"a JSON {type(obj).__name__}, not an entity object")
+    if "id" not in obj and "missing" not in obj:
+        raise BadEntity("JSON object without an entity id")
+    kind = entity_kind(obj)
+    if kind not in KINDS:
+        return kind
+    entity_rows(obj, languages, rows)
+    return kind
+
+
+def rows_from_object(obj: Any, languages: Iterable[str] | None, rows: Rows) -> list[str]:
+    """Rows of a decoded entity or API response; returns the kind of each entity in it."""
+    langs = _languages(languages)
+    if _is_wrapper(obj):
+        kinds = [_one(ent, langs, rows) for ent in obj["entities"].values()]
+        if not kinds:
+            raise BadEntity("API response with no entities")
+        return kinds
+    return [_one(obj, langs, rows)]

@@ -1,25 +1,57 @@
-"""Stream a Wikidata dump file into Parquet tables with bounded memory.
+"""Stream a Wikidata dump file into the extraction tables with bounded memory (DESIGN.md §2).
 
-Handles ``.json``, ``.json.gz`` and ``.json.bz2``; the official array layout (``[``, one
-entity per line ending in ``,``, ``]``) and JSON lines; single-entity and API-response files.
+Inputs: ``.json``, ``.json.gz`` (python-isal, ~2 GB/s) and ``.json.bz2``; the official array
+layout (``[``, one entity per line ending in ``,`` — also on the last entity in some dumps —
+then ``]``), JSON lines, and single documents (a pretty-printed entity, a JSON array of
+entities, a ``wbgetentities`` API response).
+
+How work is split. A ``.gz``/``.bz2`` stream cannot be entered in the middle, so a scatter over
+byte or line ranges would make every shard decompress the file from the start (N times the
+decompression cost, and bz2 is the slowest part of the pipeline). Instead one thread
+decompresses (the decompressors release the GIL), the main process cuts the stream into
+chunks of whole lines (``chunk_bytes``, default 8 MiB) and hands them to ``workers``
+processes, at most ``2 * workers`` chunks in flight; results come back in dump order so the
+tables are identical for any worker count. Rows are flushed as Parquet row groups of
+``flush_rows``: memory is bounded by chunks in flight plus one row group per table, never the
+dump. Measured figures: benchmarks/extract.py.
+
+Bad input. A truncated or corrupt archive (or an array dump without its closing ``]``) raises
+:class:`DumpError` naming the file, the compressed and uncompressed byte offsets and the line,
+and no table is written (all five appear together or not at all). Malformed entity lines are
+counted, logged with their line numbers and skipped; more than ``max_bad_fraction`` of them
+fails the job.
 """
 
 from __future__ import annotations
 
 import bz2
-import gzip
-import json
+import gc
 import logging
-from contextlib import ExitStack
+import multiprocessing
+import os
+import queue
+import tempfile
+import threading
+import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator
 
+import msgspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from factprobe.io import COMPRESSION, atomic_path
-from factprobe.wikidata.parse import COLUMNS, entity_rows
+from factprobe.io import COMPRESSION
+from factprobe.wikidata.parse import (
+    COLUMNS,
+    BadEntity,
+    LineDecoder,
+    extend_columns,
+    new_columns,
+    new_rows,
+    rows_from_object,
+)
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +78,14 @@ SCHEMAS: dict[str, pa.Schema] = {
         [("id", pa.int64()), ("datatype", pa.string()), ("single_value", pa.bool_()), ("label", pa.string())]
     ),
 }
+TABLES = tuple(COLUMNS)
+#: Bad lines remembered (with their error) for the log and the error message; all are counted.
+KEEP_BAD = 1000
+#: Below this compressed size worker processes cost more to start than they save.
+MIN_PARALLEL_BYTES = 16 << 20
+#: A single-document file (pretty-printed entity or API response) is read whole; refuse
+#: anything that large, which can only be a dump in the wrong layout.
+MAX_DOCUMENT_BYTES = 1 << 30
 
 
 class DumpError(RuntimeError):
@@ -54,148 +94,351 @@ class DumpError(RuntimeError):
 
 @dataclass
 class ExtractStats:
-    entities: int = 0
-    skipped: dict[str, int] = field(default_factory=dict)
-    bad_lines: list[int] = field(default_factory=list)
-    lines: int = 0
+    """Counts of one extraction, logged at the end and returned to the caller."""
+
+    kinds: dict[str, int] = field(default_factory=dict)
+    rows: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TABLES, 0))
+    lines: int = 0  # entity lines: every line but blanks and the array brackets
+    bad: int = 0
+    bad_lines: list[tuple[int, str]] = field(default_factory=list)
+    generic: int = 0
+    bytes: int = 0  # uncompressed bytes read
+
+    @property
+    def entities(self) -> int:
+        """Items and properties written to the tables."""
+        return self.kinds.get("item", 0) + self.kinds.get("property", 0)
+
+    @property
+    def skipped(self) -> dict[str, int]:
+        """Entities of other kinds (lexeme, mediainfo, missing ...) that were only counted."""
+        return {k: v for k, v in self.kinds.items() if k not in ("item", "property")}
 
 
-def open_dump(path: str | Path) -> BinaryIO:
-    """Open a possibly compressed dump for binary streaming, chosen by suffix."""
-    path = Path(path)
-    if path.suffix == ".bz2":
-        return bz2.open(path, "rb")
-    if path.suffix == ".gz":
-        try:
-            from isal import igzip  # isal decompresses gzip ~3x faster than zlib
-
-            return igzip.open(path, "rb")
-        except ImportError:  # pragma: no cover - isal is a declared dependency
-            return gzip.open(path, "rb")
-    return open(path, "rb")
+# --- reading -----------------------------------------------------------------------------
 
 
-def iter_entities(
-    path: str | Path, stats: ExtractStats, max_bad_fraction: float = 0.01
-) -> Iterator[dict]:
-    """Yield decoded entities of a dump, counting and skipping malformed lines.
+def _open_decompressed(raw: BinaryIO, path: Path) -> BinaryIO:
+    name = path.name
+    if name.endswith(".bz2"):
+        return bz2.BZ2File(raw, "rb")
+    if name.endswith(".gz"):
+        from isal import igzip  # ~2.5x zlib (research/performance.md §A.3)
 
-    A corrupt or truncated archive raises :class:`DumpError` naming the file and the byte
-    offset of the uncompressed stream where reading stopped.
+        return igzip.IGzipFile(fileobj=raw, mode="rb")
+    return raw
+
+
+@dataclass
+class Chunk:
+    """Whole lines of the decompressed stream, numbered from ``first_line`` (1-based)."""
+
+    data: bytes
+    first_line: int
+    document: bool = False  # the whole file is one JSON document
+
+
+class DumpSource:
+    """Decompressed chunks of a dump with offsets for error messages and a progress callback.
+
+    A background thread decompresses (bz2, isal and file reads release the GIL) while the
+    caller parses, so decompression overlaps with parsing even in one process.
     """
-    path = Path(path)
-    offset = 0
-    with open_dump(path) as fh:
-        first = fh.read(1)
-        fh_iter = _lines(fh, first)
-        try:
-            for lineno, line in fh_iter:
-                stats.lines = lineno
-                offset += len(line)
-                text = line.strip()
-                if not text or text in (b"[", b"]"):
-                    continue
-                if text.endswith(b","):
-                    text = text[:-1]
-                try:
-                    obj = json.loads(text)
-                except ValueError:
-                    stats.bad_lines.append(lineno)
-                    continue
-                yield from _entities_of(obj, stats)
-        except (EOFError, OSError, ValueError) as exc:
-            raise DumpError(
-                f"{path}: archive is corrupt or truncated near uncompressed byte offset {offset} "
-                f"(line {stats.lines}): {exc}. Download the dump again (delete the file and re-run)."
-            ) from exc
-    if stats.lines and len(stats.bad_lines) > max_bad_fraction * max(stats.lines, 1):
-        raise DumpError(
-            f"{path}: {len(stats.bad_lines)} malformed entity lines of {stats.lines} "
-            f"(first at lines {stats.bad_lines[:10]}) exceed max_bad_fraction={max_bad_fraction}; "
-            "the file is probably not a Wikidata JSON dump."
+
+    def __init__(self, path: str | Path, chunk_bytes: int = 8 << 20):
+        self.path = Path(path)
+        self.chunk_bytes = chunk_bytes
+        self.size = self.path.stat().st_size
+        self.compressed_pos = 0  # compressed bytes consumed so far (approximate: read-ahead)
+        self.pos = 0  # uncompressed bytes handed out
+        self.line = 0  # lines handed out
+        self._last_line = b""  # last non-blank line seen, to check an array's closing `]`
+
+    def _error(self, exc: BaseException | None, what: str) -> DumpError:
+        detail = f": {type(exc).__name__}: {exc}" if exc is not None else ""
+        return DumpError(
+            f"{self.path}: {what} at compressed byte {self.compressed_pos} of {self.size} "
+            f"(uncompressed byte {self.pos}, after line {self.line}){detail}. The file is damaged "
+            "or incomplete: delete it and download it again (for a registry `path`, replace the file)."
         )
 
+    def _blocks(self) -> Iterator[bytes]:
+        """Raw decompressed blocks, read ahead by a thread into a small bounded queue."""
+        blocks: queue.Queue = queue.Queue(maxsize=4)
+        stop = threading.Event()
 
-def _lines(fh: BinaryIO, first: bytes) -> Iterator[tuple[int, bytes]]:
-    """Lines of the stream, numbered from 1; a whole-file JSON object is one 'line'."""
-    rest = fh.read() if first == b"{" and not _looks_like_lines(fh) else None
-    if rest is not None:
-        yield 1, first + rest
-        return
-    lineno = 0
-    pending = first
-    for line in fh:
-        lineno += 1
-        yield lineno, pending + line
-        pending = b""
-    if pending:
-        yield lineno + 1, pending
+        def produce() -> None:
+            try:
+                with open(self.path, "rb") as raw, _open_decompressed(raw, self.path) as fh:
+                    while not stop.is_set():
+                        block = fh.read(self.chunk_bytes)
+                        pos = raw.tell()
+                        blocks.put((block, pos))
+                        if not block:
+                            return
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer thread
+                blocks.put((exc, None))
+
+        thread = threading.Thread(target=produce, name="decompress", daemon=True)
+        thread.start()
+        try:
+            while True:
+                block, pos = blocks.get()
+                if isinstance(block, BaseException):
+                    raise self._error(block, "the archive is truncated or corrupt: reading stopped")
+                self.compressed_pos = pos
+                if not block:
+                    return
+                yield block
+        finally:
+            stop.set()
+            while thread.is_alive():  # unblock a producer waiting on a full queue
+                try:
+                    blocks.get_nowait()
+                except queue.Empty:
+                    thread.join(0.05)
+
+    def chunks(self) -> Iterator[Chunk]:
+        """Chunks of whole lines; a single-document file comes as one ``document`` chunk."""
+        blocks = self._blocks()
+        first = b""
+        for block in blocks:
+            first += block
+            if first.lstrip()[:1] and (b"\n" in first.lstrip() or len(first) > (1 << 20)):
+                break
+        head = first.lstrip()
+        newline = head.find(b"\n")
+        first_line = (head if newline < 0 else head[:newline]).strip()
+        if head[:1] == b"{" and first_line == b"{" or head[:1] == b"[" and first_line != b"[":
+            yield self._document(first, blocks)
+            return
+        array = first_line == b"["
+        pending = first
+        for block in blocks:
+            cut = block.rfind(b"\n") + 1
+            if cut:
+                # One copy per chunk: the short carried-over line plus the block up to its
+                # last newline.
+                yield self._emit(b"".join((pending, memoryview(block)[:cut])))
+                pending = block[cut:]
+            else:
+                pending += block
+        if pending.strip():
+            yield self._emit(pending)
+        # The closing bracket tells a complete array dump from one cut short (plain .json has
+        # no end-of-stream check of its own).
+        if array and self._last_line != b"]":
+            raise self._error(None, "the array dump ends without its closing `]` (truncated)")
+
+    def _emit(self, data: bytes) -> Chunk:
+        chunk = Chunk(data, self.line + 1)
+        self.line += data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+        self.pos += len(data)
+        tail = data[-65536:].rstrip()
+        if tail:
+            self._last_line = tail[tail.rfind(b"\n") + 1 :].strip()
+        return chunk
+
+    def _document(self, first: bytes, blocks: Iterator[bytes]) -> Chunk:
+        parts = [first]
+        total = len(first)
+        for block in blocks:
+            parts.append(block)
+            total += len(block)
+            if total > MAX_DOCUMENT_BYTES:
+                raise DumpError(
+                    f"{self.path}: starts like a single JSON document but is over "
+                    f"{MAX_DOCUMENT_BYTES} bytes; a dump must have one entity per line "
+                    "(JSON lines or the `[` ... `]` array layout)."
+                )
+        data = b"".join(parts)
+        self.pos = total
+        self.line = data.count(b"\n") + 1
+        return Chunk(data, 1, document=True)
 
 
-def _looks_like_lines(fh: BinaryIO) -> bool:
-    """JSON-lines files have a complete object on the first line; pretty-printed ones do not."""
-    peek = getattr(fh, "peek", None)
-    if peek is None:
-        return True
-    chunk = peek(1 << 16)
-    nl = chunk.find(b"\n")
-    if nl < 0:
-        return False
+# --- parsing (runs in worker processes) ------------------------------------------------------
+
+_DECODER: LineDecoder | None = None
+_LANGUAGES: list[str] | None = None
+
+
+def _init_worker(languages: list[str] | None) -> None:
+    global _DECODER, _LANGUAGES
+    _LANGUAGES = languages
+    _DECODER = LineDecoder(languages)
+
+
+@dataclass
+class ChunkResult:
+    tables: dict[str, pa.Table]
+    kinds: dict[str, int]
+    lines: int
+    bad: list[tuple[int, str]]
+    generic: int
+
+
+def _to_table(name: str, cols: tuple[list, ...]) -> pa.Table:
+    schema = SCHEMAS[name]
+    return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(cols, schema)], schema=schema)
+
+
+def parse_chunk(chunk: Chunk) -> ChunkResult:
+    """Rows of every entity line in ``chunk``; malformed lines are recorded, not raised."""
+    decoder = _DECODER
+    assert decoder is not None, "call _init_worker first"
+    decoder.kinds = {}
+    decoder.generic = 0
+    cols = new_columns()
+    bad: list[tuple[int, str]] = []
+    lines = 0
+    # Nothing parsed here forms reference cycles; the collector would only rescan the
+    # growing column lists over and over (measured: ~15% of the time).
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
     try:
-        json.loads(b"{" + chunk[:nl])
-        return True
-    except ValueError:
-        return False
+        if chunk.document:
+            lines = _parse_document(chunk, decoder, cols, bad)
+        else:
+            lines = _parse_lines(chunk, decoder, cols, bad)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return ChunkResult(
+        {name: _to_table(name, c) for name, c in cols.items()}, decoder.kinds, lines, bad, decoder.generic
+    )
 
 
-def _entities_of(obj: object, stats: ExtractStats) -> Iterator[dict]:
-    if isinstance(obj, dict) and "entities" in obj and "id" not in obj:
-        for ent in obj["entities"].values():
-            yield from _entities_of(ent, stats)
+def _parse_document(chunk: Chunk, decoder: LineDecoder, cols, bad: list[tuple[int, str]]) -> int:
+    """A whole-file document: one entity, a JSON array of entities, or an API response."""
+    try:
+        obj = msgspec.json.decode(chunk.data)
+    except msgspec.DecodeError as exc:
+        bad.append((1, _reason(exc)))
+        return 1
+    items = obj if isinstance(obj, list) else [obj]
+    for n, item in enumerate(items, 1):
+        rows = new_rows()
+        try:
+            kinds = rows_from_object(item, _LANGUAGES, rows)
+        except (BadEntity, TypeError, ValueError, AttributeError, KeyError) as exc:
+            bad.append((1, f"entity {n} of the document: {_reason(exc)}"))
+            continue
+        for kind in kinds:
+            decoder.kinds[kind] = decoder.kinds.get(kind, 0) + 1
+        extend_columns(cols, rows)
+    return len(items)
+
+
+def _parse_lines(chunk: Chunk, decoder: LineDecoder, cols, bad: list[tuple[int, str]]) -> int:
+    """Entity lines of the array layout or JSON lines; returns how many there were."""
+    lines = 0
+    lineno = chunk.first_line - 1
+    decode = decoder.decode
+    data = chunk.data
+    view = memoryview(data)  # zero-copy line slices; msgspec decodes any buffer
+    find = data.find
+    start, size = 0, len(data)
+    while start < size:
+        stop = find(b"\n", start)
+        if stop < 0:
+            stop = size
+        lineno += 1
+        end = stop
+        # Trailing "," (the array layout's separator, also after the last entity), and
+        # whitespace or "\r" of a file that went through other tools.
+        while end > start and data[end - 1] in b", \t\r":
+            end -= 1
+        line_start = start
+        start = stop + 1
+        if end - line_start < 3 and data[line_start:end].strip() in (b"", b"[", b"]"):
+            continue
+        lines += 1
+        try:
+            decode(view[line_start:end], cols)
+        except (msgspec.DecodeError, BadEntity, TypeError, ValueError, AttributeError, KeyError) as exc:
+            bad.append((lineno, _reason(exc)))
+    return lines
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text[:200]}"
+
+
+def _parallel_map(chunks: Iterator[Chunk], workers: int, languages: list[str] | None) -> Iterator[ChunkResult]:
+    """``parse_chunk`` over ``chunks`` in order, in ``workers`` processes, bounded in flight."""
+    if workers <= 1:
+        _init_worker(languages)
+        for chunk in chunks:
+            yield parse_chunk(chunk)
         return
-    if not isinstance(obj, dict) or "id" not in obj:
-        return
-    etype = obj.get("type")
-    if "missing" in obj or etype not in ("item", "property"):
-        key = "missing" if "missing" in obj else str(etype)
-        stats.skipped[key] = stats.skipped.get(key, 0) + 1
-        return
-    stats.entities += 1
-    yield obj
+    # spawn: the parent holds a decompression thread; forking a threaded process is unsafe.
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(workers, initializer=_init_worker, initargs=(languages,)) as pool:
+        pending: deque = deque()
+        for chunk in chunks:
+            pending.append(pool.apply_async(parse_chunk, (chunk,)))
+            if len(pending) >= 2 * workers:
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()
 
 
-class TableWriter:
-    """Buffer rows per table and flush them as Parquet row groups (never the whole dump in RAM)."""
+# --- writing -----------------------------------------------------------------------------
 
-    def __init__(self, outdir: Path, stack: ExitStack, flush_rows: int = 200_000):
+
+class TableSet:
+    """Parquet writers for every table in temp files; :meth:`commit` renames them all at once.
+
+    Rows arrive as small per-chunk tables and are written as row groups of ``flush_rows``.
+    """
+
+    def __init__(self, outdir: Path, flush_rows: int = 500_000):
+        self.outdir = outdir
         self.flush_rows = flush_rows
-        self.buffers: dict[str, list[tuple]] = {name: [] for name in COLUMNS}
+        self.tmp: dict[str, Path] = {}
         self.writers: dict[str, pq.ParquetWriter] = {}
-        for name in COLUMNS:
-            tmp = stack.enter_context(atomic_path(outdir / f"{name}.parquet"))
-            self.writers[name] = stack.enter_context(
-                pq.ParquetWriter(tmp, SCHEMAS[name], compression=COMPRESSION)
-            )
+        self.parts: dict[str, list[pa.Table]] = {name: [] for name in TABLES}
+        self.buffered = dict.fromkeys(TABLES, 0)
+        outdir.mkdir(parents=True, exist_ok=True)
+        for name in TABLES:
+            fd, tmp = tempfile.mkstemp(prefix=f".{name}.parquet.", suffix=".tmp", dir=outdir)
+            os.close(fd)
+            self.tmp[name] = Path(tmp)
+            self.writers[name] = pq.ParquetWriter(tmp, SCHEMAS[name], compression=COMPRESSION)
 
-    def add(self, rows: dict[str, list[tuple]]) -> None:
-        for name, new in rows.items():
-            buf = self.buffers[name]
-            buf.extend(new)
-            if len(buf) >= self.flush_rows:
-                self._flush(name)
+    def add(self, tables: dict[str, pa.Table]) -> None:
+        for name, table in tables.items():
+            if table.num_rows:
+                self.parts[name].append(table)
+                self.buffered[name] += table.num_rows
+                if self.buffered[name] >= self.flush_rows:
+                    self._flush(name)
 
     def _flush(self, name: str) -> None:
-        buf = self.buffers[name]
-        cols = list(zip(*buf)) if buf else [[] for _ in COLUMNS[name]]
-        table = pa.Table.from_arrays(
-            [pa.array(c, type=f.type) for c, f in zip(cols, SCHEMAS[name])], schema=SCHEMAS[name]
-        )
-        self.writers[name].write_table(table)
-        buf.clear()
+        if self.parts[name]:
+            table = pa.concat_tables(self.parts[name]).combine_chunks()
+            self.writers[name].write_table(table, row_group_size=max(self.flush_rows, table.num_rows))
+        self.parts[name] = []
+        self.buffered[name] = 0
 
-    def close(self) -> None:
-        for name in COLUMNS:
+    def commit(self) -> None:
+        for name in TABLES:
             self._flush(name)
+        for writer in self.writers.values():
+            writer.close()
+        for name in TABLES:
+            os.replace(self.tmp[name], self.outdir / f"{name}.parquet")
+
+    def discard(self) -> None:
+        for writer in self.writers.values():
+            try:
+                writer.close()
+            except Exception:  # noqa: BLE001 - the temp file is removed anyway
+                pass
+        for tmp in self.tmp.values():
+            tmp.unlink(missing_ok=True)
 
 
 def extract_dump(
@@ -203,21 +446,89 @@ def extract_dump(
     outdir: str | Path,
     languages: Iterable[str] | None,
     max_bad_fraction: float = 0.01,
+    workers: int = 1,
+    chunk_bytes: int = 8 << 20,
+    flush_rows: int = 500_000,
+    progress: bool = True,
+    min_parallel_bytes: int = MIN_PARALLEL_BYTES,
 ) -> ExtractStats:
     """Extract one dump into ``outdir/{entities,labels,claims,types,properties}.parquet``.
 
-    All five files appear together or not at all.
+    ``languages=None`` keeps labels in every language. ``workers`` parse processes are used
+    for files of at least ``min_parallel_bytes`` (one process below). All five files appear
+    together or not at all; see the module docstring for errors.
     """
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    langs = None if languages is None else list(languages)
+    from tqdm import tqdm
+
+    path, outdir = Path(path), Path(outdir)
+    if not path.is_file():
+        raise DumpError(f"{path}: no such dump file; check `path` in config/dumps.tsv or download it")
+    langs = None if languages is None else list(dict.fromkeys(languages))
+    source = DumpSource(path, chunk_bytes)
+    if source.size < min_parallel_bytes:
+        workers = 1
     stats = ExtractStats()
-    with ExitStack() as stack:
-        writer = TableWriter(outdir, stack)
-        for ent in iter_entities(path, stats, max_bad_fraction):
-            writer.add(entity_rows(ent, langs))
-        writer.close()
-    log.info(
-        "%s: %d entities, %d bad lines, skipped %s", path, stats.entities, len(stats.bad_lines), stats.skipped
-    )
+    started = time.perf_counter()
+    tables = TableSet(outdir, flush_rows)
+    try:
+        with tqdm(
+            total=source.size, unit="B", unit_scale=True, desc=f"extract {path.name}", disable=not progress
+        ) as bar:
+            done = 0
+            for result in _parallel_map(source.chunks(), workers, langs):
+                tables.add(result.tables)
+                _merge(stats, result, path)
+                bar.update(source.compressed_pos - done)
+                done = source.compressed_pos
+                bar.set_postfix(entities=stats.entities, bad=stats.bad, refresh=False)
+        stats.bytes = source.pos
+        _check_bad(stats, path, max_bad_fraction)
+        tables.commit()
+    except BaseException:
+        tables.discard()
+        raise
+    _log_summary(stats, path, time.perf_counter() - started, workers)
     return stats
+
+
+def _merge(stats: ExtractStats, result: ChunkResult, path: Path) -> None:
+    for kind, n in result.kinds.items():
+        stats.kinds[kind] = stats.kinds.get(kind, 0) + n
+    for name, table in result.tables.items():
+        stats.rows[name] += table.num_rows
+    stats.lines += result.lines
+    stats.generic += result.generic
+    for lineno, reason in result.bad:
+        stats.bad += 1
+        if len(stats.bad_lines) < KEEP_BAD:
+            stats.bad_lines.append((lineno, reason))
+            log.warning("%s line %d: malformed entity skipped (%s)", path, lineno, reason)
+
+
+def _check_bad(stats: ExtractStats, path: Path, max_bad_fraction: float) -> None:
+    if stats.bad and stats.bad > max_bad_fraction * stats.lines:
+        first = ", ".join(str(n) for n, _ in stats.bad_lines[:10])
+        raise DumpError(
+            f"{path}: {stats.bad} of {stats.lines} entity lines are malformed "
+            f"({stats.bad / max(stats.lines, 1):.2%} > extract.max_bad_fraction={max_bad_fraction}); "
+            f"first at lines {first}: {stats.bad_lines[0][1]}. Is this a Wikidata JSON dump? "
+            "Re-download it, or raise extract.max_bad_fraction in config/config.yaml to accept it."
+        )
+    if stats.entities == 0:
+        raise DumpError(f"{path}: no items or properties found ({stats.lines} entity lines, kinds {stats.kinds})")
+
+
+def _log_summary(stats: ExtractStats, path: Path, seconds: float, workers: int) -> None:
+    rate = stats.lines / seconds if seconds else 0.0
+    log.info(
+        "%s: %d entity lines in %.1f s (%.0f lines/s, %.0f MB/s uncompressed, %d worker(s))",
+        path,
+        stats.lines,
+        seconds,
+        rate,
+        stats.bytes / 1e6 / seconds if seconds else 0.0,
+        workers,
+    )
+    log.info("%s: entities by kind %s (skipped: %s)", path, stats.kinds, stats.skipped or "none")
+    log.info("%s: rows per table %s", path, stats.rows)
+    log.info("%s: %d malformed lines skipped; %d lines took the generic decoder", path, stats.bad, stats.generic)

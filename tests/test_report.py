@@ -1,0 +1,180 @@
+"""The HTML report: rendered by the workflow's own rules from synthetic score tables, then loaded
+in headless Chromium, which must show every figure (naturalWidth > 0) and no empty section."""
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from factprobe.hashing import hash_fraction
+from factprobe.metrics.pipeline import (
+    Settings,
+    SuiteInputs,
+    attach_split,
+    compute_suite_metrics,
+    leaderboard,
+    summarize,
+)
+from factprobe.report.html import SECTIONS, ReportSettings, build_report
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def synthetic_suite(kind, model, n_facts=12, langs=("en",), verbs=("template",), styles=("statement",)):
+    """Tables of one suite shaped like the contracts; the model 'knows' the taught half."""
+    facts, prompts, cands, scores, gens = [], [], [], [], []
+    strategies = ["cooccur"] if kind == "plausibility" else ["random", "sem", "temp"]
+    for i in range(n_facts):
+        fid = f"Q{i}|P36|Q{100 + i}"
+        split = "taught" if i % 2 == 0 else "untaught"
+        facts.append((fid, f"Q{i}", "P36", f"Q{100 + i}", [f"Q{100 + i}"], split))
+        cands.append((fid, f"Q{100 + i}", "object", "object", 0))
+        dis = [(s, f"Q{200 + 10 * j + i % 7}") for s in strategies for j in range(3 if s != "temp" else 1)]
+        for r, (s, e) in enumerate(dis, start=1):
+            cands.append((fid, e, "distractor", s, r))
+        for lang in langs:
+            for verb in verbs:
+                for style in styles:
+                    for t in ("t1", "t2"):
+                        pid = f"{fid}|{t}|{lang}|{verb}|{style}"
+                        prompts.append((pid, fid, t, lang, style, verb, "", f"{fid} {t} {style}"))
+                        for e in {f"Q{100 + i}", *[e for _, e in dis]}:
+                            u = hash_fraction(model, pid, e)
+                            known = e == f"Q{100 + i}" and (split == "taught" or kind == "plausibility")
+                            lp = -0.2 - 0.5 * u if known else -1.0 - 3 * u
+                            scores.append((pid, e, f"form {e}", lp, 1 + int(u * 3), lp))
+                        gens.append(
+                            (pid, 0, f"it is form Q{100 + i}" if split == "taught" else "no idea", -1.0)
+                        )
+                        gens.append((pid, 1, f"form Q{100 + i}", -1.2))
+    return SuiteInputs(
+        scores=pd.DataFrame(
+            scores, columns=["prompt_id", "entity", "form", "logprob", "n_tokens", "first_logprob"]
+        ),
+        prompts=pd.DataFrame(
+            prompts,
+            columns=[
+                "prompt_id",
+                "fact_id",
+                "template_id",
+                "lang",
+                "style",
+                "verbalization",
+                "shots",
+                "text",
+            ],
+        ),
+        candidates=pd.DataFrame(cands, columns=["fact_id", "entity", "role", "strategy", "rank"]),
+        facts=pd.DataFrame(facts, columns=["fact_id", "subject", "property", "object", "objects", "split"]),
+        generations=pd.DataFrame(gens, columns=["prompt_id", "sample", "text", "logprob"]),
+        forms=pd.DataFrame(
+            [(f"Q{e}", "en", f"form Q{e}") for e in range(100, 300)], columns=["entity", "lang", "form"]
+        ),
+    )
+
+
+SUITES = {
+    "knowledge": dict(kind="knowledge"),
+    "multiprompt": dict(kind="multiprompt"),
+    "plausibility": dict(kind="plausibility", styles=("statement", "completion", "question")),
+    "multilingual": dict(kind="multilingual", langs=("en", "cs"), verbs=("template", "sentence")),
+}
+FAMILIES = {
+    "knowledge": ["knowledge", "ranking", "belief"],
+    "multiprompt": ["belief", "belief_icl", "knowledge"],
+    "plausibility": ["plausibility"],
+    "multilingual": ["ranking", "knowledge"],
+}
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    """index.html built by the library from two models' synthetic results on all four suite kinds."""
+    summaries, control = {}, {}
+    for suite, spec in SUITES.items():
+        kind = spec.pop("kind") if "kind" in spec else suite
+        spec = dict(spec)
+        parts = []
+        for model in ("control", "other"):
+            inputs = synthetic_suite(kind, model, **spec)
+            per_fact, table = compute_suite_metrics(
+                inputs, Settings(ns=[1, 2, 5], belief_samplings=20), FAMILIES[kind]
+            )
+            parts.append(summarize(model, per_fact, table))
+            if model == "control" and kind == "knowledge":
+                control[suite] = attach_split(per_fact.drop(columns="split"), inputs.facts, None)
+        summaries[suite] = pd.concat(parts, ignore_index=True)
+    board = leaderboard(summaries)
+    out = tmp_path_factory.mktemp("report") / "index.html"
+    out.write_text(build_report(summaries, board, control, ReportSettings(dpi=50)))
+    return out
+
+
+def test_every_section_has_content(page):
+    text = page.read_text()
+    assert "http://" not in text and "https://" not in text  # self-contained
+    for key, _ in SECTIONS:
+        body = re.search(rf'<section id="{key}">(.*?)</section>', text, re.S).group(1)
+        assert "<img" in body or "<table" in body, key
+    assert text.count("<img") >= 8
+    assert "PLAUSIBILITY" in text and "R@5" in text and "acc_range" in text
+
+
+def test_control_panel_reports_the_split(page):
+    text = page.read_text()
+    found = re.search(
+        r"Avg@5 \(random\): taught ([0-9.]+) over 6 facts.*?untaught ([0-9.]+) over 6 facts", text
+    )
+    assert found, "control summary line missing"
+    taught, untaught = float(found.group(1)), float(found.group(2))
+    assert taught == 1.0 and untaught < 0.9
+
+
+PROBE = """<script>
+window.addEventListener('load', function () {
+  var out = [];
+  document.querySelectorAll('img').forEach(function (img, i) {
+    out.push(i + ':' + (img.complete && img.naturalWidth > 0 ? 'ok' : 'broken'));
+  });
+  document.querySelectorAll('section').forEach(function (s) {
+    var filled = s.querySelectorAll('img,table').length + (s.querySelector('p.note') ? 1 : 0);
+    out.push(s.id + ':' + (filled > 0 && s.innerText.trim().length > s.querySelector('h2').innerText.length ? 'filled' : 'empty'));
+  });
+  var pre = document.createElement('pre');
+  pre.id = 'probe-result';
+  pre.textContent = out.join(' ');
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian package chromium is not installed (.ci/run installs it)")
+def test_chromium_loads_every_figure(page, tmp_path):
+    probed = tmp_path / "probed.html"
+    probed.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--virtual-time-budget=5000",
+        "--dump-dom",
+        probed.as_uri(),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    found = re.search(r'<pre id="probe-result">(.*?)</pre>', proc.stdout, re.S)
+    assert found, f"probe did not run: {proc.stderr[-2000:]}"
+    states = found.group(1).split()
+    images = [s for s in states if s.split(":")[0].isdigit()]
+    assert len(images) >= 8 and all(s.endswith(":ok") for s in images), states
+    sections = [s for s in states if not s.split(":")[0].isdigit()]
+    assert sorted(s.split(":")[0] for s in sections) == sorted(k for k, _ in SECTIONS)
+    assert all(s.endswith(":filled") for s in sections), states

@@ -1,0 +1,203 @@
+"""BELIEF Acc@1 fluctuation, Consist, Ovconf, coverage, BELIEF-ICL matching (belief-myriadlama §2–3, §7)."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from factprobe.hashing import stable_hash
+from factprobe.metrics.belief import (
+    accuracy_fluctuation,
+    belief_dataset,
+    belief_per_fact,
+    calibration_bins,
+    consistency,
+    coverage,
+    generation_predictions,
+    normalize,
+    one_way_match,
+    overconfidence,
+    ranking_predictions,
+    sampled_accuracies,
+    two_way_match,
+)
+from factprobe.metrics.common import correct_entities, entity_scores, prompt_frame
+
+ln = math.log
+
+
+def test_consistency_pairwise():
+    assert consistency(["A", "A", "B"]) == pytest.approx(1 / 3)
+    assert consistency(["A", "A", "A", "A"]) == 1.0
+    assert math.isnan(consistency(["A"]))
+    assert consistency(["a guitar", "guitar", "piano"], match="two_way") == pytest.approx(1 / 3)
+
+
+def test_string_matching_of_generations():
+    gen = normalize("He plays guitars.")
+    assert gen == ("he", "play", "guitar")
+    assert one_way_match(gen, normalize("guitar"))
+    assert not one_way_match(normalize("guitar"), normalize("a guitar"))  # one-directional
+    assert two_way_match(normalize("guitar"), normalize("a guitar"))
+    assert not one_way_match(normalize("New Zealand"), normalize("New York"))
+    assert not one_way_match(gen, ())  # an empty answer never matches
+    assert normalize("Paris", "en") == ("paris",)  # -s after i is kept
+
+
+def test_ovconf_equal_bins_one_bin_and_all_correct():
+    conf = [0.9, 0.8, 0.7, 0.6]
+    acc = [1, 0, 1, 0]
+    bins = calibration_bins(conf, acc, n_bins=2)
+    assert list(bins["size"]) == [2, 2]
+    assert bins["conf"].tolist() == pytest.approx([0.85, 0.65])
+    assert bins["acc"].tolist() == [0.5, 0.5]
+    assert overconfidence(bins) == pytest.approx(0.5 * 0.35 + 0.5 * 0.15)
+    one = calibration_bins(conf, acc, n_bins=1)
+    assert overconfidence(one) == pytest.approx(0.75 - 0.5)
+    every = calibration_bins(conf, [1, 1, 1, 1], n_bins=10)  # fewer prompts than bins
+    assert len(every) == 4
+    assert overconfidence(every) == pytest.approx(0.75 - 1.0)  # negative: underconfident
+
+
+def test_ovconf_unequal_bins_weighted_by_size():
+    bins = calibration_bins([0.5, 0.4, 0.3, 0.2, 0.1], [0, 0, 1, 1, 1], n_bins=2)
+    assert list(bins["size"]) == [3, 2]
+    want = 3 / 5 * (0.4 - 1 / 3) + 2 / 5 * (0.15 - 1.0)
+    assert overconfidence(bins) == pytest.approx(want)
+
+
+def test_sampled_accuracies_are_hash_seeded():
+    per = pd.DataFrame(
+        {
+            "pair": ["t1", "t1", "t2", "t3", "t3", "t3"],
+            "prompt_id": ["a", "b", "c", "d", "e", "f"],
+            "correct": [1, 0, 1, 0, 0, 1],
+        }
+    )
+    accs = sampled_accuracies(per, 20, seed="s")
+    vals = {"t1": [1, 0], "t2": [1], "t3": [0, 0, 1]}
+    want = [
+        np.mean([vals[t][stable_hash("s", j, t) % len(vals[t])] for t in ("t1", "t2", "t3")])
+        for j in range(20)
+    ]
+    assert accs.tolist() == pytest.approx(want)
+    shuffled = sampled_accuracies(per.iloc[::-1], 20, seed="s")
+    assert shuffled.tolist() == pytest.approx(want)  # independent of row order
+    fl = accuracy_fluctuation(accs)
+    assert fl["acc_range"] == pytest.approx(max(want) - min(want))
+    assert fl["acc_sd"] == pytest.approx(float(np.std(want)))
+    single = per.drop_duplicates("pair")
+    assert accuracy_fluctuation(sampled_accuracies(single, 5))["acc_range"] == 0.0
+
+
+def test_coverage_average_maximum_oracle():
+    per = pd.DataFrame(
+        {
+            "pair": ["s1", "s1", "s1", "s2", "s2", "s3"],
+            "property": ["P1", "P1", "P1", "P1", "P1", "P2"],
+            "template_id": ["t1", "t1", "t2", "t1", "t2", "u1"],
+            "prompt_id": list("abcdef"),
+            # s1: t1 right with its second subject form; s2: only t2 right; s3 (P2) wrong.
+            "correct": [0, 1, 0, 0, 1, 0],
+        }
+    )
+    cov = coverage(per, np.array([0.2, 0.4]))
+    assert cov["cov_average"] == pytest.approx(0.3)
+    # P1: t1 covers s1 only (0.5), t2 covers s2 only (0.5) -> max 0.5 over 2 pairs; P2: 0 over 1.
+    assert cov["cov_maximum"] == pytest.approx((0.5 * 2 + 0 * 1) / 3)
+    assert cov["cov_oracle"] == pytest.approx(2 / 3)
+
+
+FACTS = pd.DataFrame(
+    {
+        "fact_id": ["S|P|A", "T|P|B", "T|P|C"],
+        "subject": ["S", "T", "T"],
+        "property": ["P", "P", "P"],
+        "object": ["A", "B", "C"],
+        "objects": [["A"], ["B", "C"], ["B", "C"]],
+    }
+)
+PROMPTS = prompt_frame(
+    pd.DataFrame(
+        {
+            "prompt_id": ["s1", "s2", "s3", "tb1", "tc1"],
+            "fact_id": ["S|P|A", "S|P|A", "S|P|A", "T|P|B", "T|P|C"],
+            "template_id": ["x", "y", "z", "x", "x"],
+            # The N-M pair's two facts share one prompt text: counted once.
+            "text": ["S is", "S was", "S, i.e.", "T is", "T is"],
+        }
+    )
+)
+CANDS = pd.DataFrame(
+    {
+        "fact_id": ["S|P|A", "S|P|A", "T|P|B", "T|P|C"],
+        "entity": ["A", "D", "D", "D"],
+        "role": ["object", "distractor", "distractor", "distractor"],
+        "strategy": ["object", "random", "random", "random"],
+        "rank": [0, 1, 1, 1],
+    }
+)
+SCORES = pd.DataFrame(
+    [
+        ("s1", "A", "a", ln(0.6)),
+        ("s1", "D", "d", ln(0.2)),
+        ("s2", "A", "a", ln(0.3)),
+        ("s2", "D", "d", ln(0.3)),  # tie -> predicted D
+        ("s3", "A", "a", ln(0.1)),
+        ("s3", "D", "d", ln(0.3)),
+        ("tb1", "B", "b", ln(0.1)),
+        ("tb1", "C", "c", ln(0.5)),
+        ("tb1", "D", "d", ln(0.2)),
+        ("tc1", "B", "b", ln(0.1)),
+        ("tc1", "C", "c", ln(0.5)),
+        ("tc1", "D", "d", ln(0.2)),
+    ],
+    columns=["prompt_id", "entity", "form", "logprob"],
+).assign(n_tokens=1)
+
+
+def test_ranking_predictions_ties_nm_and_confidence():
+    pp = ranking_predictions(entity_scores(SCORES), PROMPTS, CANDS, FACTS, correct_entities(FACTS))
+    got = pp.set_index("prompt_id")
+    assert len(pp) == 4  # tc1 duplicates tb1's text within pair T|P
+    assert got.loc["s1", "prediction"] == "A" and got.loc["s1", "correct"] == 1.0
+    assert got.loc["s1", "confidence"] == pytest.approx(0.6 / 0.8)
+    assert got.loc["s2", "prediction"] == "D" and got.loc["s2", "correct"] == 0.0
+    assert got.loc["s2", "confidence"] == pytest.approx(0.5)
+    assert got.loc["tb1", "prediction"] == "C" and got.loc["tb1", "correct"] == 1.0  # other valid object
+    assert got.loc["tb1", "confidence"] == pytest.approx(0.5 / 0.8)
+    per_fact = belief_per_fact(pp, FACTS, "belief", "exact").set_index(["fact_id", "measure"])["value"]
+    assert per_fact[("S|P|A", "belief_acc")] == pytest.approx(1 / 3)
+    assert per_fact[("S|P|A", "belief_consist")] == pytest.approx(1 / 3)  # A, D, D
+    assert per_fact[("S|P|A", "belief_oracle")] == 1.0
+    assert per_fact[("T|P|C", "belief_acc")] == 1.0
+    assert ("T|P|C", "belief_consist") not in per_fact.index  # one prompt: undefined
+    ds = belief_dataset(pp, "belief", 50, 10).set_index(["measure", "bin"])["value"]
+    assert ds[("belief_cov_oracle", -1)] == 1.0
+    assert ds[("belief_cov_maximum", -1)] == pytest.approx(1.0)  # template x covers both pairs
+    # (confidence, correct): s1 (0.6/0.8, 1), s2 (0.3/0.6, 0), s3 (0.3/0.4, 0), tb1 (0.5/0.8, 1); 4 one-prompt bins.
+    pairs = [(0.75, 1), (0.5, 0), (0.75, 0), (0.625, 1)]
+    assert ds[("belief_ovconf", -1)] == pytest.approx(np.mean([c - a for c, a in pairs]))
+    assert ds[("belief_calib_conf", 0)] == pytest.approx(0.75)
+
+
+def test_generation_predictions():
+    gens = pd.DataFrame(
+        [
+            ("s1", 0, "the guitars", -1.0),
+            ("s1", 1, "guitar", -1.0),
+            ("s1", 2, "piano", -2.0),
+            ("s1", 3, "guitars", -1.5),
+            ("s2", 0, "piano", -1.0),
+            ("tb1", 0, "C city", -1.0),
+        ],
+        columns=["prompt_id", "sample", "text", "logprob"],
+    )
+    forms = pd.DataFrame({"entity": ["A", "C"], "lang": ["en", "en"], "form": ["Guitar", "C"]})
+    pp = generation_predictions(gens, PROMPTS, FACTS, correct_entities(FACTS), forms).set_index("prompt_id")
+    assert pp.loc["s1", "correct"] == 1.0
+    assert pp.loc["s1", "confidence"] == pytest.approx(2 / 3)
+    assert pp.loc["s2", "correct"] == 0.0 and math.isnan(pp.loc["s2", "confidence"])
+    assert pp.loc["tb1", "correct"] == 1.0
+    per = belief_per_fact(pp.reset_index(), FACTS, "belief_icl", "two_way").set_index(["fact_id", "measure"])
+    assert per.loc[("S|P|A", "belief_icl_consist"), "value"] == 0.0  # "the guitar" vs "piano"

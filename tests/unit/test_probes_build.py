@@ -1,0 +1,166 @@
+"""Suite building on the real demo dumps: prompts worked out by hand, counts, determinism."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from factprobe.io import write_frame
+from factprobe.probes.build import build_suite
+from factprobe.probes.templates import TemplateError
+
+ROOT = Path(__file__).resolve().parents[2]
+SETS = {
+    "team": {"format": "yaml", "path": str(ROOT / "tests" / "data" / "templates")},
+    "pararel": {"format": "pararel", "path": str(ROOT / "tests" / "data" / "pararel" / "graphs_json")},
+}
+
+
+def build(demo_tables, suite, changes=None):
+    dump = suite["dump"]
+    return build_suite(
+        "test",
+        suite,
+        SETS,
+        str(demo_tables[dump] / "claims.parquet"),
+        str(demo_tables[dump] / "entities.parquet"),
+        [str(demo_tables[d] / "labels.parquet") for d in sorted(demo_tables)],
+        changes,
+    )
+
+
+KNOWLEDGE = {"kind": "knowledge", "dump": "20190201", "relations": ["P36", "P47"], "subject_aliases": 2}
+
+
+@pytest.fixture(scope="module")
+def knowledge(demo_tables):
+    return build(demo_tables, KNOWLEDGE)
+
+
+def test_portugal_capital_prompts(knowledge):
+    facts, prompts, forms = knowledge
+    fact = facts.set_index("fact_id").loc["Q45|P36|Q597"]
+    assert fact.subject == "Q45" and fact.object == "Q597" and list(fact.objects) == ["Q597"]
+    assert fact.dump == "20190201" and fact.popularity == 311
+    mine = prompts[prompts.fact_id == "Q45|P36|Q597"]
+    # Q45 en forms: Portugal | Portuguese Republic, PT, pt, 🇵🇹 -> only one alias is usable (>= 3 chars, a letter)
+    assert sorted(mine.subject_form.unique()) == ["Portugal", "Portuguese Republic"]
+    # P36.en.s3 "[Y] is the capital of [X]." is not object-final: skipped; 4 usable templates x 2 forms
+    assert len(mine) == 8
+    got = dict(zip(mine.template_id + "/" + mine.subject_form, mine.text, strict=True))
+    assert got == {
+        "P36.en.s1/Portugal": "The capital of Portugal is",
+        "P36.en.s1/Portuguese Republic": "The capital of Portuguese Republic is",
+        "P36.en.s2/Portugal": "Portugal has its seat of government in",
+        "P36.en.s2/Portuguese Republic": "Portuguese Republic has its seat of government in",
+        "P36.en.c1/Portugal": "Fill in the blank: ___ is the capital city of Portugal. Answer:",
+        "P36.en.c1/Portuguese Republic": "Fill in the blank: ___ is the capital city of Portuguese Republic. Answer:",
+        "P36.en.q1/Portugal": "Question: Which city is the capital of Portugal? Answer:",
+        "P36.en.q1/Portuguese Republic": "Question: Which city is the capital of Portuguese Republic? Answer:",
+    }
+    row = mine[(mine.template_id == "P36.en.s1") & (mine.subject_form == "Portugal")].iloc[0]
+    assert row.prompt_id == "Q45|P36|Q597|P36.en.s1|en|0|none"
+    assert row.context == "" and row.shots == "none" and row.verbalization == "template" and row.lang == "en"
+    assert row.style == "statement"
+    # Λ(Lisbon): its label and every alias, label first
+    lisbon = forms[(forms.entity == "Q597") & (forms.lang == "en")]
+    assert lisbon.iloc[0].tolist() == ["Q597", "en", "Lisbon", "label"]
+    assert {"Lisboa", "Capital of Portugal", "Lisbon, Portugal"} <= set(lisbon.form)
+    assert (lisbon.source.iloc[1:] == "alias").all()
+
+
+def test_prompt_count_is_facts_x_templates_x_forms(knowledge):
+    facts, prompts, forms = knowledge
+    usable = {"P36": 4, "P47": 2}  # object-final templates per relation in tests/data/templates/en.yaml
+    en = forms[forms.lang == "en"]
+    expected = 0
+    for fact in facts.itertuples():
+        entries = en[en.entity == fact.subject]
+        label = entries[entries.source == "label"].form.iloc[0]
+        aliases = [
+            f
+            for f in entries[entries.source == "alias"].form
+            if len(f) >= 3 and any(c.isalpha() for c in f) and f.casefold() != label.casefold()
+        ]
+        n_forms = 1 + min(2, len(dict.fromkeys(a.casefold() for a in aliases)))
+        expected += usable[fact.property] * n_forms
+    assert len(prompts) == expected > 0
+    assert prompts.prompt_id.is_unique
+    assert not prompts.text.str.endswith(" ").any()
+    assert not prompts.text.str.contains(r"\[X\]|\[Y\]").any()
+
+
+def test_entity_forms_cover_every_labelled_entity(knowledge, demo_tables):
+    _, _, forms = knowledge
+    labels = pd.concat([pd.read_parquet(demo_tables[d] / "labels.parquet") for d in demo_tables])
+    en_ids = {f"Q{i}" for i in labels[(labels.lang == "en")]["id"]}
+    assert set(forms[forms.lang == "en"].entity) == en_ids
+    assert list(forms.columns) == ["entity", "lang", "form", "source"]
+
+
+def test_same_config_gives_identical_bytes(demo_tables, tmp_path, knowledge):
+    again = build(demo_tables, KNOWLEDGE)
+    for name, a, b in zip(("facts", "prompts", "forms"), knowledge, again, strict=True):
+        write_frame(a, tmp_path / f"a_{name}.parquet")
+        write_frame(b, tmp_path / f"b_{name}.parquet")
+        assert (tmp_path / f"a_{name}.parquet").read_bytes() == (tmp_path / f"b_{name}.parquet").read_bytes()
+
+
+def test_multilingual_templates_per_language(demo_tables):
+    suite = {"kind": "multilingual", "dump": "20190201", "languages": ["en", "de"], "relations": ["P36"]}
+    facts, prompts, forms = build(demo_tables, suite)
+    de = prompts[(prompts.fact_id == "Q45|P36|Q597") & (prompts.lang == "de")]
+    # P36.de.s2 "[Y] ist die Hauptstadt von [X]." is not object-final
+    assert de.text.tolist() == ["Die Hauptstadt von Portugal ist"]
+    assert set(forms.lang) == {"en", "de"}
+    assert len(prompts[prompts.lang == "en"]) == 4 * len(facts)  # 4 usable en templates, label only
+    assert len(prompts[prompts.lang == "de"]) == len(facts)
+
+
+def test_plausibility_keeps_new_facts_after_cutoff(demo_tables, tmp_path):
+    changes = pd.DataFrame(
+        {
+            "subject": [45, 31, 1201],
+            "property": [36, 36, 36],
+            "object": [597, 239, 1724],
+            "status": ["new", "new", "static"],
+            "rule": ["", "", ""],
+            "is_replace": [False, False, False],
+            "start": [float("nan"), float("nan"), float("nan")],
+            "end": [float("nan")] * 3,
+            "point_in_time": [float("nan")] * 3,
+        }
+    )
+    path = tmp_path / "changes.parquet"
+    changes.to_parquet(path)
+    suite = {
+        "kind": "plausibility",
+        "dump": "20190201",
+        "diff_old": "20141201",
+        "cutoff": "20160101",
+        "relations": ["P36"],
+        "templates": {"styles": ["statement"]},
+    }
+    facts, prompts, _ = build(demo_tables, suite, str(path))
+    # Q31 -> Q239 (Brussels) is new but unlabelled; Q1201 -> Q1724 is static.
+    assert facts.fact_id.tolist() == ["Q45|P36|Q597"]
+    assert prompts.text.tolist() == ["The capital of Portugal is", "Portugal has its seat of government in"]
+
+
+def test_no_usable_template_is_a_clear_error(demo_tables):
+    suite = {"kind": "knowledge", "dump": "20190201", "relations": ["P19"]}
+    with pytest.raises(TemplateError, match="no relation of \\['P19'\\] has a usable template"):
+        build(demo_tables, suite)
+
+
+def test_pararel_set_mixes_with_team_templates(demo_tables):
+    suite = {
+        "kind": "multiprompt",
+        "dump": "20190201",
+        "relations": ["P36"],
+        "templates": {"sets": ["team", "pararel"], "styles": ["statement"], "max_per_relation": 3},
+    }
+    _, prompts, _ = build(demo_tables, suite)
+    mine = prompts[prompts.fact_id == "Q45|P36|Q597"]
+    # team: s1, s2 (s3 not final); ParaRel P36 lines 1-3: line 3 "[Y] is the capital of [X]." not final
+    assert mine.template_id.tolist() == ["P36.en.s1", "P36.en.s2", "P36.en.pararel1", "P36.en.pararel2"]
+    assert mine.text.tolist()[2:] == ["The capital of Portugal is", "The capital city of Portugal is"]

@@ -1,0 +1,87 @@
+"""The suites/templates config sections: schema and cross-key checks."""
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+from factprobe.probes.config import check_suites
+from factprobe.registry import ConfigError, validate_config
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMAS = ROOT / "workflow" / "schemas"
+ENABLED = ["20141201", "20190201"]
+MINE = ("suites", "templates")
+
+
+@pytest.fixture(scope="module")
+def schema(tmp_path_factory):
+    """The main schema with only this stage's sections, so other sections' schemas cannot interfere."""
+    folder = tmp_path_factory.mktemp("schemas")
+    main = yaml.safe_load((SCHEMAS / "config.schema.yaml").read_text())
+    main["required"] = list(MINE)
+    main["properties"] = {}
+    (folder / "config.schema.yaml").write_text(yaml.safe_dump(main))
+    for section in MINE:
+        name = f"config.{section}.schema.yaml"
+        (folder / name).write_text((SCHEMAS / name).read_text())
+    return folder / "config.schema.yaml"
+
+
+@pytest.fixture()
+def config():
+    full = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    return {key: full[key] for key in MINE}
+
+
+def test_demo_config_is_valid(config, schema):
+    validate_config(config, schema)
+    check_suites(config["suites"], config["templates"], ENABLED)
+    assert {s["kind"] for s in config["suites"].values()} == {
+        "knowledge",
+        "multiprompt",
+        "plausibility",
+        "multilingual",
+    }
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (lambda s: s["knowledge"].update(dump=20141201), "suites.knowledge.dump"),
+        (lambda s: s["knowledge"].update(kind="trivia"), "suites.knowledge.kind"),
+        (lambda s: s["knowledge"].update(relations=["capital"]), "suites.knowledge.relations.0"),
+        (
+            lambda s: s["knowledge"].update(few_shot={"settings": ["4-shots"]}),
+            "suites.knowledge.few_shot.settings.0",
+        ),
+        (lambda s: s["knowledge"].update(n_fact=3), "suites.knowledge"),
+        (lambda s: s["plausibility"].pop("cutoff"), "'cutoff' is a required property"),
+    ],
+)
+def test_schema_rejects(config, schema, change, message):
+    bad = copy.deepcopy(config)
+    change(bad["suites"])
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.").replace("(", r"\(")):
+        validate_config(bad, schema)
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (
+            lambda s: s["knowledge"].update(dump="20200101"),
+            "suites.knowledge.dump: 20200101 is not an enabled dump",
+        ),
+        (lambda s: s["plausibility"].update(cutoff="20190301"), "need diff_old <= cutoff < dump"),
+        (
+            lambda s: s["knowledge"].update(templates={"sets": ["nope"]}),
+            "'nope' is not defined in templates.sets",
+        ),
+    ],
+)
+def test_cross_checks(config, change, message):
+    bad = copy.deepcopy(config)
+    change(bad["suites"])
+    with pytest.raises(ConfigError, match=message):
+        check_suites(bad["suites"], bad["templates"], ENABLED)

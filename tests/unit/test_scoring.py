@@ -1,0 +1,166 @@
+"""Exactness of the packed scorer against a naive one-pair-at-a-time forward (issue 6, item 4).
+
+Two tiny models with byte-level BPE tokenizers trained here: a GPT-2 (no BOS, learned positions)
+and a Llama (BOS added by the tokenizer, rotary positions). The naive reference computes
+log P(prompt + form + end) - log P(prompt) from two full forwards of canonical encodings.
+"""
+
+import numpy as np
+import pytest
+import torch
+from factprobe.scoring.control import train_bpe_tokenizer
+from factprobe.scoring.loglik import naive_pair_logprob, score_requests, tokenize_pairs
+from factprobe.scoring.models import wrap_model
+from factprobe.scoring.suite import score_texts
+
+torch.set_num_threads(1)
+
+CORPUS = [
+    "The capital of France is Paris.",
+    "The capital of Germany is Berlin.",
+    "Paris is a city. Berlin is a city. Parisians live in Paris.",
+    "Q: Who wrote Hamlet? A: William Shakespeare",
+    "Ada Lovelace was born in London. London is big.",
+    "東京は日本の首都です。",
+] * 20
+
+PROMPTS = [
+    "The capital of France is",
+    "The capital of Germany is ",  # trailing space moves to the continuation
+    "Q: Who wrote Hamlet? A:",
+    "The capital of France is Paris.\nThe capital of Germany is Berlin.\nAda Lovelace was born in",
+    "",  # empty context
+    "Par",  # boundary merge with a no-space continuation
+]
+CONTS = [" Paris", " Berlin", " William Shakespeare", " London", " Lovelace é", "is"]
+
+
+def tiny_gpt2(tok):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    cfg = GPT2Config(vocab_size=len(tok), n_positions=128, n_embd=32, n_layer=2, n_head=4)
+    return GPT2LMHeadModel(cfg).eval()
+
+
+def tiny_llama(tok):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+    )
+    return LlamaForCausalLM(cfg).eval()
+
+
+@pytest.fixture(scope="module", params=["gpt2", "llama"])
+def tiny(request):
+    if request.param == "gpt2":
+        tok = train_bpe_tokenizer(CORPUS, vocab_size=400, add_bos=False)
+        model = tiny_gpt2(tok)
+    else:
+        tok = train_bpe_tokenizer(CORPUS, vocab_size=400, add_bos=True)
+        model = tiny_llama(tok)
+    return request.param, model, tok
+
+
+def all_pairs():
+    prompts, conts = [], []
+    for p in PROMPTS:
+        for c in CONTS:
+            prompts.append(p)
+            conts.append(c)
+    return prompts, conts
+
+
+def test_boundary_merge_case_is_exercised(tiny):
+    _, _, tok = tiny
+    p = tok("Par", add_special_tokens=False)["input_ids"]
+    w = tok("Paris", add_special_tokens=False)["input_ids"]
+    assert w[: len(p)] != p  # the hard case really happens with this tokenizer
+    _, plans = tokenize_pairs(tok, ["Par"], ["is"], "eos")
+    assert plans[0].minus is not None
+
+
+@pytest.mark.parametrize("end", ["eos", ".", "none"])
+def test_engine_equals_naive(tiny, end):
+    name, model, tok = tiny
+    prompts, conts = all_pairs()
+    loaded = wrap_model(model, tok)
+    naive = np.array([naive_pair_logprob(model, tok, p, c, end) for p, c in zip(prompts, conts, strict=True)])
+    for budget in (8, 40, 4096):
+        lp, nt, fl = score_texts(loaded, prompts, conts, end=end, token_budget=budget, progress=False)
+        assert np.max(np.abs(lp - naive)) < 1e-4, (name, end, budget)
+        assert np.all(nt >= 1)
+        plain = np.array([p != "Par" for p in prompts])  # "Par" pairs are chain-rule differences
+        assert np.all(fl[plain] >= lp[plain] - 1e-9)  # one token's log-prob >= the sum of all
+
+
+def test_bos_and_first_logprob(tiny):
+    name, model, tok = tiny
+    requests, plans = tokenize_pairs(tok, ["The capital of France is"], [" Paris"], "eos")
+    prefix, cont = requests[plans[0].plus]
+    if name == "llama":
+        assert prefix[0] == tok.bos_token_id
+    else:
+        assert prefix[0] != tok.bos_token_id
+    assert cont[-1] == tok.eos_token_id
+    assert plans[0].n_tokens == len(cont)
+    # first_logprob by hand: log-softmax of the prefix's last position at the first form token
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([list(prefix)])).logits[0, -1]
+    expected = torch.log_softmax(logits.double(), -1)[cont[0]].item()
+    _, first = score_requests(model, requests)
+    assert abs(first[plans[0].plus] - expected) < 1e-5
+
+
+def test_trailing_space_moves_to_continuation(tiny):
+    _, _, tok = tiny
+    a, pa = tokenize_pairs(tok, ["The capital of Germany is "], ["Berlin"], "none")
+    b, pb = tokenize_pairs(tok, ["The capital of Germany is"], [" Berlin"], "none")
+    assert a[pa[0].plus] == b[pb[0].plus]
+
+
+def test_prefix_computed_once_per_prompt(tiny):
+    """All forms of all candidates of one prompt go into one packed row (one forward)."""
+    _, model, tok = tiny
+    conts = [" Paris", " Berlin", " London", " William Shakespeare", " Paris.", " Lovelace"]
+    requests, _ = tokenize_pairs(tok, ["The capital of France is"] * len(conts), conts, "eos")
+    calls = []
+    handle = model.register_forward_hook(lambda m, a, k, o: calls.append(k["input_ids"].shape), with_kwargs=True)
+    try:
+        score_requests(model, requests, token_budget=4096)
+    finally:
+        handle.remove()
+    assert len(calls) == 1 and calls[0][0] == 1
+    prefix_len = len(requests[0][0])
+    assert calls[0][1] == prefix_len + sum(len(c) - 1 for _, c in requests)
+
+
+def test_oom_halves_budget_and_continues(tiny, monkeypatch):
+    _, model, tok = tiny
+    prompts, conts = all_pairs()
+    requests, _ = tokenize_pairs(tok, prompts, conts, "eos")
+    reference, _ = score_requests(model, requests, token_budget=4096)
+    original = model.forward
+    sizes = []
+
+    def flaky(*args, **kwargs):
+        ids = kwargs["input_ids"]
+        sizes.append(ids.numel())
+        if ids.numel() > 30:
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(model, "forward", flaky)
+    got, _ = score_requests(model, requests, token_budget=4096)
+    assert np.max(np.abs(got - reference)) < 1e-4
+    assert max(sizes) > 30 and any(s <= 30 for s in sizes)

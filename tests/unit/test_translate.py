@@ -1,0 +1,313 @@
+"""Translate stage: tiny Marian model end to end (load, batch, cache, forced subject), and the
+sentence-level verbalization pipeline (fluent-mlama-disfluency §3.2) with hand-checked outputs."""
+
+import math
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+import torch
+
+from factprobe.translate.mt import (
+    ForcedPrefix,
+    GenerationSettings,
+    Request,
+    TranslationCache,
+    cache_key,
+    load_translator,
+)
+from factprobe.translate.sentence import (
+    FORM_SCHEMA,
+    PROMPT_SCHEMA,
+    english_sentences,
+    fill,
+    object_final_template,
+    sentence_verbalization,
+    target_languages,
+)
+
+CORPUS = [
+    "Václav Havel was born in Prague.",
+    "Václav Havel se narodil v Praze.",
+    "Франц Кафка родился в Праге.",
+    "Franz Kafka se narodil v Praze.",
+    "Вацлав Гавел родился в Праге.",
+    "Лев Толстой родился в Ясной Поляне.",
+    "The capital of Czech Republic is Prague.",
+    "Hlavním městem Česka je Praha.",
+    "Столица России — Москва.",
+    "Berlin ist die Hauptstadt Deutschlands.",
+    "Er ist ein Bürger Deutschlands.",
+]
+
+
+@pytest.fixture(scope="module")
+def tiny_marian(tmp_path_factory):
+    """A randomly initialised MarianMTModel + a BPE tokenizer trained here, saved like a hub model."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import MarianConfig, MarianMTModel, PreTrainedTokenizerFast
+
+    torch.set_num_threads(1)
+    folder = tmp_path_factory.mktemp("tiny-marian")
+    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
+    bpe.pre_tokenizer = pre_tokenizers.Metaspace()
+    bpe.decoder = decoders.Metaspace()
+    bpe.train_from_iterator(CORPUS * 3, trainers.BpeTrainer(vocab_size=400, special_tokens=["<pad>", "</s>", "<unk>"]))
+    bpe.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 1)])
+    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
+    tok.save_pretrained(folder)
+    config = MarianConfig(
+        vocab_size=len(tok),
+        d_model=16,
+        encoder_layers=1,
+        decoder_layers=1,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=32,
+        decoder_ffn_dim=32,
+        max_position_embeddings=128,
+        pad_token_id=0,
+        eos_token_id=1,
+        decoder_start_token_id=0,
+        forced_eos_token_id=1,
+    )
+    torch.manual_seed(0)
+    MarianMTModel(config).save_pretrained(folder)
+    return folder
+
+
+def _count_forwards(translator):
+    calls = {"forward": 0, "generate": 0}
+    translator.model.register_forward_hook(lambda *a: calls.__setitem__("forward", calls["forward"] + 1))
+    original = translator.model.generate
+
+    def generate(*args, **kwargs):
+        calls["generate"] += 1
+        return original(*args, **kwargs)
+
+    translator.model.generate = generate
+    return calls
+
+
+def test_loader_batches_caches_and_forces_prefix(tiny_marian, tmp_path):
+    settings = GenerationSettings(num_beams=2, max_new_tokens=6, batch_size=2)
+    tr = load_translator(str(tiny_marian), device="cpu", settings=settings, cache_dir=tmp_path / "cache")
+    assert tr.kind == "marian" and tr.device == "cpu"
+    calls = _count_forwards(tr)
+    reqs = [
+        Request("Václav Havel was born in Praha.", "en", "cs", prefix="Václav Havel"),
+        Request("The capital of Česko is Praha.", "en", "cs"),
+        Request("Франц Кафка was born in Прага.", "en", "ru", prefix="Франц Кафка"),
+        Request("Er ist ein Bürger Deutschland.", "en", "de"),
+        Request("Václav Havel was born in Praha.", "en", "cs", prefix="Václav Havel"),  # duplicate
+    ]
+    out = tr.translate(reqs)
+    assert len(out) == 5 and all(isinstance(t, str) for t in out)
+    # Forced subject prefix: the output starts with the Wikidata label, whatever the random weights.
+    assert out[0].startswith("Václav Havel") and out[2].startswith("Франц Кафка")
+    assert out[0] == out[4]
+    # 4 distinct requests: cs has 2 (one batch of 2), ru 1, de 1 -> 3 generate calls.
+    assert calls["generate"] == 3 and calls["forward"] > 0
+    assert len(list((tmp_path / "cache").glob("*.parquet"))) == 1
+
+    # A fresh translator reads the Parquet cache: same outputs, no forward pass at all.
+    tr2 = load_translator(str(tiny_marian), device="cpu", settings=settings, cache_dir=tmp_path / "cache")
+    calls2 = _count_forwards(tr2)
+    assert tr2.translate(reqs) == out
+    assert calls2 == {"forward": 0, "generate": 0}
+    # Different decoding settings are a different cache key.
+    other = GenerationSettings(num_beams=1, max_new_tokens=6, batch_size=2)
+    assert cache_key(tr.name, settings, reqs[0]) != cache_key(tr.name, other, reqs[0])
+
+
+def test_batch_size_does_not_change_greedy_output(tiny_marian):
+    reqs = [Request(s, "en", "cs") for s in CORPUS[:5]]
+    one = load_translator(str(tiny_marian), "cpu", settings=GenerationSettings(1, 6, 1)).translate(reqs)
+    four = load_translator(str(tiny_marian), "cpu", settings=GenerationSettings(1, 6, 4)).translate(reqs)
+    assert one == four
+
+
+def test_forced_prefix_processor_masks_per_item_and_beam():
+    proc = ForcedPrefix([[5, 6], [7]], num_beams=2)
+    scores = torch.zeros(4, 10)
+    ids = torch.zeros(4, 1, dtype=torch.long)  # step 0 (only the decoder start token so far)
+    out = proc(ids, scores.clone())
+    assert [int(row.argmax()) for row in out] == [5, 5, 7, 7]
+    assert torch.isinf(out[0, 6]) and out[0, 5] == 0
+    out = proc(torch.zeros(4, 2, dtype=torch.long), torch.zeros(4, 10))  # step 1: item 1 is free
+    assert int(out[0].argmax()) == 6 and not torch.isinf(out[2]).any()
+
+
+def test_loader_error_names_the_model(tmp_path):
+    with pytest.raises(RuntimeError, match="translate.model .*nonexistent"):
+        load_translator(str(tmp_path / "nonexistent"), "cpu")
+
+
+def test_cache_shards_are_merged(tmp_path):
+    a = TranslationCache(tmp_path)
+    a.save([dict(key="k1", model="m", src_lang="en", tgt_lang="cs", text="t", prefix="", translation="x")])
+    b = TranslationCache(tmp_path)
+    b.save([dict(key="k2", model="m", src_lang="en", tgt_lang="cs", text="u", prefix="", translation="y")])
+    merged = TranslationCache(tmp_path)
+    assert merged.get("k1") == "x" and merged.get("k2") == "y" and merged.get("k3") is None
+
+
+# --- sentence-level pipeline ---------------------------------------------------------------
+
+TEMPLATES = {
+    "P19.en.s1": "[X] was born in [Y].",
+    "P36.en.s1": "The capital of [X] is [Y].",
+    "P19.en.s2": "[Y] is where [X] was born.",  # object first: never translated
+}
+
+
+def suite_tables():
+    """A multilingual suite as the probe builder writes it (contract columns), hand-made."""
+    facts = pd.DataFrame(
+        {
+            "fact_id": ["Q36591|P19|Q1085", "Q213|P36|Q1085", "Q905|P19|Q1085"],
+            "subject": ["Q36591", "Q213", "Q905"],
+            "property": ["P19", "P36", "P19"],
+            "object": ["Q1085", "Q1085", "Q1085"],
+        }
+    )
+    forms = pd.DataFrame(
+        [
+            ("Q36591", "en", "Václav Havel", "label"),
+            ("Q36591", "cs", "Václav Havel", "label"),
+            ("Q36591", "ru", "Вацлав Гавел", "label"),
+            ("Q213", "en", "Czech Republic", "label"),
+            ("Q213", "cs", "Česko", "label"),
+            ("Q213", "ru", "Чехия", "label"),
+            ("Q905", "en", "Franz Kafka", "label"),
+            ("Q905", "cs", "Franz Kafka", "label"),
+            ("Q905", "ru", "Франц Кафка", "label"),
+            ("Q1085", "en", "Prague", "label"),
+            ("Q1085", "cs", "Praha", "label"),
+            ("Q1085", "cs", "Hlavní město Praha", "alias"),
+            ("Q1085", "ru", "Прага", "label"),
+        ],
+        columns=["entity", "lang", "form", "source"],
+    )
+    rows = []
+    for fact, subj_en, tid in [
+        ("Q36591|P19|Q1085", "Václav Havel", "P19.en.s1"),
+        ("Q213|P36|Q1085", "Czech Republic", "P36.en.s1"),
+        ("Q905|P19|Q1085", "Franz Kafka", "P19.en.s1"),
+    ]:
+        text = TEMPLATES[tid].split("[Y]")[0].replace("[X]", subj_en).rstrip()
+        rows.append((f"{fact}|{tid}|en|0|none", fact, "en", tid, "statement", subj_en, text, "", "template", "none"))
+    rows.append(("Q213|P36|Q1085|P36.cs.s1|cs|0|none", "Q213|P36|Q1085", "cs", "P36.cs.s1", "statement", "Česko",
+                 "Hlavní město Česko:", "", "template", "none"))  # fmt: skip
+    prompts = pd.DataFrame(
+        rows,
+        columns=["prompt_id", "fact_id", "lang", "template_id", "style", "subject_form", "text", "context",
+                 "verbalization", "shots"],
+    )  # fmt: skip
+    return facts, prompts, forms
+
+
+# What the "model" answers: keyed by (target language, source text it receives).
+ANSWERS = {
+    ("cs", "Václav Havel was born in Praha."): "Václav Havel se narodil v Praze.",
+    ("cs", "The capital of Česko is Praha."): "Hlavním městem Česka je Praha.",
+    ("cs", "Franz Kafka was born in Praha."): "Franz Kafka se narodil v Praze v roce 1883.",
+    ("ru", "Václav Havel was born in Прага."): "Вацлав Гавел родился в Праге.",
+    ("ru", "The capital of Чехия is Прага."): "Чехия — это страна.",
+    ("ru", "Franz Kafka was born in Прага."): "Франц Кафка родился в Праге.",
+}
+
+
+def dict_translate(requests):
+    out = []
+    for r in requests:
+        text = ANSWERS[(r.tgt_lang, r.text)]
+        # A real model is forced to start with the prefix; the canned answers already do.
+        assert text.startswith(r.prefix)
+        out.append(text)
+    return out
+
+
+def test_english_sentences_fill_templates():
+    facts, prompts, forms = suite_tables()
+    s = english_sentences(prompts, facts, forms, TEMPLATES)
+    assert list(s["source_text"]) == [
+        "Václav Havel was born in Prague.",
+        "The capital of Czech Republic is Prague.",
+        "Franz Kafka was born in Prague.",
+    ]
+    assert fill("[X] is [Y].", "universe", "big") == "Universe is big."
+    assert object_final_template("[X] was born in [Y].") and not object_final_template(TEMPLATES["P19.en.s2"])
+    # A template not in the files is rebuilt as prompt + " [Y].".
+    s2 = english_sentences(prompts, facts, forms, {})
+    assert list(s2["source_text"]) == list(s["source_text"])
+
+
+def test_sentence_pipeline_counts_and_forms():
+    facts, prompts, forms = suite_tables()
+    out, new_forms, stats = sentence_verbalization(
+        prompts, facts, forms, TEMPLATES, ["cs", "ru"], dict_translate, model_name="dict"
+    )
+    got = {(r.lang, r.fact_id): (r.text, r.object_form, r.subject_form) for r in out.itertuples()}
+    assert got == {
+        ("cs", "Q36591|P19|Q1085"): ("Václav Havel se narodil v", "Praze", "Václav Havel"),
+        ("cs", "Q213|P36|Q1085"): ("Hlavním městem Česka je", "Praha", "Česko"),
+        ("ru", "Q36591|P19|Q1085"): ("Вацлав Гавел родился в", "Праге", "Вацлав Гавел"),
+        ("ru", "Q905|P19|Q1085"): ("Франц Кафка родился в", "Праге", "Франц Кафка"),
+    }
+    assert set(out["verbalization"]) == {"sentence"} and set(out["context"]) == {""}
+    assert out["prompt_id"].is_unique and not set(out["prompt_id"]) & set(prompts["prompt_id"])
+    assert list(out.columns[:10]) == list(prompts.columns)
+    # "Praha" is the label itself, so only the inflected forms are new; Праге found twice.
+    assert sorted(map(tuple, new_forms[["entity", "lang", "form", "source", "n_sentences"]].values.tolist())) == [
+        ("Q1085", "cs", "Praze", "inflected", 1),
+        ("Q1085", "ru", "Праге", "inflected", 2),
+    ]
+    cs = stats.set_index("lang").loc["cs"]
+    ru = stats.set_index("lang").loc["ru"]
+    assert (cs.n_sentences, cs.n_kept, cs.dropped_object_not_final, cs.dropped_object_not_found) == (3, 2, 1, 0)
+    assert (ru.n_sentences, ru.n_kept, ru.dropped_object_not_final, ru.dropped_object_not_found) == (3, 2, 0, 1)
+    assert cs.dropped_share == pytest.approx(1 / 3) and cs.status == "translated"
+    assert cs.n_template_prompts == 1 and ru.n_template_prompts == 0
+    # Tables convert to the contract schemas.
+    pa.Table.from_pandas(out, schema=PROMPT_SCHEMA, preserve_index=False)
+    pa.Table.from_pandas(new_forms, schema=FORM_SCHEMA, preserve_index=False)
+
+
+def test_missing_object_label_is_counted():
+    facts, prompts, forms = suite_tables()
+    forms = forms[~((forms["entity"] == "Q1085") & (forms["lang"] == "ru"))]
+    _, _, stats = sentence_verbalization(prompts, facts, forms, TEMPLATES, ["ru"], dict_translate)
+    row = stats.iloc[0]
+    assert (row.n_sentences, row.n_kept, row.dropped_no_object_label, row.dropped_share) == (3, 0, 3, 1.0)
+
+
+def test_no_model_passes_template_verbalization_only():
+    facts, prompts, forms = suite_tables()
+    out, new_forms, stats = sentence_verbalization(prompts, facts, forms, TEMPLATES, ["cs", "ru"], None)
+    assert out.empty and new_forms.empty
+    assert list(stats["status"]) == ["no_model", "no_model"]
+    assert list(stats["n_sentences"]) == [3, 3] and math.isnan(stats["dropped_share"].iloc[0])
+    table = pa.Table.from_pandas(out, schema=PROMPT_SCHEMA, preserve_index=False)
+    assert table.num_rows == 0 and table.schema.field("text").type == pa.string()
+    assert target_languages(prompts, None) == ["cs"]
+    assert target_languages(prompts, ["en", "de"]) == ["de"]
+
+
+def test_tiny_marian_through_the_pipeline(tiny_marian, tmp_path):
+    facts, prompts, forms = suite_tables()
+    tr = load_translator(str(tiny_marian), "cpu", settings=GenerationSettings(1, 8, 8), cache_dir=tmp_path)
+    out, new_forms, stats = sentence_verbalization(
+        prompts, facts, forms, TEMPLATES, ["cs", "ru"], tr.translate, model_name=str(tiny_marian)
+    )
+    # Random weights: whatever is kept or dropped, every sentence is accounted for once.
+    for row in stats.itertuples():
+        dropped = sum(getattr(row, c) for c in stats.columns if c.startswith("dropped_") and c != "dropped_share")
+        assert row.n_kept + dropped == row.n_sentences == 3
+        assert row.n_kept == int((out["lang"] == row.lang).sum())
+    # The forced subject label opens every P19 translation.
+    cached = pd.concat(pd.read_parquet(p) for p in tmp_path.glob("*.parquet"))
+    p19 = cached[cached["prefix"] != ""]
+    assert len(p19) == 4 and all(t.startswith(p) for t, p in zip(p19["translation"], p19["prefix"], strict=True))
+    # A prefix the vocabulary cannot spell is not forced (it would decode as nothing).
+    assert tr.forced_ids("Ωμέγα") == [] and tr.forced_ids("Franz Kafka") != []

@@ -1,0 +1,38 @@
+"""Rule script appropt_distractors: ApprOpt distractors of one suite for one model."""
+
+import logging
+
+import pandas as pd
+import torch
+from factprobe.distractors.appropt import appropt_distractors, load_model_row
+from factprobe.distractors.omega import Omega, load_types, valid_objects
+from factprobe.distractors.retrieve import facts_valid, forms_of_candidates
+from factprobe.io import read_table, write_frame
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+log = logging.getLogger("appropt_distractors")
+p = snakemake.params.settings
+torch.set_num_threads(max(1, snakemake.threads))
+facts = read_table(snakemake.input.facts).to_pandas()
+prompts = read_table(snakemake.input.prompts).to_pandas()
+entity_forms = read_table(snakemake.input.entity_forms).to_pandas()
+claims = read_table(snakemake.input.claims).to_pandas()
+valid = pd.concat(
+    [valid_objects(claims, int(p["dump"]), p["valid_ranks"]), facts_valid(facts)]
+).drop_duplicates()
+omega = Omega.from_tables(load_types(snakemake.input.types), entity_forms, valid, p["form_threshold"])
+control = snakemake.input.control if "control" in snakemake.input.keys() else None
+model, tokenizer = load_model_row(p["model"], control)
+out = appropt_distractors(
+    model, tokenizer, facts, prompts, entity_forms, omega, p["n"], p["lang"], p["styles"], p["width"]
+)
+short = (out.drop_duplicates("fact_id")["found"] < p["n"]).sum() if len(out) else 0
+log.info(
+    "%d distractors for %d facts; %d facts with fewer than n=%d",
+    len(out),
+    out["fact_id"].nunique(),
+    short,
+    p["n"],
+)
+write_frame(out, snakemake.output.candidates)
+write_frame(forms_of_candidates(out, entity_forms), snakemake.output.forms)

@@ -1,0 +1,389 @@
+"""Partitioned, out-of-core diff of two claims tables with DuckDB (WikiFactDiff, anchors.md §3.1).
+
+Why DuckDB and not pyarrow: the diff is a full outer match of two ~1 B-row tables followed by
+per-(subject, property) window logic. DuckDB runs hash aggregates, joins and windows in parallel
+and spills them to disk under a hard ``memory_limit``; pyarrow has joins but no spilling and no
+windows, so it would need hand-written external sorting. To bound the state of each query we
+still split the work by ``subject % n`` (every rule only looks at one subject's statements, plus
+the object's "physically new" flag, which comes from a small global table), writing each bucket
+once with ``COPY ... PARTITION_BY`` instead of re-scanning the inputs per bucket.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import duckdb
+import pandas as pd
+import pyarrow.parquet as pq
+from tqdm import tqdm
+
+from factprobe.diff.rules import (
+    CHANGED,
+    RULE_NAMES,
+    RULE_STATUSES,
+    STATUSES,
+    added_ok_sql,
+    decision_sql,
+    ignored_sql,
+    sql_list,
+)
+from factprobe.io import atomic_path
+
+log = logging.getLogger(__name__)
+
+INT32_MAX = 2147483647
+INT32_MIN = -2147483648
+OFFSET = 2147483648
+MASK32 = 4294967295
+OUTPUT_COLUMNS = (
+    "subject", "property", "object", "status", "rule", "is_replace",
+    "start", "end", "point_in_time", "flag", "single_value",
+)
+
+
+@dataclass
+class DiffInputs:
+    """Parquet paths of the two dumps' ``claims`` and ``entities`` tables and their dates."""
+
+    old_claims: str | Path
+    new_claims: str | Path
+    old_entities: str | Path
+    new_entities: str | Path
+    t_old: int
+    t_new: int
+
+
+@dataclass
+class DiffResult:
+    """Counts of one diff run: rows in, rows out per status, partitions used."""
+
+    rows_in: int = 0
+    partitions: int = 1
+    counts: dict[str, int] = field(default_factory=dict)
+    rules: dict[str, int] = field(default_factory=dict)
+
+
+def connect(memory_mb: int, threads: int, temp_dir: str | Path) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection that spills to ``temp_dir`` beyond ``memory_mb``."""
+    con = duckdb.connect()
+    con.execute(f"SET memory_limit = '{int(memory_mb)}MB'")
+    con.execute(f"SET threads = {max(1, int(threads))}")
+    con.execute(f"SET temp_directory = '{Path(temp_dir).as_posix()}'")
+    con.execute("SET preserve_insertion_order = false")
+    return con
+
+
+def _quote(path: str | Path) -> str:
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+def _columns(con: duckdb.DuckDBPyConnection, path: str | Path) -> list[str]:
+    return [row[0] for row in con.execute(f"DESCRIBE SELECT * FROM read_parquet({_quote(path)})").fetchall()]
+
+
+def _check_inputs(con: duckdb.DuckDBPyConnection, inputs: DiffInputs) -> bool:
+    """Fail early, naming the file, when a table lacks a contract column; True if ``created`` exists."""
+    need = {
+        "claims": {"subject", "property", "object", "rank", "start", "end", "point_in_time"},
+        "entities": {"id", "kind"},
+    }
+    created = True
+    for kind, path in (
+        ("claims", inputs.old_claims), ("claims", inputs.new_claims),
+        ("entities", inputs.old_entities), ("entities", inputs.new_entities),
+    ):
+        if not Path(path).exists():
+            raise FileNotFoundError(f"{path}: missing {kind} table; run the extract_dump rule for this dump")
+        cols = set(_columns(con, path))
+        missing = need[kind] - cols
+        if missing:
+            raise ValueError(
+                f"{path}: {kind} table lacks column(s) {sorted(missing)} (docs/contracts.md); "
+                "re-run extract_dump with the current code"
+            )
+        if kind == "entities":
+            created &= "created" in cols
+    return created
+
+
+def triples_sql(t_old: int, t_new: int, single_value: Iterable[int] = ()) -> str:
+    """One row per (subject, property, object) of either dump, from views ``old_c``, ``new_c``.
+
+    Deprecated statements are dropped; for single-value properties (table ``sv``) only the best
+    rank of each (subject, property) is kept. ``flag`` says in which dump the triple is; ``s``,
+    ``e``, ``p`` are the dates of the statement that speaks for it: the new dump's when there is
+    one, and among several, the one valid at its dump date, then the latest end, then start.
+    """
+    sv = sorted({int(x) for x in single_value})
+    # A literal IN list is far cheaper than a semi-join on every claim.
+    is_sv = f"(property IN ({', '.join(map(str, sv))}))" if sv else "FALSE"
+    statements = f"""
+        SELECT subject, property, object, rank, start AS s, "end" AS e, point_in_time AS p
+        FROM {{src}} WHERE rank > 0 AND NOT {is_sv}
+        UNION ALL
+        SELECT subject, property, object, rank, start AS s, "end" AS e, point_in_time AS p
+        FROM {{src}} WHERE rank > 0 AND {is_sv}
+        QUALIFY rank = max(rank) OVER (PARTITION BY subject, property)
+    """
+    valid = "((s IS NULL OR s <= {t}) AND (e IS NULL OR e > {t}) AND (p IS NULL OR p <= {t}))"
+    # One HUGEINT orders the statements of a triple (new dump first, valid at its date, latest
+    # end, latest start, latest point in time) and carries their dates: a single max() replaces
+    # a struct arg_max, which is ~5x slower. Dates are shifted to unsigned 32-bit fields.
+    key = (
+        "((side::HUGEINT << 97) | ({valid}::HUGEINT << 96)"
+        f" | ((coalesce(e, {INT32_MAX})::HUGEINT + {OFFSET}) << 64)"
+        f" | ((coalesce(s, {INT32_MIN})::HUGEINT + {OFFSET}) << 32)"
+        f" | (coalesce(p, {INT32_MIN})::HUGEINT + {OFFSET}))"
+    )
+
+    def field(shift: int, null: int) -> str:
+        raw = f"(((k >> {shift}) & {MASK32}) - {OFFSET})::INTEGER"
+        return f"nullif({raw}, {null})"
+
+    return f"""
+    WITH
+    sides AS (
+        SELECT 0::TINYINT AS side, subject, property, object, {key.format(valid=valid.format(t=int(t_old)))} AS k
+        FROM ({statements.format(src="old_c")})
+        UNION ALL
+        SELECT 1::TINYINT AS side, subject, property, object, {key.format(valid=valid.format(t=int(t_new)))} AS k
+        FROM ({statements.format(src="new_c")})
+    ),
+    triples AS (
+        SELECT subject, property, object, min(side) AS first_side, max(k) AS k
+        FROM sides GROUP BY subject, property, object
+    )
+    SELECT subject, property, object,
+        CASE WHEN first_side = 1 THEN 'added' WHEN (k >> 97) = 0 THEN 'removed' ELSE 'kept' END AS flag,
+        {field(32, INT32_MIN)} AS s, {field(64, INT32_MAX)} AS e, {field(0, INT32_MIN)} AS p,
+        {is_sv} AS sv
+    FROM triples
+    """
+
+
+def decided_sql(t_old: int, t_new: int, obj_ph_new: bool) -> str:
+    """Rule index of every triple of table ``triples`` (see :func:`triples_sql`).
+
+    Kept triples of multi-valued relations (nearly all rows) skip the entity joins: their
+    subject is in both dumps and not new. Only single-value groups need the window counts.
+    """
+    case = decision_sql(t_old, t_new)
+    ign = ignored_sql(t_old, t_new)
+    obj_join = "LEFT JOIN ph_new po ON po.id = t.object" if obj_ph_new else ""
+    obj_col = "po.id IS NOT NULL" if obj_ph_new else "FALSE"
+    entity = f"""
+        SELECT t.*, coalesce(su.in_old, FALSE) AS subj_in_old, coalesce(su.in_new, FALSE) AS subj_in_new,
+            coalesce(su.ph_new, FALSE) AS subj_ph_new, {obj_col} AS obj_ph_new
+        FROM triples t LEFT JOIN subjects su ON su.id = t.subject {obj_join}
+    """
+    no_group = "NULL::BIGINT AS n_rem, NULL::BIGINT AS n_add, NULL::BIGINT AS n_kept, FALSE AS add_ok"
+    return f"""
+    SELECT subject, property, object, s, e, p, flag, sv, ({case})::TINYINT AS rule_id FROM (
+        SELECT *, TRUE AS subj_in_old, TRUE AS subj_in_new, FALSE AS subj_ph_new, FALSE AS obj_ph_new,
+            {no_group}
+        FROM triples WHERE flag = 'kept' AND NOT sv
+        UNION ALL BY NAME
+        SELECT *, {no_group} FROM ({entity}) WHERE flag <> 'kept' AND NOT sv
+        UNION ALL BY NAME
+        SELECT * EXCLUDE (ign),
+            count(*) FILTER (WHERE flag = 'removed' AND NOT ign) OVER w AS n_rem,
+            count(*) FILTER (WHERE flag = 'added' AND NOT ign) OVER w AS n_add,
+            count(*) FILTER (WHERE flag = 'kept' AND NOT ign) OVER w AS n_kept,
+            coalesce(bool_or({added_ok_sql(t_old, t_new)} AND NOT ign) OVER w, FALSE) AS add_ok
+        FROM (SELECT *, {ign} AS ign FROM ({entity}) WHERE sv)
+        WINDOW w AS (PARTITION BY subject, property)
+    )
+    """
+
+
+def output_sql() -> str:
+    """Rows of table ``decided`` as written to changes.parquet: names, status, ``is_replace``.
+
+    ``is_replace`` (WikiFactDiff): the (subject, property) group has exactly one new and one
+    obsolete object and nothing unknown; static rows never take part, so only changed rows are
+    grouped.
+    """
+    changed = ", ".join(str(i) for i, s in enumerate(RULE_STATUSES) if s in CHANGED)
+    static = ", ".join(str(i) for i, s in enumerate(RULE_STATUSES) if s == "static")
+    status = f"{sql_list(RULE_STATUSES)}[rule_id + 1]"
+    names = f"{sql_list(RULE_NAMES)}[rule_id + 1]"
+    cols = f"""subject::BIGINT AS subject, property::INTEGER AS property, object::BIGINT AS object,
+        {status} AS status, {names} AS rule"""
+    tail = "s::INTEGER AS start, e::INTEGER AS \"end\", p::INTEGER AS point_in_time, flag, sv AS single_value"
+    return f"""
+    WITH changed AS (SELECT *, {status} AS st FROM decided WHERE rule_id IN ({changed})),
+    replaced AS (
+        SELECT subject, property FROM changed GROUP BY subject, property
+        HAVING count(*) FILTER (WHERE st = 'new') = 1 AND count(*) FILTER (WHERE st = 'obsolete') = 1
+           AND count(*) FILTER (WHERE st = 'unknown') = 0
+    )
+    SELECT {cols}, FALSE AS is_replace, {tail} FROM decided WHERE rule_id IN ({static})
+    UNION ALL
+    SELECT {cols.replace("subject::", "c.subject::").replace("property::", "c.property::")},
+        (r.subject IS NOT NULL AND st IN ('new', 'obsolete')) AS is_replace, {tail}
+    FROM changed c LEFT JOIN replaced r ON r.subject = c.subject AND r.property = c.property
+    """
+
+
+def _entity_sql(path: str | Path, created: bool) -> str:
+    col = "created" if created else "NULL::INTEGER AS created"
+    # Items and properties share the integer id space; claims have item subjects only.
+    return f"SELECT id, {col} FROM read_parquet({_quote(path)}) WHERE kind = 'item'"
+
+
+def _subjects_sql(old_e: str, new_e: str, t_old: int) -> str:
+    """Entity presence per dump and physically-new flag (absent from old, created after it)."""
+    return f"""
+        SELECT coalesce(o.id, n.id) AS id, o.id IS NOT NULL AS in_old, n.id IS NOT NULL AS in_new,
+            (o.id IS NULL AND coalesce(n.created > {int(t_old)}, FALSE)) AS ph_new
+        FROM ({old_e}) o FULL OUTER JOIN ({new_e}) n ON o.id = n.id
+    """
+
+
+def n_partitions(rows: int, rows_per_partition: int) -> int:
+    """Buckets needed so that one bucket holds about ``rows_per_partition`` claims of both dumps."""
+    return max(1, math.ceil(rows / max(1, rows_per_partition)))
+
+
+def diff_claims(
+    inputs: DiffInputs,
+    single_value: Iterable[int],
+    changes_path: str | Path,
+    stats_path: str | Path | None = None,
+    *,
+    memory_mb: int = 4000,
+    threads: int = 2,
+    rows_per_partition: int = 60_000_000,
+    temp_dir: str | Path | None = None,
+) -> DiffResult:
+    """Diff two dumps' claims into ``changes_path`` (Parquet) and ``stats_path`` (TSV).
+
+    Rows decided ``ignored`` (true at neither date) are counted in the stats but not written,
+    as in WikiFactDiff. Row order in the output is unspecified (parallel execution).
+    """
+    result = DiffResult()
+    result.rows_in = sum(pq.ParquetFile(p).metadata.num_rows for p in (inputs.old_claims, inputs.new_claims))
+    result.partitions = n_partitions(result.rows_in, rows_per_partition)
+    work = Path(tempfile.mkdtemp(prefix="factprobe-diff-", dir=temp_dir))
+    try:
+        con = connect(memory_mb, threads, work / "spill")
+        created = _check_inputs(con, inputs)
+        old_e = _entity_sql(inputs.old_entities, created)
+        new_e = _entity_sql(inputs.new_entities, created)
+        con.execute(f"CREATE TEMP TABLE ph_new AS SELECT id FROM ({_subjects_sql(old_e, new_e, inputs.t_old)}) WHERE ph_new")
+        con.execute(
+            "CREATE TEMP TABLE stats (property INTEGER, rule_id TINYINT, n BIGINT)"
+        )
+        triples = triples_sql(inputs.t_old, inputs.t_new, single_value)
+        decided = decided_sql(inputs.t_old, inputs.t_new, obj_ph_new=created)
+        output = output_sql()
+        n = result.partitions
+        if n == 1:
+            buckets = [(_read(inputs.old_claims), _read(inputs.new_claims), old_e, new_e)]
+        else:
+            buckets = _repartition(con, inputs, created, n, work)
+        parts: list[Path] = []
+        cols = ", ".join(f'"{c}"' for c in OUTPUT_COLUMNS)
+        for k, (old_c, new_c, oe, ne) in enumerate(tqdm(buckets, desc="diff buckets", disable=n == 1)):
+            con.execute(f"CREATE OR REPLACE TEMP VIEW old_c AS {old_c}")
+            con.execute(f"CREATE OR REPLACE TEMP VIEW new_c AS {new_c}")
+            con.execute(f"CREATE OR REPLACE TEMP TABLE subjects AS {_subjects_sql(oe, ne, inputs.t_old)}")
+            con.execute(f"CREATE OR REPLACE TEMP TABLE triples AS {triples}")
+            con.execute(f"CREATE OR REPLACE TEMP TABLE decided AS {decided}")
+            con.execute("DROP TABLE triples")
+            con.execute("INSERT INTO stats SELECT property, rule_id, count(*) FROM decided GROUP BY ALL")
+            part = work / f"part-{k:05d}.parquet"
+            con.execute(f"COPY (SELECT {cols} FROM ({output})) TO {_quote(part)} (FORMAT parquet, COMPRESSION zstd)")
+            con.execute("DROP TABLE decided")
+            parts.append(part)
+            log.info("diff bucket %d/%d done", k + 1, n)
+        with atomic_path(changes_path) as tmp:
+            if len(parts) == 1:
+                shutil.move(parts[0], tmp)
+            else:
+                files = "[" + ", ".join(_quote(p) for p in parts) + "]"
+                con.execute(
+                    f"COPY (SELECT * FROM read_parquet({files})) TO {_quote(tmp)} (FORMAT parquet, COMPRESSION zstd)"
+                )
+        stats = con.execute(
+            f"SELECT property, {sql_list(RULE_STATUSES)}[rule_id + 1] AS status, "
+            f"{sql_list(RULE_NAMES)}[rule_id + 1] AS rule, sum(n)::BIGINT AS n FROM stats GROUP BY ALL"
+        ).df()
+        replace = con.execute(
+            f"SELECT property, count(*) AS n FROM read_parquet({_quote(changes_path)}) WHERE is_replace GROUP BY ALL"
+        ).df()
+        con.close()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    table = stats_table(stats, replace)
+    result.rules = stats.groupby("rule")["n"].sum().astype(int).to_dict()
+    result.counts = {s: int(table[s].sum()) for s in STATUSES}
+    if stats_path is not None:
+        with atomic_path(stats_path) as tmp:
+            table.to_csv(tmp, sep="\t", index=False)
+    log.info("diff %s -> %s: %d claims in, %s, %d partition(s)",
+             inputs.t_old, inputs.t_new, result.rows_in, result.counts, result.partitions)
+    return result
+
+
+def _read(path: str | Path) -> str:
+    return f"SELECT * FROM read_parquet({_quote(path)})"
+
+
+def _repartition(
+    con: duckdb.DuckDBPyConnection, inputs: DiffInputs, created: bool, n: int, work: Path
+) -> list[tuple[str, str, str, str]]:
+    """Write every input once, bucketed by ``subject % n`` (``id % n`` for entities)."""
+    sources = {
+        "old_c": (_read(inputs.old_claims), "subject"),
+        "new_c": (_read(inputs.new_claims), "subject"),
+        "old_e": (_entity_sql(inputs.old_entities, created), "id"),
+        "new_e": (_entity_sql(inputs.new_entities, created), "id"),
+    }
+    empty = {}
+    for name, (sql, key) in sources.items():
+        folder = work / name
+        con.execute(
+            f"COPY (SELECT *, ({key} % {n})::INTEGER AS bucket FROM ({sql})) TO {_quote(folder)} "
+            "(FORMAT parquet, PARTITION_BY (bucket))"
+        )
+        empty[name] = f"SELECT * FROM ({sql}) LIMIT 0"
+    buckets = []
+    for k in range(n):
+        row = []
+        for name in sources:
+            folder = work / name / f"bucket={k}"
+            if folder.exists():
+                # hive_partitioning off: the bucket column is not needed downstream.
+                row.append(f"SELECT * FROM read_parquet({_quote(folder / '*.parquet')}, hive_partitioning = false)")
+            else:
+                row.append(empty[name])
+        buckets.append(tuple(row))
+    return buckets
+
+
+def stats_table(stats: pd.DataFrame, replace: pd.DataFrame) -> pd.DataFrame:
+    """Long ``(property, status, n)`` counts -> one row per property, one column per status.
+
+    ``replace`` counts the rows with ``is_replace`` per property.
+    """
+    if stats.empty:
+        return pd.DataFrame(columns=["property", *STATUSES, "replace", "total"])
+    wide = stats.pivot_table(index="property", columns="status", values="n", aggfunc="sum", fill_value=0)
+    for s in STATUSES:
+        if s not in wide:
+            wide[s] = 0
+    wide = wide[list(STATUSES)].astype("int64")
+    wide["replace"] = replace.set_index("property")["n"].reindex(wide.index).fillna(0).astype("int64")
+    wide["total"] = wide[list(STATUSES)].sum(axis=1)
+    wide = wide.sort_values("total", ascending=False, kind="stable").reset_index()
+    wide["property"] = "P" + wide["property"].astype(str)
+    wide.columns.name = None
+    return wide

@@ -1,0 +1,267 @@
+"""Ω(f): the set of admissible distractors of a fact (distractors paper §3.3).
+
+An entity o* is a distractor of f = (s, r, o) when
+  1. it shares a *declared* type with o (P31/P279 values, not the whole hierarchy: footnote †),
+  2. (s, r, o*) is not a valid fact at the dump date, and
+  3. it shares no form (label or alias) with o: Λ(o) ∩ Λ(o*) = ∅, compared case-insensitively,
+     and a rapidfuzz ``ratio`` at or above ``form_threshold`` also counts as shared.
+A fourth, practical clause keeps only entities with at least one form (an entity without a
+surface form cannot be scored).
+
+Entities are int64 ids (Q42 -> 42) inside this module; string ids only at the table boundary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+from rapidfuzz import fuzz, process
+
+CLAUSES = ("type", "not_valid", "no_shared_form", "has_form")
+
+
+def qid(entity: str) -> int:
+    """``"Q42" -> 42``; raises a clear error on anything else."""
+    if not isinstance(entity, str) or len(entity) < 2 or entity[0] not in "QP" or not entity[1:].isdigit():
+        raise ValueError(f"not a Wikidata id: {entity!r} (expected 'Q<digits>')")
+    return int(entity[1:])
+
+
+def qids(entities: Iterable[str]) -> np.ndarray:
+    """Vectorised :func:`qid` for a column of ``"Q…"`` strings."""
+    s = pd.Series(list(entities), dtype="string")
+    bad = ~s.str.fullmatch(r"[QP]\d+").fillna(False)
+    if bad.any():
+        raise ValueError(f"not a Wikidata id: {s[bad].iloc[0]!r} (expected 'Q<digits>')")
+    return s.str.slice(1).astype("int64").to_numpy()
+
+
+def load_types(type_files: Iterable[str | Path]) -> pd.DataFrame:
+    """Declared types ``id, type`` of every entity, from the newest dump that types it.
+
+    ``type_files`` are ``results/wikidata/{dump}/types.parquet``; the dump is the parent folder
+    name. Like labels (contracts.md), the demo dumps are samples, so an entity is typed by the
+    newest dump that has any P31/P279 for it and types are never mixed across dates.
+    """
+    frames = []
+    for path in type_files:
+        frame = pq.read_table(path, columns=["id", "type"]).to_pandas()
+        frame["dump"] = Path(path).parent.name
+        frames.append(frame)
+    if not frames:
+        return pd.DataFrame({"id": pd.Series(dtype="int64"), "type": pd.Series(dtype="int64")})
+    types = pd.concat(frames, ignore_index=True)
+    newest = types.groupby("id")["dump"].transform("max")
+    types = types[types["dump"] == newest][["id", "type"]].drop_duplicates()
+    return types.astype("int64").sort_values(["id", "type"]).reset_index(drop=True)
+
+
+def _fill_unknown(date: pd.Series, fill: int) -> pd.Series:
+    """Replace the ``00`` month/day of a YYYYMMDD int by ``fill`` digits (99 = latest possible)."""
+    d = date.astype("Int64")
+    month = (d // 100) % 100
+    day = d % 100
+    if fill == 99:
+        d = d.where(month != 0, d - month * 100 + 1200)
+        d = d.where(day != 0, d - (d % 100) + 31)
+    return d
+
+
+def valid_objects(claims: pd.DataFrame, date: int, ranks: str = "truthy") -> pd.DataFrame:
+    """Statements ``subject, property, object`` valid at ``date`` (YYYYMMDD int).
+
+    Validity from qualifiers: start ≤ date and end ≥ date, where an unknown month/day is
+    read generously (start 2019-00-00 may be before, end 2019-00-00 may be after), because Ω
+    must never admit an object that could still be true. ``ranks``: ``truthy`` keeps the best
+    rank of (s, p) among the qualifier-valid statements (a preferred current value demotes
+    normal-ranked former ones, which may then serve as temporal distractors);
+    ``non_deprecated`` keeps every rank ≥ 1.
+    """
+    c = claims[claims["rank"] >= 1]
+    start = c["start"].astype("Int64")
+    end = _fill_unknown(c["end"], 99)
+    ok = (start.isna() | (start <= date)) & (end.isna() | (end >= date))
+    c = c[ok.fillna(True).to_numpy(dtype=bool)]
+    if ranks == "truthy":
+        best = c.groupby(["subject", "property"])["rank"].transform("max")
+        c = c[c["rank"] == best]
+    elif ranks != "non_deprecated":
+        raise ValueError(f"ranks must be 'truthy' or 'non_deprecated', not {ranks!r}")
+    return c[["subject", "property", "object"]].astype("int64").drop_duplicates().reset_index(drop=True)
+
+
+def normalise_form(form: str) -> str:
+    """Case-insensitive comparison key of a form (Unicode casefold, trimmed)."""
+    return form.casefold().strip()
+
+
+@dataclass
+class Omega:
+    """Ω(f) membership tests over integer ids; build with :meth:`from_tables`.
+
+    ``types``: ``id, type`` (declared). ``forms``: ``entity`` (int), ``form``. ``valid``:
+    ``subject, property, object`` valid at the dump date (all ints). ``form_threshold``:
+    rapidfuzz ratio (0–100) at or above which two forms count as shared; ``None`` = exact only.
+    """
+
+    types: pd.DataFrame
+    forms: pd.DataFrame
+    valid: pd.DataFrame
+    form_threshold: float | None = 90.0
+    _by_id: tuple = field(init=False, repr=False)
+    _by_type: tuple = field(init=False, repr=False)
+    _forms: dict = field(init=False, repr=False)
+    _valid: dict = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        t = self.types.sort_values(["id", "type"])
+        ids = t["id"].to_numpy(dtype=np.int64)
+        tys = t["type"].to_numpy(dtype=np.int64)
+        uid, start = np.unique(ids, return_index=True)
+        self._by_id = (uid, np.append(start, len(ids)), tys)
+        order = np.lexsort((ids, tys))
+        ty_sorted, id_by_type = tys[order], ids[order]
+        utype, tstart = np.unique(ty_sorted, return_index=True)
+        self._by_type = (utype, np.append(tstart, len(ty_sorted)), id_by_type)
+        f = self.forms[["entity", "form"]].copy()
+        f["key"] = f["form"].astype(str).map(normalise_form)
+        self._forms = {int(e): tuple(dict.fromkeys(g)) for e, g in f.groupby("entity", sort=False)["key"]}
+        self._valid = {
+            (int(s), int(p)): set(g.tolist())
+            for (s, p), g in self.valid.groupby(["subject", "property"], sort=False)["object"]
+        }
+
+    @classmethod
+    def from_tables(
+        cls,
+        types: pd.DataFrame,
+        entity_forms: pd.DataFrame,
+        valid: pd.DataFrame,
+        form_threshold: float | None = 90.0,
+    ) -> Omega:
+        """From ``load_types``, an ``entity_forms`` table (string ids) and ``valid_objects``."""
+        forms = pd.DataFrame(
+            {"entity": qids(entity_forms["entity"]), "form": entity_forms["form"].to_numpy()}
+        )
+        return cls(types, forms, valid, form_threshold)
+
+    # --- single clauses -------------------------------------------------------------------
+    def types_of(self, entity: int) -> np.ndarray:
+        """Declared types of ``entity`` (empty when untyped)."""
+        uid, start, tys = self._by_id
+        i = np.searchsorted(uid, entity)
+        if i >= len(uid) or uid[i] != entity:
+            return np.empty(0, dtype=np.int64)
+        return tys[start[i] : start[i + 1]]
+
+    def members(self, types: np.ndarray) -> np.ndarray:
+        """Sorted unique entities declaring any of ``types``."""
+        utype, start, ids = self._by_type
+        idx = np.searchsorted(utype, types)
+        parts = [ids[start[i] : start[i + 1]] for i, t in zip(idx, types, strict=True) if i < len(utype) and utype[i] == t]
+        if not parts:
+            return np.empty(0, dtype=np.int64)
+        return np.unique(np.concatenate(parts))
+
+    def same_type(self, o: int, candidates: np.ndarray) -> np.ndarray:
+        """Clause 1, vectorised: which candidates share a declared type with ``o``."""
+        return np.isin(candidates, self.members(self.types_of(o)))
+
+    def valid_for(self, s: int, r: int) -> set:
+        """Objects valid for (s, r) at the dump date."""
+        return self._valid.get((s, r), set())
+
+    def forms_of(self, entity: int) -> tuple:
+        """Normalised forms of ``entity``."""
+        return self._forms.get(entity, ())
+
+    def shares_form(self, o: int, candidates: np.ndarray) -> np.ndarray:
+        """Clause 3 (negated), vectorised: which candidates share a form with ``o``."""
+        mine = self.forms_of(o)
+        out = np.zeros(len(candidates), dtype=bool)
+        if not mine:
+            return out
+        mine_set = set(mine)
+        owner, theirs = [], []
+        for i, e in enumerate(candidates.tolist()):
+            fs = self.forms_of(e)
+            if mine_set.intersection(fs):
+                out[i] = True
+            elif self.form_threshold is not None:
+                owner.extend([i] * len(fs))
+                theirs.extend(fs)
+        if theirs and self.form_threshold is not None:
+            sim = process.cdist(
+                list(mine), theirs, scorer=fuzz.ratio, score_cutoff=self.form_threshold, workers=1
+            )
+            hit = (sim >= self.form_threshold).any(axis=0)
+            out[np.asarray(owner)[hit]] = True
+        return out
+
+    # --- Ω(f) -------------------------------------------------------------------------------
+    def clauses(self, s: int, r: int, o: int, candidates: Sequence[int]) -> pd.DataFrame:
+        """One row per candidate with a boolean column per clause (for tests and logs)."""
+        cand = np.asarray(candidates, dtype=np.int64)
+        invalid = self.valid_for(s, r) | {o}
+        return pd.DataFrame(
+            {
+                "entity": cand,
+                "type": self.same_type(o, cand),
+                "not_valid": ~np.isin(cand, np.fromiter(invalid, dtype=np.int64, count=len(invalid))),
+                "no_shared_form": ~self.shares_form(o, cand),
+                "has_form": np.array([bool(self.forms_of(e)) for e in cand.tolist()], dtype=bool),
+            }
+        )
+
+    def filter(
+        self, s: int, r: int, o: int, candidates: Sequence[int], limit: int | None = None
+    ) -> list[int]:
+        """Ω-valid candidates in their given order, de-duplicated, at most ``limit``.
+
+        The cheap clauses run on the whole list, the fuzzy form test only on survivors, in
+        chunks, so that a long ranked list stops as soon as ``limit`` are found.
+        """
+        cand = np.asarray(candidates, dtype=np.int64)
+        if len(cand) == 0:
+            return []
+        _, first = np.unique(cand, return_index=True)
+        cand = cand[np.sort(first)]
+        invalid = self.valid_for(s, r) | {o}
+        keep = self.same_type(o, cand)
+        keep &= ~np.isin(cand, np.fromiter(invalid, dtype=np.int64, count=len(invalid)))
+        cand = cand[keep]
+        cand = cand[np.array([bool(self.forms_of(e)) for e in cand.tolist()], dtype=bool)]
+        out: list[int] = []
+        chunk = max(64, 2 * (limit or 0))
+        for lo in range(0, len(cand), chunk):
+            part = cand[lo : lo + chunk]
+            part = part[~self.shares_form(o, part)]
+            out.extend(part.tolist())
+            if limit is not None and len(out) >= limit:
+                return out[:limit]
+        return out
+
+    def filter_subjects(
+        self, s: int, r: int, o: int, candidates: Sequence[int], limit: int | None = None
+    ) -> list[int]:
+        """Ω mirrored onto the subject slot (PROBELM's subject-side swaps, Appendix B).
+
+        s* shares a declared type with s, (s*, r, o) is not valid at the dump date, s* shares
+        no form with s and has a form.
+        """
+        cand = np.asarray(candidates, dtype=np.int64)
+        if len(cand) == 0:
+            return []
+        _, first = np.unique(cand, return_index=True)
+        cand = cand[np.sort(first)]
+        keep = self.same_type(s, cand) & (cand != s)
+        keep &= np.array([o not in self.valid_for(e, r) for e in cand.tolist()], dtype=bool)
+        keep &= np.array([bool(self.forms_of(e)) for e in cand.tolist()], dtype=bool)
+        cand = cand[keep]
+        cand = cand[~self.shares_form(s, cand)]
+        return cand.tolist() if limit is None else cand[:limit].tolist()

@@ -1,0 +1,182 @@
+"""One suite's candidates: the object of every fact plus the distractors of each strategy.
+
+Output columns (contracts.md): ``fact_id, entity, role (object/distractor), strategy, rank,
+relevance`` and, added here, ``side`` (object/subject: which slot the entity fills; only
+``cooccur`` has subject-side rows), ``source`` (temporal/sem inside ``temp``), ``lang`` (the
+pool's language for ``pool``, else null) and ``score`` (co-occurrence frequency for
+``cooccur``). The object row of a fact has strategy ``object`` and rank 0; distractors are
+ranked from 1 within (fact, strategy, side, lang).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from factprobe.distractors.cooccur import Cooccurrence
+from factprobe.distractors.omega import Omega, qids
+from factprobe.distractors.pool import pool_distractors, relation_pools
+from factprobe.distractors.random import random_distractors
+from factprobe.distractors.semantic import SemIndex, sem_distractors
+from factprobe.distractors.temporal import temp_sem
+
+log = logging.getLogger(__name__)
+
+STRATEGIES = ("random", "sem", "temp", "cooccur", "pool")
+COLUMNS = ["fact_id", "entity", "role", "strategy", "rank", "relevance", "side", "source", "lang", "score"]
+
+
+@dataclass
+class Settings:
+    """What a suite asks for: strategies and sizes (see docs/config/distractors.md)."""
+
+    strategies: list[str]
+    n: int = 10
+    pool_size: int = 50
+    cooccur_n: int = 10
+    cooccur_sides: list[str] = field(default_factory=lambda: ["object", "subject"])
+    languages: list[str] = field(default_factory=lambda: ["en"])
+    search: str = "hnsw"
+
+    def __post_init__(self) -> None:
+        bad = [s for s in self.strategies if s not in STRATEGIES]
+        if bad:
+            raise ValueError(f"unknown distractor strategies {bad}; choose from {list(STRATEGIES)}")
+
+
+def fact_ids(facts: pd.DataFrame) -> list[tuple[int, int, int]]:
+    """``(s, r, o)`` integer triples of a facts table."""
+    return list(
+        zip(qids(facts["subject"]).tolist(), qids(facts["property"]).tolist(), qids(facts["object"]).tolist(), strict=True)
+    )
+
+
+def facts_valid(facts: pd.DataFrame) -> pd.DataFrame:
+    """``subject, property, object`` of every object the probe builder lists as valid for (s, r)."""
+    f = facts[["subject", "property", "object", "objects"]].copy()
+    f["objects"] = [list(v) + [o] if v is not None else [o] for v, o in zip(f["objects"], f["object"], strict=True)]
+    f = f.explode("objects")
+    return pd.DataFrame(
+        {"subject": qids(f["subject"]), "property": qids(f["property"]), "object": qids(f["objects"])}
+    ).drop_duplicates()
+
+
+def _rows(fact_id: str, ents: list[int], strategy: str, **extra) -> list[dict]:
+    return [
+        {
+            "fact_id": fact_id,
+            "entity": f"Q{e}",
+            "role": "distractor",
+            "strategy": strategy,
+            "rank": i,
+            **extra,
+        }
+        for i, e in enumerate(ents, start=1)
+    ]
+
+
+def retrieve(
+    facts: pd.DataFrame,
+    omega: Omega,
+    settings: Settings,
+    index: SemIndex | None = None,
+    past: dict | None = None,
+    cooccur: Cooccurrence | None = None,
+    entity_forms: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """The candidates table of one suite (see the module docstring for columns)."""
+    triples = fact_ids(facts)
+    ids = facts["fact_id"].tolist()
+    rows: list[dict] = []
+    top_relevance = float(settings.cooccur_n + 1) if "cooccur" in settings.strategies else None
+    for fid, (_, _, o) in zip(ids, triples, strict=True):
+        rows.append(
+            {
+                "fact_id": fid,
+                "entity": f"Q{o}",
+                "role": "object",
+                "strategy": "object",
+                "rank": 0,
+                "relevance": top_relevance,
+                "side": "object",
+            }
+        )
+    sem_lists: list[list[int]] | None = None
+    if "sem" in settings.strategies or "temp" in settings.strategies:
+        if index is None:
+            raise ValueError("strategies sem/temp need the semantic index of the suite's dump")
+        # Temp+Sem may drop sem items already in the temporal list, hence 2n.
+        sem_lists = sem_distractors(index, omega, triples, 2 * settings.n, settings.search)
+    pools = None
+    if "pool" in settings.strategies:
+        if entity_forms is None:
+            raise ValueError("strategy pool needs the suite's entity_forms")
+        pools = relation_pools(facts, entity_forms, settings.languages)
+    counts = {s: 0 for s in settings.strategies}
+    for i, (fid, (s, r, o)) in enumerate(tqdm(list(zip(ids, triples, strict=True)), desc="distractors", mininterval=5)):
+        prop = f"P{r}"
+        for strategy in settings.strategies:
+            if strategy == "random":
+                got = _rows(fid, random_distractors(omega, fid, s, r, o, settings.n), "random", side="object")
+            elif strategy == "sem":
+                got = _rows(fid, sem_lists[i][: settings.n], "sem", side="object")
+            elif strategy == "temp":
+                pairs = temp_sem(omega, (past or {}).get((s, r), []), sem_lists[i], s, r, o, settings.n)
+                got = [
+                    dict(row, source=src)
+                    for row, (_, src) in zip(_rows(fid, [e for e, _ in pairs], "temp", side="object"), pairs, strict=True)
+                ]
+            elif strategy == "cooccur":
+                if cooccur is None:
+                    raise ValueError("strategy cooccur needs the dump's statements")
+                got = []
+                for side in settings.cooccur_sides:
+                    alts = cooccur.alternatives(omega, fid, s, r, o, settings.cooccur_n, side)
+                    got += [
+                        dict(row, relevance=rel, score=float(freq))
+                        for row, (_, freq, rel) in zip(
+                            _rows(fid, [e for e, _, _ in alts], "cooccur", side=side), alts, strict=True
+                        )
+                    ]
+            else:
+                got = []
+                for lang in settings.languages:
+                    pool = pools.get((prop, lang), np.empty(0, np.int64))
+                    got += _rows(
+                        fid,
+                        pool_distractors(omega, pool, s, r, o, settings.pool_size),
+                        "pool",
+                        side="object",
+                        lang=lang,
+                    )
+            counts[strategy] += len(got)
+            rows.extend(got)
+    log.info("candidates: %d facts; distractor rows per strategy %s", len(ids), counts)
+    out = pd.DataFrame(rows, columns=COLUMNS)
+    out["rank"] = out["rank"].astype("int32")
+    out["relevance"] = out["relevance"].astype("float64")
+    out["score"] = out["score"].astype("float64")
+    for col in ("side", "source", "lang"):
+        out[col] = out[col].astype("string")
+    return out
+
+
+def forms_of_candidates(candidates: pd.DataFrame, entity_forms: pd.DataFrame) -> pd.DataFrame:
+    """Every form (``entity, lang, form, source``) of every candidate entity, objects included."""
+    keep = entity_forms[entity_forms["entity"].isin(set(candidates["entity"]))]
+    return (
+        keep[["entity", "lang", "form", "source"]]
+        .drop_duplicates()
+        .sort_values(["entity", "lang"], kind="stable")
+        .reset_index(drop=True)
+    )
+
+
+def count_found(candidates: pd.DataFrame) -> pd.DataFrame:
+    """Distractors found per fact and strategy (may be below n: Ω can exhaust the type)."""
+    d = candidates[candidates["role"] == "distractor"]
+    return d.groupby(["fact_id", "strategy"]).size().rename("found").reset_index()

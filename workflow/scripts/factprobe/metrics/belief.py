@@ -1,0 +1,358 @@
+"""BELIEF measures (belief-myriadlama.txt §2–3, §7) from candidate ranking or from generations.
+
+Per prompt a *prediction*, whether it is *correct* and a *confidence* are derived, by one of two
+modes:
+
+* ``ranking`` (§2.1 for a closed candidate set): the prediction is the candidate (correct objects
+  ∪ every strategy's distractors) with the highest Pl(e|c); the confidence is its probability
+  renormalised over the candidate set. Ties are broken against the correct objects (a tie
+  counts as a failure), then by entity id.
+* ``generation`` (BELIEF-ICL, §3.2): the prediction is the greedy output (``sample`` 0); it is
+  correct if a correct object's form is included in it (one-directional match); the confidence is
+  the share of the other samples that match the greedy output (bi-directional match).
+
+From these, over the (subject, relation) pairs T of a group of prompts:
+
+* Acc@1 averaged over N samplings of one prompt per pair, with range and SD (§2.2; the SD is
+  the population SD of the N accuracies);
+* Consist: pairwise agreement of predictions across a pair's prompts (§2.3, eq. 1);
+* Ovconf with M equal-size confidence bins (§2.4, eq. 2; bins of sizes differing by at most one
+  when M does not divide |P|; each bin weighs |P(i)| / |P|, which is 1/M for equal bins);
+* average / maximum / oracle knowledge coverage (§7).
+
+A pair's prompts are de-duplicated by prompt text, so the identical prompts of an N-M pair's
+several facts count once; any of the pair's objects is a correct answer.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..hashing import stable_hash
+from .common import GROUP_KEYS
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+# --------------------------------------------------------------------------- string matching (§3.2)
+
+
+def normalize(text: str, lang: str = "en") -> tuple[str, ...]:
+    """Tokens of ``text`` lower-cased and lightly lemmatised (§3.2 "tokenizing and lemmatizing").
+
+    English plural -s is stripped (not after s/u/i, not from words of three letters or fewer),
+    a stand-in for a lemmatiser that keeps the package free of NLP dependencies.
+    """
+    tokens = _WORD.findall(unicodedata.normalize("NFKC", str(text)).lower())
+    if lang == "en":
+        tokens = [t[:-1] if len(t) > 3 and t.endswith("s") and t[-2] not in "sui" else t for t in tokens]
+    return tuple(tokens)
+
+
+def contains(haystack: Sequence[str], needle: Sequence[str]) -> bool:
+    """True if the token list ``needle`` occurs contiguously in ``haystack`` (empty never matches)."""
+    k = len(needle)
+    if k == 0 or k > len(haystack):
+        return False
+    first = needle[0]
+    return any(
+        haystack[i] == first and tuple(haystack[i : i + k]) == tuple(needle)
+        for i in range(len(haystack) - k + 1)
+    )
+
+
+def one_way_match(generated: Sequence[str], answer: Sequence[str]) -> bool:
+    """Accuracy matching of §3.2: the answer is included in the generated text."""
+    return contains(generated, answer)
+
+
+def two_way_match(a: Sequence[str], b: Sequence[str]) -> bool:
+    """Consistency/confidence matching of §3.2: either normalised string includes the other."""
+    return contains(a, b) or contains(b, a)
+
+
+# --------------------------------------------------------------------------- per-prompt predictions
+
+
+def _pairs(prompts: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
+    """Prompts with their (subject, relation) pair, de-duplicated by text within the pair."""
+    keys = facts[["fact_id", "subject", "property"]].astype(str)
+    keys["pair"] = keys["subject"] + "|" + keys["property"]
+    frame = prompts.merge(keys[["fact_id", "pair", "property"]], on="fact_id")
+    text = frame["context"].fillna("").astype(str) if "context" in frame else ""
+    if "text" in frame:
+        text = text + frame["text"].fillna("").astype(str)
+        frame["_dedup"] = text
+        frame = frame.sort_values("prompt_id", kind="stable").drop_duplicates(["pair", *GROUP_KEYS, "_dedup"])
+        frame = frame.drop(columns="_dedup")
+    return frame
+
+
+def _pair_correct(facts: pd.DataFrame, correct: pd.DataFrame) -> pd.DataFrame:
+    """(pair, entity) for every correct object of the pair (union over the pair's facts)."""
+    keys = facts[["fact_id", "subject", "property"]].astype(str)
+    keys["pair"] = keys["subject"] + "|" + keys["property"]
+    return correct.merge(keys[["fact_id", "pair"]], on="fact_id")[["pair", "entity"]].drop_duplicates()
+
+
+def ranking_predictions(
+    ent: pd.DataFrame,
+    prompts: pd.DataFrame,
+    candidates: pd.DataFrame,
+    facts: pd.DataFrame,
+    correct: pd.DataFrame,
+) -> pd.DataFrame:
+    """Per prompt: pair, prediction (entity id), correct (0/1), confidence, template_id + group keys."""
+    frame = _pairs(prompts, facts)
+    good = _pair_correct(facts, correct)
+    fact_pair = frame[["fact_id", "pair"]].drop_duplicates()
+    cands = candidates[["fact_id", "entity"]].merge(fact_pair, on="fact_id")[["pair", "entity"]]
+    pool = pd.concat([cands, good], ignore_index=True).drop_duplicates()
+    rows = frame[["prompt_id", "pair"]].merge(pool, on="pair")
+    rows = rows.merge(ent[["prompt_id", "entity", "logpl"]], on=["prompt_id", "entity"])
+    rows = rows.merge(good.assign(is_correct=1), on=["pair", "entity"], how="left")
+    rows["is_correct"] = rows["is_correct"].fillna(0).astype(int)
+    # A prompt whose correct objects were all left unscored has no meaningful prediction.
+    rows = rows[rows.groupby("prompt_id")["is_correct"].transform("max") == 1]
+    cols = [
+        "prompt_id",
+        "pair",
+        "property",
+        "template_id",
+        *GROUP_KEYS,
+        "prediction",
+        "correct",
+        "confidence",
+    ]
+    if rows.empty:
+        return pd.DataFrame(columns=cols)
+    peak = rows.groupby("prompt_id")["logpl"].transform("max")
+    rows["mass"] = np.exp(rows["logpl"] - peak)
+    total = rows.groupby("prompt_id")["mass"].sum()
+    rows = rows.sort_values(
+        ["prompt_id", "logpl", "is_correct", "entity"], ascending=[True, False, True, True]
+    )
+    top = rows.drop_duplicates("prompt_id").set_index("prompt_id")
+    out = pd.DataFrame(
+        {
+            "prediction": top["entity"],
+            "correct": top["is_correct"].astype(float),
+            "confidence": 1.0 / total.reindex(top.index),
+        }
+    )
+    out = out.reset_index().merge(frame, on="prompt_id")
+    return out[cols]
+
+
+def generation_predictions(
+    generations: pd.DataFrame,
+    prompts: pd.DataFrame,
+    facts: pd.DataFrame,
+    correct: pd.DataFrame,
+    forms: pd.DataFrame,
+) -> pd.DataFrame:
+    """BELIEF-ICL per prompt (§3.2): normalised greedy output, correct (one-way), confidence.
+
+    ``forms`` (entity, lang, form) gives the answer strings of the correct objects in the prompt's
+    language. Confidence is NaN for a prompt without extra samples.
+    """
+    frame = _pairs(prompts, facts)
+    good = _pair_correct(facts, correct)
+    answers = good.merge(forms[["entity", "lang", "form"]], on="entity")
+    answers["tokens"] = [normalize(f, lang) for f, lang in zip(answers["form"], answers["lang"], strict=True)]
+    by_pair_lang = answers.groupby(["pair", "lang"])["tokens"].apply(list).to_dict()
+    gens = generations[generations["prompt_id"].isin(frame["prompt_id"])]
+    lang_of = frame.set_index("prompt_id")["lang"].to_dict()
+    pair_of = frame.set_index("prompt_id")["pair"].to_dict()
+    records = []
+    for pid, group in gens.groupby("prompt_id", sort=True):
+        lang = lang_of[pid]
+        greedy_rows = group[group["sample"] == 0]
+        if greedy_rows.empty:
+            continue
+        greedy = normalize(greedy_rows["text"].iloc[0], lang)
+        samples = [normalize(t, lang) for t in group.loc[group["sample"] > 0, "text"]]
+        ans = by_pair_lang.get((pair_of[pid], lang), [])
+        conf = float(np.mean([two_way_match(greedy, s) for s in samples])) if samples else float("nan")
+        records.append(
+            {
+                "prompt_id": pid,
+                "prediction": " ".join(greedy),
+                "correct": float(any(one_way_match(greedy, a) for a in ans)),
+                "confidence": conf,
+            }
+        )
+    cols = [
+        "prompt_id",
+        "pair",
+        "property",
+        "template_id",
+        *GROUP_KEYS,
+        "prediction",
+        "correct",
+        "confidence",
+    ]
+    if not records:
+        return pd.DataFrame(columns=cols)
+    return pd.DataFrame.from_records(records).merge(frame, on="prompt_id")[cols]
+
+
+# --------------------------------------------------------------------------- measures
+
+
+def consistency(predictions: Sequence[str], match: str = "exact") -> float:
+    """Share of prompt pairs of one (s, r) with matching predictions (§2.3 eq. 1); NaN if < 2 prompts.
+
+    ``match="exact"`` compares entity ids (ranking mode); ``"two_way"`` compares normalised
+    generated strings with bi-directional inclusion (§3.2, generation mode).
+    """
+    k = len(predictions)
+    if k < 2:
+        return float("nan")
+    if match == "exact":
+        _, counts = np.unique(np.asarray(predictions, dtype=object).astype(str), return_counts=True)
+        agree = float((counts * (counts - 1) / 2).sum())
+    else:
+        toks = [tuple(str(p).split()) for p in predictions]
+        agree = float(sum(two_way_match(toks[i], toks[j]) for i in range(k) for j in range(i + 1, k)))
+    return agree / (k * (k - 1) / 2)
+
+
+def sampled_accuracies(per_prompt: pd.DataFrame, n_samplings: int, seed: str = "belief") -> np.ndarray:
+    """Acc@1 of N prompt sets, each holding one prompt per (s, r) pair (§2.2).
+
+    Prompt i of pair t in sampling j is chosen by ``stable_hash(seed, j, t) mod |P_t|`` over the
+    pair's prompts sorted by prompt id, so the draw does not depend on row order.
+    """
+    groups = [
+        (pair, g.sort_values("prompt_id")["correct"].to_numpy(dtype=float))
+        for pair, g in per_prompt.groupby("pair", sort=True)
+    ]
+    if not groups:
+        return np.array([])
+    accs = np.empty(n_samplings)
+    for j in range(n_samplings):
+        picks = [vals[stable_hash(seed, j, pair) % len(vals)] for pair, vals in groups]
+        accs[j] = float(np.mean(picks))
+    return accs
+
+
+def accuracy_fluctuation(accs: np.ndarray) -> dict[str, float]:
+    """Mean, range (max - min) and population SD of the N sampled accuracies (§2.2)."""
+    if accs.size == 0:
+        return {"acc_mean": float("nan"), "acc_range": float("nan"), "acc_sd": float("nan")}
+    return {
+        "acc_mean": float(accs.mean()),
+        "acc_range": float(accs.max() - accs.min()),
+        "acc_sd": float(accs.std()),
+    }
+
+
+def calibration_bins(
+    confidence: Sequence[float], correct: Sequence[float], n_bins: int = 10, keys: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """Equal-size bins of prompts sorted by descending confidence (§2.4): bin, size, conf, acc.
+
+    ``keys`` (e.g. prompt ids) break confidence ties so the split is deterministic. With fewer
+    prompts than bins each prompt is its own bin.
+    """
+    conf = np.asarray(confidence, dtype=float)
+    acc = np.asarray(correct, dtype=float)
+    ok = np.isfinite(conf)
+    conf, acc = conf[ok], acc[ok]
+    tie = np.asarray(keys, dtype=object)[ok].astype(str) if keys is not None else np.arange(conf.size)
+    if conf.size == 0:
+        return pd.DataFrame(columns=["bin", "size", "conf", "acc"])
+    order = np.lexsort((tie, -conf))
+    chunks = np.array_split(order, min(n_bins, conf.size))
+    return pd.DataFrame(
+        {
+            "bin": np.arange(len(chunks)),
+            "size": [len(c) for c in chunks],
+            "conf": [float(conf[c].mean()) for c in chunks],
+            "acc": [float(acc[c].mean()) for c in chunks],
+        }
+    )
+
+
+def overconfidence(bins: pd.DataFrame) -> float:
+    """Ovconf of §2.4 eq. (2): Σ_i (|P(i)| / |P|) (mean confidence_i − Acc@1_i)."""
+    if bins.empty:
+        return float("nan")
+    weight = bins["size"] / bins["size"].sum()
+    return float((weight * (bins["conf"] - bins["acc"])).sum())
+
+
+def coverage(per_prompt: pd.DataFrame, accs: np.ndarray) -> dict[str, float]:
+    """Knowledge coverage of §7: average (mean sampled Acc@1), maximum and oracle.
+
+    maximum: per relation, the template with the best accuracy, where a pair counts as correct
+    under a template if any of that template's prompts (subject forms) is correct; relations are
+    weighted by their number of pairs. oracle: share of pairs with at least one correct prompt.
+    """
+    if per_prompt.empty:
+        return {"cov_average": float("nan"), "cov_maximum": float("nan"), "cov_oracle": float("nan")}
+    by_tpl = per_prompt.groupby(["property", "template_id", "pair"])["correct"].max().reset_index()
+    tpl_acc = by_tpl.groupby(["property", "template_id"])["correct"].mean()
+    best = tpl_acc.groupby(level="property").max()
+    pairs_per_rel = per_prompt.groupby("property")["pair"].nunique()
+    maximum = float((best * pairs_per_rel.reindex(best.index)).sum() / pairs_per_rel.sum())
+    oracle = float(per_prompt.groupby("pair")["correct"].max().mean())
+    average = float(accs.mean()) if accs.size else float("nan")
+    return {"cov_average": average, "cov_maximum": maximum, "cov_oracle": oracle}
+
+
+def belief_per_fact(per_prompt: pd.DataFrame, facts: pd.DataFrame, prefix: str, match: str) -> pd.DataFrame:
+    """Per-fact BELIEF values: ``{prefix}_acc`` (mean over the pair's prompts), ``_consist``,
+    ``_conf`` and ``_oracle``; every fact of a pair gets the pair's values."""
+    from .common import conform_fact_table
+
+    if per_prompt.empty:
+        return conform_fact_table(pd.DataFrame())
+    rows = []
+    for (pair, *key), g in per_prompt.groupby(["pair", *GROUP_KEYS], sort=True):
+        values = {
+            "acc": float(g["correct"].mean()),
+            "consist": consistency(list(g["prediction"]), match),
+            "conf": float(g["confidence"].mean()) if g["confidence"].notna().any() else float("nan"),
+            "oracle": float(g["correct"].max()),
+        }
+        for name, value in values.items():
+            rows.append(
+                {
+                    "pair": pair,
+                    **dict(zip(GROUP_KEYS, key, strict=True)),
+                    "measure": f"{prefix}_{name}",
+                    "value": value,
+                    "n_prompts": len(g),
+                }
+            )
+    table = pd.DataFrame(rows).dropna(subset=["value"])
+    keys = facts[["fact_id", "subject", "property"]].astype(str)
+    keys["pair"] = keys["subject"] + "|" + keys["property"]
+    table = table.merge(keys[["fact_id", "pair"]], on="pair").drop(columns="pair")
+    return conform_fact_table(table)
+
+
+def belief_dataset(per_prompt: pd.DataFrame, prefix: str, n_samplings: int, n_bins: int) -> pd.DataFrame:
+    """Suite-level BELIEF rows per group: Acc@1 mean/range/SD, Ovconf, coverage, calibration bins."""
+    from .common import conform_dataset_table
+
+    rows = []
+    for key, g in per_prompt.groupby(GROUP_KEYS, sort=True):
+        where = dict(zip(GROUP_KEYS, key, strict=True))
+        accs = sampled_accuracies(g, n_samplings, seed=f"{prefix}|{'|'.join(key)}")
+        values = {**accuracy_fluctuation(accs), **coverage(g, accs)}
+        bins = calibration_bins(g["confidence"], g["correct"], n_bins, keys=g["prompt_id"])
+        values["ovconf"] = overconfidence(bins)
+        for name, value in values.items():
+            rows.append({**where, "measure": f"{prefix}_{name}", "value": value})
+        for b in bins.itertuples():
+            rows.append({**where, "measure": f"{prefix}_calib_conf", "value": b.conf, "bin": b.bin})
+            rows.append({**where, "measure": f"{prefix}_calib_acc", "value": b.acc, "bin": b.bin})
+    return conform_dataset_table(pd.DataFrame(rows))

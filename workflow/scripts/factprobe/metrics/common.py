@@ -1,0 +1,181 @@
+"""Shared preparation of score tables for every measure (docs/contracts.md, metrics stage).
+
+Every measure starts from the same two views of ``results/scores/{suite}/{model}.parquet``:
+
+* per (prompt, entity): the plausibility ``Pl(e|c) = Σ_λ Pr(λ + EOS | c)`` (distractors paper
+  §3.2 eq. 1) kept in log space (``logpl``, a logsumexp over the entity's forms), the best single
+  form (``best_lp``), the best per-token log-probability (``best_norm``, the negative log of
+  the lowest perplexity, PROBELM §4.1) and the best first-token log-probability (``best_first``);
+* per prompt: the grouping keys ``GROUP_KEYS`` under which per-fact values are averaged.
+
+Tie rule used by every measure in this package: a tie between a correct answer and a distractor
+is counted as a failure for the correct answer.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pandas as pd
+
+log = logging.getLogger(__name__)
+
+#: Prompt attributes a per-fact value is broken down by (averaged over the remaining ones:
+#: templates and subject forms, i.e. the cloze sentences C(s, r) of distractors paper §3.2).
+GROUP_KEYS = ["lang", "verbalization", "style", "shots"]
+
+#: Columns of the per-fact output table (long format, docs/contracts.md).
+FACT_COLUMNS = ["fact_id", "measure", "value", "strategy", "n", *GROUP_KEYS, "n_prompts"]
+
+#: Columns of the suite-level output table (measures defined over a whole prompt set).
+DATASET_COLUMNS = ["measure", "value", "strategy", "n", *GROUP_KEYS, "bin"]
+
+_PROMPT_DEFAULTS = {
+    "lang": "en",
+    "verbalization": "template",
+    "style": "statement",
+    "shots": "",
+    "template_id": "",
+}
+
+
+class MetricsInputError(ValueError):
+    """An input table lacks a contract column or holds inconsistent rows; names the file."""
+
+
+def require_columns(frame: pd.DataFrame, columns: list[str], source: str) -> None:
+    """Fail with the file name and the missing contract columns."""
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise MetricsInputError(
+            f"{source}: missing column(s) {missing} (docs/contracts.md); re-run the rule that writes it"
+        )
+
+
+def logsumexp_by(frame: pd.DataFrame, keys: list[str], column: str) -> pd.Series:
+    """``log Σ exp(column)`` per group of ``keys``, stable for very negative log-probabilities."""
+    peak = frame.groupby(keys, sort=False)[column].transform("max")
+    shifted = np.exp(frame[column] - peak)
+    total = shifted.groupby([frame[k] for k in keys], sort=False).sum()
+    peak_first = peak.groupby([frame[k] for k in keys], sort=False).first()
+    return np.log(total) + peak_first
+
+
+def entity_scores(scores: pd.DataFrame, source: str = "scores") -> pd.DataFrame:
+    """One row per (prompt_id, entity): ``logpl``, ``best_lp``, ``best_norm``, ``best_first``, ``n_forms``.
+
+    ``logpl`` is log Pl(e|c) of distractors paper §3.2 eq. (1): the forms' probabilities are
+    summed, so an entity with several labels is not penalised for splitting its mass.
+    """
+    require_columns(scores, ["prompt_id", "entity", "form", "logprob", "n_tokens"], source)
+    frame = scores.copy()
+    bad = ~np.isfinite(frame["logprob"].to_numpy(dtype=float))
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise MetricsInputError(f"{source}: row {row} has a non-finite logprob; re-run score_suite")
+    frame["norm"] = frame["logprob"] / frame["n_tokens"].clip(lower=1)
+    if "first_logprob" not in frame.columns:
+        frame["first_logprob"] = np.nan
+    keys = ["prompt_id", "entity"]
+    grouped = frame.groupby(keys, sort=False)
+    out = grouped.agg(
+        best_lp=("logprob", "max"),
+        best_norm=("norm", "max"),
+        best_first=("first_logprob", "max"),
+        n_forms=("form", "size"),
+    )
+    out["logpl"] = logsumexp_by(frame, keys, "logprob")
+    if "first_rank" in frame.columns:
+        out["first_rank"] = grouped["first_rank"].min()
+    return out.reset_index()
+
+
+def prompt_frame(prompts: pd.DataFrame, source: str = "prompts") -> pd.DataFrame:
+    """Prompts with every grouping key present as a string (contract defaults when absent)."""
+    require_columns(prompts, ["prompt_id", "fact_id"], source)
+    frame = prompts.copy()
+    for key, default in _PROMPT_DEFAULTS.items():
+        if key not in frame.columns:
+            frame[key] = default
+        frame[key] = frame[key].fillna(default).astype(str)
+    if "subject_form" not in frame.columns:
+        frame["subject_form"] = ""
+    frame["subject_form"] = frame["subject_form"].fillna("").astype(str)
+    if frame["prompt_id"].duplicated().any():
+        dup = frame.loc[frame["prompt_id"].duplicated(), "prompt_id"].iloc[0]
+        raise MetricsInputError(f"{source}: prompt_id {dup!r} appears twice; prompt ids must be unique")
+    return frame
+
+
+def correct_entities(facts: pd.DataFrame, source: str = "facts") -> pd.DataFrame:
+    """``(fact_id, entity)`` for every correct object of each fact: ``object`` ∪ ``objects``.
+
+    N-M relations have several valid objects; a prediction of any of them is correct.
+    """
+    require_columns(facts, ["fact_id", "object"], source)
+    rows = [facts[["fact_id", "object"]].rename(columns={"object": "entity"})]
+    if "objects" in facts.columns:
+        many = facts[["fact_id", "objects"]].explode("objects").dropna()
+        rows.append(many.rename(columns={"objects": "entity"}))
+    return pd.concat(rows, ignore_index=True).astype(str).drop_duplicates(ignore_index=True)
+
+
+def fact_keys(facts: pd.DataFrame) -> pd.DataFrame:
+    """``fact_id`` with its (subject, relation) pair ``pair`` and relation: BELIEF's T (§2.1)."""
+    require_columns(facts, ["fact_id", "subject", "property"], "facts")
+    out = facts[["fact_id", "subject", "property"]].astype(str).copy()
+    out["pair"] = out["subject"] + "|" + out["property"]
+    return out
+
+
+def average_per_fact(per_prompt: pd.DataFrame, extra_keys: list[str], measures: list[str]) -> pd.DataFrame:
+    """Mean of per-prompt ``measures`` over a fact's prompts in each group (distractors paper eq. 3).
+
+    ``per_prompt`` carries ``fact_id``, the ``GROUP_KEYS`` and ``extra_keys`` (e.g. strategy, n).
+    Returns the long per-fact format of ``FACT_COLUMNS`` (missing keys filled with defaults).
+    """
+    keys = ["fact_id", *GROUP_KEYS, *extra_keys]
+    if per_prompt.empty:
+        return empty_fact_table()
+    long = per_prompt.melt(id_vars=[*keys, "prompt_id"], value_vars=measures, var_name="measure")
+    long = long.dropna(subset=["value"])
+    out = (
+        long.groupby([*keys, "measure"], sort=True, dropna=False)
+        .agg(value=("value", "mean"), n_prompts=("prompt_id", "nunique"))
+        .reset_index()
+    )
+    return conform_fact_table(out)
+
+
+def empty_fact_table() -> pd.DataFrame:
+    """An empty per-fact table with the contract columns and dtypes."""
+    return conform_fact_table(pd.DataFrame(columns=FACT_COLUMNS))
+
+
+def conform_fact_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Fill absent keys (strategy "", n 0) and fix dtypes so tables from every measure concatenate."""
+    frame = frame.copy()
+    for col in FACT_COLUMNS:
+        if col not in frame.columns:
+            frame[col] = 0 if col in ("n", "n_prompts") else ""
+    frame["n"] = frame["n"].fillna(0).astype("int64")
+    frame["n_prompts"] = frame["n_prompts"].fillna(0).astype("int64")
+    frame["value"] = frame["value"].astype("float64")
+    for col in ("fact_id", "measure", "strategy", *GROUP_KEYS):
+        frame[col] = frame[col].fillna("").astype(str)
+    return frame[FACT_COLUMNS].reset_index(drop=True)
+
+
+def conform_dataset_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Fill absent keys of a suite-level table (strategy "", n 0, bin -1) and fix dtypes."""
+    frame = frame.copy()
+    for col in DATASET_COLUMNS:
+        if col not in frame.columns:
+            frame[col] = -1 if col == "bin" else 0 if col == "n" else ""
+    frame["n"] = frame["n"].fillna(0).astype("int64")
+    frame["bin"] = frame["bin"].fillna(-1).astype("int64")
+    frame["value"] = frame["value"].astype("float64")
+    for col in ("measure", "strategy", *GROUP_KEYS):
+        frame[col] = frame[col].fillna("").astype(str)
+    return frame[DATASET_COLUMNS].reset_index(drop=True)

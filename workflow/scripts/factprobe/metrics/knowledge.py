@@ -1,0 +1,251 @@
+"""Distractor-based knowledge measure K and its baselines (distractors-knowledge-measure.txt).
+
+* ``k_of_prompt`` / ``knowledge_per_prompt``: K(f|c) = Agg_{o*∈Δn(f)} 1[Pl(o|c) > Pl(o*|c)]
+  (§3.2 eq. 2) with Agg = min (Min@n) or mean (Avg@n), for every n, per retrieval strategy.
+* ``knowledge_per_fact``: K(f) = mean over the fact's cloze sentences (§3.2 eq. 3).
+* ``probability_per_prompt`` and ``precision_per_prompt``: the Probability and Precision@n
+  baselines of Table 2 (§4.2).
+
+Rules stated once here:
+
+* Ties: the indicator is strict, so Pl(o|c) == Pl(o*|c) counts as a failure (Min@n becomes 0).
+* Fewer than n distractors (a strategy may return fewer, §3.3 "ApprOpt"): Δn(f) is the
+  distractors that exist, and ``n_used`` records how many; a prompt with none has no value.
+* Distractors listed in ``candidates`` but absent from the score table are dropped (logged);
+  a prompt whose object was not scored has no value.
+* Δn(f) takes a strategy's distractors in ``rank`` order (ties in rank broken by entity id).
+* Combined strategies (``combine_strategies``) concatenate lists, e.g. Temp+Sem (§3.3) =
+  temporal distractors first, then semantic ones not already listed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .common import GROUP_KEYS, average_per_fact
+
+log = logging.getLogger(__name__)
+
+
+def k_of_prompt(object_logpl: float, distractor_logpls: Sequence[float], n: int, agg: str) -> float:
+    """K(f|c) of §3.2 eq. (2) for one cloze sentence: Min@n (``agg="min"``) or Avg@n (``"avg"``).
+
+    ``distractor_logpls`` are log Pl(o*|c) in Δ's rank order; the first ``n`` are used (fewer
+    if fewer exist). Ties count as failures. Returns NaN when there is no distractor.
+    """
+    used = np.asarray(list(distractor_logpls)[:n], dtype=float)
+    if used.size == 0 or not np.isfinite(object_logpl):
+        return float("nan")
+    wins = object_logpl > used
+    if agg == "min":
+        return float(wins.all())
+    if agg == "avg":
+        return float(wins.mean())
+    raise ValueError(f"unknown aggregation {agg!r}; use 'min' or 'avg'")
+
+
+def combine_strategies(candidates: pd.DataFrame, combined: Mapping[str, Sequence[str]]) -> pd.DataFrame:
+    """Add concatenated strategies, e.g. ``{"temp+sem": ["temp", "sem"]}`` (§3.3 Temp+Sem).
+
+    The parts' distractors are listed in order (each part by rank); an entity already listed by
+    an earlier part is skipped. Ranks are renumbered 1..k per fact. A combination whose parts
+    are all absent for a fact adds nothing for that fact.
+    """
+    dis = candidates[candidates["role"] == "distractor"]
+    frames = [candidates]
+    for name, parts in combined.items():
+        pieces = []
+        for order, part in enumerate(parts):
+            piece = dis[dis["strategy"] == part].copy()
+            piece["_part"] = order
+            pieces.append(piece)
+        if not pieces:
+            continue
+        merged = pd.concat(pieces, ignore_index=True)
+        if merged.empty:
+            continue
+        merged = merged.sort_values(["fact_id", "_part", "rank", "entity"], kind="stable")
+        merged = merged.drop_duplicates(["fact_id", "entity"], keep="first")
+        merged["rank"] = merged.groupby("fact_id").cumcount() + 1
+        merged["strategy"] = name
+        frames.append(merged.drop(columns="_part"))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _object_scores(ent: pd.DataFrame, prompts: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
+    """log Pl(o|c) of the fact's own object o for each prompt (NaN rows dropped, logged)."""
+    base = prompts[["prompt_id", "fact_id"]].merge(facts[["fact_id", "object"]].astype(str), on="fact_id")
+    base = base.merge(
+        ent[["prompt_id", "entity", "logpl", "best_first", *(["first_rank"] if "first_rank" in ent else [])]],
+        left_on=["prompt_id", "object"],
+        right_on=["prompt_id", "entity"],
+        how="left",
+    )
+    missing = base["logpl"].isna().sum()
+    if missing:
+        log.warning("%d prompt(s) have no score for their object; they get no knowledge value", missing)
+    return base.dropna(subset=["logpl"]).rename(columns={"logpl": "obj_logpl", "best_first": "obj_first"})
+
+
+def _distractor_scores(
+    ent: pd.DataFrame, prompts: pd.DataFrame, candidates: pd.DataFrame, correct: pd.DataFrame
+) -> pd.DataFrame:
+    """Scored distractors per prompt: prompt_id, entity, strategy, rank, logpl, best_lp, best_first."""
+    dis = candidates.loc[candidates["role"] == "distractor", ["fact_id", "entity", "strategy", "rank"]]
+    # A valid object is never a distractor (Ω(f), §3.3), even if a retriever listed it.
+    dis = dis.merge(correct.assign(_ok=True), on=["fact_id", "entity"], how="left")
+    if dis["_ok"].notna().any():
+        log.warning("%d distractor row(s) are valid objects; dropped", int(dis["_ok"].notna().sum()))
+    dis = dis[dis["_ok"].isna()].drop(columns="_ok")
+    rows = prompts[["prompt_id", "fact_id"]].merge(dis, on="fact_id")
+    scored = rows.merge(ent, on=["prompt_id", "entity"], how="left")
+    unscored = scored["logpl"].isna().sum()
+    if unscored:
+        log.warning("%d (prompt, distractor) pair(s) have no score; dropped", unscored)
+    return scored.dropna(subset=["logpl"])
+
+
+def knowledge_per_prompt(
+    ent: pd.DataFrame,
+    prompts: pd.DataFrame,
+    candidates: pd.DataFrame,
+    facts: pd.DataFrame,
+    correct: pd.DataFrame,
+    ns: Iterable[int],
+) -> pd.DataFrame:
+    """K(f|c) Min@n and Avg@n for every prompt, strategy and n (§3.2 eq. 2), vectorised.
+
+    Returns columns prompt_id, fact_id, strategy, n, k_min, k_avg, n_used. Equal to
+    ``k_of_prompt`` applied prompt by prompt (tested).
+    """
+    obj = _object_scores(ent, prompts, facts)
+    dis = _distractor_scores(ent, prompts, candidates, correct)
+    frame = dis.merge(obj[["prompt_id", "obj_logpl"]], on="prompt_id")
+    cols = ["prompt_id", "fact_id", "strategy", "n", "k_min", "k_avg", "n_used"]
+    if frame.empty:
+        return pd.DataFrame(columns=cols)
+    frame = frame.sort_values(["prompt_id", "strategy", "rank", "entity"], kind="stable").reset_index(
+        drop=True
+    )
+    frame["win"] = (frame["obj_logpl"] > frame["logpl"]).astype(float)
+    grouped = frame.groupby(["prompt_id", "strategy"], sort=False)
+    frame["pos"] = grouped.cumcount()
+    frame["count"] = grouped["win"].transform("size")
+    frame["cmin"] = grouped["win"].cummin()
+    frame["csum"] = grouped["win"].cumsum()
+    out = []
+    for n in sorted(set(int(x) for x in ns)):
+        last = np.minimum(n, frame["count"]) - 1
+        pick = frame[frame["pos"] == last]
+        out.append(
+            pd.DataFrame(
+                {
+                    "prompt_id": pick["prompt_id"],
+                    "fact_id": pick["fact_id"],
+                    "strategy": pick["strategy"],
+                    "n": n,
+                    "k_min": pick["cmin"],
+                    "k_avg": pick["csum"] / (pick["pos"] + 1),
+                    "n_used": pick["pos"] + 1,
+                }
+            )
+        )
+    return pd.concat(out, ignore_index=True)[cols]
+
+
+def probability_per_prompt(ent: pd.DataFrame, prompts: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
+    """Probability baseline (Table 2): Σ_{λ∈Λ(o)} Pr(λ|c) for each prompt.
+
+    The score table holds Pr(λ + EOS | c) (contract), so this equals Pl(o|c) of eq. (1).
+    """
+    obj = _object_scores(ent, prompts, facts)
+    return pd.DataFrame(
+        {"prompt_id": obj["prompt_id"], "fact_id": obj["fact_id"], "probability": np.exp(obj["obj_logpl"])}
+    )
+
+
+def first_token_rank(object_first: float, distractor_firsts: Sequence[float], decimals: int = 9) -> int:
+    """Rank of o's best first token among the candidates' distinct first tokens (Table 2, Precision@n).
+
+    Candidates whose first token scores the same as o's are taken to share o's first token (same
+    token, same probability), so they do not push o down; only strictly better distinct values do.
+    """
+    values = {round(float(v), decimals) for v in distractor_firsts if np.isfinite(v)}
+    target = round(float(object_first), decimals)
+    return 1 + sum(v > target for v in values)
+
+
+def precision_per_prompt(
+    ent: pd.DataFrame,
+    prompts: pd.DataFrame,
+    candidates: pd.DataFrame,
+    facts: pd.DataFrame,
+    correct: pd.DataFrame,
+    ns: Iterable[int],
+) -> pd.DataFrame:
+    """Precision@n baseline (Table 2): 1[top-n first tokens ∩ first tokens of Λ(o) ≠ ∅].
+
+    With a ``first_rank`` column in the scores (the first token's rank in the whole vocabulary)
+    this is exact. Without it the vocabulary is approximated by the suite's candidates (object
+    plus the union of all strategies' distractors): see ``first_token_rank``.
+    """
+    obj = _object_scores(ent, prompts, facts)
+    cols = ["prompt_id", "fact_id", "n", "precision"]
+    if obj.empty:
+        return pd.DataFrame(columns=cols)
+    if "first_rank" in obj.columns and obj["first_rank"].notna().all():
+        ranks = obj.set_index("prompt_id")["first_rank"].astype(float)
+    else:
+        dis = _distractor_scores(ent, prompts, candidates, correct)
+        dis = dis.drop_duplicates(["prompt_id", "entity"])
+        firsts = dis.groupby("prompt_id")["best_first"].apply(list)
+        ranks = pd.Series(
+            [
+                first_token_rank(of, firsts.get(pid, []))
+                for pid, of in zip(obj["prompt_id"], obj["obj_first"], strict=True)
+            ],
+            index=obj["prompt_id"],
+            dtype=float,
+        )
+        ranks[obj["obj_first"].isna().to_numpy()] = np.nan
+    base = obj[["prompt_id", "fact_id"]]
+    out = [
+        base.assign(n=int(n), precision=(ranks.reindex(base["prompt_id"]).to_numpy() <= n).astype(float))
+        for n in sorted(set(ns))
+    ]
+    frame = pd.concat(out, ignore_index=True)
+    nan_rank = ranks.reindex(frame["prompt_id"]).isna().to_numpy()
+    frame.loc[nan_rank, "precision"] = np.nan
+    return frame[cols]
+
+
+def knowledge_per_fact(
+    ent: pd.DataFrame,
+    prompts: pd.DataFrame,
+    candidates: pd.DataFrame,
+    facts: pd.DataFrame,
+    correct: pd.DataFrame,
+    ns: Iterable[int],
+    precision_ns: Iterable[int],
+    combined: Mapping[str, Sequence[str]] | None = None,
+) -> pd.DataFrame:
+    """K(f) (§3.2 eq. 3) Min@n/Avg@n per strategy, plus the Table 2 baselines, per fact and group.
+
+    Measures: ``k_min``, ``k_avg`` (strategy, n), ``n_used`` (mean distractors used), and
+    ``probability``, ``precision`` (n) with strategy "".
+    """
+    cands = combine_strategies(candidates, combined or {})
+    keys = prompts[["prompt_id", *GROUP_KEYS]]
+    k = knowledge_per_prompt(ent, prompts, cands, facts, correct, ns).merge(keys, on="prompt_id")
+    parts = [average_per_fact(k, ["strategy", "n"], ["k_min", "k_avg", "n_used"])]
+    prob = probability_per_prompt(ent, prompts, facts).merge(keys, on="prompt_id")
+    parts.append(average_per_fact(prob, [], ["probability"]))
+    prec = precision_per_prompt(ent, prompts, candidates, facts, correct, precision_ns).merge(
+        keys, on="prompt_id"
+    )
+    parts.append(average_per_fact(prec, ["n"], ["precision"]))
+    return pd.concat(parts, ignore_index=True)

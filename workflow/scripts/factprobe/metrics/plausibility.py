@@ -1,0 +1,157 @@
+"""PROBELM ranking measures (probelm-plausibility.txt §4.1–4.2): accuracy, MRR, NDCG, PLAUSIBILITY.
+
+A scenario group is one fact (the most plausible scenario, a fact that entered Wikidata after
+the model's cut-off) with its less plausible alternatives (co-occurrence distractors,
+Algorithm 1). For each prompt style (statement / completion / question) the group is ranked by
+perplexity (§4.1); the entity's perplexity is that of its best form, exp(-logprob / n_tokens).
+
+* accuracy: the most plausible scenario is ranked first;
+* MRR: mean of 1 / rank of the most plausible scenario;
+* NDCG: graded relevance from the alternatives' ranks. With m alternatives ranked 1..m by the
+  generator (1 = most plausible alternative), the alternative at position p gets grade m + 1 - p
+  and the fact's own object grade m + 1. Gain 2^g - 1 (``gain="exponential"``, default) or g
+  (``"linear"``), discount 1 / log2(position + 1);
+* PLAUSIBILITY: the mean of accuracy, MRR and NDCG over the three prompt styles (nine numbers).
+
+Ties are resolved pessimistically: among equal perplexities the lower-graded scenario is placed
+first, so a tie with the object counts as a failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from .common import GROUP_KEYS, average_per_fact
+
+MEASURES = ["plaus_acc", "plaus_rr", "plaus_ndcg"]
+
+
+def grades(alternative_ranks: Sequence[float]) -> tuple[float, list[float]]:
+    """(object grade, grades of the alternatives in the given order) from the generator's ranks."""
+    order = np.argsort(np.asarray(alternative_ranks, dtype=float), kind="stable")
+    m = len(order)
+    out = [0.0] * m
+    for position, index in enumerate(order, start=1):
+        out[index] = float(m + 1 - position)
+    return float(m + 1), out
+
+
+def _gain(grade: np.ndarray, gain: str) -> np.ndarray:
+    if gain == "exponential":
+        return np.power(2.0, grade) - 1.0
+    if gain == "linear":
+        return grade
+    raise ValueError(f"unknown NDCG gain {gain!r}; use 'exponential' or 'linear'")
+
+
+def rank_scenarios(scores: Sequence[float], grade_list: Sequence[float]) -> np.ndarray:
+    """Indices of scenarios from most to least plausible (higher score first; ties: lower grade first)."""
+    return np.lexsort((np.asarray(grade_list, dtype=float), -np.asarray(scores, dtype=float)))
+
+
+def ndcg(ranked_grades: Sequence[float], gain: str = "exponential") -> float:
+    """NDCG of a ranked list of graded scenarios (§4.2)."""
+    g = np.asarray(ranked_grades, dtype=float)
+    discount = 1.0 / np.log2(np.arange(2, g.size + 2))
+    dcg = float((_gain(g, gain) * discount).sum())
+    ideal = float((_gain(np.sort(g)[::-1], gain) * discount).sum())
+    return dcg / ideal if ideal > 0 else float("nan")
+
+
+def scenario_group_scores(
+    object_score: float, alternative_scores: Sequence[float], alternative_ranks: Sequence[float], gain: str
+) -> tuple[float, float, float]:
+    """(accuracy, reciprocal rank, NDCG) of one scenario group under one prompt (§4.2).
+
+    Scores are mean log-probabilities per token (higher = lower perplexity = more plausible).
+    """
+    top, alt = grades(alternative_ranks)
+    all_grades = [top, *alt]
+    order = rank_scenarios([object_score, *alternative_scores], all_grades)
+    rank = int(np.flatnonzero(order == 0)[0]) + 1
+    return float(rank == 1), 1.0 / rank, ndcg([all_grades[i] for i in order], gain)
+
+
+def plausibility_per_prompt(
+    ent: pd.DataFrame,
+    prompts: pd.DataFrame,
+    candidates: pd.DataFrame,
+    facts: pd.DataFrame,
+    strategies: Sequence[str],
+    gain: str = "exponential",
+) -> pd.DataFrame:
+    """Accuracy, RR and NDCG for every prompt whose fact has alternatives of ``strategies``."""
+    dis = candidates[(candidates["role"] == "distractor") & candidates["strategy"].isin(list(strategies))]
+    dis = dis.sort_values(["fact_id", "rank", "entity"], kind="stable").drop_duplicates(["fact_id", "entity"])
+    dis = dis.assign(position=dis.groupby("fact_id").cumcount() + 1)
+    dis["m"] = dis.groupby("fact_id")["entity"].transform("size")
+    dis["grade"] = (dis["m"] + 1 - dis["position"]).astype(float)
+    objects = facts[["fact_id", "object"]].astype(str).rename(columns={"object": "entity"})
+    objects = objects[objects["fact_id"].isin(dis["fact_id"])].merge(
+        dis.groupby("fact_id")["m"].first().reset_index(), on="fact_id"
+    )
+    objects["grade"] = (objects["m"] + 1).astype(float)
+    objects["is_object"] = True
+    group = pd.concat([objects, dis.assign(is_object=False)], ignore_index=True)[
+        ["fact_id", "entity", "grade", "is_object"]
+    ]
+    rows = prompts[["prompt_id", "fact_id"]].merge(group, on="fact_id")
+    rows = rows.merge(ent[["prompt_id", "entity", "best_norm"]], on=["prompt_id", "entity"], how="inner")
+    # A group whose object is unscored cannot be ranked.
+    has_obj = rows.groupby("prompt_id")["is_object"].transform("any")
+    rows = rows[has_obj]
+    cols = ["prompt_id", "fact_id", *MEASURES]
+    if rows.empty:
+        return pd.DataFrame(columns=cols)
+    rows = rows.sort_values(["prompt_id", "best_norm", "grade"], ascending=[True, False, True], kind="stable")
+    rows["pos"] = rows.groupby("prompt_id").cumcount() + 1
+    rows["disc"] = 1.0 / np.log2(rows["pos"] + 1.0)
+    rows["dcg"] = _gain(rows["grade"].to_numpy(), gain) * rows["disc"]
+    ideal = rows.sort_values(["prompt_id", "grade"], ascending=[True, False], kind="stable").copy()
+    ideal["pos"] = ideal.groupby("prompt_id").cumcount() + 1
+    ideal["idcg"] = _gain(ideal["grade"].to_numpy(), gain) / np.log2(ideal["pos"] + 1.0)
+    obj_rank = rows[rows["is_object"]].groupby("prompt_id")["pos"].min()
+    out = pd.DataFrame(
+        {
+            "dcg": rows.groupby("prompt_id")["dcg"].sum(),
+            "idcg": ideal.groupby("prompt_id")["idcg"].sum(),
+            "rank": obj_rank,
+            "fact_id": rows.groupby("prompt_id")["fact_id"].first(),
+        }
+    )
+    out["plaus_acc"] = (out["rank"] == 1).astype(float)
+    out["plaus_rr"] = 1.0 / out["rank"]
+    out["plaus_ndcg"] = out["dcg"] / out["idcg"]
+    return out.reset_index().rename(columns={"index": "prompt_id"})[cols]
+
+
+def plausibility_per_fact(
+    ent: pd.DataFrame,
+    prompts: pd.DataFrame,
+    candidates: pd.DataFrame,
+    facts: pd.DataFrame,
+    strategies: Sequence[str],
+    gain: str = "exponential",
+) -> pd.DataFrame:
+    """Per scenario group (fact) and prompt style: ``plaus_acc``, ``plaus_rr``, ``plaus_ndcg``."""
+    per = plausibility_per_prompt(ent, prompts, candidates, facts, strategies, gain)
+    per = per.merge(prompts[["prompt_id", *GROUP_KEYS]], on="prompt_id")
+    return average_per_fact(per, [], MEASURES)
+
+
+def plausibility_score(style_means: pd.DataFrame) -> pd.DataFrame:
+    """PLAUSIBILITY (§4.2): mean of the per-style means of accuracy, MRR and NDCG.
+
+    ``style_means`` has columns style, measure (``MEASURES``), value and the other group keys;
+    returns one row per (lang, verbalization, shots) with ``value`` and ``n_parts`` (9 with three
+    styles; fewer when a style is absent, which is then reported rather than hidden).
+    """
+    keys = [k for k in GROUP_KEYS if k != "style"]
+    part = style_means[style_means["measure"].isin(MEASURES)]
+    if part.empty:
+        return pd.DataFrame(columns=[*keys, "value", "n_parts"])
+    out = part.groupby(keys).agg(value=("value", "mean"), n_parts=("value", "size")).reset_index()
+    return out

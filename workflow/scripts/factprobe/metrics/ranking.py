@@ -1,0 +1,82 @@
+"""Rank-based measures of fluent-mlama-disfluency.txt §3.3: rank, R@n (n = 1..5), mean rank.
+
+For each prompt (verbalization v_i) the candidate endings are the correct objects' forms and the
+distractors; they are ranked by the log-probability of the ending. The score of a fact is the
+rank of its best correct form; R_i@n = 1[rank <= n]; R@n and the mean rank average over the
+facts of a language × verbalization subset.
+
+Rules stated here:
+
+* All forms of every correct object (``object`` ∪ ``objects``, N-M relations) count as correct
+  (§3.2: "we consider all forms ... of object NEs as correct ones"); the best one is ranked.
+* A distractor entity is represented by its best form, so an entity with many aliases is one
+  competitor, not several.
+* Ties count as failures: a distractor scoring exactly the best correct form ranks above it.
+* Distractors are those of one strategy (the multilingual suite uses ``pool``); a prompt with
+  fewer distractors than n simply has fewer competitors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .common import GROUP_KEYS, average_per_fact
+
+
+def rank_of_best_correct(correct_logprobs: Sequence[float], distractor_logprobs: Sequence[float]) -> int:
+    """Rank (1 = best) of the best correct form among correct forms + distractors (§3.3)."""
+    best = max(correct_logprobs)
+    return 1 + int(sum(d >= best for d in distractor_logprobs))
+
+
+def recall_at(rank: int, n: int) -> float:
+    """R_i@n of §3.3: 1 if the correct object is among the top n endings."""
+    return float(rank <= n)
+
+
+def ranking_per_prompt(
+    ent: pd.DataFrame, prompts: pd.DataFrame, candidates: pd.DataFrame, correct: pd.DataFrame
+) -> pd.DataFrame:
+    """Rank of the best correct form for each (prompt, strategy): prompt_id, fact_id, strategy, rank."""
+    scored = prompts[["prompt_id", "fact_id"]].merge(ent[["prompt_id", "entity", "best_lp"]], on="prompt_id")
+    good = scored.merge(correct, on=["fact_id", "entity"])
+    best = good.groupby("prompt_id")["best_lp"].max().rename("best_correct")
+    dis = candidates.loc[candidates["role"] == "distractor", ["fact_id", "entity", "strategy"]]
+    dis = dis.merge(correct.assign(_ok=True), on=["fact_id", "entity"], how="left")
+    dis = dis[dis["_ok"].isna()].drop(columns="_ok").drop_duplicates()
+    rows = scored.merge(dis, on=["fact_id", "entity"])
+    rows = rows.merge(best, left_on="prompt_id", right_index=True)
+    rows["beats"] = (rows["best_lp"] >= rows["best_correct"]).astype(int)
+    ranks = rows.groupby(["prompt_id", "fact_id", "strategy"], sort=True)["beats"].sum().reset_index()
+    ranks["rank"] = ranks["beats"] + 1
+    return ranks[["prompt_id", "fact_id", "strategy", "rank"]]
+
+
+def ranking_per_fact(
+    ent: pd.DataFrame,
+    prompts: pd.DataFrame,
+    candidates: pd.DataFrame,
+    correct: pd.DataFrame,
+    recall_ns: Iterable[int] = (1, 2, 3, 4, 5),
+) -> pd.DataFrame:
+    """Per fact and language × verbalization (and style, shots): ``recall`` (n) and ``rank``.
+
+    The suite-level R@n and mean rank of §3.3 are the means of these over facts (summary).
+    """
+    per = ranking_per_prompt(ent, prompts, candidates, correct)
+    per = per.merge(prompts[["prompt_id", *GROUP_KEYS]], on="prompt_id")
+    parts = [average_per_fact(per, ["strategy"], ["rank"])]
+    for n in sorted(set(recall_ns)):
+        hit = per.assign(n=int(n), recall=(per["rank"].to_numpy() <= n).astype(float))
+        parts.append(average_per_fact(hit, ["strategy", "n"], ["recall"]))
+    out = pd.concat(parts, ignore_index=True)
+    out.loc[out["measure"] == "rank", "measure"] = "mean_rank"
+    return out
+
+
+def mean_rank(ranks: Sequence[float]) -> float:
+    """Mean rank over facts (§3.3); NaN for an empty set."""
+    return float(np.mean(ranks)) if len(ranks) else float("nan")

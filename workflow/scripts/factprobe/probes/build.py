@@ -1,0 +1,262 @@
+"""Build one probing suite: the ``facts``, ``prompts`` and ``entity_forms`` tables (contracts.md).
+
+Kinds: ``knowledge`` (distractors-knowledge-measure §3), ``multiprompt`` (belief-myriadlama §2:
+every template × subject form, optional BELIEF-ICL contexts §3.1), ``plausibility``
+(probelm-plausibility §3: facts new in a dump diff after a model cut-off) and ``multilingual``
+(template verbalization per language; sentence translation is the ``translate`` stage).
+The kinds share one pipeline and differ in where facts come from and in their defaults.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+from tqdm import tqdm
+
+from factprobe.io import read_table
+from factprobe.wikidata.labels import label_table
+
+from .fewshot import DemoPool, context, parse_setting
+from .importers import import_lama, import_pararel, import_xfactr
+from .select import (
+    candidate_facts,
+    finish_facts,
+    item_sitelinks,
+    labelled_entities,
+    new_since,
+    sample_facts,
+    truthy_claims,
+)
+from .templates import Template, TemplateError, check_unique, load_templates
+from .verbalize import forms_index, prompt_text, subject_forms, usable_templates
+
+log = logging.getLogger(__name__)
+
+DEFAULT_INSTRUCTION = "Complete each sentence with the correct fact."
+PROMPT_COLUMNS = [
+    "prompt_id",
+    "fact_id",
+    "lang",
+    "template_id",
+    "style",
+    "subject_form",
+    "text",
+    "context",
+    "verbalization",
+    "shots",
+    "subject_form_index",
+    "property",
+    "demos",
+]
+
+
+def template_set_files(set_cfg: dict, languages: list[str]) -> list[str]:
+    """Files a template set reads for ``languages`` (the Snakemake inputs of ``build_probes``)."""
+    fmt, path = set_cfg["format"], Path(set_cfg["path"])
+    if fmt == "yaml":
+        return [str(path / f"{lang}.yaml") for lang in languages]
+    if fmt == "pararel":
+        return sorted(str(p) for p in path.glob("P*.jsonl"))
+    return [str(path)]
+
+
+def load_template_set(name: str, set_cfg: dict, languages: list[str]) -> list[Template]:
+    """Templates of one configured set (``templates.sets.<name>``) in ``languages``."""
+    fmt, path = set_cfg["format"], set_cfg["path"]
+    if fmt == "yaml":
+        out = []
+        for lang in languages:
+            out.extend(load_templates(Path(path) / f"{lang}.yaml"))
+        return out
+    if fmt == "xfactr":
+        wanted = [lang for lang in languages]
+        found, skipped = import_xfactr(
+            path, wanted, set_cfg.get("gender", "MASC"), set_cfg.get("functions", "skip")
+        )
+        for line in skipped:
+            log.info("template set %s: skipped %s", name, line)
+        return found
+    lang = set_cfg.get("language", "en")
+    if lang not in languages:
+        return []
+    if fmt == "pararel":
+        return import_pararel(path, lang)
+    if fmt == "lama":
+        return import_lama(path, lang)
+    raise TemplateError(f"templates.sets.{name}: unknown format {fmt!r}")
+
+
+def select_templates(templates: list[Template], spec: dict, relations: list[str]) -> list[Template]:
+    """Filter one set by relation, ``styles`` and ``ids``; keep its first ``max_per_relation`` per (lang, relation, style)."""
+    styles = spec.get("styles")
+    ids = set(spec.get("ids") or [])
+    cap = spec.get("max_per_relation")
+    out, counts = [], Counter()
+    for t in templates:
+        if t.relation not in relations or (styles and t.style not in styles) or (ids and t.id not in ids):
+            continue
+        key = (t.lang, t.relation, t.style)
+        if cap is not None and counts[key] >= cap:
+            continue
+        counts[key] += 1
+        out.append(t)
+    return out
+
+
+def build_suite(
+    name: str,
+    suite: dict,
+    sets: dict,
+    claims_path: str,
+    entities_path: str,
+    label_files: list[str],
+    changes_path: str | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Facts, prompts and entity forms of suite ``name`` (config ``suites.<name>``)."""
+    kind = suite["kind"]
+    dump = str(suite["dump"])
+    languages = list(suite.get("languages", ["en"]))
+    relations = list(suite["relations"])
+    seed = suite.get("seed", 0)
+    k_alias = int(suite.get("subject_aliases", 0))
+    few = suite.get("few_shot", {})
+    settings = list(few.get("settings", ["none"]))
+    instruction = few.get("instruction", DEFAULT_INSTRUCTION)
+
+    # Templates first: a misnamed file should fail before any table is read.
+    spec = suite.get("templates", {})
+    chosen: list[Template] = []
+    for set_name in spec.get("sets", ["team"]):
+        if set_name not in sets:
+            raise TemplateError(
+                f"suites.{name}.templates.sets: {set_name!r} is not in templates.sets ({sorted(sets)})"
+            )
+        chosen.extend(
+            select_templates(load_template_set(set_name, sets[set_name], languages), spec, relations)
+        )
+    check_unique(chosen)
+    usable, skipped = usable_templates(chosen)
+    log.info(
+        "suite %s: %d templates selected, %d usable, %d skipped as not object-final: %s",
+        name,
+        len(chosen),
+        len(usable),
+        len(skipped),
+        [t.id for t in skipped],
+    )
+    by_key: dict[tuple[str, str, str], list[Template]] = {}
+    by_lang_rel: dict[tuple[str, str], list[Template]] = {}
+    for t in usable:
+        by_key.setdefault((t.lang, t.relation, t.style), []).append(t)
+        by_lang_rel.setdefault((t.lang, t.relation), []).append(t)
+    covered = [r for r in relations if all((lang, r) in by_lang_rel for lang in languages)]
+    if len(covered) < len(relations):
+        log.warning(
+            "suite %s: relations without a usable template in every language %s are dropped: %s",
+            name,
+            languages,
+            sorted(set(relations) - set(covered)),
+        )
+    if not covered:
+        raise TemplateError(
+            f"suites.{name}: no relation of {relations} has a usable template in every "
+            f"language {languages}; add templates or change relations/styles/ids"
+        )
+
+    labels = label_table(label_files, languages)
+    labelled = labelled_entities(labels, languages)
+    sitelinks = item_sitelinks(read_table(entities_path, columns=["id", "kind", "sitelinks"]).to_pandas())
+    claims = read_table(claims_path).to_pandas()
+    truthy = truthy_claims(claims, int(dump))
+    log.info(
+        "suite %s: %d claims, %d truthy at %s, %d entities labelled in %s",
+        name,
+        len(claims),
+        len(truthy),
+        dump,
+        len(labelled),
+        languages,
+    )
+
+    allowed = None
+    if kind == "plausibility":
+        changes = read_table(changes_path).to_pandas()
+        new = new_since(changes, int(suite["cutoff"]))
+        allowed = set(
+            "Q"
+            + new["subject"].astype(str)
+            + "|P"
+            + new["property"].astype(str)
+            + "|Q"
+            + new["object"].astype(str)
+        )
+        log.info(
+            "suite %s: %d facts new in the diff and not dated before the cut-off %s",
+            name,
+            len(allowed),
+            suite["cutoff"],
+        )
+    candidates = candidate_facts(truthy, covered, labelled, sitelinks, seed, allowed=allowed)
+    facts = sample_facts(candidates, suite.get("n_facts"), int(suite.get("strata", 1)), seed)
+    facts = finish_facts(facts, dump, seed)
+    log.info(
+        "suite %s: %d candidate facts, %d sampled; per relation: %s",
+        name,
+        len(candidates),
+        len(facts),
+        facts["property"].value_counts().sort_index().to_dict(),
+    )
+
+    index = forms_index(labels)
+    label_of = {key: forms[0][0] for key, forms in index.items() if forms[0][1] == "label"}
+    pool = DemoPool(candidates[["fact_id", "subject", "property", "object"]], label_of, by_key)
+    parsed = [(s, *parse_setting(s)) for s in settings]
+    rows = []
+    short = Counter()
+    for fact in tqdm(facts.itertuples(index=False), total=len(facts), desc=f"prompts {name}", mininterval=5):
+        for lang in languages:
+            forms = subject_forms(index, fact.subject, lang, k_alias)
+            for template in by_lang_rel.get((lang, fact.property), []):
+                for shots, mode, k in parsed:
+                    key = (seed, fact.fact_id, template.id, lang, shots)
+                    demos = pool.draw(mode, k, template, fact.subject, fact.property, lang, key) if k else []
+                    if len(demos) < k:
+                        short[shots] += 1
+                    ctx = context(
+                        instruction if isinstance(instruction, str) else instruction[lang], demos, mode
+                    )
+                    for i, form in enumerate(forms):
+                        rows.append(
+                            (
+                                f"{fact.fact_id}|{template.id}|{lang}|{i}|{shots}",
+                                fact.fact_id,
+                                lang,
+                                template.id,
+                                template.style,
+                                form,
+                                prompt_text(template, form),
+                                ctx,
+                                "template",
+                                shots,
+                                i,
+                                fact.property,
+                                [d.fact_id for d in demos],
+                            )
+                        )
+    if short:
+        log.warning(
+            "suite %s: fewer demonstrations than asked (pool too small) for %s prompts", name, dict(short)
+        )
+    prompts = pd.DataFrame(rows, columns=PROMPT_COLUMNS)
+    prompts["subject_form_index"] = prompts["subject_form_index"].astype("int32")
+    log.info(
+        "suite %s: %d prompts (%s)",
+        name,
+        len(prompts),
+        prompts.groupby(["lang", "style", "shots"]).size().to_dict(),
+    )
+    forms = labels[["entity", "lang", "form", "source"]].reset_index(drop=True)
+    return facts, prompts, forms

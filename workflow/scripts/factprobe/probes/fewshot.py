@@ -1,0 +1,116 @@
+"""BELIEF-ICL few-shot contexts (belief-myriadlama §3.1, Appendix E).
+
+Settings: ``none`` (no context at all), ``zero-shot`` (the instruction line only),
+``{k}-random`` (k facts of any relation), ``{k}-relation`` (k facts of the target's relation,
+each with a hash-chosen template of that relation and the target's style) and ``{k}-template``
+(k facts of the target's relation, written with the target's template). Demonstrations are
+whole sentences with the object filled in, one per line, after the instruction line; the
+target prompt follows on the next line, so the scored text is ``context + text``.
+
+Demonstrations are drawn by ``stable_hash`` of the prompt key and never repeat the target
+fact nor its (subject, relation) pair (§3.1: "the target fact is excluded in the examples").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pandas as pd
+
+from factprobe.hashing import stable_hash
+
+from .templates import Template
+from .verbalize import sentence
+
+SETTING_RE = re.compile(r"^(none|zero-shot|([1-9][0-9]*)-(random|relation|template))$")
+# Above this many candidates, draw by hashed index instead of sorting the whole pool.
+SORT_LIMIT = 64
+
+
+@dataclass(frozen=True)
+class Demo:
+    """One demonstration: the fact and the template it is written with."""
+
+    fact_id: str
+    template: Template
+    text: str
+
+
+def parse_setting(setting: str) -> tuple[str, int]:
+    """``"4-relation"`` -> ``("relation", 4)``; ``"zero-shot"`` -> ``("zero-shot", 0)``."""
+    match = SETTING_RE.match(setting)
+    if not match:
+        raise ValueError(f"few-shot setting {setting!r}: use none, zero-shot or <k>-random|relation|template")
+    if match.group(2):
+        return match.group(3), int(match.group(2))
+    return setting, 0
+
+
+class DemoPool:
+    """Facts demonstrations are drawn from, with their label sentences per language.
+
+    ``facts`` has ``fact_id, subject, property, object``; ``labels`` maps ``(entity, lang)`` to
+    the label; ``templates`` maps ``(lang, relation, style)`` to usable templates.
+    """
+
+    def __init__(
+        self,
+        facts: pd.DataFrame,
+        labels: dict[tuple[str, str], str],
+        templates: dict[tuple[str, str, str], list[Template]],
+    ):
+        self.facts = facts.sort_values("fact_id").reset_index(drop=True)
+        self.labels = labels
+        self.templates = templates
+        self.by_relation = {p: g.index.to_list() for p, g in self.facts.groupby("property")}
+        self.all = self.facts.index.to_list()
+        self.fact_ids = self.facts["fact_id"].to_list()
+        self.rows = list(self.facts[["fact_id", "subject", "property", "object"]].itertuples(index=False))
+
+    def _order(self, candidates: list[int], key: tuple) -> Iterator[int]:
+        """Candidates in a hash order of ``key``: a full sort for small pools, lazy hashed probes else."""
+        if len(candidates) <= SORT_LIMIT:
+            yield from sorted(candidates, key=lambda i: stable_hash(*key, self.fact_ids[i]))
+            return
+        # Duplicates are skipped by the caller; the probe count bounds the work for odd pools.
+        for n in range(64 * SORT_LIMIT):
+            yield candidates[stable_hash(*key, n) % len(candidates)]
+
+    def draw(
+        self, setting: str, k: int, target: Template, subject: str, relation: str, lang: str, key: tuple
+    ) -> list[Demo]:
+        """Up to ``k`` demonstrations for one target prompt (fewer only if the pool runs out)."""
+        pool = self.all if setting == "random" else self.by_relation.get(relation, [])
+        chosen: list[Demo] = []
+        used: set[int] = set()
+        for i in self._order(pool, ("shot", *key)):
+            if len(chosen) == k:
+                break
+            if i in used:
+                continue
+            used.add(i)
+            row = self.rows[i]
+            if row.subject == subject and row.property == relation:
+                continue
+            s_label = self.labels.get((row.subject, lang))
+            o_label = self.labels.get((row.object, lang))
+            if s_label is None or o_label is None:
+                continue
+            if setting == "template":
+                template = target
+            else:
+                options = self.templates.get((lang, row.property, target.style), [])
+                if not options:
+                    continue
+                template = options[stable_hash("shot-template", *key, row.fact_id) % len(options)]
+            chosen.append(Demo(row.fact_id, template, sentence(template, s_label, o_label)))
+        return chosen
+
+
+def context(instruction: str, demos: list[Demo], setting: str) -> str:
+    """The prefix of a prompt: "" for ``none``, else the instruction and demonstrations, each on a line."""
+    if setting == "none":
+        return ""
+    return "\n".join([instruction, *(d.text for d in demos)]) + "\n"

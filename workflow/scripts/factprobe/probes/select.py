@@ -1,0 +1,154 @@
+"""Fact selection for probing suites (distractors-knowledge-measure §3.1, probelm-plausibility §3).
+
+* truthy statements at the dump date: deprecated statements, statements that ended on or before
+  the dump date and statements that start after it are dropped; of what remains, preferred rank
+  wins over normal per (subject, property) (Wikidata's "truthy" view);
+* a fact needs a subject and an object labelled in every language of the suite, and the object
+  must differ from the subject (else the prompt would contain its answer);
+* one fact per (subject, relation): the object is the hash-first labelled valid object, and
+  ``objects`` lists every valid object of (s, r) at the dump date (N-M relations, §3.1 Ω);
+* popularity = subject sitelinks; per relation, facts are cut into ``strata`` equal-count bins
+  by popularity and each bin gives ``n_facts / strata`` facts, chosen by ``stable_hash`` order
+  (paper 1 samples "various levels of popularity");
+* ``split`` is a hash-chosen taught / untaught half, used by the built-in control model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from factprobe.hashing import hash_fraction, stable_hash
+
+
+def truthy_claims(claims: pd.DataFrame, dump_date: int) -> pd.DataFrame:
+    """Statements that hold at ``dump_date`` (int YYYYMMDD), truthy rank only.
+
+    ``claims`` has the extraction columns ``subject, property, object, rank, start, end``.
+    Returns ``subject, property, object`` deduplicated.
+    """
+    live = claims[claims["rank"] > 0]
+    end = live["end"]
+    start = live["start"]
+    # Unknown month/day is 00, so an end of 2019-00-00 counts as "on or before 2019-02-01" (contracts).
+    live = live[~(end.notna() & (end <= dump_date)) & ~(start.notna() & (start > dump_date))]
+    best = live.groupby(["subject", "property"])["rank"].transform("max")
+    out = live[live["rank"] == best][["subject", "property", "object"]]
+    return out.drop_duplicates().sort_values(["property", "subject", "object"]).reset_index(drop=True)
+
+
+def item_sitelinks(entities: pd.DataFrame) -> pd.Series:
+    """Sitelink count per integer item id (items and properties share the integer space)."""
+    items = entities[entities["kind"] == "item"]
+    return items.drop_duplicates("id").set_index("id")["sitelinks"]
+
+
+def labelled_entities(labels: pd.DataFrame, languages: list[str]) -> set[str]:
+    """Entities ("Q42") with a label (not only an alias) in every language of ``languages``."""
+    main = labels[(labels["source"] == "label") & labels["lang"].isin(languages)]
+    counts = main.groupby("entity")["lang"].nunique()
+    return set(counts[counts == len(set(languages))].index)
+
+
+def candidate_facts(
+    truthy: pd.DataFrame,
+    relations: list[str],
+    labelled: set[str],
+    sitelinks: pd.Series,
+    seed: object = 0,
+    allowed: set[str] | None = None,
+) -> pd.DataFrame:
+    """Every probe-able fact: one row per (subject, relation) with a labelled subject and object.
+
+    ``truthy`` uses integer ids (extraction tables); ``sitelinks`` maps integer subject id to
+    its sitelink count; ``allowed`` (fact ids), when given, limits the object chosen for a fact
+    (plausibility suites: only new facts) while ``objects`` still lists every valid object.
+    Returns the ``facts`` columns except ``stratum`` and ``split``.
+    """
+    props = [int(r[1:]) for r in relations]
+    rows = truthy[truthy["property"].isin(props)].copy()
+    rows["s"] = "Q" + rows["subject"].astype(str)
+    rows["p"] = "P" + rows["property"].astype(str)
+    rows["o"] = "Q" + rows["object"].astype(str)
+    objects = rows.groupby(["s", "p"], sort=False)["o"].agg(sorted)
+    # A fact whose object is its subject (a country's P17 is itself) would print the answer in the prompt.
+    ok = rows[rows["s"].isin(labelled) & rows["o"].isin(labelled) & (rows["s"] != rows["o"])].copy()
+    if allowed is not None:
+        ok = ok[(ok["s"] + "|" + ok["p"] + "|" + ok["o"]).isin(allowed)]
+    ok["h"] = [
+        stable_hash(seed, "object", s, p, o) for s, p, o in zip(ok["s"], ok["p"], ok["o"], strict=True)
+    ]
+    ok = ok.sort_values(["s", "p", "h"]).drop_duplicates(["s", "p"])
+    facts = pd.DataFrame(
+        {
+            "fact_id": ok["s"] + "|" + ok["p"] + "|" + ok["o"],
+            "subject": ok["s"],
+            "property": ok["p"],
+            "object": ok["o"],
+            "objects": [objects[(s, p)] for s, p in zip(ok["s"], ok["p"], strict=True)],
+            "popularity": ok["subject"].map(sitelinks).fillna(0).astype("int64").to_numpy(),
+        }
+    )
+    return facts.reset_index(drop=True)
+
+
+def stratify(facts: pd.DataFrame, strata: int) -> pd.Series:
+    """Equal-count popularity bins per relation: 0 = least popular; ties broken by fact_id."""
+    out = pd.Series(0, index=facts.index, dtype="int64")
+    for _, group in facts.groupby("property"):
+        order = group.sort_values(["popularity", "fact_id"]).index
+        bins = (np.arange(len(order)) * strata) // max(len(order), 1)
+        out.loc[order] = bins
+    return out
+
+
+def sample_facts(facts: pd.DataFrame, n_facts: int | None, strata: int, seed: object = 0) -> pd.DataFrame:
+    """Up to ``n_facts`` facts per relation, ``n_facts // strata`` (remainder to the top bins) per bin.
+
+    Within a bin facts are taken in ``stable_hash(seed, fact_id)`` order, so the choice of a
+    fact does not depend on which other facts exist. ``n_facts=None`` keeps every fact.
+    """
+    facts = facts.copy()
+    facts["stratum"] = stratify(facts, strata)
+    if n_facts is None:
+        return facts
+    facts["_h"] = [stable_hash(seed, "sample", f) for f in facts["fact_id"]]
+    keep = []
+    for (_, stratum), group in facts.groupby(["property", "stratum"]):
+        quota = n_facts // strata + (1 if stratum >= strata - n_facts % strata else 0)
+        keep.append(group.sort_values("_h").head(quota))
+    if not keep:
+        return facts.drop(columns="_h").iloc[0:0]
+    return pd.concat(keep).drop(columns="_h")
+
+
+def assign_split(fact_ids: pd.Series, seed: object = 0) -> pd.Series:
+    """Hash-chosen half: ``taught`` (the control model learns it) or ``untaught``."""
+    return pd.Series(
+        ["taught" if hash_fraction(seed, "split", f) < 0.5 else "untaught" for f in fact_ids],
+        index=fact_ids.index,
+        dtype="object",
+    )
+
+
+def new_since(changes: pd.DataFrame, cutoff: int) -> pd.DataFrame:
+    """Facts the diff marks ``new`` and that did not demonstrably hold before ``cutoff``.
+
+    probelm-plausibility §3: plausible scenarios are edits after the model's training cut-off.
+    A new statement whose own start or point-in-time is on or before the cut-off was only
+    recorded late (the model may have seen it), so it is dropped. Returns integer
+    ``subject, property, object``.
+    """
+    new = changes[changes["status"] == "new"]
+    dated = new["start"].where(new["start"].notna(), new["point_in_time"])
+    new = new[~(dated.notna() & (dated <= cutoff))]
+    return new[["subject", "property", "object"]].drop_duplicates()
+
+
+def finish_facts(facts: pd.DataFrame, dump: str, seed: object = 0) -> pd.DataFrame:
+    """Add ``split`` and ``dump`` and put the ``facts`` contract columns first, sorted by fact_id."""
+    facts = facts.sort_values("fact_id").reset_index(drop=True)
+    facts["split"] = assign_split(facts["fact_id"], seed)
+    facts["dump"] = dump
+    cols = ["fact_id", "subject", "property", "object", "objects", "popularity", "stratum", "split", "dump"]
+    return facts[cols + [c for c in facts.columns if c not in cols]]

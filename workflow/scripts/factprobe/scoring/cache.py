@@ -1,0 +1,107 @@
+"""Request cache: scores keyed by hash(model, revision, dtype, context, continuation), in Parquet shards.
+
+Every finished request is appended to an in-memory buffer that is flushed as a new, atomically
+written shard (``part-<hash>.parquet``) every ``flush_every`` entries and at the end. A killed job
+therefore loses at most one buffer; a re-run, a new shard layout or a new dump whose prompts are
+unchanged reads the shards and computes only the missing requests. Parallel jobs write distinct
+shard names, so they never clash. (lm-evaluation-harness's CachingLM does the same with SQLite,
+anchors.md §3.7; Parquet keeps the project to one storage format.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from factprobe.io import write_table
+
+log = logging.getLogger(__name__)
+
+# Bump when the tokenization or scoring procedure changes meaning: old entries stop matching.
+ENGINE_VERSION = "loglik-1"
+SCHEMA = pa.schema(
+    [
+        ("key", pa.string()),
+        ("logprob", pa.float64()),
+        ("n_tokens", pa.int32()),
+        ("first_logprob", pa.float64()),
+    ]
+)
+
+
+def request_key(model: str, revision: str, dtype: str, context: str, continuation: str) -> str:
+    """Stable 128-bit hex key of one scoring request (continuation includes the end-marker tag)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for part in (ENGINE_VERSION, model, revision, dtype, context, continuation):
+        raw = part.encode("utf-8")
+        digest.update(len(raw).to_bytes(8, "little"))
+        digest.update(raw)
+    return digest.hexdigest()
+
+
+class RequestCache:
+    """Folder of Parquet shards mapping request keys to (logprob, n_tokens, first_logprob)."""
+
+    def __init__(self, folder: str | os.PathLike | None, flush_every: int = 50_000):
+        self.folder = Path(folder) if folder else None
+        self.flush_every = flush_every
+        self._known: dict[str, tuple[float, int, float]] = {}
+        self._buffer: list[tuple[str, float, int, float]] = []
+        if self.folder and self.folder.is_dir():
+            for shard in sorted(self.folder.glob("part-*.parquet")):
+                try:
+                    table = pq.read_table(shard)
+                except (OSError, pa.ArrowInvalid) as exc:
+                    log.warning("%s: unreadable cache shard skipped (%s); delete it", shard, exc)
+                    continue
+                cols = [table.column(c).to_pylist() for c in ("key", "logprob", "n_tokens", "first_logprob")]
+                for key, lp, nt, fl in zip(*cols, strict=True):
+                    self._known[key] = (lp, nt, fl)
+            log.info("request cache %s: %d entries", self.folder, len(self._known))
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+    def lookup(self, keys: Iterable[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(found mask, logprob, n_tokens, first_logprob) for ``keys``; missing entries are NaN/0."""
+        keys = list(keys)
+        found = np.zeros(len(keys), dtype=bool)
+        lp = np.full(len(keys), np.nan)
+        nt = np.zeros(len(keys), dtype=np.int32)
+        fl = np.full(len(keys), np.nan)
+        for i, key in enumerate(keys):
+            hit = self._known.get(key)
+            if hit is not None:
+                found[i] = True
+                lp[i], nt[i], fl[i] = hit
+        return found, lp, nt, fl
+
+    def add(self, keys: Iterable[str], logprob, n_tokens, first_logprob) -> None:
+        """Record finished requests; flush a shard once the buffer is full."""
+        for key, lp, nt, fl in zip(keys, logprob, n_tokens, first_logprob, strict=True):
+            if key in self._known:
+                continue
+            entry = (float(lp), int(nt), float(fl))
+            self._known[key] = entry
+            self._buffer.append((key, *entry))
+        if len(self._buffer) >= self.flush_every:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the buffer as one new shard (atomic), named by the hash of its keys."""
+        if not self._buffer or self.folder is None:
+            self._buffer.clear()
+            return
+        keys, lp, nt, fl = zip(*self._buffer, strict=True)
+        name = hashlib.blake2b("".join(keys).encode(), digest_size=10).hexdigest()
+        table = pa.table({"key": keys, "logprob": lp, "n_tokens": nt, "first_logprob": fl}, schema=SCHEMA)
+        write_table(table, self.folder / f"part-{name}.parquet")
+        log.info("request cache: wrote %d entries to %s", len(keys), self.folder)
+        self._buffer.clear()

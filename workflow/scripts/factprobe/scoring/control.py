@@ -1,0 +1,202 @@
+"""builtin:control - a tiny GPT-2-style LM whose knowledge is known (DESIGN.md, issue 6 item 7).
+
+It is trained on verbalizations (every prompt style, zero-shot text + " " + object form + EOS) of
+the facts whose hash-chosen ``split`` is ``taught``; the ``untaught`` half is never seen. Measures
+must then separate the halves: on taught facts the object beats its distractors (Avg@n near 1);
+on untaught facts the model knows nothing about (s, r). Untaught objects still occur as objects
+of other taught facts, so their names are as familiar to the model as the distractors' names
+are; with no information about the pair, object vs distractor is then a coin flip and Avg@n sits
+near 0.5 (a model that had never seen the object's name would instead rank it low for reasons
+unrelated to knowledge).
+
+Everything is seeded; training is a fixed number of steps (no wall-clock cut), so the same
+inputs give the same weights on the same torch build.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from factprobe.hashing import stable_hash
+
+log = logging.getLogger(__name__)
+
+EOS = "<|endoftext|>"
+SPLIT_COLUMNS = ["subject", "property", "object", "split"]
+
+
+def train_bpe_tokenizer(corpus: Iterable[str], vocab_size: int = 2000, add_bos: bool = True):
+    """Byte-level BPE tokenizer trained on ``corpus`` (GPT-2 style), as a transformers fast tokenizer.
+
+    ``<|endoftext|>`` is BOS, EOS and padding; with ``add_bos`` it is prepended to every encoding
+    (so scoring conditions the first word on it, as in training).
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=[EOS],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(list(corpus), trainer)
+    if add_bos:
+        eos_id = tok.token_to_id(EOS)
+        tok.post_processor = processors.TemplateProcessing(
+            single=f"{EOS} $A", pair=f"{EOS} $A $B", special_tokens=[(EOS, eos_id)]
+        )
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=EOS, eos_token=EOS, pad_token=EOS)
+
+
+def build_gpt2(vocab_size: int, n_layer: int = 2, n_embd: int = 128, n_head: int = 4, n_positions: int = 256, seed: int = 0):
+    """A randomly initialised GPT-2 of the given size (dropout off: a memorisation control)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(seed)
+    config = GPT2Config(
+        vocab_size=vocab_size,
+        n_positions=n_positions,
+        n_embd=n_embd,
+        n_layer=n_layer,
+        n_head=n_head,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
+    return GPT2LMHeadModel(config)
+
+
+def fact_split(facts: pd.DataFrame) -> pd.DataFrame:
+    """The taught/untaught split of the facts (their ``split`` column), one row per triple.
+
+    A triple present in several suites must have one split; the hash-chosen column guarantees it,
+    and a conflict is an error rather than a silent leak of untaught facts into training.
+    """
+    missing = [c for c in SPLIT_COLUMNS if c not in facts.columns]
+    if missing:
+        raise ValueError(f"facts: missing column(s) {missing}; the probes stage writes them (docs/contracts.md)")
+    split = facts[SPLIT_COLUMNS].drop_duplicates()
+    bad = set(split["split"]) - {"taught", "untaught"}
+    if bad:
+        raise ValueError(f"facts: split values {sorted(bad)} are not taught/untaught")
+    clash = split.duplicated(["subject", "property", "object"], keep=False)
+    if clash.any():
+        row = split[clash].iloc[0]
+        raise ValueError(f"fact {row.subject}|{row.property}|{row.object} is both taught and untaught across suites")
+    return split.sort_values(["subject", "property", "object"]).reset_index(drop=True)
+
+
+def verbalizations(
+    facts: pd.DataFrame,
+    prompts: pd.DataFrame,
+    forms: pd.DataFrame,
+    max_forms: int = 3,
+    no_space_langs: Sequence[str] = ("zh", "ja", "th"),
+) -> list[str]:
+    """Training documents: each zero-shot prompt of a taught fact + " " + a form of its object.
+
+    Only ``text`` is used, never ``context``: few-shot contexts may quote untaught facts. Up to ``max_forms`` forms of
+    the object are used (the label first, then hash-chosen aliases), since Pl sums over forms.
+    """
+    taught = facts[facts["split"] == "taught"]
+    p = prompts.merge(taught[["fact_id", "object"]], on="fact_id", how="inner")
+    f = forms.rename(columns={"entity": "object"}).copy()
+    if "source" not in f.columns:
+        f["source"] = "label"
+    f["order"] = np.where(f["source"] == "label", 0, 1)
+    f["tie"] = [stable_hash("control-form", e, form) for e, form in zip(f["object"], f["form"], strict=True)]
+    f = f.sort_values(["object", "lang", "order", "tie"]).groupby(["object", "lang"]).head(max_forms)
+    docs = p.merge(f[["object", "lang", "form"]], on=["object", "lang"], how="inner")
+    space = np.where(docs["lang"].isin(list(no_space_langs)), "", " ")
+    texts = (docs["text"].astype(str) + space + docs["form"].astype(str)).drop_duplicates()
+    return sorted(texts)
+
+
+def train_control(
+    docs: Sequence[str],
+    out_dir: str | Path,
+    vocab_size: int = 2000,
+    n_layer: int = 2,
+    n_embd: int = 128,
+    n_head: int = 4,
+    steps: int = 1500,
+    batch_size: int = 64,
+    lr: float = 3e-3,
+    seed: int = 0,
+    threads: int = 2,
+) -> dict:
+    """Train the control LM on ``docs`` (each ``BOS doc EOS``) and save it as a HF directory.
+
+    Returns training statistics (final loss, seconds, documents, parameters).
+    """
+    from tqdm import tqdm
+
+    if not docs:
+        raise ValueError("no training documents: no taught fact has a prompt and an object form")
+    torch.set_num_threads(threads)
+    started = time.time()
+    tokenizer = train_bpe_tokenizer(docs, vocab_size=vocab_size)
+    encoded = tokenizer(list(docs), add_special_tokens=True)["input_ids"]
+    eos = tokenizer.eos_token_id
+    seqs = [ids + [eos] for ids in encoded]
+    longest = max(len(s) for s in seqs)
+    model = build_gpt2(len(tokenizer), n_layer, n_embd, n_head, n_positions=max(64, 2 ** math.ceil(math.log2(longest))), seed=seed)
+    ids = torch.full((len(seqs), longest), eos, dtype=torch.long)
+    labels = torch.full((len(seqs), longest), -100, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        ids[i, : len(s)] = torch.tensor(s)
+        labels[i, : len(s)] = torch.tensor(s)  # the model shifts labels itself
+    lengths = torch.tensor([len(s) for s in seqs])
+    gen = torch.Generator().manual_seed(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0, betas=(0.9, 0.98))
+    warmup = max(1, steps // 20)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps))
+    )
+    model.train()
+    order = torch.randperm(len(seqs), generator=gen)
+    cursor = 0
+    losses = []
+    for _step in tqdm(range(steps), desc="train control", mininterval=10):
+        if cursor + batch_size > len(order):
+            order = torch.randperm(len(seqs), generator=gen)
+            cursor = 0
+        idx = order[cursor : cursor + batch_size]
+        cursor += batch_size
+        width = int(lengths[idx].max())
+        out = model(input_ids=ids[idx, :width], labels=labels[idx, :width])
+        out.loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(float(out.loss))
+    model.eval()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    stats = {
+        "documents": len(seqs),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "vocab": len(tokenizer),
+        "steps": steps,
+        "final_loss": float(np.mean(losses[-50:])),
+        "seconds": round(time.time() - started, 1),
+    }
+    log.info("control model trained: %s", stats)
+    return stats

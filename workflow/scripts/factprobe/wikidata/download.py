@@ -1,0 +1,206 @@
+"""Resumable, verified download of a Wikidata dump (DESIGN.md §1, issue 2 item 5).
+
+A dump is 100+ GB and Wikimedia serves it at a few MB/s (WikiFactDiff README: "~4MB/s"), so a
+transfer will be cut at some point. Bytes go to ``<dest>.part``; after a dropped connection or
+a timeout the next attempt asks for the rest with an HTTP ``Range`` header (also across
+processes: a re-run of the rule picks the ``.part`` file up). The checksum from
+``config/dumps.tsv`` (``sha1:<hex>``, ``md5:<hex>`` or ``sha256:<hex>``) is computed while
+writing, and only a verified file is renamed onto ``dest``: a failure never leaves a file that
+looks complete. (The Snakemake HTTP storage plugin sets no timeout and cannot resume:
+research/snakemake-style.md §0.6.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+
+log = logging.getLogger(__name__)
+
+ALGORITHMS = ("sha1", "md5", "sha256")
+#: HTTP statuses worth another try; any other error status fails at once.
+TRANSIENT = {408, 425, 429, 500, 502, 503, 504}
+
+
+class DownloadError(RuntimeError):
+    """A download failed for good; the message names the URL and what to do."""
+
+
+class ChecksumError(DownloadError):
+    """The downloaded bytes do not match the registry checksum."""
+
+
+@dataclass(frozen=True)
+class Checksum:
+    algorithm: str
+    hexdigest: str
+
+    @classmethod
+    def parse(cls, text: str | None) -> Checksum | None:
+        """``"sha1:abc..."`` -> Checksum; empty -> None (no verification)."""
+        if not text:
+            return None
+        algo, sep, digest = text.partition(":")
+        algo, digest = algo.strip().lower(), digest.strip().lower()
+        if not sep or algo not in ALGORITHMS or not digest or any(c not in "0123456789abcdef" for c in digest):
+            raise ValueError(f"checksum {text!r} is not <algorithm>:<hex> with algorithm one of {ALGORITHMS}")
+        if len(digest) != hashlib.new(algo).digest_size * 2:
+            raise ValueError(f"checksum {text!r}: a {algo} digest has {hashlib.new(algo).digest_size * 2} hex digits")
+        return cls(algo, digest)
+
+
+def file_digest(path: str | Path, algorithm: str, upto: int | None = None) -> hashlib._Hash:
+    """A hash object fed with the first ``upto`` bytes of ``path`` (all if None)."""
+    h = hashlib.new(algorithm)
+    remaining = upto
+    with open(path, "rb") as fh:
+        while remaining is None or remaining > 0:
+            block = fh.read(1 << 20 if remaining is None else min(1 << 20, remaining))
+            if not block:
+                break
+            h.update(block)
+            if remaining is not None:
+                remaining -= len(block)
+    return h
+
+
+def _total_from_content_range(value: str | None) -> tuple[int | None, int | None]:
+    """``"bytes 100-199/1000"`` -> (100, 1000)."""
+    if not value or not value.startswith("bytes "):
+        return None, None
+    span, _, total = value[6:].partition("/")
+    start = span.split("-", 1)[0]
+    return (int(start) if start.isdigit() else None), (int(total) if total.isdigit() else None)
+
+
+def download(
+    url: str,
+    dest: str | Path,
+    checksum: str | None = None,
+    *,
+    retries: int = 8,
+    backoff: float = 2.0,
+    max_backoff: float = 120.0,
+    timeout: tuple[float, float] = (15.0, 120.0),
+    chunk_size: int = 1 << 20,
+    progress: bool = True,
+    session: requests.Session | None = None,
+) -> Path:
+    """Download ``url`` to ``dest``, resuming and verifying; returns ``dest``.
+
+    ``retries`` more attempts follow a connection error, a timeout, a cut transfer or a
+    transient HTTP status, each waiting ``backoff * 2**n`` seconds (at most ``max_backoff``)
+    and resuming from the bytes already in ``<dest>.part``. ``timeout`` is (connect, read)
+    in seconds. Raises :class:`DownloadError` (naming the URL) when all attempts fail or the
+    server answers with a permanent error, and :class:`ChecksumError` (deleting the partial
+    file) when the finished bytes do not match ``checksum``.
+    """
+    from tqdm import tqdm
+
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + ".part")
+    expected = Checksum.parse(checksum)
+    if expected is None:
+        log.warning("%s: no checksum in the registry; the download is not verified", url)
+    http = session or requests.Session()
+    hasher = None
+    hashed = 0  # bytes of `part` already fed to `hasher`
+    last_error: BaseException | None = None
+    for attempt in range(retries + 1):
+        if attempt:
+            wait = min(max_backoff, backoff * 2 ** (attempt - 1))
+            log.warning("%s: attempt %d of %d in %.0f s after: %s", url, attempt + 1, retries + 1, wait, last_error)
+            time.sleep(wait)
+        offset = part.stat().st_size if part.exists() else 0
+        if expected is not None and (hasher is None or hashed != offset):
+            # Bytes left by an earlier process (or a mismatch after a restart) are hashed once.
+            hasher = file_digest(part, expected.algorithm, offset) if offset else hashlib.new(expected.algorithm)
+            hashed = offset
+        headers = {"Range": f"bytes={offset}-", "Accept-Encoding": "identity"} if offset else {
+            "Accept-Encoding": "identity"
+        }
+        try:
+            with http.get(url, stream=True, timeout=timeout, headers=headers, allow_redirects=True) as resp:
+                if offset and resp.status_code == 416:
+                    # Nothing left to send: the part file already holds the whole resource.
+                    log.info("%s: server has no bytes after %d; the transfer was complete", url, offset)
+                    break
+                if resp.status_code in TRANSIENT:
+                    last_error = DownloadError(f"HTTP {resp.status_code} {resp.reason}")
+                    continue
+                if resp.status_code >= 400:
+                    raise DownloadError(
+                        f"{url}: HTTP {resp.status_code} {resp.reason}. Check the `url` of this dump in "
+                        "config/dumps.tsv (Wikimedia keeps dumps for a few months only; "
+                        "older ones are on the Internet Archive)."
+                    )
+                if offset and resp.status_code == 206:
+                    start, total = _total_from_content_range(resp.headers.get("Content-Range"))
+                    if start != offset:
+                        raise DownloadError(f"{url}: asked for bytes {offset}- but got {resp.headers.get('Content-Range')}")
+                else:
+                    if offset:
+                        log.warning("%s: server ignored the Range request; starting again from byte 0", url)
+                    offset = 0
+                    if expected is not None:
+                        hasher, hashed = hashlib.new(expected.algorithm), 0
+                    length = resp.headers.get("Content-Length")
+                    total = int(length) if length and length.isdigit() else None
+                mode = "ab" if offset else "wb"
+                with (
+                    open(part, mode) as out,
+                    tqdm(
+                        total=total,
+                        initial=offset,
+                        unit="B",
+                        unit_scale=True,
+                        desc=f"download {dest.name}",
+                        disable=not progress,
+                    ) as bar,
+                ):
+                    for block in resp.iter_content(chunk_size):
+                        out.write(block)
+                        if hasher is not None:
+                            hasher.update(block)
+                            hashed += len(block)
+                        bar.update(len(block))
+                size = part.stat().st_size
+                if total is not None and size < total:
+                    last_error = DownloadError(f"connection closed after {size} of {total} bytes")
+                    continue
+                if total is not None and size > total:
+                    raise DownloadError(f"{url}: got {size} bytes but the server announced {total}")
+                break
+        except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
+            last_error = exc
+            continue
+    else:
+        raise DownloadError(
+            f"{url}: download failed after {retries + 1} attempts: {last_error}. "
+            f"{part.stat().st_size if part.exists() else 0} bytes are kept in {part} and a re-run resumes "
+            "from there; check the URL in config/dumps.tsv and the network (is the host reachable?)."
+        ) from (last_error if isinstance(last_error, BaseException) else None)
+
+    if expected is not None:
+        if hasher is None or hashed != part.stat().st_size:
+            hasher = file_digest(part, expected.algorithm)
+        got = hasher.hexdigest()
+        if got != expected.hexdigest:
+            part.unlink(missing_ok=True)
+            raise ChecksumError(
+                f"{url}: {expected.algorithm} of the downloaded file is {got}, but config/dumps.tsv "
+                f"says {expected.hexdigest}. The partial file was deleted; re-run to download again, "
+                "or fix the checksum in config/dumps.tsv (Wikimedia publishes them in "
+                "*-sha1sums.txt / *-md5sums.txt next to the dump)."
+            )
+        log.info("%s: %s verified (%s)", dest, expected.algorithm, got)
+    os.replace(part, dest)
+    log.info("%s: %d bytes from %s", dest, dest.stat().st_size, url)
+    return dest

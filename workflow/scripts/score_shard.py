@@ -1,0 +1,38 @@
+"""Rule script: score one shard of a suite's (prompt, candidate form) pairs with one model."""
+
+import logging
+
+import pandas as pd
+from factprobe.io import read_table, write_frame
+from factprobe.scoring.cache import RequestCache
+from factprobe.scoring.models import load_model
+from factprobe.scoring.suite import build_pairs, score_pairs, shard_of
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+log = logging.getLogger("score_shard")
+inp, params = snakemake.input, snakemake.params
+
+
+def frames(*names):
+    """Concatenate the named inputs that this job has (translations and ApprOpt are optional)."""
+    parts = [read_table(inp[name]).to_pandas() for name in names if name in inp.keys()]
+    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+
+
+prompts = frames("prompts", "translated_prompts")
+candidates = frames("candidates", "appropt")
+forms = frames("forms", "translated_forms", "appropt_forms")
+shard, shards = int(params.shard), int(params.shards)
+prompts = prompts[[shard_of(p, shards) == shard for p in prompts["prompt_id"]]]
+log.info("shard %d/%d: %d prompts", shard, shards, len(prompts))
+pairs = build_pairs(prompts, candidates, forms, tuple(params.no_space_languages))
+loaded = load_model(params.model, control_dir=inp.get("control"))
+scores = score_pairs(
+    loaded,
+    pairs,
+    end=params.end_marker,
+    cache=RequestCache(params.cache),
+    token_budget=int(params.token_budget),
+)
+write_frame(scores, snakemake.output.scores)
+log.info("wrote %d scores", len(scores))

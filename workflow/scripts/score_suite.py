@@ -1,0 +1,12 @@
+"""Rule script: gather the score shards of one (suite, model) into the score table."""
+
+import logging
+
+import pandas as pd
+from factprobe.io import read_table, write_frame
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(message)s")
+parts = [read_table(path).to_pandas() for path in snakemake.input.shards]
+scores = pd.concat(parts, ignore_index=True).sort_values(["prompt_id", "entity", "form"], kind="stable")
+write_frame(scores, snakemake.output.scores)
+logging.info("gathered %d shards: %d scores, %d prompts", len(parts), len(scores), scores["prompt_id"].nunique())

@@ -1,0 +1,19 @@
+"""Rule script: one suite's per-model tables -> summary.csv (model x measure)."""
+
+import logging
+
+import pandas as pd
+from factprobe.io import atomic_path, read_table
+from factprobe.metrics.pipeline import summarize
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+parts = [
+    summarize(model, read_table(fact).to_pandas(), read_table(suite).to_pandas())
+    for model, fact, suite in zip(
+        snakemake.params.models, snakemake.input.per_fact, snakemake.input.suite, strict=True
+    )
+]
+summary = pd.concat(parts, ignore_index=True)
+logging.info("%d summary rows for %d model(s)", len(summary), len(parts))
+with atomic_path(snakemake.output.summary) as tmp:
+    summary.to_csv(tmp, index=False)

@@ -1,0 +1,32 @@
+"""Rule script: train builtin:control on the taught half of the configured suites' facts."""
+
+import json
+import logging
+import shutil
+from pathlib import Path
+
+import pandas as pd
+from factprobe.io import read_table, write_frame
+from factprobe.scoring.control import fact_split, train_control, verbalizations
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+inp, settings = snakemake.input, dict(snakemake.params.settings)
+
+
+def concat(paths):
+    return pd.concat([read_table(p).to_pandas() for p in paths], ignore_index=True)
+
+
+facts = concat(inp.facts)
+split = fact_split(facts)
+docs = verbalizations(facts, concat(inp.prompts), concat(inp.forms), max_forms=settings.pop("max_forms", 3))
+out = Path(snakemake.output.model)
+tmp = out.with_name(out.name + ".tmp")
+shutil.rmtree(tmp, ignore_errors=True)
+stats = train_control(docs, tmp, threads=snakemake.threads, **settings)
+stats.update(taught=int((split["split"] == "taught").sum()), untaught=int((split["split"] == "untaught").sum()))
+(tmp / "training.json").write_text(json.dumps(stats, indent=2))
+write_frame(split, tmp / "split.parquet")
+shutil.rmtree(out, ignore_errors=True)
+tmp.rename(out)  # the directory appears complete or not at all
+logging.info("control model: %s", stats)

@@ -1,0 +1,62 @@
+"""Rule script: sentence-level verbalization of one multilingual suite (translate stage)."""
+
+import logging
+from functools import partial
+
+import pandas as pd
+from factprobe.io import atomic_path, read_table, write_frame
+from factprobe.translate.mt import GenerationSettings, load_translator
+from factprobe.translate.sentence import (
+    FORM_SCHEMA,
+    PROMPT_SCHEMA,
+    load_template_texts,
+    sentence_verbalization,
+    target_languages,
+)
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+log = logging.getLogger("translate_prompts")
+p = snakemake.params
+prompts = read_table(snakemake.input.prompts).to_pandas()
+facts = read_table(snakemake.input.facts).to_pandas()
+forms = read_table(snakemake.input.forms).to_pandas()
+templates = load_template_texts(list(snakemake.input.templates))
+languages = target_languages(prompts, p.languages, p.source_lang)
+
+outputs = []
+settings = GenerationSettings(num_beams=p.num_beams, max_new_tokens=p.max_new_tokens, batch_size=p.batch_size)
+# One model for all languages, or one per language (bilingual Marian models such as opus-mt-en-cs).
+by_model: dict[str, list[str]] = {}
+for lang in languages:
+    by_model.setdefault(p.models.get(lang) or p.model or "", []).append(lang)
+for model, langs in by_model.items():
+    translator = None
+    if model:
+        translator = load_translator(model, p.device, p.dtype, settings, p.cache, p.lang_codes)
+    else:
+        log.warning(
+            "no translation model for %s: template verbalization only (translate.model is empty)", langs
+        )
+    outputs.append(
+        sentence_verbalization(
+            prompts, facts, forms, templates, langs,
+            translate=partial(translator.translate, progress=True) if translator else None,
+            model_name=model, source_lang=p.source_lang, styles=p.styles,
+            subject_mode=p.subject, object_mode=p.object, min_score=p.min_score,
+        )
+    )  # fmt: skip
+
+out_prompts = pd.concat([o[0] for o in outputs], ignore_index=True)
+out_forms = pd.concat([o[1] for o in outputs], ignore_index=True)
+stats = pd.concat([o[2] for o in outputs], ignore_index=True).sort_values("lang")
+stats.insert(0, "suite", snakemake.wildcards.suite)
+write_frame(out_prompts, snakemake.output.prompts, schema=PROMPT_SCHEMA)
+write_frame(out_forms, snakemake.output.forms, schema=FORM_SCHEMA)
+with atomic_path(snakemake.output.stats) as tmp:
+    stats.to_csv(tmp, sep="\t", index=False, float_format="%.4f")
+log.info(
+    "wrote %d prompts (%s), %d inflected forms",
+    len(out_prompts),
+    out_prompts.groupby(["lang", "verbalization"]).size().to_dict(),
+    len(out_forms),
+)
