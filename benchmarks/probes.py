@@ -16,7 +16,6 @@ import time
 
 import numpy as np
 import pandas as pd
-
 from factprobe.probes.fewshot import DemoPool, context
 from factprobe.probes.select import candidate_facts, finish_facts, sample_facts, truthy_claims
 from factprobe.probes.templates import Template
@@ -67,7 +66,8 @@ def main() -> None:
 
     templates = {
         ("en", r, "statement"): [
-            Template(f"{r}.en.s{i}", r, "en", "statement", f"[X] relation {r} variant {i} [Y].") for i in range(5)
+            Template(f"{r}.en.s{i}", r, "en", "statement", f"[X] relation {r} variant {i} [Y].")
+            for i in range(5)
         ]
         for r in relations
     }
@@ -86,13 +86,17 @@ def main() -> None:
         return rows
 
     n_prompts, t_prompts = timed(build_prompts)
-    print(f"claims {args.rows:,}; truthy {len(truthy):,}; candidate facts {len(cands):,}; sampled {len(facts):,}")
+    print(
+        f"claims {args.rows:,}; truthy {len(truthy):,}; candidate facts {len(cands):,}; sampled {len(facts):,}"
+    )
     print(f"baseline groupby-max      {t_base:7.2f} s  ({args.rows / t_base / 1e6:.2f} M claims/s)")
     print(f"truthy_claims             {t_truthy:7.2f} s  ratio {t_truthy / t_base:.2f}")
     print(f"candidate_facts           {t_cand:7.2f} s  ratio {t_cand / t_base:.2f}")
     print(f"sample + split            {t_sample:7.2f} s  ratio {t_sample / t_base:.2f}")
-    print(f"prompts (4-relation ICL)  {t_prompts:7.2f} s  {n_prompts / t_prompts:,.0f} prompts/s over a pool "
-          f"of {len(cands):,}")
+    print(
+        f"prompts (4-relation ICL)  {t_prompts:7.2f} s  {n_prompts / t_prompts:,.0f} prompts/s over a pool "
+        f"of {len(cands):,}"
+    )
 
 
 if __name__ == "__main__":

@@ -4,11 +4,13 @@ in headless Chromium, which must show every figure (naturalWidth > 0) and no emp
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from factprobe.hashing import hash_fraction
+from factprobe.io import write_frame
 from factprobe.metrics.pipeline import (
     Settings,
     SuiteInputs,
@@ -178,3 +180,110 @@ def test_chromium_loads_every_figure(page, tmp_path):
     sections = [s for s in states if not s.split(":")[0].isdigit()]
     assert sorted(s.split(":")[0] for s in sections) == sorted(k for k, _ in SECTIONS)
     assert all(s.endswith(":filled") for s in sections), states
+
+
+# --------------------------------------------------------------------------- the rules themselves
+
+
+@pytest.fixture(scope="module")
+def workflow_run(tmp_path_factory):
+    """Rules compute_metrics -> summarize_metrics -> leaderboard -> render_report run by Snakemake on
+    synthetic upstream tables written at the contract paths for every configured suite and model."""
+    import yaml
+
+    work = tmp_path_factory.mktemp("wf")
+    for name in ("Snakefile", "workflow", "config", "profiles", "environment.yml", "pyproject.toml"):
+        src = ROOT / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, work / name)
+    (work / "resources").symlink_to(ROOT / "resources")
+    (work / "tests").symlink_to(ROOT / "tests")
+    config = yaml.safe_load((work / "config/config.yaml").read_text())
+    models = [
+        line.split("\t")[0] for line in (work / "config/models.tsv").read_text().splitlines()[1:] if line
+    ]
+    kinds = {
+        "multilingual": dict(langs=("en", "cs"), verbs=("template", "sentence")),
+        "plausibility": dict(styles=("statement", "completion", "question")),
+    }
+    for suite, settings in config["suites"].items():
+        probes = work / "results/probes" / suite
+        for model in models:
+            tables = synthetic_suite(settings["kind"], model, n_facts=8, **kinds.get(settings["kind"], {}))
+            write_frame(tables.scores, work / f"results/scores/{suite}/{model}.parquet")
+            write_frame(tables.generations, work / f"results/scores/{suite}/{model}.generations.parquet")
+            write_frame(tables.candidates, probes / "appropt" / f"{model}.parquet")
+        write_frame(tables.prompts, probes / "prompts.parquet")
+        write_frame(tables.facts, probes / "facts.parquet")
+        write_frame(tables.candidates, probes / "candidates.parquet")
+        write_frame(tables.forms, probes / "forms.parquet")
+        write_frame(tables.prompts.iloc[:0], probes / "translated_prompts.parquet")
+        write_frame(tables.forms.iloc[:0], probes / "translated_forms.parquet")
+    facts = tables.facts
+    write_frame(
+        facts[["subject", "property", "object", "split"]], work / "results/models/control/split.parquet"
+    )
+    rules = ["compute_metrics", "summarize_metrics", "leaderboard", "render_report"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--cores",
+        "1",
+        "--allowed-rules",
+        *rules,
+        "--",
+        "results/report/index.html",
+    ]
+    proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return work, config, models
+
+
+def test_rules_write_contract_outputs(workflow_run):
+    work, config, models = workflow_run
+    for suite in config["suites"]:
+        for model in models:
+            table = pd.read_parquet(work / f"results/metrics/{suite}/{model}.parquet")
+            assert {"fact_id", "measure", "value", "strategy", "n", "split"} <= set(table.columns)
+            assert len(table) > 0
+        summary = pd.read_csv(work / f"results/metrics/{suite}/summary.csv")
+        assert {"model", "measure", "value"} <= set(summary.columns) and set(summary["model"]) == set(models)
+    board = pd.read_csv(work / "results/metrics/leaderboard.csv")
+    assert set(board["suite"]) == set(config["suites"])
+    page = (work / "results/report/index.html").read_text()
+    for key, _ in SECTIONS:
+        body = re.search(rf'<section id="{key}">(.*?)</section>', page, re.S).group(1)
+        assert "<img" in body or "<table" in body, key
+
+
+def test_control_split_function_on_workflow_output(workflow_run):
+    from factprobe.metrics.pipeline import control_avg_by_split
+
+    work, config, models = workflow_run
+    suite = next(s for s, v in config["suites"].items() if v["kind"] == "knowledge")
+    if "control" not in models:
+        pytest.skip("no control model configured")
+    res = control_avg_by_split(work / f"results/metrics/{suite}/control.parquet")
+    assert res["taught"] == 1.0 and res["untaught"] < 0.9 and res["facts_taught"] == 4
+
+
+def test_snakemake_report_zip(workflow_run):
+    work, _, _ = workflow_run
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--cores",
+        "1",
+        "--report",
+        "report.zip",
+        "--",
+        "results/report/index.html",
+    ]
+    proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    import zipfile
+
+    names = zipfile.ZipFile(work / "report.zip").namelist()
+    assert any(n.endswith("index.html") and "results/report" in n for n in names), names[:20]
+    assert any(n.endswith("leaderboard.csv") for n in names)

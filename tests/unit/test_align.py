@@ -4,7 +4,6 @@ sentences (fluent-mlama-disfluency §3.2, §5.4). Every expected value is worked
 from pathlib import Path
 
 import pytest
-
 from factprobe.translate.align import (
     align_sentence,
     common_prefix,
@@ -142,7 +141,6 @@ def test_filled_templates_of_the_demo_align_exactly(demo_tables):
     """Real data: every object-final statement template of de/fr/ru/cs filled with real demo labels
     is a sentence whose object the aligner must find exactly where the template put it."""
     import pandas as pd
-
     from factprobe.translate.sentence import fill, load_template_texts, object_final_template
     from factprobe.wikidata.labels import label_table
 

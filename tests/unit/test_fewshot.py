@@ -156,3 +156,22 @@ def test_large_pool_uses_hashed_probes():
     assert [d.fact_id for d in again] == ids
     other = pool.draw("relation", 8, template, "Q4", "P1", "en", ("k", "Q4|P1|Q644"))
     assert [d.fact_id for d in other] != ids
+
+
+def test_instruction_per_language(demo_tables):
+    suite = dict(SUITE, languages=["en", "de"], relations=["P36"], templates={"styles": ["statement"]})
+    suite["few_shot"] = {"settings": ["zero-shot"], "instruction": {"en": "Complete.", "de": "Ergänze."}}
+    sets = {"team": {"format": "yaml", "path": str(TEMPLATES)}}
+    args = (
+        str(demo_tables["20190201"] / "claims.parquet"),
+        str(demo_tables["20190201"] / "entities.parquet"),
+        [str(demo_tables[d] / "labels.parquet") for d in sorted(demo_tables)],
+    )
+    _, prompts, _ = build_suite("icl", suite, sets, *args)
+    assert set(zip(prompts.lang, prompts.context, strict=True)) == {
+        ("en", "Complete.\n"),
+        ("de", "Ergänze.\n"),
+    }
+    suite["few_shot"]["instruction"] = {"en": "Complete."}
+    with pytest.raises(ValueError, match=r"no instruction for language\(s\) \['de'\]"):
+        build_suite("icl", suite, sets, *args)

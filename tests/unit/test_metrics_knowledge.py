@@ -203,6 +203,44 @@ def test_temp_plus_sem_concatenates_without_duplicates():
     assert list(combo[combo["fact_id"] == "f"]["entity"]) == ["T1", "S1", "S2"]
     assert list(combo[combo["fact_id"] == "f"]["rank"]) == [1, 2, 3]
     assert list(combo[combo["fact_id"] == "g"]["entity"]) == ["S9"]
+    no_temp = combine_strategies(cands[cands["strategy"] != "temp"], {"temp+sem": ["temp", "sem"]})
+    assert "temp+sem" not in set(no_temp["strategy"])
+
+
+def test_per_language_candidates_and_subject_side_alternatives():
+    from factprobe.metrics.pipeline import Settings, SuiteInputs, compute_suite_metrics
+
+    facts = table([("S|P|A", "S", "P", "A", ["A"])], ["fact_id", "subject", "property", "object", "objects"])
+    prompts = table([("en1", "S|P|A", "en"), ("cs1", "S|P|A", "cs")], ["prompt_id", "fact_id", "lang"])
+    cands = table(
+        [
+            ("S|P|A", "A", "object", "object", 0, None, "object"),
+            ("S|P|A", "X", "distractor", "pool", 1, "en", "object"),
+            ("S|P|A", "Y", "distractor", "pool", 1, "cs", "object"),
+            ("S|P|A", "Z", "distractor", "pool", 2, "", "subject"),  # a swapped subject: not a continuation
+        ],
+        ["fact_id", "entity", "role", "strategy", "rank", "lang", "side"],
+    )
+    scores = table(
+        [
+            ("en1", "A", "a", -1.0),
+            ("en1", "X", "x", -2.0),
+            ("en1", "Y", "y", -0.1),
+            ("en1", "Z", "z", -0.1),
+            ("cs1", "A", "a", -1.0),
+            ("cs1", "Y", "y", -0.5),
+            ("cs1", "X", "x", -3.0),
+        ],
+        ["prompt_id", "entity", "form", "logprob"],
+    ).assign(n_tokens=1)
+    per_fact, _ = compute_suite_metrics(
+        SuiteInputs(scores, prompts, cands, facts), Settings(ns=[5]), ["knowledge"]
+    )
+    k = per_fact[(per_fact["measure"] == "k_min") & (per_fact["strategy"] == "pool")].set_index("lang")[
+        "value"
+    ]
+    # en competes with X only (Y is the Czech list, Z a subject swap): win; cs with Y only: loss.
+    assert k["en"] == 1.0 and k["cs"] == 0.0
 
 
 def test_probability_baseline(ent):

@@ -11,7 +11,6 @@ import json
 import msgspec
 import pytest
 from conftest import DATA, DEMO_NEW, DEMO_OLD
-
 from factprobe.wikidata.parse import (
     COLUMNS,
     BadEntity,
@@ -40,7 +39,7 @@ def entity_lines(path):
 
 
 def as_rows(cols):
-    return {name: list(zip(*c)) if c[0] else [] for name, c in cols.items()}
+    return {name: list(zip(*c, strict=True)) if c[0] else [] for name, c in cols.items()}
 
 
 @pytest.mark.parametrize(
@@ -143,7 +142,9 @@ def test_property_entity_datatype_label_and_constraints():
     constraints = {s["mainsnak"]["datavalue"]["value"]["numeric-id"] for s in entity["claims"]["P2302"]}
     rows = entity_rows(entity, LANGS)
     assert rows["entities"] == [(279, "property", 0, entity["modified"])]
-    assert rows["properties"] == [(279, "wikibase-item", bool(constraints & {19474404, 52060874}), "subclass of")]
+    assert rows["properties"] == [
+        (279, "wikibase-item", bool(constraints & {19474404, 52060874}), "subclass of")
+    ]
     # Property statements never become claims (their ids would collide with items).
     assert rows["claims"] == [] and rows["labels"] == []
     # A single-value constraint makes it single-valued.

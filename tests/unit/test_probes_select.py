@@ -61,7 +61,7 @@ def independent_objects(raw: pd.DataFrame, date: int) -> dict:
     out = {}
     for key, items in valid.items():
         best = max(rank for rank, _ in items)
-        out[key] = sorted({f"Q{o}" for rank, o in items if rank == best})
+        out[key] = [f"Q{o}" for o in sorted({o for rank, o in items if rank == best})]
     return out
 
 
@@ -175,3 +175,21 @@ def test_new_since_cutoff():
 def test_truthy_depends_on_dump_date(date, expected):
     table = claims([(1, 36, 10, 1, NaN, 20150000, NaN), (1, 36, 11, 1, 20150000, NaN, NaN)])
     assert truthy_claims(table, date)["object"].tolist() == expected
+
+
+def test_new_since_admits_rules():
+    changes = pd.DataFrame(
+        {
+            "subject": [1, 2, 3],
+            "property": [530, 530, 530],
+            "object": [10, 20, 30],
+            "status": ["new", "unknown", "unknown"],
+            "rule": ["start_between", "added_undated", "removed"],
+            "start": [20170101, NaN, NaN],
+            "end": [NaN] * 3,
+            "point_in_time": [NaN] * 3,
+        }
+    )
+    assert sorted(new_since(changes, 20160101)["subject"]) == [1]
+    assert sorted(new_since(changes, 20160101, rules=("added_undated",))["subject"]) == [1, 2]
+    assert sorted(new_since(changes, 20160101, statuses=("unknown",))["subject"]) == [2, 3]

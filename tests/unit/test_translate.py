@@ -7,7 +7,6 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 import torch
-
 from factprobe.translate.mt import (
     ForcedPrefix,
     GenerationSettings,
@@ -199,11 +198,15 @@ def suite_tables():
         rows.append((f"{fact}|{tid}|en|0|none", fact, "en", tid, "statement", subj_en, text, "", "template", "none"))
     rows.append(("Q213|P36|Q1085|P36.cs.s1|cs|0|none", "Q213|P36|Q1085", "cs", "P36.cs.s1", "statement", "Česko",
                  "Hlavní město Česko:", "", "template", "none"))  # fmt: skip
+    # An alias-subject prompt (index 1): the sentence level translates label prompts only.
+    rows.append(("Q36591|P19|Q1085|P19.en.s1|en|1|none", "Q36591|P19|Q1085", "en", "P19.en.s1", "statement",
+                 "Havel", "Havel was born in", "", "template", "none"))  # fmt: skip
     prompts = pd.DataFrame(
         rows,
         columns=["prompt_id", "fact_id", "lang", "template_id", "style", "subject_form", "text", "context",
                  "verbalization", "shots"],
     )  # fmt: skip
+    prompts["subject_form_index"] = [0, 0, 0, 0, 1]
     return facts, prompts, forms
 
 
@@ -257,7 +260,7 @@ def test_sentence_pipeline_counts_and_forms():
     }
     assert set(out["verbalization"]) == {"sentence"} and set(out["context"]) == {""}
     assert out["prompt_id"].is_unique and not set(out["prompt_id"]) & set(prompts["prompt_id"])
-    assert list(out.columns[:10]) == list(prompts.columns)
+    assert list(out.columns[:11]) == list(prompts.columns)
     # "Praha" is the label itself, so only the inflected forms are new; Праге found twice.
     assert sorted(map(tuple, new_forms[["entity", "lang", "form", "source", "n_sentences"]].values.tolist())) == [
         ("Q1085", "cs", "Praze", "inflected", 1),
@@ -311,3 +314,102 @@ def test_tiny_marian_through_the_pipeline(tiny_marian, tmp_path):
     assert len(p19) == 4 and all(t.startswith(p) for t, p in zip(p19["translation"], p19["prefix"], strict=True))
     # A prefix the vocabulary cannot spell is not forced (it would decode as nothing).
     assert tr.forced_ids("Ωμέγα") == [] and tr.forced_ids("Franz Kafka") != []
+
+
+def _run_rule_script(tmp_path, model, models=None):
+    """Run workflow/scripts/translate_prompts.py as Snakemake would, with a stand-in ``snakemake``."""
+    import runpy
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    import yaml
+
+    facts, prompts, forms = suite_tables()
+    (tmp_path / "in").mkdir(exist_ok=True)
+    for name, frame in [("facts", facts), ("prompts", prompts), ("forms", forms)]:
+        frame.to_parquet(tmp_path / "in" / f"{name}.parquet")
+    records = [{"id": k, "relation": k.split(".")[0], "style": "statement", "text": v} for k, v in TEMPLATES.items()]
+    (tmp_path / "in" / "en.yaml").write_text(yaml.safe_dump({"language": "en", "templates": records}))
+    out = tmp_path / "out"
+    smk = SimpleNamespace(
+        input=SimpleNamespace(
+            facts=str(tmp_path / "in/facts.parquet"),
+            prompts=str(tmp_path / "in/prompts.parquet"),
+            forms=str(tmp_path / "in/forms.parquet"),
+            templates=[str(tmp_path / "in/en.yaml")],
+        ),
+        output=SimpleNamespace(
+            prompts=str(out / "translated_prompts.parquet"),
+            forms=str(out / "translated_forms.parquet"),
+            stats=str(out / "translate_stats.tsv"),
+        ),
+        params=SimpleNamespace(
+            model=model, models=models or {}, source_lang="en", languages=["cs", "ru"], styles=["statement"],
+            subject="prefix", object="substitute", min_score=80, num_beams=1, max_new_tokens=6, batch_size=4,
+            device="cpu", dtype="float32", lang_codes={}, cache=str(tmp_path / "cache"),
+        ),  # fmt: skip
+        log=[str(tmp_path / "translate.log")],
+        wildcards=SimpleNamespace(suite="multilingual"),
+    )
+    script = Path(__file__).resolve().parents[2] / "workflow" / "scripts" / "translate_prompts.py"
+    runpy.run_path(str(script), init_globals={"snakemake": smk})
+    return (
+        pd.read_parquet(out / "translated_prompts.parquet"),
+        pd.read_parquet(out / "translated_forms.parquet"),
+        pd.read_csv(out / "translate_stats.tsv", sep="\t"),
+    )
+
+
+def test_rule_script_without_model(tmp_path):
+    prompts, forms, stats = _run_rule_script(tmp_path, "")
+    assert prompts.empty and forms.empty and "text" in prompts.columns
+    assert list(stats["status"]) == ["no_model", "no_model"] and list(stats["model"]) == ["none", "none"]
+    assert list(stats["suite"]) == ["multilingual"] * 2 and list(stats["n_sentences"]) == [3, 3]
+
+
+def test_rule_script_with_per_language_model(tiny_marian, tmp_path):
+    # ru gets the tiny model, cs has none: one language translated, the other template-only.
+    prompts, forms, stats = _run_rule_script(tmp_path, "", models={"ru": str(tiny_marian)})
+    by_lang = stats.set_index("lang")
+    assert by_lang.loc["cs", "status"] == "no_model" and by_lang.loc["ru", "status"] == "translated"
+    assert by_lang.loc["ru", "model"] == str(tiny_marian)
+    assert len(list((tmp_path / "cache").glob("*.parquet"))) == 1
+    assert set(prompts["lang"]) <= {"ru"} and len(prompts) == by_lang.loc["ru", "n_kept"]
+
+
+def test_nllb_style_model_forces_target_language_then_subject(tmp_path):
+    """NLLB path: language codes on the tokenizer, the target code forced as the first token."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import M2M100Config, M2M100ForConditionalGeneration, NllbTokenizerFast
+
+    codes = ["eng_Latn", "ces_Latn", "rus_Cyrl"]
+    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
+    bpe.pre_tokenizer = pre_tokenizers.Metaspace()
+    bpe.decoder = decoders.Metaspace()
+    specials = ["<s>", "<pad>", "</s>", "<unk>"] + codes
+    bpe.train_from_iterator(CORPUS * 3, trainers.BpeTrainer(vocab_size=300, special_tokens=specials))
+    tok = NllbTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
+                            unk_token="<unk>", src_lang="eng_Latn", tgt_lang="ces_Latn",
+                            additional_special_tokens=codes)  # fmt: skip
+    tok.save_pretrained(tmp_path)
+    config = M2M100Config(
+        vocab_size=len(tok), d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+        decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=64,
+        pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id,
+        decoder_start_token_id=tok.eos_token_id,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    M2M100ForConditionalGeneration(config).save_pretrained(tmp_path)
+    tr = load_translator(str(tmp_path), "cpu", settings=GenerationSettings(2, 4, 4))
+    assert tr.kind == "nllb" and tr.code("cs") == "ces_Latn"
+    generated = []
+    original = tr.model.generate
+    tr.model.generate = lambda *a, **k: generated.append(original(*a, **k)) or generated[-1]
+    out = tr.translate([Request("Václav Havel was born in Praha.", "en", "cs", "Václav Havel"),
+                        Request("Václav Havel was born in Прага.", "en", "ru", "Вацлав Гавел")])  # fmt: skip
+    assert out[0].startswith("Václav Havel") and out[1].startswith("Вацлав Гавел")
+    # Row layout: decoder start (</s>), target language code, then the forced subject tokens.
+    first = {tok.convert_ids_to_tokens(int(g[0, 1])) for g in generated}
+    assert first == {"ces_Latn", "rus_Cyrl"}
+    with pytest.raises(ValueError, match="lang_codes"):
+        tr.code("xx")

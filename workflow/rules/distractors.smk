@@ -44,7 +44,7 @@ def retrieve_settings(wildcards):
         "cooccur_n": cooccur.get("n", 10),
         "cooccur_sides": cooccur.get("sides", ["object", "subject"]),
         "form_threshold": DISTRACTORS.get("form_threshold", 90),
-        "valid_ranks": DISTRACTORS.get("valid_ranks", "truthy"),
+        "valid_ranks": DISTRACTORS.get("valid_ranks", "non_deprecated"),
         "ef_search": DISTRACTORS.get("sem", {}).get("hnsw", {}).get("ef_search", 200),
     }
 
@@ -92,7 +92,7 @@ def appropt_settings(wildcards):
         "lang": appropt.get("lang", settings["languages"][0]),
         "styles": appropt.get("styles", ["completion", "statement", "question"]),
         "form_threshold": DISTRACTORS.get("form_threshold", 90),
-        "valid_ranks": DISTRACTORS.get("valid_ranks", "truthy"),
+        "valid_ranks": DISTRACTORS.get("valid_ranks", "non_deprecated"),
         "dump": settings["dump"],
         "model": row,
     }

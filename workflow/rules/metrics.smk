@@ -18,11 +18,16 @@ def model_row(name):
 
 
 def suite_strategies(suite):
-    """Distractor strategies a suite asks for (its own list, else the distractors section's)."""
-    own = metric_suites()[suite].get("distractors", {})
-    if isinstance(own, dict) and own.get("strategies"):
-        return own["strategies"]
-    return config.get("distractors", {}).get("strategies", [])
+    """Distractor strategies of a suite: its own list, else its kind's, else the stage default."""
+    settings = metric_suites()[suite]
+    section = config.get("distractors", {}) or {}
+    for block in (
+        settings.get("distractors", {}),
+        section.get("by_kind", {}).get(settings.get("kind"), {}),
+    ):
+        if isinstance(block, dict) and block.get("strategies"):
+            return block["strategies"]
+    return section.get("strategies", [])
 
 
 def metrics_inputs(wildcards):

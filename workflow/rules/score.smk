@@ -15,12 +15,17 @@ SCORING_LIB = sorted(
 
 
 def suite_uses_appropt(suite):
-    """ApprOpt distractors are per model: scored only where the suite or stage asks for them."""
-    block = config.get("suites", {}).get(suite, {}).get("distractors", {})
-    strategies = block.get("strategies", []) if isinstance(block, dict) else block
-    if not strategies:
-        strategies = config.get("distractors", {}).get("strategies", [])
-    return "appropt" in strategies
+    """ApprOpt distractors are per model; precedence as in docs/config/distractors.md."""
+    block = config.get("suites", {}).get(suite, {})
+    stage = config.get("distractors", {})
+    for level in (
+        block.get("distractors", {}),
+        stage.get("by_kind", {}).get(block.get("kind"), {}),
+        stage,
+    ):
+        if "strategies" in level:
+            return "appropt" in level["strategies"]
+    return False
 
 
 def score_inputs(wildcards):

@@ -11,17 +11,18 @@ TRANSLATE_LIB = sorted(
 )
 
 
-def multilingual_suites():
-    """Names of the suites of kind multilingual (the only ones translated)."""
-    suites = config.get("suites", {}) or {}
-    return [
-        name for name, suite in suites.items() if suite.get("kind") == "multilingual"
-    ]
-
-
-def translate_source_templates(wildcards):
-    """Template file of the source language: the full English sentence is the filled template."""
-    return [f"resources/templates/{TRANSLATE.get('source_lang', 'en')}.yaml"]
+# Only suites of kind multilingual are translated.
+MULTILINGUAL_SUITES = [
+    name
+    for name, suite in (config.get("suites", {}) or {}).items()
+    if suite.get("kind") == "multilingual"
+]
+# A GPU only when there is a model to run; without one the job just records "no_model".
+TRANSLATE_GPUS = 1 if (TRANSLATE.get("model") or TRANSLATE.get("models")) else 0
+# The full source sentence is the filled source-language template.
+TRANSLATE_SOURCE_TEMPLATES = (
+    f"resources/templates/{TRANSLATE.get('source_lang', 'en')}.yaml"
+)
 
 
 rule translate_prompts:
@@ -29,7 +30,7 @@ rule translate_prompts:
         facts="results/probes/{suite}/facts.parquet",
         prompts="results/probes/{suite}/prompts.parquet",
         forms="results/probes/{suite}/entity_forms.parquet",
-        templates=translate_source_templates,
+        templates=TRANSLATE_SOURCE_TEMPLATES,
         lib=TRANSLATE_LIB,
     output:
         prompts="results/probes/{suite}/translated_prompts.parquet",
@@ -40,12 +41,12 @@ rule translate_prompts:
     benchmark:
         "benchmarks/translate_prompts/{suite}.tsv"
     wildcard_constraints:
-        suite="|".join(re.escape(s) for s in multilingual_suites())
+        suite="|".join(re.escape(s) for s in MULTILINGUAL_SUITES)
         or "no-multilingual-suite",
     conda:
         "../../environment.yml"
     resources:
-        gpu=1,
+        gpu=TRANSLATE_GPUS,
         mem_mb=8000,
         runtime=120,
     params:

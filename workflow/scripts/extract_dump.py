@@ -5,7 +5,9 @@ from pathlib import Path
 
 from factprobe.wikidata.reader import extract_dump
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+logging.basicConfig(
+    filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s"
+)
 try:
     extract_dump(
         snakemake.input.dump,

@@ -2,13 +2,12 @@
 
 import logging
 
-import pandas as pd
 from factprobe.io import atomic_path
-from factprobe.metrics.pipeline import leaderboard
+from factprobe.metrics.pipeline import leaderboard, read_summary
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 summaries = {
-    suite: pd.read_csv(path, keep_default_na=False, na_values=[""])
+    suite: read_summary(path)
     for suite, path in zip(snakemake.params.suites, snakemake.input.summaries, strict=True)
 }
 board = leaderboard(summaries)

@@ -4,21 +4,16 @@ import logging
 
 import pandas as pd
 from factprobe.io import atomic_path, read_table
-from factprobe.metrics.pipeline import attach_split
+from factprobe.metrics.pipeline import attach_split, read_summary
 from factprobe.report.html import ReportSettings, build_report
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
 
-def read_csv(path):
-    # Empty strategy/lang cells are "" in the tables, not missing values.
-    return pd.read_csv(path, keep_default_na=False, na_values=["", "nan", "NaN"]).fillna(
-        {"strategy": "", "lang": "", "verbalization": "", "style": "", "shots": ""}
-    )
-
-
-summaries = {s: read_csv(p) for s, p in zip(snakemake.params.suites, snakemake.input.summaries, strict=True)}
-board = read_csv(snakemake.input.board)
+summaries = {
+    s: read_summary(p) for s, p in zip(snakemake.params.suites, snakemake.input.summaries, strict=True)
+}
+board = read_summary(snakemake.input.board)
 split = read_table(snakemake.input.split).to_pandas() if snakemake.input.get("split") else None
 control = {}
 for suite, path in zip(snakemake.params.control_suites, snakemake.input.control, strict=True):

@@ -20,7 +20,8 @@ p = snakemake.params
 prompts = read_table(snakemake.input.prompts).to_pandas()
 facts = read_table(snakemake.input.facts).to_pandas()
 forms = read_table(snakemake.input.forms).to_pandas()
-templates = load_template_texts(list(snakemake.input.templates))
+template_files = snakemake.input.templates
+templates = load_template_texts([template_files] if isinstance(template_files, str) else list(template_files))
 languages = target_languages(prompts, p.languages, p.source_lang)
 
 outputs = []
@@ -41,7 +42,7 @@ for model, langs in by_model.items():
         sentence_verbalization(
             prompts, facts, forms, templates, langs,
             translate=partial(translator.translate, progress=True) if translator else None,
-            model_name=model, source_lang=p.source_lang, styles=p.styles,
+            model_name=model or "none", source_lang=p.source_lang, styles=p.styles,
             subject_mode=p.subject, object_mode=p.object, min_score=p.min_score,
         )
     )  # fmt: skip

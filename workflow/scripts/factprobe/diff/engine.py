@@ -113,6 +113,33 @@ def _check_inputs(con: duckdb.DuckDBPyConnection, inputs: DiffInputs) -> bool:
     return created
 
 
+def valid_sql(t: int) -> str:
+    """A statement with dates ``s``, ``e``, ``p`` is valid at ``t``: ``s <= t < e`` and ``p <= t``."""
+    return f"((s IS NULL OR s <= {int(t)}) AND (e IS NULL OR e > {int(t)}) AND (p IS NULL OR p <= {int(t)}))"
+
+
+def statement_key_sql(top: str, valid: str) -> str:
+    """A HUGEINT that orders statements and carries their dates.
+
+    Order: ``top`` (a small non-negative int, bits 97+), valid at the dump date, latest end,
+    latest start, latest point in time. ``max()`` of it picks the statement that speaks for a
+    triple and :func:`decode_sql` gets its dates back: one primitive aggregate instead of a
+    struct ``arg_max`` (several times slower in DuckDB). Dates become unsigned 32-bit fields.
+    """
+    return (
+        f"(({top}::HUGEINT << 97) | ({valid}::HUGEINT << 96)"
+        f" | ((coalesce(e, {INT32_MAX})::HUGEINT + {OFFSET}) << 64)"
+        f" | ((coalesce(s, {INT32_MIN})::HUGEINT + {OFFSET}) << 32)"
+        f" | (coalesce(p, {INT32_MIN})::HUGEINT + {OFFSET}))"
+    )
+
+
+def decode_sql(key: str, name: str) -> str:
+    """Date ``name`` (``s``, ``e`` or ``p``) of a :func:`statement_key_sql` value, NULL restored."""
+    shift, null = {"s": (32, INT32_MIN), "e": (64, INT32_MAX), "p": (0, INT32_MIN)}[name]
+    return f"nullif(((({key} >> {shift}) & {MASK32}) - {OFFSET})::INTEGER, {null})"
+
+
 def triples_sql(t_old: int, t_new: int, single_value: Iterable[int] = ()) -> str:
     """One row per (subject, property, object) of either dump, from views ``old_c``, ``new_c``.
 
@@ -132,28 +159,16 @@ def triples_sql(t_old: int, t_new: int, single_value: Iterable[int] = ()) -> str
         FROM {{src}} WHERE rank > 0 AND {is_sv}
         QUALIFY rank = max(rank) OVER (PARTITION BY subject, property)
     """
-    valid = "((s IS NULL OR s <= {t}) AND (e IS NULL OR e > {t}) AND (p IS NULL OR p <= {t}))"
-    # One HUGEINT orders the statements of a triple (new dump first, valid at its date, latest
-    # end, latest start, latest point in time) and carries their dates: a single max() replaces
-    # a struct arg_max, which is ~5x slower. Dates are shifted to unsigned 32-bit fields.
-    key = (
-        "((side::HUGEINT << 97) | ({valid}::HUGEINT << 96)"
-        f" | ((coalesce(e, {INT32_MAX})::HUGEINT + {OFFSET}) << 64)"
-        f" | ((coalesce(s, {INT32_MIN})::HUGEINT + {OFFSET}) << 32)"
-        f" | (coalesce(p, {INT32_MIN})::HUGEINT + {OFFSET}))"
-    )
-
-    def field(shift: int, null: int) -> str:
-        raw = f"(((k >> {shift}) & {MASK32}) - {OFFSET})::INTEGER"
-        return f"nullif({raw}, {null})"
-
+    key = statement_key_sql("side", valid_sql(int(t_old)))
+    key_new = statement_key_sql("side", valid_sql(int(t_new)))
+    field = decode_sql
     return f"""
     WITH
     sides AS (
-        SELECT 0::TINYINT AS side, subject, property, object, {key.format(valid=valid.format(t=int(t_old)))} AS k
+        SELECT 0::TINYINT AS side, subject, property, object, {key} AS k
         FROM ({statements.format(src="old_c")})
         UNION ALL
-        SELECT 1::TINYINT AS side, subject, property, object, {key.format(valid=valid.format(t=int(t_new)))} AS k
+        SELECT 1::TINYINT AS side, subject, property, object, {key_new} AS k
         FROM ({statements.format(src="new_c")})
     ),
     triples AS (
@@ -162,7 +177,7 @@ def triples_sql(t_old: int, t_new: int, single_value: Iterable[int] = ()) -> str
     )
     SELECT subject, property, object,
         CASE WHEN first_side = 1 THEN 'added' WHEN (k >> 97) = 0 THEN 'removed' ELSE 'kept' END AS flag,
-        {field(32, INT32_MIN)} AS s, {field(64, INT32_MAX)} AS e, {field(0, INT32_MIN)} AS p,
+        {field('k', 's')} AS s, {field('k', 'e')} AS e, {field('k', 'p')} AS p,
         {is_sv} AS sv
     FROM triples
     """
@@ -203,32 +218,31 @@ def decided_sql(t_old: int, t_new: int, obj_ph_new: bool) -> str:
     """
 
 
-def output_sql() -> str:
-    """Rows of table ``decided`` as written to changes.parquet: names, status, ``is_replace``.
-
-    ``is_replace`` (WikiFactDiff): the (subject, property) group has exactly one new and one
-    obsolete object and nothing unknown; static rows never take part, so only changed rows are
-    grouped.
-    """
+def replaced_sql() -> str:
+    """(subject, property) groups of view ``decided`` that are replacements (WikiFactDiff
+    ``is_replace``): exactly one new and one obsolete object and nothing unknown. Static rows
+    never take part, so only the (few) changed rows are grouped."""
     changed = ", ".join(str(i) for i, s in enumerate(RULE_STATUSES) if s in CHANGED)
-    static = ", ".join(str(i) for i, s in enumerate(RULE_STATUSES) if s == "static")
-    status = f"{sql_list(RULE_STATUSES)}[rule_id + 1]"
-    names = f"{sql_list(RULE_NAMES)}[rule_id + 1]"
-    cols = f"""subject::BIGINT AS subject, property::INTEGER AS property, object::BIGINT AS object,
-        {status} AS status, {names} AS rule"""
-    tail = "s::INTEGER AS start, e::INTEGER AS \"end\", p::INTEGER AS point_in_time, flag, sv AS single_value"
+    new = ", ".join(str(i) for i, s in enumerate(RULE_STATUSES) if s == "new")
+    obsolete = ", ".join(str(i) for i, s in enumerate(RULE_STATUSES) if s == "obsolete")
     return f"""
-    WITH changed AS (SELECT *, {status} AS st FROM decided WHERE rule_id IN ({changed})),
-    replaced AS (
-        SELECT subject, property FROM changed GROUP BY subject, property
-        HAVING count(*) FILTER (WHERE st = 'new') = 1 AND count(*) FILTER (WHERE st = 'obsolete') = 1
-           AND count(*) FILTER (WHERE st = 'unknown') = 0
-    )
-    SELECT {cols}, FALSE AS is_replace, {tail} FROM decided WHERE rule_id IN ({static})
-    UNION ALL
-    SELECT {cols.replace("subject::", "c.subject::").replace("property::", "c.property::")},
-        (r.subject IS NOT NULL AND st IN ('new', 'obsolete')) AS is_replace, {tail}
-    FROM changed c LEFT JOIN replaced r ON r.subject = c.subject AND r.property = c.property
+    SELECT subject, property FROM decided WHERE rule_id IN ({changed}) GROUP BY subject, property
+    HAVING count(*) FILTER (WHERE rule_id IN ({new})) = 1 AND count(*) FILTER (WHERE rule_id IN ({obsolete})) = 1
+       AND count(*) = 2
+    """
+
+
+def output_sql() -> str:
+    """Rows of view ``decided`` as written to changes.parquet (``ignored`` ones left out)."""
+    kept = ", ".join(str(i) for i, s in enumerate(RULE_STATUSES) if s != "ignored")
+    changing = ", ".join(str(i) for i, s in enumerate(RULE_STATUSES) if s in ("new", "obsolete"))
+    return f"""
+    SELECT d.subject::BIGINT AS subject, d.property::INTEGER AS property, d.object::BIGINT AS object,
+        {sql_list(RULE_STATUSES)}[rule_id + 1] AS status, {sql_list(RULE_NAMES)}[rule_id + 1] AS rule,
+        (rule_id IN ({changing}) AND r.subject IS NOT NULL) AS is_replace,
+        s::INTEGER AS start, e::INTEGER AS "end", p::INTEGER AS point_in_time, flag, sv AS single_value
+    FROM decided d LEFT JOIN replaced r ON r.subject = d.subject AND r.property = d.property
+    WHERE rule_id IN ({kept})
     """
 
 
@@ -296,12 +310,14 @@ def diff_claims(
             con.execute(f"CREATE OR REPLACE TEMP VIEW new_c AS {new_c}")
             con.execute(f"CREATE OR REPLACE TEMP TABLE subjects AS {_subjects_sql(oe, ne, inputs.t_old)}")
             con.execute(f"CREATE OR REPLACE TEMP TABLE triples AS {triples}")
-            con.execute(f"CREATE OR REPLACE TEMP TABLE decided AS {decided}")
-            con.execute("DROP TABLE triples")
+            # `decided` stays a view: three cheap passes over `triples` beat materializing it.
+            con.execute(f"CREATE OR REPLACE TEMP VIEW decided AS {decided}")
+            con.execute(f"CREATE OR REPLACE TEMP TABLE replaced AS {replaced_sql()}")
             con.execute("INSERT INTO stats SELECT property, rule_id, count(*) FROM decided GROUP BY ALL")
             part = work / f"part-{k:05d}.parquet"
             con.execute(f"COPY (SELECT {cols} FROM ({output})) TO {_quote(part)} (FORMAT parquet, COMPRESSION zstd)")
-            con.execute("DROP TABLE decided")
+            con.execute("DROP VIEW decided")
+            con.execute("DROP TABLE triples")
             parts.append(part)
             log.info("diff bucket %d/%d done", k + 1, n)
         with atomic_path(changes_path) as tmp:

@@ -72,7 +72,7 @@ def _fill_unknown(date: pd.Series, fill: int) -> pd.Series:
     return d
 
 
-def valid_objects(claims: pd.DataFrame, date: int, ranks: str = "truthy") -> pd.DataFrame:
+def valid_objects(claims: pd.DataFrame, date: int, ranks: str = "non_deprecated") -> pd.DataFrame:
     """Statements ``subject, property, object`` valid at ``date`` (YYYYMMDD int).
 
     Validity from qualifiers: start ≤ date and end ≥ date, where an unknown month/day is
@@ -163,7 +163,11 @@ class Omega:
         """Sorted unique entities declaring any of ``types``."""
         utype, start, ids = self._by_type
         idx = np.searchsorted(utype, types)
-        parts = [ids[start[i] : start[i + 1]] for i, t in zip(idx, types, strict=True) if i < len(utype) and utype[i] == t]
+        parts = [
+            ids[start[i] : start[i + 1]]
+            for i, t in zip(idx, types, strict=True)
+            if i < len(utype) and utype[i] == t
+        ]
         if not parts:
             return np.empty(0, dtype=np.int64)
         return np.unique(np.concatenate(parts))

@@ -51,14 +51,21 @@ class Settings:
 def fact_ids(facts: pd.DataFrame) -> list[tuple[int, int, int]]:
     """``(s, r, o)`` integer triples of a facts table."""
     return list(
-        zip(qids(facts["subject"]).tolist(), qids(facts["property"]).tolist(), qids(facts["object"]).tolist(), strict=True)
+        zip(
+            qids(facts["subject"]).tolist(),
+            qids(facts["property"]).tolist(),
+            qids(facts["object"]).tolist(),
+            strict=True,
+        )
     )
 
 
 def facts_valid(facts: pd.DataFrame) -> pd.DataFrame:
     """``subject, property, object`` of every object the probe builder lists as valid for (s, r)."""
     f = facts[["subject", "property", "object", "objects"]].copy()
-    f["objects"] = [list(v) + [o] if v is not None else [o] for v, o in zip(f["objects"], f["object"], strict=True)]
+    f["objects"] = [
+        list(v) + [o] if v is not None else [o] for v, o in zip(f["objects"], f["object"], strict=True)
+    ]
     f = f.explode("objects")
     return pd.DataFrame(
         {"subject": qids(f["subject"]), "property": qids(f["property"]), "object": qids(f["objects"])}
@@ -117,7 +124,9 @@ def retrieve(
             raise ValueError("strategy pool needs the suite's entity_forms")
         pools = relation_pools(facts, entity_forms, settings.languages)
     counts = {s: 0 for s in settings.strategies}
-    for i, (fid, (s, r, o)) in enumerate(tqdm(list(zip(ids, triples, strict=True)), desc="distractors", mininterval=5)):
+    for i, (fid, (s, r, o)) in enumerate(
+        tqdm(list(zip(ids, triples, strict=True)), desc="distractors", mininterval=5)
+    ):
         prop = f"P{r}"
         for strategy in settings.strategies:
             if strategy == "random":
@@ -128,7 +137,9 @@ def retrieve(
                 pairs = temp_sem(omega, (past or {}).get((s, r), []), sem_lists[i], s, r, o, settings.n)
                 got = [
                     dict(row, source=src)
-                    for row, (_, src) in zip(_rows(fid, [e for e, _ in pairs], "temp", side="object"), pairs, strict=True)
+                    for row, (_, src) in zip(
+                        _rows(fid, [e for e, _ in pairs], "temp", side="object"), pairs, strict=True
+                    )
                 ]
             elif strategy == "cooccur":
                 if cooccur is None:

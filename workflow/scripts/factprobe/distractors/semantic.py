@@ -149,7 +149,8 @@ def hnsw_topk(
     ids = np.full((len(rows), k), -1, np.int64)
     sims = np.zeros((len(rows), k), np.float32)
     for i, (got, dist) in enumerate(res):
-        keep = got != rows[i]
+        # Cosine 0 shares no feature: exact search never returns those, so neither does HNSW.
+        keep = (got != rows[i]) & (dist < 1.0 - 1e-7)
         got, dist = got[keep][:k], dist[keep][:k]
         ids[i, : len(got)] = got
         sims[i, : len(got)] = 1.0 - dist
@@ -314,6 +315,9 @@ def sem_distractors(
 ) -> list[list[int]]:
     """Top ``n`` Ω-valid neighbours of each fact's object, widening k until n are found.
 
+    Only entities with cosine > 0 (at least one shared feature) count: zero-similarity ones
+    would be an arbitrary sample, so a fact may get fewer than ``n`` (the count is recorded).
+
     One batched query for all facts at ``k = widen·n + 16``; facts still short of ``n`` after the
     Ω filter are re-queried with k multiplied by ``widen`` until the index is exhausted.
     """
@@ -328,7 +332,7 @@ def sem_distractors(
         for i, cand in zip(todo, lists, strict=True):
             s, r, o = facts[i]
             out[i] = omega.filter(s, r, o, cand, n)
-            if len(out[i]) < n and len(cand) >= k and k < total - 1:
+            if len(out[i]) < n and len(cand) >= min(k, total - 1) and k < total - 1:
                 again.append(i)
         todo, k = again, k * widen
     return out

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ..hashing import stable_hash
-from .common import GROUP_KEYS
+from .common import GROUP_KEYS, candidates_for_prompts
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -83,7 +83,9 @@ def _pairs(prompts: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
     """Prompts with their (subject, relation) pair, de-duplicated by text within the pair."""
     keys = facts[["fact_id", "subject", "property"]].astype(str)
     keys["pair"] = keys["subject"] + "|" + keys["property"]
-    frame = prompts.merge(keys[["fact_id", "pair", "property"]], on="fact_id")
+    frame = prompts.drop(columns=["pair", "property"], errors="ignore").merge(
+        keys[["fact_id", "pair", "property"]], on="fact_id"
+    )
     text = frame["context"].fillna("").astype(str) if "context" in frame else ""
     if "text" in frame:
         text = text + frame["text"].fillna("").astype(str)
@@ -110,10 +112,18 @@ def ranking_predictions(
     """Per prompt: pair, prediction (entity id), correct (0/1), confidence, template_id + group keys."""
     frame = _pairs(prompts, facts)
     good = _pair_correct(facts, correct)
-    fact_pair = frame[["fact_id", "pair"]].drop_duplicates()
-    cands = candidates[["fact_id", "entity"]].merge(fact_pair, on="fact_id")[["pair", "entity"]]
-    pool = pd.concat([cands, good], ignore_index=True).drop_duplicates()
-    rows = frame[["prompt_id", "pair"]].merge(pool, on="pair")
+    # Every fact of the pair contributes its candidates (in the prompt's language) to the pool.
+    fact_pair = facts[["fact_id", "subject", "property"]].astype(str)
+    fact_pair = pd.DataFrame(
+        {"fact_id": fact_pair["fact_id"], "pair": fact_pair["subject"] + "|" + fact_pair["property"]}
+    )
+    pair_prompts = frame[["prompt_id", "pair", "lang"]].merge(fact_pair, on="pair")[
+        ["prompt_id", "fact_id", "lang"]
+    ]
+    cands = candidates_for_prompts(pair_prompts, candidates)[["prompt_id", "entity"]]
+    goods = frame[["prompt_id", "pair"]].merge(good, on="pair")[["prompt_id", "entity"]]
+    pool = pd.concat([cands, goods], ignore_index=True).drop_duplicates()
+    rows = pool.merge(frame[["prompt_id", "pair"]], on="prompt_id")
     rows = rows.merge(ent[["prompt_id", "entity", "logpl"]], on=["prompt_id", "entity"])
     rows = rows.merge(good.assign(is_correct=1), on=["pair", "entity"], how="left")
     rows["is_correct"] = rows["is_correct"].fillna(0).astype(int)

@@ -179,3 +179,28 @@ def conform_dataset_table(frame: pd.DataFrame) -> pd.DataFrame:
     for col in ("measure", "strategy", *GROUP_KEYS):
         frame[col] = frame[col].fillna("").astype(str)
     return frame[DATASET_COLUMNS].reset_index(drop=True)
+
+
+def candidates_for_prompts(prompts: pd.DataFrame, candidates: pd.DataFrame) -> pd.DataFrame:
+    """Candidates of each prompt: the fact's candidate rows whose ``lang`` (when given) is the prompt's.
+
+    Per-language candidate lists (e.g. the same-relation pool of Fluent-mLAMA §3.1, sampled per
+    language) then only compete in prompts of their own language.
+    """
+    rows = prompts[["prompt_id", "fact_id", "lang"]].merge(candidates, on="fact_id", suffixes=("", "_cand"))
+    if "lang_cand" in rows.columns:
+        cand_lang = rows["lang_cand"].fillna("").astype(str)
+        rows = rows[(cand_lang == "") | (cand_lang == rows["lang"])].drop(columns="lang_cand")
+    return rows.drop(columns="lang")
+
+
+def object_slot_only(candidates: pd.DataFrame) -> pd.DataFrame:
+    """Drop subject-side alternatives (PROBELM Algorithm 1's swapped subjects): every measure here
+    compares continuations of one prompt, which only object-slot candidates are."""
+    if "side" not in candidates.columns:
+        return candidates
+    side = candidates["side"].fillna("object").astype(str)
+    dropped = int((side == "subject").sum())
+    if dropped:
+        log.info("%d subject-side candidate row(s) left out (they need their own prompts)", dropped)
+    return candidates[side != "subject"]

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .common import GROUP_KEYS, average_per_fact
+from .common import GROUP_KEYS, average_per_fact, candidates_for_prompts
 
 log = logging.getLogger(__name__)
 
@@ -53,11 +53,16 @@ def combine_strategies(candidates: pd.DataFrame, combined: Mapping[str, Sequence
 
     The parts' distractors are listed in order (each part by rank); an entity already listed by
     an earlier part is skipped. Ranks are renumbered 1..k per fact. A combination whose parts
-    are all absent for a fact adds nothing for that fact.
+    are all absent for a fact adds nothing for that fact; a combination with a part absent from
+    the whole table is not added (it would duplicate its other parts).
     """
     dis = candidates[candidates["role"] == "distractor"]
     frames = [candidates]
+    present = set(dis["strategy"])
     for name, parts in combined.items():
+        if not set(parts) <= present:
+            # e.g. no temporal distractor anywhere in the suite: Temp+Sem would just repeat Sem.
+            continue
         pieces = []
         for order, part in enumerate(parts):
             piece = dis[dis["strategy"] == part].copy()
@@ -95,13 +100,14 @@ def _distractor_scores(
     ent: pd.DataFrame, prompts: pd.DataFrame, candidates: pd.DataFrame, correct: pd.DataFrame
 ) -> pd.DataFrame:
     """Scored distractors per prompt: prompt_id, entity, strategy, rank, logpl, best_lp, best_first."""
-    dis = candidates.loc[candidates["role"] == "distractor", ["fact_id", "entity", "strategy", "rank"]]
+    cols = ["fact_id", "entity", "strategy", "rank", *(["lang"] if "lang" in candidates.columns else [])]
+    dis = candidates.loc[candidates["role"] == "distractor", cols]
     # A valid object is never a distractor (Ω(f), §3.3), even if a retriever listed it.
     dis = dis.merge(correct.assign(_ok=True), on=["fact_id", "entity"], how="left")
     if dis["_ok"].notna().any():
         log.warning("%d distractor row(s) are valid objects; dropped", int(dis["_ok"].notna().sum()))
     dis = dis[dis["_ok"].isna()].drop(columns="_ok")
-    rows = prompts[["prompt_id", "fact_id"]].merge(dis, on="fact_id")
+    rows = candidates_for_prompts(prompts, dis)
     scored = rows.merge(ent, on=["prompt_id", "entity"], how="left")
     unscored = scored["logpl"].isna().sum()
     if unscored:

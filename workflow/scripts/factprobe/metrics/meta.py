@@ -20,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.stats import kendalltau
 
 from ..hashing import stable_hash
 
@@ -56,6 +55,8 @@ def read_human_scores(path: str | Path) -> pd.DataFrame:
 
 def kendall_tau(x: Sequence[float], y: Sequence[float]) -> float:
     """Kendall's τ-b between two paired samples (NaN when either is constant or < 2 pairs)."""
+    from scipy.stats import kendalltau  # deferred: scipy.stats is slow to import in every rule job
+
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
     if x.size < 2 or np.all(x == x[0]) or np.all(y == y[0]):

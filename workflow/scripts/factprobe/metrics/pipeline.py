@@ -21,6 +21,7 @@ from .common import (
     conform_fact_table,
     correct_entities,
     entity_scores,
+    object_slot_only,
     prompt_frame,
     require_columns,
 )
@@ -136,7 +137,7 @@ def compute_suite_metrics(
     facts = inputs.facts.copy()
     facts["fact_id"] = facts["fact_id"].astype(str)
     prompts = prompts[prompts["fact_id"].isin(facts["fact_id"])]
-    cands = inputs.candidates.copy()
+    cands = object_slot_only(inputs.candidates).copy()
     cands["rank"] = pd.to_numeric(cands["rank"], errors="coerce").fillna(0)
     correct = correct_entities(facts)
     ent = entity_scores(inputs.scores)
@@ -245,6 +246,19 @@ def summarize(model: str, per_fact: pd.DataFrame, suite: pd.DataFrame) -> pd.Dat
     return out[["model", "measure", "value", "strategy", "n", *GROUP_KEYS, "bin", "n_facts", "level"]]
 
 
+def read_summary(path: str | Path) -> pd.DataFrame:
+    """Read a summary.csv / leaderboard.csv: empty key cells stay "" (not NaN), values are floats."""
+    frame = pd.read_csv(path, keep_default_na=False, dtype=str)
+    for col in ("value",):
+        frame[col] = pd.to_numeric(frame[col].replace("", np.nan), errors="coerce")
+    for col in ("n", "bin", "n_facts", "rank"):
+        if col in frame.columns:
+            frame[col] = (
+                pd.to_numeric(frame[col], errors="coerce").fillna(-1 if col == "bin" else 0).astype("int64")
+            )
+    return frame
+
+
 #: Headline measures of the leaderboard: (measure, strategy or None for any/"", n or None for largest).
 HEADLINE = (
     "k_min",
@@ -271,7 +285,11 @@ def leaderboard(summaries: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
         sub = summary[(summary["measure"].isin(HEADLINE)) & (summary["bin"] == -1)]
         if sub.empty:
             continue
-        agg = sub.groupby(["measure", "strategy", "n", "model"], sort=True)["value"].mean().reset_index()
+        agg = (
+            sub.groupby(["measure", "strategy", "n", "model"], sort=True, dropna=False)["value"]
+            .mean()
+            .reset_index()
+        )
         agg.insert(0, "suite", suite)
         rows.append(agg)
     if not rows:

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .common import GROUP_KEYS, average_per_fact
+from .common import GROUP_KEYS, average_per_fact, candidates_for_prompts
 
 MEASURES = ["plaus_acc", "plaus_rr", "plaus_ndcg"]
 
@@ -85,20 +85,23 @@ def plausibility_per_prompt(
 ) -> pd.DataFrame:
     """Accuracy, RR and NDCG for every prompt whose fact has alternatives of ``strategies``."""
     dis = candidates[(candidates["role"] == "distractor") & candidates["strategy"].isin(list(strategies))]
-    dis = dis.sort_values(["fact_id", "rank", "entity"], kind="stable").drop_duplicates(["fact_id", "entity"])
-    dis = dis.assign(position=dis.groupby("fact_id").cumcount() + 1)
-    dis["m"] = dis.groupby("fact_id")["entity"].transform("size")
-    dis["grade"] = (dis["m"] + 1 - dis["position"]).astype(float)
-    objects = facts[["fact_id", "object"]].astype(str).rename(columns={"object": "entity"})
-    objects = objects[objects["fact_id"].isin(dis["fact_id"])].merge(
-        dis.groupby("fact_id")["m"].first().reset_index(), on="fact_id"
+    # Grades are per prompt: a per-language candidate list only ranks within its language.
+    dis = candidates_for_prompts(prompts, dis)
+    dis = dis.sort_values(["prompt_id", "rank", "entity"], kind="stable").drop_duplicates(
+        ["prompt_id", "entity"]
     )
+    dis = dis.assign(position=dis.groupby("prompt_id").cumcount() + 1)
+    dis["m"] = dis.groupby("prompt_id")["entity"].transform("size")
+    dis["grade"] = (dis["m"] + 1 - dis["position"]).astype(float)
+    objects = prompts[["prompt_id", "fact_id"]].merge(
+        facts[["fact_id", "object"]].astype(str).rename(columns={"object": "entity"}), on="fact_id"
+    )
+    objects = objects.merge(dis.groupby("prompt_id")["m"].first().reset_index(), on="prompt_id")
     objects["grade"] = (objects["m"] + 1).astype(float)
     objects["is_object"] = True
-    group = pd.concat([objects, dis.assign(is_object=False)], ignore_index=True)[
-        ["fact_id", "entity", "grade", "is_object"]
+    rows = pd.concat([objects, dis.assign(is_object=False)], ignore_index=True)[
+        ["prompt_id", "fact_id", "entity", "grade", "is_object"]
     ]
-    rows = prompts[["prompt_id", "fact_id"]].merge(group, on="fact_id")
     rows = rows.merge(ent[["prompt_id", "entity", "best_norm"]], on=["prompt_id", "entity"], how="inner")
     # A group whose object is unscored cannot be ranked.
     has_obj = rows.groupby("prompt_id")["is_object"].transform("any")

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from .common import GROUP_KEYS, average_per_fact
+from .common import GROUP_KEYS, average_per_fact, candidates_for_prompts
 
 
 def rank_of_best_correct(correct_logprobs: Sequence[float], distractor_logprobs: Sequence[float]) -> int:
@@ -44,10 +44,13 @@ def ranking_per_prompt(
     scored = prompts[["prompt_id", "fact_id"]].merge(ent[["prompt_id", "entity", "best_lp"]], on="prompt_id")
     good = scored.merge(correct, on=["fact_id", "entity"])
     best = good.groupby("prompt_id")["best_lp"].max().rename("best_correct")
-    dis = candidates.loc[candidates["role"] == "distractor", ["fact_id", "entity", "strategy"]]
+    dis = candidates[candidates["role"] == "distractor"]
     dis = dis.merge(correct.assign(_ok=True), on=["fact_id", "entity"], how="left")
-    dis = dis[dis["_ok"].isna()].drop(columns="_ok").drop_duplicates()
-    rows = scored.merge(dis, on=["fact_id", "entity"])
+    dis = dis[dis["_ok"].isna()].drop(columns="_ok")
+    dis = candidates_for_prompts(prompts, dis)[
+        ["prompt_id", "fact_id", "entity", "strategy"]
+    ].drop_duplicates()
+    rows = scored.merge(dis, on=["prompt_id", "fact_id", "entity"])
     rows = rows.merge(best, left_on="prompt_id", right_index=True)
     rows["beats"] = (rows["best_lp"] >= rows["best_correct"]).astype(int)
     ranks = rows.groupby(["prompt_id", "fact_id", "strategy"], sort=True)["beats"].sum().reset_index()

@@ -125,6 +125,13 @@ def build_suite(
     few = suite.get("few_shot", {})
     settings = list(few.get("settings", ["none"]))
     instruction = few.get("instruction", DEFAULT_INSTRUCTION)
+    if isinstance(instruction, str):
+        instructions = dict.fromkeys(languages, instruction)
+    else:
+        missing = [lang for lang in languages if lang not in instruction]
+        if missing:
+            raise ValueError(f"suites.{name}.few_shot.instruction: no instruction for language(s) {missing}")
+        instructions = dict(instruction)
 
     # Templates first: a misnamed file should fail before any table is read.
     spec = suite.get("templates", {})
@@ -184,7 +191,13 @@ def build_suite(
     allowed = None
     if kind == "plausibility":
         changes = read_table(changes_path).to_pandas()
-        new = new_since(changes, int(suite["cutoff"]))
+        picks = suite.get("changes", {})
+        new = new_since(
+            changes,
+            int(suite["cutoff"]),
+            tuple(picks.get("statuses", ["new"])),
+            tuple(picks.get("rules", [])),
+        )
         allowed = set(
             "Q"
             + new["subject"].astype(str)
@@ -194,9 +207,10 @@ def build_suite(
             + new["object"].astype(str)
         )
         log.info(
-            "suite %s: %d facts new in the diff and not dated before the cut-off %s",
+            "suite %s: %d facts new in the diff (%s) and not dated before the cut-off %s",
             name,
             len(allowed),
+            picks or "status new",
             suite["cutoff"],
         )
     candidates = candidate_facts(truthy, covered, labelled, sitelinks, seed, allowed=allowed)
@@ -225,9 +239,7 @@ def build_suite(
                     demos = pool.draw(mode, k, template, fact.subject, fact.property, lang, key) if k else []
                     if len(demos) < k:
                         short[shots] += 1
-                    ctx = context(
-                        instruction if isinstance(instruction, str) else instruction[lang], demos, mode
-                    )
+                    ctx = context(instructions[lang], demos, mode)
                     for i, form in enumerate(forms):
                         rows.append(
                             (

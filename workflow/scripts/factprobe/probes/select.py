@@ -6,9 +6,9 @@
 * a fact needs a subject and an object labelled in every language of the suite, and the object
   must differ from the subject (else the prompt would contain its answer);
 * one fact per (subject, relation): the object is the hash-first labelled valid object, and
-  ``objects`` lists every valid object of (s, r) at the dump date (N-M relations, §3.1 Ω);
+  ``objects`` lists every valid object of (s, r) at the dump date, ascending by id (N-M relations, §3.1 Ω);
 * popularity = subject sitelinks; per relation, facts are cut into ``strata`` equal-count bins
-  by popularity and each bin gives ``n_facts / strata`` facts, chosen by ``stable_hash`` order
+  by popularity and each bin gives ``n_facts / strata`` facts, taken in ``stable_hash`` order
   (paper 1 samples "various levels of popularity");
 * ``split`` is a hash-chosen taught / untaught half, used by the built-in control model.
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from factprobe.hashing import hash_fraction, stable_hash
 
@@ -66,26 +67,52 @@ def candidate_facts(
     Returns the ``facts`` columns except ``stratum`` and ``split``.
     """
     props = [int(r[1:]) for r in relations]
-    rows = truthy[truthy["property"].isin(props)].copy()
-    rows["s"] = "Q" + rows["subject"].astype(str)
-    rows["p"] = "P" + rows["property"].astype(str)
-    rows["o"] = "Q" + rows["object"].astype(str)
-    objects = rows.groupby(["s", "p"], sort=False)["o"].agg(sorted)
+    rows = truthy[truthy["property"].isin(props)][["subject", "property", "object"]]
+    # Integer work first: string ids are only built for the chosen facts.
+    ids = np.fromiter((int(e[1:]) for e in labelled if e.startswith("Q")), dtype=np.int64)
     # A fact whose object is its subject (a country's P17 is itself) would print the answer in the prompt.
-    ok = rows[rows["s"].isin(labelled) & rows["o"].isin(labelled) & (rows["s"] != rows["o"])].copy()
+    ok = rows[rows["subject"].isin(ids) & rows["object"].isin(ids) & (rows["subject"] != rows["object"])]
     if allowed is not None:
-        ok = ok[(ok["s"] + "|" + ok["p"] + "|" + ok["o"]).isin(allowed)]
-    ok["h"] = [
-        stable_hash(seed, "object", s, p, o) for s, p, o in zip(ok["s"], ok["p"], ok["o"], strict=True)
+        key = (
+            "Q"
+            + ok["subject"].astype(str)
+            + "|P"
+            + ok["property"].astype(str)
+            + "|Q"
+            + ok["object"].astype(str)
+        )
+        ok = ok[key.isin(allowed)]
+    # Only (s, r) pairs with several candidate objects need the hash that picks one.
+    several = ok.groupby(["subject", "property"])["object"].transform("size").to_numpy() > 1
+    h = np.zeros(len(ok), dtype=np.uint64)
+    h[several] = [
+        stable_hash(seed, "object", f"Q{s}", f"P{p}", f"Q{o}")
+        for s, p, o in zip(
+            ok["subject"][several], ok["property"][several], ok["object"][several], strict=True
+        )
     ]
-    ok = ok.sort_values(["s", "p", "h"]).drop_duplicates(["s", "p"])
+    ok = ok.assign(h=h)
+    ok = ok.sort_values(["subject", "property", "h"]).drop_duplicates(["subject", "property"])
+    # Every valid object of the chosen (s, r), in ascending id order (pyarrow's grouped list keeps input order).
+    pairs = rows.merge(ok[["subject", "property"]], on=["subject", "property"])
+    pairs = pairs.sort_values(["subject", "property", "object"])
+    grouped = (
+        pa.Table.from_pandas(pairs, preserve_index=False)
+        .group_by(["subject", "property"], use_threads=False)
+        .aggregate([("object", "list")])
+        .to_pandas()
+    )
+    ok = ok.merge(grouped, on=["subject", "property"], how="left").sort_values(["subject", "property"])
+    s_ids = "Q" + ok["subject"].astype(str)
+    p_ids = "P" + ok["property"].astype(str)
+    o_ids = "Q" + ok["object"].astype(str)
     facts = pd.DataFrame(
         {
-            "fact_id": ok["s"] + "|" + ok["p"] + "|" + ok["o"],
-            "subject": ok["s"],
-            "property": ok["p"],
-            "object": ok["o"],
-            "objects": [objects[(s, p)] for s, p in zip(ok["s"], ok["p"], strict=True)],
+            "fact_id": s_ids + "|" + p_ids + "|" + o_ids,
+            "subject": s_ids,
+            "property": p_ids,
+            "object": o_ids,
+            "objects": [[f"Q{o}" for o in objs] for objs in ok["object_list"]],
             "popularity": ok["subject"].map(sitelinks).fillna(0).astype("int64").to_numpy(),
         }
     )
@@ -105,8 +132,8 @@ def stratify(facts: pd.DataFrame, strata: int) -> pd.Series:
 def sample_facts(facts: pd.DataFrame, n_facts: int | None, strata: int, seed: object = 0) -> pd.DataFrame:
     """Up to ``n_facts`` facts per relation, ``n_facts // strata`` (remainder to the top bins) per bin.
 
-    Within a bin facts are taken in ``stable_hash(seed, fact_id)`` order, so the choice of a
-    fact does not depend on which other facts exist. ``n_facts=None`` keeps every fact.
+    Within a bin facts are taken in ``stable_hash(seed, fact_id)`` order, so the sample does
+    not depend on the input order. ``n_facts=None`` keeps every fact.
     """
     facts = facts.copy()
     facts["stratum"] = stratify(facts, strata)
@@ -131,15 +158,22 @@ def assign_split(fact_ids: pd.Series, seed: object = 0) -> pd.Series:
     )
 
 
-def new_since(changes: pd.DataFrame, cutoff: int) -> pd.DataFrame:
-    """Facts the diff marks ``new`` and that did not demonstrably hold before ``cutoff``.
+def new_since(
+    changes: pd.DataFrame, cutoff: int, statuses: tuple[str, ...] = ("new",), rules: tuple[str, ...] = ()
+) -> pd.DataFrame:
+    """Facts the diff marks ``new`` (or decides by one of ``rules``) not dated on or before ``cutoff``.
 
-    probelm-plausibility §3: plausible scenarios are edits after the model's training cut-off.
-    A new statement whose own start or point-in-time is on or before the cut-off was only
-    recorded late (the model may have seen it), so it is dropped. Returns integer
-    ``subject, property, object``.
+    probelm-plausibility §3: plausible scenarios are Wikidata edits after the model's training
+    cut-off. ``rules`` admits rows by the diff's deciding rule whatever their status, e.g.
+    ``added_undated`` (a statement added between the dumps without a date, status ``unknown``),
+    which is what PROBELM's revision history counts as an edit. A statement whose own start or
+    point in time is on or before the cut-off was only recorded late (the model may have seen
+    it), so it is dropped. Returns integer ``subject, property, object``.
     """
-    new = changes[changes["status"] == "new"]
+    pick = changes["status"].isin(list(statuses))
+    if rules:
+        pick |= changes["rule"].isin(list(rules))
+    new = changes[pick]
     dated = new["start"].where(new["start"].notna(), new["point_in_time"])
     new = new[~(dated.notna() & (dated <= cutoff))]
     return new[["subject", "property", "object"]].drop_duplicates()

@@ -296,6 +296,10 @@ def load_translator(
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
     device = resolve_device(device)
+    if device == "cpu" and dtype != "float32":
+        # Half precision on CPU is slow or unsupported for generation; the output would not differ much.
+        log.warning("translate.dtype %s on CPU: using float32", dtype)
+        dtype = "float32"
     torch_dtype = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
     try:
         tokenizer = AutoTokenizer.from_pretrained(name)

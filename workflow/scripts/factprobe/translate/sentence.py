@@ -106,12 +106,16 @@ def english_sentences(
 ) -> pd.DataFrame:
     """Filled source-language sentences of the zero-shot, object-final prompts of ``styles``.
 
+    Only prompts asked with the subject's label (``subject_form_index`` 0) are used.
     One row per source prompt: its ids, the template text, the subject form used and the
     object's source-language label. A template missing from ``templates`` is rebuilt as the
     prompt text + " [Y]." (statement templates end that way) and logged.
     """
     sel = prompts[(prompts["lang"] == source_lang) & prompts["style"].isin(list(styles))]
     sel = sel[sel["context"].fillna("") == ""]
+    if "subject_form_index" in sel:
+        # The target subject is always its label, so English alias variants would only repeat it.
+        sel = sel[sel["subject_form_index"] == 0]
     obj_of = dict(zip(facts["fact_id"], facts["object"], strict=False))
     subj_of = dict(zip(facts["fact_id"], facts["subject"], strict=False))
     label, _ = _labels(forms)
@@ -232,7 +236,7 @@ def sentence_verbalization(
         counts.update(s["reason"] for s in skipped)
         outputs = translate([j["request"] for j in jobs])
         lang_forms: Counter = Counter()
-        for job, translation in zip(jobs, outputs, strict=False):
+        for job, translation in zip(jobs, outputs, strict=True):
             a = align_sentence(translation or "", job["object_forms"], job["subject_forms"], min_score)
             counts[a.reason] += 1
             if not a.kept:

@@ -48,10 +48,17 @@ class Checksum:
             return None
         algo, sep, digest = text.partition(":")
         algo, digest = algo.strip().lower(), digest.strip().lower()
-        if not sep or algo not in ALGORITHMS or not digest or any(c not in "0123456789abcdef" for c in digest):
+        if (
+            not sep
+            or algo not in ALGORITHMS
+            or not digest
+            or any(c not in "0123456789abcdef" for c in digest)
+        ):
             raise ValueError(f"checksum {text!r} is not <algorithm>:<hex> with algorithm one of {ALGORITHMS}")
         if len(digest) != hashlib.new(algo).digest_size * 2:
-            raise ValueError(f"checksum {text!r}: a {algo} digest has {hashlib.new(algo).digest_size * 2} hex digits")
+            raise ValueError(
+                f"checksum {text!r}: a {algo} digest has {hashlib.new(algo).digest_size * 2} hex digits"
+            )
         return cls(algo, digest)
 
 
@@ -88,7 +95,7 @@ def download(
     backoff: float = 2.0,
     max_backoff: float = 120.0,
     timeout: tuple[float, float] = (15.0, 120.0),
-    chunk_size: int = 1 << 20,
+    chunk_size: int = 1 << 18,
     progress: bool = True,
     session: requests.Session | None = None,
 ) -> Path:
@@ -116,16 +123,22 @@ def download(
     for attempt in range(retries + 1):
         if attempt:
             wait = min(max_backoff, backoff * 2 ** (attempt - 1))
-            log.warning("%s: attempt %d of %d in %.0f s after: %s", url, attempt + 1, retries + 1, wait, last_error)
+            log.warning(
+                "%s: attempt %d of %d in %.0f s after: %s", url, attempt + 1, retries + 1, wait, last_error
+            )
             time.sleep(wait)
         offset = part.stat().st_size if part.exists() else 0
         if expected is not None and (hasher is None or hashed != offset):
             # Bytes left by an earlier process (or a mismatch after a restart) are hashed once.
-            hasher = file_digest(part, expected.algorithm, offset) if offset else hashlib.new(expected.algorithm)
+            hasher = (
+                file_digest(part, expected.algorithm, offset) if offset else hashlib.new(expected.algorithm)
+            )
             hashed = offset
-        headers = {"Range": f"bytes={offset}-", "Accept-Encoding": "identity"} if offset else {
-            "Accept-Encoding": "identity"
-        }
+        headers = (
+            {"Range": f"bytes={offset}-", "Accept-Encoding": "identity"}
+            if offset
+            else {"Accept-Encoding": "identity"}
+        )
         try:
             with http.get(url, stream=True, timeout=timeout, headers=headers, allow_redirects=True) as resp:
                 if offset and resp.status_code == 416:
@@ -144,7 +157,9 @@ def download(
                 if offset and resp.status_code == 206:
                     start, total = _total_from_content_range(resp.headers.get("Content-Range"))
                     if start != offset:
-                        raise DownloadError(f"{url}: asked for bytes {offset}- but got {resp.headers.get('Content-Range')}")
+                        raise DownloadError(
+                            f"{url}: asked for bytes {offset}- but got {resp.headers.get('Content-Range')}"
+                        )
                 else:
                     if offset:
                         log.warning("%s: server ignored the Range request; starting again from byte 0", url)

@@ -31,7 +31,8 @@ empty object is expected (labels, aliases, claims, qualifiers, sitelinks); snaks
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import msgspec
 from msgspec import Struct, field
@@ -81,7 +82,7 @@ def extend_columns(columns: Columns, rows: Rows) -> None:
     """Append row-wise ``rows`` to column-wise ``columns``."""
     for name, new in rows.items():
         if new:
-            for col, values in zip(columns[name], zip(*new)):
+            for col, values in zip(columns[name], zip(*new, strict=True), strict=True):
                 col.extend(values)
 
 
@@ -233,7 +234,9 @@ def entity_rows(entity: dict, languages: Iterable[str] | None, rows: Rows | None
                 continue
             rank = RANKS.get(st.get("rank", "normal"), 1)
             dates = statement_dates(st)
-            rows["claims"].append((num, prop, obj, rank, dates["start"], dates["end"], dates["point_in_time"]))
+            rows["claims"].append(
+                (num, prop, obj, rank, dates["start"], dates["end"], dates["point_in_time"])
+            )
             if pid in TYPE_PROPERTIES and rank > 0:
                 rows["types"].append((num, obj, pid))
 
@@ -374,7 +377,7 @@ class LineDecoder:
             try:
                 self._item_rows(ent, cols)
             except BadEntity:
-                for name, n in zip(_ITEM_TABLES, lengths):
+                for name, n in zip(_ITEM_TABLES, lengths, strict=True):
                     for col in cols[name]:
                         del col[n:]
                 raise
@@ -414,12 +417,12 @@ class LineDecoder:
                             found.append((lang, al.value, True))
         else:
             if labels is not None and not isinstance(labels, list):
-                for name, lang in zip(self._names, self.languages):
+                for name, lang in zip(self._names, self.languages, strict=True):
                     lab = getattr(labels, name)
                     if lab is not None and lab.value:
                         found.append((lang, lab.value, False))
             if aliases is not None and not isinstance(aliases, list):
-                for name, lang in zip(self._names, self.languages):
+                for name, lang in zip(self._names, self.languages, strict=True):
                     group = getattr(aliases, name)
                     if group:
                         for al in group.values() if isinstance(group, dict) else group:

@@ -34,9 +34,10 @@ import tempfile
 import threading
 import time
 from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Iterable, Iterator
+from typing import BinaryIO
 
 import msgspec
 import pyarrow as pa
@@ -280,7 +281,9 @@ class ChunkResult:
 
 def _to_table(name: str, cols: tuple[list, ...]) -> pa.Table:
     schema = SCHEMAS[name]
-    return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(cols, schema)], schema=schema)
+    return pa.Table.from_arrays(
+        [pa.array(c, type=f.type) for c, f in zip(cols, schema, strict=True)], schema=schema
+    )
 
 
 def parse_chunk(chunk: Chunk) -> ChunkResult:
@@ -366,7 +369,9 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:200]}"
 
 
-def _parallel_map(chunks: Iterator[Chunk], workers: int, languages: list[str] | None) -> Iterator[ChunkResult]:
+def _parallel_map(
+    chunks: Iterator[Chunk], workers: int, languages: list[str] | None
+) -> Iterator[ChunkResult]:
     """``parse_chunk`` over ``chunks`` in order, in ``workers`` processes, bounded in flight."""
     if workers <= 1:
         _init_worker(languages)
@@ -428,7 +433,9 @@ class TableSet:
             self._flush(name)
         for writer in self.writers.values():
             writer.close()
+        mode = 0o666 & ~_umask()  # mkstemp makes 0600 files; outputs get the usual mode
         for name in TABLES:
+            os.chmod(self.tmp[name], mode)
             os.replace(self.tmp[name], self.outdir / f"{name}.parquet")
 
     def discard(self) -> None:
@@ -439,6 +446,12 @@ class TableSet:
                 pass
         for tmp in self.tmp.values():
             tmp.unlink(missing_ok=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def extract_dump(
@@ -515,7 +528,9 @@ def _check_bad(stats: ExtractStats, path: Path, max_bad_fraction: float) -> None
             "Re-download it, or raise extract.max_bad_fraction in config/config.yaml to accept it."
         )
     if stats.entities == 0:
-        raise DumpError(f"{path}: no items or properties found ({stats.lines} entity lines, kinds {stats.kinds})")
+        raise DumpError(
+            f"{path}: no items or properties found ({stats.lines} entity lines, kinds {stats.kinds})"
+        )
 
 
 def _log_summary(stats: ExtractStats, path: Path, seconds: float, workers: int) -> None:
@@ -531,4 +546,6 @@ def _log_summary(stats: ExtractStats, path: Path, seconds: float, workers: int) 
     )
     log.info("%s: entities by kind %s (skipped: %s)", path, stats.kinds, stats.skipped or "none")
     log.info("%s: rows per table %s", path, stats.rows)
-    log.info("%s: %d malformed lines skipped; %d lines took the generic decoder", path, stats.bad, stats.generic)
+    log.info(
+        "%s: %d malformed lines skipped; %d lines took the generic decoder", path, stats.bad, stats.generic
+    )

@@ -1,0 +1,240 @@
+"""Hand-built cases for every rule of the WikiFactDiff decision table (factprobe.diff.rules).
+
+Dates: old dump 2015-01-01, new dump 2019-01-01; P6 is the single-value property. Each
+subject below exercises one rule; the expected (status, rule, is_replace) of every triple was
+worked out by hand from anchors.md §3.1 and the rule list in rules.py.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from factprobe.diff.engine import DiffInputs, diff_claims
+from factprobe.diff.rules import RULE_NAMES, RULES, STATUSES
+from factprobe.diff.single_value import read_list, single_value_properties
+
+T_OLD, T_NEW = 20150101, 20190101
+SV = {6}
+N = None
+
+# (subject, property, object, rank, start, end, point_in_time)
+OLD = [
+    (1, 31, 5, 1, N, N, N),  # kept
+    (2, 31, 5, 1, N, N, N),  # subject_gone
+    (3, 39, 7, 1, N, N, N),  # start_after_end (new version's dates decide)
+    (4, 39, 7, 1, N, 20100101, N),  # ended_before_old
+    (7, 6, 10, 1, N, N, N),  # sv pattern, replaced by a point-in-time statement
+    (8, 6, 10, 1, N, N, N),  # sv pattern, replaced by a start-dated statement
+    (10, 31, 5, 1, N, N, N),  # removed
+    (10, 17, 5, 1, N, N, N),  # keeps subject 10 in the new dump
+    (11, 39, 7, 1, 20000101, N, N),  # start_before_old_open
+    (13, 39, 7, 1, 20000101, N, N),  # end_between (end added by the new dump)
+    (14, 39, 7, 1, N, N, N),  # end_after_new
+    (15, 17, 5, 1, N, N, N),
+    (16, 17, 5, 1, N, N, N),
+    (17, 6, 10, 1, N, N, N),  # sv_conflict
+    (18, 31, 5, 1, N, N, N),  # deprecated in the new dump -> removed
+    (19, 6, 10, 1, N, N, N),  # truthy: outranked in the new dump -> replaced
+    (20, 39, 7, 1, 20000101, N, N),  # duplicate statements in the new dump
+    (21, 6, 10, 1, N, N, N),  # single-value, unchanged -> kept
+    (22, 39, 7, 1, N, N, N),  # replacement of a multi-valued relation
+]
+NEW = [
+    (1, 31, 5, 1, N, N, N),
+    (3, 39, 7, 1, 20200101, 20100101, N),
+    (4, 39, 7, 1, N, 20100101, N),
+    (5, 39, 7, 1, 20200101, N, N),  # starts_after_new
+    (6, 39, 7, 1, 20160101, 20170101, N),  # valid_only_between
+    (7, 6, 11, 1, N, N, 20170101),
+    (8, 6, 11, 1, 20160101, N, N),
+    (9, 166, 12, 1, N, N, 20160101),  # added_pit_between
+    (10, 17, 5, 1, N, N, N),
+    (11, 39, 7, 1, 20000101, N, N),
+    (12, 39, 7, 1, 20160101, N, N),  # start_between
+    (13, 39, 7, 1, 20000101, 20170101, N),
+    (14, 39, 7, 1, N, 20200101, N),
+    (15, 17, 5, 1, N, N, N),
+    (15, 31, 200, 1, N, N, N),  # object_new: 200 created 2018
+    (16, 17, 5, 1, N, N, N),
+    (16, 31, 201, 1, N, N, N),  # added_undated: 201 is old
+    (17, 6, 10, 1, N, N, N),
+    (17, 6, 11, 1, N, N, N),
+    (18, 31, 5, 0, N, N, N),
+    (19, 6, 10, 1, N, N, N),
+    (19, 6, 11, 2, 20160101, N, N),
+    (20, 39, 7, 1, 20000101, 20100101, N),
+    (20, 39, 7, 1, 20160101, N, N),
+    (21, 6, 10, 1, N, N, N),
+    (22, 39, 7, 1, N, 20170101, N),
+    (22, 39, 8, 1, 20170101, N, N),
+    (100, 31, 5, 1, N, N, N),  # subject_new: 100 created 2017
+    (101, 31, 5, 1, N, N, N),  # subject_absent_old: 101 created 2010, missing from the old sample
+]
+OLD_ITEMS = {i: 19900101 for i in [*range(1, 23), 201]}
+NEW_ITEMS = {i: 19900101 for i in [*range(1, 23), 201] if i != 2} | {100: 20170101, 101: 20100101, 200: 20180101}
+
+# (subject, property, object) -> (status, rule, is_replace); every other triple is absent.
+EXPECTED = {
+    (1, 31, 5): ("static", "kept", False),
+    (2, 31, 5): ("unknown", "subject_gone", False),
+    (3, 39, 7): ("unknown", "start_after_end", False),
+    (7, 6, 10): ("obsolete", "sv_replaced", True),
+    (7, 6, 11): ("new", "sv_added_pit_between", True),
+    (8, 6, 10): ("obsolete", "sv_replaced", True),
+    (8, 6, 11): ("new", "sv_added_start_between", True),
+    (9, 166, 12): ("new", "added_pit_between", False),
+    (10, 31, 5): ("unknown", "removed", False),
+    (10, 17, 5): ("static", "kept", False),
+    (11, 39, 7): ("static", "start_before_old_open", False),
+    (12, 39, 7): ("new", "start_between", False),
+    (13, 39, 7): ("obsolete", "end_between", False),
+    (14, 39, 7): ("static", "end_after_new", False),
+    (15, 17, 5): ("static", "kept", False),
+    (15, 31, 200): ("new", "object_new", False),
+    (16, 17, 5): ("static", "kept", False),
+    (16, 31, 201): ("unknown", "added_undated", False),
+    (17, 6, 10): ("unknown", "sv_conflict", False),
+    (17, 6, 11): ("unknown", "added_undated", False),
+    (18, 31, 5): ("unknown", "removed", False),
+    (19, 6, 10): ("obsolete", "sv_replaced", True),
+    (19, 6, 11): ("new", "sv_added_start_between", True),
+    # the statement valid at the new dump speaks: absent in 2015, valid again since 2016
+    (20, 39, 7): ("new", "start_between", False),
+    (21, 6, 10): ("static", "kept", False),
+    (22, 39, 7): ("obsolete", "end_between", True),
+    (22, 39, 8): ("new", "start_between", True),
+    (100, 31, 5): ("new", "subject_new", False),
+    (101, 31, 5): ("unknown", "subject_absent_old", False),
+}
+IGNORED = {(4, 39, 7): "ended_before_old", (5, 39, 7): "starts_after_new", (6, 39, 7): "valid_only_between"}
+
+CLAIMS = pa.schema(
+    [("subject", pa.int64()), ("property", pa.int32()), ("object", pa.int64()), ("rank", pa.int8()),
+     ("start", pa.int32()), ("end", pa.int32()), ("point_in_time", pa.int32())]
+)
+
+
+def _write(tmp_path, name, rows, items, created=True):
+    pq.write_table(pa.Table.from_pylist([dict(zip(CLAIMS.names, r)) for r in rows], schema=CLAIMS),
+                   tmp_path / f"{name}_claims.parquet")
+    ents = [{"id": i, "kind": "item", "created": c} for i, c in items.items()]
+    ents.append({"id": 3, "kind": "property", "created": None})  # P3 shares the id space with Q3
+    table = pa.Table.from_pylist(ents, schema=pa.schema([("id", pa.int64()), ("kind", pa.string()),
+                                                         ("created", pa.int32())]))
+    if not created:
+        table = table.drop_columns(["created"])
+    pq.write_table(table, tmp_path / f"{name}_entities.parquet")
+
+
+def run_diff(tmp_path, created=True, **kw):
+    _write(tmp_path, "old", OLD, OLD_ITEMS, created)
+    _write(tmp_path, "new", NEW, NEW_ITEMS, created)
+    inputs = DiffInputs(*(tmp_path / f"{s}_{t}.parquet" for s in ("old", "new") for t in ("claims",)),
+                        tmp_path / "old_entities.parquet", tmp_path / "new_entities.parquet", T_OLD, T_NEW)
+    res = diff_claims(inputs, SV, tmp_path / "changes.parquet", tmp_path / "stats.tsv", **kw)
+    return res, pd.read_parquet(tmp_path / "changes.parquet"), pd.read_csv(tmp_path / "stats.tsv", sep="\t")
+
+
+def as_dict(changes):
+    return {(r.subject, r.property, r.object): (r.status, r.rule, bool(r.is_replace))
+            for r in changes.itertuples()}
+
+
+def test_every_rule_on_hand_built_cases(tmp_path):
+    res, changes, _ = run_diff(tmp_path)
+    assert as_dict(changes) == EXPECTED
+    assert len(changes) == len(EXPECTED)  # one row per triple, P3 does not duplicate Q3
+    assert res.rules["ended_before_old"] == res.rules["starts_after_new"] == res.rules["valid_only_between"] == 1
+    covered = {v[1] for v in EXPECTED.values()} | set(IGNORED.values())
+    assert covered == set(RULE_NAMES), "every rule of the table has a hand-built case"
+
+
+def test_deciding_statement_dates(tmp_path):
+    _, changes, _ = run_diff(tmp_path)
+    rows = changes.set_index(["subject", "property", "object"])
+    assert rows.loc[(20, 39, 7), "start"] == 20160101 and pd.isna(rows.loc[(20, 39, 7), "end"])
+    assert rows.loc[(13, 39, 7), ["start", "end"]].tolist() == [20000101, 20170101]
+    assert rows.loc[(7, 6, 11), "point_in_time"] == 20170101
+    assert rows.loc[(7, 6, 10), "flag"] == "removed" and bool(rows.loc[(7, 6, 10), "single_value"])
+
+
+def test_without_creation_dates_new_entities_are_unknown(tmp_path):
+    _, changes, _ = run_diff(tmp_path, created=False)
+    got = as_dict(changes)
+    assert got[(100, 31, 5)] == ("unknown", "subject_absent_old", False)
+    assert got[(15, 31, 200)] == ("unknown", "added_undated", False)
+    rest = {k: v for k, v in got.items() if k not in {(100, 31, 5), (15, 31, 200)}}
+    assert rest == {k: v for k, v in EXPECTED.items() if k in rest}
+
+
+def test_partitioned_diff_equals_single_pass(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    one = run_diff(tmp_path / "a")
+    many = run_diff(tmp_path / "b", rows_per_partition=7)
+    assert one[0].partitions == 1
+    assert many[0].partitions == -(-(len(OLD) + len(NEW)) // 7)
+    cols = ["subject", "property", "object"]
+    a = one[1].sort_values(cols).reset_index(drop=True)
+    b = many[1].sort_values(cols).reset_index(drop=True)
+    pd.testing.assert_frame_equal(a, b)
+    pd.testing.assert_frame_equal(one[2], many[2])
+
+
+def test_stats_counts_per_property_and_status(tmp_path):
+    _, changes, stats = run_diff(tmp_path)
+    stats = stats.set_index("property")
+    # independent count from the hand-written expectations
+    exp = pd.DataFrame([(f"P{p}", st) for (_, p, _), (st, _, _) in EXPECTED.items()], columns=["property", "status"])
+    exp = pd.crosstab(exp["property"], exp["status"])
+    for prop in exp.index:
+        for status in exp.columns:
+            assert stats.loc[prop, status] == exp.loc[prop, status], (prop, status)
+    assert stats.loc["P39", "ignored"] == 3
+    assert stats.loc["P6", "replace"] == 6 and stats.loc["P39", "replace"] == 2
+    assert (stats["total"] == stats[list(STATUSES)].sum(axis=1)).all()
+
+
+def test_rule_table_is_consistent():
+    assert len(set(RULE_NAMES)) == len(RULES)
+    assert {r.status for r in RULES} <= set(STATUSES)
+    assert RULES[-1].condition == "TRUE"  # every triple gets a rule
+
+
+def test_single_value_list_and_sources(tmp_path):
+    good = tmp_path / "sv.tsv"
+    good.write_text("property\tconstraint\nP6\tsingle_best_value\nP19\tsingle_value\n")
+    assert read_list(good) == {6, 19}
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("property\nP6\nQ5\n")
+    with pytest.raises(ValueError, match=r"bad.tsv: line 3: property 'Q5'"):
+        read_list(bad)
+    props = tmp_path / "properties.parquet"
+    pq.write_table(pa.table({"id": [6, 17], "datatype": ["wikibase-item"] * 2, "single_value": [False, True],
+                             "label": ["a", "b"]}), props)
+    assert single_value_properties("constraints", None, [props]) == {17}
+    assert single_value_properties("both", good, [props]) == {6, 17, 19}
+    with pytest.raises(ValueError, match="must be one of"):
+        single_value_properties("guess", good, [props])
+
+
+def test_bundled_list_is_readable():
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "resources" / "properties" / "single_value.tsv"
+    assert {6, 35, 19, 20, 22, 25}.issubset(read_list(path))
+
+
+def test_missing_column_names_the_file(tmp_path):
+    _write(tmp_path, "old", OLD, OLD_ITEMS)
+    _write(tmp_path, "new", NEW, NEW_ITEMS)
+    broken = tmp_path / "broken.parquet"
+    pq.write_table(pa.table({"subject": [1], "property": [31]}), broken)
+    inputs = DiffInputs(broken, tmp_path / "new_claims.parquet", tmp_path / "old_entities.parquet",
+                        tmp_path / "new_entities.parquet", T_OLD, T_NEW)
+    with pytest.raises(ValueError, match="broken.parquet: claims table lacks column"):
+        diff_claims(inputs, SV, tmp_path / "c.parquet")
+    assert not (tmp_path / "c.parquet").exists()

@@ -1,0 +1,377 @@
+"""Distractor retrieval on the real demo dumps (distractors paper §3.3, PROBELM App. B, fluent-mLAMA §3.1).
+
+Every expected value is derived here independently (pandas / scikit-learn / brute force) from the
+extracted demo tables, or is a fact of the demo data stated and checked as a precondition.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from factprobe.distractors.cooccur import Cooccurrence
+from factprobe.distractors.omega import Omega, load_types, qids, valid_objects
+from factprobe.distractors.pool import pool_distractors, relation_pools
+from factprobe.distractors.random import random_distractors
+from factprobe.distractors.retrieve import Settings, count_found, forms_of_candidates, retrieve
+from factprobe.distractors.semantic import (
+    build_index,
+    exact_topk,
+    feature_codes,
+    load_index,
+    sem_distractors,
+    weight_matrix,
+)
+from factprobe.distractors.temporal import past_objects, temp_sem
+from factprobe.hashing import stable_hash
+from sklearn.feature_extraction.text import TfidfVectorizer
+from test_distractors_common import DUMP, demo_omega, demo_suite
+
+ISRAEL, DIPLOMATIC, GERMANY, CHINA, MAURITANIA, MALI, BONN = 801, 530, 183, 148, 1025, 912, 586
+
+
+@pytest.fixture(scope="module")
+def suite(demo_tables):
+    facts, forms = demo_suite(demo_tables)
+    return facts, forms, demo_omega(demo_tables, facts, forms)
+
+
+@pytest.fixture(scope="module")
+def claims(demo_tables):
+    return pq.read_table(demo_tables[DUMP] / "claims.parquet").to_pandas()
+
+
+@pytest.fixture(scope="module")
+def index(demo_tables, claims, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("semidx") / DUMP
+    build_index(claims, folder, recall_queries=300, recall_k=10, key=DUMP)
+    return folder
+
+
+# --- Ω(f) -------------------------------------------------------------------------------------
+
+
+def test_type_clause_uses_declared_types_only(demo_tables, suite):
+    _, _, omega = suite
+    types = pd.concat([pq.read_table(demo_tables[d] / "types.parquet").to_pandas() for d in demo_tables])
+    # Encyclopédie (Q447) declares book (Q571), and Q571 declares Q340169/Q2342494 via P279:
+    # the hierarchy above Q571 must not become Q447's type (footnote †).
+    assert set(types.loc[types["id"] == 571, "type"]) >= {340169, 2342494}
+    assert set(omega.types_of(447)) == set(types.loc[types["id"] == 447, "type"]) == {571, 386724}
+    # Bonn is a city, Germany a country: no declared type in common.
+    assert not set(omega.types_of(BONN)) & set(omega.types_of(GERMANY))
+    c = omega.clauses(ISRAEL, DIPLOMATIC, GERMANY, [BONN, CHINA])
+    assert list(c["type"]) == [False, True]
+
+
+def test_validity_clause_at_the_dump_date(claims, suite):
+    _, _, omega = suite
+    rel = claims[(claims["subject"] == ISRAEL) & (claims["property"] == DIPLOMATIC)].set_index("object")
+    # Real statements: Israel-China current; Israel-Mauritania ended 2009, Israel-Mali ended 1973.
+    assert (
+        pd.isna(rel.loc[CHINA, "end"])
+        and rel.loc[MAURITANIA, "end"] == 20090000
+        and rel.loc[MALI, "end"] < 19740000
+    )
+    valid = valid_objects(claims, int(DUMP))
+    now = set(valid.loc[(valid["subject"] == ISRAEL) & (valid["property"] == DIPLOMATIC), "object"])
+    assert CHINA in now and MAURITANIA not in now and MALI not in now
+    # In 2005 the Mauritania relation was still valid (end 2009 read as the end of 2009).
+    assert MAURITANIA in set(valid_objects(claims, 20050101).query("subject == @ISRAEL")["object"])
+    c = omega.clauses(ISRAEL, DIPLOMATIC, GERMANY, [CHINA, MAURITANIA, MALI, GERMANY]).set_index("entity")
+    assert c.loc[CHINA].tolist() == [True, False, True, True]  # same type, but a valid object
+    assert c.loc[MAURITANIA, "not_valid"] and c.loc[MALI, "not_valid"]
+    assert not c.loc[GERMANY, "not_valid"]  # o itself
+    assert omega.filter(ISRAEL, DIPLOMATIC, GERMANY, [CHINA, MAURITANIA, GERMANY, MALI]) == [MAURITANIA, MALI]
+
+
+def test_validity_ranks_truthy_vs_non_deprecated(claims):
+    # Germany P47: Kingdom of the Netherlands (Q29999) is normal-ranked, the others preferred.
+    rows = claims[(claims["subject"] == GERMANY) & (claims["property"] == 47)].set_index("object")
+    assert rows.loc[29999, "rank"] == 1 and rows["rank"].max() == 2 and pd.isna(rows.loc[29999, "end"])
+    nd = valid_objects(claims, int(DUMP), "non_deprecated").query("subject == @GERMANY and property == 47")
+    tr = valid_objects(claims, int(DUMP), "truthy").query("subject == @GERMANY and property == 47")
+    assert 29999 in set(nd["object"]) and 29999 not in set(tr["object"])
+    assert set(tr["object"]) == set(rows.index[(rows["rank"] == 2)])
+
+
+def test_form_clause_exact_and_fuzzy(demo_tables, suite):
+    facts, forms, _ = suite
+    # Ramesses I (Q1526) and Ramesses III (Q1528): both humans, both with the alias "Ramses".
+    f = forms[forms["entity"].isin(["Q1526", "Q1528"]) & (forms["lang"] == "en")]
+    shared = set(f.loc[f["entity"] == "Q1526", "form"]) & set(f.loc[f["entity"] == "Q1528", "form"])
+    assert shared == {"Ramses"}
+    fact = (312402, 40, 1528)  # Setnakhte has child Ramesses III (inverse of a real P22 statement)
+    om = demo_omega(demo_tables, facts, forms)
+    assert om.clauses(*fact, [1526])["no_shared_form"].tolist() == [False]
+    # Case-insensitive: the form table in upper case still shares "RAMSES".
+    upper = forms.assign(form=np.where(forms["entity"] == "Q1526", forms["form"].str.upper(), forms["form"]))
+    assert demo_omega(demo_tables, facts, upper, threshold=None).clauses(*fact, [1526])[
+        "no_shared_form"
+    ].tolist() == [False]
+    # Labels only: "Ramesses I" vs "Ramesses III" share nothing exactly; rapidfuzz ratio 90.9.
+    labels = forms[(forms["source"] == "label") & (forms["lang"] == "en")]
+    for threshold, shares in ((90, True), (95, False), (None, False)):
+        om = demo_omega(demo_tables, facts, labels, threshold=threshold)
+        assert om.clauses(*fact, [1526])["no_shared_form"].tolist() == [not shares], threshold
+
+
+def test_has_form_clause(suite):
+    _, _, omega = suite
+    # Q846 is an object of Israel's P530 but has no label in either demo dump.
+    assert omega.forms_of(846) == ()
+    assert omega.clauses(ISRAEL, DIPLOMATIC, GERMANY, [846])["has_form"].tolist() == [False]
+
+
+def brute_omega(omega: Omega, demo_tables, facts, forms, s, r, o, threshold=90) -> set[int]:
+    """Ω(f) by a direct, slow reading of the definition over every labelled entity."""
+    from rapidfuzz import fuzz
+
+    types = load_types([demo_tables[d] / "types.parquet" for d in demo_tables])
+    tmap = types.groupby("id")["type"].agg(set).to_dict()
+    fmap = forms.assign(k=forms["form"].str.casefold().str.strip()).groupby("entity")["k"].agg(set).to_dict()
+    mine = fmap.get(f"Q{o}", set())
+    bad = omega.valid_for(s, r) | {o}
+    out = set()
+    for ent, fs in fmap.items():
+        e = int(ent[1:])
+        if e in bad or not (tmap.get(e, set()) & tmap.get(o, set())):
+            continue
+        if fs & mine or any(fuzz.ratio(a, b) >= threshold for a in fs for b in mine):
+            continue
+        out.add(e)
+    return out
+
+
+def test_omega_filter_equals_the_definition_on_real_facts(demo_tables, suite):
+    facts, forms, omega = suite
+    everyone = qids(forms["entity"].unique())
+    for fact in facts.groupby("property").head(1).itertuples():
+        s, r, o = (int(x[1:]) for x in fact.fact_id.split("|"))
+        assert set(omega.filter(s, r, o, everyone)) == brute_omega(omega, demo_tables, facts, forms, s, r, o)
+
+
+# --- strategies --------------------------------------------------------------------------------
+
+
+def test_random_is_same_type_reproducible_and_hash_seeded(demo_tables, suite):
+    facts, forms, omega = suite
+    fact = facts.iloc[0]
+    s, r, o = int(fact.subject[1:]), int(fact.property[1:]), int(fact.object[1:])
+    got = random_distractors(omega, fact.fact_id, s, r, o, 5)
+    assert got == random_distractors(omega, fact.fact_id, s, r, o, 5)
+    allowed = brute_omega(omega, demo_tables, facts, forms, s, r, o)
+    types = load_types([demo_tables[d] / "types.parquet" for d in demo_tables])
+    assert len(got) == min(5, len(allowed)) and set(got) <= allowed
+    # Independent draw: the same seed over the members in id order, then the Ω set.
+    members = np.sort(types.loc[types["type"].isin(set(types.loc[types["id"] == o, "type"])), "id"].unique())
+    perm = members[np.random.default_rng(stable_hash(fact.fact_id, "random")).permutation(len(members))]
+    assert got == [e for e in perm.tolist() if e in allowed][:5]
+    # Another fact of the same object draws another sample.
+    other = random_distractors(omega, "other|fact|id", s, r, o, 5)
+    assert other != got
+
+
+def test_features_and_tfidf_match_scikit_learn(claims):
+    c = claims[claims["rank"] >= 1][["subject", "property", "object"]].drop_duplicates()
+    rows, codes = feature_codes(c["subject"], c["property"], c["object"], reverse=False)
+    ents, feats, X, _ = weight_matrix(rows, codes, "tfidf")
+    # Independent bags of strings, exactly the paper's four kinds.
+    bags = {}
+    for s, p, o in c.itertuples(index=False):
+        bags.setdefault(s, [f"e{s}"]).extend([f"r{p}", f"o{o}", f"r{p}={o}"])
+    order = sorted(bags)
+    assert list(ents) == order
+    vec = TfidfVectorizer(analyzer=lambda x: x, norm="l2", lowercase=False)
+    ref = vec.fit_transform([bags[e] for e in order])
+    gram = (X @ X.T).toarray()
+    ref_gram = (ref @ ref.T).toarray()
+    assert np.abs(gram - ref_gram).max() < 1e-5
+    assert X.shape[1] == len(vec.vocabulary_)
+    # Germany's bag: one self feature + 3 per statement, before de-duplication of features.
+    n_stmts = (c["subject"] == GERMANY).sum()
+    assert (rows == GERMANY).sum() == 1 + 3 * n_stmts
+
+
+def test_bm25_weights_by_hand(claims):
+    c = claims[claims["rank"] >= 1].drop_duplicates(["subject", "property", "object"])
+    rows, codes = feature_codes(c["subject"], c["property"], c["object"], reverse=False)
+    ents, feats, X, idf = weight_matrix(rows, codes, "bm25", k1=1.2, b=0.75)
+    i = int(np.searchsorted(ents, GERMANY))
+    j = int(np.searchsorted(feats, codes[(rows == GERMANY)][1]))  # Germany's first relation feature
+    tf = int(((rows == GERMANY) & (codes == feats[j])).sum())
+    n = len(ents)
+    df = len(np.unique(rows[codes == feats[j]]))
+    dl = (rows == GERMANY).sum()
+    avgdl = len(rows) / n
+    w = np.log1p((n - df + 0.5) / (df + 0.5)) * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl / avgdl))
+    raw = []
+    for jj in np.flatnonzero(np.isin(feats, np.unique(codes[rows == GERMANY]))):
+        t = int(((rows == GERMANY) & (codes == feats[jj])).sum())
+        d = len(np.unique(rows[codes == feats[jj]]))
+        raw.append(np.log1p((n - d + 0.5) / (d + 0.5)) * t * 2.2 / (t + 1.2 * (0.25 + 0.75 * dl / avgdl)))
+    assert X[i, j] == pytest.approx(w / np.linalg.norm(raw), rel=1e-4)
+
+
+def test_index_saved_loaded_and_exact_matches_brute_force(index):
+    meta = json.loads((index / "meta.json").read_text())
+    assert meta["recall"]["value"] >= 0.9, meta["recall"]
+    idx = load_index(index, "hnsw")
+    X = idx.X
+    q = np.array([int(np.searchsorted(idx.entities, GERMANY))])
+    ids, sims = exact_topk(X, q, 10)
+    dense = (X @ X[q].T).toarray().ravel()
+    dense[q[0]] = -1
+    assert sims[0] == pytest.approx(np.sort(dense)[::-1][:10], abs=1e-6)
+    assert dense[ids[0]] == pytest.approx(sims[0], abs=1e-6)
+    assert len(idx.neighbours(np.array([GERMANY]), 10, "hnsw")[0]) == 10
+    assert idx.neighbours(np.array([10**9]), 10)[0] == []  # no bag in this dump
+
+
+def test_sem_returns_top_n_of_omega_by_exact_cosine(index, suite):
+    facts, _, omega = suite
+    idx = load_index(index, "exact")
+    triples = [tuple(int(x[1:]) for x in fid.split("|")) for fid in facts["fact_id"]]
+    lists = sem_distractors(idx, omega, triples, 5, "exact")
+    X = idx.X
+    checked = 0
+    for (s, r, o), got in zip(triples, lists, strict=True):
+        row = idx.row_of(np.array([o]))[0]
+        if row < 0:
+            assert got == []
+            continue
+        sims = (X @ X[row].T).toarray().ravel()
+        cand = [
+            e
+            for e in idx.entities[np.argsort(-sims, kind="stable")].tolist()
+            if e != o and sims[idx.row_of(np.array([e]))[0]] > 0
+        ]
+        allowed = set(omega.filter(s, r, o, cand))
+        want = sorted(allowed, key=lambda e: -sims[idx.row_of(np.array([e]))[0]])[:5]
+        got_sims = [sims[idx.row_of(np.array([e]))[0]] for e in got]
+        want_sims = [sims[idx.row_of(np.array([e]))[0]] for e in want]
+        assert got_sims == pytest.approx(want_sims, abs=1e-6)  # same cosines (ties may swap ids)
+        assert set(got) <= allowed
+        checked += 1
+    assert checked >= 20
+
+
+def test_temp_sem_puts_past_objects_first(claims, suite, index):
+    facts, forms, omega = suite
+    # The temporal view of the real claims: statements whose end is before the dump date.
+    past = claims[(claims["rank"] >= 1) & (claims["end"].astype("Float64") < int(DUMP))]
+    temporal = past.assign(status="past", source="qualifier")
+    lists = past_objects(temporal)
+    israel = lists[(ISRAEL, DIPLOMATIC)]
+    # Most recent end first: Mauritania (2009) before Mali (1973).
+    assert israel.index(MAURITANIA) < israel.index(MALI)
+    idx = load_index(index, "exact")
+    sem = sem_distractors(idx, omega, [(ISRAEL, DIPLOMATIC, GERMANY)], 20, "exact")[0]
+    got = temp_sem(omega, israel, sem, ISRAEL, DIPLOMATIC, GERMANY, 10)
+    ents = [e for e, _ in got]
+    assert got[:2] == [(MAURITANIA, "temporal"), (MALI, "temporal")]
+    assert [src for _, src in got[2:]] == ["sem"] * (len(got) - 2)
+    assert (
+        ents[2:]
+        == [e for e in omega.filter(ISRAEL, DIPLOMATIC, GERMANY, sem) if e not in ents[:2]][: len(got) - 2]
+    )
+    assert len(set(ents)) == len(ents) == 10
+
+
+def test_cooccur_matches_algorithm_1_by_hand(claims, demo_tables, suite):
+    facts, forms, omega = suite
+    statements = claims[claims["rank"] >= 1]
+    co = Cooccurrence(statements)
+    types = load_types([demo_tables[d] / "types.parquet" for d in demo_tables])
+    fact = facts[facts["property"] == "P530"].iloc[0]
+    s, r, o = (int(x[1:]) for x in fact.fact_id.split("|"))
+    # Algorithm 1 with pandas: parents of s, siblings sharing one, objects of (sib, r, ·) counted.
+    parents = set(types.loc[types["id"] == s, "type"])
+    siblings = set(types.loc[types["type"].isin(parents), "id"]) - {s}
+    objs = statements[(statements["property"] == r) & statements["subject"].isin(siblings)]["object"]
+    freq = objs.value_counts()
+    ranked = sorted(freq.index, key=lambda e: (-freq[e], stable_hash(fact.fact_id, "object", int(e))))
+    want = omega.filter(s, r, o, ranked, 10)
+    got = co.alternatives(omega, fact.fact_id, s, r, o, 10, "object")
+    assert [e for e, _, _ in got] == want and len(want) == 10
+    assert [f for _, f, _ in got] == [int(freq[e]) for e in want]
+    assert [g for _, _, g in got] == [10.0 - i for i in range(10)]
+    assert [f for _, f, _ in got] == sorted([f for _, f, _ in got], reverse=True)
+    # Subject side: siblings of o, subjects of (·, r, sib), Ω mirrored onto the subject.
+    oparents = set(types.loc[types["id"] == o, "type"])
+    osib = set(types.loc[types["type"].isin(oparents), "id"]) - {o}
+    subj = statements[(statements["property"] == r) & statements["object"].isin(osib)][
+        "subject"
+    ].value_counts()
+    ranked_s = sorted(subj.index, key=lambda e: (-subj[e], stable_hash(fact.fact_id, "subject", int(e))))
+    got_s = co.alternatives(omega, fact.fact_id, s, r, o, 10, "subject")
+    assert [e for e, _, _ in got_s] == omega.filter_subjects(s, r, o, ranked_s, 10)
+    for e, _, _ in got_s:
+        assert o not in omega.valid_for(e, r) and e != s
+
+
+def test_pool_is_hash_ordered_same_relation_objects(suite):
+    facts, forms, omega = suite
+    pools = relation_pools(facts, forms, ["en", "cs"])
+    p47 = facts[facts["property"] == "P47"]
+    objects = set(qids(p47["object"]))
+    for lang in ("en", "cs"):
+        pool = pools[("P47", lang)].tolist()
+        have = set(qids(forms.loc[forms["lang"] == lang, "entity"]))
+        assert set(pool) == objects & have
+        assert pool == sorted(pool, key=lambda e: stable_hash("P47", lang, f"Q{e}"))
+    fact = p47.iloc[0]
+    s, r, o = (int(x[1:]) for x in fact.fact_id.split("|"))
+    got = pool_distractors(omega, pools[("P47", "en")], s, r, o, 50)
+    assert got == [e for e in pools[("P47", "en")].tolist() if e in set(omega.filter(s, r, o, list(objects)))]
+
+
+# --- the suite table -----------------------------------------------------------------------------
+
+
+def test_retrieve_end_to_end_every_row_in_omega(demo_tables, claims, suite, index):
+    facts, forms, omega = suite
+    settings = Settings(
+        strategies=["random", "sem", "temp", "cooccur", "pool"], n=10, languages=["en", "de"], search="exact"
+    )
+    past = past_objects(
+        claims[(claims["rank"] >= 1) & (claims["end"].astype("Float64") < int(DUMP))].assign(status="past")
+    )
+    cand = retrieve(
+        facts,
+        omega,
+        settings,
+        load_index(index, "exact"),
+        past,
+        Cooccurrence(claims[claims["rank"] >= 1]),
+        forms,
+    )
+    assert set(cand.columns) >= {"fact_id", "entity", "role", "strategy", "rank", "relevance"}
+    objects = cand[cand["role"] == "object"]
+    assert len(objects) == len(facts) and (objects["rank"] == 0).all() and (objects["relevance"] == 11).all()
+    d = cand[cand["role"] == "distractor"]
+    for (fid, strategy, side, _), g in d.groupby(["fact_id", "strategy", "side", "lang"], dropna=False):
+        assert list(g["rank"]) == list(range(1, len(g) + 1))
+        assert g["entity"].is_unique
+        s, r, o = (int(x[1:]) for x in fid.split("|"))
+        ents = qids(g["entity"]).tolist()
+        if side == "subject":
+            assert omega.filter_subjects(s, r, o, ents) == ents
+        else:
+            assert omega.filter(s, r, o, ents) == ents, (fid, strategy)
+    found = count_found(cand).pivot(index="fact_id", columns="strategy", values="found").fillna(0)
+    assert (found[["random", "sem", "temp"]] <= 10).all().all() and found["random"].median() == 10
+    # temp >= sem: Temp+Sem only adds past objects in front of the same semantic list.
+    assert (found["temp"] >= found["sem"]).all()
+    pools = relation_pools(facts, forms, ["en", "de"])
+    for fact in facts.itertuples():
+        s, r, o = (int(x[1:]) for x in fact.fact_id.split("|"))
+        want = sum(min(50, len(omega.filter(s, r, o, pools[(fact.property, lang)]))) for lang in ("en", "de"))
+        assert found.loc[fact.fact_id, "pool"] == want
+    forms_out = forms_of_candidates(cand, forms)
+    assert set(forms_out["entity"]) == set(cand["entity"]) & set(forms["entity"])
+    merged = forms[forms["entity"].isin(set(cand["entity"]))]
+    assert len(forms_out) == len(merged.drop_duplicates(["entity", "lang", "form", "source"]))

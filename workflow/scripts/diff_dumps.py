@@ -1,0 +1,35 @@
+"""Rule script: WikiFactDiff-style diff of two dumps' claims (changes.parquet + stats.tsv)."""
+
+import logging
+
+from factprobe.diff.engine import DiffInputs, diff_claims
+from factprobe.diff.single_value import single_value_properties
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(message)s")
+inp = snakemake.input
+single_value = single_value_properties(
+    snakemake.params.single_value,
+    inp.get("single_value_list"),
+    [inp.old_properties, inp.new_properties],
+)
+logging.info("%d single-value properties (%s)", len(single_value), snakemake.params.single_value)
+mem_mb = int(snakemake.resources.mem_mb)
+diff_claims(
+    DiffInputs(
+        inp.old_claims,
+        inp.new_claims,
+        inp.old_entities,
+        inp.new_entities,
+        int(snakemake.wildcards.old),
+        int(snakemake.wildcards.new),
+    ),
+    single_value,
+    snakemake.output.changes,
+    snakemake.output.stats,
+    # DuckDB gets 3/4 of the job's memory; the rest covers Python and Parquet buffers.
+    memory_mb=mem_mb * 3 // 4,
+    threads=snakemake.threads,
+    # ~100 bytes of DuckDB memory per claim keeps a bucket's aggregate and join in RAM.
+    rows_per_partition=mem_mb * 10_000,
+    temp_dir=snakemake.resources.get("tmpdir"),
+)

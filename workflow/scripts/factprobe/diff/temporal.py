@@ -1,0 +1,136 @@
+"""Temporal view of one dump: objects valid now and objects valid before but not now.
+
+Spec: distractors-knowledge-measure §3.3 (temporal distractors are the (s, r, ?) objects that
+are invalid at the dump date, judged by P580/P582/P585 with the dump date as "present") and
+probelm-plausibility §3.1 (facts that changed over time). Validity at ``t`` is half-open,
+``start <= t < end`` and ``point_in_time <= t``, as in :mod:`factprobe.diff.rules`.
+
+Per (subject, property, object) of the dump:
+
+* ``current`` / ``qualifier``: some non-deprecated statement is valid at the dump date;
+* ``past`` / ``qualifier``: none is valid and one ended (``end <= t``);
+* ``past`` / ``earlier_dump``: the triple is absent from this dump (no non-deprecated
+  statement) but was in an earlier enabled dump, and the subject is still in this dump (an
+  absent subject says nothing: it may lie outside a sampled dump);
+* statements that only start after the dump date are left out.
+
+``truthy`` marks current objects of the best rank of their (subject, property) (contracts.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from pathlib import Path
+
+from factprobe.diff.engine import (
+    _columns,
+    _quote,
+    connect,
+    decode_sql,
+    statement_key_sql,
+    valid_sql,
+)
+from factprobe.io import atomic_path
+
+log = logging.getLogger(__name__)
+
+COLUMNS = (
+    "subject", "property", "object", "status", "start", "end", "point_in_time",
+    "source", "truthy", "last_seen",
+)
+CLAIM_COLUMNS = {"subject", "property", "object", "rank", "start", "end", "point_in_time"}
+
+
+def temporal_sql(dump: str, earlier: dict[str, str]) -> str:
+    """Query over ``read_parquet`` of this dump's claims/entities (views ``cur_c``, ``cur_e``)
+    and the earlier dumps' claims (``earlier``: dump date -> path)."""
+    t = int(dump)
+    key = statement_key_sql("0", valid_sql(t))
+    current = f"""
+        SELECT subject, property, object, max(rank) AS rank, max({key}) AS k, bool_or(e <= {t}) AS ended
+        FROM (SELECT subject, property, object, rank, start AS s, "end" AS e, point_in_time AS p
+              FROM cur_c WHERE rank > 0)
+        GROUP BY subject, property, object
+    """
+    if earlier:
+        parts = []
+        for date, path in sorted(earlier.items()):
+            dkey = statement_key_sql(str(int(date)), valid_sql(int(date)))
+            parts.append(
+                f"SELECT subject, property, object, {dkey} AS k FROM (SELECT subject, property, object, "
+                f"start AS s, \"end\" AS e, point_in_time AS p FROM read_parquet({_quote(path)}) WHERE rank > 0)"
+            )
+        before = f"""
+        SELECT b.subject, b.property, b.object, max(b.k) AS k
+        FROM ({" UNION ALL ".join(parts)}) b
+        SEMI JOIN cur_e e ON e.id = b.subject
+        ANTI JOIN cur t ON t.subject = b.subject AND t.property = b.property AND t.object = b.object
+        GROUP BY b.subject, b.property, b.object
+        """
+        past_rows = f"""
+        UNION ALL
+        SELECT subject, property, object, 'past' AS status, {decode_sql('k', 's')} AS start,
+            {decode_sql('k', 'e')} AS "end", {decode_sql('k', 'p')} AS point_in_time,
+            'earlier_dump' AS source, NULL::BOOLEAN AS truthy, ((k >> 97)::INTEGER)::VARCHAR AS last_seen
+        FROM ({before})
+        """
+    else:
+        past_rows = ""
+    return f"""
+    WITH cur AS ({current}),
+    best AS (SELECT subject, property, max(rank) AS best FROM cur WHERE ((k >> 96) & 1) = 1 GROUP BY ALL)
+    SELECT c.subject, c.property, c.object,
+        CASE WHEN ((k >> 96) & 1) = 1 THEN 'current' ELSE 'past' END AS status,
+        {decode_sql('k', 's')} AS start, {decode_sql('k', 'e')} AS "end", {decode_sql('k', 'p')} AS point_in_time,
+        'qualifier' AS source,
+        CASE WHEN ((k >> 96) & 1) = 1 THEN c.rank = b.best END AS truthy,
+        '{dump}' AS last_seen
+    FROM cur c LEFT JOIN best b ON b.subject = c.subject AND b.property = c.property
+    WHERE ((k >> 96) & 1) = 1 OR ended
+    {past_rows}
+    """
+
+
+def temporal_view(
+    dump: str,
+    claims: str | Path,
+    entities: str | Path,
+    earlier: dict[str, str | Path],
+    out_path: str | Path,
+    *,
+    memory_mb: int = 4000,
+    threads: int = 2,
+    temp_dir: str | Path | None = None,
+) -> dict[str, int]:
+    """Write the temporal view of ``dump`` to ``out_path``; return row counts per status/source."""
+    earlier = {str(d): str(p) for d, p in earlier.items() if int(d) < int(dump)}
+    work = Path(tempfile.mkdtemp(prefix="factprobe-temporal-", dir=temp_dir))
+    try:
+        con = connect(memory_mb, threads, work / "spill")
+        for path in [claims, *earlier.values()]:
+            missing = CLAIM_COLUMNS - set(_columns(con, path))
+            if missing:
+                raise ValueError(f"{path}: claims table lacks column(s) {sorted(missing)}; re-run extract_dump")
+        con.execute(f"CREATE TEMP VIEW cur_c AS SELECT * FROM read_parquet({_quote(claims)})")
+        con.execute(
+            f"CREATE TEMP VIEW cur_e AS SELECT id FROM read_parquet({_quote(entities)}) WHERE kind = 'item'"
+        )
+        cols = ", ".join(f'"{c}"' for c in COLUMNS)
+        with atomic_path(out_path) as tmp:
+            con.execute(
+                f"COPY (SELECT {cols} FROM ({temporal_sql(dump, earlier)})) TO {_quote(tmp)} "
+                "(FORMAT parquet, COMPRESSION zstd)"
+            )
+        counts = dict(
+            (f"{s}/{src}", n)
+            for s, src, n in con.execute(
+                f"SELECT status, source, count(*) FROM read_parquet({_quote(out_path)}) GROUP BY ALL ORDER BY ALL"
+            ).fetchall()
+        )
+        con.close()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    log.info("temporal view %s (earlier dumps %s): %s", dump, sorted(earlier), counts)
+    return counts
