@@ -21,6 +21,7 @@ import argparse
 import bz2
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -110,6 +111,9 @@ def child(kind: str, path: str) -> None:
         result = run_extract(path, int(kind.split("-")[1]))
     result["seconds"] = time.perf_counter() - start
     result["cpu_main"] = time.process_time() - cpu0
+    # Workers are joined by now, so RUSAGE_CHILDREN holds their CPU time.
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result["cpu_tree"] = result["cpu_main"] + kids.ru_utime + kids.ru_stime
     print(json.dumps(result))
 
 
@@ -121,7 +125,6 @@ def measure(kind: str, path: Path) -> dict:
     )
     ps = psutil.Process(proc.pid)
     peak = 0
-    cpu = {}
     while proc.poll() is None:
         try:
             tree = [ps, *ps.children(recursive=True)]
@@ -129,8 +132,6 @@ def measure(kind: str, path: Path) -> dict:
             for p in tree:
                 try:
                     rss += p.memory_info().rss
-                    t = p.cpu_times()
-                    cpu[p.pid] = t.user + t.system
                 except psutil.Error:
                     pass
             peak = max(peak, rss)
@@ -142,7 +143,6 @@ def measure(kind: str, path: Path) -> dict:
         raise SystemExit(f"{kind} failed with exit code {proc.returncode}")
     result = json.loads(out.strip().splitlines()[-1])
     result["peak_rss_mb"] = peak / 1e6
-    result["cpu_tree"] = sum(cpu.values())
     return result
 
 
@@ -186,7 +186,8 @@ def main() -> None:
         print(
             f"{label:42s} {res['seconds']:7.1f} s  {ents / res['seconds']:9,.0f} entities/s  "
             f"{size / 1e6 / res['seconds']:7,.0f} MB/s  peak RSS {res['peak_rss_mb']:6,.0f} MB  "
-            f"CPU {res['cpu_tree']:.1f} s  load {os.getloadavg()[0]:.2f}"
+            f"CPU {res['cpu_tree']:.1f} s ({ents / max(res['cpu_tree'], 1e-9):,.0f} entities/CPU-s)  "
+            f"load {os.getloadavg()[0]:.2f}"
         )
     base = rows["json"]["seconds"]
     for kind in ("extract-1", "extract-2"):

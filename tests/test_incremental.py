@@ -28,8 +28,20 @@ THIRD = "20190402\ttrue\ttests/data/short_stream.json.bz2\t\t\n"
 
 
 def snakemake(workdir: Path, *args: str) -> str:
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(workdir),
-           "--configfile", str(workdir / "config.yaml"), "--cores", "2", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(workdir / "config.yaml"),
+        "--cores",
+        "2",
+        *args,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc.stdout + proc.stderr
@@ -37,7 +49,7 @@ def snakemake(workdir: Path, *args: str) -> str:
 
 def targets(dumps: list[str]) -> list[str]:
     out = [f"results/temporal/{d}/temporal.parquet" for d in dumps]
-    for old, new in zip(dumps[:-1], dumps[1:]):
+    for old, new in zip(dumps[:-1], dumps[1:], strict=False):
         out += [f"results/diff/{old}_{new}/changes.parquet", f"results/diff/{old}_{new}/stats.tsv"]
     return out
 

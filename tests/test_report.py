@@ -107,7 +107,7 @@ def page(tmp_path_factory):
             )
             parts.append(summarize(model, per_fact, table))
             if model == "control" and kind == "knowledge":
-                control[suite] = attach_split(per_fact.drop(columns="split"), inputs.facts, None)
+                control[suite] = attach_split(per_fact, inputs.facts, None)
         summaries[suite] = pd.concat(parts, ignore_index=True)
     board = leaderboard(summaries)
     out = tmp_path_factory.mktemp("report") / "index.html"
@@ -228,7 +228,7 @@ def workflow_run(tmp_path_factory):
         "-m",
         "snakemake",
         "--cores",
-        "1",
+        "2",
         "--allowed-rules",
         *rules,
         "--",
@@ -268,7 +268,7 @@ def test_control_split_function_on_workflow_output(workflow_run):
 
 
 def test_snakemake_report_zip(workflow_run):
-    work, _, _ = workflow_run
+    work, config, _ = workflow_run
     cmd = [
         sys.executable,
         "-m",
@@ -284,6 +284,10 @@ def test_snakemake_report_zip(workflow_run):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     import zipfile
 
-    names = zipfile.ZipFile(work / "report.zip").namelist()
-    assert any(n.endswith("index.html") and "results/report" in n for n in names), names[:20]
-    assert any(n.endswith("leaderboard.csv") for n in names)
+    archive = zipfile.ZipFile(work / "report.zip")
+    names = archive.namelist()
+    page = [n for n in names if n.endswith("/index.html")]
+    assert len(page) == 1, names
+    assert archive.read(page[0]) == (work / "results/report/index.html").read_bytes()
+    assert sum(n.endswith("/summary.csv") for n in names) == len(config["suites"])
+    assert any(n.endswith("leaderboard.csv") for n in names) and "report/report.html" in names

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from factprobe.diff.engine import DiffInputs, diff_claims
 from factprobe.diff.single_value import single_value_properties
 
@@ -16,16 +15,32 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def demo_diff(demo_tables, tmp_path_factory):
     old, new = demo_tables["20141201"], demo_tables["20190201"]
-    sv = single_value_properties("both", ROOT / "resources/properties/single_value.tsv",
-                                 [old / "properties.parquet", new / "properties.parquet"])
+    sv = single_value_properties(
+        "both",
+        ROOT / "resources/properties/single_value.tsv",
+        [old / "properties.parquet", new / "properties.parquet"],
+    )
     out = tmp_path_factory.mktemp("diff")
     res = diff_claims(
-        DiffInputs(old / "claims.parquet", new / "claims.parquet", old / "entities.parquet",
-                   new / "entities.parquet", 20141201, 20190201),
-        sv, out / "changes.parquet", out / "stats.tsv",
+        DiffInputs(
+            old / "claims.parquet",
+            new / "claims.parquet",
+            old / "entities.parquet",
+            new / "entities.parquet",
+            20141201,
+            20190201,
+        ),
+        sv,
+        out / "changes.parquet",
+        out / "stats.tsv",
     )
     changes = pd.read_parquet(out / "changes.parquet")
-    return res, changes, pd.read_csv(out / "stats.tsv", sep="\t"), changes.set_index(["subject", "property", "object"])
+    return (
+        res,
+        changes,
+        pd.read_csv(out / "stats.tsv", sep="\t"),
+        changes.set_index(["subject", "property", "object"]),
+    )
 
 
 def test_brazil_head_of_government_is_a_replacement(demo_diff):
@@ -33,7 +48,11 @@ def test_brazil_head_of_government_is_a_replacement(demo_diff):
     # 2014: Dilma Rousseff (Q40722), no qualifiers; 2019: Michel Temer (Q463533) from 2016-08-31.
     dilma, temer = rows.loc[(155, 6, 40722)], rows.loc[(155, 6, 463533)]
     assert (dilma["status"], dilma["rule"], bool(dilma["is_replace"])) == ("obsolete", "sv_replaced", True)
-    assert (temer["status"], temer["rule"], bool(temer["is_replace"])) == ("new", "sv_added_start_between", True)
+    assert (temer["status"], temer["rule"], bool(temer["is_replace"])) == (
+        "new",
+        "sv_added_start_between",
+        True,
+    )
     assert temer["start"] == 20160831
 
 
@@ -41,7 +60,12 @@ def test_static_fact(demo_diff):
     _, _, _, rows = demo_diff
     # Brazil's capital Brasília (Q2844), start 1960-04-22 in both dumps, no end.
     r = rows.loc[(155, 36, 2844)]
-    assert (r["status"], r["rule"], r["flag"], r["start"]) == ("static", "start_before_old_open", "kept", 19600422)
+    assert (r["status"], r["rule"], r["flag"], r["start"]) == (
+        "static",
+        "start_before_old_open",
+        "kept",
+        19600422,
+    )
     # Rio de Janeiro (Q8678) ended as capital in 1960: true at neither date, not in the output.
     assert (155, 36, 8678) not in rows.index
 
@@ -58,7 +82,10 @@ def test_statements_decided_by_start_and_end(demo_diff):
 
 def test_every_row_has_a_rule_and_counts_match(demo_diff, demo_tables):
     res, changes, stats, _ = demo_diff
-    assert changes["rule"].notna().all() and changes["status"].isin(["new", "obsolete", "static", "unknown"]).all()
+    assert (
+        changes["rule"].notna().all()
+        and changes["status"].isin(["new", "obsolete", "static", "unknown"]).all()
+    )
     assert not changes.duplicated(["subject", "property", "object"]).any()
     # Independent count of triples: non-deprecated (subject, property, object) of either dump,
     # single-value groups reduced to their best rank, minus the ignored ones.

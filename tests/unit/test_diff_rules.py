@@ -11,7 +11,6 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 from factprobe.diff.engine import DiffInputs, diff_claims
 from factprobe.diff.rules import RULE_NAMES, RULES, STATUSES
 from factprobe.diff.single_value import read_list, single_value_properties
@@ -74,7 +73,11 @@ NEW = [
     (101, 31, 5, 1, N, N, N),  # subject_absent_old: 101 created 2010, missing from the old sample
 ]
 OLD_ITEMS = {i: 19900101 for i in [*range(1, 23), 201]}
-NEW_ITEMS = {i: 19900101 for i in [*range(1, 23), 201] if i != 2} | {100: 20170101, 101: 20100101, 200: 20180101}
+NEW_ITEMS = {i: 19900101 for i in [*range(1, 23), 201] if i != 2} | {
+    100: 20170101,
+    101: 20100101,
+    200: 20180101,
+}
 
 # (subject, property, object) -> (status, rule, is_replace); every other triple is absent.
 EXPECTED = {
@@ -112,18 +115,28 @@ EXPECTED = {
 IGNORED = {(4, 39, 7): "ended_before_old", (5, 39, 7): "starts_after_new", (6, 39, 7): "valid_only_between"}
 
 CLAIMS = pa.schema(
-    [("subject", pa.int64()), ("property", pa.int32()), ("object", pa.int64()), ("rank", pa.int8()),
-     ("start", pa.int32()), ("end", pa.int32()), ("point_in_time", pa.int32())]
+    [
+        ("subject", pa.int64()),
+        ("property", pa.int32()),
+        ("object", pa.int64()),
+        ("rank", pa.int8()),
+        ("start", pa.int32()),
+        ("end", pa.int32()),
+        ("point_in_time", pa.int32()),
+    ]
 )
 
 
 def _write(tmp_path, name, rows, items, created=True):
-    pq.write_table(pa.Table.from_pylist([dict(zip(CLAIMS.names, r)) for r in rows], schema=CLAIMS),
-                   tmp_path / f"{name}_claims.parquet")
+    pq.write_table(
+        pa.Table.from_pylist([dict(zip(CLAIMS.names, r, strict=False)) for r in rows], schema=CLAIMS),
+        tmp_path / f"{name}_claims.parquet",
+    )
     ents = [{"id": i, "kind": "item", "created": c} for i, c in items.items()]
     ents.append({"id": 3, "kind": "property", "created": None})  # P3 shares the id space with Q3
-    table = pa.Table.from_pylist(ents, schema=pa.schema([("id", pa.int64()), ("kind", pa.string()),
-                                                         ("created", pa.int32())]))
+    table = pa.Table.from_pylist(
+        ents, schema=pa.schema([("id", pa.int64()), ("kind", pa.string()), ("created", pa.int32())])
+    )
     if not created:
         table = table.drop_columns(["created"])
     pq.write_table(table, tmp_path / f"{name}_entities.parquet")
@@ -132,22 +145,31 @@ def _write(tmp_path, name, rows, items, created=True):
 def run_diff(tmp_path, created=True, **kw):
     _write(tmp_path, "old", OLD, OLD_ITEMS, created)
     _write(tmp_path, "new", NEW, NEW_ITEMS, created)
-    inputs = DiffInputs(*(tmp_path / f"{s}_{t}.parquet" for s in ("old", "new") for t in ("claims",)),
-                        tmp_path / "old_entities.parquet", tmp_path / "new_entities.parquet", T_OLD, T_NEW)
+    inputs = DiffInputs(
+        *(tmp_path / f"{s}_{t}.parquet" for s in ("old", "new") for t in ("claims",)),
+        tmp_path / "old_entities.parquet",
+        tmp_path / "new_entities.parquet",
+        T_OLD,
+        T_NEW,
+    )
     res = diff_claims(inputs, SV, tmp_path / "changes.parquet", tmp_path / "stats.tsv", **kw)
     return res, pd.read_parquet(tmp_path / "changes.parquet"), pd.read_csv(tmp_path / "stats.tsv", sep="\t")
 
 
 def as_dict(changes):
-    return {(r.subject, r.property, r.object): (r.status, r.rule, bool(r.is_replace))
-            for r in changes.itertuples()}
+    return {
+        (r.subject, r.property, r.object): (r.status, r.rule, bool(r.is_replace))
+        for r in changes.itertuples()
+    }
 
 
 def test_every_rule_on_hand_built_cases(tmp_path):
     res, changes, _ = run_diff(tmp_path)
     assert as_dict(changes) == EXPECTED
     assert len(changes) == len(EXPECTED)  # one row per triple, P3 does not duplicate Q3
-    assert res.rules["ended_before_old"] == res.rules["starts_after_new"] == res.rules["valid_only_between"] == 1
+    assert (
+        res.rules["ended_before_old"] == res.rules["starts_after_new"] == res.rules["valid_only_between"] == 1
+    )
     covered = {v[1] for v in EXPECTED.values()} | set(IGNORED.values())
     assert covered == set(RULE_NAMES), "every rule of the table has a hand-built case"
 
@@ -188,7 +210,9 @@ def test_stats_counts_per_property_and_status(tmp_path):
     _, changes, stats = run_diff(tmp_path)
     stats = stats.set_index("property")
     # independent count from the hand-written expectations
-    exp = pd.DataFrame([(f"P{p}", st) for (_, p, _), (st, _, _) in EXPECTED.items()], columns=["property", "status"])
+    exp = pd.DataFrame(
+        [(f"P{p}", st) for (_, p, _), (st, _, _) in EXPECTED.items()], columns=["property", "status"]
+    )
     exp = pd.crosstab(exp["property"], exp["status"])
     for prop in exp.index:
         for status in exp.columns:
@@ -213,8 +237,17 @@ def test_single_value_list_and_sources(tmp_path):
     with pytest.raises(ValueError, match=r"bad.tsv: line 3: property 'Q5'"):
         read_list(bad)
     props = tmp_path / "properties.parquet"
-    pq.write_table(pa.table({"id": [6, 17], "datatype": ["wikibase-item"] * 2, "single_value": [False, True],
-                             "label": ["a", "b"]}), props)
+    pq.write_table(
+        pa.table(
+            {
+                "id": [6, 17],
+                "datatype": ["wikibase-item"] * 2,
+                "single_value": [False, True],
+                "label": ["a", "b"],
+            }
+        ),
+        props,
+    )
     assert single_value_properties("constraints", None, [props]) == {17}
     assert single_value_properties("both", good, [props]) == {6, 17, 19}
     with pytest.raises(ValueError, match="must be one of"):
@@ -233,8 +266,29 @@ def test_missing_column_names_the_file(tmp_path):
     _write(tmp_path, "new", NEW, NEW_ITEMS)
     broken = tmp_path / "broken.parquet"
     pq.write_table(pa.table({"subject": [1], "property": [31]}), broken)
-    inputs = DiffInputs(broken, tmp_path / "new_claims.parquet", tmp_path / "old_entities.parquet",
-                        tmp_path / "new_entities.parquet", T_OLD, T_NEW)
+    inputs = DiffInputs(
+        broken,
+        tmp_path / "new_claims.parquet",
+        tmp_path / "old_entities.parquet",
+        tmp_path / "new_entities.parquet",
+        T_OLD,
+        T_NEW,
+    )
     with pytest.raises(ValueError, match="broken.parquet: claims table lacks column"):
         diff_claims(inputs, SV, tmp_path / "c.parquet")
     assert not (tmp_path / "c.parquet").exists()
+
+
+def test_missing_table_names_the_file_and_the_rule(tmp_path):
+    inputs = DiffInputs(
+        tmp_path / "nope.parquet",
+        tmp_path / "new_claims.parquet",
+        tmp_path / "old_entities.parquet",
+        tmp_path / "new_entities.parquet",
+        T_OLD,
+        T_NEW,
+    )
+    with pytest.raises(
+        FileNotFoundError, match=r"nope.parquet: missing extraction table; run the extract_dump"
+    ):
+        diff_claims(inputs, SV, tmp_path / "c.parquet")

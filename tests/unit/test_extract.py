@@ -173,15 +173,17 @@ def test_gzip_plain_and_bz2_give_identical_tables(tmp_path):
         assert outs["gz"][t].equals(outs["bz2"][t]) and outs["json"][t].equals(outs["bz2"][t]), t
 
 
-def test_two_workers_give_the_same_tables_in_the_same_order(tmp_path):
-    extract_dump(STREAM, tmp_path / "one", LANGS, progress=False, chunk_bytes=1 << 19)
-    extract_dump(
-        STREAM, tmp_path / "two", LANGS, progress=False, workers=2, chunk_bytes=1 << 19, min_parallel_bytes=0
+@pytest.mark.parametrize("chunk_bytes", [1 << 19, 4096], ids=["512KiB", "4KiB-shorter-than-a-line"])
+def test_two_workers_give_the_same_tables_in_the_same_order(tmp_path, chunk_bytes):
+    """Chunks reach the workers through the shared ring; chunks larger than a ring slot (blocks
+    shorter than a line pile up) go through the pool's pipe instead."""
+    extract_dump(STREAM, tmp_path / "one", LANGS, progress=False, chunk_bytes=chunk_bytes)
+    stats = extract_dump(
+        STREAM, tmp_path / "two", LANGS, progress=False, workers=2, chunk_bytes=chunk_bytes, min_parallel_bytes=0
     )
+    assert stats.kinds == {"item": 635} and stats.lines == 635
     for t in TABLES:
-        assert pq.read_table(tmp_path / "two" / f"{t}.parquet").equals(
-            pq.read_table(tmp_path / "one" / f"{t}.parquet")
-        )
+        assert pq.read_table(tmp_path / "two" / f"{t}.parquet").equals(pq.read_table(tmp_path / "one" / f"{t}.parquet"))
 
 
 def test_small_row_groups_and_chunks_change_nothing(tmp_path, demo_tables):
@@ -314,6 +316,13 @@ def test_broken_archive_fails_with_file_and_offset_and_leaves_nothing(tmp_path, 
     assert_no_output(out)
 
 
+def test_broken_archive_with_two_workers_fails_cleanly(tmp_path):
+    path = corrupt_bz2(tmp_path)
+    with pytest.raises(DumpError, match=re.escape(str(path))):
+        extract_dump(path, tmp_path / "out", LANGS, progress=False, workers=2, min_parallel_bytes=0)
+    assert_no_output(tmp_path / "out")
+
+
 def test_broken_archive_leaves_an_earlier_complete_set_alone(tmp_path):
     out = tmp_path / "out"
     extract_dump(STREAM, out, LANGS, progress=False)
@@ -333,10 +342,21 @@ def malformed_stream(tmp_path, bad_lines):
     return path
 
 
-def test_malformed_lines_are_skipped_and_reported_with_line_numbers(tmp_path, caplog):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_malformed_lines_are_skipped_and_reported_with_line_numbers(tmp_path, caplog, workers):
     path = malformed_stream(tmp_path, [7, 300, 501])
     with caplog.at_level(logging.WARNING, logger="factprobe.wikidata.reader"):
-        stats = extract_dump(path, tmp_path / "out", LANGS, progress=False, max_bad_fraction=0.01)
+        # Small chunks: line numbers must stay right across chunk boundaries and workers.
+        stats = extract_dump(
+            path,
+            tmp_path / "out",
+            LANGS,
+            progress=False,
+            max_bad_fraction=0.01,
+            workers=workers,
+            chunk_bytes=100_000,
+            min_parallel_bytes=0,
+        )
     assert stats.bad == 3 and [n for n, _ in stats.bad_lines] == [7, 300, 501]
     assert stats.kinds == {"item": 632} and stats.lines == 635
     for n in (7, 300, 501):

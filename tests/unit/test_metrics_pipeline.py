@@ -101,3 +101,16 @@ def test_end_to_end_tables(tmp_path):
 def test_unknown_family_is_rejected():
     with pytest.raises(ValueError, match="unknown family"):
         compute_suite_metrics(inputs(), Settings(), ["knowlege"])
+
+
+def test_summary_csv_round_trip_keeps_empty_keys(tmp_path):
+    from factprobe.metrics.pipeline import read_summary
+
+    per_fact, suite = compute_suite_metrics(inputs(), Settings(ns=[1]), ["knowledge", "belief"])
+    summary = summarize("m1", per_fact, suite)
+    summary.to_csv(tmp_path / "summary.csv", index=False)
+    back = read_summary(tmp_path / "summary.csv")
+    assert (back["strategy"] == "").any() and back["bin"].dtype == "int64"
+    board = leaderboard({"knowledge": back})
+    # Measures without a strategy ("" keys) reach the leaderboard too.
+    assert {"probability", "belief_acc_mean", "k_avg"} <= set(board["measure"])

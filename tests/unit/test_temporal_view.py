@@ -5,48 +5,73 @@ from __future__ import annotations
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-
 from factprobe.diff.temporal import temporal_view
 
 N = None
 CLAIMS = pa.schema(
-    [("subject", pa.int64()), ("property", pa.int32()), ("object", pa.int64()), ("rank", pa.int8()),
-     ("start", pa.int32()), ("end", pa.int32()), ("point_in_time", pa.int32())]
+    [
+        ("subject", pa.int64()),
+        ("property", pa.int32()),
+        ("object", pa.int64()),
+        ("rank", pa.int8()),
+        ("start", pa.int32()),
+        ("end", pa.int32()),
+        ("point_in_time", pa.int32()),
+    ]
 )
 ENT = pa.schema([("id", pa.int64()), ("kind", pa.string())])
 
 
 def _claims(path, rows):
-    pq.write_table(pa.Table.from_pylist([dict(zip(CLAIMS.names, r)) for r in rows], schema=CLAIMS), path)
+    pq.write_table(
+        pa.Table.from_pylist([dict(zip(CLAIMS.names, r, strict=False)) for r in rows], schema=CLAIMS), path
+    )
 
 
 def test_hand_built(tmp_path):
     # dump 2019-01-01, earlier dump 2015-01-01
-    _claims(tmp_path / "now.parquet", [
-        (1, 6, 10, 2, 20160101, N, N),  # current, preferred -> truthy
-        (1, 6, 11, 1, 20100101, 20160101, N),  # ended by qualifier -> past
-        (1, 6, 12, 1, N, N, N),  # current without dates, outranked -> not truthy
-        (1, 6, 13, 1, 20200101, N, N),  # starts after the dump: left out
-        (1, 6, 14, 0, N, N, N),  # deprecated: left out
-        (1, 6, 15, 1, N, 20190101, N),  # ends on the dump date: past (half-open)
-        (1, 166, 16, 1, N, N, 20170101),  # point in time before the dump: current
-        (1, 166, 17, 1, N, N, 20200101),  # point in time after the dump: left out
-        (2, 31, 5, 1, 19900101, 19950101, N),  # two statements, one valid -> current
-        (2, 31, 5, 1, 20000101, N, N),
-    ])
-    _claims(tmp_path / "before.parquet", [
-        (1, 6, 20, 1, N, N, N),  # gone from the later dump -> past / earlier_dump
-        (1, 6, 10, 1, N, N, N),  # still there -> only the current row
-        (1, 6, 14, 1, N, N, N),  # deprecated now: absent now -> past / earlier_dump
-        (3, 31, 5, 1, N, N, N),  # subject 3 absent now (sampled dump): says nothing
-        (2, 31, 6, 0, N, N, N),  # deprecated before: never valid
-    ])
-    pq.write_table(pa.Table.from_pylist([{"id": 1, "kind": "item"}, {"id": 2, "kind": "item"},
-                                         {"id": 3, "kind": "property"}], schema=ENT), tmp_path / "ent.parquet")
-    counts = temporal_view("20190101", tmp_path / "now.parquet", tmp_path / "ent.parquet",
-                           {"20150101": tmp_path / "before.parquet"}, tmp_path / "t.parquet")
+    _claims(
+        tmp_path / "now.parquet",
+        [
+            (1, 6, 10, 2, 20160101, N, N),  # current, preferred -> truthy
+            (1, 6, 11, 1, 20100101, 20160101, N),  # ended by qualifier -> past
+            (1, 6, 12, 1, N, N, N),  # current without dates, outranked -> not truthy
+            (1, 6, 13, 1, 20200101, N, N),  # starts after the dump: left out
+            (1, 6, 14, 0, N, N, N),  # deprecated: left out
+            (1, 6, 15, 1, N, 20190101, N),  # ends on the dump date: past (half-open)
+            (1, 166, 16, 1, N, N, 20170101),  # point in time before the dump: current
+            (1, 166, 17, 1, N, N, 20200101),  # point in time after the dump: left out
+            (2, 31, 5, 1, 19900101, 19950101, N),  # two statements, one valid -> current
+            (2, 31, 5, 1, 20000101, N, N),
+        ],
+    )
+    _claims(
+        tmp_path / "before.parquet",
+        [
+            (1, 6, 20, 1, N, N, N),  # gone from the later dump -> past / earlier_dump
+            (1, 6, 10, 1, N, N, N),  # still there -> only the current row
+            (1, 6, 14, 1, N, N, N),  # deprecated now: absent now -> past / earlier_dump
+            (3, 31, 5, 1, N, N, N),  # subject 3 absent now (sampled dump): says nothing
+            (2, 31, 6, 0, N, N, N),  # deprecated before: never valid
+        ],
+    )
+    pq.write_table(
+        pa.Table.from_pylist(
+            [{"id": 1, "kind": "item"}, {"id": 2, "kind": "item"}, {"id": 3, "kind": "property"}], schema=ENT
+        ),
+        tmp_path / "ent.parquet",
+    )
+    counts = temporal_view(
+        "20190101",
+        tmp_path / "now.parquet",
+        tmp_path / "ent.parquet",
+        {"20150101": tmp_path / "before.parquet"},
+        tmp_path / "t.parquet",
+    )
     t = pd.read_parquet(tmp_path / "t.parquet")
-    got = {(r.subject, r.property, r.object): (r.status, r.source, r.truthy, r.last_seen) for r in t.itertuples()}
+    got = {
+        (r.subject, r.property, r.object): (r.status, r.source, r.truthy, r.last_seen) for r in t.itertuples()
+    }
     assert got == {
         (1, 6, 10): ("current", "qualifier", True, "20190101"),
         (1, 6, 11): ("past", "qualifier", None, "20190101"),
@@ -64,16 +89,29 @@ def test_hand_built(tmp_path):
 
 def test_demo_brazil(demo_tables, tmp_path):
     new, old = demo_tables["20190201"], demo_tables["20141201"]
-    temporal_view("20190201", new / "claims.parquet", new / "entities.parquet",
-                  {"20141201": old / "claims.parquet"}, tmp_path / "t.parquet")
+    temporal_view(
+        "20190201",
+        new / "claims.parquet",
+        new / "entities.parquet",
+        {"20141201": old / "claims.parquet"},
+        tmp_path / "t.parquet",
+    )
     t = pd.read_parquet(tmp_path / "t.parquet").set_index(["subject", "property", "object"])
     # Brazil head of state: Michel Temer (Q463533) current since 2016-08-31 (preferred);
     # Dilma Rousseff (Q40722) ended 2016-08-31 by qualifier.
-    assert t.loc[(155, 35, 463533), ["status", "source", "start"]].tolist() == ["current", "qualifier", 20160831]
+    assert t.loc[(155, 35, 463533), ["status", "source", "start"]].tolist() == [
+        "current",
+        "qualifier",
+        20160831,
+    ]
     assert bool(t.loc[(155, 35, 463533), "truthy"])
     assert t.loc[(155, 35, 40722), ["status", "source", "end"]].tolist() == ["past", "qualifier", 20160831]
     # Head of government: Dilma is only in the 2014 dump -> past from the earlier dump.
-    assert t.loc[(155, 6, 40722), ["status", "source", "last_seen"]].tolist() == ["past", "earlier_dump", "20141201"]
+    assert t.loc[(155, 6, 40722), ["status", "source", "last_seen"]].tolist() == [
+        "past",
+        "earlier_dump",
+        "20141201",
+    ]
     assert t.loc[(155, 6, 463533), "status"] == "current"
     # Capital: Brasília current since 1960-04-22, Rio de Janeiro (Q8678) ended then.
     assert t.loc[(155, 36, 2844), "status"] == "current"
@@ -82,8 +120,11 @@ def test_demo_brazil(demo_tables, tmp_path):
     c = pd.read_parquet(new / "claims.parquet")
     c = c[c["rank"] > 0]
     d = 20190201
-    valid = (c["start"].isna() | (c["start"] <= d)) & (c["end"].isna() | (c["end"] > d)) & (
-        c["point_in_time"].isna() | (c["point_in_time"] <= d))
+    valid = (
+        (c["start"].isna() | (c["start"] <= d))
+        & (c["end"].isna() | (c["end"] > d))
+        & (c["point_in_time"].isna() | (c["point_in_time"] <= d))
+    )
     expected = set(map(tuple, c.loc[valid, ["subject", "property", "object"]].drop_duplicates().to_numpy()))
     cur = t[t["status"] == "current"]
     assert set(cur.index) == expected

@@ -6,7 +6,13 @@ import pandas as pd
 import torch
 from factprobe.distractors.appropt import appropt_distractors, load_model_row
 from factprobe.distractors.omega import Omega, load_types, valid_objects
-from factprobe.distractors.retrieve import facts_valid, forms_of_candidates
+from factprobe.distractors.retrieve import (
+    FACT_COLUMNS,
+    FORM_COLUMNS,
+    check_columns,
+    facts_valid,
+    forms_of_candidates,
+)
 from factprobe.io import read_table, write_frame
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -15,7 +21,10 @@ p = snakemake.params.settings
 torch.set_num_threads(max(1, snakemake.threads))
 facts = read_table(snakemake.input.facts).to_pandas()
 prompts = read_table(snakemake.input.prompts).to_pandas()
+check_columns(prompts, ["prompt_id", "fact_id", "lang", "style", "text", "context"], snakemake.input.prompts)
 entity_forms = read_table(snakemake.input.entity_forms).to_pandas()
+check_columns(facts, FACT_COLUMNS, snakemake.input.facts)
+check_columns(entity_forms, FORM_COLUMNS, snakemake.input.entity_forms)
 claims = read_table(snakemake.input.claims).to_pandas()
 valid = pd.concat(
     [valid_objects(claims, int(p["dump"]), p["valid_ranks"]), facts_valid(facts)]

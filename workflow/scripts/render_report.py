@@ -2,7 +2,6 @@
 
 import logging
 
-import pandas as pd
 from factprobe.io import atomic_path, read_table
 from factprobe.metrics.pipeline import attach_split, read_summary
 from factprobe.report.html import ReportSettings, build_report
@@ -19,7 +18,10 @@ control = {}
 for suite, path in zip(snakemake.params.control_suites, snakemake.input.control, strict=True):
     table = read_table(path).to_pandas()
     if split is not None:
-        table = attach_split(table.drop(columns=["split"], errors="ignore"), pd.DataFrame(), split)
+        # The control model's own record of what it was taught overrides facts.split.
+        table = table.assign(split=table["split"].replace("", None)) if "split" in table else table
+        facts = table[["fact_id", "split"]].drop_duplicates("fact_id") if "split" in table else None
+        table = attach_split(table, facts, split)
     control[suite] = table
 page = build_report(summaries, board, control, ReportSettings.from_config(snakemake.params.settings))
 logging.info("report: %d suite(s), %d control table(s), %d bytes", len(summaries), len(control), len(page))

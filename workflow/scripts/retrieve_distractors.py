@@ -5,7 +5,15 @@ import logging
 import pandas as pd
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.omega import Omega, load_types, valid_objects
-from factprobe.distractors.retrieve import Settings, facts_valid, forms_of_candidates, retrieve
+from factprobe.distractors.retrieve import (
+    FACT_COLUMNS,
+    FORM_COLUMNS,
+    Settings,
+    check_columns,
+    facts_valid,
+    forms_of_candidates,
+    retrieve,
+)
 from factprobe.distractors.semantic import load_index
 from factprobe.distractors.temporal import past_objects
 from factprobe.io import read_table, write_frame
@@ -15,6 +23,8 @@ log = logging.getLogger("retrieve_distractors")
 p = snakemake.params.settings
 facts = read_table(snakemake.input.facts).to_pandas()
 entity_forms = read_table(snakemake.input.entity_forms).to_pandas()
+check_columns(facts, FACT_COLUMNS, snakemake.input.facts)
+check_columns(entity_forms, FORM_COLUMNS, snakemake.input.entity_forms)
 claims = read_table(snakemake.input.claims).to_pandas()
 valid = pd.concat(
     [valid_objects(claims, int(p["dump"]), p["valid_ranks"]), facts_valid(facts)]

@@ -62,49 +62,113 @@ SV_PATTERN = "(sv AND n_rem = 1 AND n_add = 1 AND n_kept = 0)"
 
 #: Ordered decision table; the first rule whose condition holds decides.
 RULES: tuple[Rule, ...] = (
-    Rule("subject_new", "new", "subj_ph_new",
-         "subject is physically new: absent from the old dump, created after it (WFD ph_new_entity)"),
-    Rule("subject_gone", "unknown", "NOT subj_in_new",
-         "subject absent from the new dump (deleted, or outside a sampled dump): WFD old_entity"),
-    Rule("start_after_end", "unknown", "s > e",
-         "start time after end time: incoherent qualifiers"),
-    Rule("ended_before_old", "ignored", "e <= {t_old}",
-         "ended before the old dump: true at neither date, not a change"),
-    Rule("starts_after_new", "ignored", "s > {t_new}",
-         "starts after the new dump: true at neither date"),
-    Rule("valid_only_between", "ignored", "s > {t_old} AND e <= {t_new}",
-         "started and ended between the dumps: true at neither date"),
-    Rule("sv_added_pit_between", "new", f"{SV_PATTERN} AND flag = 'added' AND {BETWEEN_P}",
-         "single-value relation, one object removed and one added; the added one's point in time "
-         "is between the dumps"),
-    Rule("sv_added_start_between", "new",
-         f"{SV_PATTERN} AND flag = 'added' AND {BETWEEN_S} AND (e IS NULL OR e > {{t_new}})",
-         "single-value relation, one removed and one added; the added one starts between the dumps "
-         "and is still valid at the new dump"),
-    Rule("sv_replaced", "obsolete", f"{SV_PATTERN} AND flag = 'removed' AND add_ok",
-         "single-value relation: the removed object was replaced by the added one (WFD second pass)"),
-    Rule("added_pit_between", "new", f"flag = 'added' AND {BETWEEN_P}",
-         "added statement whose point in time is between the dumps"),
-    Rule("removed", "unknown", "flag = 'removed'",
-         "statement removed from Wikidata without evidence that it ended (may be a correction)"),
-    Rule("start_before_old_open", "static", "s <= {t_old} AND e IS NULL",
-         "started before the old dump, no end: valid at both dates"),
-    Rule("start_between", "new", f"{BETWEEN_S} AND (e IS NULL OR e > {{t_new}})",
-         "started between the dumps and still valid at the new dump"),
-    Rule("end_between", "obsolete", "e > {t_old} AND e <= {t_new}",
-         "valid at the old dump, ended between the dumps"),
-    Rule("end_after_new", "static", "e > {t_new}",
-         "valid at the old dump (start before it or unknown) and ends after the new dump"),
-    Rule("object_new", "new", "flag = 'added' AND obj_ph_new",
-         "added statement whose object is physically new (WFD obj_is_ph_new)"),
-    Rule("subject_absent_old", "unknown", "flag = 'added' AND NOT subj_in_old",
-         "added because the subject is absent from the old dump, without a creation date after it"),
-    Rule("added_undated", "unknown", "flag = 'added'",
-         "added statement without a validity qualifier that dates it"),
-    Rule("sv_conflict", "unknown", "sv AND n_add > 0",
-         "kept object of a single-value relation that also gained an object"),
-    Rule("kept", "static", "TRUE",
-         "same object in both dumps, nothing says it ended"),
+    Rule(
+        "subject_new",
+        "new",
+        "subj_ph_new",
+        "subject is physically new: absent from the old dump, created after it (WFD ph_new_entity)",
+    ),
+    Rule(
+        "subject_gone",
+        "unknown",
+        "NOT subj_in_new",
+        "subject absent from the new dump (deleted, or outside a sampled dump): WFD old_entity",
+    ),
+    Rule("start_after_end", "unknown", "s > e", "start time after end time: incoherent qualifiers"),
+    Rule(
+        "ended_before_old",
+        "ignored",
+        "e <= {t_old}",
+        "ended before the old dump: true at neither date, not a change",
+    ),
+    Rule("starts_after_new", "ignored", "s > {t_new}", "starts after the new dump: true at neither date"),
+    Rule(
+        "valid_only_between",
+        "ignored",
+        "s > {t_old} AND e <= {t_new}",
+        "started and ended between the dumps: true at neither date",
+    ),
+    Rule(
+        "sv_added_pit_between",
+        "new",
+        f"{SV_PATTERN} AND flag = 'added' AND {BETWEEN_P}",
+        "single-value relation, one object removed and one added; the added one's point in time "
+        "is between the dumps",
+    ),
+    Rule(
+        "sv_added_start_between",
+        "new",
+        f"{SV_PATTERN} AND flag = 'added' AND {BETWEEN_S} AND (e IS NULL OR e > {{t_new}})",
+        "single-value relation, one removed and one added; the added one starts between the dumps "
+        "and is still valid at the new dump",
+    ),
+    Rule(
+        "sv_replaced",
+        "obsolete",
+        f"{SV_PATTERN} AND flag = 'removed' AND add_ok",
+        "single-value relation: the removed object was replaced by the added one (WFD second pass)",
+    ),
+    Rule(
+        "added_pit_between",
+        "new",
+        f"flag = 'added' AND {BETWEEN_P}",
+        "added statement whose point in time is between the dumps",
+    ),
+    Rule(
+        "removed",
+        "unknown",
+        "flag = 'removed'",
+        "statement removed from Wikidata without evidence that it ended (may be a correction)",
+    ),
+    Rule(
+        "start_before_old_open",
+        "static",
+        "s <= {t_old} AND e IS NULL",
+        "started before the old dump, no end: valid at both dates",
+    ),
+    Rule(
+        "start_between",
+        "new",
+        f"{BETWEEN_S} AND (e IS NULL OR e > {{t_new}})",
+        "started between the dumps and still valid at the new dump",
+    ),
+    Rule(
+        "end_between",
+        "obsolete",
+        "e > {t_old} AND e <= {t_new}",
+        "valid at the old dump, ended between the dumps",
+    ),
+    Rule(
+        "end_after_new",
+        "static",
+        "e > {t_new}",
+        "valid at the old dump (start before it or unknown) and ends after the new dump",
+    ),
+    Rule(
+        "object_new",
+        "new",
+        "flag = 'added' AND obj_ph_new",
+        "added statement whose object is physically new (WFD obj_is_ph_new)",
+    ),
+    Rule(
+        "subject_absent_old",
+        "unknown",
+        "flag = 'added' AND NOT subj_in_old",
+        "added because the subject is absent from the old dump, without a creation date after it",
+    ),
+    Rule(
+        "added_undated",
+        "unknown",
+        "flag = 'added'",
+        "added statement without a validity qualifier that dates it",
+    ),
+    Rule(
+        "sv_conflict",
+        "unknown",
+        "sv AND n_add > 0",
+        "kept object of a single-value relation that also gained an object",
+    ),
+    Rule("kept", "static", "TRUE", "same object in both dumps, nothing says it ended"),
 )
 
 RULE_NAMES = tuple(r.name for r in RULES)
@@ -129,9 +193,9 @@ def sql_list(values: tuple[str, ...]) -> str:
 
 def added_ok_sql(t_old: int, t_new: int) -> str:
     """Condition on one row: an added statement that the single-value pattern labels ``new``."""
-    return (
-        f"(flag = 'added' AND (({BETWEEN_P}) OR ({BETWEEN_S} AND (e IS NULL OR e > {{t_new}}))))"
-    ).format(t_old=int(t_old), t_new=int(t_new))
+    return (f"(flag = 'added' AND (({BETWEEN_P}) OR ({BETWEEN_S} AND (e IS NULL OR e > {{t_new}}))))").format(
+        t_old=int(t_old), t_new=int(t_new)
+    )
 
 
 def ignored_sql(t_old: int, t_new: int) -> str:

@@ -9,8 +9,8 @@ need the bundled list ``resources/properties/single_value.tsv`` (see its README)
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 import pyarrow.parquet as pq
 
@@ -40,7 +40,7 @@ def from_constraints(property_tables: Iterable[str | Path]) -> set[int]:
     out: set[int] = set()
     for path in property_tables:
         table = pq.read_table(path, columns=["id", "single_value"]).to_pydict()
-        out.update(int(i) for i, sv in zip(table["id"], table["single_value"]) if sv)
+        out.update(int(i) for i, sv in zip(table["id"], table["single_value"], strict=False) if sv)
     return out
 
 

@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 from factprobe.diff.engine import (
+    PARQUET,
     _columns,
     _quote,
     connect,
@@ -37,8 +38,16 @@ from factprobe.io import atomic_path
 log = logging.getLogger(__name__)
 
 COLUMNS = (
-    "subject", "property", "object", "status", "start", "end", "point_in_time",
-    "source", "truthy", "last_seen",
+    "subject",
+    "property",
+    "object",
+    "status",
+    "start",
+    "end",
+    "point_in_time",
+    "source",
+    "truthy",
+    "last_seen",
 )
 CLAIM_COLUMNS = {"subject", "property", "object", "rank", "start", "end", "point_in_time"}
 
@@ -60,7 +69,7 @@ def temporal_sql(dump: str, earlier: dict[str, str]) -> str:
             dkey = statement_key_sql(str(int(date)), valid_sql(int(date)))
             parts.append(
                 f"SELECT subject, property, object, {dkey} AS k FROM (SELECT subject, property, object, "
-                f"start AS s, \"end\" AS e, point_in_time AS p FROM read_parquet({_quote(path)}) WHERE rank > 0)"
+                f'start AS s, "end" AS e, point_in_time AS p FROM read_parquet({_quote(path)}) WHERE rank > 0)'
             )
         before = f"""
         SELECT b.subject, b.property, b.object, max(b.k) AS k
@@ -71,8 +80,8 @@ def temporal_sql(dump: str, earlier: dict[str, str]) -> str:
         """
         past_rows = f"""
         UNION ALL
-        SELECT subject, property, object, 'past' AS status, {decode_sql('k', 's')} AS start,
-            {decode_sql('k', 'e')} AS "end", {decode_sql('k', 'p')} AS point_in_time,
+        SELECT subject, property, object, 'past' AS status, {decode_sql("k", "s")} AS start,
+            {decode_sql("k", "e")} AS "end", {decode_sql("k", "p")} AS point_in_time,
             'earlier_dump' AS source, NULL::BOOLEAN AS truthy, ((k >> 97)::INTEGER)::VARCHAR AS last_seen
         FROM ({before})
         """
@@ -83,7 +92,7 @@ def temporal_sql(dump: str, earlier: dict[str, str]) -> str:
     best AS (SELECT subject, property, max(rank) AS best FROM cur WHERE ((k >> 96) & 1) = 1 GROUP BY ALL)
     SELECT c.subject, c.property, c.object,
         CASE WHEN ((k >> 96) & 1) = 1 THEN 'current' ELSE 'past' END AS status,
-        {decode_sql('k', 's')} AS start, {decode_sql('k', 'e')} AS "end", {decode_sql('k', 'p')} AS point_in_time,
+        {decode_sql("k", "s")} AS start, {decode_sql("k", "e")} AS "end", {decode_sql("k", "p")} AS point_in_time,
         'qualifier' AS source,
         CASE WHEN ((k >> 96) & 1) = 1 THEN c.rank = b.best END AS truthy,
         '{dump}' AS last_seen
@@ -112,7 +121,9 @@ def temporal_view(
         for path in [claims, *earlier.values()]:
             missing = CLAIM_COLUMNS - set(_columns(con, path))
             if missing:
-                raise ValueError(f"{path}: claims table lacks column(s) {sorted(missing)}; re-run extract_dump")
+                raise ValueError(
+                    f"{path}: claims table lacks column(s) {sorted(missing)}; re-run extract_dump"
+                )
         con.execute(f"CREATE TEMP VIEW cur_c AS SELECT * FROM read_parquet({_quote(claims)})")
         con.execute(
             f"CREATE TEMP VIEW cur_e AS SELECT id FROM read_parquet({_quote(entities)}) WHERE kind = 'item'"
@@ -120,8 +131,7 @@ def temporal_view(
         cols = ", ".join(f'"{c}"' for c in COLUMNS)
         with atomic_path(out_path) as tmp:
             con.execute(
-                f"COPY (SELECT {cols} FROM ({temporal_sql(dump, earlier)})) TO {_quote(tmp)} "
-                "(FORMAT parquet, COMPRESSION zstd)"
+                f"COPY (SELECT {cols} FROM ({temporal_sql(dump, earlier)})) TO {_quote(tmp)} {PARQUET}"
             )
         counts = dict(
             (f"{s}/{src}", n)

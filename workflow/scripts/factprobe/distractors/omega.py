@@ -160,7 +160,16 @@ class Omega:
         return tys[start[i] : start[i + 1]]
 
     def members(self, types: np.ndarray) -> np.ndarray:
-        """Sorted unique entities declaring any of ``types``."""
+        """Sorted unique entities declaring any of ``types`` (memoised: facts share objects' types)."""
+        key = tuple(int(t) for t in types)
+        cache = self.__dict__.setdefault("_members_cache", {})
+        if key not in cache:
+            if len(cache) > 4096:
+                cache.clear()
+            cache[key] = self._members(types)
+        return cache[key]
+
+    def _members(self, types: np.ndarray) -> np.ndarray:
         utype, start, ids = self._by_type
         idx = np.searchsorted(utype, types)
         parts = [

@@ -48,6 +48,20 @@ class Settings:
             raise ValueError(f"unknown distractor strategies {bad}; choose from {list(STRATEGIES)}")
 
 
+FACT_COLUMNS = ["fact_id", "subject", "property", "object", "objects"]
+FORM_COLUMNS = ["entity", "lang", "form", "source"]
+
+
+def check_columns(frame: pd.DataFrame, columns: list[str], path: str) -> None:
+    """Fail with the file name and the missing contract columns (docs/contracts.md)."""
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"{path}: missing column(s) {missing} required by docs/contracts.md; "
+            f"re-run the rule that writes it (columns found: {list(frame.columns)})"
+        )
+
+
 def fact_ids(facts: pd.DataFrame) -> list[tuple[int, int, int]]:
     """``(s, r, o)`` integer triples of a facts table."""
     return list(

@@ -96,13 +96,17 @@ def weight_matrix(
     return entities, features, X, idf
 
 
-def exact_topk(X: sp.csr_matrix, rows: np.ndarray, k: int, batch: int = 256) -> tuple[np.ndarray, np.ndarray]:
+def exact_topk(
+    X: sp.csr_matrix, rows: np.ndarray, k: int, batch: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Exact cosine top-``k`` of each query row against all rows, self excluded.
 
     Returns ``(ids, sims)`` of shape (len(rows), k), ids ``-1`` where fewer exist; sorted by
-    similarity descending, ties by row index.
+    similarity descending, ties by row index. Only rows with cosine > 0 are returned.
     """
     XT = X.T.tocsr()
+    # A hub feature makes a query row dense: bound the batch's product to ~2e7 entries.
+    batch = batch or max(1, min(256, 20_000_000 // max(X.shape[0], 1)))
     ids = np.full((len(rows), k), -1, np.int64)
     sims = np.zeros((len(rows), k), np.float32)
     for lo in range(0, len(rows), batch):
@@ -228,8 +232,8 @@ def build_index(
     reverse: bool = True,
     bm25_k1: float = 1.2,
     bm25_b: float = 0.75,
-    hnsw_m: int = 16,
-    ef_construction: int = 100,
+    hnsw_m: int = 32,
+    ef_construction: int = 200,
     ef_search: int = 200,
     post: int = 2,
     threads: int = 1,

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from tqdm import tqdm
 
 from ..hashing import stable_hash
 from .common import GROUP_KEYS, candidates_for_prompts
@@ -180,7 +181,10 @@ def generation_predictions(
     lang_of = frame.set_index("prompt_id")["lang"].to_dict()
     pair_of = frame.set_index("prompt_id")["pair"].to_dict()
     records = []
-    for pid, group in gens.groupby("prompt_id", sort=True):
+    groups = gens.groupby("prompt_id", sort=True)
+    for pid, group in tqdm(
+        groups, total=groups.ngroups, desc="BELIEF-ICL matching", unit="prompt", disable=None
+    ):
         lang = lang_of[pid]
         greedy_rows = group[group["sample"] == 0]
         if greedy_rows.empty:

@@ -46,7 +46,7 @@ DEFAULT_FAMILIES = {
 class Settings:
     """Measure settings (config ``metrics``; see docs/config/metrics.md)."""
 
-    ns: Sequence[int] = (1, 2, 5, 10, 20, 50)
+    ns: Sequence[int] = (1, 2, 3, 5, 10)
     precision_ns: Sequence[int] = (1, 5, 10)
     recall_ns: Sequence[int] = (1, 2, 3, 4, 5)
     combined_strategies: Mapping[str, Sequence[str]] = field(
@@ -102,23 +102,18 @@ def read_inputs(paths: Mapping[str, str | Path | Iterable[str | Path] | None]) -
 
 
 def attach_split(per_fact: pd.DataFrame, facts: pd.DataFrame, split: pd.DataFrame | None) -> pd.DataFrame:
-    """Add the fact's ``split`` (taught/untaught); the control model's own split file wins."""
-    table = per_fact.copy()
+    """Add the fact's ``split`` (taught/untaught): the control model's own split file first (it
+    records what was really taught), else the suite's ``facts.split``, else ""."""
+    table = per_fact.drop(columns=["split"], errors="ignore")
+    keyed = pd.Series(dtype=str)
+    if facts is not None and "split" in facts.columns:
+        keyed = facts.astype({"fact_id": str}).set_index("fact_id")["split"].astype(str)
     if split is not None and not split.empty:
-        keyed = split.astype(str)
-        keyed = pd.DataFrame(
-            {
-                "fact_id": keyed["subject"] + "|" + keyed["property"] + "|" + keyed["object"],
-                "split": keyed["split"],
-            }
-        ).drop_duplicates("fact_id")
-    elif "split" in facts.columns:
-        keyed = facts[["fact_id", "split"]].astype(str)
-    else:
-        table["split"] = ""
-        return table
-    table = table.merge(keyed, on="fact_id", how="left")
-    table["split"] = table["split"].fillna("").astype(str)
+        s = split.astype(str)
+        own = pd.Series(s["split"].to_numpy(), index=s["subject"] + "|" + s["property"] + "|" + s["object"])
+        own = own[~own.index.duplicated()]
+        keyed = pd.concat([own, keyed[~keyed.index.isin(own.index)]])
+    table["split"] = table["fact_id"].map(keyed).fillna("").astype(str)
     return table
 
 
@@ -171,6 +166,10 @@ def compute_suite_metrics(
         pp = ranking_predictions(ent, prompts, cands, facts, correct)
         per_fact.append(belief_per_fact(pp, facts, "belief", "exact"))
         dataset.append(belief_dataset(pp, "belief", settings.belief_samplings, settings.belief_bins))
+    if "belief_icl" in families and inputs.generations is None:
+        log.warning(
+            "belief_icl requested but the suite has no generations (set suites.<suite>.generate: true)"
+        )
     if "belief_icl" in families and inputs.generations is not None:
         forms = _answer_forms(inputs)
         pp = generation_predictions(inputs.generations, prompts, facts, correct, forms)
@@ -336,7 +335,7 @@ def control_avg_by_split(
     sub = sub[sub["n"] == n]
     if split_path is not None:
         split = read_table(split_path).to_pandas()
-        sub = attach_split(sub.drop(columns=["split"], errors="ignore"), pd.DataFrame(), split)
+        sub = attach_split(sub, None, split)
     per_fact = sub.groupby(["fact_id", "split"])["value"].mean().reset_index()
     out: dict[str, float] = {"n": float(n)}
     for name in ("taught", "untaught"):

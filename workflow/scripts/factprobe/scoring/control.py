@@ -184,7 +184,7 @@ def train_control(
         opt.step()
         sched.step()
         opt.zero_grad(set_to_none=True)
-        losses.append(float(out.loss))
+        losses.append(out.loss.item())
     model.eval()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -36,6 +36,7 @@ from typing import Any
 
 import msgspec
 from msgspec import Struct, field
+from msgspec.structs import astuple
 
 RANKS = {"deprecated": 0, "normal": 1, "preferred": 2}
 QUALIFIER_DATES = {"P580": "start", "P582": "end", "P585": "point_in_time"}
@@ -406,35 +407,42 @@ class LineDecoder:
         e_modified.append(ent.modified)
 
         labels, aliases = ent.labels, ent.aliases
-        found: list[tuple[str, str, bool]] = []
+        l_id, l_lang, l_text, l_alias = cols["labels"]
         if self._names is None:
             if isinstance(labels, dict):
-                found += [(lang, lab.value, False) for lang, lab in labels.items() if lab.value]
+                for lang, lab in labels.items():
+                    if lab.value:
+                        l_id.append(num)
+                        l_lang.append(lang)
+                        l_text.append(lab.value)
+                        l_alias.append(False)
             if isinstance(aliases, dict):
                 for lang, group in aliases.items():
                     for al in group.values() if isinstance(group, dict) else group or ():
                         if al.value:
-                            found.append((lang, al.value, True))
+                            l_id.append(num)
+                            l_lang.append(lang)
+                            l_text.append(al.value)
+                            l_alias.append(True)
         else:
+            langs = self.languages
+            # astuple: all configured languages in one C call instead of one getattr each.
             if labels is not None and not isinstance(labels, list):
-                for name, lang in zip(self._names, self.languages, strict=True):
-                    lab = getattr(labels, name)
+                for lang, lab in zip(langs, astuple(labels), strict=True):
                     if lab is not None and lab.value:
-                        found.append((lang, lab.value, False))
+                        l_id.append(num)
+                        l_lang.append(lang)
+                        l_text.append(lab.value)
+                        l_alias.append(False)
             if aliases is not None and not isinstance(aliases, list):
-                for name, lang in zip(self._names, self.languages, strict=True):
-                    group = getattr(aliases, name)
+                for lang, group in zip(langs, astuple(aliases), strict=True):
                     if group:
                         for al in group.values() if isinstance(group, dict) else group:
                             if al.value:
-                                found.append((lang, al.value, True))
-        if found:
-            l_id, l_lang, l_text, l_alias = cols["labels"]
-            l_id.extend([num] * len(found))
-            for lang, text, alias in found:
-                l_lang.append(lang)
-                l_text.append(text)
-                l_alias.append(alias)
+                                l_id.append(num)
+                                l_lang.append(lang)
+                                l_text.append(al.value)
+                                l_alias.append(True)
 
         claims = ent.claims
         if not isinstance(claims, dict):

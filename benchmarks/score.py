@@ -1,0 +1,131 @@
+"""Scoring throughput: packed engine vs a naive per-pair loop vs lm-eval's HFLM.loglikelihood.
+
+CPU, a randomly initialised Pythia-architecture (GPT-NeoX, ~70M parameters) model built locally,
+a byte-level BPE tokenizer trained here, 1 prompt x 51 candidates x 1-2 forms (+ EOS), zero-shot
+and 4-shot prompts. All three run in the same process on the same requests; the script prints
+requests/s, the ratios and the largest score difference (nats).
+
+    .venv/bin/python benchmarks/score.py [--threads 2] [--repeats 3]
+
+Targets (issue 6): >= 3x over lm-eval zero-shot, >= 10x with 4-shot prompts; identical scores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
+
+from factprobe.scoring.control import train_bpe_tokenizer  # noqa: E402
+from factprobe.scoring.loglik import naive_requests, score_requests, tokenize_pairs  # noqa: E402
+
+SYLLABLES = "ka lo mi ra ten vo shu pel dar quin bor ast fel gri mon tas ul ven wy zor".split()
+
+
+def name(rng: random.Random) -> str:
+    words = rng.randint(1, 3)
+    return " ".join("".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 3))).capitalize() for _ in range(words))
+
+
+def workload(seed: int = 0):
+    """51 candidates (object + 50 distractors), each with 1-2 forms; zero-shot and 4-shot prompts."""
+    rng = random.Random(seed)
+    candidates = [[name(rng) for _ in range(rng.randint(1, 2))] for _ in range(51)]
+    subject = name(rng)
+    zero = f"The capital of {subject} is"
+    demos = "".join(f"The capital of {name(rng)} is {name(rng)}.\n" for _ in range(4))
+    four = "Complete each sentence with the correct fact.\n" + demos + zero
+    forms = [f for forms in candidates for f in forms]
+    corpus = [f"The capital of {name(rng)} is {name(rng)}." for _ in range(2000)] + forms
+    return zero, four, forms, corpus
+
+
+def pythia_70m(vocab_size: int = 50304):
+    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
+
+    torch.manual_seed(0)
+    cfg = GPTNeoXConfig(
+        vocab_size=vocab_size,
+        hidden_size=512,
+        num_hidden_layers=6,
+        num_attention_heads=8,
+        intermediate_size=2048,
+        rotary_pct=0.25,
+        max_position_embeddings=2048,
+        use_parallel_residual=True,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
+    model = GPTNeoXForCausalLM._from_config(cfg, attn_implementation="sdpa")
+    return model.eval()
+
+
+def timed(fn, repeats: int):
+    times, out = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--lm-eval-batch-size", type=int, default=64)
+    args = parser.parse_args()
+    logging.disable(logging.WARNING)
+    torch.set_num_threads(args.threads)
+
+    zero, four, forms, corpus = workload()
+    tokenizer = train_bpe_tokenizer(corpus, vocab_size=2000, add_bos=False)
+    model = pythia_70m()
+    n_params = sum(p.numel() for p in model.parameters())
+    print(f"model: GPT-NeoX (Pythia-70M shape), {n_params / 1e6:.1f}M parameters, fp32, {args.threads} threads")
+
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
+
+    hflm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=args.lm_eval_batch_size, device="cpu")
+    eos_text = tokenizer.eos_token
+    for label, prompt in (("zero-shot", zero), ("4-shot", four)):
+        conts = [" " + f for f in forms]
+        requests, plans = tokenize_pairs(tokenizer, [prompt] * len(conts), conts, "eos")
+        assert all(p.minus is None for p in plans)
+        p_len = len(requests[0][0])
+        instances = [
+            Instance(request_type="loglikelihood", doc={}, arguments=(prompt, c + eos_text), idx=i)
+            for i, c in enumerate(conts)
+        ]
+        t_engine, (engine, _) = timed(lambda r=requests: score_requests(model, r, token_budget=4096), args.repeats)
+        t_naive, naive = timed(lambda r=requests: naive_requests(model, r), args.repeats)
+        t_lm, lm = timed(lambda x=instances: hflm.loglikelihood(x, disable_tqdm=True), args.repeats)
+        lm = np.array([v for v, _ in lm])
+        engine = engine[[p.plus for p in plans]]
+        naive = naive[[p.plus for p in plans]]
+        n = len(conts)
+        print(
+            f"\n{label}: 1 prompt ({p_len} tokens) x {n} forms of 51 candidates "
+            f"({sum(len(r[1]) for r in requests)} continuation tokens incl. EOS)"
+        )
+        print(f"  engine  {n / t_engine:8.1f} req/s  ({t_engine * 1e3:7.1f} ms)")
+        print(f"  naive   {n / t_naive:8.1f} req/s  ({t_naive * 1e3:7.1f} ms)  engine speed-up {t_naive / t_engine:5.1f}x")
+        print(f"  lm-eval {n / t_lm:8.1f} req/s  ({t_lm * 1e3:7.1f} ms)  engine speed-up {t_lm / t_engine:5.1f}x")
+        print(
+            f"  max |engine - naive| = {np.max(np.abs(engine - naive)):.2e} nats, "
+            f"max |engine - lm-eval| = {np.max(np.abs(engine - lm)):.2e} nats"
+        )
+
+
+if __name__ == "__main__":
+    main()
