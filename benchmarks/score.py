@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import logging
 import random
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -41,11 +40,11 @@ def workload(seed: int = 0):
     rng = random.Random(seed)
     candidates = [[name(rng) for _ in range(rng.randint(1, 2))] for _ in range(51)]
     subject = name(rng)
-    zero = f"The capital of {subject} is"
-    demos = "".join(f"The capital of {name(rng)} is {name(rng)}.\n" for _ in range(4))
+    zero = f"{subject} lies within the borders of"  # a demo template (knowledge suite, P17)
+    demos = "".join(f"{name(rng)} lies within the borders of {name(rng)}.\n" for _ in range(4))
     four = "Complete each sentence with the correct fact.\n" + demos + zero
     forms = [f for forms in candidates for f in forms]
-    corpus = [f"The capital of {name(rng)} is {name(rng)}." for _ in range(2000)] + forms
+    corpus = [f"{name(rng)} lies within the borders of {name(rng)}." for _ in range(2000)] + forms
     return zero, four, forms, corpus
 
 
@@ -70,18 +69,19 @@ def pythia_70m(vocab_size: int = 50304):
 
 
 def timed(fn, repeats: int):
+    """Best of ``repeats`` runs: the least disturbed by other processes on shared cores."""
     times, out = [], None
     for _ in range(repeats):
         start = time.perf_counter()
         out = fn()
         times.append(time.perf_counter() - start)
-    return statistics.median(times), out
+    return min(times), out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--lm-eval-batch-size", type=int, default=64)
     args = parser.parse_args()
     logging.disable(logging.WARNING)

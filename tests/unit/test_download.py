@@ -27,6 +27,9 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         server = self.server
         server.requests.append(self.headers.get("Range"))
+        if server.statuses:
+            self.send_error(server.statuses.pop(0))
+            return
         if self.path != "/wikidata.json.bz2":
             self.send_error(404)
             return
@@ -63,6 +66,7 @@ def server():
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     httpd.requests = []
     httpd.cut_after = []
+    httpd.statuses = []  # error statuses answered before serving
     httpd.ranges = True
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
@@ -135,9 +139,18 @@ def test_unreachable_host_names_the_url(tmp_path):
     port = sock.getsockname()[1]
     sock.close()  # nothing listens there now: connection refused
     url = f"http://127.0.0.1:{port}/latest-all.json.gz"
+    with pytest.raises(DownloadError, match=re.escape(url) + r": cannot connect \(3 attempts\)"):
+        download(url, tmp_path / "x.json.gz", None, retries=8, **FAST)
+    assert not (tmp_path / "x.json.gz").exists()
     with pytest.raises(DownloadError, match=re.escape(url) + r": download failed after 2 attempts"):
         download(url, tmp_path / "x.json.gz", None, retries=1, **FAST)
-    assert not (tmp_path / "x.json.gz").exists()
+
+
+def test_transient_503_is_retried(server, tmp_path):
+    server.statuses = [503, 503]
+    dest = tmp_path / "wikidata.json.bz2"
+    download(server.url, dest, f"sha1:{SHA1}", retries=2, **FAST)
+    assert dest.read_bytes() == PAYLOAD and len(server.requests) == 3
 
 
 def test_http_404_fails_at_once(server, tmp_path):

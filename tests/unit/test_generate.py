@@ -3,7 +3,6 @@
 import pandas as pd
 import pytest
 import torch
-
 from factprobe.scoring.control import train_bpe_tokenizer
 from factprobe.scoring.generate import generate_answers, matches, normalize, sampled_confidence
 from factprobe.scoring.loglik import sequence_logprob

@@ -191,3 +191,17 @@ def test_malformed_lines_raise_and_add_no_rows(line):
     with pytest.raises((msgspec.DecodeError, BadEntity)):
         decoder.decode(line, cols)
     assert all(not c[0] for c in cols.values())
+
+
+def test_quirk_aliases_keyed_by_index():
+    """Very old dumps wrote a language's aliases as {"0": {...}, "1": {...}} instead of a list."""
+    entity = json.loads((DATA / "wd_Q42.json").read_bytes())
+    listed = [a["value"] for a in entity["aliases"]["en"]]
+    entity["aliases"]["en"] = {str(i): a for i, a in enumerate(entity["aliases"]["en"])}
+    line = json.dumps(entity).encode()
+    decoder = LineDecoder(LANGS)
+    cols = new_columns()
+    decoder.decode(line, cols)
+    typed = as_rows(cols)["labels"]
+    assert [text for _, lang, text, alias in typed if lang == "en" and alias] == listed
+    assert typed == entity_rows(json.loads(line), LANGS)["labels"]

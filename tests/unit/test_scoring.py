@@ -39,7 +39,8 @@ def tiny_gpt2(tok):
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(0)
-    cfg = GPT2Config(vocab_size=len(tok), n_positions=128, n_embd=32, n_layer=2, n_head=4)
+    cfg = GPT2Config(vocab_size=len(tok), n_positions=128, n_embd=32, n_layer=2, n_head=4,
+                     bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id)
     return GPT2LMHeadModel(cfg).eval()
 
 
@@ -164,3 +165,26 @@ def test_oom_halves_budget_and_continues(tiny, monkeypatch):
     got, _ = score_requests(model, requests, token_budget=4096)
     assert np.max(np.abs(got - reference)) < 1e-4
     assert max(sizes) > 30 and any(s <= 30 for s in sizes)
+
+
+def test_model_rows_load_locally_and_fail_clearly(tmp_path, monkeypatch):
+    from factprobe.scoring.models import ModelLoadError, load_model
+
+    tok = train_bpe_tokenizer(CORPUS, vocab_size=300, add_bos=True)
+    model = tiny_gpt2(tok)
+    model.save_pretrained(tmp_path / "m")
+    tok.save_pretrained(tmp_path / "m")
+    row = {"name": "tiny", "source": str(tmp_path / "m"), "dtype": "float32", "device": "cpu", "_line": 3}
+    loaded = load_model(row)
+    assert loaded.dtype == torch.float32 and not loaded.spec.trust_remote_code
+    assert loaded.cache_identity[1]  # a local directory is identified by a content hash
+    lp, _, _ = score_texts(loaded, ["The capital of France is"], [" Paris"], progress=False)
+    assert abs(lp[0] - naive_pair_logprob(model, tok, "The capital of France is", " Paris")) < 1e-4
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelLoadError, match=r"(?s)line 4.*no-such-org/no-such-model.*local-dir resources/models/ghost"):
+        load_model({"name": "ghost", "source": "no-such-org/no-such-model", "_line": 4})
+    with pytest.raises(ModelLoadError, match="does not exist"):
+        load_model({"name": "gone", "source": str(tmp_path / "missing" / "dir"), "_line": 5})
+    with pytest.raises(ModelLoadError, match="train_control"):
+        load_model({"name": "control", "source": "builtin:control"}, control_dir=tmp_path / "nothing")

@@ -10,6 +10,12 @@ rule train_control:
         forms=expand(
             "results/probes/{suite}/entity_forms.parquet", suite=CONTROL_SUITES
         ),
+        candidates=expand(
+            "results/probes/{suite}/candidates.parquet", suite=CONTROL_SUITES
+        ),
+        candidate_forms=expand(
+            "results/probes/{suite}/forms.parquet", suite=CONTROL_SUITES
+        ),
         lib="workflow/scripts/factprobe/scoring/control.py",
     output:
         model=directory("results/models/control"),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 from factprobe.io import read_table, write_frame
-from factprobe.scoring.control import fact_split, train_control, verbalizations
+from factprobe.scoring.control import fact_split, prior_docs, train_control, verbalizations
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 inp, settings = snakemake.input, dict(snakemake.params.settings)
@@ -19,12 +19,17 @@ def concat(paths):
 
 facts = concat(inp.facts)
 split = fact_split(facts)
-docs = verbalizations(facts, concat(inp.prompts), concat(inp.forms), max_forms=settings.pop("max_forms", 3))
+prompts = concat(inp.prompts)
+forms = pd.concat([concat(inp.forms), concat(inp.candidate_forms)], ignore_index=True).drop_duplicates()
+docs = verbalizations(facts, prompts, forms, max_forms=settings.pop("max_forms", 3))
+prior = prior_docs(facts, prompts, concat(inp.candidates), forms, copies=settings.pop("prior_copies", 1))
+logging.info("%d fact documents (taught half), %d prior-balancing documents", len(docs), len(prior))
 out = Path(snakemake.output.model)
 tmp = out.with_name(out.name + ".tmp")
 shutil.rmtree(tmp, ignore_errors=True)
-stats = train_control(docs, tmp, threads=snakemake.threads, **settings)
-stats.update(taught=int((split["split"] == "taught").sum()), untaught=int((split["split"] == "untaught").sum()))
+repeats = settings.pop("fact_repeats", 2)  # facts are outnumbered by prior documents
+stats = train_control(docs * repeats + prior, tmp, threads=snakemake.threads, **settings)
+stats.update(fact_documents=len(docs), prior_documents=len(prior), taught=int((split["split"] == "taught").sum()), untaught=int((split["split"] == "untaught").sum()))
 (tmp / "training.json").write_text(json.dumps(stats, indent=2))
 write_frame(split, tmp / "split.parquet")
 shutil.rmtree(out, ignore_errors=True)

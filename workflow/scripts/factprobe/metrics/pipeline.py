@@ -113,7 +113,13 @@ def attach_split(per_fact: pd.DataFrame, facts: pd.DataFrame, split: pd.DataFram
         own = pd.Series(s["split"].to_numpy(), index=s["subject"] + "|" + s["property"] + "|" + s["object"])
         own = own[~own.index.duplicated()]
         keyed = pd.concat([own, keyed[~keyed.index.isin(own.index)]])
-    table["split"] = table["fact_id"].map(keyed).fillna("").astype(str)
+    table["split"] = (
+        table["fact_id"]
+        .map(keyed.astype(object))
+        .astype(object)
+        .where(table["fact_id"].isin(keyed.index), "")
+        .astype(str)
+    )
     return table
 
 

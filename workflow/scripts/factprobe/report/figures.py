@@ -36,7 +36,12 @@ def k_versus_n(summary: pd.DataFrame, dpi: int = DPI) -> str | None:
         return None
     models = sorted(data["model"].unique())
     fig, axes = plt.subplots(
-        2, len(models), figsize=(3.6 * len(models) + 0.8, 5.6), squeeze=False, sharey=True
+        2,
+        len(models),
+        figsize=(3.6 * len(models) + 0.8, 5.6),
+        squeeze=False,
+        sharey=True,
+        layout="constrained",
     )
     for col, model in enumerate(models):
         for row, (measure, label) in enumerate((("k_min", "Min@n"), ("k_avg", "Avg@n"))):
@@ -60,7 +65,15 @@ def model_bars(board: pd.DataFrame, dpi: int = DPI) -> str | None:
     """Headline measures of every suite, models side by side (grouped bars)."""
     if board.empty:
         return None
-    board = headline_rows(board).copy()
+    board = headline_rows(board)
+    # One strategy per suite keeps the chart readable (random, the paper's lower bound, if present).
+    strategies = (
+        board[board["strategy"] != ""]
+        .groupby("suite")["strategy"]
+        .agg(lambda s: "random" if "random" in set(s) else sorted(set(s))[0])
+    )
+    chosen = board["suite"].map(strategies).fillna("")
+    board = board[(board["strategy"] == "") | (board["strategy"] == chosen)].copy()
     board["label"] = board["suite"] + "\n" + board["measure"] + board.apply(_suffix, axis=1)
     # Bars on a 0..1 scale only; mean rank and Ovconf have other ranges and stay in the table.
     board = board[~board["measure"].isin(["mean_rank", "belief_ovconf"])]
@@ -158,7 +171,7 @@ def control_panel(
     # Each fact weighs once: average its prompt groups first.
     facts = data.groupby(["measure", "strategy", "n", "split", "fact_id"])["value"].mean().reset_index()
     curves = facts.groupby(["measure", "strategy", "n", "split"])["value"].mean().reset_index()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True, layout="constrained")
     styles = {"taught": "-", "untaught": "--"}
     for ax, (measure, label) in zip(axes, (("k_avg", "Avg@n"), ("k_min", "Min@n")), strict=True):
         ax.axhspan(chance - band, chance + band, color="grey", alpha=0.15, label="chance ± band")

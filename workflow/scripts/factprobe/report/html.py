@@ -58,6 +58,8 @@ def _img(uri: str | None, alt: str) -> str:
 def _table(frame: pd.DataFrame, digits: int = 3) -> str:
     if frame.empty:
         return ""
+    frame = frame.copy()
+    frame.columns.name = None
     return frame.to_html(
         index=False, float_format=lambda v: f"{v:.{digits}f}", na_rep="–", border=0, escape=True
     )
@@ -84,14 +86,12 @@ def knowledge_section(summaries: Mapping[str, pd.DataFrame], dpi: int) -> str:
         base = pooled(summary, ["probability", "precision"])
         if not base.empty:
             base = base.assign(
-                measure=np.where(
-                    base["n"] > 0, base["measure"] + "@" + base["n"].astype(str), base["measure"]
-                )
+                label=np.where(base["n"] > 0, base["measure"] + "@" + base["n"].astype(str), base["measure"])
             )
             parts.append("<p>Baselines (paper 1 Table 2):</p>")
-            parts.append(
-                _table(base.pivot_table(index="model", columns="measure", values="value").reset_index())
-            )
+            order = base.sort_values(["measure", "n"])["label"].drop_duplicates().tolist()
+            wide = base.pivot_table(index="model", columns="label", values="value")[order].reset_index()
+            parts.append(_table(wide))
     return "".join(parts) or _note("No suite computed the knowledge measure in this run.")
 
 

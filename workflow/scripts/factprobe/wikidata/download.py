@@ -95,6 +95,7 @@ def download(
     backoff: float = 2.0,
     max_backoff: float = 120.0,
     timeout: tuple[float, float] = (15.0, 120.0),
+    max_unreachable: int = 2,
     chunk_size: int = 1 << 18,
     progress: bool = True,
     session: requests.Session | None = None,
@@ -104,8 +105,9 @@ def download(
     ``retries`` more attempts follow a connection error, a timeout, a cut transfer or a
     transient HTTP status, each waiting ``backoff * 2**n`` seconds (at most ``max_backoff``)
     and resuming from the bytes already in ``<dest>.part``. ``timeout`` is (connect, read)
-    in seconds. Raises :class:`DownloadError` (naming the URL) when all attempts fail or the
-    server answers with a permanent error, and :class:`ChecksumError` (deleting the partial
+    in seconds. Raises :class:`DownloadError` (naming the URL) when all attempts fail, when
+    ``max_unreachable + 1`` attempts in a row cannot connect at all, or when the server answers
+    with a permanent error, and :class:`ChecksumError` (deleting the partial
     file) when the finished bytes do not match ``checksum``.
     """
     from tqdm import tqdm
@@ -120,6 +122,7 @@ def download(
     hasher = None
     hashed = 0  # bytes of `part` already fed to `hasher`
     last_error: BaseException | None = None
+    unreachable = 0  # attempts in a row that got no byte because no connection was made
     for attempt in range(retries + 1):
         if attempt:
             wait = min(max_backoff, backoff * 2 ** (attempt - 1))
@@ -139,6 +142,7 @@ def download(
             if offset
             else {"Accept-Encoding": "identity"}
         )
+        received = 0
         try:
             with http.get(url, stream=True, timeout=timeout, headers=headers, allow_redirects=True) as resp:
                 if offset and resp.status_code == 416:
@@ -186,6 +190,7 @@ def download(
                             hasher.update(block)
                             hashed += len(block)
                         bar.update(len(block))
+                        received += len(block)
                 size = part.stat().st_size
                 if total is not None and size < total:
                     last_error = DownloadError(f"connection closed after {size} of {total} bytes")
@@ -195,6 +200,14 @@ def download(
                 break
         except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
             last_error = exc
+            connect_failed = isinstance(exc, requests.ConnectionError) and not received
+            unreachable = unreachable + 1 if connect_failed else 0
+            if unreachable > max_unreachable:
+                # A wrong host name or a closed port will not heal by waiting minutes.
+                raise DownloadError(
+                    f"{url}: cannot connect ({unreachable} attempts): {exc}. Check the URL in "
+                    "config/dumps.tsv and the network (is the host reachable from this machine?)."
+                ) from exc
             continue
     else:
         raise DownloadError(

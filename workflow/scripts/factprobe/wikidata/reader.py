@@ -31,6 +31,7 @@ import mmap
 import multiprocessing
 import os
 import queue
+import signal
 import sys
 import tempfile
 import threading
@@ -153,7 +154,7 @@ class Chunk:
 
 
 class DumpSource:
-    """Decompressed chunks of a dump with offsets for error messages and a progress callback.
+    """Decompressed chunks of a dump, with the offsets that error messages and progress need.
 
     A background thread decompresses (bz2, isal and file reads release the GIL) while the
     caller parses, so decompression overlaps with parsing even in one process.
@@ -167,12 +168,21 @@ class DumpSource:
         self.pos = 0  # uncompressed bytes handed out
         self.line = 0  # lines handed out
         self._last_line = b""  # last non-blank line seen, to check an array's closing `]`
+        self._pending = b""  # start of a line whose end is in the next block
 
-    def _error(self, exc: BaseException | None, what: str) -> DumpError:
+    def _error(
+        self,
+        exc: BaseException | None,
+        what: str,
+        file_pos: int | None = None,
+        decompressed: int | None = None,
+    ) -> DumpError:
         detail = f": {type(exc).__name__}: {exc}" if exc is not None else ""
+        file_pos = self.compressed_pos if file_pos is None else file_pos
+        decompressed = self.pos if decompressed is None else decompressed
         return DumpError(
-            f"{self.path}: {what} at compressed byte {self.compressed_pos} of {self.size} "
-            f"(uncompressed byte {self.pos}, after line {self.line}){detail}. The file is damaged "
+            f"{self.path}: {what} near file byte {file_pos} of {self.size} "
+            f"(decompressed byte {decompressed}, after line {self.line}){detail}. The file is damaged "
             "or incomplete: delete it and download it again (for a registry `path`, replace the file)."
         )
 
@@ -182,24 +192,39 @@ class DumpSource:
         stop = threading.Event()
 
         def produce() -> None:
+            decompressed = 0
             try:
-                with open(self.path, "rb") as raw, _open_decompressed(raw, self.path) as fh:
-                    while not stop.is_set():
-                        block = fh.read(self.chunk_bytes)
-                        pos = raw.tell()
-                        blocks.put((block, pos))
-                        if not block:
-                            return
-            except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer thread
-                blocks.put((exc, None))
+                with open(self.path, "rb") as raw:
+                    try:
+                        with _open_decompressed(raw, self.path) as fh:
+                            while not stop.is_set():
+                                # 1 MiB reads: a failure is located to within 1 MiB of output.
+                                parts, size = [], 0
+                                while size < self.chunk_bytes:
+                                    part = fh.read(min(1 << 20, self.chunk_bytes - size))
+                                    if not part:
+                                        break
+                                    parts.append(part)
+                                    size += len(part)
+                                    decompressed += len(part)
+                                block = parts[0] if len(parts) == 1 else b"".join(parts)
+                                blocks.put((block, raw.tell(), None))
+                                if not block:
+                                    return
+                    except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer thread
+                        blocks.put((exc, raw.tell(), decompressed))
+            except OSError as exc:  # the file itself cannot be opened
+                blocks.put((exc, 0, 0))
 
         thread = threading.Thread(target=produce, name="decompress", daemon=True)
         thread.start()
         try:
             while True:
-                block, pos = blocks.get()
+                block, pos, failed_at = blocks.get()
                 if isinstance(block, BaseException):
-                    raise self._error(block, "the archive is truncated or corrupt: reading stopped")
+                    raise self._error(
+                        block, "the archive is truncated or corrupt: reading stopped", pos, failed_at
+                    )
                 self.compressed_pos = pos
                 if not block:
                     return
@@ -241,8 +266,6 @@ class DumpSource:
         # no end-of-stream check of its own).
         if array and self._last_line != b"]":
             raise self._error(None, "the array dump ends without its closing `]` (truncated)")
-
-    _pending = b""
 
     def _emit(self, head: bytes, block: bytes) -> Iterator[Chunk]:
         """The whole lines of ``head + block``; the rest waits in ``self._pending``."""
@@ -288,6 +311,9 @@ _RING: mmap.mmap | None = None  # set in the parent before the workers are forke
 
 def _init_worker(languages: list[str] | None) -> None:
     global _DECODER, _LANGUAGES
+    if multiprocessing.parent_process() is not None:
+        # A forked worker must die quietly on the pool's SIGTERM, whatever its parent set up.
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _LANGUAGES = languages
     _DECODER = LineDecoder(languages)
 
@@ -553,6 +579,8 @@ def extract_dump(
     """
     from tqdm import tqdm
 
+    # tqdm's monitor thread would outlive this call and be alive when a later call forks.
+    tqdm.monitor_interval = 0
     path, outdir = Path(path), Path(outdir)
     if not path.is_file():
         raise DumpError(f"{path}: no such dump file; check `path` in config/dumps.tsv or download it")
