@@ -188,3 +188,21 @@ def test_model_rows_load_locally_and_fail_clearly(tmp_path, monkeypatch):
         load_model({"name": "gone", "source": str(tmp_path / "missing" / "dir"), "_line": 5})
     with pytest.raises(ModelLoadError, match="train_control"):
         load_model({"name": "control", "source": "builtin:control"}, control_dir=tmp_path / "nothing")
+
+
+def test_topk_first_tokens_match_first_logprob(tiny):
+    from factprobe.scoring.loglik import topk_first_tokens
+
+    _, model, tok = tiny
+    prompts = ["The capital of France is", "Q: Who wrote Hamlet? A:", "The capital of Germany is "]
+    top = topk_first_tokens(model, tok, prompts, k=5, token_budget=20)
+    for prompt, (ids, lps) in zip(prompts, top, strict=True):
+        assert len(ids) == 5 and lps == sorted(lps, reverse=True)
+        # independent: one full forward of the scorer's prefix for this prompt
+        requests, plans = tokenize_pairs(tok, [prompt], [" x"], "none")
+        prefix = requests[plans[0].plus][0]
+        with torch.no_grad():
+            expected = torch.log_softmax(model(input_ids=torch.tensor([list(prefix)])).logits[0, -1].double(), -1)
+        values, indices = expected.topk(5)
+        assert ids == indices.tolist()
+        np.testing.assert_allclose(lps, values.numpy(), atol=1e-5)

@@ -132,14 +132,21 @@ def _nmslib():
     return nmslib
 
 
-def build_hnsw(X: sp.csr_matrix, m: int = 16, ef_construction: int = 100, post: int = 2, threads: int = 1):
+def build_hnsw(
+    X: sp.csr_matrix,
+    m: int = 32,
+    ef_construction: int = 200,
+    post: int = 2,
+    threads: int = 1,
+    progress: bool = False,
+):
     """An nmslib HNSW index over the rows of ``X`` in the ``cosinesimil_sparse`` space."""
     nmslib = _nmslib()
     index = nmslib.init(method="hnsw", space="cosinesimil_sparse", data_type=nmslib.DataType.SPARSE_VECTOR)
     index.addDataPointBatch(X)
     index.createIndex(
         {"M": m, "efConstruction": ef_construction, "post": post, "indexThreadQty": threads},
-        print_progress=False,
+        print_progress=progress,
     )
     return index
 
@@ -261,7 +268,7 @@ def build_index(
     np.save(folder / "features.npy", features)
     np.save(folder / "idf.npy", idf)
     sp.save_npz(folder / "matrix.npz", X, compressed=True)
-    index = build_hnsw(X, hnsw_m, ef_construction, post, threads)
+    index = build_hnsw(X, hnsw_m, ef_construction, post, threads, progress=X.shape[0] > 100_000)
     t2 = time.perf_counter()
     index.saveIndex(str(folder / "hnsw.bin"), save_data=True)
     log.info("HNSW built in %.1fs (%.0f entities/s)", t2 - t1, X.shape[0] / max(t2 - t1, 1e-9))

@@ -365,3 +365,44 @@ def naive_requests(model, requests: Iterable[tuple[tuple[int, ...], tuple[int, .
     for prefix, cont in requests:
         out.append(sequence_logprob(model, list(prefix) + list(cont), len(prefix))[0])
     return np.array(out)
+
+
+@torch.inference_mode()
+def topk_first_tokens(
+    model, tokenizer, prompts: Sequence[str], k: int = 10, token_budget: int = 4096
+) -> list[tuple[list[int], list[float]]]:
+    """The ``k`` most likely next tokens after each prompt (the first token of any continuation).
+
+    Same prefix as :func:`tokenize_pairs` (BOS if the tokenizer adds one, trailing spaces
+    stripped). Feeds the Precision@n / Probability baselines of the distractors paper (§5).
+    """
+    device = next(model.parameters()).device
+    head = special_prefix(tokenizer)
+    stripped = [p.rstrip(" ") for p in prompts]
+    encoded = _encode(tokenizer, stripped)
+    seqs = []
+    for ids in encoded:
+        prefix = head + ids
+        if not prefix:
+            prefix = [int(tokenizer.eos_token_id)]
+        seqs.append(prefix)
+    order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i]))
+    out: list[tuple[list[int], list[float]]] = [([], [])] * len(seqs)
+    start = 0
+    while start < len(order):
+        width = len(seqs[order[start]])
+        size = max(1, token_budget // width)
+        chunk = order[start : start + size]
+        start += size
+        ids = torch.zeros(len(chunk), width, dtype=torch.long)
+        mask = torch.zeros(len(chunk), width, dtype=torch.long)
+        for b, i in enumerate(chunk):
+            ids[b, : len(seqs[i])] = torch.tensor(seqs[i])
+            mask[b, : len(seqs[i])] = 1
+        last = torch.tensor([len(seqs[i]) - 1 for i in chunk])
+        hidden = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
+        logits = hidden[torch.arange(len(chunk)), last.to(device)].float()
+        values, indices = torch.log_softmax(logits, -1).topk(min(k, logits.shape[-1]), dim=-1)
+        for b, i in enumerate(chunk):
+            out[i] = (indices[b].tolist(), values[b].double().tolist())
+    return out
