@@ -205,7 +205,8 @@ def train_control(
     eos = tokenizer.eos_token_id
     seqs = [ids + [eos] for ids in encoded]
     longest = max(len(s) for s in seqs)
-    model = build_gpt2(len(tokenizer), n_layer, n_embd, n_head, n_positions=max(64, 2 ** math.ceil(math.log2(longest))), seed=seed)
+    # Few-shot prompts at scoring time are far longer than the training documents.
+    model = build_gpt2(len(tokenizer), n_layer, n_embd, n_head, n_positions=max(1024, longest), seed=seed)
     ids = torch.full((len(seqs), longest), eos, dtype=torch.long)
     labels = torch.full((len(seqs), longest), -100, dtype=torch.long)
     for i, s in enumerate(seqs):

@@ -275,6 +275,14 @@ def score_requests(
 
     device = next(model.parameters()).device
     n = len(requests)
+    context = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", None)
+    if context:
+        longest = max((len(p) + len(c) - 1 for p, c in requests), default=0)
+        if longest > context:
+            raise ValueError(
+                f"a prompt + continuation of {longest} tokens exceeds the model's context of {context} tokens; "
+                "shorten the few-shot contexts of the suite or use a model with a longer context"
+            )
     total = np.zeros(n, dtype=np.float64)
     first = np.full(n, np.nan, dtype=np.float64)
     remaining = np.zeros(n, dtype=np.int64)
