@@ -45,6 +45,24 @@ def plain_date(statement, pid):
     return None
 
 
+CREATION = ("P571", "P569", "P580", "P575", "P1619", "P6949", "P585", "P577")
+
+
+def plain_created(entity):
+    """Earliest non-deprecated creation-like main-snak date, or None."""
+    dates = []
+    for pid in CREATION:
+        for st in (entity.get("claims") or {}).get(pid, []):
+            snak = st["mainsnak"]
+            if st["rank"] != "deprecated" and snak["snaktype"] == "value":
+                match = TIME.match(snak["datavalue"]["value"]["time"])
+                # Years beyond int32 YYYYMMDD (the universe's inception) are no validity dates.
+                if match and int(match.group(2)) <= 214747:
+                    sign, year, month, day = match.groups()
+                    dates.append((-1 if sign == "-" else 1) * int(f"{year}{month}{day}"))
+    return min(dates, default=None)
+
+
 def expected_tables(entities, languages):
     """What the five tables must hold, computed the straightforward way."""
     kinds = Counter(e["type"] for e in entities)
@@ -96,6 +114,9 @@ def test_demo_dump_tables_match_independent_reading(demo_tables, dump):
     assert sorted(got_claims, key=str) == claims
     assert sorted(tuple(r.values()) for r in table_rows(folder, "types")) == types
     assert {r["id"]: r["datatype"] for r in table_rows(folder, "properties")} == properties
+    created = {int(e["id"][1:]): plain_created(e) for e in entities if e["type"] == "item"}
+    assert {r["id"]: r["created"] for r in got_entities if r["kind"] == "item"} == created
+    assert sum(v is not None for v in created.values()) > 10
     # Sanity of the independent reading itself (figures from shared/data/SOURCES.md).
     if dump == "20141201":
         assert kinds == {"item": 400, "property": 1304}
@@ -231,7 +252,13 @@ def test_q42_pretty_printed_matches_raw_values(tmp_path):
     )
     assert len(claims) == n_item
     assert table_rows(tmp_path, "entities") == [
-        {"id": 42, "kind": "item", "sitelinks": len(raw["sitelinks"]), "modified": raw["modified"]}
+        {
+            "id": 42,
+            "kind": "item",
+            "sitelinks": len(raw["sitelinks"]),
+            "modified": raw["modified"],
+            "created": 19520311,  # P569: Douglas Adams was born on 11 March 1952
+        }
     ]
     en_aliases = {a["value"] for a in raw["aliases"]["en"]}
     assert {

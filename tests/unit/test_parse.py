@@ -116,7 +116,7 @@ def test_quirk_empty_list_where_object_expected():
     cols = new_columns()
     decoder.decode(json.dumps(entity).encode(), cols)
     rows = as_rows(cols)
-    assert rows["entities"] == [(30264236, "item", 0, entity["modified"])]
+    assert rows["entities"] == [(30264236, "item", 0, entity["modified"], None)]
     n_item_claims = len(rows["claims"])
     assert n_item_claims > 0
     for key in ("labels", "aliases", "claims"):
@@ -124,7 +124,7 @@ def test_quirk_empty_list_where_object_expected():
     cols = new_columns()
     decoder.decode(json.dumps(entity).encode(), cols)
     rows = as_rows(cols)
-    assert rows["entities"] == [(30264236, "item", 0, entity["modified"])]
+    assert rows["entities"] == [(30264236, "item", 0, entity["modified"], None)]
     assert rows["labels"] == [] and rows["claims"] == []
     # Qualifiers as [] keep the statement, without dates.
     entity = json.loads((DATA / "Q30264236.json").read_bytes())
@@ -141,7 +141,7 @@ def test_property_entity_datatype_label_and_constraints():
     entity = json.loads((DATA / "wd_P279.json").read_bytes())
     constraints = {s["mainsnak"]["datavalue"]["value"]["numeric-id"] for s in entity["claims"]["P2302"]}
     rows = entity_rows(entity, LANGS)
-    assert rows["entities"] == [(279, "property", 0, entity["modified"])]
+    assert rows["entities"] == [(279, "property", 0, entity["modified"], None)]
     assert rows["properties"] == [
         (279, "wikibase-item", bool(constraints & {19474404, 52060874}), "subclass of")
     ]

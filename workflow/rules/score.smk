@@ -60,7 +60,7 @@ def generate_inputs(wildcards):
     return files
 
 
-def model_row(wildcards):
+def score_model_row(wildcards):
     """The models.tsv row of the job's model (a change to it reruns that model only)."""
     return MODEL_ROWS[wildcards.model]
 
@@ -113,7 +113,7 @@ rule score_shard:
         mem_mb=8000,
         runtime=120,
     params:
-        model=model_row,
+        model=score_model_row,
         shard="{shard}",
         shards=SCORE_SHARDS,
         end_marker=SCORING.get("end_marker", "eos"),
@@ -162,7 +162,7 @@ rule generate_suite:
         mem_mb=8000,
         runtime=120,
     params:
-        model=model_row,
+        model=score_model_row,
         samples=SCORING.get("samples", 10),
         max_new_tokens=SCORING.get("max_new_tokens", 12),
         batch_size=SCORING.get("generation_batch_size", 16),

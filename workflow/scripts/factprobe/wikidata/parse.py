@@ -44,6 +44,10 @@ QUALIFIER_DATES = {"P580": "start", "P582": "end", "P585": "point_in_time"}
 #: Q52060874 single-best-value constraint).
 SINGLE_VALUE_CONSTRAINTS = {19474404, 52060874}
 TYPE_PROPERTIES = {"P31": "P31", "P279": "P279"}
+#: Creation-like dates (inception, birth, start, discovery, official opening, first appearance,
+#: point in time, publication): WikiFactDiff's test for a "physically new" entity
+#: (research/anchors.md §3.1 step 2). ``entities.created`` is their earliest value.
+CREATION_PROPERTIES = frozenset({"P571", "P569", "P580", "P575", "P1619", "P6949", "P585", "P577"})
 _ITEM_TABLES = ("entities", "labels", "claims", "types")
 #: Entity kinds written to the tables; every other ``type`` (lexeme, mediainfo, form, sense)
 #: is skipped and counted.
@@ -51,7 +55,7 @@ KINDS = ("item", "property")
 
 #: Column names of every table, in the order the decoders write their tuples.
 COLUMNS: dict[str, tuple[str, ...]] = {
-    "entities": ("id", "kind", "sitelinks", "modified"),
+    "entities": ("id", "kind", "sitelinks", "modified", "created"),
     "labels": ("id", "lang", "text", "is_alias"),
     "claims": ("subject", "property", "object", "rank", "start", "end", "point_in_time"),
     "types": ("id", "type", "via"),
@@ -193,7 +197,8 @@ def entity_rows(entity: dict, languages: Iterable[str] | None, rows: Rows | None
     num = _numeric(entity.get("id"))
     langs = _languages(languages)
 
-    rows["entities"].append((num, kind, len(_as_dict(entity.get("sitelinks"))), entity.get("modified")))
+    sitelinks = len(_as_dict(entity.get("sitelinks")))
+    created = None
 
     labels = _as_dict(entity.get("labels"))
     if kind == "item":
@@ -221,6 +226,11 @@ def entity_rows(entity: dict, languages: Iterable[str] | None, rows: Rows | None
                 continue
             snak = _as_dict(st.get("mainsnak"))
             value = _snak_value(snak)
+            if pid in CREATION_PROPERTIES and kind == "item" and st.get("rank") != "deprecated":
+                date = parse_time(value)
+                if date is not None and (created is None or date < created):
+                    created = date
+                continue
             if kind == "property":
                 # Property statements only matter for their constraints; their ids would
                 # collide with item ids in the claims table.
@@ -241,6 +251,7 @@ def entity_rows(entity: dict, languages: Iterable[str] | None, rows: Rows | None
             if pid in TYPE_PROPERTIES and rank > 0:
                 rows["types"].append((num, obj, pid))
 
+    rows["entities"].append((num, kind, sitelinks, entity.get("modified"), created))
     if kind == "property":
         label = _as_dict(labels.get("en")).get("value")
         if label is None and labels:
@@ -400,7 +411,7 @@ class LineDecoder:
     def _item_rows(self, ent: Any, cols: Columns) -> None:
         num = _numeric(ent.id)
         sitelinks = ent.sitelinks
-        e_id, e_kind, e_sitelinks, e_modified = cols["entities"]
+        e_id, e_kind, e_sitelinks, e_modified, e_created = cols["entities"]
         e_id.append(num)
         e_kind.append("item")
         e_sitelinks.append(len(sitelinks) if isinstance(sitelinks, dict) else 0)
@@ -446,11 +457,22 @@ class LineDecoder:
 
         claims = ent.claims
         if not isinstance(claims, dict):
+            e_created.append(None)
             return
+        created = None
         c_subject, c_property, c_object, c_rank, c_start, c_end, c_point = cols["claims"]
         t_id, t_type, t_via = cols["types"]
         ranks = RANKS
         for pid, statements in claims.items():
+            if pid in CREATION_PROPERTIES:
+                for st in statements:
+                    snak = st.mainsnak
+                    if st.rank == "deprecated" or snak is None or snak.snaktype != "value":
+                        continue
+                    date = _typed_date([snak])
+                    if date is not None and (created is None or date < created):
+                        created = date
+                continue
             # A property has one datatype, so its first snak decides for all its statements
             # (most statements are strings, external ids, quantities ...).
             first = statements[0].mainsnak if statements else None
@@ -504,6 +526,7 @@ class LineDecoder:
                     t_id.append(num)
                     t_type.append(obj)
                     t_via.append(pid)
+        e_created.append(created)
 
 
 def _is_wrapper(obj: Any) -> bool:

@@ -61,7 +61,13 @@ log = logging.getLogger(__name__)
 
 SCHEMAS: dict[str, pa.Schema] = {
     "entities": pa.schema(
-        [("id", pa.int64()), ("kind", pa.string()), ("sitelinks", pa.int32()), ("modified", pa.string())]
+        [
+            ("id", pa.int64()),
+            ("kind", pa.string()),
+            ("sitelinks", pa.int32()),
+            ("modified", pa.string()),
+            ("created", pa.int32()),
+        ]
     ),
     "labels": pa.schema(
         [("id", pa.int64()), ("lang", pa.string()), ("text", pa.string()), ("is_alias", pa.bool_())]
