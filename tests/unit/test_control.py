@@ -4,7 +4,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-
 from factprobe.hashing import stable_hash
 from factprobe.scoring.control import fact_split, prior_docs, train_control, verbalizations
 from factprobe.scoring.models import ModelSpec, load_model

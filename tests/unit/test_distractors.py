@@ -381,7 +381,9 @@ def test_bad_input_names_the_file_and_the_fix(suite):
     from factprobe.distractors.retrieve import FACT_COLUMNS, check_columns
 
     facts, _, _ = suite
-    with pytest.raises(ValueError, match=r"results/probes/x/facts.parquet: missing column\(s\) \['objects'\]"):
+    with pytest.raises(
+        ValueError, match=r"results/probes/x/facts.parquet: missing column\(s\) \['objects'\]"
+    ):
         check_columns(facts.drop(columns="objects"), FACT_COLUMNS, "results/probes/x/facts.parquet")
     with pytest.raises(ValueError, match="not a Wikidata id: 'Berlin'"):
         qids(["Q64", "Berlin"])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pyarrow.parquet as pq
-from factprobe.distractors.omega import Omega, load_types, valid_objects
+from factprobe.distractors.omega import Omega, suite_omega, valid_objects
 from factprobe.hashing import stable_hash
 from factprobe.wikidata.labels import label_table
 
@@ -53,9 +53,6 @@ def demo_omega(
     tables: dict, facts: pd.DataFrame, forms: pd.DataFrame, dump: str = DUMP, threshold: float | None = 90.0
 ) -> Omega:
     """Ω over both dumps' types and ``dump``'s claims valid at its date."""
-    from factprobe.distractors.retrieve import facts_valid
-
     claims = pq.read_table(tables[dump] / "claims.parquet").to_pandas()
-    valid = pd.concat([valid_objects(claims, int(dump)), facts_valid(facts)]).drop_duplicates()
-    types = load_types([tables[d] / "types.parquet" for d in tables])
-    return Omega.from_tables(types, forms, valid, threshold)
+    types = [tables[d] / "types.parquet" for d in tables]
+    return suite_omega(facts, forms, claims, types, dump, "non_deprecated", threshold)

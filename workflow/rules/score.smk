@@ -66,13 +66,16 @@ def score_model_row(wildcards):
 
 
 def score_shard_files(wildcards):
-    """Every shard of one (suite, model), gathered by score_suite."""
-    return expand(
-        "results/scores/{suite}/shards/{model}/{shard}.parquet",
-        suite=wildcards.suite,
-        model=wildcards.model,
-        shard=range(SCORE_SHARDS),
-    )
+    """Every shard of one (suite, model) (scores and top-k tables), gathered by score_suite."""
+    return {
+        kind: expand(
+            "results/scores/{suite}/shards/{model}/{shard}" + ext,
+            suite=wildcards.suite,
+            model=wildcards.model,
+            shard=range(SCORE_SHARDS),
+        )
+        for kind, ext in (("shards", ".parquet"), ("topk_shards", ".topk.parquet"))
+    }
 
 
 def score_targets():
@@ -98,6 +101,7 @@ rule score_shard:
         unpack(score_inputs),
     output:
         scores=temp("results/scores/{suite}/shards/{model}/{shard}.parquet"),
+        topk=temp("results/scores/{suite}/shards/{model}/{shard}.topk.parquet"),
     log:
         "logs/score_shard/{suite}/{model}/{shard}.log",
     benchmark:
@@ -122,15 +126,17 @@ rule score_shard:
             "no_space_languages", ["zh", "ja", "th", "lo", "km", "my", "bo"]
         ),
         cache="results/cache/scores/{model}",
+        topk=SCORING.get("topk", 10),
     script:
         "../scripts/score_shard.py"
 
 
 rule score_suite:
     input:
-        shards=score_shard_files,
+        unpack(score_shard_files),
     output:
         scores="results/scores/{suite}/{model}.parquet",
+        topk="results/scores/{suite}/{model}.topk.parquet",
     log:
         "logs/score_suite/{suite}/{model}.log",
     wildcard_constraints:

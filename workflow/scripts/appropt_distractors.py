@@ -2,15 +2,13 @@
 
 import logging
 
-import pandas as pd
 import torch
 from factprobe.distractors.appropt import appropt_distractors, load_model_row
-from factprobe.distractors.omega import Omega, load_types, valid_objects
+from factprobe.distractors.omega import suite_omega
 from factprobe.distractors.retrieve import (
     FACT_COLUMNS,
     FORM_COLUMNS,
     check_columns,
-    facts_valid,
     forms_of_candidates,
 )
 from factprobe.io import read_table, write_frame
@@ -26,10 +24,9 @@ entity_forms = read_table(snakemake.input.entity_forms).to_pandas()
 check_columns(facts, FACT_COLUMNS, snakemake.input.facts)
 check_columns(entity_forms, FORM_COLUMNS, snakemake.input.entity_forms)
 claims = read_table(snakemake.input.claims).to_pandas()
-valid = pd.concat(
-    [valid_objects(claims, int(p["dump"]), p["valid_ranks"]), facts_valid(facts)]
-).drop_duplicates()
-omega = Omega.from_tables(load_types(snakemake.input.types), entity_forms, valid, p["form_threshold"])
+omega = suite_omega(
+    facts, entity_forms, claims, snakemake.input.types, p["dump"], p["valid_ranks"], p["form_threshold"]
+)
 control = snakemake.input.control if "control" in snakemake.input.keys() else None
 model, tokenizer = load_model_row(p["model"], control)
 out = appropt_distractors(

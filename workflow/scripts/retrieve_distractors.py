@@ -2,15 +2,13 @@
 
 import logging
 
-import pandas as pd
 from factprobe.distractors.cooccur import Cooccurrence
-from factprobe.distractors.omega import Omega, load_types, valid_objects
+from factprobe.distractors.omega import suite_omega
 from factprobe.distractors.retrieve import (
     FACT_COLUMNS,
     FORM_COLUMNS,
     Settings,
     check_columns,
-    facts_valid,
     forms_of_candidates,
     retrieve,
 )
@@ -26,10 +24,9 @@ entity_forms = read_table(snakemake.input.entity_forms).to_pandas()
 check_columns(facts, FACT_COLUMNS, snakemake.input.facts)
 check_columns(entity_forms, FORM_COLUMNS, snakemake.input.entity_forms)
 claims = read_table(snakemake.input.claims).to_pandas()
-valid = pd.concat(
-    [valid_objects(claims, int(p["dump"]), p["valid_ranks"]), facts_valid(facts)]
-).drop_duplicates()
-omega = Omega.from_tables(load_types(snakemake.input.types), entity_forms, valid, p["form_threshold"])
+omega = suite_omega(
+    facts, entity_forms, claims, snakemake.input.types, p["dump"], p["valid_ranks"], p["form_threshold"]
+)
 settings = Settings(
     strategies=p["strategies"],
     n=p["n"],

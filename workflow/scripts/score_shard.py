@@ -6,7 +6,7 @@ import pandas as pd
 from factprobe.io import read_table, write_frame
 from factprobe.scoring.cache import RequestCache
 from factprobe.scoring.models import load_model
-from factprobe.scoring.suite import build_pairs, score_pairs, shard_of
+from factprobe.scoring.suite import build_pairs, score_pairs, shard_of, topk_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 log = logging.getLogger("score_shard")
@@ -36,3 +36,6 @@ scores = score_pairs(
 )
 write_frame(scores, snakemake.output.scores)
 log.info("wrote %d scores", len(scores))
+topk = topk_table(loaded, prompts, int(params.topk), int(params.token_budget))
+write_frame(topk, snakemake.output.topk)
+log.info("wrote top-%d first tokens of %d prompts", int(params.topk), topk["prompt_id"].nunique())

@@ -10,3 +10,5 @@ parts = [read_table(path).to_pandas() for path in snakemake.input.shards]
 scores = pd.concat(parts, ignore_index=True).sort_values(["prompt_id", "entity", "form"], kind="stable")
 write_frame(scores, snakemake.output.scores)
 logging.info("gathered %d shards: %d scores, %d prompts", len(parts), len(scores), scores["prompt_id"].nunique())
+topk = pd.concat([read_table(path).to_pandas() for path in snakemake.input.topk_shards], ignore_index=True)
+write_frame(topk.sort_values(["prompt_id", "rank"], kind="stable"), snakemake.output.topk)

@@ -278,3 +278,30 @@ class Omega:
         cand = cand[keep]
         cand = cand[~self.shares_form(s, cand)]
         return cand.tolist() if limit is None else cand[:limit].tolist()
+
+
+def facts_valid(facts: pd.DataFrame) -> pd.DataFrame:
+    """``subject, property, object`` of every object the probe builder lists as valid for (s, r)."""
+    f = facts[["subject", "property", "object", "objects"]].copy()
+    f["objects"] = [
+        list(v) + [o] if v is not None else [o] for v, o in zip(f["objects"], f["object"], strict=True)
+    ]
+    f = f.explode("objects")
+    return pd.DataFrame(
+        {"subject": qids(f["subject"]), "property": qids(f["property"]), "object": qids(f["objects"])}
+    ).drop_duplicates()
+
+
+def suite_omega(
+    facts: pd.DataFrame,
+    entity_forms: pd.DataFrame,
+    claims: pd.DataFrame,
+    type_files: Iterable[str | Path],
+    dump: str,
+    valid_ranks: str = "non_deprecated",
+    form_threshold: float | None = 90.0,
+) -> Omega:
+    """Ω of one suite: types of every enabled dump, statements of the suite's dump valid at its
+    date plus every object the probe builder lists as valid for (s, r)."""
+    valid = pd.concat([valid_objects(claims, int(dump), valid_ranks), facts_valid(facts)]).drop_duplicates()
+    return Omega.from_tables(load_types(type_files), entity_forms, valid, form_threshold)

@@ -18,7 +18,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from factprobe.distractors.cooccur import Cooccurrence
-from factprobe.distractors.omega import Omega, qids
+from factprobe.distractors.omega import Omega, facts_valid, qids  # noqa: F401 (re-export)
 from factprobe.distractors.pool import pool_distractors, relation_pools
 from factprobe.distractors.random import random_distractors
 from factprobe.distractors.semantic import SemIndex, sem_distractors
@@ -72,18 +72,6 @@ def fact_ids(facts: pd.DataFrame) -> list[tuple[int, int, int]]:
             strict=True,
         )
     )
-
-
-def facts_valid(facts: pd.DataFrame) -> pd.DataFrame:
-    """``subject, property, object`` of every object the probe builder lists as valid for (s, r)."""
-    f = facts[["subject", "property", "object", "objects"]].copy()
-    f["objects"] = [
-        list(v) + [o] if v is not None else [o] for v, o in zip(f["objects"], f["object"], strict=True)
-    ]
-    f = f.explode("objects")
-    return pd.DataFrame(
-        {"subject": qids(f["subject"]), "property": qids(f["property"]), "object": qids(f["objects"])}
-    ).drop_duplicates()
 
 
 def _rows(fact_id: str, ents: list[int], strategy: str, **extra) -> list[dict]:

@@ -3,11 +3,12 @@
 It is trained on verbalizations (every prompt style, zero-shot text + " " + object form + EOS) of
 the facts whose hash-chosen ``split`` is ``taught``; the ``untaught`` half is never seen. Measures
 must then separate the halves: on taught facts the object beats its distractors (Avg@n near 1);
-on untaught facts the model knows nothing about (s, r). Untaught objects still occur as objects
-of other taught facts, so their names are as familiar to the model as the distractors' names
-are; with no information about the pair, object vs distractor is then a coin flip and Avg@n sits
-near 0.5 (a model that had never seen the object's name would instead rank it low for reasons
-unrelated to knowledge).
+on untaught facts the model knows nothing about (s, r). Chance is 0.5 there only if the object
+and its distractors are equally familiar answers of the relation: with taught facts alone the
+model prefers the objects it was taught for the relation, and ranks an untaught object below
+distractors that happen to be taught objects (Avg ~0.27 on the demo). :func:`prior_docs` therefore
+adds, for every candidate entity of a relation, documents with a made-up subject, so that every
+candidate is an object of "other taught facts" equally often.
 
 Everything is seeded; training is a fixed number of steps (no wall-clock cut), so the same
 inputs give the same weights on the same torch build.

@@ -16,7 +16,7 @@ import pandas as pd
 
 from factprobe.hashing import stable_hash
 from factprobe.scoring.cache import RequestCache, request_key
-from factprobe.scoring.loglik import combine, score_requests, tokenize_pairs
+from factprobe.scoring.loglik import combine, score_requests, tokenize_pairs, topk_first_tokens
 from factprobe.scoring.models import LoadedModel
 
 log = logging.getLogger(__name__)
@@ -160,3 +160,21 @@ def score_pairs(
     out["n_tokens"] = nt.astype(np.int32)
     out["first_logprob"] = fl.astype(np.float64)
     return out[SCORE_COLUMNS + ["fact_id", "lang"]]
+
+
+def topk_table(loaded: LoadedModel, prompts: pd.DataFrame, k: int, token_budget: int = 4096) -> pd.DataFrame:
+    """Top-``k`` first-token predictions per prompt: ``prompt_id, rank (1..k), token_id, token, logprob``.
+
+    The next-token distribution after ``context + text`` (Precision@n / Probability baselines of
+    the distractors paper). ``k = 0`` gives an empty table with these columns.
+    """
+    columns = {"prompt_id": "str", "rank": "int32", "token_id": "int64", "token": "str", "logprob": "float64"}
+    if k <= 0 or prompts.empty:
+        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in columns.items()})
+    texts = (prompts["context"].fillna("") + prompts["text"]).tolist()
+    top = topk_first_tokens(loaded.model, loaded.tokenizer, texts, k, token_budget)
+    rows = []
+    for pid, (ids, lps) in zip(prompts["prompt_id"], top, strict=True):
+        for rank, (tok, lp) in enumerate(zip(ids, lps, strict=True), start=1):
+            rows.append((pid, rank, tok, loaded.tokenizer.decode([tok]), lp))
+    return pd.DataFrame(rows, columns=list(columns)).astype(columns)
