@@ -8,6 +8,8 @@ requests/s, the ratios and the largest score difference (nats).
     .venv/bin/python benchmarks/score.py [--threads 2] [--repeats 3]
 
 Targets (issue 6): >= 3x over lm-eval zero-shot, >= 10x with 4-shot prompts; identical scores.
+On busy shared cores prefer ``--threads 1``: multi-threaded small forwards stall on descheduled
+threads, which hits the engine's one short packed row harder than lm-eval's big padded batches.
 """
 
 from __future__ import annotations

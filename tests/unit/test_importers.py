@@ -15,7 +15,7 @@ from factprobe.probes.importers import (
 from factprobe.probes.templates import Template, TemplateError
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-PARAREL = DATA / "pararel" / "graphs_json"
+PARAREL = Path(__file__).resolve().parents[2] / "resources" / "templates" / "external" / "pararel" / "graphs_json"
 LAMA = DATA / "lama_relations_excerpt.jsonl"
 XFACTR = DATA / "xfactr_TREx_prompts_excerpt.csv"
 
