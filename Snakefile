@@ -24,4 +24,5 @@ include: "workflow/rules/report.smk"
 rule all:
     default_target: True
     input:
-        expand(rules.extract_dump.output.claims, dump=ENABLED),
+        report=rules.render_report.output.html,
+        diffs=DIFF_TARGETS,

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from factprobe.metrics.pipeline import control_avg_by_split
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,3 +1,4 @@
+import re
 import sys
 from pathlib import Path
 
@@ -6,10 +7,13 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
+from factprobe.probes.build import template_set_files  # noqa: E402
+from factprobe.probes.config import check_suites  # noqa: E402
 from factprobe.registry import check_dumps, read_registry, validate_config  # noqa: E402
 
 SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
 
+# Everything is validated here, at parse time, so bad config fails before any job runs.
 validate_config(config, SCHEMAS / "config.schema.yaml")
 DUMPS = check_dumps(
     read_registry(config["dumps"], SCHEMAS / "dumps.schema.yaml", key="dump"),
@@ -18,13 +22,38 @@ DUMPS = check_dumps(
 MODELS = read_registry(config["models"], SCHEMAS / "models.schema.yaml", key="name")
 ENABLED = [row["dump"] for row in DUMPS if row["enabled"]]
 DUMP_ROWS = {row["dump"]: row for row in DUMPS}
-EXTRACT_TABLES = ["entities", "labels", "claims", "types", "properties"]
+MODEL_ROWS = {row["name"]: row for row in MODELS}
+SUITES = config.get("suites", {}) or {}
+TEMPLATE_SETS = config["templates"].get("sets", {})
+check_suites(SUITES, config["templates"], ENABLED)
+MULTILINGUAL_SUITES = [
+    s for s, block in SUITES.items() if block["kind"] == "multilingual"
+]
+# Models scored on every suite: scoring.models, else every registry row (registry order).
+SCORE_MODELS = config["scoring"].get("models") or list(MODEL_ROWS)
 
 
 wildcard_constraints:
     dump=r"\d{8}",
     old=r"\d{8}",
     new=r"\d{8}",
+    suite="|".join(re.escape(s) for s in SUITES) or "no-suite-configured",
+    # Model names may contain dots: "{model}.parquet" must not match "x.forms.parquet".
+    model="|".join(re.escape(m) for m in MODEL_ROWS) or "no-model",
+
+
+def library_files(stage):
+    """Library modules of a stage, as inputs: the code trigger only sees the script itself."""
+    folder = Path(workflow.basedir) / "workflow/scripts/factprobe" / stage
+    return sorted(str(p.relative_to(workflow.basedir)) for p in folder.glob("*.py"))
+
+
+def is_control(model):
+    """Whether a models.tsv row is the workflow-trained builtin:control model."""
+    return MODEL_ROWS[model]["source"] == "builtin:control"
+
+
+# --- download / extract ------------------------------------------------------------------
 
 
 def dump_file(wildcards):
@@ -43,3 +72,323 @@ def dump_ext(name):
         if name.split("?")[0].endswith(f".{ext}"):
             return ext
     raise ValueError(f"cannot tell the format of {name}")
+
+
+def extract_table(name, dump):
+    """Path of extraction table ``name`` of a registered ``dump``."""
+    if dump not in DUMP_ROWS:
+        raise ValueError(
+            f"{config['dumps']}: dump {dump} is not registered; add a row or fix the target"
+        )
+    return getattr(rules.extract_dump.output, name).format(dump=dump)
+
+
+# --- diff --------------------------------------------------------------------------------
+
+
+def diff_inputs(wildcards):
+    """Both dumps' claims, entities and properties tables, plus the bundled single-value list."""
+    if int(wildcards.old) >= int(wildcards.new):
+        raise ValueError(
+            f"diff {wildcards.old}_{wildcards.new}: the old dump must be the earlier one"
+        )
+    files = {
+        f"{side}_{name}": extract_table(name, getattr(wildcards, side))
+        for side in ("old", "new")
+        for name in ("claims", "entities", "properties")
+    }
+    if config["diff"]["single_value"] in ("list", "both"):
+        files["single_value_list"] = config["diff"]["single_value_list"]
+    return files
+
+
+def temporal_earlier(wildcards):
+    """Claims of every enabled dump before this one (objects present only there are "past")."""
+    return [extract_table("claims", d) for d in ENABLED if d < wildcards.dump]
+
+
+# --- probes ------------------------------------------------------------------------------
+
+
+def suite_template_names(suite):
+    return SUITES[suite].get("templates", {}).get("sets", ["team"])
+
+
+def probe_inputs(wildcards):
+    """Extraction tables of the suite's dump, labels of every enabled dump, templates, the diff."""
+    suite = SUITES[wildcards.suite]
+    dump = suite["dump"]
+    files = {
+        "claims": extract_table("claims", dump),
+        "entities": extract_table("entities", dump),
+        "labels": [extract_table("labels", d) for d in ENABLED],
+        "templates": [
+            path
+            for name in suite_template_names(wildcards.suite)
+            for path in template_set_files(
+                TEMPLATE_SETS[name], suite.get("languages", ["en"])
+            )
+        ],
+        "lib": library_files("probes"),
+    }
+    if suite["kind"] == "plausibility":
+        files["changes"] = rules.diff_dumps.output.changes.format(
+            old=suite["diff_old"], new=dump
+        )
+    return files
+
+
+def suite_settings(wildcards):
+    """The suite's config block, so that a changed setting reruns only this suite."""
+    return SUITES[wildcards.suite]
+
+
+def suite_template_sets(wildcards):
+    """Only the template sets this suite uses (a change to another set does not rerun it)."""
+    return {name: TEMPLATE_SETS[name] for name in suite_template_names(wildcards.suite)}
+
+
+# --- distractors -------------------------------------------------------------------------
+
+
+def distractor_settings(suite):
+    """Strategies and sizes of a suite: suites.<s>.distractors > distractors.by_kind > defaults."""
+    section = config["distractors"]
+    block = SUITES[suite]
+    kind = section.get("by_kind", {}).get(block["kind"], {})
+    own = block.get("distractors", {})
+    merged = {
+        key: own.get(key, kind.get(key, section.get(key, default)))
+        for key, default in (
+            ("strategies", ["random", "sem", "temp"]),
+            ("n", 10),
+            ("pool_size", 50),
+            ("search", section.get("sem", {}).get("search", "exact")),
+        )
+    }
+    merged["languages"] = block.get("languages", ["en"])
+    merged["dump"] = block["dump"]
+    return merged
+
+
+def uses_appropt(suite):
+    return "appropt" in distractor_settings(suite)["strategies"]
+
+
+def retrieve_settings(wildcards):
+    """Every setting retrieve_distractors reads, so a change reruns only the affected suites."""
+    section = config["distractors"]
+    cooccur = section.get("cooccur", {})
+    return {
+        **distractor_settings(wildcards.suite),
+        "cooccur_n": cooccur.get("n", 10),
+        "cooccur_sides": cooccur.get("sides", ["object", "subject"]),
+        "form_threshold": section.get("form_threshold", 90),
+        "valid_ranks": section.get("valid_ranks", "non_deprecated"),
+        "ef_search": section.get("sem", {}).get("hnsw", {}).get("ef_search", 200),
+    }
+
+
+def omega_inputs(suite):
+    """Tables Ω(f) needs: the suite's probes, types of every enabled dump, the suite's claims."""
+    return {
+        "facts": rules.build_probes.output.facts.format(suite=suite),
+        "entity_forms": rules.build_probes.output.entity_forms.format(suite=suite),
+        "types": [extract_table("types", d) for d in ENABLED],
+        "claims": extract_table("claims", SUITES[suite]["dump"]),
+        "lib": library_files("distractors"),
+    }
+
+
+def retrieve_inputs(wildcards):
+    """Ω tables, plus the semantic index (sem, temp) and the temporal view (temp) when used."""
+    files = omega_inputs(wildcards.suite)
+    settings = distractor_settings(wildcards.suite)
+    if {"sem", "temp"} & set(settings["strategies"]):
+        files["index"] = rules.build_sem_index.output.index.format(
+            dump=settings["dump"]
+        )
+    if "temp" in settings["strategies"]:
+        files["temporal"] = rules.temporal_view.output.temporal.format(
+            dump=settings["dump"]
+        )
+    return files
+
+
+def appropt_inputs(wildcards):
+    """Ω tables, the suite's prompts, and the control model directory when it is the model."""
+    files = omega_inputs(wildcards.suite)
+    files["prompts"] = rules.build_probes.output.prompts.format(suite=wildcards.suite)
+    if is_control(wildcards.model):
+        files["control"] = rules.train_control.output.model
+    return files
+
+
+def appropt_settings(wildcards):
+    """ApprOpt settings of the suite and the models.tsv row of the model."""
+    section = config["distractors"]
+    settings = distractor_settings(wildcards.suite)
+    appropt = section.get("appropt", {})
+    row = {k: v for k, v in MODEL_ROWS[wildcards.model].items() if k != "_line"}
+    return {
+        "n": appropt.get("n", settings["n"]),
+        "width": appropt.get("width"),
+        "lang": appropt.get("lang", settings["languages"][0]),
+        "styles": appropt.get("styles", ["completion", "statement", "question"]),
+        "form_threshold": section.get("form_threshold", 90),
+        "valid_ranks": section.get("valid_ranks", "non_deprecated"),
+        "dump": settings["dump"],
+        "model": row,
+    }
+
+
+def sem_index_settings(wildcards):
+    """Index settings (distractors.sem)."""
+    sem = config["distractors"].get("sem", {})
+    hnsw = sem.get("hnsw", {})
+    return {
+        "weighting": sem.get("weighting", "tfidf"),
+        "reverse": sem.get("reverse_features", True),
+        "bm25_k1": sem.get("bm25_k1", 1.2),
+        "bm25_b": sem.get("bm25_b", 0.75),
+        "hnsw_m": hnsw.get("M", 32),
+        "ef_construction": hnsw.get("ef_construction", 200),
+        "ef_search": hnsw.get("ef_search", 200),
+        "post": hnsw.get("post", 2),
+        "recall_queries": sem.get("recall_queries", 1000),
+        "recall_k": sem.get("recall_k", 50),
+    }
+
+
+# --- scoring -----------------------------------------------------------------------------
+
+
+def score_inputs(wildcards):
+    """Probe tables of the suite (+ translations, + per-model ApprOpt), the model, the library."""
+    suite = wildcards.suite
+    files = {
+        "prompts": rules.build_probes.output.prompts.format(suite=suite),
+        "candidates": rules.retrieve_distractors.output.candidates.format(suite=suite),
+        "forms": rules.retrieve_distractors.output.forms.format(suite=suite),
+        "lib": library_files("scoring"),
+    }
+    if suite in MULTILINGUAL_SUITES and config["scoring"].get(
+        "include_translated", True
+    ):
+        files["translated_prompts"] = rules.translate_prompts.output.prompts.format(
+            suite=suite
+        )
+        files["translated_forms"] = rules.translate_prompts.output.forms.format(
+            suite=suite
+        )
+    if uses_appropt(suite):
+        appropt = rules.appropt_distractors.output
+        files["appropt"] = appropt.candidates.format(suite=suite, model=wildcards.model)
+        files["appropt_forms"] = appropt.forms.format(
+            suite=suite, model=wildcards.model
+        )
+    if is_control(wildcards.model):
+        files["control"] = rules.train_control.output.model
+    return files
+
+
+def generate_inputs(wildcards):
+    """Prompts of the suite and the model (generation needs no candidates)."""
+    files = {
+        "prompts": rules.build_probes.output.prompts.format(suite=wildcards.suite),
+        "lib": library_files("scoring"),
+    }
+    if is_control(wildcards.model):
+        files["control"] = rules.train_control.output.model
+    return files
+
+
+def model_row(wildcards):
+    """The models.tsv row of the job's model (a change to it reruns that model only)."""
+    return MODEL_ROWS[wildcards.model]
+
+
+def score_shard_files(wildcards):
+    """Every shard of one (suite, model) (scores and top-k tables), gathered by score_suite."""
+    out = rules.score_shard.output
+    shards = range(config["scoring"].get("shards", 1))
+    keys = {"suite": wildcards.suite, "model": wildcards.model}
+    return {
+        "shards": [out.scores.format(shard=s, **keys) for s in shards],
+        "topk_shards": [out.topk.format(shard=s, **keys) for s in shards],
+    }
+
+
+# --- metrics and report ------------------------------------------------------------------
+
+
+def metrics_inputs(wildcards):
+    """Tables one (suite, model) job reads; optional ones only where the suite produces them."""
+    suite, model = wildcards.suite, wildcards.model
+    score = score_inputs(wildcards)
+    files = {
+        "scores": rules.score_suite.output.scores.format(suite=suite, model=model),
+        "prompts": [score["prompts"]] + [score.get("translated_prompts")],
+        "candidates": [score["candidates"]] + [score.get("appropt")],
+        "facts": rules.build_probes.output.facts.format(suite=suite),
+        "forms": [score["forms"]] + [score.get("translated_forms")],
+        "lib": library_files("metrics"),
+    }
+    files = {
+        k: [f for f in v if f] if isinstance(v, list) else v for k, v in files.items()
+    }
+    if SUITES[suite].get("generate", False):
+        files["generations"] = rules.generate_suite.output.generations.format(
+            suite=suite, model=model
+        )
+    if is_control(model):
+        files["split"] = rules.train_control.output.split
+    return files
+
+
+def metrics_families(wildcards):
+    """Measure families for the suite's kind (config metrics.families)."""
+    return config["metrics"]["families"].get(SUITES[wildcards.suite]["kind"], [])
+
+
+def suite_metric_tables(wildcards):
+    """Per-fact and suite-level tables of every model on one suite."""
+    out = rules.compute_metrics.output
+    return {
+        "per_fact": [
+            out.per_fact.format(suite=wildcards.suite, model=m) for m in SCORE_MODELS
+        ],
+        "suite": [
+            out.suite.format(suite=wildcards.suite, model=m) for m in SCORE_MODELS
+        ],
+    }
+
+
+def report_control_suites():
+    """Suites whose control-model table feeds the taught-vs-untaught panel (knowledge measure)."""
+    if config["report"].get("control_model", "control") not in SCORE_MODELS:
+        return []
+    families = config["metrics"]["families"]
+    return [
+        s
+        for s, block in SUITES.items()
+        if "knowledge" in families.get(block["kind"], [])
+    ]
+
+
+def report_inputs(wildcards):
+    """Leaderboard, every suite's summary, and the control model's per-fact tables + split."""
+    name = config["report"].get("control_model", "control")
+    files = {
+        "board": rules.leaderboard.output.board,
+        "summaries": expand(rules.summarize_metrics.output.summary, suite=list(SUITES)),
+        "control": expand(
+            rules.compute_metrics.output.per_fact,
+            suite=report_control_suites(),
+            model=name,
+        ),
+        "lib": library_files("report"),
+    }
+    if files["control"]:
+        files["split"] = rules.train_control.output.split
+    return files

@@ -5,25 +5,23 @@ CONTROL_SUITES = CONTROL.get("suites", [])
 
 rule train_control:
     input:
-        facts=expand("results/probes/{suite}/facts.parquet", suite=CONTROL_SUITES),
-        prompts=expand("results/probes/{suite}/prompts.parquet", suite=CONTROL_SUITES),
-        forms=expand(
-            "results/probes/{suite}/entity_forms.parquet", suite=CONTROL_SUITES
-        ),
+        facts=expand(rules.build_probes.output.facts, suite=CONTROL_SUITES),
+        prompts=expand(rules.build_probes.output.prompts, suite=CONTROL_SUITES),
+        forms=expand(rules.build_probes.output.entity_forms, suite=CONTROL_SUITES),
         candidates=expand(
-            "results/probes/{suite}/candidates.parquet", suite=CONTROL_SUITES
+            rules.retrieve_distractors.output.candidates, suite=CONTROL_SUITES
         ),
         candidate_forms=expand(
-            "results/probes/{suite}/forms.parquet", suite=CONTROL_SUITES
+            rules.retrieve_distractors.output.forms, suite=CONTROL_SUITES
         ),
-        lib="workflow/scripts/factprobe/scoring/control.py",
+        lib=workflow.source_path("../scripts/factprobe/scoring/control.py"),
     output:
         model=directory("results/models/control"),
         split="results/models/control/split.parquet",
     log:
         "logs/train_control.log",
     benchmark:
-        "benchmarks/train_control.tsv"
+        "benchmarks/train_control/control.tsv"
     conda:
         "../../environment.yml"
     threads: 2

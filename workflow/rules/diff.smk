@@ -1,38 +1,5 @@
 # diff stage (docs/contracts.md): WikiFactDiff-style changes between consecutive enabled dumps
-# and a temporal view per dump. Helpers first; DIFF_TARGETS (for `rule all`) at the end.
-
-#: "{old}_{new}" for each consecutive pair of enabled dumps (ENABLED is sorted by date).
-DIFF_PAIRS = [f"{old}_{new}" for old, new in zip(ENABLED[:-1], ENABLED[1:])]
-
-
-def _extract_path(name, dump):
-    """Path of extraction table ``name`` of ``dump``; the dump must be registered."""
-    if dump not in DUMP_ROWS:
-        raise ValueError(
-            f"{config['dumps']}: dump {dump} is not registered; add a row or fix the target"
-        )
-    return getattr(rules.extract_dump.output, name).format(dump=dump)
-
-
-def diff_inputs(wildcards):
-    """Both dumps' claims, entities and properties tables, plus the bundled single-value list."""
-    if int(wildcards.old) >= int(wildcards.new):
-        raise ValueError(
-            f"diff {wildcards.old}_{wildcards.new}: the old dump must be the earlier one"
-        )
-    files = {
-        f"{side}_{name}": _extract_path(name, getattr(wildcards, side))
-        for side in ("old", "new")
-        for name in ("claims", "entities", "properties")
-    }
-    if config["diff"]["single_value"] in ("list", "both"):
-        files["single_value_list"] = config["diff"]["single_value_list"]
-    return files
-
-
-def temporal_earlier(wildcards):
-    """Claims of every enabled dump before this one (objects present only there are "past")."""
-    return [_extract_path("claims", d) for d in ENABLED if d < wildcards.dump]
+# and a temporal view per dump; input functions in common.smk.
 
 
 rule diff_dumps:

@@ -1,22 +1,7 @@
 # translate stage: sentence-level verbalization of multilingual suites (docs/contracts.md)
-import re
-
 TRANSLATE = config.get("translate", {}) or {}
-# Helper modules are not tracked by Snakemake's code trigger; as inputs, an edit reruns the stage.
-TRANSLATE_LIB = sorted(
-    str(p.relative_to(workflow.basedir))
-    for p in (Path(workflow.basedir) / "workflow/scripts/factprobe/translate").glob(
-        "*.py"
-    )
-)
 
 
-# Only suites of kind multilingual are translated.
-MULTILINGUAL_SUITES = [
-    name
-    for name, suite in (config.get("suites", {}) or {}).items()
-    if suite.get("kind") == "multilingual"
-]
 # A GPU only when there is a model to run; without one the job just records "no_model".
 TRANSLATE_GPUS = 1 if (TRANSLATE.get("model") or TRANSLATE.get("models")) else 0
 # The full source sentence is the filled source-language template.
@@ -27,11 +12,11 @@ TRANSLATE_SOURCE_TEMPLATES = (
 
 rule translate_prompts:
     input:
-        facts="results/probes/{suite}/facts.parquet",
-        prompts="results/probes/{suite}/prompts.parquet",
-        forms="results/probes/{suite}/entity_forms.parquet",
+        facts=rules.build_probes.output.facts,
+        prompts=rules.build_probes.output.prompts,
+        forms=rules.build_probes.output.entity_forms,
         templates=TRANSLATE_SOURCE_TEMPLATES,
-        lib=TRANSLATE_LIB,
+        lib=library_files("translate"),
     output:
         prompts="results/probes/{suite}/translated_prompts.parquet",
         forms="results/probes/{suite}/translated_forms.parquet",
