@@ -24,21 +24,12 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from factprobe.wikidata.reader import SCHEMAS
 
 T_OLD, T_NEW = 20150101, 20190101
 SV_PROPERTY = 6
 PROPS = np.array([31, 17, SV_PROPERTY, 131, 150, 47, 361, 527, 530, 463], dtype=np.int32)
-CLAIMS = pa.schema(
-    [
-        ("subject", pa.int64()),
-        ("property", pa.int32()),
-        ("object", pa.int64()),
-        ("rank", pa.int8()),
-        ("start", pa.int32()),
-        ("end", pa.int32()),
-        ("point_in_time", pa.int32()),
-    ]
-)
+CLAIMS = SCHEMAS["claims"]  # the extraction contract
 
 
 def _table(subject, prop, obj, rank, start, end, pit) -> pa.Table:

@@ -14,6 +14,7 @@ import pytest
 from factprobe.diff.engine import DiffInputs, diff_claims
 from factprobe.diff.rules import RULE_NAMES, RULES, STATUSES
 from factprobe.diff.single_value import read_list, single_value_properties
+from factprobe.wikidata.reader import SCHEMAS
 
 T_OLD, T_NEW = 20150101, 20190101
 SV = {6}
@@ -114,17 +115,7 @@ EXPECTED = {
 }
 IGNORED = {(4, 39, 7): "ended_before_old", (5, 39, 7): "starts_after_new", (6, 39, 7): "valid_only_between"}
 
-CLAIMS = pa.schema(
-    [
-        ("subject", pa.int64()),
-        ("property", pa.int32()),
-        ("object", pa.int64()),
-        ("rank", pa.int8()),
-        ("start", pa.int32()),
-        ("end", pa.int32()),
-        ("point_in_time", pa.int32()),
-    ]
-)
+CLAIMS = SCHEMAS["claims"]  # the extraction contract
 
 
 def _write(tmp_path, name, rows, items, created=True):

@@ -6,19 +6,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 from factprobe.diff.temporal import temporal_view
+from factprobe.wikidata.reader import SCHEMAS
 
 N = None
-CLAIMS = pa.schema(
-    [
-        ("subject", pa.int64()),
-        ("property", pa.int32()),
-        ("object", pa.int64()),
-        ("rank", pa.int8()),
-        ("start", pa.int32()),
-        ("end", pa.int32()),
-        ("point_in_time", pa.int32()),
-    ]
-)
+CLAIMS = SCHEMAS["claims"]  # the extraction contract
 ENT = pa.schema([("id", pa.int64()), ("kind", pa.string())])
 
 

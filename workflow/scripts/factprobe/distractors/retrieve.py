@@ -32,7 +32,7 @@ COLUMNS = ["fact_id", "entity", "role", "strategy", "rank", "relevance", "side",
 
 @dataclass
 class Settings:
-    """What a suite asks for: strategies and sizes (see docs/config/distractors.md)."""
+    """What a suite asks for: strategies and sizes (see config/README.md, section distractors)."""
 
     strategies: list[str]
     n: int = 10

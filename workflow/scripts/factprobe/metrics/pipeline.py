@@ -44,7 +44,7 @@ DEFAULT_FAMILIES = {
 
 @dataclass
 class Settings:
-    """Measure settings (config ``metrics``; see docs/config/metrics.md)."""
+    """Measure settings (config ``metrics``; see config/README.md, section metrics)."""
 
     ns: Sequence[int] = (1, 2, 3, 5, 10)
     precision_ns: Sequence[int] = (1, 5, 10)

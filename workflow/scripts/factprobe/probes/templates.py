@@ -5,7 +5,7 @@ subject slot, ``[Y]`` the object slot. A causal LM can only score the object whe
 the sentence (the "object-final" condition of §3.1), so the loader computes ``object_final``.
 Styles follow probelm-plausibility §3 / Appendix D: ``statement``, ``completion``
 (fill-in-the-blank with an answer cue) and ``question``. File format: templates-format.md,
-documented in docs/config/templates.md.
+documented in config/README.md, section templates.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ SECTIONS = [
 
 @dataclass
 class ReportSettings:
-    """Config ``report`` (docs/config/report.md)."""
+    """Config ``report`` (config/README.md, section report)."""
 
     title: str = "factprobe report"
     control_model: str = "control"
