@@ -9,6 +9,12 @@ min_version("9.0")
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 from factprobe.probes.build import template_set_files  # noqa: E402
 from factprobe.probes.config import check_suites  # noqa: E402
+from factprobe.distractors.settings import (  # noqa: E402
+    appropt_settings,
+    retrieve_settings,
+    sem_index_settings,
+    suite_distractors,
+)
 from factprobe.registry import check_dumps, read_registry, validate_config  # noqa: E402
 
 SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
@@ -31,6 +37,22 @@ MULTILINGUAL_SUITES = [
 ]
 # Models scored on every suite: scoring.models, else every registry row (registry order).
 SCORE_MODELS = config["scoring"].get("models") or list(MODEL_ROWS)
+# Settings resolved once and handed to rules with lookup(): a changed setting reruns only the
+# jobs it concerns (params provenance).
+MODEL_PARAMS = {
+    m: {k: v for k, v in row.items() if k != "_line"} for m, row in MODEL_ROWS.items()
+}
+SUITE_TEMPLATE_SETS = {
+    s: {n: TEMPLATE_SETS[n] for n in block.get("templates", {}).get("sets", ["team"])}
+    for s, block in SUITES.items()
+}
+DISTRACTOR_SETTINGS = {s: suite_distractors(config, s) for s in SUITES}
+RETRIEVE_SETTINGS = {s: retrieve_settings(config, s) for s in SUITES}
+APPROPT_SETTINGS = {
+    s: {m: appropt_settings(config, s, row) for m, row in MODEL_ROWS.items()}
+    for s in SUITES
+}
+SEM_INDEX_SETTINGS = sem_index_settings(config)
 
 
 wildcard_constraints:
@@ -110,10 +132,6 @@ def temporal_earlier(wildcards):
 # --- probes ------------------------------------------------------------------------------
 
 
-def suite_template_names(suite):
-    return SUITES[suite].get("templates", {}).get("sets", ["team"])
-
-
 def probe_inputs(wildcards):
     """Extraction tables of the suite's dump, labels of every enabled dump, templates, the diff."""
     suite = SUITES[wildcards.suite]
@@ -124,7 +142,7 @@ def probe_inputs(wildcards):
         "labels": [extract_table("labels", d) for d in ENABLED],
         "templates": [
             path
-            for name in suite_template_names(wildcards.suite)
+            for name in SUITE_TEMPLATE_SETS[wildcards.suite]
             for path in template_set_files(
                 TEMPLATE_SETS[name], suite.get("languages", ["en"])
             )
@@ -138,55 +156,11 @@ def probe_inputs(wildcards):
     return files
 
 
-def suite_settings(wildcards):
-    """The suite's config block, so that a changed setting reruns only this suite."""
-    return SUITES[wildcards.suite]
-
-
-def suite_template_sets(wildcards):
-    """Only the template sets this suite uses (a change to another set does not rerun it)."""
-    return {name: TEMPLATE_SETS[name] for name in suite_template_names(wildcards.suite)}
-
-
 # --- distractors -------------------------------------------------------------------------
 
 
-def distractor_settings(suite):
-    """Strategies and sizes of a suite: suites.<s>.distractors > distractors.by_kind > defaults."""
-    section = config["distractors"]
-    block = SUITES[suite]
-    kind = section.get("by_kind", {}).get(block["kind"], {})
-    own = block.get("distractors", {})
-    merged = {
-        key: own.get(key, kind.get(key, section.get(key, default)))
-        for key, default in (
-            ("strategies", ["random", "sem", "temp"]),
-            ("n", 10),
-            ("pool_size", 50),
-            ("search", section.get("sem", {}).get("search", "exact")),
-        )
-    }
-    merged["languages"] = block.get("languages", ["en"])
-    merged["dump"] = block["dump"]
-    return merged
-
-
 def uses_appropt(suite):
-    return "appropt" in distractor_settings(suite)["strategies"]
-
-
-def retrieve_settings(wildcards):
-    """Every setting retrieve_distractors reads, so a change reruns only the affected suites."""
-    section = config["distractors"]
-    cooccur = section.get("cooccur", {})
-    return {
-        **distractor_settings(wildcards.suite),
-        "cooccur_n": cooccur.get("n", 10),
-        "cooccur_sides": cooccur.get("sides", ["object", "subject"]),
-        "form_threshold": section.get("form_threshold", 90),
-        "valid_ranks": section.get("valid_ranks", "non_deprecated"),
-        "ef_search": section.get("sem", {}).get("hnsw", {}).get("ef_search", 200),
-    }
+    return "appropt" in DISTRACTOR_SETTINGS[suite]["strategies"]
 
 
 def omega_inputs(suite):
@@ -203,7 +177,7 @@ def omega_inputs(suite):
 def retrieve_inputs(wildcards):
     """Ω tables, plus the semantic index (sem, temp) and the temporal view (temp) when used."""
     files = omega_inputs(wildcards.suite)
-    settings = distractor_settings(wildcards.suite)
+    settings = DISTRACTOR_SETTINGS[wildcards.suite]
     if {"sem", "temp"} & set(settings["strategies"]):
         files["index"] = rules.build_sem_index.output.index.format(
             dump=settings["dump"]
@@ -222,42 +196,6 @@ def appropt_inputs(wildcards):
     if is_control(wildcards.model):
         files["control"] = rules.train_control.output.model
     return files
-
-
-def appropt_settings(wildcards):
-    """ApprOpt settings of the suite and the models.tsv row of the model."""
-    section = config["distractors"]
-    settings = distractor_settings(wildcards.suite)
-    appropt = section.get("appropt", {})
-    row = {k: v for k, v in MODEL_ROWS[wildcards.model].items() if k != "_line"}
-    return {
-        "n": appropt.get("n", settings["n"]),
-        "width": appropt.get("width"),
-        "lang": appropt.get("lang", settings["languages"][0]),
-        "styles": appropt.get("styles", ["completion", "statement", "question"]),
-        "form_threshold": section.get("form_threshold", 90),
-        "valid_ranks": section.get("valid_ranks", "non_deprecated"),
-        "dump": settings["dump"],
-        "model": row,
-    }
-
-
-def sem_index_settings(wildcards):
-    """Index settings (distractors.sem)."""
-    sem = config["distractors"].get("sem", {})
-    hnsw = sem.get("hnsw", {})
-    return {
-        "weighting": sem.get("weighting", "tfidf"),
-        "reverse": sem.get("reverse_features", True),
-        "bm25_k1": sem.get("bm25_k1", 1.2),
-        "bm25_b": sem.get("bm25_b", 0.75),
-        "hnsw_m": hnsw.get("M", 32),
-        "ef_construction": hnsw.get("ef_construction", 200),
-        "ef_search": hnsw.get("ef_search", 200),
-        "post": hnsw.get("post", 2),
-        "recall_queries": sem.get("recall_queries", 1000),
-        "recall_k": sem.get("recall_k", 50),
-    }
 
 
 # --- scoring -----------------------------------------------------------------------------
@@ -301,11 +239,6 @@ def generate_inputs(wildcards):
     if is_control(wildcards.model):
         files["control"] = rules.train_control.output.model
     return files
-
-
-def model_row(wildcards):
-    """The models.tsv row of the job's model (a change to it reruns that model only)."""
-    return MODEL_ROWS[wildcards.model]
 
 
 def score_shard_files(wildcards):

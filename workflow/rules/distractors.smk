@@ -18,7 +18,7 @@ rule build_sem_index:
     resources:
         mem_mb=4000,
     params:
-        sem=sem_index_settings,
+        sem=SEM_INDEX_SETTINGS,
     script:
         "../scripts/build_sem_index.py"
 
@@ -38,7 +38,7 @@ rule retrieve_distractors:
     resources:
         mem_mb=4000,
     params:
-        settings=retrieve_settings,
+        settings=lookup(dpath="{suite}", within=RETRIEVE_SETTINGS),
     script:
         "../scripts/retrieve_distractors.py"
 
@@ -59,6 +59,6 @@ rule appropt_distractors:
         mem_mb=8000,
         gpu=1,
     params:
-        settings=appropt_settings,
+        settings=lookup(dpath="{suite}/{model}", within=APPROPT_SETTINGS),
     script:
         "../scripts/appropt_distractors.py"

@@ -17,7 +17,7 @@ rule build_probes:
     resources:
         mem_mb=4000,
     params:
-        suite=suite_settings,
-        sets=suite_template_sets,
+        suite=lookup(dpath="{suite}", within=SUITES),
+        sets=lookup(dpath="{suite}", within=SUITE_TEMPLATE_SETS),
     script:
         "../scripts/build_probes.py"

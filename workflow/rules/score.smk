@@ -23,7 +23,7 @@ rule score_shard:
         mem_mb=8000,
         runtime=120,
     params:
-        model=model_row,
+        model=lookup(dpath="{model}", within=MODEL_PARAMS),
         shard="{shard}",
         shards=SCORING.get("shards", 1),
         end_marker=SCORING.get("end_marker", "eos"),
@@ -70,7 +70,7 @@ rule generate_suite:
         mem_mb=8000,
         runtime=120,
     params:
-        model=model_row,
+        model=lookup(dpath="{model}", within=MODEL_PARAMS),
         samples=SCORING.get("samples", 10),
         max_new_tokens=SCORING.get("max_new_tokens", 12),
         batch_size=SCORING.get("generation_batch_size", 16),
