@@ -153,13 +153,17 @@ def decode_sql(key: str, name: str) -> str:
     return f"nullif(((({key} >> {shift}) & {MASK32}) - {OFFSET})::INTEGER, {null})"
 
 
-def triples_sql(t_old: int, t_new: int, single_value: Iterable[int] = ()) -> str:
+def triples_sql(
+    t_old: int, t_new: int, single_value: Iterable[int] = (), best_rank: tuple[bool, bool] = (True, True)
+) -> str:
     """One row per (subject, property, object) of either dump, from views ``old_c``, ``new_c``.
 
     Deprecated statements are dropped; for single-value properties (``single_value``) only the
     best rank of each (subject, property) is kept. ``flag`` says in which dump the triple is; ``s``,
     ``e``, ``p`` are the dates of the statement that speaks for it: the new dump's when there is
     one, and among several, the one valid at its dump date, then the latest end, then start.
+    ``best_rank`` (old, new) False skips the best-rank filter of a dump known to hold a single
+    non-deprecated rank (see :func:`_single_rank`), where it keeps every statement anyway.
     """
     sv = sorted({int(x) for x in single_value})
     # A literal IN list is far cheaper than a semi-join on every claim.
@@ -170,8 +174,19 @@ def triples_sql(t_old: int, t_new: int, single_value: Iterable[int] = ()) -> str
         UNION ALL
         SELECT subject, property, object, rank, start AS s, "end" AS e, point_in_time AS p
         FROM {{src}} WHERE rank > 0 AND {is_sv}
-        QUALIFY rank = max(rank) OVER (PARTITION BY subject, property)
+        {{qualify}}
     """
+    qualify = "QUALIFY rank = max(rank) OVER (PARTITION BY subject, property)"
+    # Without the best-rank filter both branches are one scan (rows whose sv test is NULL, i.e.
+    # a NULL property with single-value properties given, are dropped by both branches above).
+    plain = f"""
+        SELECT subject, property, object, rank, start AS s, "end" AS e, point_in_time AS p
+        FROM {{src}} WHERE rank > 0 AND ({is_sv}) IS NOT NULL
+    """
+
+    def side(src: str, best: bool) -> str:
+        return statements.format(src=src, qualify=qualify) if best else plain.format(src=src)
+
     key = statement_key_sql("side", valid_sql(int(t_old)))
     key_new = statement_key_sql("side", valid_sql(int(t_new)))
     field = decode_sql
@@ -179,10 +194,10 @@ def triples_sql(t_old: int, t_new: int, single_value: Iterable[int] = ()) -> str
     WITH
     sides AS (
         SELECT 0::TINYINT AS side, subject, property, object, {key} AS k
-        FROM ({statements.format(src="old_c")})
+        FROM ({side("old_c", best_rank[0])})
         UNION ALL
         SELECT 1::TINYINT AS side, subject, property, object, {key_new} AS k
-        FROM ({statements.format(src="new_c")})
+        FROM ({side("new_c", best_rank[1])})
     ),
     triples AS (
         SELECT subject, property, object, min(side) AS first_side, max(k) AS k
@@ -197,7 +212,7 @@ def triples_sql(t_old: int, t_new: int, single_value: Iterable[int] = ()) -> str
              ELSE ({decision_sql(t_old, t_new)}) END::TINYINT AS rule_id
     FROM (
         SELECT subject, property, object,
-            CASE WHEN first_side = 1 THEN 'added' WHEN (k >> 97) = 0 THEN 'removed' ELSE 'kept' END AS flag,
+            (CASE WHEN first_side = 1 THEN 'added' WHEN (k >> 97) = 0 THEN 'removed' ELSE 'kept' END)::{FLAG_TYPE} AS flag,
             {field("k", "s")} AS s, {field("k", "e")} AS e, {field("k", "p")} AS p,
             {is_sv} AS sv, TRUE AS subj_in_old, TRUE AS subj_in_new, FALSE AS subj_ph_new, FALSE AS obj_ph_new,
             NULL::BIGINT AS n_rem, NULL::BIGINT AS n_add, NULL::BIGINT AS n_kept, FALSE AS add_ok
@@ -222,16 +237,22 @@ def others_sql(t_old: int, t_new: int, obj_ph_new: bool) -> str:
         WHERE t.rule_id IS NULL
     """
     no_group = "NULL::BIGINT AS n_rem, NULL::BIGINT AS n_add, NULL::BIGINT AS n_kept, FALSE AS add_ok"
+    # The group counts only matter in single-value groups with an added triple: every rule that
+    # reads them needs n_add >= 1, so elsewhere NULL counts decide the same (no window there).
+    added = "(SELECT DISTINCT subject, property FROM triples WHERE sv AND rule_id IS NULL AND flag = 'added')"
+    on = "g.subject IS NOT DISTINCT FROM x.subject AND g.property IS NOT DISTINCT FROM x.property"
     return f"""
     SELECT subject, property, object, flag, s, e, p, sv, ({case})::TINYINT AS rule_id FROM (
         SELECT *, {no_group} FROM ({entity}) WHERE NOT sv
+        UNION ALL BY NAME
+        SELECT x.*, {no_group} FROM ({entity}) x ANTI JOIN {added} g ON {on} WHERE x.sv
         UNION ALL BY NAME
         SELECT * EXCLUDE (ign),
             count(*) FILTER (WHERE flag = 'removed' AND NOT ign) OVER w AS n_rem,
             count(*) FILTER (WHERE flag = 'added' AND NOT ign) OVER w AS n_add,
             count(*) FILTER (WHERE flag = 'kept' AND NOT ign) OVER w AS n_kept,
             coalesce(bool_or({added_ok_sql(t_old, t_new)} AND NOT ign) OVER w, FALSE) AS add_ok
-        FROM (SELECT *, {ign} AS ign FROM ({entity}) WHERE sv)
+        FROM (SELECT x.*, {ign} AS ign FROM ({entity}) x SEMI JOIN {added} g ON {on} WHERE x.sv)
         WINDOW w AS (PARTITION BY subject, property)
     )
     """
@@ -258,13 +279,24 @@ def replaced_sql() -> str:
     """
 
 
+def _enum(values: tuple[str, ...]) -> str:
+    """A DuckDB ENUM type of ``values`` (distinct, in order)."""
+    return "ENUM(" + ", ".join(f"'{v}'" for v in dict.fromkeys(values)) + ")"
+
+
+# Flags, statuses and rule names are ENUMs inside the engine: one byte per row instead of a
+# string, and the Parquet writer takes their dictionary as is (written as plain strings).
+FLAG_TYPE = _enum(("added", "removed", "kept"))
+
+
 def output_sql() -> str:
     """Rows of view ``decided`` as written to changes.parquet (``ignored`` ones left out)."""
     kept = ", ".join(str(i) for i, s in enumerate(RULE_STATUSES) if s != "ignored")
     changing = ", ".join(str(i) for i, s in enumerate(RULE_STATUSES) if s in ("new", "obsolete"))
     return f"""
     SELECT d.subject::BIGINT AS subject, d.property::INTEGER AS property, d.object::BIGINT AS object,
-        {sql_list(RULE_STATUSES)}[rule_id + 1] AS status, {sql_list(RULE_NAMES)}[rule_id + 1] AS rule,
+        ({sql_list(RULE_STATUSES)}::{_enum(RULE_STATUSES)}[])[rule_id + 1] AS status,
+        ({sql_list(RULE_NAMES)}::{_enum(RULE_NAMES)}[])[rule_id + 1] AS rule,
         (rule_id IN ({changing}) AND r.subject IS NOT NULL) AS is_replace,
         s::INTEGER AS start, e::INTEGER AS "end", p::INTEGER AS point_in_time, flag, sv AS single_value
     FROM decided d LEFT JOIN replaced r ON r.subject = d.subject AND r.property = d.property
@@ -326,7 +358,9 @@ def diff_claims(
             f"CREATE TEMP TABLE ph_new AS SELECT id FROM ({_subjects_sql(old_e, new_e, inputs.t_old)}) WHERE ph_new"
         )
         con.execute("CREATE TEMP TABLE stats (property INTEGER, rule_id TINYINT, n BIGINT)")
-        triples = triples_sql(inputs.t_old, inputs.t_new, single_value)
+        con.execute("CREATE TEMP TABLE replace_n (property INTEGER, n BIGINT)")
+        best_rank = (not _single_rank(inputs.old_claims), not _single_rank(inputs.new_claims))
+        triples = triples_sql(inputs.t_old, inputs.t_new, single_value, best_rank)
         others = others_sql(inputs.t_old, inputs.t_new, obj_ph_new=created)
         output = output_sql()
         n = result.partitions
@@ -346,6 +380,8 @@ def diff_claims(
             con.execute(f"CREATE OR REPLACE TEMP VIEW decided AS {DECIDED_VIEW}")
             con.execute(f"CREATE OR REPLACE TEMP TABLE replaced AS {replaced_sql()}")
             con.execute("INSERT INTO stats SELECT property, rule_id, count(*) FROM decided GROUP BY ALL")
+            # Each replacement group writes exactly two is_replace rows (its new and obsolete one).
+            con.execute("INSERT INTO replace_n SELECT property, 2 * count(*) FROM replaced GROUP BY ALL")
             part = work / f"part-{k:05d}.parquet"
             con.execute(f"COPY (SELECT {cols} FROM ({output})) TO {_quote(part)} {PARQUET}")
             con.execute("DROP VIEW decided")
@@ -363,9 +399,7 @@ def diff_claims(
             f"SELECT property, {sql_list(RULE_STATUSES)}[rule_id + 1] AS status, "
             f"{sql_list(RULE_NAMES)}[rule_id + 1] AS rule, sum(n)::BIGINT AS n FROM stats GROUP BY ALL"
         ).df()
-        replace = con.execute(
-            f"SELECT property, count(*) AS n FROM read_parquet({_quote(changes_path)}) WHERE is_replace GROUP BY ALL"
-        ).df()
+        replace = con.execute("SELECT property, sum(n)::BIGINT AS n FROM replace_n GROUP BY ALL").df()
         con.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -384,6 +418,25 @@ def diff_claims(
         result.partitions,
     )
     return result
+
+
+def _single_rank(path: str | Path) -> bool:
+    """True if the Parquet statistics show that every non-deprecated statement (``rank > 0``)
+    of the claims table has the same rank (max rank <= 1), so best-rank filtering is a no-op.
+    False when in doubt (missing statistics)."""
+    meta = pq.ParquetFile(path).metadata
+    names = [meta.schema.column(i).name for i in range(meta.num_columns)]
+    if "rank" not in names:
+        return False
+    col = names.index("rank")
+    for i in range(meta.num_row_groups):
+        chunk = meta.row_group(i).column(col)
+        stats = chunk.statistics
+        if chunk.num_values == 0 or (stats is not None and stats.null_count == chunk.num_values):
+            continue
+        if stats is None or not stats.has_min_max or stats.max > 1:
+            return False
+    return True
 
 
 def _read(path: str | Path) -> str:
