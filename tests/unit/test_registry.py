@@ -75,3 +75,13 @@ def test_unknown_column_and_bad_boolean(tmp_path):
     path = _write(tmp_path, "dump\tenabled\tpath\n20190201\tmaybe\ta.json\n")
     with pytest.raises(ConfigError, match=r"line 2, column enabled: 'maybe' is not of type 'boolean'"):
         read_registry(path, SCHEMAS / "dumps.schema.yaml", "dump")
+
+
+def test_precision_beyond_topk_is_rejected():
+    from factprobe.registry import check_cross_keys
+
+    config = _config()
+    check_cross_keys(config)
+    config["metrics"]["precision_ns"] = [1, 50]
+    with pytest.raises(ConfigError, match=r"Precision@50 but scoring.topk is 10"):
+        check_cross_keys(config)

@@ -125,3 +125,23 @@ def test_shards_partition_prompts():
     shards = [shard_of(i, 4) for i in ids]
     assert set(shards) == {0, 1, 2, 3}
     assert shards == [shard_of(i, 4) for i in ids]
+
+
+def test_first_token_ranks_from_topk_by_hand():
+    import numpy as np
+    import pandas as pd
+    from factprobe.scoring.suite import first_token_ranks
+
+    # Prompt p: top-3 first tokens with log-probs -1, -2, -3 (k = 3).
+    topk = pd.DataFrame({"prompt_id": ["p"] * 3, "rank": [1, 2, 3], "logprob": [-1.0, -2.0, -3.0]})
+    scores = pd.DataFrame(
+        {
+            "prompt_id": ["p", "p", "p", "p", "q"],
+            # the best token itself (float noise below tol), the 3rd, one below the top 3,
+            # a form without a first token, and a prompt missing from the top-k table
+            "first_logprob": [-1.00001, -3.0, -3.5, np.nan, -0.5],
+        }
+    )
+    ranks = first_token_ranks(scores, topk)
+    assert ranks[0] == 1 and ranks[1] == 3
+    assert np.isinf(ranks[2]) and np.isnan(ranks[3]) and np.isinf(ranks[4])

@@ -15,12 +15,18 @@ from factprobe.distractors.settings import (  # noqa: E402
     sem_index_settings,
     suite_distractors,
 )
-from factprobe.registry import check_dumps, read_registry, validate_config  # noqa: E402
+from factprobe.registry import (  # noqa: E402
+    check_cross_keys,
+    check_dumps,
+    read_registry,
+    validate_config,
+)
 
 SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
 
 # Everything is validated here, at parse time, so bad config fails before any job runs.
 validate_config(config, SCHEMAS / "config.schema.yaml")
+check_cross_keys(config)
 DUMPS = check_dumps(
     read_registry(config["dumps"], SCHEMAS / "dumps.schema.yaml", key="dump"),
     config["dumps"],

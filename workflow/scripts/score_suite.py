@@ -4,11 +4,13 @@ import logging
 
 import pandas as pd
 from factprobe.io import read_table, write_frame
+from factprobe.scoring.suite import first_token_ranks
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(message)s")
 parts = [read_table(path).to_pandas() for path in snakemake.input.shards]
 scores = pd.concat(parts, ignore_index=True).sort_values(["prompt_id", "entity", "form"], kind="stable")
-write_frame(scores, snakemake.output.scores)
-logging.info("gathered %d shards: %d scores, %d prompts", len(parts), len(scores), scores["prompt_id"].nunique())
 topk = pd.concat([read_table(path).to_pandas() for path in snakemake.input.topk_shards], ignore_index=True)
+scores["first_rank"] = first_token_ranks(scores, topk)
+write_frame(scores, snakemake.output.scores)
 write_frame(topk.sort_values(["prompt_id", "rank"], kind="stable"), snakemake.output.topk)
+logging.info("gathered %d shards: %d scores, %d prompts", len(parts), len(scores), scores["prompt_id"].nunique())

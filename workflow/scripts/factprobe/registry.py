@@ -107,3 +107,14 @@ def check_dumps(rows: list[dict], path: str | Path, root: str | Path = ".") -> l
         if not name.endswith((".json", ".json.gz", ".json.bz2")):
             raise ConfigError(f"{where}: {name} must end in .json, .json.gz or .json.bz2")
     return sorted(rows, key=lambda r: r["dump"])
+
+
+def check_cross_keys(config: dict, source: str = "config/config.yaml") -> None:
+    """Constraints between sections that one section's schema cannot express."""
+    precision = max(config.get("metrics", {}).get("precision_ns", [1]) or [1])
+    topk = config.get("scoring", {}).get("topk", 10)
+    if precision > topk:
+        raise ConfigError(
+            f"{source}: metrics.precision_ns asks for Precision@{precision} but scoring.topk is {topk}; "
+            "first-token ranks are only known within the top-k, so raise scoring.topk"
+        )

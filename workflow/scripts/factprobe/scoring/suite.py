@@ -178,3 +178,27 @@ def topk_table(loaded: LoadedModel, prompts: pd.DataFrame, k: int, token_budget:
         for rank, (tok, lp) in enumerate(zip(ids, lps, strict=True), start=1):
             rows.append((pid, rank, tok, loaded.tokenizer.decode([tok]), lp))
     return pd.DataFrame(rows, columns=list(columns)).astype(columns)
+
+
+def first_token_ranks(scores: pd.DataFrame, topk: pd.DataFrame, tol: float = 1e-4) -> np.ndarray:
+    """Rank of each form's first token in the whole-vocabulary next-token distribution.
+
+    Precision@n (distractors paper, Table 2) asks whether o's first token is among the model's
+    n most probable next tokens. The top-k table holds, per prompt, the k most probable tokens
+    of the full vocabulary, so a form's first token ranks 1 + #(top-k tokens strictly more
+    probable than it). When all k are more probable the rank is only known to exceed k and is
+    ``inf``; Precision@n is therefore exact for n <= k (checked against ``metrics.precision_ns``
+    at workflow start). ``tol`` absorbs float noise between the two forward passes that produced
+    ``first_logprob`` and the top-k log-probabilities.
+    """
+    if scores.empty:
+        return np.empty(0)
+    k = topk.groupby("prompt_id")["logprob"].size()
+    pairs = scores[["prompt_id", "first_logprob"]].reset_index(drop=True).reset_index()
+    merged = pairs.merge(topk[["prompt_id", "logprob"]], on="prompt_id", how="left")
+    better = (merged["logprob"] > merged["first_logprob"] + tol).groupby(merged["index"]).sum()
+    ranks = better.reindex(pairs["index"]).to_numpy(dtype=float) + 1
+    known = k.reindex(pairs["prompt_id"]).fillna(0).to_numpy()
+    ranks[ranks > known] = np.inf
+    ranks[pairs["first_logprob"].isna().to_numpy()] = np.nan
+    return ranks
