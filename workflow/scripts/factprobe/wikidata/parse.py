@@ -463,22 +463,33 @@ class LineDecoder:
         c_subject, c_property, c_object, c_rank, c_start, c_end, c_point = cols["claims"]
         t_id, t_type, t_via = cols["types"]
         ranks = RANKS
+        creation = CREATION_PROPERTIES
+        value_type = _Value
+        typed_date = _typed_date
         for pid, statements in claims.items():
-            if pid in CREATION_PROPERTIES:
+            if not statements:
+                continue
+            if pid in creation:
                 for st in statements:
                     snak = st.mainsnak
                     if st.rank == "deprecated" or snak is None or snak.snaktype != "value":
                         continue
-                    date = _typed_date([snak])
-                    if date is not None and (created is None or date < created):
-                        created = date
+                    dv = snak.datavalue
+                    if dv is None:
+                        continue
+                    value = dv.value
+                    if isinstance(value, value_type):
+                        date = parse_time_text(value.time)
+                        if date is not None and (created is None or date < created):
+                            created = date
                 continue
             # A property has one datatype, so its first snak decides for all its statements
             # (most statements are strings, external ids, quantities ...).
-            first = statements[0].mainsnak if statements else None
+            first = statements[0].mainsnak
             if first is not None and first.datatype is not None and first.datatype != "wikibase-item":
                 continue
             prop = None
+            is_type = pid == "P31" or pid == "P279"
             for st in statements:
                 snak = st.mainsnak
                 if snak is None or snak.snaktype != "value":
@@ -490,11 +501,11 @@ class LineDecoder:
                 value = dv.value
                 if datatype is None:
                     # 2014 dumps: no datatype on snaks; an item value is an entityid of type item.
-                    if dv.type != "wikibase-entityid" or not isinstance(value, _Value):
+                    if dv.type != "wikibase-entityid" or not isinstance(value, value_type):
                         continue
                     if (value.entity_type or "item") != "item":
                         continue
-                elif datatype != "wikibase-item" or not isinstance(value, _Value):
+                elif datatype != "wikibase-item" or not isinstance(value, value_type):
                     continue
                 obj = value.numeric_id
                 if obj is None:
@@ -509,12 +520,15 @@ class LineDecoder:
                         prop = _numeric(pid)  # raises BadEntity with the reason
                 rank = ranks.get(st.rank, 1)
                 quals = st.qualifiers
-                if quals is None or isinstance(quals, list):
+                if quals is None or quals.__class__ is list:
                     start = end = point = None
                 else:
-                    start = _typed_date(quals.P580) if quals.P580 else None
-                    end = _typed_date(quals.P582) if quals.P582 else None
-                    point = _typed_date(quals.P585) if quals.P585 else None
+                    snaks = quals.P580
+                    start = typed_date(snaks) if snaks else None
+                    snaks = quals.P582
+                    end = typed_date(snaks) if snaks else None
+                    snaks = quals.P585
+                    point = typed_date(snaks) if snaks else None
                 c_subject.append(num)
                 c_property.append(prop)
                 c_object.append(obj)
@@ -522,7 +536,7 @@ class LineDecoder:
                 c_start.append(start)
                 c_end.append(end)
                 c_point.append(point)
-                if rank and (pid == "P31" or pid == "P279"):
+                if rank and is_type:
                     t_id.append(num)
                     t_type.append(obj)
                     t_via.append(pid)

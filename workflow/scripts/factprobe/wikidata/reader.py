@@ -38,7 +38,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -96,6 +96,10 @@ MIN_PARALLEL_BYTES = 16 << 20
 #: A single-document file (pretty-printed entity or API response) is read whole; refuse
 #: anything that large, which can only be a dump in the wrong layout.
 MAX_DOCUMENT_BYTES = 1 << 30
+#: GIL switch interval (seconds) while extracting. The decompression thread needs the GIL
+#: back after every 1 MiB read; with CPython's default 5 ms it waits behind the parsing
+#: thread that long each time and the parser then starves for input. 1 ms keeps it fed.
+SWITCH_INTERVAL = 0.001
 
 
 class DumpError(RuntimeError):
@@ -153,6 +157,9 @@ class Chunk:
     end: int
     first_line: int
     document: bool = False  # the whole file is one JSON document (in ``head``)
+    #: line breaks in the chunk, set by the parser when it runs in this process (it walks every
+    #: line anyway), so that :class:`DumpSource` need not count them a second time.
+    newlines: int | None = None
 
     @property
     def size(self) -> int:
@@ -175,6 +182,12 @@ class DumpSource:
         self.line = 0  # lines handed out
         self._last_line = b""  # last non-blank line seen, to check an array's closing `]`
         self._pending = b""  # start of a line whose end is in the next block
+        #: Worker mode: the workers walk every line anyway and report the count with their
+        #: results (:meth:`lines_parsed`), so the chunks handed out are not counted here; one
+        #: entry per such chunk in order: ``(block, end)`` to count on demand, or ``None``
+        #: for a chunk already in :attr:`line`.
+        self.defer_lines = False
+        self._uncounted: deque = deque()
 
     def _error(
         self,
@@ -186,9 +199,10 @@ class DumpSource:
         detail = f": {type(exc).__name__}: {exc}" if exc is not None else ""
         file_pos = self.compressed_pos if file_pos is None else file_pos
         decompressed = self.pos if decompressed is None else decompressed
+        line = self.line + sum(e[0].count(b"\n", 0, e[1]) for e in self._uncounted if e is not None)
         return DumpError(
             f"{self.path}: {what} near file byte {file_pos} of {self.size} "
-            f"(decompressed byte {decompressed}, after line {self.line}){detail}. The file is damaged "
+            f"(decompressed byte {decompressed}, after line {line}){detail}. The file is damaged "
             "or incomplete: delete it and download it again (for a registry `path`, replace the file)."
         )
 
@@ -267,6 +281,8 @@ class DumpSource:
             self._last_line = pending.strip()
             yield Chunk(pending, b"", 0, self.line + 1)
             self.line += 1
+            if self.defer_lines:
+                self._uncounted.append(None)
             self.pos += len(pending)
         # The closing bracket tells a complete array dump from one cut short (plain .json has
         # no end-of-stream check of its own).
@@ -281,7 +297,6 @@ class DumpSource:
             return
         self._pending = block[end:]
         chunk = Chunk(head, block, end, self.line + 1)
-        self.line += block.count(b"\n", 0, end)
         self.pos += len(head) + end
         tail = block[max(0, end - 65536) : end].rstrip()
         if tail:
@@ -289,6 +304,20 @@ class DumpSource:
         elif head.strip():
             self._last_line = head.strip()
         yield chunk
+        # Parsed in this process (one worker) before the generator resumes: the parser has
+        # counted the lines already; otherwise (worker processes) count them here.
+        newlines = chunk.newlines
+        if newlines is not None:
+            self.line += newlines
+        elif self.defer_lines:
+            self._uncounted.append((block, end))
+        else:
+            self.line += block.count(b"\n", 0, end)
+
+    def lines_parsed(self, lines: int) -> None:
+        """The next chunk handed out in :attr:`defer_lines` mode held ``lines`` lines."""
+        if self._uncounted.popleft() is not None:
+            self.line += lines
 
     def _document(self, first: bytes, blocks: Iterator[bytes]) -> Chunk:
         parts = [first]
@@ -331,6 +360,8 @@ class ChunkResult:
     lines: int
     bad: list[tuple[int, str]]
     generic: int
+    #: lines walked (as :class:`DumpSource` counts them); ``None`` for a document chunk
+    newlines: int | None = None
 
 
 def _to_table(name: str, cols: tuple[list, ...]) -> pa.Table:
@@ -350,7 +381,7 @@ def parse_chunk(chunk: Chunk) -> ChunkResult:
 def parse_shared(offset: int, size: int, first_line: int) -> ChunkResult:
     """:func:`parse_chunk` for a chunk the parent wrote into the shared ring at ``offset``."""
     assert _RING is not None
-    return _parse(_parse_range, _RING, offset, offset + size, first_line)
+    return _parse(_parse_ring, _RING, offset, offset + size, first_line)
 
 
 def _parse(func, *args) -> ChunkResult:
@@ -365,21 +396,21 @@ def _parse(func, *args) -> ChunkResult:
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        lines = func(*args, decoder, cols, bad)
+        lines, newlines = func(*args, decoder, cols, bad)
     finally:
         if gc_was_enabled:
             gc.enable()
     tables = {name: _to_table(name, c) for name, c in cols.items()}
-    return ChunkResult(tables, decoder.kinds, lines, bad, decoder.generic)
+    return ChunkResult(tables, decoder.kinds, lines, bad, decoder.generic, newlines)
 
 
-def _parse_document(data: bytes, decoder: LineDecoder, cols, bad: list[tuple[int, str]]) -> int:
+def _parse_document(data: bytes, decoder: LineDecoder, cols, bad: list[tuple[int, str]]) -> tuple[int, None]:
     """A whole-file document: one entity, a JSON array of entities, or an API response."""
     try:
         obj = msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
         bad.append((1, _reason(exc)))
-        return 1
+        return 1, None
     items = obj if isinstance(obj, list) else [obj]
     for n, item in enumerate(items, 1):
         rows = new_rows()
@@ -391,25 +422,48 @@ def _parse_document(data: bytes, decoder: LineDecoder, cols, bad: list[tuple[int
         for kind in kinds:
             decoder.kinds[kind] = decoder.kinds.get(kind, 0) + 1
         extend_columns(cols, rows)
-    return len(items)
+    return len(items), None
 
 
-def _parse_chunk_lines(chunk: Chunk, decoder: LineDecoder, cols, bad: list[tuple[int, str]]) -> int:
+def _parse_chunk_lines(
+    chunk: Chunk, decoder: LineDecoder, cols, bad: list[tuple[int, str]]
+) -> tuple[int, int]:
+    """Entity lines of ``chunk`` and the lines walked (line breaks, or 1 for a last line without)."""
     block, end, start, lines = chunk.block, chunk.end, 0, 0
+    first_line = chunk.first_line
     if chunk.head:
         # The line that began in the previous block: the only bytes copied in one process.
         first_nl = block.find(b"\n", 0, end)
         start = end if first_nl < 0 else first_nl + 1
         line = chunk.head + block[: start - 1 if first_nl >= 0 else end]
-        lines = _parse_range(line, 0, len(line), chunk.first_line, decoder, cols, bad)
+        lines = _parse_range(line, 0, len(line), first_line, decoder, cols, bad)
         if first_nl < 0:
-            return lines
-    first_line = chunk.first_line + (1 if chunk.head else 0)
-    return lines + _parse_range(block, start, end, first_line, decoder, cols, bad)
+            return lines, 1
+        first_line += 1
+    more, last = _parse_lines(block, start, end, first_line, decoder, cols, bad)
+    walked = last - chunk.first_line + 1
+    if end and block[end - 1] == 10:  # always so for the chunks of DumpSource._emit
+        chunk.newlines = walked
+    return lines + more, walked
+
+
+def _parse_ring(
+    data, start: int, size: int, first_line: int, decoder: LineDecoder, cols, bad
+) -> tuple[int, int]:
+    """:func:`_parse_range` that also returns the lines walked."""
+    lines, last = _parse_lines(data, start, size, first_line, decoder, cols, bad)
+    return lines, last - first_line + 1
 
 
 def _parse_range(data, start: int, size: int, first_line: int, decoder: LineDecoder, cols, bad) -> int:
     """Entity lines in ``data[start:size]`` (bytes or the shared ring); returns their count."""
+    return _parse_lines(data, start, size, first_line, decoder, cols, bad)[0]
+
+
+def _parse_lines(
+    data, start: int, size: int, first_line: int, decoder: LineDecoder, cols, bad
+) -> tuple[int, int]:
+    """:func:`_parse_range`, also returning the number of the last line walked."""
     lines = 0
     lineno = first_line - 1
     decode = decoder.decode
@@ -437,7 +491,7 @@ def _parse_range(data, start: int, size: int, first_line: int, decoder: LineDeco
                 bad.append((lineno, _reason(exc)))
     finally:
         view.release()
-    return lines
+    return lines, lineno
 
 
 def _reason(exc: BaseException) -> str:
@@ -465,13 +519,33 @@ class _Workers:
             workers, initializer=_init_worker, initargs=(languages,)
         )
 
-    def map(self, chunks: Iterator[Chunk]) -> Iterator[ChunkResult]:
-        """``parse_chunk`` over ``chunks``, results in input order, ``slots`` in flight."""
+    def map(self, source: DumpSource) -> Iterator[ChunkResult]:
+        """``parse_chunk`` over the chunks of ``source``, results in input order, ``slots`` in
+        flight.
+
+        The workers number lines from 1 in each chunk and report how many they walked; line
+        numbers are made absolute here as results come back in order, so the parent never
+        counts lines itself (:attr:`DumpSource.defer_lines`).
+        """
+        source.defer_lines = True
+        done = 0  # lines before the chunk whose result comes next
+
+        def finish(result: ChunkResult) -> ChunkResult:
+            nonlocal done
+            if result.newlines is not None:
+                if done:
+                    result.bad = [(done + n, reason) for n, reason in result.bad]
+                done += result.newlines
+                source.lines_parsed(result.newlines)
+            return result
+
         free = deque(range(self.slots))
         pending: deque = deque()
         ring, slot_bytes = self.ring, self.slot_bytes
-        for chunk in chunks:
+        for chunk in source.chunks():
             if chunk.document or chunk.size > slot_bytes:
+                if not chunk.document:
+                    chunk = replace(chunk, first_line=1)
                 pending.append((None, self.pool.apply_async(parse_chunk, (chunk,))))
             else:
                 slot = free.popleft()
@@ -479,15 +553,15 @@ class _Workers:
                 head = len(chunk.head)
                 ring[offset : offset + head] = chunk.head
                 ring[offset + head : offset + head + chunk.end] = memoryview(chunk.block)[: chunk.end]
-                job = self.pool.apply_async(parse_shared, (offset, chunk.size, chunk.first_line))
+                job = self.pool.apply_async(parse_shared, (offset, chunk.size, 1))
                 pending.append((slot, job))
             if len(pending) >= self.slots:
                 slot, job = pending.popleft()
-                yield job.get()
+                yield finish(job.get())
                 if slot is not None:
                     free.append(slot)
         while pending:
-            yield pending.popleft()[1].get()
+            yield finish(pending.popleft()[1].get())
 
     def close(self) -> None:
         global _RING
@@ -607,8 +681,10 @@ def extract_dump(
         if pool is not None:
             pool.close()
         raise
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(min(switch_interval, SWITCH_INTERVAL))
     try:
-        results = pool.map(source.chunks()) if pool else _parse_inline(source.chunks(), langs)
+        results = pool.map(source) if pool else _parse_inline(source.chunks(), langs)
         with tqdm(
             total=source.size, unit="B", unit_scale=True, desc=f"extract {path.name}", disable=not progress
         ) as bar:
@@ -626,6 +702,7 @@ def extract_dump(
         tables.discard()
         raise
     finally:
+        sys.setswitchinterval(switch_interval)
         if pool is not None:
             pool.close()
     _log_summary(stats, path, time.perf_counter() - started, workers)
