@@ -4,29 +4,16 @@ import logging
 
 import torch
 from factprobe.distractors.appropt import appropt_distractors, load_model_row
-from factprobe.distractors.omega import suite_omega
-from factprobe.distractors.retrieve import (
-    FACT_COLUMNS,
-    FORM_COLUMNS,
-    check_columns,
-    forms_of_candidates,
-)
+from factprobe.distractors.retrieve import check_columns, forms_of_candidates, load_suite_omega
 from factprobe.io import read_table, write_frame
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 log = logging.getLogger("appropt_distractors")
 p = snakemake.params.settings
 torch.set_num_threads(max(1, snakemake.threads))
-facts = read_table(snakemake.input.facts).to_pandas()
+facts, entity_forms, _claims, omega = load_suite_omega(snakemake.input, p)
 prompts = read_table(snakemake.input.prompts).to_pandas()
 check_columns(prompts, ["prompt_id", "fact_id", "lang", "style", "text", "context"], snakemake.input.prompts)
-entity_forms = read_table(snakemake.input.entity_forms).to_pandas()
-check_columns(facts, FACT_COLUMNS, snakemake.input.facts)
-check_columns(entity_forms, FORM_COLUMNS, snakemake.input.entity_forms)
-claims = read_table(snakemake.input.claims).to_pandas()
-omega = suite_omega(
-    facts, entity_forms, claims, snakemake.input.types, p["dump"], p["valid_ranks"], p["form_threshold"]
-)
 control = snakemake.input.control if "control" in snakemake.input.keys() else None
 model, tokenizer = load_model_row(p["model"], control)
 out = appropt_distractors(

@@ -3,15 +3,7 @@
 import logging
 
 from factprobe.distractors.cooccur import Cooccurrence
-from factprobe.distractors.omega import suite_omega
-from factprobe.distractors.retrieve import (
-    FACT_COLUMNS,
-    FORM_COLUMNS,
-    Settings,
-    check_columns,
-    forms_of_candidates,
-    retrieve,
-)
+from factprobe.distractors.retrieve import Settings, forms_of_candidates, load_suite_omega, retrieve
 from factprobe.distractors.semantic import load_index
 from factprobe.distractors.temporal import past_objects
 from factprobe.io import read_table, write_frame
@@ -19,14 +11,7 @@ from factprobe.io import read_table, write_frame
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 log = logging.getLogger("retrieve_distractors")
 p = snakemake.params.settings
-facts = read_table(snakemake.input.facts).to_pandas()
-entity_forms = read_table(snakemake.input.entity_forms).to_pandas()
-check_columns(facts, FACT_COLUMNS, snakemake.input.facts)
-check_columns(entity_forms, FORM_COLUMNS, snakemake.input.entity_forms)
-claims = read_table(snakemake.input.claims).to_pandas()
-omega = suite_omega(
-    facts, entity_forms, claims, snakemake.input.types, p["dump"], p["valid_ranks"], p["form_threshold"]
-)
+facts, entity_forms, claims, omega = load_suite_omega(snakemake.input, p)
 settings = Settings(
     strategies=p["strategies"],
     n=p["n"],

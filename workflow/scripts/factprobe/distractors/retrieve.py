@@ -18,11 +18,12 @@ import pandas as pd
 from tqdm import tqdm
 
 from factprobe.distractors.cooccur import Cooccurrence
-from factprobe.distractors.omega import Omega, facts_valid, qids  # noqa: F401 (re-export)
+from factprobe.distractors.omega import Omega, facts_valid, qids, suite_omega  # noqa: F401 (re-export)
 from factprobe.distractors.pool import pool_distractors, relation_pools
 from factprobe.distractors.random import random_distractors
 from factprobe.distractors.semantic import SemIndex, sem_distractors
 from factprobe.distractors.temporal import temp_sem
+from factprobe.io import read_table
 
 log = logging.getLogger(__name__)
 
@@ -193,3 +194,23 @@ def count_found(candidates: pd.DataFrame) -> pd.DataFrame:
     """Distractors found per fact and strategy (may be below n: Ω can exhaust the type)."""
     d = candidates[candidates["role"] == "distractor"]
     return d.groupby(["fact_id", "strategy"]).size().rename("found").reset_index()
+
+
+def load_suite_omega(inputs, settings: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, Omega]:
+    """Facts, entity forms, claims and Ω(f) of a suite from a rule's inputs (facts, entity_forms, claims,
+    types) and its settings (dump, valid_ranks, form_threshold); contract columns checked."""
+    facts = read_table(inputs.facts).to_pandas()
+    entity_forms = read_table(inputs.entity_forms).to_pandas()
+    check_columns(facts, FACT_COLUMNS, inputs.facts)
+    check_columns(entity_forms, FORM_COLUMNS, inputs.entity_forms)
+    claims = read_table(inputs.claims).to_pandas()
+    omega = suite_omega(
+        facts,
+        entity_forms,
+        claims,
+        inputs.types,
+        settings["dump"],
+        settings["valid_ranks"],
+        settings["form_threshold"],
+    )
+    return facts, entity_forms, claims, omega

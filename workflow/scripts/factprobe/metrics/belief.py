@@ -43,6 +43,19 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 # --------------------------------------------------------------------------- string matching (§3.2)
 
 
+#: Columns of a prediction table, from candidate ranking and from generations alike.
+PREDICTION_COLUMNS = [
+    "prompt_id",
+    "pair",
+    "property",
+    "template_id",
+    *GROUP_KEYS,
+    "prediction",
+    "correct",
+    "confidence",
+]
+
+
 def normalize(text: str, lang: str = "en") -> tuple[str, ...]:
     """Tokens of ``text`` lower-cased and lightly lemmatised (§3.2 "tokenizing and lemmatizing").
 
@@ -130,16 +143,7 @@ def ranking_predictions(
     rows["is_correct"] = rows["is_correct"].fillna(0).astype(int)
     # A prompt whose correct objects were all left unscored has no meaningful prediction.
     rows = rows[rows.groupby("prompt_id")["is_correct"].transform("max") == 1]
-    cols = [
-        "prompt_id",
-        "pair",
-        "property",
-        "template_id",
-        *GROUP_KEYS,
-        "prediction",
-        "correct",
-        "confidence",
-    ]
+    cols = PREDICTION_COLUMNS
     if rows.empty:
         return pd.DataFrame(columns=cols)
     peak = rows.groupby("prompt_id")["logpl"].transform("max")
@@ -201,16 +205,7 @@ def generation_predictions(
                 "confidence": conf,
             }
         )
-    cols = [
-        "prompt_id",
-        "pair",
-        "property",
-        "template_id",
-        *GROUP_KEYS,
-        "prediction",
-        "correct",
-        "confidence",
-    ]
+    cols = PREDICTION_COLUMNS
     if not records:
         return pd.DataFrame(columns=cols)
     return pd.DataFrame.from_records(records).merge(frame, on="prompt_id")[cols]
