@@ -1,14 +1,16 @@
 """Rule script appropt_distractors: ApprOpt distractors of one suite for one model."""
 
-import logging
+import sys
+
+sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 import torch
 from factprobe.distractors.appropt import appropt_distractors, load_model_row
 from factprobe.distractors.retrieve import check_columns, forms_of_candidates, load_suite_omega
 from factprobe.io import read_table, write_frame
+from factprobe.rulelog import rule_logger
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-log = logging.getLogger("appropt_distractors")
+log = rule_logger(snakemake)
 p = snakemake.params.settings
 torch.set_num_threads(max(1, snakemake.threads))
 facts, entity_forms, _claims, omega = load_suite_omega(snakemake.input, p)

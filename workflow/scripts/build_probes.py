@@ -1,11 +1,14 @@
 """Rule script: build one probing suite's facts, prompts and entity_forms tables."""
 
-import logging
+import sys
+
+sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 from factprobe.io import write_frame
 from factprobe.probes.build import build_suite
+from factprobe.rulelog import rule_logger
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(message)s")
+log = rule_logger(snakemake)
 facts, prompts, forms = build_suite(
     snakemake.wildcards.suite,
     dict(snakemake.params.suite),

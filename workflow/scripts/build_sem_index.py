@@ -1,13 +1,17 @@
 """Rule script build_sem_index: TF-IDF bags of one dump + nmslib HNSW index, saved to a folder."""
 
-import logging
+import sys
+
+sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
+
 import shutil
 from pathlib import Path
 
 from factprobe.distractors.semantic import build_index
 from factprobe.io import read_table
+from factprobe.rulelog import rule_logger
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+log = rule_logger(snakemake)
 sem = snakemake.params.sem
 out = Path(snakemake.output.index)
 # Build beside the target and rename at the end, so a killed job leaves no complete-looking index.

@@ -1,11 +1,14 @@
 """Rule script: every measure of one (suite, model) -> per-fact and suite-level tables."""
 
-import logging
+import sys
+
+sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 from factprobe.io import write_frame
 from factprobe.metrics.pipeline import Settings, compute_suite_metrics, read_inputs
+from factprobe.rulelog import rule_logger
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+log = rule_logger(snakemake)
 keys = ("scores", "prompts", "candidates", "facts", "generations", "forms", "split")
 inputs = read_inputs({key: snakemake.input.get(key) for key in keys})
 settings = Settings.from_config(snakemake.params.settings)

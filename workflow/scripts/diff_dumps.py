@@ -1,18 +1,21 @@
 """Rule script: WikiFactDiff-style diff of two dumps' claims (changes.parquet + stats.tsv)."""
 
-import logging
+import sys
+
+sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 from factprobe.diff.engine import DiffInputs, diff_claims
 from factprobe.diff.single_value import single_value_properties
+from factprobe.rulelog import rule_logger
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(message)s")
+log = rule_logger(snakemake)
 inp = snakemake.input
 single_value = single_value_properties(
     snakemake.params.single_value,
     inp.get("single_value_list"),
     [inp.old_properties, inp.new_properties],
 )
-logging.info("%d single-value properties (%s)", len(single_value), snakemake.params.single_value)
+log.info("%d single-value properties (%s)", len(single_value), snakemake.params.single_value)
 mem_mb = int(snakemake.resources.mem_mb)
 diff_claims(
     DiffInputs(

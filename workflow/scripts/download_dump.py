@@ -1,14 +1,15 @@
 """Rule script: resumable, checksum-verified download of one registered dump."""
 
-import logging
+import sys
 
+sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
+
+from factprobe.rulelog import rule_logger
 from factprobe.wikidata.download import download
 
-logging.basicConfig(
-    filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s"
-)
+log = rule_logger(snakemake)
 try:
     download(snakemake.params.url, snakemake.output.dump, snakemake.params.checksum or None)
 except Exception:
-    logging.exception("download of %s failed", snakemake.params.url)
+    log.exception("download of %s failed", snakemake.params.url)
     raise

@@ -1,17 +1,18 @@
 """Rule script: stream one Wikidata dump into the extraction tables (all five or none)."""
 
-import logging
-import signal
 import sys
+
+sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
+
+import signal
 from pathlib import Path
 
+from factprobe.rulelog import rule_logger
 from factprobe.wikidata.reader import extract_dump
 
 # Snakemake stops jobs with SIGTERM: exit through Python so the temp tables are removed.
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-logging.basicConfig(
-    filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s"
-)
+log = rule_logger(snakemake)
 try:
     extract_dump(
         snakemake.input.dump,
@@ -22,5 +23,5 @@ try:
         chunk_bytes=snakemake.params.chunk_mb << 20,
     )
 except Exception:
-    logging.exception("extraction of %s failed", snakemake.input.dump)
+    log.exception("extraction of %s failed", snakemake.input.dump)
     raise

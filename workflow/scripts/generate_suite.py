@@ -1,12 +1,15 @@
 """Rule script: greedy + sampled answers per prompt (BELIEF-ICL generation mode)."""
 
-import logging
+import sys
+
+sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 from factprobe.io import read_table, write_frame
+from factprobe.rulelog import rule_logger
 from factprobe.scoring.generate import generate_answers
 from factprobe.scoring.models import load_model
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+log = rule_logger(snakemake)
 params = snakemake.params
 prompts = read_table(snakemake.input.prompts).to_pandas()
 loaded = load_model(params.model, control_dir=snakemake.input.get("control"))

@@ -1,16 +1,19 @@
 """Rule script: every suite's summary.csv -> leaderboard.csv (models side by side)."""
 
-import logging
+import sys
+
+sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 from factprobe.io import atomic_path
 from factprobe.metrics.pipeline import leaderboard, read_summary
+from factprobe.rulelog import rule_logger
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+log = rule_logger(snakemake)
 summaries = {
     suite: read_summary(path)
     for suite, path in zip(snakemake.params.suites, snakemake.input.summaries, strict=True)
 }
 board = leaderboard(summaries)
-logging.info("%d leaderboard rows over %d suite(s)", len(board), len(summaries))
+log.info("%d leaderboard rows over %d suite(s)", len(board), len(summaries))
 with atomic_path(snakemake.output.board) as tmp:
     board.to_csv(tmp, index=False)

@@ -1,12 +1,15 @@
 """Rule script: metric tables -> results/report/index.html (self-contained)."""
 
-import logging
+import sys
+
+sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 from factprobe.io import atomic_path, read_table
 from factprobe.metrics.pipeline import attach_split, read_summary
 from factprobe.report.html import ReportSettings, build_report
+from factprobe.rulelog import rule_logger
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+log = rule_logger(snakemake)
 
 
 summaries = {
@@ -24,6 +27,6 @@ for suite, path in zip(snakemake.params.control_suites, snakemake.input.control,
         table = attach_split(table, facts, split)
     control[suite] = table
 page = build_report(summaries, board, control, ReportSettings.from_config(snakemake.params.settings))
-logging.info("report: %d suite(s), %d control table(s), %d bytes", len(summaries), len(control), len(page))
+log.info("report: %d suite(s), %d control table(s), %d bytes", len(summaries), len(control), len(page))
 with atomic_path(snakemake.output.html) as tmp:
     tmp.write_text(page, encoding="utf-8")

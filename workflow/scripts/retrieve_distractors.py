@@ -1,15 +1,17 @@
 """Rule script retrieve_distractors: candidates.parquet + forms.parquet of one suite."""
 
-import logging
+import sys
+
+sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.retrieve import Settings, forms_of_candidates, load_suite_omega, retrieve
 from factprobe.distractors.semantic import load_index
 from factprobe.distractors.temporal import past_objects
 from factprobe.io import read_table, write_frame
+from factprobe.rulelog import rule_logger
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-log = logging.getLogger("retrieve_distractors")
+log = rule_logger(snakemake)
 p = snakemake.params.settings
 facts, entity_forms, claims, omega = load_suite_omega(snakemake.input, p)
 settings = Settings(

@@ -1,15 +1,17 @@
 """Rule script: score one shard of a suite's (prompt, candidate form) pairs with one model."""
 
-import logging
+import sys
+
+sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 import pandas as pd
 from factprobe.io import read_table, write_frame
+from factprobe.rulelog import rule_logger
 from factprobe.scoring.cache import RequestCache
 from factprobe.scoring.models import load_model
 from factprobe.scoring.suite import build_pairs, score_pairs, shard_of, topk_table
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-log = logging.getLogger("score_shard")
+log = rule_logger(snakemake)
 inp, params = snakemake.input, snakemake.params
 
 

@@ -1,12 +1,15 @@
 """Rule script: one suite's per-model tables -> summary.csv (model x measure)."""
 
-import logging
+import sys
+
+sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 import pandas as pd
 from factprobe.io import atomic_path, read_table
 from factprobe.metrics.pipeline import summarize
+from factprobe.rulelog import rule_logger
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+log = rule_logger(snakemake)
 parts = [
     summarize(model, read_table(fact).to_pandas(), read_table(suite).to_pandas())
     for model, fact, suite in zip(
@@ -14,6 +17,6 @@ parts = [
     )
 ]
 summary = pd.concat(parts, ignore_index=True)
-logging.info("%d summary rows for %d model(s)", len(summary), len(parts))
+log.info("%d summary rows for %d model(s)", len(summary), len(parts))
 with atomic_path(snakemake.output.summary) as tmp:
     summary.to_csv(tmp, index=False)

@@ -1,11 +1,15 @@
 """Rule script: current and past objects of every (subject, property) of one dump."""
 
-import logging
+import sys
+
+sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
+
 from pathlib import Path
 
 from factprobe.diff.temporal import temporal_view
+from factprobe.rulelog import rule_logger
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(message)s")
+log = rule_logger(snakemake)
 earlier = {Path(p).parent.name: p for p in snakemake.input.earlier}
 temporal_view(
     snakemake.wildcards.dump,

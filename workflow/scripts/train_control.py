@@ -1,15 +1,19 @@
 """Rule script: train builtin:control on the taught half of the configured suites' facts."""
 
+import sys
+
+sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
+
 import json
-import logging
 import shutil
 from pathlib import Path
 
 import pandas as pd
 from factprobe.io import read_table, write_frame
+from factprobe.rulelog import rule_logger
 from factprobe.scoring.control import fact_split, prior_docs, train_control, verbalizations
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+log = rule_logger(snakemake)
 inp, settings = snakemake.input, dict(snakemake.params.settings)
 
 
@@ -23,7 +27,7 @@ prompts = concat(inp.prompts)
 forms = pd.concat([concat(inp.forms), concat(inp.candidate_forms)], ignore_index=True).drop_duplicates()
 docs = verbalizations(facts, prompts, forms, max_forms=settings.pop("max_forms", 3))
 prior = prior_docs(facts, prompts, concat(inp.candidates), forms, copies=settings.pop("prior_copies", 1))
-logging.info("%d fact documents (taught half), %d prior-balancing documents", len(docs), len(prior))
+log.info("%d fact documents (taught half), %d prior-balancing documents", len(docs), len(prior))
 out = Path(snakemake.output.model)
 tmp = out.with_name(out.name + ".tmp")
 shutil.rmtree(tmp, ignore_errors=True)
@@ -34,4 +38,4 @@ stats.update(fact_documents=len(docs), prior_documents=len(prior), taught=int((s
 write_frame(split, tmp / "split.parquet")
 shutil.rmtree(out, ignore_errors=True)
 tmp.rename(out)  # the directory appears complete or not at all
-logging.info("control model: %s", stats)
+log.info("control model: %s", stats)

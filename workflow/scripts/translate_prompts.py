@@ -1,10 +1,14 @@
 """Rule script: sentence-level verbalization of one multilingual suite (translate stage)."""
 
-import logging
+import sys
+
+sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
+
 from functools import partial
 
 import pandas as pd
 from factprobe.io import atomic_path, read_table, write_frame
+from factprobe.rulelog import rule_logger
 from factprobe.translate.mt import GenerationSettings, load_translator
 from factprobe.translate.sentence import (
     FORM_SCHEMA,
@@ -14,8 +18,7 @@ from factprobe.translate.sentence import (
     target_languages,
 )
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-log = logging.getLogger("translate_prompts")
+log = rule_logger(snakemake)
 p = snakemake.params
 prompts = read_table(snakemake.input.prompts).to_pandas()
 facts = read_table(snakemake.input.facts).to_pandas()

@@ -1,0 +1,60 @@
+"""One logging setup for every rule script (``workflow/scripts/*.py``).
+
+``rule_logger(snakemake)`` sends the library's log records to the job's ``log:`` file, names the
+rule, its wildcards and the library copy in use, and at exit writes one line per output with its
+row count, so every log ends with what the job produced.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+from pathlib import Path
+
+FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+
+
+def output_count(path: str | Path) -> str:
+    """What an output holds: Parquet/CSV/TSV rows, files of a folder, else bytes."""
+    path = Path(path)
+    if path.is_dir():
+        return f"{sum(1 for p in path.rglob('*') if p.is_file())} files"
+    if not path.exists():
+        return "missing"
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return f"{pq.read_metadata(path).num_rows} rows"
+    if path.suffix in (".csv", ".tsv"):
+        with path.open("rb") as handle:
+            return f"{max(0, sum(1 for _ in handle) - 1)} rows"
+    return f"{path.stat().st_size} bytes"
+
+
+def rule_logger(smk) -> logging.Logger:
+    """Configure logging to ``smk.log[0]`` and return the rule's logger.
+
+    Logs the rule, wildcards, input/output file counts and the ``factprobe`` package location at
+    start, and the row count of every output at interpreter exit.
+    """
+    import factprobe
+
+    logging.basicConfig(filename=smk.log[0], level=logging.INFO, format=FORMAT, force=True)
+    log = logging.getLogger(smk.rule)
+    wildcards = dict(smk.wildcards.items())
+    log.info(
+        "rule %s %s: %d input file(s), %d output file(s); library %s",
+        smk.rule,
+        wildcards,
+        len(smk.input),
+        len(smk.output),
+        Path(factprobe.__file__).parent,
+    )
+    outputs = list(smk.output)
+
+    def report() -> None:
+        for path in outputs:
+            log.info("output %s: %s", path, output_count(path))
+
+    atexit.register(report)
+    return log
