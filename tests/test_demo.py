@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from factprobe.metrics.pipeline import control_avg_by_split
+from factprobe.metrics.pipeline import read_control_check
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,9 +59,11 @@ def test_every_stage_wrote_real_rows(demo_run):
 
 
 def test_control_model_separates_taught_from_untaught(demo_run):
-    result = control_avg_by_split(
-        demo_run / "results/metrics/knowledge/control.parquet",
-        demo_run / "results/models/control/split.parquet",
-    )
-    assert result["taught"] >= 0.9, result
-    assert abs(result["untaught"] - 0.5) <= 0.15, result
+    """The verdict the metrics stage wrote, and the same numbers on the report page."""
+    check = read_control_check(demo_run / "results/metrics/knowledge/control.control_check.csv")
+    verdict = check[check["verdict"] != ""].set_index("split")
+    assert verdict.loc["taught", "value"] >= 0.9, verdict
+    assert abs(verdict.loc["untaught", "value"] - 0.5) <= 0.15, verdict
+    assert (verdict["verdict"] == "pass").all(), verdict
+    page = (demo_run / "results/report/index.html").read_text()
+    assert f"taught {verdict.loc['taught', 'value']:.3f} over {verdict.loc['taught', 'facts']} facts" in page

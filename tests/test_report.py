@@ -14,8 +14,8 @@ from factprobe.io import write_frame
 from factprobe.metrics.pipeline import (
     Settings,
     SuiteInputs,
-    attach_split,
     compute_suite_metrics,
+    control_check,
     leaderboard,
     summarize,
 )
@@ -107,7 +107,7 @@ def page(tmp_path_factory):
             )
             parts.append(summarize(model, per_fact, table))
             if model == "control" and kind == "knowledge":
-                control[suite] = attach_split(per_fact, inputs.facts, None)
+                control[suite] = control_check(per_fact)
         summaries[suite] = pd.concat(parts, ignore_index=True)
     board = leaderboard(summaries)
     out = tmp_path_factory.mktemp("report") / "index.html"
@@ -128,11 +128,29 @@ def test_every_section_has_content(page):
 def test_control_panel_reports_the_split(page):
     text = page.read_text()
     found = re.search(
-        r"Avg@5 \(random\): taught ([0-9.]+) over 6 facts.*?untaught ([0-9.]+) over 6 facts", text
+        r"Avg@5 \(random, 3\.0 distractors used on average\): taught ([0-9.]+) over 6 facts "
+        r"\(target ≥ 0\.90\) .*?pass.*?untaught ([0-9.]+) over 6 facts \(target 0\.50 ± 0\.15\)",
+        text,
     )
     assert found, "control summary line missing"
     taught, untaught = float(found.group(1)), float(found.group(2))
     assert taught == 1.0 and untaught < 0.9
+
+
+def test_report_names_n_used_chance_and_coinciding_strategies(page):
+    """Issue 16 item 7: synthetic suites have 3 random, 3 sem (the same entities in the same order)
+    and 1 temp distractor per fact."""
+    text = page.read_text()
+    assert "Strategies with identical values at every n: sem = random." in text
+    # K at n = 5 with temp's single distractor is labelled with what was used, and its chance
+    # (Min@5 with 1 distractor: 1/2) is shown next to it; random's Min@5 chance is 1/(3+1).
+    models = re.search(r'<section id="models">(.*?)</section>', text, re.S).group(1)
+    assert "chance (random ranker)" in models
+    row = re.search(r"<td>k_min temp @5 \(1\.0 distractors used\)</td>(.*?)</tr>", models, re.S)
+    assert row and row.group(1).strip().endswith("<td>0.500</td>"), row
+    row = re.search(r"<td>k_min random @5 \(3\.0 distractors used\)</td>(.*?)</tr>", models, re.S)
+    assert row and row.group(1).strip().endswith("<td>0.250</td>"), row
+    assert "k_min sem @5 (3.0 distractors used) (= random)" in models
 
 
 PROBE = """<script>
@@ -212,17 +230,14 @@ def workflow_run(tmp_path_factory):
             write_frame(tables.scores, work / f"results/scores/{suite}/{model}.parquet")
             write_frame(tables.generations, work / f"results/scores/{suite}/{model}.generations.parquet")
             write_frame(tables.candidates, probes / "appropt" / f"{model}.parquet")
+            write_frame(tables.forms, probes / "appropt" / f"{model}.forms.parquet")
         write_frame(tables.prompts, probes / "prompts.parquet")
         write_frame(tables.facts, probes / "facts.parquet")
         write_frame(tables.candidates, probes / "candidates.parquet")
         write_frame(tables.forms, probes / "forms.parquet")
         write_frame(tables.prompts.iloc[:0], probes / "translated_prompts.parquet")
         write_frame(tables.forms.iloc[:0], probes / "translated_forms.parquet")
-    facts = tables.facts
-    write_frame(
-        facts[["subject", "property", "object", "split"]], work / "results/models/control/split.parquet"
-    )
-    rules = ["compute_metrics", "summarize_metrics", "leaderboard", "render_report"]
+    rules = ["compute_metrics", "control_check", "summarize_metrics", "leaderboard", "render_report"]
     cmd = [
         sys.executable,
         "-m",
@@ -256,15 +271,19 @@ def test_rules_write_contract_outputs(workflow_run):
         assert "<img" in body or "<table" in body, key
 
 
-def test_control_split_function_on_workflow_output(workflow_run):
-    from factprobe.metrics.pipeline import control_avg_by_split
+def test_control_check_table_on_workflow_output(workflow_run):
+    from factprobe.metrics.pipeline import read_control_check
 
     work, config, models = workflow_run
     suite = next(s for s, v in config["suites"].items() if v["kind"] == "knowledge")
     if "control" not in models:
         pytest.skip("no control model configured")
-    res = control_avg_by_split(work / f"results/metrics/{suite}/control.parquet")
-    assert res["taught"] == 1.0 and res["untaught"] < 0.9 and res["facts_taught"] == 4
+    check = read_control_check(work / f"results/metrics/{suite}/control.control_check.csv")
+    verdict = check[check["verdict"] != ""].set_index("split")
+    assert verdict.loc["taught", "value"] == 1.0 and verdict.loc["taught", "facts"] == 4
+    assert verdict.loc["untaught", "value"] < 0.9 and verdict.loc["taught", "verdict"] == "pass"
+    page = (work / "results/report/index.html").read_text()
+    assert f"taught {verdict.loc['untaught', 'value']:.3f} over 4 facts" in page
 
 
 def test_snakemake_report_zip(workflow_run):

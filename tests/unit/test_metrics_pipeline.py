@@ -1,15 +1,16 @@
-"""compute_suite_metrics / summarize / leaderboard / control_avg_by_split on a hand table."""
+"""compute_suite_metrics / summarize / leaderboard / control_check on a hand table."""
 
 import math
 
 import pandas as pd
 import pytest
-from factprobe.io import write_frame
 from factprobe.metrics.pipeline import (
     Settings,
     SuiteInputs,
+    chance_rows,
+    coinciding_strategies,
     compute_suite_metrics,
-    control_avg_by_split,
+    control_check,
     leaderboard,
     summarize,
 )
@@ -63,7 +64,7 @@ def inputs():
     return SuiteInputs(scores=scores, prompts=prompts, candidates=cands, facts=facts)
 
 
-def test_end_to_end_tables(tmp_path):
+def test_end_to_end_tables():
     per_fact, suite = compute_suite_metrics(inputs(), Settings(ns=[1, 2]), ["knowledge", "ranking", "belief"])
     get = per_fact.set_index(["fact_id", "measure", "strategy", "n", "verbalization"])["value"]
     assert get[("S1|P|A", "k_min", "random", 2, "template")] == 1.0
@@ -86,16 +87,73 @@ def test_end_to_end_tables(tmp_path):
     ranks = board[board["measure"] == "mean_rank"].set_index("model")["rank"]
     assert ranks["m2"] == 1  # lower mean rank is better
 
-    path = tmp_path / "control.parquet"
-    write_frame(per_fact, path)
-    res = control_avg_by_split(path)
-    assert res["n"] == 2
-    assert res["taught"] == pytest.approx(1.0)  # a1: 1, a2: 1
-    assert res["untaught"] == pytest.approx(0.25)  # b1: 0.5, b2: 0
-    split = pd.DataFrame({"subject": ["S1", "S2"], "property": "P", "object": ["A", "B"], "split": "taught"})
-    write_frame(split, tmp_path / "split.parquet")
-    res = control_avg_by_split(path, tmp_path / "split.parquet", n=1)
-    assert res["facts_taught"] == 2 and math.isnan(res["untaught"])
+    check = control_check(per_fact, control_strategy="random", taught_target=0.9, chance_band=0.15)
+    verdict = check[check["verdict"] != ""].set_index("split")
+    assert verdict.loc["taught", "n"] == 2
+    assert verdict.loc["taught", "value"] == pytest.approx(1.0)  # a1: 1, a2: 1
+    assert verdict.loc["untaught", "value"] == pytest.approx(0.25)  # b1: 0.5, b2: 0
+    assert verdict.loc["untaught", "chance"] == 0.5 and verdict.loc["untaught", "low"] == pytest.approx(0.35)
+    assert verdict.loc["taught", "verdict"] == "pass" and verdict.loc["untaught", "verdict"] == "FAIL"
+    assert verdict["facts"].tolist() == [1, 1]
+    # Min@1 curve row of the untaught fact: b1 0.1 < 0.2 and b2 0.1 < 0.3 -> 0; chance 1/(1+1).
+    row = check[(check["measure"] == "k_min") & (check["n"] == 1) & (check["split"] == "untaught")]
+    assert row["value"].iloc[0] == 0.0 and row["chance"].iloc[0] == pytest.approx(0.5)
+    row = check[(check["measure"] == "k_min") & (check["n"] == 2) & (check["split"] == "taught")]
+    assert row["chance"].iloc[0] == pytest.approx(1 / 3) and row["n_used"].iloc[0] == 2
+
+
+def test_split_comes_from_facts_only():
+    data = inputs()
+    data.facts.loc[1, "split"] = "taught"
+    per_fact, _ = compute_suite_metrics(data, Settings(ns=[1]), ["knowledge"])
+    assert set(per_fact["split"]) == {"taught"}
+    data.facts = data.facts.drop(columns="split")
+    per_fact, _ = compute_suite_metrics(data, Settings(ns=[1]), ["knowledge"])
+    assert set(per_fact["split"]) == {""}
+    with pytest.raises(ValueError, match="no k_avg rows on taught/untaught"):
+        control_check(per_fact)
+
+
+def test_random_ranker_chance_by_hand_and_by_enumeration():
+    """Avg@n of a random ranker is 1/2 for every n, Min@n is 1/(m+1) for m distractors used.
+
+    By hand: with m = 2 the 3! = 6 orders of (o, d1, d2) give wins over (d1, d2) of
+    o first: 2 orders x (1, 1); o middle: 2 x one win; o last: 2 x none. Avg = (2*1 + 2*0.5 + 0)/6
+    = 1/2 and Min = 2/6 = 1/3. Enumeration checks the same for m = 1..5.
+    """
+    from itertools import permutations
+
+    for m in range(1, 6):
+        avgs, mins = [], []
+        for order in permutations(range(m + 1)):  # order[i]: rank of item i; item 0 is the object
+            wins = [order[0] < order[d] for d in range(1, m + 1)]
+            avgs.append(sum(wins) / m)
+            mins.append(float(all(wins)))
+        table = pd.DataFrame(
+            {"fact_id": ["f"], "measure": ["n_used"], "value": [float(m)], "strategy": ["random"], "n": [10]}
+        )
+        chance = chance_rows(table).set_index("measure")["value"]
+        assert chance["k_avg_chance"] == pytest.approx(sum(avgs) / len(avgs)) == pytest.approx(0.5)
+        assert chance["k_min_chance"] == pytest.approx(sum(mins) / len(mins)) == pytest.approx(1 / (m + 1))
+
+
+def test_leaderboard_names_n_used_chance_and_coinciding_strategies():
+    data = inputs()
+    # "sem" repeats the random lists (as temp falling back to sem would); "short" has one distractor.
+    sem = data.candidates[data.candidates["strategy"] == "random"].assign(strategy="sem")
+    short = data.candidates[(data.candidates["rank"] == 1)].assign(strategy="short")
+    data.candidates = pd.concat([data.candidates, sem, short], ignore_index=True)
+    per_fact, suite = compute_suite_metrics(data, Settings(ns=[1, 2]), ["knowledge"])
+    summary = summarize("m1", per_fact, suite)
+    assert coinciding_strategies(summary) == {"sem": "random"}
+    board = leaderboard({"knowledge": summary}).set_index(["measure", "strategy", "n"])
+    assert board.loc[("k_avg", "short", 2), "n_used"] == 1.0  # Avg@2 computed with 1 distractor
+    assert board.loc[("k_min", "short", 2), "chance"] == pytest.approx(0.5)  # 1/(1+1)
+    assert board.loc[("k_min", "random", 2), "chance"] == pytest.approx(1 / 3)
+    assert board.loc[("k_avg", "random", 2), "chance"] == 0.5
+    assert board.loc[("k_avg", "sem", 2), "same_as"] == "random"
+    assert board.loc[("k_avg", "random", 2), "same_as"] == ""
+    assert pd.isna(board.loc[("probability", "", 0), "chance"])
 
 
 def test_unknown_family_is_rejected():

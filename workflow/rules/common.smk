@@ -264,24 +264,16 @@ def score_shard_files(wildcards):
 def metrics_inputs(wildcards):
     """Tables one (suite, model) job reads; optional ones only where the suite produces them."""
     suite, model = wildcards.suite, wildcards.model
-    score = score_inputs(wildcards)
-    files = {
-        "scores": rules.score_suite.output.scores.format(suite=suite, model=model),
-        "prompts": [score["prompts"]] + [score.get("translated_prompts")],
-        "candidates": [score["candidates"]] + [score.get("appropt")],
-        "facts": rules.build_probes.output.facts.format(suite=suite),
-        "forms": [score["forms"]] + [score.get("translated_forms")],
-        "lib": library_files("metrics"),
-    }
-    files = {
-        k: [f for f in v if f] if isinstance(v, list) else v for k, v in files.items()
-    }
+    files = {k: v for k, v in score_inputs(wildcards).items() if k != "control"}
+    files.update(
+        scores=rules.score_suite.output.scores.format(suite=suite, model=model),
+        facts=rules.build_probes.output.facts.format(suite=suite),
+        lib=library_files("metrics"),
+    )
     if SUITES[suite].get("generate", False):
         files["generations"] = rules.generate_suite.output.generations.format(
             suite=suite, model=model
         )
-    if is_control(model):
-        files["split"] = rules.train_control.output.split
     return files
 
 
@@ -304,30 +296,36 @@ def suite_metric_tables(wildcards):
 
 
 def report_control_suites():
-    """Suites whose control-model table feeds the taught-vs-untaught panel (knowledge measure)."""
+    """Suites whose control check feeds the taught-vs-untaught panel: knowledge measure computed
+    and facts taught to the control model (config control.suites)."""
     if config["report"].get("control_model", "control") not in SCORE_MODELS:
         return []
     families = config["metrics"]["families"]
+    taught = config.get("control", {}).get("suites", [])
     return [
         s
         for s, block in SUITES.items()
-        if "knowledge" in families.get(block["kind"], [])
+        if "knowledge" in families.get(block["kind"], []) and s in taught
     ]
 
 
+def control_check_settings():
+    """Config report keys the control check reads (so report.dpi does not rerun it)."""
+    keys = ("control_strategy", "taught_target", "chance_band")
+    return {k: v for k, v in config["report"].items() if k in keys}
+
+
 def report_inputs(wildcards):
-    """Leaderboard, every suite's summary, and the control model's per-fact tables + split."""
+    """Leaderboard, every suite's summary, and the control model's control_check tables."""
     name = config["report"].get("control_model", "control")
     files = {
         "board": rules.leaderboard.output.board,
         "summaries": expand(rules.summarize_metrics.output.summary, suite=list(SUITES)),
         "control": expand(
-            rules.compute_metrics.output.per_fact,
+            rules.control_check.output.check,
             suite=report_control_suites(),
             model=name,
         ),
         "lib": library_files("report"),
     }
-    if files["control"]:
-        files["split"] = rules.train_control.output.split
     return files

@@ -23,6 +23,27 @@ rule compute_metrics:
         "../scripts/compute_metrics.py"
 
 
+
+rule control_check:
+    input:
+        per_fact=rules.compute_metrics.output.per_fact,
+    output:
+        check=report(
+            "results/metrics/{suite}/{model}.control_check.csv",
+            caption="../report/control_check.rst",
+            category="Metrics",
+            subcategory="{suite}",
+            labels={"suite": "{suite}", "table": "control check"},
+        ),
+    log:
+        "logs/control_check/{suite}/{model}.log",
+    conda:
+        "../../environment.yml"
+    params:
+        settings=control_check_settings(),
+    script:
+        "../scripts/control_check.py"
+
 rule summarize_metrics:
     input:
         unpack(suite_metric_tables),

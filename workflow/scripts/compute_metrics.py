@@ -9,8 +9,7 @@ from factprobe.metrics.pipeline import Settings, compute_suite_metrics, read_inp
 from factprobe.rulelog import rule_logger
 
 log = rule_logger(snakemake)
-keys = ("scores", "prompts", "candidates", "facts", "generations", "forms", "split")
-inputs = read_inputs({key: snakemake.input.get(key) for key in keys})
+inputs = read_inputs(snakemake.input)
 settings = Settings.from_config(snakemake.params.settings)
 per_fact, suite = compute_suite_metrics(inputs, settings, snakemake.params.families)
 write_frame(per_fact, snakemake.output.per_fact)

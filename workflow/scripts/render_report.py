@@ -4,28 +4,20 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
-from factprobe.io import atomic_path, read_table
-from factprobe.metrics.pipeline import attach_split, read_summary
+from factprobe.io import atomic_path
+from factprobe.metrics.pipeline import read_control_check, read_summary
 from factprobe.report.html import ReportSettings, build_report
 from factprobe.rulelog import rule_logger
 
 log = rule_logger(snakemake)
-
-
 summaries = {
     s: read_summary(p) for s, p in zip(snakemake.params.suites, snakemake.input.summaries, strict=True)
 }
 board = read_summary(snakemake.input.board)
-split = read_table(snakemake.input.split).to_pandas() if snakemake.input.get("split") else None
-control = {}
-for suite, path in zip(snakemake.params.control_suites, snakemake.input.control, strict=True):
-    table = read_table(path).to_pandas()
-    if split is not None:
-        # The control model's own record of what it was taught overrides facts.split.
-        table = table.assign(split=table["split"].replace("", None)) if "split" in table else table
-        facts = table[["fact_id", "split"]].drop_duplicates("fact_id") if "split" in table else None
-        table = attach_split(table, facts, split)
-    control[suite] = table
+control = {
+    suite: read_control_check(path)
+    for suite, path in zip(snakemake.params.control_suites, snakemake.input.control, strict=True)
+}
 page = build_report(summaries, board, control, ReportSettings.from_config(snakemake.params.settings))
 log.info("report: %d suite(s), %d control table(s), %d bytes", len(summaries), len(control), len(page))
 with atomic_path(snakemake.output.html) as tmp:

@@ -4,26 +4,18 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
-import pandas as pd
-from factprobe.io import read_table, write_frame
+from factprobe.io import write_frame
 from factprobe.rulelog import rule_logger
 from factprobe.scoring.cache import RequestCache
 from factprobe.scoring.models import load_model
 from factprobe.scoring.suite import build_pairs, score_pairs, shard_of, topk_table
+from factprobe.suite_tables import load_suite_tables
 
 log = rule_logger(snakemake)
 inp, params = snakemake.input, snakemake.params
 
-
-def frames(*names):
-    """Concatenate the named inputs that this job has (translations and ApprOpt are optional)."""
-    parts = [read_table(inp[name]).to_pandas() for name in names if name in inp.keys()]
-    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
-
-
-prompts = frames("prompts", "translated_prompts")
-candidates = frames("candidates", "appropt")
-forms = frames("forms", "translated_forms", "appropt_forms")
+tables = load_suite_tables(inp)
+prompts, candidates, forms = tables.prompts, tables.candidates, tables.forms
 shard, shards = int(params.shard), int(params.shards)
 prompts = prompts[[shard_of(p, shards) == shard for p in prompts["prompt_id"]]]
 log.info("shard %d/%d: %d prompts", shard, shards, len(prompts))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import sys
 from pathlib import Path
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
@@ -35,7 +36,7 @@ def rule_logger(smk) -> logging.Logger:
     """Configure logging to ``smk.log[0]`` and return the rule's logger.
 
     Logs the rule, wildcards, input/output file counts and the ``factprobe`` package location at
-    start, and the row count of every output at interpreter exit.
+    start, an uncaught exception with its traceback, and the row count of every output at exit.
     """
     import factprobe
 
@@ -48,8 +49,15 @@ def rule_logger(smk) -> logging.Logger:
         wildcards,
         len(smk.input),
         len(smk.output),
-        Path(factprobe.__file__).parent,
+        Path(factprobe.__file__).resolve().parent,
     )
+    previous = sys.excepthook
+
+    def log_failure(kind, value, trace) -> None:
+        log.error("failed", exc_info=(kind, value, trace))
+        previous(kind, value, trace)
+
+    sys.excepthook = log_failure
     outputs = list(smk.output)
 
     def report() -> None:

@@ -7,7 +7,7 @@ measure families run is chosen per suite kind (config ``metrics.families``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,13 +33,6 @@ from .ranking import ranking_per_fact
 log = logging.getLogger(__name__)
 
 FAMILIES = ("knowledge", "ranking", "plausibility", "belief", "belief_icl")
-
-DEFAULT_FAMILIES = {
-    "knowledge": ["knowledge", "ranking", "belief"],
-    "multiprompt": ["belief", "belief_icl", "knowledge"],
-    "plausibility": ["plausibility"],
-    "multilingual": ["ranking", "knowledge"],
-}
 
 
 @dataclass
@@ -76,51 +69,60 @@ class SuiteInputs:
     facts: pd.DataFrame
     generations: pd.DataFrame | None = None
     forms: pd.DataFrame | None = None
-    split: pd.DataFrame | None = None
 
 
-def read_inputs(paths: Mapping[str, str | Path | Iterable[str | Path] | None]) -> SuiteInputs:
-    """Read the Parquet inputs named in ``paths`` (keys as in ``SuiteInputs``; lists are concatenated).
+def read_inputs(inputs: Mapping) -> SuiteInputs:
+    """Read a compute_metrics job's named inputs (``snakemake.input`` or a dict of paths).
 
-    ``candidates`` may be a list (e.g. the suite's candidates plus the model's ApprOpt list).
+    ``scores`` and ``facts`` are single tables, ``generations`` is optional; the suite's merged
+    prompts, candidates and forms come from :func:`factprobe.suite_tables.load_suite_tables`.
     """
-    from ..io import read_table
+    from ..suite_tables import load_suite_tables, read_concat
 
-    def load(value):
-        if value is None or (isinstance(value, (list, tuple)) and not value):
-            return None
-        items = [value] if isinstance(value, (str, Path)) else list(value)
-        return pd.concat([read_table(p).to_pandas() for p in items], ignore_index=True)
-
-    tables = {key: load(paths.get(key)) for key in SuiteInputs.__dataclass_fields__}
-    for key in ("scores", "prompts", "candidates", "facts"):
-        if tables[key] is None:
+    for key in ("scores", "facts"):
+        if key not in inputs.keys():
             raise ValueError(f"metrics: input {key!r} is required")
-    require_columns(tables["candidates"], ["fact_id", "entity", "role", "strategy", "rank"], "candidates")
-    require_columns(tables["facts"], ["fact_id", "subject", "property", "object"], "facts")
-    return SuiteInputs(**tables)
-
-
-def attach_split(per_fact: pd.DataFrame, facts: pd.DataFrame, split: pd.DataFrame | None) -> pd.DataFrame:
-    """Add the fact's ``split`` (taught/untaught): the control model's own split file first (it
-    records what was really taught), else the suite's ``facts.split``, else ""."""
-    table = per_fact.drop(columns=["split"], errors="ignore")
-    keyed = pd.Series(dtype=str)
-    if facts is not None and "split" in facts.columns:
-        keyed = facts.astype({"fact_id": str}).set_index("fact_id")["split"].astype(str)
-    if split is not None and not split.empty:
-        s = split.astype(str)
-        own = pd.Series(s["split"].to_numpy(), index=s["subject"] + "|" + s["property"] + "|" + s["object"])
-        own = own[~own.index.duplicated()]
-        keyed = pd.concat([own, keyed[~keyed.index.isin(own.index)]])
-    table["split"] = (
-        table["fact_id"]
-        .map(keyed.astype(object))
-        .astype(object)
-        .where(table["fact_id"].isin(keyed.index), "")
-        .astype(str)
+    tables = load_suite_tables(inputs)
+    generations = inputs["generations"] if "generations" in inputs.keys() else None
+    out = SuiteInputs(
+        scores=read_concat(inputs["scores"]),
+        prompts=tables.prompts,
+        candidates=tables.candidates,
+        facts=read_concat(inputs["facts"]),
+        generations=read_concat(generations),
+        forms=tables.forms,
     )
-    return table
+    require_columns(out.candidates, ["fact_id", "entity", "role", "strategy", "rank"], "candidates")
+    require_columns(out.facts, ["fact_id", "subject", "property", "object"], "facts")
+    return out
+
+
+def fact_splits(fact_ids: pd.Series, facts: pd.DataFrame) -> pd.Series:
+    """The taught/untaught split of each fact id, from ``facts.split`` (the one source: the
+    control model is trained on exactly these values, see scoring/control.fact_split); "" when
+    the facts table has no split or the id is not in it."""
+    if "split" not in facts.columns:
+        return pd.Series("", index=fact_ids.index, dtype=object)
+    keyed = facts.astype({"fact_id": str}).drop_duplicates("fact_id").set_index("fact_id")["split"]
+    return fact_ids.map(keyed.astype(str)).fillna("").astype(str)
+
+
+def chance_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """Expected K of a random ranker per fact row: ``k_avg_chance`` and ``k_min_chance``.
+
+    A random ranker orders the object and its m distractors uniformly, so each comparison
+    1[Pl(o|c) > Pl(o*|c)] holds with probability 1/2 and all m hold together with probability
+    1/(m + 1) (the object is first among m + 1). Avg@n's chance is therefore 1/2 for every n, and
+    Min@n's is 1/(m + 1) with m the distractors actually used (``n_used``: fewer than n when a
+    strategy found fewer). Exact when every prompt of the row used the same m (one candidate list
+    per fact and language), a lower bound otherwise (Jensen).
+    """
+    used = table[table["measure"] == "n_used"]
+    if used.empty:
+        return table.iloc[:0]
+    avg = used.assign(measure="k_avg_chance", value=0.5)
+    low = used.assign(measure="k_min_chance", value=1.0 / (used["value"] + 1.0))
+    return pd.concat([avg, low], ignore_index=True)
 
 
 def compute_suite_metrics(
@@ -128,7 +130,8 @@ def compute_suite_metrics(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per-fact table, suite-level table) for one suite and model.
 
-    Per-fact: FACT_COLUMNS + ``split``; suite-level: DATASET_COLUMNS (BELIEF fluctuation,
+    Per-fact: FACT_COLUMNS + ``split`` (from ``facts.split``), with the random-ranker chance of
+    K as measures ``k_avg_chance``/``k_min_chance`` (:func:`chance_rows`); suite-level: DATASET_COLUMNS (BELIEF fluctuation,
     coverage, Ovconf and calibration bins; PLAUSIBILITY; robustness τ between verbalizations).
     """
     unknown = [f for f in families if f not in FAMILIES]
@@ -186,8 +189,9 @@ def compute_suite_metrics(
         if per_fact
         else conform_fact_table(pd.DataFrame())
     )
-    table = attach_split(table, facts, inputs.split)
     dataset.append(_robustness_rows(table, settings.robustness_pair))
+    table = pd.concat([table, chance_rows(table)], ignore_index=True)
+    table["split"] = fact_splits(table["fact_id"], facts)
     suite = conform_dataset_table(
         pd.concat([d for d in dataset if not d.empty] or [pd.DataFrame()], ignore_index=True)
     )
@@ -252,10 +256,12 @@ def summarize(model: str, per_fact: pd.DataFrame, suite: pd.DataFrame) -> pd.Dat
 
 
 def read_summary(path: str | Path) -> pd.DataFrame:
-    """Read a summary.csv / leaderboard.csv: empty key cells stay "" (not NaN), values are floats."""
+    """Read a summary.csv / leaderboard.csv: empty key cells stay "" (not NaN), values (and the
+    leaderboard's n_used, chance) are floats."""
     frame = pd.read_csv(path, keep_default_na=False, dtype=str)
-    for col in ("value",):
-        frame[col] = pd.to_numeric(frame[col].replace("", np.nan), errors="coerce")
+    for col in ("value", "n_used", "chance"):
+        if col in frame.columns:
+            frame[col] = pd.to_numeric(frame[col].replace("", np.nan), errors="coerce")
     for col in ("n", "bin", "n_facts", "rank"):
         if col in frame.columns:
             frame[col] = (
@@ -279,26 +285,61 @@ HEADLINE = (
 )
 
 
+def coinciding_strategies(summary: pd.DataFrame) -> dict[str, str]:
+    """Strategies whose every summary value equals an earlier strategy's (in sorted order).
+
+    Returns ``{strategy: earlier strategy}``, e.g. ``{"temp": "sem", "temp+sem": "sem"}`` when no
+    fact has a temporal distractor and Temp falls back to Sem: their distractor lists coincide, so
+    the report must not present them as independent results.
+    """
+    rows = summary[summary["strategy"].astype(str) != ""]
+    keys = [c for c in ("model", "measure", "n", *GROUP_KEYS, "bin") if c in rows.columns]
+    vectors = {name: part.set_index(keys)["value"].sort_index() for name, part in rows.groupby("strategy")}
+    names = sorted(vectors)
+    same: dict[str, str] = {}
+    for i, name in enumerate(names):
+        for earlier in names[:i]:
+            a, b = vectors[name], vectors[earlier]
+            if earlier not in same and a.index.equals(b.index):
+                if np.array_equal(a.to_numpy(float), b.to_numpy(float), equal_nan=True):
+                    same[name] = earlier
+                    break
+    return same
+
+
+BOARD_COLUMNS = ["suite", "measure", "strategy", "n", "model", "value", "rank", "n_used", "chance", "same_as"]
+
+
 def leaderboard(summaries: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """Models side by side: headline measures per suite, pooled over languages and prompt groups.
 
-    Input ``{suite: summary}``; output columns suite, measure, strategy, n, model, value, rank
-    (1 = best; for ``mean_rank`` and ``|belief_ovconf|`` lower is better).
+    Input ``{suite: summary}``; output ``BOARD_COLUMNS``: rank 1 = best (for ``mean_rank`` and
+    ``|belief_ovconf|`` lower is better); for K (``k_min``/``k_avg``) ``n_used`` is the mean number
+    of distractors actually compared (below n when a strategy found fewer) and ``chance`` the value
+    a random ranker gets (:func:`chance_rows`); ``same_as`` names a strategy with identical values.
     """
     rows = []
     for suite, summary in summaries.items():
         sub = summary[(summary["measure"].isin(HEADLINE)) & (summary["bin"] == -1)]
         if sub.empty:
             continue
-        agg = (
-            sub.groupby(["measure", "strategy", "n", "model"], sort=True, dropna=False)["value"]
-            .mean()
-            .reset_index()
-        )
+        keys = ["measure", "strategy", "n", "model"]
+        agg = sub.groupby(keys, sort=True, dropna=False)["value"].mean().reset_index()
+        extra = summary[summary["bin"] == -1].groupby(keys, sort=True)["value"].mean()
+        is_k = agg["measure"].isin(["k_min", "k_avg"])
+        lookup = agg[["strategy", "n", "model"]]
+        agg["n_used"] = extra.reindex(
+            pd.MultiIndex.from_frame(lookup.assign(measure="n_used")[keys])
+        ).to_numpy()
+        chance_keys = lookup.assign(measure=agg["measure"] + "_chance")[keys]
+        agg["chance"] = extra.reindex(pd.MultiIndex.from_frame(chance_keys)).to_numpy()
+        agg.loc[~is_k, ["n_used", "chance"]] = np.nan
+        same = coinciding_strategies(summary)
+        agg["same_as"] = [same.get(name, "") for name in agg["strategy"]]
         agg.insert(0, "suite", suite)
         rows.append(agg)
     if not rows:
-        return pd.DataFrame(columns=["suite", "measure", "strategy", "n", "model", "value", "rank"])
+        return pd.DataFrame(columns=BOARD_COLUMNS)
     board = pd.concat(rows, ignore_index=True)
     key = board["value"].where(~board["measure"].isin(["mean_rank"]), -board["value"])
     key = key.where(board["measure"] != "belief_ovconf", -board["value"].abs())
@@ -307,45 +348,102 @@ def leaderboard(summaries: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
         .rank(ascending=False, method="min")
         .astype("Int64")
     )
-    return board.sort_values(["suite", "measure", "strategy", "n", "rank", "model"], ignore_index=True)
+    board = board.sort_values(["suite", "measure", "strategy", "n", "rank", "model"], ignore_index=True)
+    return board[BOARD_COLUMNS]
 
 
 # --------------------------------------------------------------------------- control check
 
+#: Measures of the control check: K per split against n (the verdict uses k_avg at the largest n).
+CHECK_MEASURES = ("k_avg", "k_min")
+CHECK_COLUMNS = [
+    "measure",
+    "strategy",
+    "n",
+    "split",
+    "value",
+    "facts",
+    "n_used",
+    "chance",
+    "low",
+    "high",
+    "verdict",
+]
 
-def control_avg_by_split(
-    metrics_path: str | Path,
-    split_path: str | Path | None = None,
-    n: int | None = None,
-    strategy: str | None = "random",
-    measure: str = "k_avg",
-) -> dict[str, float]:
-    """Avg@n of the control model on taught vs untaught facts, for the end-to-end workflow test.
 
-    Reads ``results/metrics/<knowledge suite>/control.parquet``. ``n`` defaults to the largest n
-    present; ``strategy`` to ``random`` when present (else all strategies pooled). The split comes
-    from the table's ``split`` column, or from ``split_path`` (results/models/control/split.parquet)
-    when given. Per-fact values are averaged over the fact's prompt groups first, so each fact
-    weighs once. Returns ``{"taught": x, "untaught": y, "n": n, "facts_taught": ., "facts_untaught": .}``.
-    The target (issue 7): taught >= 0.9, untaught within 0.5 ± 0.15.
+def control_check(
+    per_fact: pd.DataFrame,
+    control_strategy: str = "random",
+    taught_target: float = 0.9,
+    chance_band: float = 0.15,
+) -> pd.DataFrame:
+    """The control model's taught/untaught check on one suite (results/metrics/{suite}/control_check.csv).
+
+    ``per_fact`` is the control model's per-fact table (with ``split``). Rows with an empty
+    ``verdict``: Min@n and Avg@n per strategy, n and split, each the mean over facts (a fact's
+    prompt groups are averaged first, so each fact weighs once), with ``facts`` counted,
+    ``n_used`` the mean distractors compared and ``chance`` the random-ranker value. Two more rows
+    hold the verdict, on Avg@n at the largest n of ``control_strategy`` (all strategies pooled when the
+    suite has no such strategy): taught facts must reach ``taught_target`` (``low``; ``high`` 1),
+    untaught facts must lie within ``chance_band`` of chance, since a model that never saw them
+    ranks their object like a random ranker. ``verdict`` is "pass" or "FAIL" there.
     """
-    from ..io import read_table
+    wanted = [*CHECK_MEASURES, "n_used", *(f"{m}_chance" for m in CHECK_MEASURES)]
+    data = per_fact[per_fact["measure"].isin(wanted) & per_fact["split"].isin(["taught", "untaught"])]
+    if not (data["measure"] == "k_avg").any():
+        raise ValueError(
+            "control check: no k_avg rows on taught/untaught facts; is 'knowledge' among the suite's "
+            "metrics.families and does facts.parquet carry the split?"
+        )
+    per_fact_means = data.groupby(["strategy", "n", "split", "fact_id", "measure"])["value"].mean()
+    wide = per_fact_means.unstack("measure").reset_index()
 
-    table = read_table(metrics_path).to_pandas()
-    sub = table[table["measure"] == measure]
-    if sub.empty:
-        raise ValueError(f"{metrics_path}: no {measure!r} rows; is 'knowledge' among metrics.families?")
-    if strategy is not None and strategy in set(sub["strategy"]):
-        sub = sub[sub["strategy"] == strategy]
-    n = int(sub["n"].max()) if n is None else int(n)
-    sub = sub[sub["n"] == n]
-    if split_path is not None:
-        split = read_table(split_path).to_pandas()
-        sub = attach_split(sub, None, split)
-    per_fact = sub.groupby(["fact_id", "split"])["value"].mean().reset_index()
-    out: dict[str, float] = {"n": float(n)}
-    for name in ("taught", "untaught"):
-        part = per_fact[per_fact["split"] == name]["value"]
-        out[name] = float(part.mean()) if len(part) else float("nan")
-        out[f"facts_{name}"] = float(len(part))
-    return out
+    def curves(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+        parts = []
+        for measure in CHECK_MEASURES:
+            if measure not in frame.columns:
+                continue
+            sub = frame.dropna(subset=[measure])
+            agg = sub.groupby(by, sort=True).agg(
+                value=(measure, "mean"),
+                facts=("fact_id", "nunique"),
+                n_used=("n_used", "mean"),
+                chance=(f"{measure}_chance", "mean"),
+            )
+            parts.append(agg.reset_index().assign(measure=measure))
+        return pd.concat(parts, ignore_index=True)
+
+    table = curves(wide, ["strategy", "n", "split"]).assign(low=np.nan, high=np.nan, verdict="")
+    avg = wide.dropna(subset=["k_avg"])
+    strategy = control_strategy
+    if strategy in set(avg["strategy"]):
+        avg = avg[avg["strategy"] == strategy]
+    else:
+        log.warning("control check: no %r distractors; the verdict pools every strategy", strategy)
+        strategy = "pooled"
+    largest = int(avg["n"].max())
+    # A fact's value is the mean over its prompt groups and (when pooled) its strategies.
+    one = (
+        avg[avg["n"] == largest]
+        .groupby(["split", "fact_id"], as_index=False)[["k_avg", "n_used", "k_avg_chance"]]
+        .mean()
+    )
+    verdict = curves(one.assign(strategy=strategy, n=largest), ["strategy", "n", "split"])
+    verdict = verdict[verdict["measure"] == "k_avg"]
+    untaught = verdict["split"] == "untaught"
+    verdict["low"] = np.where(untaught, verdict["chance"] - chance_band, taught_target)
+    verdict["high"] = np.where(untaught, verdict["chance"] + chance_band, 1.0)
+    ok = (verdict["value"] >= verdict["low"] - 1e-12) & (verdict["value"] <= verdict["high"] + 1e-12)
+    verdict["verdict"] = np.where(ok, "pass", "FAIL")
+    out = pd.concat([table, verdict], ignore_index=True)
+    out["facts"] = out["facts"].astype("int64")
+    out["n"] = out["n"].astype("int64")
+    return out[CHECK_COLUMNS]
+
+
+def read_control_check(path: str | Path) -> pd.DataFrame:
+    """Read control_check.csv (empty verdict cells stay "")."""
+    frame = pd.read_csv(path, dtype={"strategy": str, "split": str, "verdict": str}, keep_default_na=False)
+    for col in ("value", "n_used", "chance", "low", "high"):
+        frame[col] = pd.to_numeric(frame[col].replace("", np.nan), errors="coerce")
+    return frame

@@ -26,8 +26,9 @@ def to_data_uri(fig, dpi: int = DPI) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def k_versus_n(summary: pd.DataFrame, dpi: int = DPI) -> str | None:
-    """Min@n and Avg@n against n, one line per strategy, one column per model (paper 1 Fig. 1).
+def k_versus_n(summary: pd.DataFrame, dpi: int = DPI, chance: pd.DataFrame | None = None) -> str | None:
+    """Min@n and Avg@n against n, one line per strategy, one column per model (distractors paper
+    Fig. 1), with the random-ranker level (``chance`` rows ``k_min_chance``/``k_avg_chance``) dotted.
 
     ``summary`` rows of measures ``k_min`` / ``k_avg`` (pooled over prompt groups by the caller).
     """
@@ -50,6 +51,10 @@ def k_versus_n(summary: pd.DataFrame, dpi: int = DPI) -> str | None:
             for strategy, line in part.groupby("strategy", sort=True):
                 line = line.sort_values("n")
                 ax.plot(line["n"], line["value"], marker="o", label=strategy)
+            if chance is not None and not chance.empty:
+                level = chance[(chance["model"] == model) & (chance["measure"] == f"{measure}_chance")]
+                level = level.groupby("n")["value"].mean()
+                ax.plot(level.index, level.to_numpy(), color="grey", linestyle=":", label="random ranker")
             ax.set_xscale("log")
             ax.set_ylim(-0.02, 1.02)
             ax.set_xlabel("n (distractors)")
@@ -157,28 +162,31 @@ def recall_curves(summary: pd.DataFrame, dpi: int = DPI) -> str | None:
     return to_data_uri(fig, dpi)
 
 
-def control_panel(
-    per_fact: pd.DataFrame, target: float, chance: float, band: float, dpi: int = DPI
-) -> str | None:
+def control_panel(check: pd.DataFrame, dpi: int = DPI) -> str | None:
     """Control model: Avg@n and Min@n against n for taught vs untaught facts, per strategy.
 
-    Lines at the taught target and at chance, with the tolerated band around chance shaded.
+    ``check`` is a control_check table: its curve rows are drawn, with the random-ranker level
+    dotted, the taught target as a line and the tolerated band around chance shaded (verdict rows).
     """
-    data = per_fact[
-        per_fact["measure"].isin(["k_avg", "k_min"]) & per_fact["split"].isin(["taught", "untaught"])
-    ]
-    if data.empty:
+    curves = check[check["verdict"].fillna("") == ""]
+    verdict = check[check["verdict"].isin(["pass", "FAIL"])].set_index("split")
+    if curves.empty:
         return None
-    # Each fact weighs once: average its prompt groups first.
-    facts = data.groupby(["measure", "strategy", "n", "split", "fact_id"])["value"].mean().reset_index()
-    curves = facts.groupby(["measure", "strategy", "n", "split"])["value"].mean().reset_index()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True, layout="constrained")
     styles = {"taught": "-", "untaught": "--"}
     for ax, (measure, label) in zip(axes, (("k_avg", "Avg@n"), ("k_min", "Min@n")), strict=True):
-        ax.axhspan(chance - band, chance + band, color="grey", alpha=0.15, label="chance ± band")
-        ax.axhline(target, color="green", linewidth=1, linestyle=":", label="taught target")
-        ax.axhline(chance, color="grey", linewidth=1, linestyle=":")
+        if measure == "k_avg" and "untaught" in verdict.index:
+            row = verdict.loc["untaught"]
+            ax.axhspan(row["low"], row["high"], color="grey", alpha=0.15, label="chance ± band")
+        if measure == "k_avg" and "taught" in verdict.index:
+            ax.axhline(
+                verdict.loc["taught", "low"], color="green", linewidth=1, linestyle=":", label="taught target"
+            )
         part = curves[curves["measure"] == measure]
+        level = part.groupby("n")["chance"].mean()
+        ax.plot(
+            level.index, level.to_numpy(), color="grey", linewidth=1, linestyle=":", label="random ranker"
+        )
         for (strategy, split), line in part.groupby(["strategy", "split"], sort=True):
             line = line.sort_values("n")
             ax.plot(

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..metrics.pipeline import coinciding_strategies
 from . import figures
 
 CSS = """
@@ -39,10 +40,6 @@ class ReportSettings:
 
     title: str = "factprobe report"
     control_model: str = "control"
-    control_strategy: str = "random"
-    taught_target: float = 0.9
-    chance: float = 0.5
-    chance_band: float = 0.15
     dpi: int = 90
 
     @classmethod
@@ -75,20 +72,53 @@ def pooled(summary: pd.DataFrame, measures) -> pd.DataFrame:
     return rows.groupby(["model", "measure", "strategy", "n"], sort=True)["value"].mean().reset_index()
 
 
+def same_strategy_note(summary: pd.DataFrame) -> str:
+    """A sentence naming strategies whose values coincide (their distractor lists are the same)."""
+    same = coinciding_strategies(summary)
+    if not same:
+        return ""
+    groups: dict[str, list[str]] = {}
+    for name, earlier in same.items():
+        groups.setdefault(earlier, []).append(name)
+    text = "; ".join(f"{', '.join(names)} = {earlier}" for earlier, names in sorted(groups.items()))
+    return _note(
+        f"Strategies with identical values at every n: {text}. Their distractor lists coincide "
+        "(e.g. temp falls back to sem when no fact has a past object), so they are one result, not several."
+    )
+
+
+def distractors_used_table(summary: pd.DataFrame) -> str:
+    """Per strategy and n: distractors actually compared and the random-ranker chance of K."""
+    rows = pooled(summary, ["n_used", "k_min_chance", "k_avg_chance"])
+    if rows.empty:
+        return ""
+    table = rows.pivot_table(index=["strategy", "n"], columns="measure", values="value", aggfunc="mean")
+    table = table.reindex(columns=["n_used", "k_min_chance", "k_avg_chance"]).reset_index()
+    table.columns = ["strategy", "n", "distractors used (mean)", "chance Min@n", "chance Avg@n"]
+    note = (
+        "<p>Distractors actually compared and the value a random ranker gets: Avg@n 1/2 for every n, "
+        "Min@n 1/(m+1) for m distractors used (fewer than n where a strategy found fewer).</p>"
+    )
+    return note + _table(table)
+
+
 def knowledge_section(summaries: Mapping[str, pd.DataFrame], dpi: int) -> str:
     parts = []
     for suite, summary in summaries.items():
         data = pooled(summary, ["k_min", "k_avg"])
         if data.empty:
             continue
+        chance = pooled(summary, ["k_min_chance", "k_avg_chance"])
         parts.append(f"<h3>suite {html.escape(suite)}</h3>")
-        parts.append(_img(figures.k_versus_n(data, dpi), f"Min@n and Avg@n against n, suite {suite}"))
+        parts.append(_img(figures.k_versus_n(data, dpi, chance), f"Min@n and Avg@n against n, suite {suite}"))
+        parts.append(same_strategy_note(summary))
+        parts.append(distractors_used_table(summary))
         base = pooled(summary, ["probability", "precision"])
         if not base.empty:
             base = base.assign(
                 label=np.where(base["n"] > 0, base["measure"] + "@" + base["n"].astype(str), base["measure"])
             )
-            parts.append("<p>Baselines (paper 1 Table 2):</p>")
+            parts.append("<p>Baselines (distractors paper Table 2):</p>")
             order = base.sort_values(["measure", "n"])["label"].drop_duplicates().tolist()
             wide = base.pivot_table(index="model", columns="label", values="value")[order].reset_index()
             parts.append(_table(wide))
@@ -162,55 +192,70 @@ def plausibility_section(summaries: Mapping[str, pd.DataFrame]) -> str:
     return "".join(parts) or _note("No plausibility suite ran in this run.")
 
 
+def headline_label(row) -> str:
+    """Leaderboard row label: measure, strategy, n, the distractors actually used when fewer, and
+    the strategy it coincides with."""
+    label = row["measure"] + figures._suffix(row).replace("\n", " ")
+    used = row.get("n_used", np.nan)
+    if pd.notna(used) and used < int(row["n"]) - 1e-9:
+        label += f" ({used:.1f} distractors used)"
+    if row.get("same_as", ""):
+        label += f" (= {row['same_as']})"
+    return label
+
+
 def models_section(board: pd.DataFrame, dpi: int) -> str:
     if board.empty:
         return _note("No model has metrics yet.")
     board = figures.headline_rows(board)
-    wide = board.assign(
-        col=board["measure"] + board.apply(figures._suffix, axis=1).str.replace("\n", " ")
-    ).pivot_table(index=["suite", "col"], columns="model", values="value", aggfunc="mean")
+    board = board.assign(col=board.apply(headline_label, axis=1))
+    wide = board.pivot_table(index=["suite", "col"], columns="model", values="value", aggfunc="mean")
+    if "chance" in board.columns and board["chance"].notna().any():
+        chance = board.groupby(["suite", "col"])["chance"].mean()
+        wide["chance (random ranker)"] = chance.reindex(wide.index)
     wide = wide.reset_index().rename(columns={"col": "measure"})
     wide.columns.name = None
-    note = _note("K at the largest n, R@1; every n is in results/metrics/leaderboard.csv.")
+    note = _note(
+        "K at the largest n, R@1; every n is in results/metrics/leaderboard.csv. Where a strategy found "
+        "fewer than n distractors the label says how many were used; '= s' marks a strategy whose "
+        "values equal strategy s."
+    )
     return _img(figures.model_bars(board, dpi), "headline measures per model") + note + _table(wide)
 
 
-def control_section(control: Mapping[str, pd.DataFrame], settings: ReportSettings) -> str:
+def control_section(checks: Mapping[str, pd.DataFrame], settings: ReportSettings) -> str:
+    """Taught vs untaught from each suite's control_check table (written by the metrics stage)."""
     parts = []
-    for suite, per_fact in control.items():
-        data = per_fact[per_fact["measure"].isin(["k_avg", "k_min"])]
-        if data.empty or not data["split"].isin(["taught", "untaught"]).any():
+    for suite, check in checks.items():
+        verdict = check[check["verdict"].isin(["pass", "FAIL"])].set_index("split")
+        if verdict.empty:
             continue
         parts.append(f"<h3>suite {html.escape(suite)}, model {html.escape(settings.control_model)}</h3>")
         parts.append(
             _img(
-                figures.control_panel(
-                    per_fact, settings.taught_target, settings.chance, settings.chance_band, settings.dpi
-                ),
-                f"control model taught vs untaught, suite {suite}",
+                figures.control_panel(check, settings.dpi), f"control model taught vs untaught, suite {suite}"
             )
         )
-        avg = data[data["measure"] == "k_avg"]
-        if settings.control_strategy in set(avg["strategy"]):
-            avg = avg[avg["strategy"] == settings.control_strategy]
-        n = int(avg["n"].max())
-        facts = (
-            avg[avg["n"] == n]
-            .groupby(["split", "fact_id"])["value"]
-            .mean()
-            .groupby("split")
-            .agg(["mean", "size"])
-        )
-        taught = facts["mean"].get("taught", float("nan"))
-        untaught = facts["mean"].get("untaught", float("nan"))
-        ok_t = taught >= settings.taught_target
-        ok_u = abs(untaught - settings.chance) <= settings.chance_band
-        verdict = lambda ok: '<span class="ok">pass</span>' if ok else '<span class="bad">FAIL</span>'  # noqa: E731
+        mark = {"pass": '<span class="ok">pass</span>', "FAIL": '<span class="bad">FAIL</span>'}
+        first = verdict.iloc[0]
+        said = []
+        for split in ("taught", "untaught"):
+            if split not in verdict.index:
+                continue
+            row = verdict.loc[split]
+            target = (
+                f"≥ {row['low']:.2f}"
+                if split == "taught"
+                else f"{row['chance']:.2f} ± {row['high'] - row['chance']:.2f}"
+            )
+            said.append(
+                f"{split} {row['value']:.3f} over {int(row['facts'])} facts "
+                f"(target {target}) {mark[row['verdict']]}"
+            )
+        used = verdict["n_used"].mean()
         parts.append(
-            f"<p>Avg@{n} ({html.escape(str(avg['strategy'].iloc[0]) if len(avg) else '')}): taught "
-            f"{taught:.3f} over {int(facts['size'].get('taught', 0))} facts (target ≥ {settings.taught_target}) "
-            f"{verdict(ok_t)}; untaught {untaught:.3f} over {int(facts['size'].get('untaught', 0))} facts "
-            f"(target {settings.chance} ± {settings.chance_band}) {verdict(ok_u)}.</p>"
+            f"<p>Avg@{int(first['n'])} ({html.escape(str(first['strategy']))}, "
+            f"{used:.1f} distractors used on average): {'; '.join(said)}.</p>"
         )
     return "".join(parts) or _note("The control model has no knowledge-measure results in this run.")
 
@@ -222,7 +267,7 @@ def build_report(
     settings: ReportSettings,
 ) -> str:
     """The whole page. ``summaries`` maps suite -> summary.csv frame, ``control`` maps suite ->
-    the control model's per-fact table (with ``split``)."""
+    the control model's control_check table (metrics stage)."""
     dpi = settings.dpi
     bodies = {
         "models": models_section(board, dpi),
