@@ -5,7 +5,7 @@ the format of resources/templates/README.md independently of the loader in
 factprobe/probes/templates.py. Object-final follows the format definition: ``[Y]`` followed only
 by optional final punctuation (``.``, ``?``, ``!``, ``。``); the scored prompt is the text before
 ``[Y]``, right-stripped, and the continuation is " " + the object's form
-(distractors-knowledge-measure.txt §3.1, probelm-plausibility.txt Appendix D).
+(distractors paper §3.1, PROBELM Appendix D; docs/references.md).
 """
 
 import functools

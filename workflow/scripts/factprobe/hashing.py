@@ -1,6 +1,6 @@
 """Deterministic, order-independent hashing for every sample the workflow draws.
 
-DESIGN.md principle: each sample is seeded by a hash of its key, never by call order or
+Principle: each sample is seeded by a hash of its key, never by call order or
 Python's salted ``hash()``.
 """
 

@@ -1,4 +1,4 @@
-"""Atomic, zstd-compressed Parquet I/O shared by every stage (DESIGN.md: atomic outputs)."""
+"""Atomic, zstd-compressed Parquet I/O shared by every stage."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Co-occurrence alternatives: PROBELM Algorithm 1 (probelm-plausibility.txt §3.2, Appendix B).
+"""Co-occurrence alternatives: PROBELM Algorithm 1 (§3.2, Appendix B; docs/references.md).
 
 Object side: the parents P of s are its declared classes (P279, and P31 because most subjects
 are instances; Appendix B names "subclass of"); the siblings S are the other entities declaring a

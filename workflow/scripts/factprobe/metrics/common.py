@@ -121,14 +121,6 @@ def correct_entities(facts: pd.DataFrame, source: str = "facts") -> pd.DataFrame
     return pd.concat(rows, ignore_index=True).astype(str).drop_duplicates(ignore_index=True)
 
 
-def fact_keys(facts: pd.DataFrame) -> pd.DataFrame:
-    """``fact_id`` with its (subject, relation) pair ``pair`` and relation: BELIEF's T (§2.1)."""
-    require_columns(facts, ["fact_id", "subject", "property"], "facts")
-    out = facts[["fact_id", "subject", "property"]].astype(str).copy()
-    out["pair"] = out["subject"] + "|" + out["property"]
-    return out
-
-
 def average_per_fact(per_prompt: pd.DataFrame, extra_keys: list[str], measures: list[str]) -> pd.DataFrame:
     """Mean of per-prompt ``measures`` over a fact's prompts in each group (distractors paper eq. 3).
 

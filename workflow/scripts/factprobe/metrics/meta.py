@@ -1,4 +1,4 @@
-"""Meta-evaluation of knowledge measures (distractors-knowledge-measure.txt §4.2–4.3).
+"""Meta-evaluation of knowledge measures (distractors paper §4.2–4.3, docs/references.md).
 
 * §4.2: alignment with human judgement = Kendall's τ between a measure and human scores, as the
   mean (and SD) over K folds (K = 3 in the paper), where each fold's configuration (the

@@ -1,4 +1,4 @@
-"""PROBELM ranking measures (probelm-plausibility.txt §4.1–4.2): accuracy, MRR, NDCG, PLAUSIBILITY.
+"""PROBELM ranking measures (PROBELM §4.1–4.2, docs/references.md): accuracy, MRR, NDCG, PLAUSIBILITY.
 
 A scenario group is one fact (the most plausible scenario, a fact that entered Wikidata after
 the model's cut-off) with its less plausible alternatives (co-occurrence distractors,

@@ -1,4 +1,4 @@
-"""Rank-based measures of fluent-mlama-disfluency.txt §3.3: rank, R@n (n = 1..5), mean rank.
+"""Rank-based measures of Fluent-mLAMA §3.3 (docs/references.md): rank, R@n (n = 1..5), mean rank.
 
 For each prompt (verbalization v_i) the candidate endings are the correct objects' forms and the
 distractors; they are ranked by the log-probability of the ending. The score of a fact is the

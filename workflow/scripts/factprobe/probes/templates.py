@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
 import yaml
 
 STYLES = ("statement", "completion", "question")
@@ -153,12 +152,6 @@ def _record_lines(root: yaml.MappingNode) -> list[int]:
         if key.value == "templates" and isinstance(value, yaml.SequenceNode):
             return [item.start_mark.line + 1 for item in value.value]
     return []
-
-
-def templates_frame(templates: Iterable[Template]) -> pd.DataFrame:
-    """Templates as a DataFrame (one row each), for logging and tests."""
-    rows = [asdict(t) for t in templates]
-    return pd.DataFrame(rows, columns=list(Template.__dataclass_fields__))
 
 
 def check_unique(templates: Iterable[Template]) -> None:

@@ -1,6 +1,6 @@
 """Locate the (possibly inflected) object in a translated sentence and cut the prompt before it.
 
-Fluent-mLAMA (fluent-mlama-disfluency.txt) §3.2: whole-sentence translations are "split with the
+Fluent-mLAMA §3.2 (docs/references.md): whole-sentence translations are "split with the
 help of [a tool] that searches for the (possibly inflected) object NEs in the sentences"; facts
 whose translation puts the object anywhere but at the end are filtered (§3.2, §5.4 "our prompting
 strategy will work for languages which are O-final"). The paper used Stanza; here the search is a

@@ -1,6 +1,6 @@
 """Whole-sentence machine translation with entity forcing, batched and cached.
 
-Fluent-mLAMA (fluent-mlama-disfluency.txt) §3.2 verbalizations 2-3: the English template is filled
+Fluent-mLAMA §3.2 (docs/references.md) verbalizations 2-3: the English template is filled
 with English names and translated as a whole sentence; in the controlled variant the translator is
 given the subject and object names from Wikidata. Here a local ``transformers`` seq2seq model
 (Marian / NLLB / M2M100 style) plays the translator, and the Wikidata labels are imposed by:

@@ -1,6 +1,6 @@
 """Sentence-level verbalization: translate filled English sentences, cut them before the object.
 
-Fluent-mLAMA (fluent-mlama-disfluency.txt) §3.2 compares the MLAMA "template" verbalization
+Fluent-mLAMA §3.2 (docs/references.md) compares the MLAMA "template" verbalization
 (translated templates filled with target-language labels; built by the probe builder) with whole
 sentences translated from English ("GT"/"ChatGPT"; here a local MT model with the Wikidata labels
 imposed, see ``mt.py``). Each translation is split before the (possibly inflected) object found by

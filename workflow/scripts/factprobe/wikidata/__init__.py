@@ -1,1 +1,1 @@
-"""Reading Wikidata JSON dumps into the extraction tables (DESIGN.md §2)."""
+"""Reading Wikidata JSON dumps into the extraction tables (docs/contracts.md)."""

@@ -1,4 +1,4 @@
-"""Turn Wikidata entity JSON into rows of the extraction tables (DESIGN.md §2, contracts.md).
+"""Turn Wikidata entity JSON into rows of the extraction tables (docs/contracts.md).
 
 Two decoders produce identical rows:
 

@@ -1,4 +1,4 @@
-"""Stream a Wikidata dump file into the extraction tables with bounded memory (DESIGN.md §2).
+"""Stream a Wikidata dump file into the extraction tables with bounded memory (docs/contracts.md).
 
 Inputs: ``.json``, ``.json.gz`` (python-isal, ~2 GB/s) and ``.json.bz2``; the official array
 layout (``[``, one entity per line ending in ``,`` — also on the last entity in some dumps —
