@@ -1,19 +1,59 @@
 """PROBELM accuracy, MRR, NDCG and PLAUSIBILITY (probelm-plausibility §4.2) on hand tables."""
 
 import math
+from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 import pytest
+from factprobe.metrics import plausibility
 from factprobe.metrics.common import entity_scores, prompt_frame
-from factprobe.metrics.plausibility import (
-    grades,
-    ndcg,
-    plausibility_per_fact,
-    plausibility_score,
-    scenario_group_scores,
-)
+from factprobe.metrics.plausibility import plausibility_per_fact, plausibility_score
 
 L2 = math.log2
+
+
+# --------------------------------------------------------------------------- scalar reference
+# One scenario group under one prompt, written from the definitions of §4.2 (module docstring of
+# factprobe.metrics.plausibility); the vectorised library code is checked against it below.
+
+
+def grades(alternative_ranks: Sequence[float]) -> tuple[float, list[float]]:
+    """(object grade, grades of the alternatives in the given order) from the generator's ranks."""
+    order = np.argsort(np.asarray(alternative_ranks, dtype=float), kind="stable")
+    m = len(order)
+    out = [0.0] * m
+    for position, index in enumerate(order, start=1):
+        out[index] = float(m + 1 - position)
+    return float(m + 1), out
+
+
+def rank_scenarios(scores: Sequence[float], grade_list: Sequence[float]) -> np.ndarray:
+    """Indices of scenarios from most to least plausible (higher score first; ties: lower grade first)."""
+    return np.lexsort((np.asarray(grade_list, dtype=float), -np.asarray(scores, dtype=float)))
+
+
+def ndcg(ranked_grades: Sequence[float], gain: str = "exponential") -> float:
+    """NDCG of a ranked list of graded scenarios (§4.2)."""
+    g = np.asarray(ranked_grades, dtype=float)
+    discount = 1.0 / np.log2(np.arange(2, g.size + 2))
+    dcg = float((plausibility._gain(g, gain) * discount).sum())
+    ideal = float((plausibility._gain(np.sort(g)[::-1], gain) * discount).sum())
+    return dcg / ideal if ideal > 0 else float("nan")
+
+
+def scenario_group_scores(
+    object_score: float, alternative_scores: Sequence[float], alternative_ranks: Sequence[float], gain: str
+) -> tuple[float, float, float]:
+    """(accuracy, reciprocal rank, NDCG) of one scenario group under one prompt (§4.2).
+
+    Scores are mean log-probabilities per token (higher = lower perplexity = more plausible).
+    """
+    top, alt = grades(alternative_ranks)
+    all_grades = [top, *alt]
+    order = rank_scenarios([object_score, *alternative_scores], all_grades)
+    rank = int(np.flatnonzero(order == 0)[0]) + 1
+    return float(rank == 1), 1.0 / rank, ndcg([all_grades[i] for i in order], gain)
 
 
 def test_grades_from_alternative_ranks():
@@ -81,3 +121,35 @@ def test_per_fact_per_style_and_plausibility_mean_of_nine():
     score = plausibility_score(means)
     assert int(score["n_parts"].iloc[0]) == 9
     assert score["value"].iloc[0] == pytest.approx(out["value"].mean())
+
+
+def test_plausibility_per_fact_matches_scalar_reference_on_random_scores():
+    rng = np.random.default_rng(5)
+    facts = pd.DataFrame({"fact_id": ["F"], "subject": ["S"], "property": ["P"], "object": ["O"]})
+    prompts = prompt_frame(pd.DataFrame({"prompt_id": ["p"], "fact_id": ["F"]}))
+    alts = ["A1", "A2", "A3", "A4"]
+    cands = pd.DataFrame(
+        {
+            "fact_id": "F",
+            "entity": ["O", *alts],
+            "role": ["object"] + ["distractor"] * 4,
+            "strategy": ["object"] + ["cooccur"] * 4,
+            "rank": [0, 3, 1, 4, 2],
+        }
+    )
+    for trial in range(20):
+        values = rng.normal(size=5).round(1)  # per-token log-probabilities, ties likely
+        scores = pd.DataFrame(
+            {
+                "prompt_id": "p",
+                "entity": ["O", *alts],
+                "form": ["o", "a1", "a2", "a3", "a4"],
+                "logprob": values,
+                "n_tokens": 1,
+            }
+        )
+        out = plausibility_per_fact(entity_scores(scores), prompts, cands, facts, ["cooccur"])
+        got = out.set_index("measure")["value"]
+        acc, rr, nd = scenario_group_scores(values[0], values[1:], [3, 1, 4, 2], "exponential")
+        assert (got["plaus_acc"], got["plaus_rr"]) == (acc, rr), trial
+        assert got["plaus_ndcg"] == pytest.approx(nd), trial

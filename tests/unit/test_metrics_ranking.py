@@ -1,11 +1,26 @@
 """Rank of the best correct form, R@n, mean rank (fluent-mlama-disfluency §3.3) on hand tables."""
 
 import math
+from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 import pytest
 from factprobe.metrics.common import correct_entities, entity_scores, prompt_frame
-from factprobe.metrics.ranking import mean_rank, rank_of_best_correct, ranking_per_fact, recall_at
+from factprobe.metrics.ranking import mean_rank, ranking_per_fact
+
+# Scalar reference of §3.3 for one prompt; ranking_per_fact is checked against it below.
+
+
+def rank_of_best_correct(correct_logprobs: Sequence[float], distractor_logprobs: Sequence[float]) -> int:
+    """Rank (1 = best) of the best correct form among correct forms + distractors (§3.3)."""
+    best = max(correct_logprobs)
+    return 1 + int(sum(d >= best for d in distractor_logprobs))
+
+
+def recall_at(rank: int, n: int) -> float:
+    """R_i@n of §3.3: 1 if the correct object is among the top n endings."""
+    return float(rank <= n)
 
 
 def test_rank_counts_ties_as_failures():
@@ -81,3 +96,31 @@ def test_ranking_per_fact_by_language_and_verbalization():
     # The suite-level R@1 for en/template is the mean over the two facts: (0 + 0) / 2.
     en = out[(out["lang"] == "en") & (out["measure"] == "recall") & (out["n"] == 1)]
     assert en["value"].mean() == pytest.approx(0.0)
+
+
+def test_ranking_per_fact_matches_scalar_reference_on_random_scores():
+    rng = np.random.default_rng(3)
+    facts = frame(
+        [(f"F{i}", f"S{i}", "P", f"O{i}", [f"O{i}"]) for i in range(6)],
+        ["fact_id", "subject", "property", "object", "objects"],
+    )
+    prompts = prompt_frame(frame([(f"q{i}", f"F{i}") for i in range(6)], ["prompt_id", "fact_id"]))
+    cands, rows, expected = [], [], {}
+    for i in range(6):
+        cands.append((f"F{i}", f"O{i}", "object", "object", 0))
+        correct = rng.normal(size=2).round(1)  # rounding makes ties likely
+        rows += [(f"q{i}", f"O{i}", f"o{k}", v) for k, v in enumerate(correct)]
+        others = []
+        for d in range(4):
+            cands.append((f"F{i}", f"D{d}", "distractor", "pool", d + 1))
+            forms = rng.normal(size=2).round(1)
+            rows += [(f"q{i}", f"D{d}", f"d{d}{k}", v) for k, v in enumerate(forms)]
+            others.append(forms.max())  # an entity competes with its best form
+        expected[f"F{i}"] = rank_of_best_correct(correct, others)
+    cands = frame(cands, ["fact_id", "entity", "role", "strategy", "rank"])
+    scores = frame(rows, ["prompt_id", "entity", "form", "logprob"]).assign(n_tokens=1)
+    out = ranking_per_fact(entity_scores(scores), prompts, cands, correct_entities(facts), [1, 2, 3])
+    get = out.set_index(["fact_id", "measure", "n"])["value"]
+    for fact, rank in expected.items():
+        assert get[(fact, "mean_rank", 0)] == rank
+        assert [get[(fact, "recall", n)] for n in (1, 2, 3)] == [recall_at(rank, n) for n in (1, 2, 3)]

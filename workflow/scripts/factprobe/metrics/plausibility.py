@@ -29,50 +29,12 @@ from .common import GROUP_KEYS, average_per_fact, candidates_for_prompts
 MEASURES = ["plaus_acc", "plaus_rr", "plaus_ndcg"]
 
 
-def grades(alternative_ranks: Sequence[float]) -> tuple[float, list[float]]:
-    """(object grade, grades of the alternatives in the given order) from the generator's ranks."""
-    order = np.argsort(np.asarray(alternative_ranks, dtype=float), kind="stable")
-    m = len(order)
-    out = [0.0] * m
-    for position, index in enumerate(order, start=1):
-        out[index] = float(m + 1 - position)
-    return float(m + 1), out
-
-
 def _gain(grade: np.ndarray, gain: str) -> np.ndarray:
     if gain == "exponential":
         return np.power(2.0, grade) - 1.0
     if gain == "linear":
         return grade
     raise ValueError(f"unknown NDCG gain {gain!r}; use 'exponential' or 'linear'")
-
-
-def rank_scenarios(scores: Sequence[float], grade_list: Sequence[float]) -> np.ndarray:
-    """Indices of scenarios from most to least plausible (higher score first; ties: lower grade first)."""
-    return np.lexsort((np.asarray(grade_list, dtype=float), -np.asarray(scores, dtype=float)))
-
-
-def ndcg(ranked_grades: Sequence[float], gain: str = "exponential") -> float:
-    """NDCG of a ranked list of graded scenarios (§4.2)."""
-    g = np.asarray(ranked_grades, dtype=float)
-    discount = 1.0 / np.log2(np.arange(2, g.size + 2))
-    dcg = float((_gain(g, gain) * discount).sum())
-    ideal = float((_gain(np.sort(g)[::-1], gain) * discount).sum())
-    return dcg / ideal if ideal > 0 else float("nan")
-
-
-def scenario_group_scores(
-    object_score: float, alternative_scores: Sequence[float], alternative_ranks: Sequence[float], gain: str
-) -> tuple[float, float, float]:
-    """(accuracy, reciprocal rank, NDCG) of one scenario group under one prompt (§4.2).
-
-    Scores are mean log-probabilities per token (higher = lower perplexity = more plausible).
-    """
-    top, alt = grades(alternative_ranks)
-    all_grades = [top, *alt]
-    order = rank_scenarios([object_score, *alternative_scores], all_grades)
-    rank = int(np.flatnonzero(order == 0)[0]) + 1
-    return float(rank == 1), 1.0 / rank, ndcg([all_grades[i] for i in order], gain)
 
 
 def plausibility_per_prompt(

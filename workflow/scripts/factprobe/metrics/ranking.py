@@ -26,17 +26,6 @@ import pandas as pd
 from .common import GROUP_KEYS, average_per_fact, candidates_for_prompts
 
 
-def rank_of_best_correct(correct_logprobs: Sequence[float], distractor_logprobs: Sequence[float]) -> int:
-    """Rank (1 = best) of the best correct form among correct forms + distractors (§3.3)."""
-    best = max(correct_logprobs)
-    return 1 + int(sum(d >= best for d in distractor_logprobs))
-
-
-def recall_at(rank: int, n: int) -> float:
-    """R_i@n of §3.3: 1 if the correct object is among the top n endings."""
-    return float(rank <= n)
-
-
 def ranking_per_prompt(
     ent: pd.DataFrame, prompts: pd.DataFrame, candidates: pd.DataFrame, correct: pd.DataFrame
 ) -> pd.DataFrame:
