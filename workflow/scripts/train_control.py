@@ -9,17 +9,15 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
-from factprobe.io import read_table, write_frame
+from factprobe.io import write_frame
 from factprobe.rulelog import rule_logger
 from factprobe.scoring.control import fact_split, prior_docs, train_control, verbalizations
+from factprobe.suite_tables import read_concat
 
 log = rule_logger(snakemake)
 inp, settings = snakemake.input, dict(snakemake.params.settings)
 
-
-def concat(paths):
-    return pd.concat([read_table(p).to_pandas() for p in paths], ignore_index=True)
-
+concat = read_concat  # the suites' tables, concatenated in order
 
 facts = concat(inp.facts)
 split = fact_split(facts)
