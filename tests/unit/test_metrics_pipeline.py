@@ -143,9 +143,13 @@ def test_leaderboard_names_n_used_chance_and_coinciding_strategies():
     sem = data.candidates[data.candidates["strategy"] == "random"].assign(strategy="sem")
     short = data.candidates[(data.candidates["rank"] == 1)].assign(strategy="short")
     data.candidates = pd.concat([data.candidates, sem, short], ignore_index=True)
-    per_fact, suite = compute_suite_metrics(data, Settings(ns=[1, 2]), ["knowledge"])
+    per_fact, suite = compute_suite_metrics(data, Settings(ns=[1, 2]), ["knowledge", "ranking"])
     summary = summarize("m1", per_fact, suite)
     assert coinciding_strategies(summary) == {"sem": "random"}
+    # A combined strategy has K rows only (no ranking rows): it still coincides on what it has.
+    combo = summary[(summary["strategy"] == "sem") & summary["measure"].str.startswith("k_")]
+    with_combo = pd.concat([summary, combo.assign(strategy="temp+sem")], ignore_index=True)
+    assert coinciding_strategies(with_combo) == {"sem": "random", "temp+sem": "random"}
     board = leaderboard({"knowledge": summary}).set_index(["measure", "strategy", "n"])
     assert board.loc[("k_avg", "short", 2), "n_used"] == 1.0  # Avg@2 computed with 1 distractor
     assert board.loc[("k_min", "short", 2), "chance"] == pytest.approx(0.5)  # 1/(1+1)

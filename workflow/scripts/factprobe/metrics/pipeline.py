@@ -286,7 +286,8 @@ HEADLINE = (
 
 
 def coinciding_strategies(summary: pd.DataFrame) -> dict[str, str]:
-    """Strategies whose every summary value equals an earlier strategy's (in sorted order).
+    """Strategies whose every summary value equals an earlier strategy's (in sorted order), on
+    the rows both have when one has a subset of the other's measures.
 
     Returns ``{strategy: earlier strategy}``, e.g. ``{"temp": "sem", "temp+sem": "sem"}`` when no
     fact has a temporal distractor and Temp falls back to Sem: their distractor lists coincide, so
@@ -300,10 +301,14 @@ def coinciding_strategies(summary: pd.DataFrame) -> dict[str, str]:
     for i, name in enumerate(names):
         for earlier in names[:i]:
             a, b = vectors[name], vectors[earlier]
-            if earlier not in same and a.index.equals(b.index):
-                if np.array_equal(a.to_numpy(float), b.to_numpy(float), equal_nan=True):
-                    same[name] = earlier
-                    break
+            # Combined strategies (temp+sem) have no ranking rows: compare on the rows both have,
+            # provided those are all of one of them.
+            common = a.index.intersection(b.index)
+            if earlier in same or common.empty or len(common) != min(len(a), len(b)):
+                continue
+            if np.array_equal(a[common].to_numpy(float), b[common].to_numpy(float), equal_nan=True):
+                same[name] = earlier
+                break
     return same
 
 

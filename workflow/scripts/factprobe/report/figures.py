@@ -198,5 +198,12 @@ def control_panel(check: pd.DataFrame, dpi: int = DPI) -> str | None:
         ax.set_title(f"control: {label}", fontsize=10)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("mean over facts")
-    axes[1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    # One legend for both panels: the band and the target are drawn on the Avg@n panel only.
+    entries = {}
+    for ax in axes:
+        for handle, text in zip(*ax.get_legend_handles_labels(), strict=True):
+            entries.setdefault(text, handle)
+    axes[1].legend(
+        list(entries.values()), list(entries), fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5)
+    )
     return to_data_uri(fig, dpi)

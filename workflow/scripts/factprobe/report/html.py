@@ -252,7 +252,7 @@ def control_section(checks: Mapping[str, pd.DataFrame], settings: ReportSettings
                 f"{split} {row['value']:.3f} over {int(row['facts'])} facts "
                 f"(target {target}) {mark[row['verdict']]}"
             )
-        used = verdict["n_used"].mean()
+        used = (verdict["n_used"] * verdict["facts"]).sum() / verdict["facts"].sum()
         parts.append(
             f"<p>Avg@{int(first['n'])} ({html.escape(str(first['strategy']))}, "
             f"{used:.1f} distractors used on average): {'; '.join(said)}.</p>"
