@@ -23,7 +23,6 @@ rule compute_metrics:
         "../scripts/compute_metrics.py"
 
 
-
 rule control_check:
     input:
         per_fact=rules.compute_metrics.output.per_fact,
@@ -43,6 +42,7 @@ rule control_check:
         settings=control_check_settings(),
     script:
         "../scripts/control_check.py"
+
 
 rule summarize_metrics:
     input:
