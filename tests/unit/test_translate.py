@@ -350,8 +350,10 @@ def _run_rule_script(tmp_path, model, models=None):
         ),  # fmt: skip
         log=[str(tmp_path / "translate.log")],
         wildcards=SimpleNamespace(suite="multilingual"),
+        rule="translate_prompts",
     )
     script = Path(__file__).resolve().parents[2] / "workflow" / "scripts" / "translate_prompts.py"
+    smk.scriptdir = str(script.parent)
     runpy.run_path(str(script), init_globals={"snakemake": smk})
     return (
         pd.read_parquet(out / "translated_prompts.parquet"),

@@ -32,6 +32,15 @@ def output_count(path: str | Path) -> str:
     return f"{path.stat().st_size} bytes"
 
 
+def _files(named) -> list[str]:
+    """Paths of a Snakemake Namedlist, or of a stand-in namespace (tests run scripts with one)."""
+    values = list(named) if hasattr(named, "__iter__") else list(vars(named).values())
+    flat = []
+    for value in values:
+        flat.extend([value] if isinstance(value, (str, Path)) else list(value))
+    return [str(v) for v in flat]
+
+
 def rule_logger(smk) -> logging.Logger:
     """Configure logging to ``smk.log[0]`` and return the rule's logger.
 
@@ -41,14 +50,15 @@ def rule_logger(smk) -> logging.Logger:
     import factprobe
 
     logging.basicConfig(filename=smk.log[0], level=logging.INFO, format=FORMAT, force=True)
-    log = logging.getLogger(smk.rule)
-    wildcards = dict(smk.wildcards.items())
+    rule = getattr(smk, "rule", Path(sys.argv[0]).stem)
+    log = logging.getLogger(rule)
+    wildcards = dict(smk.wildcards.items()) if hasattr(smk.wildcards, "items") else vars(smk.wildcards)
     log.info(
         "rule %s %s: %d input file(s), %d output file(s); library %s",
-        smk.rule,
+        rule,
         wildcards,
-        len(smk.input),
-        len(smk.output),
+        len(_files(smk.input)),
+        len(_files(smk.output)),
         Path(factprobe.__file__).resolve().parent,
     )
     previous = sys.excepthook
@@ -58,7 +68,7 @@ def rule_logger(smk) -> logging.Logger:
         previous(kind, value, trace)
 
     sys.excepthook = log_failure
-    outputs = list(smk.output)
+    outputs = _files(smk.output)
 
     def report() -> None:
         for path in outputs:
