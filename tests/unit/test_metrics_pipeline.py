@@ -6,13 +6,13 @@ import pandas as pd
 import pytest
 from factprobe.io import write_frame
 from factprobe.metrics.pipeline import (
-    Settings,
     SuiteInputs,
     compute_suite_metrics,
     control_avg_by_split,
     leaderboard,
     summarize,
 )
+from factprobe.settings import Metrics
 
 ln = math.log
 
@@ -64,7 +64,7 @@ def inputs():
 
 
 def test_end_to_end_tables(tmp_path):
-    per_fact, suite = compute_suite_metrics(inputs(), Settings(ns=[1, 2]), ["knowledge", "ranking", "belief"])
+    per_fact, suite = compute_suite_metrics(inputs(), Metrics(families={}, ns=[1, 2]), ["knowledge", "ranking", "belief"])
     get = per_fact.set_index(["fact_id", "measure", "strategy", "n", "verbalization"])["value"]
     assert get[("S1|P|A", "k_min", "random", 2, "template")] == 1.0
     assert get[("S2|P|B", "k_avg", "random", 2, "template")] == 0.5  # 0.1 < 0.2, 0.1 > 0.05
@@ -100,13 +100,13 @@ def test_end_to_end_tables(tmp_path):
 
 def test_unknown_family_is_rejected():
     with pytest.raises(ValueError, match="unknown family"):
-        compute_suite_metrics(inputs(), Settings(), ["knowlege"])
+        compute_suite_metrics(inputs(), Metrics(families={}), ["knowlege"])
 
 
 def test_summary_csv_round_trip_keeps_empty_keys(tmp_path):
     from factprobe.metrics.pipeline import read_summary
 
-    per_fact, suite = compute_suite_metrics(inputs(), Settings(ns=[1]), ["knowledge", "belief"])
+    per_fact, suite = compute_suite_metrics(inputs(), Metrics(families={}, ns=[1]), ["knowledge", "belief"])
     summary = summarize("m1", per_fact, suite)
     summary.to_csv(tmp_path / "summary.csv", index=False)
     back = read_summary(tmp_path / "summary.csv")

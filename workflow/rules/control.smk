@@ -1,6 +1,5 @@
 # control stage: builtin:control, a tiny LM taught a known half of the facts (docs/contracts.md)
-CONTROL = config.get("control", {})
-CONTROL_SUITES = CONTROL.get("suites", [])
+CONTROL_SUITES = CFG.control.suites
 
 
 rule train_control:
@@ -14,7 +13,7 @@ rule train_control:
         candidate_forms=expand(
             rules.retrieve_distractors.output.forms, suite=CONTROL_SUITES
         ),
-        lib=workflow.source_path("../scripts/factprobe/scoring/control.py"),
+        lib=library("train_control.py"),
     output:
         model=directory("results/models/control"),
         split="results/models/control/split.parquet",
@@ -29,6 +28,6 @@ rule train_control:
         mem_mb=3000,
         runtime=15,
     params:
-        settings={key: value for key, value in CONTROL.items() if key != "suites"},
+        settings=CONTROL_PARAMS,
     script:
         "../scripts/train_control.py"

@@ -17,8 +17,7 @@ rule compute_metrics:
     resources:
         mem_mb=4000,
     params:
-        settings=config["metrics"],
-        families=metrics_families,
+        settings=lookup(dpath="{suite}", within=METRICS_SETTINGS),
     script:
         "../scripts/compute_metrics.py"
 
@@ -26,6 +25,7 @@ rule compute_metrics:
 rule summarize_metrics:
     input:
         unpack(suite_metric_tables),
+        lib=library("summarize_metrics.py"),
     output:
         summary=report(
             "results/metrics/{suite}/summary.csv",
@@ -47,6 +47,7 @@ rule summarize_metrics:
 rule leaderboard:
     input:
         summaries=expand(rules.summarize_metrics.output.summary, suite=list(SUITES)),
+        lib=library("leaderboard.py"),
     output:
         board=report(
             "results/metrics/leaderboard.csv",

@@ -4,7 +4,8 @@ import logging
 
 from factprobe.io import atomic_path, read_table
 from factprobe.metrics.pipeline import attach_split, read_summary
-from factprobe.report.html import ReportSettings, build_report
+from factprobe.report.html import build_report
+from factprobe.settings import Report, load
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
@@ -23,7 +24,7 @@ for suite, path in zip(snakemake.params.control_suites, snakemake.input.control,
         facts = table[["fact_id", "split"]].drop_duplicates("fact_id") if "split" in table else None
         table = attach_split(table, facts, split)
     control[suite] = table
-page = build_report(summaries, board, control, ReportSettings.from_config(snakemake.params.settings))
+page = build_report(summaries, board, control, load(Report, snakemake.params.settings, "report"))
 logging.info("report: %d suite(s), %d control table(s), %d bytes", len(summaries), len(control), len(page))
 with atomic_path(snakemake.output.html) as tmp:
     tmp.write_text(page, encoding="utf-8")

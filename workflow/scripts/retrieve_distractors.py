@@ -3,24 +3,17 @@
 import logging
 
 from factprobe.distractors.cooccur import Cooccurrence
-from factprobe.distractors.retrieve import Settings, forms_of_candidates, load_suite_omega, retrieve
+from factprobe.distractors.retrieve import forms_of_candidates, load_suite_omega, retrieve
 from factprobe.distractors.semantic import load_index
 from factprobe.distractors.temporal import past_objects
 from factprobe.io import read_table, write_frame
+from factprobe.settings import Retrieve, load
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 log = logging.getLogger("retrieve_distractors")
 p = snakemake.params.settings
 facts, entity_forms, claims, omega = load_suite_omega(snakemake.input, p)
-settings = Settings(
-    strategies=p["strategies"],
-    n=p["n"],
-    pool_size=p["pool_size"],
-    cooccur_n=p["cooccur_n"],
-    cooccur_sides=p["cooccur_sides"],
-    languages=p["languages"],
-    search=p["search"],
-)
+settings = load(Retrieve, p, f"distractors of suite {snakemake.wildcards.suite}")
 index = None
 if "index" in snakemake.input.keys():
     index = load_index(snakemake.input.index, p["search"], p["ef_search"])

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from factprobe.settings import Report
 
 from . import figures
 
@@ -31,24 +32,6 @@ SECTIONS = [
     ("plausibility", "Plausibility (PROBELM)"),
     ("control", "Control model: taught vs untaught facts"),
 ]
-
-
-@dataclass
-class ReportSettings:
-    """Config ``report`` (config/README.md, section report)."""
-
-    title: str = "factprobe report"
-    control_model: str = "control"
-    control_strategy: str = "random"
-    taught_target: float = 0.9
-    chance: float = 0.5
-    chance_band: float = 0.15
-    dpi: int = 90
-
-    @classmethod
-    def from_config(cls, section: Mapping | None) -> ReportSettings:
-        section = dict(section or {})
-        return cls(**{k: section[k] for k in cls.__dataclass_fields__ if k in section})
 
 
 def _img(uri: str | None, alt: str) -> str:
@@ -175,7 +158,7 @@ def models_section(board: pd.DataFrame, dpi: int) -> str:
     return _img(figures.model_bars(board, dpi), "headline measures per model") + note + _table(wide)
 
 
-def control_section(control: Mapping[str, pd.DataFrame], settings: ReportSettings) -> str:
+def control_section(control: Mapping[str, pd.DataFrame], settings: Report) -> str:
     parts = []
     for suite, per_fact in control.items():
         data = per_fact[per_fact["measure"].isin(["k_avg", "k_min"])]
@@ -219,7 +202,7 @@ def build_report(
     summaries: Mapping[str, pd.DataFrame],
     board: pd.DataFrame,
     control: Mapping[str, pd.DataFrame],
-    settings: ReportSettings,
+    settings: Report,
 ) -> str:
     """The whole page. ``summaries`` maps suite -> summary.csv frame, ``control`` maps suite ->
     the control model's per-fact table (with ``split``)."""
