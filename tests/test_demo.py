@@ -61,7 +61,7 @@ def test_every_stage_wrote_real_rows(demo_run):
 def test_control_model_separates_taught_from_untaught(demo_run):
     result = control_avg_by_split(
         demo_run / "results/metrics/knowledge/control.parquet",
-        demo_run / "results/models/control/split.parquet",
+        demo_run / "results/models/control/knowledge/split.parquet",
     )
     assert result["taught"] >= 0.9, result
     assert abs(result["untaught"] - 0.5) <= 0.15, result

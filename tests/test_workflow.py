@@ -50,7 +50,7 @@ DEMO_JOBS = {
     "build_probes": 4,
     "retrieve_distractors": 4,
     "translate_prompts": 1,
-    "train_control": 1,
+    "train_control": 4,
     "score_shard": 8,
     "score_suite": 4,
     "generate_suite": 1,

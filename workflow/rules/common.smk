@@ -47,6 +47,7 @@ APPROPT_SETTINGS = {
 METRICS_SETTINGS = {s: S.suite_metrics(CFG, s) for s in SUITES}
 SEM_INDEX_SETTINGS = S.sem_index(CFG)
 CONTROL_PARAMS = S.control_params(CFG)
+CONTROL_TAUGHT = {s: s in CFG.control.suites for s in SUITES}
 
 
 wildcard_constraints:
@@ -71,6 +72,11 @@ def library(script):
 def is_control(model):
     """Whether a models.tsv row is the workflow-trained builtin:control model."""
     return MODEL_ROWS[model]["source"] == "builtin:control"
+
+
+def control_model(suite):
+    """Directory of the control model of ``suite`` (one per suite, rule train_control)."""
+    return rules.train_control.output.model.format(suite=suite)
 
 
 # --- download / extract ------------------------------------------------------------------
@@ -197,7 +203,7 @@ def appropt_inputs(wildcards):
     files["lib"] = library("appropt_distractors.py")
     files["prompts"] = rules.build_probes.output.prompts.format(suite=wildcards.suite)
     if is_control(wildcards.model):
-        files["control"] = rules.train_control.output.model
+        files["control"] = control_model(wildcards.suite)
     return files
 
 
@@ -227,7 +233,7 @@ def score_inputs(wildcards):
             suite=suite, model=wildcards.model
         )
     if is_control(wildcards.model):
-        files["control"] = rules.train_control.output.model
+        files["control"] = control_model(suite)
     return files
 
 
@@ -238,7 +244,7 @@ def generate_inputs(wildcards):
         "lib": library("generate_suite.py"),
     }
     if is_control(wildcards.model):
-        files["control"] = rules.train_control.output.model
+        files["control"] = control_model(wildcards.suite)
     return files
 
 
@@ -276,7 +282,7 @@ def metrics_inputs(wildcards):
             suite=suite, model=model
         )
     if is_control(model):
-        files["split"] = rules.train_control.output.split
+        files["split"] = rules.train_control.output.split.format(suite=suite)
     return files
 
 
@@ -314,5 +320,7 @@ def report_inputs(wildcards):
         "lib": library("render_report.py"),
     }
     if files["control"]:
-        files["split"] = rules.train_control.output.split
+        files["split"] = expand(
+            rules.train_control.output.split, suite=report_control_suites()
+        )
     return files

@@ -2,6 +2,7 @@
 
 import logging
 
+import pandas as pd
 from factprobe.io import atomic_path, read_table
 from factprobe.metrics.pipeline import attach_split, read_summary
 from factprobe.report.html import build_report
@@ -14,7 +15,10 @@ summaries = {
     s: read_summary(p) for s, p in zip(snakemake.params.suites, snakemake.input.summaries, strict=True)
 }
 board = read_summary(snakemake.input.board)
-split = read_table(snakemake.input.split).to_pandas() if snakemake.input.get("split") else None
+# One split file per control suite (one control model per suite); a triple has one split.
+paths = snakemake.input.get("split") or []
+paths = [paths] if isinstance(paths, str) else list(paths)
+split = pd.concat([read_table(p).to_pandas() for p in paths]).drop_duplicates() if paths else None
 control = {}
 for suite, path in zip(snakemake.params.control_suites, snakemake.input.control, strict=True):
     table = read_table(path).to_pandas()

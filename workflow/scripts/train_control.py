@@ -1,4 +1,4 @@
-"""Rule script: train builtin:control on the taught half of the configured suites' facts."""
+"""Rule script: train the builtin:control model of one suite on the taught half of its facts."""
 
 import json
 import logging
@@ -17,12 +17,14 @@ def concat(paths):
     return pd.concat([read_table(p).to_pandas() for p in paths], ignore_index=True)
 
 
-facts = concat(inp.facts)
+facts = read_table(inp.facts).to_pandas()
+if not snakemake.params.taught:  # a suite outside control.suites: the model is taught none of it
+    facts = facts.assign(split="untaught")
 split = fact_split(facts)
-prompts = concat(inp.prompts)
-forms = pd.concat([concat(inp.forms), concat(inp.candidate_forms)], ignore_index=True).drop_duplicates()
+prompts = read_table(inp.prompts).to_pandas()
+forms = concat([inp.forms, inp.candidate_forms]).drop_duplicates()
 docs = verbalizations(facts, prompts, forms, max_forms=settings.pop("max_forms"))
-prior = prior_docs(facts, prompts, concat(inp.candidates), forms, copies=settings.pop("prior_copies"))
+prior = prior_docs(facts, prompts, read_table(inp.candidates).to_pandas(), forms, copies=settings.pop("prior_copies"))
 logging.info("%d fact documents (taught half), %d prior-balancing documents", len(docs), len(prior))
 out = Path(snakemake.output.model)
 tmp = out.with_name(out.name + ".tmp")
