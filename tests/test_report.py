@@ -218,10 +218,9 @@ def workflow_run(tmp_path_factory):
         write_frame(tables.forms, probes / "forms.parquet")
         write_frame(tables.prompts.iloc[:0], probes / "translated_prompts.parquet")
         write_frame(tables.forms.iloc[:0], probes / "translated_forms.parquet")
-    facts = tables.facts
-    write_frame(
-        facts[["subject", "property", "object", "split"]], work / "results/models/control/split.parquet"
-    )
+        # One control model per suite, each with its split (results/models/control/{suite}/).
+        split = tables.facts[["subject", "property", "object", "split"]]
+        write_frame(split, work / f"results/models/control/{suite}/split.parquet")
     rules = ["compute_metrics", "summarize_metrics", "leaderboard", "render_report"]
     cmd = [
         sys.executable,
