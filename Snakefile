@@ -2,7 +2,7 @@
 # Stages and data contracts: docs/contracts.md. Settings: config/README.md.
 from snakemake.utils import min_version
 
-min_version("9.0")
+min_version("9.19")  # = the snakemake pin of pyproject.toml
 
 
 configfile: "config/config.yaml"

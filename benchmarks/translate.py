@@ -24,8 +24,9 @@ from collections import Counter
 from pathlib import Path
 
 import torch
+from factprobe.settings import Translate
 from factprobe.translate.align import align_sentence
-from factprobe.translate.mt import GenerationSettings, Request, load_translator
+from factprobe.translate.mt import Request, load_translator
 from rapidfuzz import fuzz
 
 SUBJECTS = ["Václav Havel", "Franz Kafka", "Lev Tolstoy", "Marie Curie", "Antonín Dvořák", "Karel Čapek"]
@@ -67,14 +68,14 @@ def bench_mt(n: int) -> None:
                     prefix=SUBJECTS[i % 6])
             for i in range(n)
         ]  # fmt: skip
-        one = load_translator(str(Path(tmp) / "model"), "cpu", settings=GenerationSettings(1, 16, 1))
+        one = load_translator(str(Path(tmp) / "model"), "cpu", settings=Translate(num_beams=1, max_new_tokens=16, batch_size=1))
         base, t_base = timed(lambda: one.translate(reqs))
         batched = load_translator(
-            str(Path(tmp) / "model"), "cpu", settings=GenerationSettings(1, 16, 32), cache_dir=Path(tmp) / "c"
+            str(Path(tmp) / "model"), "cpu", settings=Translate(num_beams=1, max_new_tokens=16, batch_size=32), cache_dir=Path(tmp) / "c"
         )
         out, t_batch = timed(lambda: batched.translate(reqs))
         again = load_translator(
-            str(Path(tmp) / "model"), "cpu", settings=GenerationSettings(1, 16, 32), cache_dir=Path(tmp) / "c"
+            str(Path(tmp) / "model"), "cpu", settings=Translate(num_beams=1, max_new_tokens=16, batch_size=32), cache_dir=Path(tmp) / "c"
         )
         cached, t_cache = timed(lambda: again.translate(reqs))
         same = sum(a == b for a, b in zip(base, out, strict=True))

@@ -27,7 +27,7 @@ ROWS = [
 THIRD = "20190402\ttrue\ttests/data/short_stream.json.bz2\t\t\n"
 
 
-def snakemake(workdir: Path, *args: str) -> str:
+def snakemake(workdir: Path, *args: str, timeout: int = 300) -> str:
     cmd = [
         sys.executable,
         "-m",
@@ -42,7 +42,7 @@ def snakemake(workdir: Path, *args: str) -> str:
         "2",
         *args,
     ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc.stdout + proc.stderr
 
@@ -90,3 +90,95 @@ def test_adding_a_dump_reruns_only_its_work(tmp_path, demo_tables):
         ("diff_dumps", "old=20190201, new=20190402"),
         ("temporal_view", "dump=20190402"),
     }, log
+
+
+# --- rerun scope of settings and dumps (issue 16 item 1) -------------------------------------
+
+SUITES = {
+    # Two suites of the older dump; their labels/types come from that dump only (label_dumps default).
+    "knowledge": {
+        "kind": "knowledge",
+        "dump": "20141201",
+        "relations": ["P17", "P36", "P47"],
+        "n_facts": 2,
+        "templates": {"styles": ["statement"], "max_per_relation": 1},
+    },
+    "multilingual": {
+        "kind": "multilingual",
+        "dump": "20141201",
+        "languages": ["en", "de"],
+        "relations": ["P17", "P36"],
+        "n_facts": 2,
+        "templates": {"styles": ["statement"], "max_per_relation": 1},
+    },
+}
+FINAL = ("leaderboard", ""), ("render_report", ""), ("all", "")
+
+
+def per_suite(rules: list[str], *suites: str) -> set[tuple[str, str]]:
+    """Jobs of ``rules`` for each suite (control model scored with one shard)."""
+    wildcards = {
+        "score_shard": "suite={s}, model=control, shard=0",
+        "score_suite": "suite={s}, model=control",
+        "compute_metrics": "suite={s}, model=control",
+    }
+    return {(rule, wildcards.get(rule, "suite={s}").format(s=s)) for s in suites for rule in rules}
+
+
+@pytest.mark.slow
+def test_settings_and_dumps_rerun_only_what_reads_them(tmp_path, demo_tables):
+    """One real run of a small two-suite config, then dry runs after each change: the exact jobs."""
+    work = tmp_path / "work"
+    (work / "config").mkdir(parents=True)
+    for name in ("resources", "tests"):
+        (work / name).symlink_to(ROOT / name)
+    shutil.copy(ROOT / "config" / "models.tsv", work / "config" / "models.tsv")
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    config.update(dumps="dumps.tsv", suites=SUITES)
+    config["distractors"]["strategies"] = ["random"]
+    config["scoring"]["shards"] = 1
+    config["control"].update(suites=list(SUITES), steps=2, batch_size=4)
+    (work / "dumps.tsv").write_text(HEADER + "".join(ROWS))
+    for dump, folder in demo_tables.items():
+        shutil.copytree(folder, work / "results" / "wikidata" / dump)
+
+    def write(config):
+        # Both the Snakefile's configfile and --configfile: Snakemake merges them key by key, so
+        # a demo suite left in either would stay in the run.
+        for path in (work / "config.yaml", work / "config" / "config.yaml"):
+            path.write_text(yaml.safe_dump(config))
+
+    def dry_run(change=None) -> set[tuple[str, str]]:
+        changed = yaml.safe_load(yaml.safe_dump(config))
+        if change:
+            change(changed)
+        write(changed)
+        return planned_jobs(snakemake(work, "-n"))
+
+    write(config)
+    snakemake(work, timeout=1200)  # ~2 min on 2 idle cores
+    assert dry_run() == set()
+
+    (work / "dumps.tsv").write_text(HEADER + "".join(ROWS) + THIRD)
+    assert dry_run() == {
+        ("extract_dump", "dump=20190402"),
+        ("diff_dumps", "old=20190201, new=20190402"),
+        ("temporal_view", "dump=20190402"),
+        ("all", ""),
+    }
+    (work / "dumps.tsv").write_text(HEADER + "".join(ROWS))
+
+    suite_jobs = ["train_control", "score_shard", "score_suite", "compute_metrics", "summarize_metrics"]
+    n_facts = dry_run(lambda c: c["suites"]["multilingual"].update(n_facts=1))
+    assert n_facts == per_suite(
+        ["build_probes", "translate_prompts", "retrieve_distractors", *suite_jobs], "multilingual"
+    ) | set(FINAL)
+
+    n = dry_run(lambda c: c["distractors"].update(n=9))
+    assert n == per_suite(["retrieve_distractors", *suite_jobs], "knowledge", "multilingual") | set(FINAL)
+
+    assert dry_run(lambda c: c["report"].update(dpi=91)) == {("render_report", ""), ("all", "")}
+
+    # belief_bins: only the suite with a BELIEF family (knowledge) recomputes its measures.
+    bins = dry_run(lambda c: c["metrics"].update(belief_bins=9))
+    assert bins == per_suite(["compute_metrics", "summarize_metrics"], "knowledge") | set(FINAL)

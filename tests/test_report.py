@@ -12,14 +12,14 @@ import pytest
 from factprobe.hashing import hash_fraction
 from factprobe.io import write_frame
 from factprobe.metrics.pipeline import (
-    Settings,
     SuiteInputs,
     compute_suite_metrics,
     control_check,
     leaderboard,
     summarize,
 )
-from factprobe.report.html import SECTIONS, ReportSettings, build_report
+from factprobe.report.html import SECTIONS, build_report
+from factprobe.settings import Metrics, Report
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
@@ -103,7 +103,7 @@ def page(tmp_path_factory):
         for model in ("control", "other"):
             inputs = synthetic_suite(kind, model, **spec)
             per_fact, table = compute_suite_metrics(
-                inputs, Settings(ns=[1, 2, 5], belief_samplings=20), FAMILIES[kind]
+                inputs, Metrics(families={}, ns=[1, 2, 5], belief_samplings=20), FAMILIES[kind]
             )
             parts.append(summarize(model, per_fact, table))
             if model == "control" and kind == "knowledge":
@@ -111,7 +111,7 @@ def page(tmp_path_factory):
         summaries[suite] = pd.concat(parts, ignore_index=True)
     board = leaderboard(summaries)
     out = tmp_path_factory.mktemp("report") / "index.html"
-    out.write_text(build_report(summaries, board, control, ReportSettings(dpi=50)))
+    out.write_text(build_report(summaries, board, control, Report(dpi=50)))
     return out
 
 

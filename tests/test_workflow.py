@@ -1,5 +1,6 @@
 """Workflow-level checks: style gates, dry-runs, and config errors raised before any job runs."""
 
+import re
 import shutil
 import subprocess
 import sys
@@ -38,9 +39,59 @@ def test_snakemake_lint_clean():
     assert "Lints for rule" not in out and "Lints for snakefile" not in out, out[-4000:]
 
 
-def test_dry_run_of_whole_dag():
+#: Jobs per rule of the demo config (2 dumps, 4 suites, 1 model, scoring.shards 2): one per dump
+#: (extract, index, temporal view), per consecutive pair (diff), per suite (probes, distractors,
+#: control model, gather, metrics, summary), per shard, per multilingual / generating suite.
+DEMO_JOBS = {
+    "extract_dump": 2,
+    "build_sem_index": 2,
+    "temporal_view": 2,
+    "diff_dumps": 1,
+    "build_probes": 4,
+    "retrieve_distractors": 4,
+    "translate_prompts": 1,
+    "train_control": 4,
+    "score_shard": 8,
+    "score_suite": 4,
+    "generate_suite": 1,
+    "compute_metrics": 4,
+    "control_check": 3,
+    "summarize_metrics": 4,
+    "leaderboard": 1,
+    "render_report": 1,
+    "all": 1,
+}
+
+
+def job_counts(log):
+    """{rule: count} from the "Job stats" table of a Snakemake log."""
+    table = log.split("Job stats:")[-1].split("Reasons:")[0]
+    rows = (line.split() for line in table.splitlines()[3:])
+    return {row[0]: int(row[1]) for row in rows if len(row) == 2 and row[0] != "total"}
+
+
+def test_dry_run_of_whole_dag_has_the_expected_jobs_per_rule():
     proc = snakemake("-n", "--forceall", "--cores", "2", "--quiet", "rules")
-    assert "extract_dump" in proc.stdout + proc.stderr
+    assert job_counts(proc.stdout + proc.stderr) == DEMO_JOBS
+
+
+def test_one_min_version_equal_to_the_pyproject_pin():
+    sources = [ROOT / "Snakefile", *sorted((ROOT / "workflow/rules").glob("*.smk"))]
+    calls = [m for p in sources for m in re.findall(r'min_version\("([^"]+)"\)', p.read_text())]
+    pin = re.search(r'"snakemake>=([0-9.]+)"', (ROOT / "pyproject.toml").read_text()).group(1)
+    assert calls == [pin]
+
+
+def test_rules_import_only_the_light_settings_modules():
+    """The Snakefile parses without the science stack (issue 11 item 8): the rules import only
+    factprobe.settings and factprobe.registry, which import no pandas/numpy/torch/tqdm/pyarrow
+    (tests/unit/test_settings.py checks those)."""
+    sources = [ROOT / "Snakefile", *sorted((ROOT / "workflow/rules").glob("*.smk"))]
+    imported = {
+        m for p in sources for m in re.findall(r"^\s*(?:from|import) (factprobe[\w.]*)", p.read_text(), re.M)
+    }
+    assert imported == {"factprobe", "factprobe.registry"}
+    assert re.search(r"^from factprobe import settings as S", (ROOT / "workflow/rules/common.smk").read_text(), re.M)
 
 
 @pytest.fixture

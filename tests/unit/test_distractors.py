@@ -16,7 +16,7 @@ from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.omega import Omega, load_types, qids, valid_objects
 from factprobe.distractors.pool import pool_distractors, relation_pools
 from factprobe.distractors.random import random_distractors
-from factprobe.distractors.retrieve import Settings, count_found, forms_of_candidates, retrieve
+from factprobe.distractors.retrieve import count_found, forms_of_candidates, retrieve
 from factprobe.distractors.semantic import (
     build_index,
     exact_topk,
@@ -27,6 +27,7 @@ from factprobe.distractors.semantic import (
 )
 from factprobe.distractors.temporal import past_objects, temp_sem
 from factprobe.hashing import stable_hash
+from factprobe.settings import ConfigError, Retrieve
 from sklearn.feature_extraction.text import TfidfVectorizer
 from test_distractors_common import DUMP, demo_omega, demo_suite
 
@@ -334,8 +335,18 @@ def test_pool_is_hash_ordered_same_relation_objects(suite):
 
 def test_retrieve_end_to_end_every_row_in_omega(demo_tables, claims, suite, index):
     facts, forms, omega = suite
-    settings = Settings(
-        strategies=["random", "sem", "temp", "cooccur", "pool"], n=10, languages=["en", "de"], search="exact"
+    settings = Retrieve(
+        strategies=["random", "sem", "temp", "cooccur", "pool"],
+        n=10,
+        pool_size=50,
+        search="exact",
+        languages=["en", "de"],
+        dump=DUMP,
+        cooccur_n=10,
+        cooccur_sides=["object", "subject"],
+        form_threshold=90,
+        valid_ranks="non_deprecated",
+        ef_search=200,
     )
     past = past_objects(
         claims[(claims["rank"] >= 1) & (claims["end"].astype("Float64") < int(DUMP))].assign(status="past")
@@ -387,5 +398,5 @@ def test_bad_input_names_the_file_and_the_fix(suite):
         check_columns(facts.drop(columns="objects"), FACT_COLUMNS, "results/probes/x/facts.parquet")
     with pytest.raises(ValueError, match="not a Wikidata id: 'Berlin'"):
         qids(["Q64", "Berlin"])
-    with pytest.raises(ValueError, match="unknown distractor strategies"):
-        Settings(strategies=["sem", "nearest"])
+    with pytest.raises(ConfigError, match="unknown distractor strategies"):
+        Retrieve(["sem", "nearest"], 10, 50, "exact", ["en"], DUMP, 10, ["object"], 90, "truthy", 200)

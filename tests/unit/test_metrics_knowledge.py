@@ -208,7 +208,8 @@ def test_temp_plus_sem_concatenates_without_duplicates():
 
 
 def test_per_language_candidates_and_subject_side_alternatives():
-    from factprobe.metrics.pipeline import Settings, SuiteInputs, compute_suite_metrics
+    from factprobe.metrics.pipeline import SuiteInputs, compute_suite_metrics
+    from factprobe.settings import Metrics
 
     facts = table([("S|P|A", "S", "P", "A", ["A"])], ["fact_id", "subject", "property", "object", "objects"])
     prompts = table([("en1", "S|P|A", "en"), ("cs1", "S|P|A", "cs")], ["prompt_id", "fact_id", "lang"])
@@ -234,7 +235,7 @@ def test_per_language_candidates_and_subject_side_alternatives():
         ["prompt_id", "entity", "form", "logprob"],
     ).assign(n_tokens=1)
     per_fact, _ = compute_suite_metrics(
-        SuiteInputs(scores, prompts, cands, facts), Settings(ns=[5]), ["knowledge"]
+        SuiteInputs(scores, prompts, cands, facts), Metrics(families={}, ns=[5]), ["knowledge"]
     )
     k = per_fact[(per_fact["measure"] == "k_min") & (per_fact["strategy"] == "pool")].set_index("lang")[
         "value"

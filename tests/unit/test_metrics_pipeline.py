@@ -5,7 +5,6 @@ import math
 import pandas as pd
 import pytest
 from factprobe.metrics.pipeline import (
-    Settings,
     SuiteInputs,
     chance_rows,
     coinciding_strategies,
@@ -14,6 +13,7 @@ from factprobe.metrics.pipeline import (
     leaderboard,
     summarize,
 )
+from factprobe.settings import Metrics
 
 ln = math.log
 
@@ -65,7 +65,9 @@ def inputs():
 
 
 def test_end_to_end_tables():
-    per_fact, suite = compute_suite_metrics(inputs(), Settings(ns=[1, 2]), ["knowledge", "ranking", "belief"])
+    per_fact, suite = compute_suite_metrics(
+        inputs(), Metrics(families={}, ns=[1, 2]), ["knowledge", "ranking", "belief"]
+    )
     get = per_fact.set_index(["fact_id", "measure", "strategy", "n", "verbalization"])["value"]
     assert get[("S1|P|A", "k_min", "random", 2, "template")] == 1.0
     assert get[("S2|P|B", "k_avg", "random", 2, "template")] == 0.5  # 0.1 < 0.2, 0.1 > 0.05
@@ -105,10 +107,10 @@ def test_end_to_end_tables():
 def test_split_comes_from_facts_only():
     data = inputs()
     data.facts.loc[1, "split"] = "taught"
-    per_fact, _ = compute_suite_metrics(data, Settings(ns=[1]), ["knowledge"])
+    per_fact, _ = compute_suite_metrics(data, Metrics(families={}, ns=[1]), ["knowledge"])
     assert set(per_fact["split"]) == {"taught"}
     data.facts = data.facts.drop(columns="split")
-    per_fact, _ = compute_suite_metrics(data, Settings(ns=[1]), ["knowledge"])
+    per_fact, _ = compute_suite_metrics(data, Metrics(families={}, ns=[1]), ["knowledge"])
     assert set(per_fact["split"]) == {""}
     with pytest.raises(ValueError, match="no k_avg rows on taught/untaught"):
         control_check(per_fact)
@@ -143,7 +145,7 @@ def test_leaderboard_names_n_used_chance_and_coinciding_strategies():
     sem = data.candidates[data.candidates["strategy"] == "random"].assign(strategy="sem")
     short = data.candidates[(data.candidates["rank"] == 1)].assign(strategy="short")
     data.candidates = pd.concat([data.candidates, sem, short], ignore_index=True)
-    per_fact, suite = compute_suite_metrics(data, Settings(ns=[1, 2]), ["knowledge", "ranking"])
+    per_fact, suite = compute_suite_metrics(data, Metrics(families={}, ns=[1, 2]), ["knowledge", "ranking"])
     summary = summarize("m1", per_fact, suite)
     assert coinciding_strategies(summary) == {"sem": "random"}
     # A combined strategy has K rows only (no ranking rows): it still coincides on what it has.
@@ -162,13 +164,13 @@ def test_leaderboard_names_n_used_chance_and_coinciding_strategies():
 
 def test_unknown_family_is_rejected():
     with pytest.raises(ValueError, match="unknown family"):
-        compute_suite_metrics(inputs(), Settings(), ["knowlege"])
+        compute_suite_metrics(inputs(), Metrics(families={}), ["knowlege"])
 
 
 def test_summary_csv_round_trip_keeps_empty_keys(tmp_path):
     from factprobe.metrics.pipeline import read_summary
 
-    per_fact, suite = compute_suite_metrics(inputs(), Settings(ns=[1]), ["knowledge", "belief"])
+    per_fact, suite = compute_suite_metrics(inputs(), Metrics(families={}, ns=[1]), ["knowledge", "belief"])
     summary = summarize("m1", per_fact, suite)
     summary.to_csv(tmp_path / "summary.csv", index=False)
     back = read_summary(tmp_path / "summary.csv")

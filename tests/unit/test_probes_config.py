@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from factprobe.probes.config import check_suites
 from factprobe.registry import ConfigError, validate_config
+from factprobe.settings import Config, check_cross_keys, load
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "workflow" / "schemas"
@@ -32,6 +32,12 @@ def schema(tmp_path_factory):
 def config():
     full = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     return {key: full[key] for key in MINE}
+
+
+def check_suites(suites, templates, enabled):
+    """The cross-key checks of settings.check_cross_keys on the demo config with these sections."""
+    full = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    check_cross_keys(load(Config, {**full, "suites": suites, "templates": templates}), enabled)
 
 
 def test_demo_config_is_valid(config, schema):
@@ -77,6 +83,10 @@ def test_schema_rejects(config, schema, change, message):
         (
             lambda s: s["knowledge"].update(templates={"sets": ["nope"]}),
             "'nope' is not defined in templates.sets",
+        ),
+        (
+            lambda s: s["knowledge"].update(label_dumps=["20141201", "20200101"]),
+            "suites.knowledge.label_dumps: 20200101 is not an enabled dump",
         ),
     ],
 )

@@ -78,10 +78,11 @@ def test_unknown_column_and_bad_boolean(tmp_path):
 
 
 def test_precision_beyond_topk_is_rejected():
-    from factprobe.registry import check_cross_keys
+    from factprobe.settings import Config, check_cross_keys, load
 
     config = _config()
-    check_cross_keys(config)
+    enabled = ["20141201", "20190201"]
+    check_cross_keys(load(Config, config), enabled)
     config["metrics"]["precision_ns"] = [1, 50]
     with pytest.raises(ConfigError, match=r"Precision@50 but scoring.topk is 10"):
-        check_cross_keys(config)
+        check_cross_keys(load(Config, config), enabled)

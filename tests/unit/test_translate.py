@@ -7,9 +7,9 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 import torch
+from factprobe.settings import Translate
 from factprobe.translate.mt import (
     ForcedPrefix,
-    GenerationSettings,
     Request,
     TranslationCache,
     cache_key,
@@ -89,7 +89,7 @@ def _count_forwards(translator):
 
 
 def test_loader_batches_caches_and_forces_prefix(tiny_marian, tmp_path):
-    settings = GenerationSettings(num_beams=2, max_new_tokens=6, batch_size=2)
+    settings = Translate(num_beams=2, max_new_tokens=6, batch_size=2)
     tr = load_translator(str(tiny_marian), device="cpu", settings=settings, cache_dir=tmp_path / "cache")
     assert tr.kind == "marian" and tr.device == "cpu"
     calls = _count_forwards(tr)
@@ -115,14 +115,14 @@ def test_loader_batches_caches_and_forces_prefix(tiny_marian, tmp_path):
     assert tr2.translate(reqs) == out
     assert calls2 == {"forward": 0, "generate": 0}
     # Different decoding settings are a different cache key.
-    other = GenerationSettings(num_beams=1, max_new_tokens=6, batch_size=2)
+    other = Translate(num_beams=1, max_new_tokens=6, batch_size=2)
     assert cache_key(tr.name, settings, reqs[0]) != cache_key(tr.name, other, reqs[0])
 
 
 def test_batch_size_does_not_change_greedy_output(tiny_marian):
     reqs = [Request(s, "en", "cs") for s in CORPUS[:5]]
-    one = load_translator(str(tiny_marian), "cpu", settings=GenerationSettings(1, 6, 1)).translate(reqs)
-    four = load_translator(str(tiny_marian), "cpu", settings=GenerationSettings(1, 6, 4)).translate(reqs)
+    one = load_translator(str(tiny_marian), "cpu", settings=Translate(num_beams=1, max_new_tokens=6, batch_size=1)).translate(reqs)
+    four = load_translator(str(tiny_marian), "cpu", settings=Translate(num_beams=1, max_new_tokens=6, batch_size=4)).translate(reqs)
     assert one == four
 
 
@@ -299,7 +299,7 @@ def test_no_model_passes_template_verbalization_only():
 
 def test_tiny_marian_through_the_pipeline(tiny_marian, tmp_path):
     facts, prompts, forms = suite_tables()
-    tr = load_translator(str(tiny_marian), "cpu", settings=GenerationSettings(1, 8, 8), cache_dir=tmp_path)
+    tr = load_translator(str(tiny_marian), "cpu", settings=Translate(num_beams=1, max_new_tokens=8, batch_size=8), cache_dir=tmp_path)
     out, new_forms, stats = sentence_verbalization(
         prompts, facts, forms, TEMPLATES, ["cs", "ru"], tr.translate, model_name=str(tiny_marian)
     )
@@ -343,11 +343,11 @@ def _run_rule_script(tmp_path, model, models=None):
             forms=str(out / "translated_forms.parquet"),
             stats=str(out / "translate_stats.tsv"),
         ),
-        params=SimpleNamespace(
+        params=SimpleNamespace(settings=dict(
             model=model, models=models or {}, source_lang="en", languages=["cs", "ru"], styles=["statement"],
             subject="prefix", object="substitute", min_score=80, num_beams=1, max_new_tokens=6, batch_size=4,
             device="cpu", dtype="float32", lang_codes={}, cache=str(tmp_path / "cache"),
-        ),  # fmt: skip
+        )),  # fmt: skip
         log=[str(tmp_path / "translate.log")],
         wildcards=SimpleNamespace(suite="multilingual"),
         rule="translate_prompts",
@@ -402,7 +402,7 @@ def test_nllb_style_model_forces_target_language_then_subject(tmp_path):
     )  # fmt: skip
     torch.manual_seed(0)
     M2M100ForConditionalGeneration(config).save_pretrained(tmp_path)
-    tr = load_translator(str(tmp_path), "cpu", settings=GenerationSettings(2, 4, 4))
+    tr = load_translator(str(tmp_path), "cpu", settings=Translate(num_beams=2, max_new_tokens=4, batch_size=4))
     assert tr.kind == "nllb" and tr.code("cs") == "ces_Latn"
     generated = []
     original = tr.model.generate

@@ -1,64 +1,53 @@
+import os
 import re
 import sys
 from pathlib import Path
 
-from snakemake.utils import min_version
-
-min_version("9.0")
-
-sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
-from factprobe.probes.build import template_set_files  # noqa: E402
-from factprobe.probes.config import check_suites  # noqa: E402
-from factprobe.distractors.settings import (  # noqa: E402
-    appropt_settings,
-    retrieve_settings,
-    sem_index_settings,
-    suite_distractors,
-)
+SCRIPTS = Path(workflow.basedir) / "workflow" / "scripts"
+sys.path.insert(0, str(SCRIPTS))
+# Only the light settings/registry modules (stdlib, pyyaml, jsonschema): parsing needs no science stack.
+from factprobe import settings as S  # noqa: E402
 from factprobe.registry import (  # noqa: E402
-    check_cross_keys,
     check_dumps,
+    library_modules,
+    read_config,
     read_registry,
-    validate_config,
 )
 
 SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
 
 # Everything is validated here, at parse time, so bad config fails before any job runs.
-validate_config(config, SCHEMAS / "config.schema.yaml")
-check_cross_keys(config)
+CFG = read_config(config, SCHEMAS / "config.schema.yaml")
 DUMPS = check_dumps(
-    read_registry(config["dumps"], SCHEMAS / "dumps.schema.yaml", key="dump"),
-    config["dumps"],
+    read_registry(CFG.dumps, SCHEMAS / "dumps.schema.yaml", key="dump"), CFG.dumps
 )
-MODELS = read_registry(config["models"], SCHEMAS / "models.schema.yaml", key="name")
+MODELS = read_registry(CFG.models, SCHEMAS / "models.schema.yaml", key="name")
 ENABLED = [row["dump"] for row in DUMPS if row["enabled"]]
 DUMP_ROWS = {row["dump"]: row for row in DUMPS}
 MODEL_ROWS = {row["name"]: row for row in MODELS}
-SUITES = config.get("suites", {}) or {}
-TEMPLATE_SETS = config["templates"].get("sets", {})
-check_suites(SUITES, config["templates"], ENABLED)
-MULTILINGUAL_SUITES = [
-    s for s, block in SUITES.items() if block["kind"] == "multilingual"
-]
+S.check_cross_keys(CFG, ENABLED)
+SUITES = CFG.suites
+MULTILINGUAL_SUITES = [s for s, block in SUITES.items() if block.kind == "multilingual"]
 # Models scored on every suite: scoring.models, else every registry row (registry order).
-SCORE_MODELS = config["scoring"].get("models") or list(MODEL_ROWS)
-# Settings resolved once and handed to rules with lookup(): a changed setting reruns only the
-# jobs it concerns (params provenance).
+SCORE_MODELS = CFG.scoring.models or list(MODEL_ROWS)
+
+# Settings resolved once and handed to rules as plain dicts with lookup(): a changed setting
+# reruns only the jobs that read it (Snakemake's params trigger sees builtin types only).
 MODEL_PARAMS = {
     m: {k: v for k, v in row.items() if k != "_line"} for m, row in MODEL_ROWS.items()
 }
-SUITE_TEMPLATE_SETS = {
-    s: {n: TEMPLATE_SETS[n] for n in block.get("templates", {}).get("sets", ["team"])}
-    for s, block in SUITES.items()
-}
-DISTRACTOR_SETTINGS = {s: suite_distractors(config, s) for s in SUITES}
-RETRIEVE_SETTINGS = {s: retrieve_settings(config, s) for s in SUITES}
+SUITE_PARAMS = {s: S.plain(block) for s, block in SUITES.items()}
+SUITE_TEMPLATE_SETS = {s: S.suite_template_sets(CFG, s) for s in SUITES}
+DISTRACTOR_SETTINGS = {s: S.suite_distractors(CFG, s) for s in SUITES}
+RETRIEVE_SETTINGS = {s: S.suite_retrieve(CFG, s) for s in SUITES}
 APPROPT_SETTINGS = {
-    s: {m: appropt_settings(config, s, row) for m, row in MODEL_ROWS.items()}
+    s: {m: S.suite_appropt(CFG, s, row) for m, row in MODEL_ROWS.items()}
     for s in SUITES
 }
-SEM_INDEX_SETTINGS = sem_index_settings(config)
+METRICS_SETTINGS = {s: S.suite_metrics(CFG, s) for s in SUITES}
+SEM_INDEX_SETTINGS = S.sem_index(CFG)
+CONTROL_PARAMS = S.control_params(CFG)
+CONTROL_TAUGHT = {s: s in CFG.control.suites for s in SUITES}
 
 
 wildcard_constraints:
@@ -70,15 +59,24 @@ wildcard_constraints:
     model="|".join(re.escape(m) for m in MODEL_ROWS) or "no-model",
 
 
-def library_files(stage):
-    """Library modules of a stage, as inputs: the code trigger only sees the script itself."""
-    folder = Path(workflow.basedir) / "workflow/scripts/factprobe" / stage
-    return sorted(str(p.relative_to(workflow.basedir)) for p in folder.glob("*.py"))
+def library(script):
+    """Library inputs of a rule: every factprobe module its script imports, directly or not.
+
+    A script's imports are invisible to Snakemake's code trigger; with these as inputs, editing
+    a module reruns exactly the rules whose scripts import it (config/README.md, "When jobs rerun").
+    """
+    files = library_modules(SCRIPTS / script, SCRIPTS)
+    return [os.path.relpath(SCRIPTS / f) for f in files]
 
 
 def is_control(model):
     """Whether a models.tsv row is the workflow-trained builtin:control model."""
     return MODEL_ROWS[model]["source"] == "builtin:control"
+
+
+def control_model(suite):
+    """Directory of the control model of ``suite`` (one per suite, rule train_control)."""
+    return rules.train_control.output.model.format(suite=suite)
 
 
 # --- download / extract ------------------------------------------------------------------
@@ -106,7 +104,7 @@ def extract_table(name, dump):
     """Path of extraction table ``name`` of a registered ``dump``."""
     if dump not in DUMP_ROWS:
         raise ValueError(
-            f"{config['dumps']}: dump {dump} is not registered; add a row or fix the target"
+            f"{CFG.dumps}: dump {dump} is not registered; add a row or fix the target"
         )
     return getattr(rules.extract_dump.output, name).format(dump=dump)
 
@@ -125,8 +123,8 @@ def diff_inputs(wildcards):
         for side in ("old", "new")
         for name in ("claims", "entities", "properties")
     }
-    if config["diff"]["single_value"] in ("list", "both"):
-        files["single_value_list"] = config["diff"]["single_value_list"]
+    if CFG.diff.single_value in ("list", "both"):
+        files["single_value_list"] = CFG.diff.single_value_list
     return files
 
 
@@ -138,26 +136,30 @@ def temporal_earlier(wildcards):
 # --- probes ------------------------------------------------------------------------------
 
 
+def suite_dumps(suite):
+    """Dumps whose labels and types a suite reads: ``label_dumps``, else its dump (+ diff_old)."""
+    block = SUITES[suite]
+    own = [block.dump] + ([block.diff_old] if block.kind == "plausibility" else [])
+    return block.label_dumps or own
+
+
 def probe_inputs(wildcards):
-    """Extraction tables of the suite's dump, labels of every enabled dump, templates, the diff."""
+    """Extraction tables of the suite's dump, labels of its label dumps, templates, the diff."""
     suite = SUITES[wildcards.suite]
-    dump = suite["dump"]
     files = {
-        "claims": extract_table("claims", dump),
-        "entities": extract_table("entities", dump),
-        "labels": [extract_table("labels", d) for d in ENABLED],
+        "claims": extract_table("claims", suite.dump),
+        "entities": extract_table("entities", suite.dump),
+        "labels": [extract_table("labels", d) for d in suite_dumps(wildcards.suite)],
         "templates": [
             path
-            for name in SUITE_TEMPLATE_SETS[wildcards.suite]
-            for path in template_set_files(
-                TEMPLATE_SETS[name], suite.get("languages", ["en"])
-            )
+            for entry in SUITE_TEMPLATE_SETS[wildcards.suite].values()
+            for path in S.load(S.TemplateSet, entry).files(suite.languages)
         ],
-        "lib": library_files("probes"),
+        "lib": library("build_probes.py"),
     }
-    if suite["kind"] == "plausibility":
+    if suite.kind == "plausibility":
         files["changes"] = rules.diff_dumps.output.changes.format(
-            old=suite["diff_old"], new=dump
+            old=suite.diff_old, new=suite.dump
         )
     return files
 
@@ -170,19 +172,19 @@ def uses_appropt(suite):
 
 
 def omega_inputs(suite):
-    """Tables Ω(f) needs: the suite's probes, types of every enabled dump, the suite's claims."""
+    """Tables Ω(f) needs: the suite's probes, types of its label dumps, the suite's claims."""
     return {
         "facts": rules.build_probes.output.facts.format(suite=suite),
         "entity_forms": rules.build_probes.output.entity_forms.format(suite=suite),
-        "types": [extract_table("types", d) for d in ENABLED],
-        "claims": extract_table("claims", SUITES[suite]["dump"]),
-        "lib": library_files("distractors"),
+        "types": [extract_table("types", d) for d in suite_dumps(suite)],
+        "claims": extract_table("claims", SUITES[suite].dump),
     }
 
 
 def retrieve_inputs(wildcards):
     """Ω tables, plus the semantic index (sem, temp) and the temporal view (temp) when used."""
     files = omega_inputs(wildcards.suite)
+    files["lib"] = library("retrieve_distractors.py")
     settings = DISTRACTOR_SETTINGS[wildcards.suite]
     if {"sem", "temp"} & set(settings["strategies"]):
         files["index"] = rules.build_sem_index.output.index.format(
@@ -198,9 +200,10 @@ def retrieve_inputs(wildcards):
 def appropt_inputs(wildcards):
     """Ω tables, the suite's prompts, and the control model directory when it is the model."""
     files = omega_inputs(wildcards.suite)
+    files["lib"] = library("appropt_distractors.py")
     files["prompts"] = rules.build_probes.output.prompts.format(suite=wildcards.suite)
     if is_control(wildcards.model):
-        files["control"] = rules.train_control.output.model
+        files["control"] = control_model(wildcards.suite)
     return files
 
 
@@ -214,11 +217,9 @@ def score_inputs(wildcards):
         "prompts": rules.build_probes.output.prompts.format(suite=suite),
         "candidates": rules.retrieve_distractors.output.candidates.format(suite=suite),
         "forms": rules.retrieve_distractors.output.forms.format(suite=suite),
-        "lib": library_files("scoring"),
+        "lib": library("score_shard.py"),
     }
-    if suite in MULTILINGUAL_SUITES and config["scoring"].get(
-        "include_translated", True
-    ):
+    if suite in MULTILINGUAL_SUITES and CFG.scoring.include_translated:
         files["translated_prompts"] = rules.translate_prompts.output.prompts.format(
             suite=suite
         )
@@ -232,7 +233,7 @@ def score_inputs(wildcards):
             suite=suite, model=wildcards.model
         )
     if is_control(wildcards.model):
-        files["control"] = rules.train_control.output.model
+        files["control"] = control_model(suite)
     return files
 
 
@@ -240,17 +241,17 @@ def generate_inputs(wildcards):
     """Prompts of the suite and the model (generation needs no candidates)."""
     files = {
         "prompts": rules.build_probes.output.prompts.format(suite=wildcards.suite),
-        "lib": library_files("scoring"),
+        "lib": library("generate_suite.py"),
     }
     if is_control(wildcards.model):
-        files["control"] = rules.train_control.output.model
+        files["control"] = control_model(wildcards.suite)
     return files
 
 
 def score_shard_files(wildcards):
     """Every shard of one (suite, model) (scores and top-k tables), gathered by score_suite."""
     out = rules.score_shard.output
-    shards = range(config["scoring"].get("shards", 1))
+    shards = range(CFG.scoring.shards)
     keys = {"suite": wildcards.suite, "model": wildcards.model}
     return {
         "shards": [out.scores.format(shard=s, **keys) for s in shards],
@@ -268,18 +269,13 @@ def metrics_inputs(wildcards):
     files.update(
         scores=rules.score_suite.output.scores.format(suite=suite, model=model),
         facts=rules.build_probes.output.facts.format(suite=suite),
-        lib=library_files("metrics"),
+        lib=library("compute_metrics.py"),
     )
-    if SUITES[suite].get("generate", False):
+    if SUITES[suite].generate:
         files["generations"] = rules.generate_suite.output.generations.format(
             suite=suite, model=model
         )
     return files
-
-
-def metrics_families(wildcards):
-    """Measure families for the suite's kind (config metrics.families)."""
-    return config["metrics"]["families"].get(SUITES[wildcards.suite]["kind"], [])
 
 
 def suite_metric_tables(wildcards):
@@ -298,26 +294,24 @@ def suite_metric_tables(wildcards):
 def report_control_suites():
     """Suites whose control check feeds the taught-vs-untaught panel: knowledge measure computed
     and facts taught to the control model (config control.suites)."""
-    if config["report"].get("control_model", "control") not in SCORE_MODELS:
+    if CFG.report.control_model not in SCORE_MODELS:
         return []
-    families = config["metrics"]["families"]
-    taught = config.get("control", {}).get("suites", [])
     return [
         s
-        for s, block in SUITES.items()
-        if "knowledge" in families.get(block["kind"], []) and s in taught
+        for s in SUITES
+        if "knowledge" in S.suite_families(CFG, s) and s in CFG.control.suites
     ]
 
 
 def control_check_settings():
     """Config report keys the control check reads (so report.dpi does not rerun it)."""
     keys = ("control_strategy", "taught_target", "chance_band")
-    return {k: v for k, v in config["report"].items() if k in keys}
+    return {k: v for k, v in S.plain(CFG.report).items() if k in keys}
 
 
 def report_inputs(wildcards):
     """Leaderboard, every suite's summary, and the control model's control_check tables."""
-    name = config["report"].get("control_model", "control")
+    name = CFG.report.control_model
     files = {
         "board": rules.leaderboard.output.board,
         "summaries": expand(rules.summarize_metrics.output.summary, suite=list(SUITES)),
@@ -326,6 +320,6 @@ def report_inputs(wildcards):
             suite=report_control_suites(),
             model=name,
         ),
-        "lib": library_files("report"),
+        "lib": library("render_report.py"),
     }
     return files

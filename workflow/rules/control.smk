@@ -1,27 +1,23 @@
-# control stage: builtin:control, a tiny LM taught a known half of the facts (docs/contracts.md)
-CONTROL = config.get("control", {})
-CONTROL_SUITES = CONTROL.get("suites", [])
+# control stage: builtin:control, a tiny LM taught a known half of the facts (docs/contracts.md).
+# One model per suite, trained on that suite's tables only: a change to one suite (its facts or
+# distractors) retrains that suite's control model and no other.
 
 
 rule train_control:
     input:
-        facts=expand(rules.build_probes.output.facts, suite=CONTROL_SUITES),
-        prompts=expand(rules.build_probes.output.prompts, suite=CONTROL_SUITES),
-        forms=expand(rules.build_probes.output.entity_forms, suite=CONTROL_SUITES),
-        candidates=expand(
-            rules.retrieve_distractors.output.candidates, suite=CONTROL_SUITES
-        ),
-        candidate_forms=expand(
-            rules.retrieve_distractors.output.forms, suite=CONTROL_SUITES
-        ),
-        lib=workflow.source_path("../scripts/factprobe/scoring/control.py"),
+        facts=rules.build_probes.output.facts,
+        prompts=rules.build_probes.output.prompts,
+        forms=rules.build_probes.output.entity_forms,
+        candidates=rules.retrieve_distractors.output.candidates,
+        candidate_forms=rules.retrieve_distractors.output.forms,
+        lib=library("train_control.py"),
     output:
-        model=directory("results/models/control"),
-        split="results/models/control/split.parquet",
+        model=directory("results/models/control/{suite}"),
+        split="results/models/control/{suite}/split.parquet",
     log:
-        "logs/train_control.log",
+        "logs/train_control/{suite}.log",
     benchmark:
-        "benchmarks/train_control/control.tsv"
+        "benchmarks/train_control/{suite}.tsv"
     conda:
         "../../environment.yml"
     threads: 2
@@ -29,6 +25,8 @@ rule train_control:
         mem_mb=3000,
         runtime=15,
     params:
-        settings={key: value for key, value in CONTROL.items() if key != "suites"},
+        settings=CONTROL_PARAMS,
+        # Suites outside control.suites get a model taught none of their facts (all untaught).
+        taught=lookup(dpath="{suite}", within=CONTROL_TAUGHT),
     script:
         "../scripts/train_control.py"

@@ -5,6 +5,7 @@
 rule diff_dumps:
     input:
         unpack(diff_inputs),
+        lib=library("diff_dumps.py"),
     output:
         changes="results/diff/{old}_{new}/changes.parquet",
         stats="results/diff/{old}_{new}/stats.tsv",
@@ -18,7 +19,7 @@ rule diff_dumps:
     resources:
         mem_mb=6000,
     params:
-        single_value=config["diff"]["single_value"],
+        single_value=CFG.diff.single_value,
     script:
         "../scripts/diff_dumps.py"
 
@@ -28,6 +29,7 @@ rule temporal_view:
         claims=rules.extract_dump.output.claims,
         entities=rules.extract_dump.output.entities,
         earlier=temporal_earlier,
+        lib=library("temporal_view.py"),
     output:
         temporal="results/temporal/{dump}/temporal.parquet",
     log:

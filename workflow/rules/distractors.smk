@@ -5,7 +5,7 @@
 rule build_sem_index:
     input:
         claims=rules.extract_dump.output.claims,
-        lib=workflow.source_path("../scripts/factprobe/distractors/semantic.py"),
+        lib=library("build_sem_index.py"),
     output:
         index=directory("results/distractors/index/{dump}"),
     log:

@@ -3,6 +3,8 @@
 
 
 rule download_dump:
+    input:
+        lib=library("download_dump.py"),
     output:
         dump=protected("resources/dumps/{dump}/wikidata-{dump}.{ext}"),
     log:

@@ -4,10 +4,7 @@
 rule extract_dump:
     input:
         dump=dump_file,
-        # The library is an input so that changing the parser re-extracts (a script's imports
-        # are invisible to Snakemake's code trigger).
-        lib_reader=workflow.source_path("../scripts/factprobe/wikidata/reader.py"),
-        lib_parse=workflow.source_path("../scripts/factprobe/wikidata/parse.py"),
+        lib=library("extract_dump.py"),
     output:
         entities="results/wikidata/{dump}/entities.parquet",
         labels="results/wikidata/{dump}/labels.parquet",
@@ -25,8 +22,8 @@ rule extract_dump:
     resources:
         mem_mb=1500,
     params:
-        languages=config["extract"]["languages"],
-        max_bad_fraction=config["extract"]["max_bad_fraction"],
-        chunk_mb=config["extract"]["chunk_mb"],
+        languages=CFG.extract.languages,
+        max_bad_fraction=CFG.extract.max_bad_fraction,
+        chunk_mb=CFG.extract.chunk_mb,
     script:
         "../scripts/extract_dump.py"

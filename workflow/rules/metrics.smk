@@ -17,8 +17,7 @@ rule compute_metrics:
     resources:
         mem_mb=4000,
     params:
-        settings=config["metrics"],
-        families=metrics_families,
+        settings=lookup(dpath="{suite}", within=METRICS_SETTINGS),
     script:
         "../scripts/compute_metrics.py"
 
@@ -26,6 +25,7 @@ rule compute_metrics:
 rule control_check:
     input:
         per_fact=rules.compute_metrics.output.per_fact,
+        lib=library("control_check.py"),
     output:
         check=report(
             "results/metrics/{suite}/{model}.control_check.csv",
@@ -47,6 +47,7 @@ rule control_check:
 rule summarize_metrics:
     input:
         unpack(suite_metric_tables),
+        lib=library("summarize_metrics.py"),
     output:
         summary=report(
             "results/metrics/{suite}/summary.csv",
@@ -68,6 +69,7 @@ rule summarize_metrics:
 rule leaderboard:
     input:
         summaries=expand(rules.summarize_metrics.output.summary, suite=list(SUITES)),
+        lib=library("leaderboard.py"),
     output:
         board=report(
             "results/metrics/leaderboard.csv",

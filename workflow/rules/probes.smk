@@ -17,7 +17,7 @@ rule build_probes:
     resources:
         mem_mb=4000,
     params:
-        suite=lookup(dpath="{suite}", within=SUITES),
+        suite=lookup(dpath="{suite}", within=SUITE_PARAMS),
         sets=lookup(dpath="{suite}", within=SUITE_TEMPLATE_SETS),
     script:
         "../scripts/build_probes.py"

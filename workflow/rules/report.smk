@@ -18,6 +18,6 @@ rule render_report:
     params:
         suites=list(SUITES),
         control_suites=report_control_suites(),
-        settings=config["report"],
+        settings=S.plain(CFG.report),
     script:
         "../scripts/render_report.py"

@@ -1,6 +1,5 @@
 # score stage: results/scores/{suite}/{model}.parquet (+ .generations.parquet), docs/contracts.md;
 # input functions in common.smk.
-SCORING = config["scoring"]
 
 
 rule score_shard:
@@ -25,14 +24,12 @@ rule score_shard:
     params:
         model=lookup(dpath="{model}", within=MODEL_PARAMS),
         shard="{shard}",
-        shards=SCORING.get("shards", 1),
-        end_marker=SCORING.get("end_marker", "eos"),
-        token_budget=SCORING.get("token_budget", 4096),
-        no_space_languages=SCORING.get(
-            "no_space_languages", ["zh", "ja", "th", "lo", "km", "my", "bo"]
-        ),
+        shards=CFG.scoring.shards,
+        end_marker=CFG.scoring.end_marker,
+        token_budget=CFG.scoring.token_budget,
+        no_space_languages=CFG.scoring.no_space_languages,
         cache="results/cache/scores/{model}",
-        topk=SCORING.get("topk", 10),
+        topk=CFG.scoring.topk,
     script:
         "../scripts/score_shard.py"
 
@@ -40,6 +37,7 @@ rule score_shard:
 rule score_suite:
     input:
         unpack(score_shard_files),
+        lib=library("score_suite.py"),
     output:
         scores="results/scores/{suite}/{model}.parquet",
         topk="results/scores/{suite}/{model}.topk.parquet",
@@ -71,8 +69,8 @@ rule generate_suite:
         runtime=120,
     params:
         model=lookup(dpath="{model}", within=MODEL_PARAMS),
-        samples=SCORING.get("samples", 10),
-        max_new_tokens=SCORING.get("max_new_tokens", 12),
-        batch_size=SCORING.get("generation_batch_size", 16),
+        samples=CFG.scoring.samples,
+        max_new_tokens=CFG.scoring.max_new_tokens,
+        batch_size=CFG.scoring.generation_batch_size,
     script:
         "../scripts/generate_suite.py"

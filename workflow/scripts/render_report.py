@@ -6,8 +6,9 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 
 from factprobe.io import atomic_path
 from factprobe.metrics.pipeline import read_control_check, read_summary
-from factprobe.report.html import ReportSettings, build_report
+from factprobe.report.html import build_report
 from factprobe.rulelog import rule_logger
+from factprobe.settings import Report, load
 
 log = rule_logger(snakemake)
 summaries = {
@@ -18,7 +19,7 @@ control = {
     suite: read_control_check(path)
     for suite, path in zip(snakemake.params.control_suites, snakemake.input.control, strict=True)
 }
-page = build_report(summaries, board, control, ReportSettings.from_config(snakemake.params.settings))
+page = build_report(summaries, board, control, load(Report, snakemake.params.settings, "report"))
 log.info("report: %d suite(s), %d control table(s), %d bytes", len(summaries), len(control), len(page))
 with atomic_path(snakemake.output.html) as tmp:
     tmp.write_text(page, encoding="utf-8")

@@ -5,24 +5,17 @@ import sys
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 from factprobe.distractors.cooccur import Cooccurrence
-from factprobe.distractors.retrieve import Settings, forms_of_candidates, load_suite_omega, retrieve
+from factprobe.distractors.retrieve import forms_of_candidates, load_suite_omega, retrieve
 from factprobe.distractors.semantic import load_index
 from factprobe.distractors.temporal import past_objects
 from factprobe.io import read_table, write_frame
 from factprobe.rulelog import rule_logger
+from factprobe.settings import Retrieve, load
 
 log = rule_logger(snakemake)
 p = snakemake.params.settings
 facts, entity_forms, claims, omega = load_suite_omega(snakemake.input, p)
-settings = Settings(
-    strategies=p["strategies"],
-    n=p["n"],
-    pool_size=p["pool_size"],
-    cooccur_n=p["cooccur_n"],
-    cooccur_sides=p["cooccur_sides"],
-    languages=p["languages"],
-    search=p["search"],
-)
+settings = load(Retrieve, p, f"distractors of suite {snakemake.wildcards.suite}")
 index = None
 if "index" in snakemake.input.keys():
     index = load_index(snakemake.input.index, p["search"], p["ef_search"])

@@ -1,4 +1,4 @@
-"""Rule script: train builtin:control on the taught half of the configured suites' facts."""
+"""Rule script: train the builtin:control model of one suite on the taught half of its facts."""
 
 import sys
 
@@ -8,8 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
-import pandas as pd
-from factprobe.io import write_frame
+from factprobe.io import read_table, write_frame
 from factprobe.rulelog import rule_logger
 from factprobe.scoring.control import fact_split, prior_docs, train_control, verbalizations
 from factprobe.suite_tables import read_concat
@@ -19,19 +18,26 @@ inp, settings = snakemake.input, dict(snakemake.params.settings)
 
 concat = read_concat  # the suites' tables, concatenated in order
 
-facts = concat(inp.facts)
+facts = read_table(inp.facts).to_pandas()
+if not snakemake.params.taught:  # a suite outside control.suites: the model is taught none of it
+    facts = facts.assign(split="untaught")
 split = fact_split(facts)
 prompts = concat(inp.prompts)
-forms = pd.concat([concat(inp.forms), concat(inp.candidate_forms)], ignore_index=True).drop_duplicates()
-docs = verbalizations(facts, prompts, forms, max_forms=settings.pop("max_forms", 3))
-prior = prior_docs(facts, prompts, concat(inp.candidates), forms, copies=settings.pop("prior_copies", 1))
+forms = concat([inp.forms, inp.candidate_forms]).drop_duplicates()
+docs = verbalizations(facts, prompts, forms, max_forms=settings.pop("max_forms"))
+prior = prior_docs(facts, prompts, concat(inp.candidates), forms, copies=settings.pop("prior_copies"))
 log.info("%d fact documents (taught half), %d prior-balancing documents", len(docs), len(prior))
 out = Path(snakemake.output.model)
 tmp = out.with_name(out.name + ".tmp")
 shutil.rmtree(tmp, ignore_errors=True)
-repeats = settings.pop("fact_repeats", 2)  # facts are outnumbered by prior documents
+repeats = settings.pop("fact_repeats")  # facts are outnumbered by prior documents
 stats = train_control(docs * repeats + prior, tmp, threads=snakemake.threads, **settings)
-stats.update(fact_documents=len(docs), prior_documents=len(prior), taught=int((split["split"] == "taught").sum()), untaught=int((split["split"] == "untaught").sum()))
+stats.update(
+    fact_documents=len(docs),
+    prior_documents=len(prior),
+    taught=int((split["split"] == "taught").sum()),
+    untaught=int((split["split"] == "untaught").sum()),
+)
 (tmp / "training.json").write_text(json.dumps(stats, indent=2))
 write_frame(split, tmp / "split.parquet")
 shutil.rmtree(out, ignore_errors=True)

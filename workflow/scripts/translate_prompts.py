@@ -9,7 +9,8 @@ from functools import partial
 import pandas as pd
 from factprobe.io import atomic_path, read_table, write_frame
 from factprobe.rulelog import rule_logger
-from factprobe.translate.mt import GenerationSettings, load_translator
+from factprobe.settings import Translate, load
+from factprobe.translate.mt import load_translator
 from factprobe.translate.sentence import (
     FORM_SCHEMA,
     PROMPT_SCHEMA,
@@ -19,7 +20,7 @@ from factprobe.translate.sentence import (
 )
 
 log = rule_logger(snakemake)
-p = snakemake.params
+p = load(Translate, snakemake.params.settings, "translate")
 prompts = read_table(snakemake.input.prompts).to_pandas()
 facts = read_table(snakemake.input.facts).to_pandas()
 forms = read_table(snakemake.input.forms).to_pandas()
@@ -28,7 +29,6 @@ templates = load_template_texts([template_files] if isinstance(template_files, s
 languages = target_languages(prompts, p.languages, p.source_lang)
 
 outputs = []
-settings = GenerationSettings(num_beams=p.num_beams, max_new_tokens=p.max_new_tokens, batch_size=p.batch_size)
 # One model for all languages, or one per language (bilingual Marian models such as opus-mt-en-cs).
 by_model: dict[str, list[str]] = {}
 for lang in languages:
@@ -36,7 +36,7 @@ for lang in languages:
 for model, langs in by_model.items():
     translator = None
     if model:
-        translator = load_translator(model, p.device, p.dtype, settings, p.cache, p.lang_codes)
+        translator = load_translator(model, p.device, p.dtype, p, p.cache, p.lang_codes)
     else:
         log.warning(
             "no translation model for %s: template verbalization only (translate.model is empty)", langs

@@ -13,12 +13,12 @@ from typing import Any
 import jsonschema
 import yaml
 
+from factprobe.settings import Config, ConfigError, load
+
+__all__ = ["ConfigError", "check_dumps", "read_config", "read_registry", "validate_config"]
+
 TRUE = {"true", "yes", "1"}
 FALSE = {"false", "no", "0"}
-
-
-class ConfigError(ValueError):
-    """Configuration or registry problem; the message names the file and the key or row."""
 
 
 def _load_schema(path: str | Path) -> dict:
@@ -109,12 +109,54 @@ def check_dumps(rows: list[dict], path: str | Path, root: str | Path = ".") -> l
     return sorted(rows, key=lambda r: r["dump"])
 
 
-def check_cross_keys(config: dict, source: str = "config/config.yaml") -> None:
-    """Constraints between sections that one section's schema cannot express."""
-    precision = max(config.get("metrics", {}).get("precision_ns", [1]) or [1])
-    topk = config.get("scoring", {}).get("topk", 10)
-    if precision > topk:
-        raise ConfigError(
-            f"{source}: metrics.precision_ns asks for Precision@{precision} but scoring.topk is {topk}; "
-            "first-token ranks are only known within the top-k, so raise scoring.topk"
-        )
+def read_config(config: dict, schema_path: str | Path, source: str = "config/config.yaml") -> Config:
+    """The validated config as typed settings (``factprobe.settings.Config``, defaults filled in)."""
+    validate_config(config, schema_path, source)
+    return load(Config, config, source)
+
+
+#: Modules left out of library inputs: their values reach jobs as params, which Snakemake
+#: tracks itself (config/README.md, section "When jobs rerun").
+NOT_CODE_INPUTS = ("factprobe/settings.py", "factprobe/registry.py")
+
+
+def _module_file(root: Path, module: str) -> Path | None:
+    base = root / module.replace(".", "/")
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def library_modules(script: str | Path, root: str | Path) -> list[str]:
+    """``factprobe`` modules a rule script imports, directly or through other ``factprobe``
+    modules (every ``import`` statement, also those inside functions), as paths relative to
+    ``root`` (the folder that holds ``factprobe/``), sorted. Package ``__init__`` files and
+    ``NOT_CODE_INPUTS`` are left out."""
+    import ast
+
+    root = Path(root)
+    seen: set[Path] = set()
+    todo = [Path(script)]
+    while todo:
+        path = todo.pop()
+        package = ".".join(path.relative_to(root).parent.parts) if path.is_relative_to(root) else ""
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*parts, base] if base else parts)
+                names = [base] + [f"{base}.{alias.name}" for alias in node.names]
+            for name in names:
+                if name.split(".")[0] != "factprobe":
+                    continue
+                found = _module_file(root, name)
+                if found is not None and found not in seen:
+                    seen.add(found)
+                    todo.append(found)
+    files = (str(p.relative_to(root)) for p in seen if p.name != "__init__.py")
+    return sorted(f for f in files if f not in NOT_CODE_INPUTS)

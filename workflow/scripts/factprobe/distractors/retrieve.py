@@ -11,7 +11,6 @@ ranked from 1 within (fact, strategy, side, lang).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -24,29 +23,11 @@ from factprobe.distractors.random import random_distractors
 from factprobe.distractors.semantic import SemIndex, sem_distractors
 from factprobe.distractors.temporal import temp_sem
 from factprobe.io import read_table
+from factprobe.settings import Retrieve
 
 log = logging.getLogger(__name__)
 
-STRATEGIES = ("random", "sem", "temp", "cooccur", "pool")
 COLUMNS = ["fact_id", "entity", "role", "strategy", "rank", "relevance", "side", "source", "lang", "score"]
-
-
-@dataclass
-class Settings:
-    """What a suite asks for: strategies and sizes (see config/README.md, section distractors)."""
-
-    strategies: list[str]
-    n: int = 10
-    pool_size: int = 50
-    cooccur_n: int = 10
-    cooccur_sides: list[str] = field(default_factory=lambda: ["object", "subject"])
-    languages: list[str] = field(default_factory=lambda: ["en"])
-    search: str = "hnsw"
-
-    def __post_init__(self) -> None:
-        bad = [s for s in self.strategies if s not in STRATEGIES]
-        if bad:
-            raise ValueError(f"unknown distractor strategies {bad}; choose from {list(STRATEGIES)}")
 
 
 FACT_COLUMNS = ["fact_id", "subject", "property", "object", "objects"]
@@ -92,7 +73,7 @@ def _rows(fact_id: str, ents: list[int], strategy: str, **extra) -> list[dict]:
 def retrieve(
     facts: pd.DataFrame,
     omega: Omega,
-    settings: Settings,
+    settings: Retrieve,
     index: SemIndex | None = None,
     past: dict | None = None,
     cooccur: Cooccurrence | None = None,

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from factprobe.settings import Metrics
 
 from .belief import belief_dataset, belief_per_fact, generation_predictions, ranking_predictions
 from .common import (
@@ -33,30 +35,6 @@ from .ranking import ranking_per_fact
 log = logging.getLogger(__name__)
 
 FAMILIES = ("knowledge", "ranking", "plausibility", "belief", "belief_icl")
-
-
-@dataclass
-class Settings:
-    """Measure settings (config ``metrics``; see config/README.md, section metrics)."""
-
-    ns: Sequence[int] = (1, 2, 3, 5, 10)
-    precision_ns: Sequence[int] = (1, 5, 10)
-    recall_ns: Sequence[int] = (1, 2, 3, 4, 5)
-    combined_strategies: Mapping[str, Sequence[str]] = field(
-        default_factory=lambda: {"temp+sem": ["temp", "sem"]}
-    )
-    plausibility_strategies: Sequence[str] = ("cooccur",)
-    ndcg_gain: str = "exponential"
-    belief_samplings: int = 100
-    belief_bins: int = 10
-    robustness_pair: Sequence[str] = ("template", "sentence")
-
-    @classmethod
-    def from_config(cls, section: Mapping | None) -> Settings:
-        """Settings from the config section (absent keys keep their defaults)."""
-        section = dict(section or {})
-        known = {k: section[k] for k in cls.__dataclass_fields__ if k in section}
-        return cls(**known)
 
 
 @dataclass
@@ -126,7 +104,7 @@ def chance_rows(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def compute_suite_metrics(
-    inputs: SuiteInputs, settings: Settings, families: Sequence[str]
+    inputs: SuiteInputs, settings: Metrics, families: Sequence[str]
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per-fact table, suite-level table) for one suite and model.
 

@@ -17,6 +17,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from factprobe.io import read_table
+from factprobe.settings import Suite, SuiteTemplates, TemplateSet, load
 from factprobe.wikidata.labels import label_table
 
 from .fewshot import DemoPool, context, parse_setting
@@ -35,7 +36,6 @@ from .verbalize import forms_index, prompt_text, subject_forms, usable_templates
 
 log = logging.getLogger(__name__)
 
-DEFAULT_INSTRUCTION = "Complete each sentence with the correct fact."
 PROMPT_COLUMNS = [
     "prompt_id",
     "fact_id",
@@ -53,19 +53,9 @@ PROMPT_COLUMNS = [
 ]
 
 
-def template_set_files(set_cfg: dict, languages: list[str]) -> list[str]:
-    """Files a template set reads for ``languages`` (the Snakemake inputs of ``build_probes``)."""
-    fmt, path = set_cfg["format"], Path(set_cfg["path"])
-    if fmt == "yaml":
-        return [str(path / f"{lang}.yaml") for lang in languages]
-    if fmt == "pararel":
-        return sorted(str(p) for p in path.glob("P*.jsonl"))
-    return [str(path)]
-
-
-def load_template_set(name: str, set_cfg: dict, languages: list[str]) -> list[Template]:
+def load_template_set(name: str, set_cfg: TemplateSet, languages: list[str]) -> list[Template]:
     """Templates of one configured set (``templates.sets.<name>``) in ``languages``."""
-    fmt, path = set_cfg["format"], set_cfg["path"]
+    fmt, path = set_cfg.format, set_cfg.path
     if fmt == "yaml":
         out = []
         for lang in languages:
@@ -74,12 +64,12 @@ def load_template_set(name: str, set_cfg: dict, languages: list[str]) -> list[Te
     if fmt == "xfactr":
         wanted = [lang for lang in languages]
         found, skipped = import_xfactr(
-            path, wanted, set_cfg.get("gender", "MASC"), set_cfg.get("functions", "skip")
+            path, wanted, set_cfg.gender, set_cfg.functions
         )
         for line in skipped:
             log.info("template set %s: skipped %s", name, line)
         return found
-    lang = set_cfg.get("language", "en")
+    lang = set_cfg.language
     if lang not in languages:
         return []
     if fmt == "pararel":
@@ -89,11 +79,9 @@ def load_template_set(name: str, set_cfg: dict, languages: list[str]) -> list[Te
     raise TemplateError(f"templates.sets.{name}: unknown format {fmt!r}")
 
 
-def select_templates(templates: list[Template], spec: dict, relations: list[str]) -> list[Template]:
+def select_templates(templates: list[Template], spec: SuiteTemplates, relations: list[str]) -> list[Template]:
     """Filter one set by relation, ``styles`` and ``ids``; keep its first ``max_per_relation`` per (lang, relation, style)."""
-    styles = spec.get("styles")
-    ids = set(spec.get("ids") or [])
-    cap = spec.get("max_per_relation")
+    styles, ids, cap = spec.styles, set(spec.ids or []), spec.max_per_relation
     out, counts = [], Counter()
     for t in templates:
         if t.relation not in relations or (styles and t.style not in styles) or (ids and t.id not in ids):
@@ -108,23 +96,19 @@ def select_templates(templates: list[Template], spec: dict, relations: list[str]
 
 def build_suite(
     name: str,
-    suite: dict,
-    sets: dict,
+    suite: Suite | dict,
+    sets: dict[str, TemplateSet | dict],
     claims_path: str,
     entities_path: str,
     label_files: list[str],
     changes_path: str | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Facts, prompts and entity forms of suite ``name`` (config ``suites.<name>``)."""
-    kind = suite["kind"]
-    dump = str(suite["dump"])
-    languages = list(suite.get("languages", ["en"]))
-    relations = list(suite["relations"])
-    seed = suite.get("seed", 0)
-    k_alias = int(suite.get("subject_aliases", 0))
-    few = suite.get("few_shot", {})
-    settings = list(few.get("settings", ["none"]))
-    instruction = few.get("instruction", DEFAULT_INSTRUCTION)
+    """Facts, prompts and entity forms of suite ``name`` (config ``suites.<name>``, as settings or a mapping)."""
+    suite = load(Suite, suite, f"suites.{name}")
+    sets = {key: load(TemplateSet, value, f"templates.sets.{key}") for key, value in sets.items()}
+    kind, dump, languages, relations = suite.kind, str(suite.dump), list(suite.languages), list(suite.relations)
+    seed, k_alias = suite.seed, suite.subject_aliases
+    settings, instruction = list(suite.few_shot.settings), suite.few_shot.instruction
     if isinstance(instruction, str):
         instructions = dict.fromkeys(languages, instruction)
     else:
@@ -134,9 +118,9 @@ def build_suite(
         instructions = dict(instruction)
 
     # Templates first: a misnamed file should fail before any table is read.
-    spec = suite.get("templates", {})
+    spec = suite.templates
     chosen: list[Template] = []
-    for set_name in spec.get("sets", ["team"]):
+    for set_name in spec.sets:
         if set_name not in sets:
             raise TemplateError(
                 f"suites.{name}.templates.sets: {set_name!r} is not in templates.sets ({sorted(sets)})"
@@ -191,13 +175,8 @@ def build_suite(
     allowed = None
     if kind == "plausibility":
         changes = read_table(changes_path).to_pandas()
-        picks = suite.get("changes", {})
-        new = new_since(
-            changes,
-            int(suite["cutoff"]),
-            tuple(picks.get("statuses", ["new"])),
-            tuple(picks.get("rules", [])),
-        )
+        picks = suite.changes
+        new = new_since(changes, int(suite.cutoff), tuple(picks.statuses), tuple(picks.rules))
         allowed = set(
             "Q"
             + new["subject"].astype(str)
@@ -210,11 +189,11 @@ def build_suite(
             "suite %s: %d facts new in the diff (%s) and not dated before the cut-off %s",
             name,
             len(allowed),
-            picks or "status new",
-            suite["cutoff"],
+            picks,
+            suite.cutoff,
         )
     candidates = candidate_facts(truthy, covered, labelled, sitelinks, seed, allowed=allowed)
-    facts = sample_facts(candidates, suite.get("n_facts"), int(suite.get("strata", 1)), seed)
+    facts = sample_facts(candidates, suite.n_facts, suite.strata, seed)
     facts = finish_facts(facts, dump, seed)
     log.info(
         "suite %s: %d candidate facts, %d sampled; per relation: %s",

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from factprobe.settings import Report
 
 from ..metrics.pipeline import coinciding_strategies
 from . import figures
@@ -32,20 +33,6 @@ SECTIONS = [
     ("plausibility", "Plausibility (PROBELM)"),
     ("control", "Control model: taught vs untaught facts"),
 ]
-
-
-@dataclass
-class ReportSettings:
-    """Config ``report`` (config/README.md, section report)."""
-
-    title: str = "factprobe report"
-    control_model: str = "control"
-    dpi: int = 90
-
-    @classmethod
-    def from_config(cls, section: Mapping | None) -> ReportSettings:
-        section = dict(section or {})
-        return cls(**{k: section[k] for k in cls.__dataclass_fields__ if k in section})
 
 
 def _img(uri: str | None, alt: str) -> str:
@@ -223,7 +210,7 @@ def models_section(board: pd.DataFrame, dpi: int) -> str:
     return _img(figures.model_bars(board, dpi), "headline measures per model") + note + _table(wide)
 
 
-def control_section(checks: Mapping[str, pd.DataFrame], settings: ReportSettings) -> str:
+def control_section(checks: Mapping[str, pd.DataFrame], settings: Report) -> str:
     """Taught vs untaught from each suite's control_check table (written by the metrics stage)."""
     parts = []
     for suite, check in checks.items():
@@ -264,7 +251,7 @@ def build_report(
     summaries: Mapping[str, pd.DataFrame],
     board: pd.DataFrame,
     control: Mapping[str, pd.DataFrame],
-    settings: ReportSettings,
+    settings: Report,
 ) -> str:
     """The whole page. ``summaries`` maps suite -> summary.csv frame, ``control`` maps suite ->
     the control model's control_check table (metrics stage)."""

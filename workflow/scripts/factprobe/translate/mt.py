@@ -34,6 +34,7 @@ import pandas as pd
 
 from factprobe.hashing import stable_hash
 from factprobe.io import write_frame
+from factprobe.settings import Translate
 
 log = logging.getLogger(__name__)
 
@@ -62,18 +63,6 @@ class Request:
     src_lang: str
     tgt_lang: str
     prefix: str = ""
-
-
-@dataclass
-class GenerationSettings:
-    """Decoding settings; part of the cache key, since they change the output."""
-
-    num_beams: int = 4
-    max_new_tokens: int = 128
-    batch_size: int = 32
-
-    def key(self) -> str:
-        return f"beams={self.num_beams};max_new={self.max_new_tokens}"
 
 
 class TranslationCache:
@@ -110,9 +99,9 @@ class TranslationCache:
             )
 
 
-def cache_key(model: str, settings: GenerationSettings, req: Request) -> str:
+def cache_key(model: str, settings: Translate, req: Request) -> str:
     """Hex key of a translation request under ``model`` and ``settings``."""
-    return f"{stable_hash(model, settings.key(), req.src_lang, req.tgt_lang, req.text, req.prefix):016x}"
+    return f"{stable_hash(model, settings.generation_key(), req.src_lang, req.tgt_lang, req.text, req.prefix):016x}"
 
 
 def model_kind(model, tokenizer) -> str:
@@ -169,7 +158,7 @@ class Translator:
     tokenizer: object
     kind: str
     device: str
-    settings: GenerationSettings = field(default_factory=GenerationSettings)
+    settings: Translate = field(default_factory=Translate)
     cache: TranslationCache = field(default_factory=lambda: TranslationCache(None))
     lang_codes: dict[str, str] = field(default_factory=dict)
 
@@ -284,7 +273,7 @@ def load_translator(
     name: str,
     device: str = "auto",
     dtype: str = "float32",
-    settings: GenerationSettings | None = None,
+    settings: Translate | None = None,
     cache_dir: str | os.PathLike | None = None,
     lang_codes: dict[str, str] | None = None,
 ) -> Translator:
@@ -319,7 +308,7 @@ def load_translator(
         tokenizer=tokenizer,
         kind=model_kind(model, tokenizer),
         device=device,
-        settings=settings or GenerationSettings(),
+        settings=settings or Translate(),
         cache=TranslationCache(cache_dir),
         lang_codes=dict(lang_codes or {}),
     )

@@ -1,0 +1,166 @@
+"""factprobe.settings: the one home of config defaults, its agreement with the JSON schemas,
+per-suite resolution (what each rule receives) and the library inputs of rule scripts."""
+
+import dataclasses
+import subprocess
+import sys
+import typing
+from pathlib import Path
+
+import pytest
+import yaml
+from factprobe import settings as S
+from factprobe.registry import ConfigError, library_modules, load_config_schema, read_config
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMAS = ROOT / "workflow" / "schemas"
+SCRIPTS = ROOT / "workflow" / "scripts"
+
+
+def _demo():
+    return yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+
+
+def _agree(cls, schema, where):
+    """Keys, required keys and defaults of dataclass ``cls`` equal those of object ``schema``."""
+    props = schema["properties"]
+    names = [f.name for f in dataclasses.fields(cls)]
+    assert sorted(props) == sorted(names), where
+    required = [f.name for f in dataclasses.fields(cls) if f.default is f.default_factory is dataclasses.MISSING]
+    assert sorted(schema.get("required", [])) == sorted(required), where
+    hints = typing.get_type_hints(cls)
+    defaults = cls(**{n: None for n in required}) if required else cls()
+    checked = 0
+    for name in names:
+        hint, spec = hints[name], props[name]
+        inner = typing.get_args(hint)[1] if typing.get_origin(hint) is dict else None
+        if dataclasses.is_dataclass(hint):
+            checked += _agree(hint, spec, f"{where}.{name}")
+        elif inner is not None and dataclasses.is_dataclass(inner):
+            checked += _agree(inner, spec["additionalProperties"], f"{where}.{name}.*")
+        elif name not in required:
+            value = getattr(defaults, name)
+            assert spec.get("default") == value, f"{where}.{name}: schema {spec.get('default')!r}, settings {value!r}"
+            checked += 1
+    return checked
+
+
+def test_schemas_and_settings_agree_on_keys_and_defaults():
+    schema = load_config_schema(SCHEMAS / "config.schema.yaml")
+    checked = _agree(S.Config, schema, "config")
+    suite = schema["properties"]["suites"]["additionalProperties"]
+    checked += _agree(S.Suite, suite, "suites.*")
+    assert checked > 100  # every section's leaves, not a vacuous pass
+
+
+def test_demo_config_loads_with_defaults_filled():
+    cfg = read_config(_demo(), SCHEMAS / "config.schema.yaml")
+    assert cfg.scoring.shards == 2 and cfg.scoring.topk == 10  # set / default
+    assert cfg.distractors.sem.search == "exact"  # one default everywhere (issue 11)
+    assert cfg.suites["plausibility"].languages == ["en"]
+    assert cfg.suites["knowledge"].templates.sets == ["team"]
+    assert cfg.templates.sets["pararel"].language == "en" and cfg.templates.sets["team"].gender == "MASC"
+
+
+def test_unknown_key_names_its_path():
+    config = _demo()
+    config["suites"]["knowledge"]["templates"]["sytles"] = ["statement"]
+    with pytest.raises(ConfigError, match=r"suites\.knowledge\.templates: unknown key\(s\) \['sytles'\]"):
+        S.load(S.Config, config)
+
+
+CONFIG = {
+    "dumps": "d.tsv",
+    "models": "m.tsv",
+    "extract": {"languages": ["en"], "max_bad_fraction": 0.0, "chunk_mb": 1},
+    "diff": {"single_value": "list", "single_value_list": "x.tsv"},
+    "templates": {"sets": {"team": {"format": "yaml", "path": "t"}}},
+    "distractors": {
+        "strategies": ["random", "sem"],
+        "n": 7,
+        "by_kind": {"plausibility": {"strategies": ["cooccur"]}},
+        "sem": {"search": "hnsw", "hnsw": {"ef_search": 64}},
+        "appropt": {"width": 12},
+        "form_threshold": 85,
+    },
+    "suites": {
+        "k": {"kind": "knowledge", "dump": "20190201", "relations": ["P1"]},
+        "p": {"kind": "plausibility", "dump": "20190201", "languages": ["en", "de"], "relations": ["P1"]},
+        "own": {
+            "kind": "plausibility",
+            "dump": "20141201",
+            "relations": ["P1"],
+            "distractors": {"strategies": ["pool", "appropt"], "n": 3},
+        },
+    },
+    "metrics": {
+        "families": {"knowledge": ["knowledge", "belief"], "plausibility": ["plausibility"]},
+        "belief_bins": 4,
+    },
+}
+
+
+def test_distractor_precedence_suite_over_kind_over_section():
+    cfg = S.load(S.Config, CONFIG)
+    assert S.suite_distractors(cfg, "k") == {
+        "strategies": ["random", "sem"],
+        "n": 7,
+        "pool_size": 50,
+        "search": "hnsw",
+        "languages": ["en"],
+        "dump": "20190201",
+    }
+    assert (S.suite_distractors(cfg, "p")["strategies"], S.suite_distractors(cfg, "p")["n"]) == (["cooccur"], 7)
+    own = S.suite_distractors(cfg, "own")
+    assert (own["strategies"], own["n"], own["dump"]) == (["pool", "appropt"], 3, "20141201")
+
+
+def test_job_settings_carry_section_values():
+    cfg = S.load(S.Config, CONFIG)
+    retrieve = S.suite_retrieve(cfg, "p")
+    assert (retrieve["form_threshold"], retrieve["ef_search"], retrieve["languages"]) == (85, 64, ["en", "de"])
+    assert S.suite_retrieve(cfg, "own")["strategies"] == ["pool"]  # appropt has its own rule
+    appropt = S.suite_appropt(cfg, "k", {"name": "m", "source": "x", "_line": 2})
+    assert (appropt["width"], appropt["n"], appropt["lang"]) == (12, 7, "en")
+    assert appropt["model"] == {"name": "m", "source": "x"}
+
+
+def test_metrics_settings_are_those_of_the_suites_families():
+    cfg = S.load(S.Config, CONFIG)
+    k = S.suite_metrics(cfg, "k")
+    assert k == {
+        "families": ["knowledge", "belief"],
+        "ns": [1, 2, 3, 5, 10],
+        "precision_ns": [1, 5, 10],
+        "combined_strategies": {"temp+sem": ["temp", "sem"]},
+        "belief_samplings": 100,
+        "belief_bins": 4,
+        "robustness_pair": ["template", "sentence"],
+    }
+    # No BELIEF family: belief_bins is not a param of the suite, so changing it reruns nothing there.
+    assert S.suite_metrics(cfg, "p") == {
+        "families": ["plausibility"],
+        "plausibility_strategies": ["cooccur"],
+        "ndcg_gain": "exponential",
+        "robustness_pair": ["template", "sentence"],
+    }
+    assert S.load(S.Metrics, {**S.suite_metrics(cfg, "p"), "families": {}}).belief_bins == 10
+
+
+def test_library_modules_follow_imports_transitively():
+    mods = library_modules(SCRIPTS / "diff_dumps.py", SCRIPTS)
+    # diff_dumps.py imports engine and single_value; engine imports rules (the decision table).
+    assert {"factprobe/diff/engine.py", "factprobe/diff/rules.py", "factprobe/diff/single_value.py"} <= set(mods)
+    assert not any(m.startswith(("factprobe/scoring", "factprobe/metrics")) for m in mods)
+    assert "factprobe/scoring/control.py" not in library_modules(SCRIPTS / "score_shard.py", SCRIPTS)
+    assert "factprobe/scoring/control.py" in library_modules(SCRIPTS / "train_control.py", SCRIPTS)
+    assert "factprobe/settings.py" not in library_modules(SCRIPTS / "render_report.py", SCRIPTS)
+
+
+def test_settings_and_registry_import_no_science_stack():
+    code = (
+        "import sys; import factprobe.settings, factprobe.registry; "
+        "print(sorted(m for m in ('pandas', 'numpy', 'torch', 'tqdm', 'pyarrow') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,504 @@
+"""Typed settings: one dataclass per config section, the only place where defaults live.
+
+``workflow/schemas/config.<section>.schema.yaml`` validates the YAML (types, ranges, enums) and
+carries the same keys and defaults (``tests/unit/test_settings.py`` checks that they agree).
+``common.smk`` builds one ``Config`` at parse time and resolves per-suite settings once
+(``suite_*`` below); rules receive them as plain dicts (Snakemake only tracks changes of
+builtin-typed params), and rule scripts turn them back into these classes with ``load``.
+
+Light on purpose: only the standard library is imported, so the Snakefile parses without the
+scientific stack.
+"""
+
+from __future__ import annotations
+
+import copy
+import types
+import typing
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+KINDS = ("knowledge", "multiprompt", "plausibility", "multilingual")
+
+
+class ConfigError(ValueError):
+    """Configuration or registry problem; the message names the file and the key or row."""
+
+
+def _default(value: Any) -> Any:
+    """A mutable default, copied for every instance."""
+    return field(default_factory=lambda: copy.deepcopy(value))
+
+
+# --- one class per section ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Extract:
+    """``extract``: labels kept, malformed-line tolerance, unit of parse work."""
+
+    languages: list[str]
+    max_bad_fraction: float
+    chunk_mb: int
+
+
+@dataclass(frozen=True)
+class Diff:
+    """``diff``: where single-value relations come from."""
+
+    single_value: str
+    single_value_list: str
+
+
+@dataclass(frozen=True)
+class TemplateSet:
+    """``templates.sets.<name>``: one named set of templates."""
+
+    format: str
+    path: str
+    language: str = "en"
+    gender: str = "MASC"
+    functions: str = "skip"
+
+    def files(self, languages: list[str]) -> list[str]:
+        """Files the set reads for ``languages`` (the Snakemake inputs of ``build_probes``)."""
+        path = Path(self.path)
+        if self.format == "yaml":
+            return [str(path / f"{lang}.yaml") for lang in languages]
+        if self.format == "pararel":
+            return sorted(str(p) for p in path.glob("P*.jsonl"))
+        return [str(path)]
+
+
+@dataclass(frozen=True)
+class Templates:
+    """``templates``: the named template sets suites pick from."""
+
+    sets: dict[str, TemplateSet]
+
+
+@dataclass(frozen=True)
+class SuiteTemplates:
+    """``suites.<s>.templates``: which sets, styles, ids; first ``max_per_relation`` per key."""
+
+    sets: list[str] = _default(["team"])
+    styles: list[str] | None = None
+    ids: list[str] | None = None
+    max_per_relation: int | None = None
+
+
+@dataclass(frozen=True)
+class FewShot:
+    """``suites.<s>.few_shot``: BELIEF-ICL contexts (belief-myriadlama §3.1)."""
+
+    settings: list[str] = _default(["none"])
+    instruction: str | dict[str, str] = "Complete each sentence with the correct fact."
+
+
+@dataclass(frozen=True)
+class Changes:
+    """``suites.<s>.changes``: which diff rows are a plausibility suite's new facts."""
+
+    statuses: list[str] = _default(["new"])
+    rules: list[str] = _default([])
+
+
+@dataclass(frozen=True)
+class DistractorOverride:
+    """``suites.<s>.distractors`` and ``distractors.by_kind.<kind>``: None = inherit."""
+
+    strategies: list[str] | None = None
+    n: int | None = None
+    pool_size: int | None = None
+    search: str | None = None
+
+
+@dataclass(frozen=True)
+class Suite:
+    """``suites.<s>``: one probing suite."""
+
+    kind: str
+    dump: str
+    relations: list[str]
+    description: str = ""
+    diff_old: str | None = None
+    cutoff: str | None = None
+    changes: Changes = _default(Changes())
+    languages: list[str] = _default(["en"])
+    n_facts: int | None = None
+    label_dumps: list[str] | None = None
+    strata: int = 1
+    seed: int | str = 0
+    templates: SuiteTemplates = _default(SuiteTemplates())
+    subject_aliases: int = 0
+    few_shot: FewShot = _default(FewShot())
+    distractors: DistractorOverride = _default(DistractorOverride())
+    generate: bool = False
+
+
+@dataclass(frozen=True)
+class Hnsw:
+    """``distractors.sem.hnsw``: nmslib HNSW parameters."""
+
+    M: int = 32  # noqa: N815 (the config key)
+    ef_construction: int = 200
+    ef_search: int = 200
+    post: int = 2
+
+
+@dataclass(frozen=True)
+class Sem:
+    """``distractors.sem``: the semantic index and its search."""
+
+    weighting: str = "tfidf"
+    reverse_features: bool = True
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
+    search: str = "exact"
+    hnsw: Hnsw = _default(Hnsw())
+    recall_queries: int = 1000
+    recall_k: int = 50
+
+
+@dataclass(frozen=True)
+class Cooccur:
+    """``distractors.cooccur``: PROBELM Algorithm 1."""
+
+    n: int = 10
+    sides: list[str] = _default(["object", "subject"])
+
+
+@dataclass(frozen=True)
+class Appropt:
+    """``distractors.appropt``: None = the suite's n, width n, the suite's first language."""
+
+    n: int | None = None
+    width: int | None = None
+    lang: str | None = None
+    styles: list[str] = _default(["completion", "statement", "question"])
+
+
+@dataclass(frozen=True)
+class Distractors:
+    """``distractors``: defaults of every suite (config/README.md, section distractors)."""
+
+    strategies: list[str] = _default(["random", "sem", "temp"])
+    n: int = 10
+    by_kind: dict[str, DistractorOverride] = _default({})
+    form_threshold: float | None = 90
+    valid_ranks: str = "non_deprecated"
+    pool_size: int = 50
+    cooccur: Cooccur = _default(Cooccur())
+    sem: Sem = _default(Sem())
+    appropt: Appropt = _default(Appropt())
+
+
+#: Strategies of rule retrieve_distractors (``appropt`` runs per model in appropt_distractors).
+STRATEGIES = ("random", "sem", "temp", "cooccur", "pool")
+
+
+@dataclass(frozen=True)
+class Retrieve:
+    """One suite's resolved distractor settings (``suite_retrieve``; no defaults: all resolved)."""
+
+    strategies: list[str]
+    n: int
+    pool_size: int
+    search: str
+    languages: list[str]
+    dump: str
+    cooccur_n: int
+    cooccur_sides: list[str]
+    form_threshold: float | None
+    valid_ranks: str
+    ef_search: int
+
+    def __post_init__(self) -> None:
+        bad = [s for s in self.strategies if s not in STRATEGIES]
+        if bad:
+            raise ConfigError(f"unknown distractor strategies {bad}; choose from {list(STRATEGIES)}")
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """``scoring``: how each (suite, model) is scored."""
+
+    models: list[str] = _default([])
+    shards: int = 1
+    end_marker: str = "eos"
+    token_budget: int = 4096
+    no_space_languages: list[str] = _default(["zh", "ja", "th", "lo", "km", "my", "bo"])
+    include_translated: bool = True
+    samples: int = 10
+    max_new_tokens: int = 12
+    generation_batch_size: int = 16
+    topk: int = 10
+
+
+@dataclass(frozen=True)
+class Control:
+    """``control``: the builtin:control positive-control model."""
+
+    suites: list[str] = _default([])
+    steps: int = 600
+    batch_size: int = 32
+    lr: float = 3e-3
+    n_layer: int = 2
+    n_embd: int = 128
+    n_head: int = 4
+    vocab_size: int = 2000
+    max_forms: int = 3
+    seed: int = 0
+    prior_copies: int = 1
+    fact_repeats: int = 2
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """``metrics``: measure settings; ``families`` chooses the measures per suite kind."""
+
+    families: dict[str, list[str]]
+    ns: list[int] = _default([1, 2, 3, 5, 10])
+    precision_ns: list[int] = _default([1, 5, 10])
+    recall_ns: list[int] = _default([1, 2, 3, 4, 5])
+    combined_strategies: dict[str, list[str]] = _default({"temp+sem": ["temp", "sem"]})
+    plausibility_strategies: list[str] = _default(["cooccur"])
+    ndcg_gain: str = "exponential"
+    belief_samplings: int = 100
+    belief_bins: int = 10
+    robustness_pair: list[str] = _default(["template", "sentence"])
+
+
+@dataclass(frozen=True)
+class Report:
+    """``report``: the HTML page and its control-model panel."""
+
+    title: str = "factprobe report"
+    control_model: str = "control"
+    control_strategy: str = "random"
+    taught_target: float = 0.9
+    chance: float = 0.5
+    chance_band: float = 0.15
+    dpi: int = 90
+
+
+@dataclass(frozen=True)
+class Translate:
+    """``translate``: sentence-level verbalization of multilingual suites."""
+
+    model: str | None = ""
+    models: dict[str, str] = _default({})
+    source_lang: str = "en"
+    languages: list[str] = _default([])
+    styles: list[str] = _default(["statement"])
+    subject: str = "prefix"
+    object: str = "substitute"
+    min_score: float = 80
+    num_beams: int = 4
+    max_new_tokens: int = 128
+    batch_size: int = 32
+    device: str = "auto"
+    dtype: str = "float32"
+    lang_codes: dict[str, str] = _default({})
+    cache: str = "results/cache/translate"
+
+    def generation_key(self) -> str:
+        """Decoding settings in the translation cache key (they change the output)."""
+        return f"beams={self.num_beams};max_new={self.max_new_tokens}"
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole config/config.yaml."""
+
+    dumps: str
+    models: str
+    extract: Extract
+    diff: Diff
+    templates: Templates
+    suites: dict[str, Suite] = _default({})
+    distractors: Distractors = _default(Distractors())
+    scoring: Scoring = _default(Scoring())
+    control: Control = _default(Control())
+    metrics: Metrics = _default(Metrics(families={}))
+    report: Report = _default(Report())
+    translate: Translate = _default(Translate())
+
+
+# --- loading -------------------------------------------------------------------------------
+
+
+def _convert(hint: Any, value: Any, where: str) -> Any:
+    if is_dataclass(hint):
+        return load(hint, value, where)
+    if typing.get_origin(hint) is dict:
+        inner = typing.get_args(hint)[1]
+        if is_dataclass(inner):
+            return {k: load(inner, v, f"{where}.{k}") for k, v in (value or {}).items()}
+    if typing.get_origin(hint) in (typing.Union, types.UnionType) and value is not None:
+        classes = [a for a in typing.get_args(hint) if is_dataclass(a)]
+        if classes:
+            return load(classes[0], value, where)
+    return copy.deepcopy(value)
+
+
+def load(cls: type, data: Any, where: str = "config") -> Any:
+    """An instance of the settings dataclass ``cls`` from a (validated) config mapping.
+
+    Absent keys take the class defaults; an unknown or missing required key raises
+    ``ConfigError`` naming ``where``. An instance of ``cls`` is returned as is.
+    """
+    if isinstance(data, cls):
+        return data
+    data = {} if data is None else dict(data)
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in fields(cls)]
+    unknown = sorted(set(data) - set(names))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; allowed: {names}")
+    try:
+        return cls(**{k: _convert(hints[k], v, f"{where}.{k}") for k, v in data.items()})
+    except TypeError as err:
+        raise ConfigError(f"{where}: {err}") from None
+
+
+def plain(settings: Any) -> Any:
+    """Builtin-typed copy (dicts and lists) of a settings object, for rule params."""
+    return asdict(settings) if is_dataclass(settings) else copy.deepcopy(settings)
+
+
+# --- per-suite resolution (what each rule of a suite reads; a change reruns only those rules) ---
+
+
+def suite_distractors(cfg: Config, suite: str) -> dict:
+    """Strategies, n, pool size, search method, languages and dump of one suite.
+
+    Precedence (config/README.md, section distractors): ``suites.<s>.distractors`` over
+    ``distractors.by_kind.<kind>`` over the ``distractors`` section.
+    """
+    section, block = cfg.distractors, cfg.suites[suite]
+    layers = [block.distractors, section.by_kind.get(block.kind, DistractorOverride())]
+    defaults = {
+        "strategies": section.strategies,
+        "n": section.n,
+        "pool_size": section.pool_size,
+        "search": section.sem.search,
+    }
+    merged = {
+        key: copy.deepcopy(next((getattr(x, key) for x in layers if getattr(x, key) is not None), value))
+        for key, value in defaults.items()
+    }
+    return {**merged, "languages": list(block.languages), "dump": block.dump}
+
+
+def suite_retrieve(cfg: Config, suite: str) -> dict:
+    """Every setting the retrieve_distractors job of ``suite`` reads (``Retrieve`` as a dict)."""
+    section, own = cfg.distractors, suite_distractors(cfg, suite)
+    own["strategies"] = [s for s in own["strategies"] if s != "appropt"]
+    resolved = Retrieve(
+        **own,
+        cooccur_n=section.cooccur.n,
+        cooccur_sides=list(section.cooccur.sides),
+        form_threshold=section.form_threshold,
+        valid_ranks=section.valid_ranks,
+        ef_search=section.sem.hnsw.ef_search,
+    )
+    return plain(resolved)
+
+
+def suite_appropt(cfg: Config, suite: str, model_row: dict) -> dict:
+    """ApprOpt settings of ``suite`` for one models.tsv row (distractors paper §3.3)."""
+    section, own = cfg.distractors, suite_distractors(cfg, suite)
+    appropt = section.appropt
+    return {
+        "n": own["n"] if appropt.n is None else appropt.n,
+        "width": appropt.width,
+        "lang": appropt.lang or own["languages"][0],
+        "styles": list(appropt.styles),
+        "form_threshold": section.form_threshold,
+        "valid_ranks": section.valid_ranks,
+        "dump": own["dump"],
+        "model": {k: v for k, v in model_row.items() if not k.startswith("_")},
+    }
+
+
+def sem_index(cfg: Config) -> dict:
+    """Keyword arguments of ``semantic.build_index`` (``distractors.sem``)."""
+    sem = cfg.distractors.sem
+    return {
+        "weighting": sem.weighting,
+        "reverse": sem.reverse_features,
+        "bm25_k1": sem.bm25_k1,
+        "bm25_b": sem.bm25_b,
+        "hnsw_m": sem.hnsw.M,
+        "ef_construction": sem.hnsw.ef_construction,
+        "ef_search": sem.hnsw.ef_search,
+        "post": sem.hnsw.post,
+        "recall_queries": sem.recall_queries,
+        "recall_k": sem.recall_k,
+    }
+
+
+#: Metrics settings each measure family reads (metrics/pipeline.compute_suite_metrics).
+FAMILY_SETTINGS = {
+    "knowledge": ("ns", "precision_ns", "combined_strategies"),
+    "ranking": ("recall_ns",),
+    "plausibility": ("plausibility_strategies", "ndcg_gain"),
+    "belief": ("belief_samplings", "belief_bins"),
+    "belief_icl": ("belief_samplings", "belief_bins"),
+}
+
+
+def suite_families(cfg: Config, suite: str) -> list[str]:
+    """Measure families of a suite (``metrics.families`` of its kind)."""
+    return list(cfg.metrics.families.get(cfg.suites[suite].kind, []))
+
+
+def suite_metrics(cfg: Config, suite: str) -> dict:
+    """The ``metrics`` keys the suite's families read (+ robustness_pair, read by every suite):
+    a change of e.g. ``belief_bins`` reruns only suites with a BELIEF family."""
+    families = suite_families(cfg, suite)
+    keys = {"robustness_pair"} | {k for f in families for k in FAMILY_SETTINGS.get(f, ())}
+    values = plain(cfg.metrics)
+    return {"families": families, **{k: values[k] for k in sorted(keys)}}
+
+
+def suite_template_sets(cfg: Config, suite: str) -> dict:
+    """The ``templates.sets`` entries a suite uses, by name (plain dicts)."""
+    return {name: plain(cfg.templates.sets[name]) for name in cfg.suites[suite].templates.sets}
+
+
+def control_params(cfg: Config) -> dict:
+    """Training settings of the control model (everything in ``control`` but ``suites``)."""
+    return {k: v for k, v in plain(cfg.control).items() if k != "suites"}
+
+
+# --- cross-key checks (what one section's JSON schema cannot express) ----------------------
+
+
+def check_cross_keys(cfg: Config, enabled: list[str], source: str = "config/config.yaml") -> None:
+    """Suites' dumps enabled and template sets defined, plausibility dates ordered, Precision@n
+    within the top-k."""
+    for name, suite in cfg.suites.items():
+        where = f"{source}: suites.{name}"
+        if suite.dump not in enabled:
+            raise ConfigError(f"{where}.dump: {suite.dump} is not an enabled dump ({enabled})")
+        for set_name in suite.templates.sets:
+            if set_name not in cfg.templates.sets:
+                raise ConfigError(f"{where}.templates.sets: {set_name!r} is not defined in templates.sets")
+        for dump in suite.label_dumps or []:
+            if dump not in enabled:
+                raise ConfigError(f"{where}.label_dumps: {dump} is not an enabled dump ({enabled})")
+        if suite.kind == "plausibility":
+            old, cut, new = suite.diff_old, suite.cutoff, suite.dump
+            if old not in enabled:
+                raise ConfigError(f"{where}.diff_old: {old} is not an enabled dump ({enabled})")
+            if not old <= cut < new:
+                raise ConfigError(f"{where}: need diff_old <= cutoff < dump, got {old}, {cut}, {new}")
+    precision = max(cfg.metrics.precision_ns or [1])
+    if precision > cfg.scoring.topk:
+        raise ConfigError(
+            f"{source}: metrics.precision_ns asks for Precision@{precision} but scoring.topk is "
+            f"{cfg.scoring.topk}; first-token ranks are only known within the top-k, so raise scoring.topk"
+        )
