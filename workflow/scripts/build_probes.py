@@ -2,7 +2,7 @@
 
 import logging
 
-from factprobe.io import write_frame
+from factprobe import contracts
 from factprobe.probes.build import build_suite
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(message)s")
@@ -15,6 +15,6 @@ facts, prompts, forms = build_suite(
     list(snakemake.input.labels),
     snakemake.input.get("changes"),
 )
-write_frame(facts, snakemake.output.facts)
-write_frame(prompts, snakemake.output.prompts)
-write_frame(forms, snakemake.output.entity_forms)
+contracts.write("facts", facts, snakemake.output.facts)
+contracts.write("prompts", prompts, snakemake.output.prompts)
+contracts.write("entity_forms", forms, snakemake.output.entity_forms)

@@ -2,7 +2,7 @@
 
 import logging
 
-from factprobe.io import write_frame
+from factprobe import contracts
 from factprobe.metrics.pipeline import Settings, compute_suite_metrics, read_inputs
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -10,5 +10,5 @@ keys = ("scores", "prompts", "candidates", "facts", "generations", "forms", "spl
 inputs = read_inputs({key: snakemake.input.get(key) for key in keys})
 settings = Settings.from_config(snakemake.params.settings)
 per_fact, suite = compute_suite_metrics(inputs, settings, snakemake.params.families)
-write_frame(per_fact, snakemake.output.per_fact)
-write_frame(suite, snakemake.output.suite)
+contracts.write("fact_metrics", per_fact, snakemake.output.per_fact)
+contracts.write("suite_metrics", suite, snakemake.output.suite)

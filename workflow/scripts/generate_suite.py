@@ -2,13 +2,13 @@
 
 import logging
 
-from factprobe.io import read_table, write_frame
+from factprobe import contracts
 from factprobe.scoring.generate import generate_answers
 from factprobe.scoring.models import load_model
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 params = snakemake.params
-prompts = read_table(snakemake.input.prompts).to_pandas()
+prompts = contracts.read("prompts", snakemake.input.prompts)
 loaded = load_model(params.model, control_dir=snakemake.input.get("control"))
 answers = generate_answers(
     loaded.model,
@@ -18,4 +18,4 @@ answers = generate_answers(
     max_new_tokens=int(params.max_new_tokens),
     batch_size=int(params.batch_size),
 )
-write_frame(answers, snakemake.output.generations)
+contracts.write("generations", answers, snakemake.output.generations)

@@ -3,7 +3,8 @@
 import logging
 
 import pandas as pd
-from factprobe.io import read_table, write_frame
+from factprobe import contracts
+from factprobe.io import read_table
 from factprobe.scoring.cache import RequestCache
 from factprobe.scoring.models import load_model
 from factprobe.scoring.suite import build_pairs, score_pairs, shard_of, topk_table
@@ -34,8 +35,8 @@ scores = score_pairs(
     cache=RequestCache(params.cache),
     token_budget=int(params.token_budget),
 )
-write_frame(scores, snakemake.output.scores)
+contracts.write("score_shard", scores, snakemake.output.scores)
 log.info("wrote %d scores", len(scores))
 topk = topk_table(loaded, prompts, int(params.topk), int(params.token_budget))
-write_frame(topk, snakemake.output.topk)
+contracts.write("topk", topk, snakemake.output.topk)
 log.info("wrote top-%d first tokens of %d prompts", int(params.topk), topk["prompt_id"].nunique())

@@ -6,7 +6,8 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
-from factprobe.io import read_table, write_frame
+from factprobe import contracts
+from factprobe.io import read_table
 from factprobe.scoring.control import fact_split, prior_docs, train_control, verbalizations
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -31,7 +32,7 @@ repeats = settings.pop("fact_repeats", 2)  # facts are outnumbered by prior docu
 stats = train_control(docs * repeats + prior, tmp, threads=snakemake.threads, **settings)
 stats.update(fact_documents=len(docs), prior_documents=len(prior), taught=int((split["split"] == "taught").sum()), untaught=int((split["split"] == "untaught").sum()))
 (tmp / "training.json").write_text(json.dumps(stats, indent=2))
-write_frame(split, tmp / "split.parquet")
+contracts.write("split", split, tmp / "split.parquet")
 shutil.rmtree(out, ignore_errors=True)
 tmp.rename(out)  # the directory appears complete or not at all
 logging.info("control model: %s", stats)

@@ -4,11 +4,10 @@ import logging
 from functools import partial
 
 import pandas as pd
-from factprobe.io import atomic_path, read_table, write_frame
+from factprobe import contracts
+from factprobe.io import atomic_path
 from factprobe.translate.mt import GenerationSettings, load_translator
 from factprobe.translate.sentence import (
-    FORM_SCHEMA,
-    PROMPT_SCHEMA,
     load_template_texts,
     sentence_verbalization,
     target_languages,
@@ -17,9 +16,9 @@ from factprobe.translate.sentence import (
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 log = logging.getLogger("translate_prompts")
 p = snakemake.params
-prompts = read_table(snakemake.input.prompts).to_pandas()
-facts = read_table(snakemake.input.facts).to_pandas()
-forms = read_table(snakemake.input.forms).to_pandas()
+prompts = contracts.read("prompts", snakemake.input.prompts)
+facts = contracts.read("facts", snakemake.input.facts)
+forms = contracts.read("entity_forms", snakemake.input.forms)
 template_files = snakemake.input.templates
 templates = load_template_texts([template_files] if isinstance(template_files, str) else list(template_files))
 languages = target_languages(prompts, p.languages, p.source_lang)
@@ -51,8 +50,8 @@ out_prompts = pd.concat([o[0] for o in outputs], ignore_index=True)
 out_forms = pd.concat([o[1] for o in outputs], ignore_index=True)
 stats = pd.concat([o[2] for o in outputs], ignore_index=True).sort_values("lang")
 stats.insert(0, "suite", snakemake.wildcards.suite)
-write_frame(out_prompts, snakemake.output.prompts, schema=PROMPT_SCHEMA)
-write_frame(out_forms, snakemake.output.forms, schema=FORM_SCHEMA)
+contracts.write("translated_prompts", out_prompts, snakemake.output.prompts)
+contracts.write("translated_forms", out_forms, snakemake.output.forms)
 with atomic_path(snakemake.output.stats) as tmp:
     stats.to_csv(tmp, sep="\t", index=False, float_format="%.4f")
 log.info(

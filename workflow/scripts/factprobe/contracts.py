@@ -83,12 +83,25 @@ SCHEMAS: dict[str, pa.Schema] = {
     "prompts": pa.schema([*PROMPTS, ("demos", pa.list_(S))]),
     "entity_forms": pa.schema(FORMS),
     # translate_prompts: only the new rows (prompts / forms plus provenance)
-    "translated_prompts": pa.schema(PROMPTS),
+    "translated_prompts": pa.schema(
+        [
+            *PROMPTS,
+            ("source_prompt_id", S),
+            ("source_text", S),
+            ("mt_input", S),
+            ("translation", S),
+            ("object_form", S),
+            ("object_score", F64),
+            ("object_via", S),
+            ("subject_found", B),
+            ("mt_model", S),
+        ]
+    ),
     "translated_forms": pa.schema([*FORMS, ("n_sentences", I32)]),
     # retrieve_distractors / appropt_distractors
     "candidates": pa.schema(CANDIDATES),
     "forms": pa.schema(FORMS),
-    "appropt": pa.schema([*CANDIDATES, ("form", S), ("prompt_id", S), ("found", I32)]),
+    "appropt": pa.schema([*CANDIDATES[:6], ("score", F64), ("form", S), ("prompt_id", S), ("found", I32)]),
     # train_control
     "split": pa.schema([("subject", S), ("property", S), ("object", S), ("split", S)]),
     # score_suite / generate_suite: results/scores/{suite}/
@@ -103,6 +116,18 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("fact_id", S),
             ("lang", S),
             ("first_rank", F64),
+        ]
+    ),
+    "score_shard": pa.schema(
+        [
+            ("prompt_id", S),
+            ("entity", S),
+            ("form", S),
+            ("logprob", F64),
+            ("n_tokens", I32),
+            ("first_logprob", F64),
+            ("fact_id", S),
+            ("lang", S),
         ]
     ),
     "topk": pa.schema([("prompt_id", S), ("rank", I32), ("token_id", I64), ("token", S), ("logprob", F64)]),
@@ -147,6 +172,7 @@ PATHS: dict[str, str] = {
     "appropt": "results/probes/{suite}/appropt/{model}.parquet",
     "split": "results/models/control/split.parquet",
     "scores": "results/scores/{suite}/{model}.parquet",
+    "score_shard": "results/scores/{suite}/shards/{model}/{shard}.parquet",
     "topk": "results/scores/{suite}/{model}.topk.parquet",
     "generations": "results/scores/{suite}/{model}.generations.parquet",
     "fact_metrics": "results/metrics/{suite}/{model}.parquet",
@@ -164,10 +190,19 @@ def columns(name: str) -> list[str]:
 
 
 def check(
-    frame: pd.DataFrame | pa.Table, name: str, source: object, cols: Iterable[str] | None = None
+    frame: pd.DataFrame | pa.Table | Iterable[str],
+    name: str,
+    source: object,
+    cols: Iterable[str] | None = None,
 ) -> None:
-    """Fail naming ``source`` when ``frame`` lacks contract columns of ``name`` (or only ``cols`` of them)."""
-    have = set(frame.column_names if isinstance(frame, pa.Table) else frame.columns)
+    """Fail naming ``source`` when ``frame`` (a table or its column names) lacks contract columns
+    of ``name``, or only those of ``cols``."""
+    if isinstance(frame, pa.Table):
+        have = set(frame.column_names)
+    elif isinstance(frame, pd.DataFrame):
+        have = set(frame.columns)
+    else:
+        have = set(frame)
     missing = [c for c in (columns(name) if cols is None else cols) if c not in have]
     if missing:
         raise ContractError(
@@ -246,12 +281,12 @@ def pid(n: int) -> str:
     return f"P{int(n)}"
 
 
-def qids(ids: pd.Series) -> pd.Series:
+def qid_series(ids: pd.Series) -> pd.Series:
     """Vectorised :func:`qid` of an integer Series."""
     return "Q" + ids.astype("int64").astype(str)
 
 
-def pids(ids: pd.Series) -> pd.Series:
+def pid_series(ids: pd.Series) -> pd.Series:
     """Vectorised :func:`pid` of an integer Series."""
     return "P" + ids.astype("int64").astype(str)
 

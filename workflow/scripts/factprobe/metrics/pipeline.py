@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from factprobe import contracts
+
 from .belief import belief_dataset, belief_per_fact, generation_predictions, ranking_predictions
 from .common import (
     GROUP_KEYS,
@@ -23,7 +25,6 @@ from .common import (
     entity_scores,
     object_slot_only,
     prompt_frame,
-    require_columns,
 )
 from .knowledge import knowledge_per_fact
 from .meta import configuration_grid, verbalization_robustness
@@ -96,8 +97,10 @@ def read_inputs(paths: Mapping[str, str | Path | Iterable[str | Path] | None]) -
     for key in ("scores", "prompts", "candidates", "facts"):
         if tables[key] is None:
             raise ValueError(f"metrics: input {key!r} is required")
-    require_columns(tables["candidates"], ["fact_id", "entity", "role", "strategy", "rank"], "candidates")
-    require_columns(tables["facts"], ["fact_id", "subject", "property", "object"], "facts")
+    contracts.check(
+        tables["candidates"], "candidates", "candidates", ["fact_id", "entity", "role", "strategy", "rank"]
+    )
+    contracts.check(tables["facts"], "facts", "facts", ["fact_id", "subject", "property", "object"])
     return SuiteInputs(**tables)
 
 
