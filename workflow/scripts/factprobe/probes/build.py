@@ -175,7 +175,9 @@ def build_suite(
 
     allowed = None
     if kind == "plausibility":
-        changes = contracts.read("changes", changes_path)
+        changes = contracts.read(
+            "changes", changes_path, ["subject", "property", "object", "status", "rule", "start", "point_in_time"]
+        )
         picks = suite.get("changes", {})
         new = new_since(
             changes,
