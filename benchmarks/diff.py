@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from factprobe.wikidata.reader import SCHEMAS
+from factprobe.contracts import SCHEMAS
 
 T_OLD, T_NEW = 20150101, 20190101
 SV_PROPERTY = 6

@@ -1,10 +1,12 @@
 """End to end: the whole demo workflow on the bundled real dumps, in a scratch copy.
 
-This is `make demo` minus the set-up. It ends in the report, and the built-in control model
+This is `make demo` minus the set-up. Its tables must match the checked-in digest
+`tests/data/demo_digest.json` (regenerate it on purpose: see `tests/demo_digest.py`). It ends in the report, and the built-in control model
 must separate the facts it was taught from those it never saw (issue 7 item 8): Avg@n on
 taught facts >= 0.9, on untaught facts within 0.5 +- 0.15 (chance).
 """
 
+import json
 import shutil
 import subprocess
 import sys
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from demo_digest import compare, demo_digest
 from factprobe.metrics.pipeline import read_control_check
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,3 +70,9 @@ def test_control_model_separates_taught_from_untaught(demo_run):
     assert (verdict["verdict"] == "pass").all(), verdict
     page = (demo_run / "results/report/index.html").read_text()
     assert f"taught {verdict.loc['taught', 'value']:.3f} over {verdict.loc['taught', 'facts']} facts" in page
+
+
+def test_demo_outputs_match_checked_in_digest(demo_run):
+    expected = json.loads((ROOT / "tests/data/demo_digest.json").read_text())
+    problems = compare(expected, demo_digest(demo_run / "results"))
+    assert not problems, "demo outputs changed (regenerate the digest if intended):\n" + "\n".join(problems)

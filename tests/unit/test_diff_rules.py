@@ -11,10 +11,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from factprobe.contracts import SCHEMAS
 from factprobe.diff.engine import DiffInputs, diff_claims
 from factprobe.diff.rules import RULE_NAMES, RULES, STATUSES
 from factprobe.diff.single_value import read_list, single_value_properties
-from factprobe.wikidata.reader import SCHEMAS
 
 T_OLD, T_NEW = 20150101, 20190101
 SV = {6}

@@ -12,8 +12,9 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from factprobe.contracts import id_ints as qids
 from factprobe.distractors.cooccur import Cooccurrence
-from factprobe.distractors.omega import Omega, load_types, qids, valid_objects
+from factprobe.distractors.omega import Omega, load_types, valid_objects
 from factprobe.distractors.pool import pool_distractors, relation_pools
 from factprobe.distractors.random import random_distractors
 from factprobe.distractors.retrieve import count_found, forms_of_candidates, retrieve
@@ -389,14 +390,14 @@ def test_retrieve_end_to_end_every_row_in_omega(demo_tables, claims, suite, inde
 
 
 def test_bad_input_names_the_file_and_the_fix(suite):
-    from factprobe.distractors.retrieve import FACT_COLUMNS, check_columns
+    from factprobe import contracts
 
     facts, _, _ = suite
     with pytest.raises(
-        ValueError, match=r"results/probes/x/facts.parquet: missing column\(s\) \['objects'\]"
+        ValueError, match=r"results/probes/x/facts.parquet: facts table lacks column\(s\) \['objects'\]"
     ):
-        check_columns(facts.drop(columns="objects"), FACT_COLUMNS, "results/probes/x/facts.parquet")
-    with pytest.raises(ValueError, match="not a Wikidata id: 'Berlin'"):
+        contracts.check(facts.drop(columns="objects"), "facts", "results/probes/x/facts.parquet", ["objects"])
+    with pytest.raises(ValueError, match="not a Wikidata item/property id: 'Berlin'"):
         qids(["Q64", "Berlin"])
     with pytest.raises(ConfigError, match="unknown distractor strategies"):
         Retrieve(["sem", "nearest"], 10, 50, "exact", ["en"], DUMP, 10, ["object"], 90, "truthy", 200)

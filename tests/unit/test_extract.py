@@ -15,7 +15,8 @@ from collections import Counter
 import pyarrow.parquet as pq
 import pytest
 from conftest import DATA, DEMO_NEW, DEMO_OLD
-from factprobe.wikidata.reader import TABLES, DumpError, extract_dump
+from factprobe.contracts import EXTRACT_TABLES as TABLES
+from factprobe.wikidata.reader import DumpError, extract_dump
 
 LANGS = ["en", "de", "fr", "ru", "cs"]
 STREAM = DATA / "short_stream.json.bz2"

@@ -11,8 +11,8 @@ import json
 import msgspec
 import pytest
 from conftest import DATA, DEMO_NEW, DEMO_OLD
+from factprobe.contracts import EXTRACT_TABLES
 from factprobe.wikidata.parse import (
-    COLUMNS,
     BadEntity,
     LineDecoder,
     entity_numeric_id,
@@ -64,7 +64,7 @@ def test_typed_and_generic_paths_agree_on_every_real_entity(path, languages):
             kinds[kind] = kinds.get(kind, 0) + 1
     assert decoder.kinds == kinds
     typed = as_rows(cols)
-    for name in COLUMNS:
+    for name in EXTRACT_TABLES:
         assert typed[name] == generic[name], name
     # Items take the fast path; only properties go through the generic decoder.
     assert decoder.generic == kinds.get("property", 0)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from factprobe.contracts import SCHEMAS
 from factprobe.diff.temporal import temporal_view
-from factprobe.wikidata.reader import SCHEMAS
 
 N = None
 CLAIMS = SCHEMAS["claims"]  # the extraction contract

@@ -7,6 +7,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 import torch
+from factprobe.contracts import SCHEMAS
 from factprobe.settings import Translate
 from factprobe.translate.mt import (
     ForcedPrefix,
@@ -16,8 +17,6 @@ from factprobe.translate.mt import (
     load_translator,
 )
 from factprobe.translate.sentence import (
-    FORM_SCHEMA,
-    PROMPT_SCHEMA,
     english_sentences,
     fill,
     object_final_template,
@@ -207,6 +206,8 @@ def suite_tables():
                  "verbalization", "shots"],
     )  # fmt: skip
     prompts["subject_form_index"] = [0, 0, 0, 0, 1]
+    prompts["property"] = prompts["fact_id"].str.split("|").str[1]
+    prompts["demos"] = [[] for _ in range(len(prompts))]
     return facts, prompts, forms
 
 
@@ -260,7 +261,7 @@ def test_sentence_pipeline_counts_and_forms():
     }
     assert set(out["verbalization"]) == {"sentence"} and set(out["context"]) == {""}
     assert out["prompt_id"].is_unique and not set(out["prompt_id"]) & set(prompts["prompt_id"])
-    assert list(out.columns[:11]) == list(prompts.columns)
+    assert list(out.columns[:12]) == list(prompts.columns[:12])
     # "Praha" is the label itself, so only the inflected forms are new; Праге found twice.
     assert sorted(map(tuple, new_forms[["entity", "lang", "form", "source", "n_sentences"]].values.tolist())) == [
         ("Q1085", "cs", "Praze", "inflected", 1),
@@ -273,8 +274,8 @@ def test_sentence_pipeline_counts_and_forms():
     assert cs.dropped_share == pytest.approx(1 / 3) and cs.status == "translated"
     assert cs.n_template_prompts == 1 and ru.n_template_prompts == 0
     # Tables convert to the contract schemas.
-    pa.Table.from_pandas(out, schema=PROMPT_SCHEMA, preserve_index=False)
-    pa.Table.from_pandas(new_forms, schema=FORM_SCHEMA, preserve_index=False)
+    pa.Table.from_pandas(out, schema=SCHEMAS["translated_prompts"], preserve_index=False)
+    pa.Table.from_pandas(new_forms, schema=SCHEMAS["translated_forms"], preserve_index=False)
 
 
 def test_missing_object_label_is_counted():
@@ -291,7 +292,7 @@ def test_no_model_passes_template_verbalization_only():
     assert out.empty and new_forms.empty
     assert list(stats["status"]) == ["no_model", "no_model"]
     assert list(stats["n_sentences"]) == [3, 3] and math.isnan(stats["dropped_share"].iloc[0])
-    table = pa.Table.from_pandas(out, schema=PROMPT_SCHEMA, preserve_index=False)
+    table = pa.Table.from_pandas(out, schema=SCHEMAS["translated_prompts"], preserve_index=False)
     assert table.num_rows == 0 and table.schema.field("text").type == pa.string()
     assert target_languages(prompts, None) == ["cs"]
     assert target_languages(prompts, ["en", "de"]) == ["de"]

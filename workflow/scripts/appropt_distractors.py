@@ -5,17 +5,16 @@ import sys
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 import torch
+from factprobe import contracts
 from factprobe.distractors.appropt import appropt_distractors, load_model_row
-from factprobe.distractors.retrieve import check_columns, forms_of_candidates, load_suite_omega
-from factprobe.io import read_table, write_frame
+from factprobe.distractors.retrieve import forms_of_candidates, load_suite_omega
 from factprobe.rulelog import rule_logger
 
 log = rule_logger(snakemake)
 p = snakemake.params.settings
 torch.set_num_threads(max(1, snakemake.threads))
 facts, entity_forms, _claims, omega = load_suite_omega(snakemake.input, p)
-prompts = read_table(snakemake.input.prompts).to_pandas()
-check_columns(prompts, ["prompt_id", "fact_id", "lang", "style", "text", "context"], snakemake.input.prompts)
+prompts = contracts.read("prompts", snakemake.input.prompts)
 control = snakemake.input.control if "control" in snakemake.input.keys() else None
 model, tokenizer = load_model_row(p["model"], control)
 out = appropt_distractors(
@@ -29,5 +28,5 @@ log.info(
     short,
     p["n"],
 )
-write_frame(out, snakemake.output.candidates)
-write_frame(forms_of_candidates(out, entity_forms), snakemake.output.forms)
+contracts.write("appropt", out, snakemake.output.candidates)
+contracts.write("forms", forms_of_candidates(out, entity_forms), snakemake.output.forms)

@@ -4,7 +4,7 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
-from factprobe.io import write_frame
+from factprobe import contracts
 from factprobe.probes.build import build_suite
 from factprobe.rulelog import rule_logger
 
@@ -18,6 +18,6 @@ facts, prompts, forms = build_suite(
     list(snakemake.input.labels),
     snakemake.input.get("changes"),
 )
-write_frame(facts, snakemake.output.facts)
-write_frame(prompts, snakemake.output.prompts)
-write_frame(forms, snakemake.output.entity_forms)
+contracts.write("facts", facts, snakemake.output.facts)
+contracts.write("prompts", prompts, snakemake.output.prompts)
+contracts.write("entity_forms", forms, snakemake.output.entity_forms)

@@ -4,7 +4,7 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
-from factprobe.io import write_frame
+from factprobe import contracts
 from factprobe.metrics.pipeline import compute_suite_metrics, read_inputs
 from factprobe.rulelog import rule_logger
 from factprobe.settings import Metrics, load
@@ -16,5 +16,5 @@ measures = dict(snakemake.params.settings)
 families = measures.pop("families")
 settings = load(Metrics, {**measures, "families": {}}, "metrics")
 per_fact, suite = compute_suite_metrics(inputs, settings, families)
-write_frame(per_fact, snakemake.output.per_fact)
-write_frame(suite, snakemake.output.suite)
+contracts.write("fact_metrics", per_fact, snakemake.output.per_fact)
+contracts.write("suite_metrics", suite, snakemake.output.suite)

@@ -4,14 +4,14 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
-from factprobe.io import read_table, write_frame
+from factprobe import contracts
 from factprobe.rulelog import rule_logger
 from factprobe.scoring.generate import generate_answers
 from factprobe.scoring.models import load_model
 
 log = rule_logger(snakemake)
 params = snakemake.params
-prompts = read_table(snakemake.input.prompts).to_pandas()
+prompts = contracts.read("prompts", snakemake.input.prompts)
 loaded = load_model(params.model, control_dir=snakemake.input.get("control"))
 answers = generate_answers(
     loaded.model,
@@ -21,4 +21,4 @@ answers = generate_answers(
     max_new_tokens=int(params.max_new_tokens),
     batch_size=int(params.batch_size),
 )
-write_frame(answers, snakemake.output.generations)
+contracts.write("generations", answers, snakemake.output.generations)

@@ -4,11 +4,11 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
+from factprobe import contracts
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.retrieve import forms_of_candidates, load_suite_omega, retrieve
 from factprobe.distractors.semantic import load_index
 from factprobe.distractors.temporal import past_objects
-from factprobe.io import read_table, write_frame
 from factprobe.rulelog import rule_logger
 from factprobe.settings import Retrieve, load
 
@@ -21,7 +21,7 @@ if "index" in snakemake.input.keys():
     index = load_index(snakemake.input.index, p["search"], p["ef_search"])
 past = None
 if "temporal" in snakemake.input.keys():
-    past = past_objects(read_table(snakemake.input.temporal).to_pandas())
+    past = past_objects(contracts.read("temporal", snakemake.input.temporal))
 cooccur = Cooccurrence(claims[claims["rank"] >= 1]) if "cooccur" in settings.strategies else None
 log.info("%d facts, %d entity forms, strategies %s", len(facts), len(entity_forms), settings.strategies)
 candidates = retrieve(facts, omega, settings, index, past, cooccur, entity_forms)
@@ -33,5 +33,5 @@ log.info(
     len(forms),
     forms["entity"].nunique(),
 )
-write_frame(candidates, snakemake.output.candidates)
-write_frame(forms, snakemake.output.forms)
+contracts.write("candidates", candidates, snakemake.output.candidates)
+contracts.write("forms", forms, snakemake.output.forms)

@@ -4,7 +4,7 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
-from factprobe.io import write_frame
+from factprobe import contracts
 from factprobe.rulelog import rule_logger
 from factprobe.scoring.cache import RequestCache
 from factprobe.scoring.models import load_model
@@ -28,8 +28,8 @@ scores = score_pairs(
     cache=RequestCache(params.cache),
     token_budget=int(params.token_budget),
 )
-write_frame(scores, snakemake.output.scores)
+contracts.write("score_shard", scores, snakemake.output.scores)
 log.info("wrote %d scores", len(scores))
 topk = topk_table(loaded, prompts, int(params.topk), int(params.token_budget))
-write_frame(topk, snakemake.output.topk)
+contracts.write("topk", topk, snakemake.output.topk)
 log.info("wrote top-%d first tokens of %d prompts", int(params.topk), topk["prompt_id"].nunique())

@@ -8,7 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
-from factprobe.io import read_table, write_frame
+from factprobe import contracts
 from factprobe.rulelog import rule_logger
 from factprobe.scoring.control import fact_split, prior_docs, train_control, verbalizations
 from factprobe.suite_tables import read_concat
@@ -18,7 +18,7 @@ inp, settings = snakemake.input, dict(snakemake.params.settings)
 
 concat = read_concat  # the suites' tables, concatenated in order
 
-facts = read_table(inp.facts).to_pandas()
+facts = contracts.read("facts", inp.facts)
 if not snakemake.params.taught:  # a suite outside control.suites: the model is taught none of it
     facts = facts.assign(split="untaught")
 split = fact_split(facts)
@@ -39,7 +39,7 @@ stats.update(
     untaught=int((split["split"] == "untaught").sum()),
 )
 (tmp / "training.json").write_text(json.dumps(stats, indent=2))
-write_frame(split, tmp / "split.parquet")
+contracts.write("split", split, tmp / "split.parquet")
 shutil.rmtree(out, ignore_errors=True)
 tmp.rename(out)  # the directory appears complete or not at all
 log.info("control model: %s", stats)

@@ -7,13 +7,12 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 from functools import partial
 
 import pandas as pd
-from factprobe.io import atomic_path, read_table, write_frame
+from factprobe import contracts
+from factprobe.io import atomic_path
 from factprobe.rulelog import rule_logger
 from factprobe.settings import Translate, load
 from factprobe.translate.mt import load_translator
 from factprobe.translate.sentence import (
-    FORM_SCHEMA,
-    PROMPT_SCHEMA,
     load_template_texts,
     sentence_verbalization,
     target_languages,
@@ -21,9 +20,9 @@ from factprobe.translate.sentence import (
 
 log = rule_logger(snakemake)
 p = load(Translate, snakemake.params.settings, "translate")
-prompts = read_table(snakemake.input.prompts).to_pandas()
-facts = read_table(snakemake.input.facts).to_pandas()
-forms = read_table(snakemake.input.forms).to_pandas()
+prompts = contracts.read("prompts", snakemake.input.prompts)
+facts = contracts.read("facts", snakemake.input.facts, ["fact_id", "subject", "property", "object"])
+forms = contracts.read("entity_forms", snakemake.input.forms)
 template_files = snakemake.input.templates
 templates = load_template_texts([template_files] if isinstance(template_files, str) else list(template_files))
 languages = target_languages(prompts, p.languages, p.source_lang)
@@ -54,8 +53,8 @@ out_prompts = pd.concat([o[0] for o in outputs], ignore_index=True)
 out_forms = pd.concat([o[1] for o in outputs], ignore_index=True)
 stats = pd.concat([o[2] for o in outputs], ignore_index=True).sort_values("lang")
 stats.insert(0, "suite", snakemake.wildcards.suite)
-write_frame(out_prompts, snakemake.output.prompts, schema=PROMPT_SCHEMA)
-write_frame(out_forms, snakemake.output.forms, schema=FORM_SCHEMA)
+contracts.write("translated_prompts", out_prompts, snakemake.output.prompts)
+contracts.write("translated_forms", out_forms, snakemake.output.forms)
 with atomic_path(snakemake.output.stats) as tmp:
     stats.to_csv(tmp, sep="\t", index=False, float_format="%.4f")
 log.info(

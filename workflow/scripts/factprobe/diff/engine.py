@@ -24,6 +24,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
+from factprobe import contracts
 from factprobe.diff.rules import (
     CHANGED,
     RULE_NAMES,
@@ -35,6 +36,7 @@ from factprobe.diff.rules import (
     sql_list,
 )
 from factprobe.io import atomic_path
+from factprobe.validity import valid_sql
 
 log = logging.getLogger(__name__)
 
@@ -44,19 +46,6 @@ OFFSET = 2147483648
 MASK32 = 4294967295
 # zstd as every stage (contracts.md); level 1 writes ~10 % faster than the default 3.
 PARQUET = "(FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1)"
-OUTPUT_COLUMNS = (
-    "subject",
-    "property",
-    "object",
-    "status",
-    "rule",
-    "is_replace",
-    "start",
-    "end",
-    "point_in_time",
-    "flag",
-    "single_value",
-)
 
 
 @dataclass
@@ -101,10 +90,6 @@ def _columns(con: duckdb.DuckDBPyConnection, path: str | Path) -> list[str]:
 
 def _check_inputs(con: duckdb.DuckDBPyConnection, inputs: DiffInputs) -> bool:
     """Fail early, naming the file, when a table lacks a contract column; True if ``created`` exists."""
-    need = {
-        "claims": {"subject", "property", "object", "rank", "start", "end", "point_in_time"},
-        "entities": {"id", "kind"},
-    }
     created = True
     for kind, path in (
         ("claims", inputs.old_claims),
@@ -115,20 +100,16 @@ def _check_inputs(con: duckdb.DuckDBPyConnection, inputs: DiffInputs) -> bool:
         if not Path(path).exists():
             raise FileNotFoundError(f"{path}: missing {kind} table; run the extract_dump rule for this dump")
         cols = set(_columns(con, path))
-        missing = need[kind] - cols
-        if missing:
-            raise ValueError(
-                f"{path}: {kind} table lacks column(s) {sorted(missing)} (docs/contracts.md); "
-                "re-run extract_dump with the current code"
-            )
+        contracts.check(cols, kind, path, None if kind == "claims" else ["id", "kind"])
         if kind == "entities":
             created &= "created" in cols
     return created
 
 
-def valid_sql(t: int) -> str:
-    """A statement with dates ``s``, ``e``, ``p`` is valid at ``t``: ``s <= t < e`` and ``p <= t``."""
-    return f"((s IS NULL OR s <= {int(t)}) AND (e IS NULL OR e > {int(t)}) AND (p IS NULL OR p <= {int(t)}))"
+def valid_dates_sql(t: int) -> str:
+    """A statement with dates ``s``, ``e``, ``p`` (deprecated ones dropped) is valid at ``t``
+    (:mod:`factprobe.validity`: ``s <= t < e`` and ``p <= t``)."""
+    return valid_sql(t, "s", "e", "p", rank=None)
 
 
 def statement_key_sql(top: str, valid: str) -> str:
@@ -187,8 +168,8 @@ def triples_sql(
     def side(src: str, best: bool) -> str:
         return statements.format(src=src, qualify=qualify) if best else plain.format(src=src)
 
-    key = statement_key_sql("side", valid_sql(int(t_old)))
-    key_new = statement_key_sql("side", valid_sql(int(t_new)))
+    key = statement_key_sql("side", valid_dates_sql(t_old))
+    key_new = statement_key_sql("side", valid_dates_sql(t_new))
     field = decode_sql
     return f"""
     WITH
@@ -369,7 +350,7 @@ def diff_claims(
         else:
             buckets = _repartition(con, inputs, created, n, work)
         parts: list[Path] = []
-        cols = ", ".join(f'"{c}"' for c in OUTPUT_COLUMNS)
+        cols = ", ".join(f'"{c}"' for c in contracts.columns("changes"))
         for k, (old_c, new_c, oe, ne) in enumerate(tqdm(buckets, desc="diff buckets", disable=n == 1)):
             con.execute(f"CREATE OR REPLACE TEMP VIEW old_c AS {old_c}")
             con.execute(f"CREATE OR REPLACE TEMP VIEW new_c AS {new_c}")

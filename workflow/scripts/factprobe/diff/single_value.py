@@ -12,7 +12,8 @@ import csv
 from collections.abc import Iterable
 from pathlib import Path
 
-import pyarrow.parquet as pq
+from factprobe import contracts
+from factprobe.contracts import id_int_or_none
 
 SOURCES = ("constraints", "list", "both")
 
@@ -29,9 +30,10 @@ def read_list(path: str | Path) -> set[int]:
             raise ValueError(f"{path}: needs a 'property' column (tab-separated), found {reader.fieldnames}")
         for lineno, row in enumerate(reader, start=2):
             pid = (row["property"] or "").strip()
-            if len(pid) < 2 or pid[0] != "P" or not pid[1:].isdigit():
+            num = id_int_or_none(pid) if pid.startswith("P") else None
+            if num is None:
                 raise ValueError(f"{path}: line {lineno}: property {pid!r} is not a property id like P6")
-            out.add(int(pid[1:]))
+            out.add(num)
     return out
 
 
@@ -39,7 +41,7 @@ def from_constraints(property_tables: Iterable[str | Path]) -> set[int]:
     """Properties flagged ``single_value`` in any of the extraction ``properties`` tables."""
     out: set[int] = set()
     for path in property_tables:
-        table = pq.read_table(path, columns=["id", "single_value"]).to_pydict()
+        table = contracts.read("properties", path, ["id", "single_value"])
         out.update(int(i) for i, sv in zip(table["id"], table["single_value"], strict=False) if sv)
     return out
 

@@ -24,6 +24,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from factprobe import contracts
 from factprobe.diff.engine import (
     PARQUET,
     _columns,
@@ -31,32 +32,18 @@ from factprobe.diff.engine import (
     connect,
     decode_sql,
     statement_key_sql,
-    valid_sql,
+    valid_dates_sql,
 )
 from factprobe.io import atomic_path
 
 log = logging.getLogger(__name__)
-
-COLUMNS = (
-    "subject",
-    "property",
-    "object",
-    "status",
-    "start",
-    "end",
-    "point_in_time",
-    "source",
-    "truthy",
-    "last_seen",
-)
-CLAIM_COLUMNS = {"subject", "property", "object", "rank", "start", "end", "point_in_time"}
 
 
 def temporal_sql(dump: str, earlier: dict[str, str]) -> str:
     """Query over ``read_parquet`` of this dump's claims/entities (views ``cur_c``, ``cur_e``)
     and the earlier dumps' claims (``earlier``: dump date -> path)."""
     t = int(dump)
-    key = statement_key_sql("0", valid_sql(t))
+    key = statement_key_sql("0", valid_dates_sql(t))
     current = f"""
         SELECT subject, property, object, max(rank) AS rank, max({key}) AS k, bool_or(e <= {t}) AS ended
         FROM (SELECT subject, property, object, rank, start AS s, "end" AS e, point_in_time AS p
@@ -66,7 +53,7 @@ def temporal_sql(dump: str, earlier: dict[str, str]) -> str:
     if earlier:
         parts = []
         for date, path in sorted(earlier.items()):
-            dkey = statement_key_sql(str(int(date)), valid_sql(int(date)))
+            dkey = statement_key_sql(str(int(date)), valid_dates_sql(date))
             parts.append(
                 f"SELECT subject, property, object, {dkey} AS k FROM (SELECT subject, property, object, "
                 f'start AS s, "end" AS e, point_in_time AS p FROM read_parquet({_quote(path)}) WHERE rank > 0)'
@@ -119,16 +106,12 @@ def temporal_view(
     try:
         con = connect(memory_mb, threads, work / "spill")
         for path in [claims, *earlier.values()]:
-            missing = CLAIM_COLUMNS - set(_columns(con, path))
-            if missing:
-                raise ValueError(
-                    f"{path}: claims table lacks column(s) {sorted(missing)}; re-run extract_dump"
-                )
+            contracts.check(_columns(con, path), "claims", path)
         con.execute(f"CREATE TEMP VIEW cur_c AS SELECT * FROM read_parquet({_quote(claims)})")
         con.execute(
             f"CREATE TEMP VIEW cur_e AS SELECT id FROM read_parquet({_quote(entities)}) WHERE kind = 'item'"
         )
-        cols = ", ".join(f'"{c}"' for c in COLUMNS)
+        cols = ", ".join(f'"{c}"' for c in contracts.columns("temporal"))
         with atomic_path(out_path) as tmp:
             con.execute(
                 f"COPY (SELECT {cols} FROM ({temporal_sql(dump, earlier)})) TO {_quote(tmp)} {PARQUET}"

@@ -23,7 +23,8 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from factprobe.distractors.omega import Omega, qids
+from factprobe.contracts import id_int, id_ints
+from factprobe.distractors.omega import Omega
 
 log = logging.getLogger(__name__)
 
@@ -195,13 +196,13 @@ def appropt_distractors(
     width = width or n
     chosen = pick_prompts(prompts, lang, styles or ["completion", "statement", "question"])
     f = entity_forms[entity_forms["lang"] == lang]
-    forms = f.assign(id=qids(f["entity"])).groupby("id")["form"].agg(list).to_dict()
+    forms = f.assign(id=id_ints(f["entity"])).groupby("id")["form"].agg(list).to_dict()
     encode = FormEncoder(tokenizer)
     facts = facts.merge(chosen, on="fact_id", how="inner")
     rows = []
     total = 0
     for fact in tqdm(facts.itertuples(index=False), total=len(facts), desc="appropt", mininterval=5):
-        s, r, o = int(fact.subject[1:]), int(fact.property[1:]), int(fact.object[1:])
+        s, r, o = id_int(fact.subject), id_int(fact.property), id_int(fact.object)
         pool = omega.filter(s, r, o, omega.members(omega.types_of(o)))
         trie = build_trie(pool, forms, lang, encode, eos)
         prefix = tokenizer(str(fact.context or "") + str(fact.text))["input_ids"]

@@ -19,26 +19,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 from rapidfuzz import fuzz, process
 
+from factprobe import contracts
+from factprobe.contracts import id_ints
+from factprobe.validity import valid_at
+
 CLAUSES = ("type", "not_valid", "no_shared_form", "has_form")
-
-
-def qid(entity: str) -> int:
-    """``"Q42" -> 42``; raises a clear error on anything else."""
-    if not isinstance(entity, str) or len(entity) < 2 or entity[0] not in "QP" or not entity[1:].isdigit():
-        raise ValueError(f"not a Wikidata id: {entity!r} (expected 'Q<digits>')")
-    return int(entity[1:])
-
-
-def qids(entities: Iterable[str]) -> np.ndarray:
-    """Vectorised :func:`qid` for a column of ``"Q…"`` strings."""
-    s = pd.Series(list(entities), dtype="string")
-    bad = ~s.str.fullmatch(r"[QP]\d+").fillna(False)
-    if bad.any():
-        raise ValueError(f"not a Wikidata id: {s[bad].iloc[0]!r} (expected 'Q<digits>')")
-    return s.str.slice(1).astype("int64").to_numpy()
 
 
 def load_types(type_files: Iterable[str | Path]) -> pd.DataFrame:
@@ -50,7 +37,7 @@ def load_types(type_files: Iterable[str | Path]) -> pd.DataFrame:
     """
     frames = []
     for path in type_files:
-        frame = pq.read_table(path, columns=["id", "type"]).to_pandas()
+        frame = contracts.read("types", path, ["id", "type"])
         frame["dump"] = Path(path).parent.name
         frames.append(frame)
     if not frames:
@@ -61,32 +48,16 @@ def load_types(type_files: Iterable[str | Path]) -> pd.DataFrame:
     return types.astype("int64").sort_values(["id", "type"]).reset_index(drop=True)
 
 
-def _fill_unknown(date: pd.Series, fill: int) -> pd.Series:
-    """Replace the ``00`` month/day of a YYYYMMDD int by ``fill`` digits (99 = latest possible)."""
-    d = date.astype("Int64")
-    month = (d // 100) % 100
-    day = d % 100
-    if fill == 99:
-        d = d.where(month != 0, d - month * 100 + 1200)
-        d = d.where(day != 0, d - (d % 100) + 31)
-    return d
-
-
 def valid_objects(claims: pd.DataFrame, date: int, ranks: str = "non_deprecated") -> pd.DataFrame:
     """Statements ``subject, property, object`` valid at ``date`` (YYYYMMDD int).
 
-    Validity from qualifiers: start ≤ date and end ≥ date, where an unknown month/day is
-    read generously (start 2019-00-00 may be before, end 2019-00-00 may be after), because Ω
-    must never admit an object that could still be true. ``ranks``: ``truthy`` keeps the best
+    Validity: :func:`factprobe.validity.valid_at` (the diff's and the probes' rule; it once
+    read ends inclusively and unknown months/days generously here). ``ranks``: ``truthy`` keeps the best
     rank of (s, p) among the qualifier-valid statements (a preferred current value demotes
     normal-ranked former ones, which may then serve as temporal distractors);
     ``non_deprecated`` keeps every rank ≥ 1.
     """
-    c = claims[claims["rank"] >= 1]
-    start = c["start"].astype("Int64")
-    end = _fill_unknown(c["end"], 99)
-    ok = (start.isna() | (start <= date)) & (end.isna() | (end >= date))
-    c = c[ok.fillna(True).to_numpy(dtype=bool)]
+    c = claims[valid_at(claims, date).to_numpy()]
     if ranks == "truthy":
         best = c.groupby(["subject", "property"])["rank"].transform("max")
         c = c[c["rank"] == best]
@@ -146,7 +117,7 @@ class Omega:
     ) -> Omega:
         """From ``load_types``, an ``entity_forms`` table (string ids) and ``valid_objects``."""
         forms = pd.DataFrame(
-            {"entity": qids(entity_forms["entity"]), "form": entity_forms["form"].to_numpy()}
+            {"entity": id_ints(entity_forms["entity"]), "form": entity_forms["form"].to_numpy()}
         )
         return cls(types, forms, valid, form_threshold)
 
@@ -288,7 +259,11 @@ def facts_valid(facts: pd.DataFrame) -> pd.DataFrame:
     ]
     f = f.explode("objects")
     return pd.DataFrame(
-        {"subject": qids(f["subject"]), "property": qids(f["property"]), "object": qids(f["objects"])}
+        {
+            "subject": id_ints(f["subject"]),
+            "property": id_ints(f["property"]),
+            "object": id_ints(f["objects"]),
+        }
     ).drop_duplicates()
 
 

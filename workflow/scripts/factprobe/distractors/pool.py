@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from factprobe.distractors.omega import Omega, qids
+from factprobe.contracts import id_ints
+from factprobe.distractors.omega import Omega
 from factprobe.hashing import stable_hash
 
 
@@ -18,10 +19,10 @@ def relation_pools(
     facts: pd.DataFrame, forms: pd.DataFrame, languages: list[str]
 ) -> dict[tuple[str, str], np.ndarray]:
     """``(property, lang) -> objects in hash order`` from a facts table and its entity forms."""
-    have = {lang: set(qids(g["entity"].unique())) for lang, g in forms.groupby("lang")}
+    have = {lang: set(id_ints(g["entity"].unique())) for lang, g in forms.groupby("lang")}
     pools = {}
     for prop, group in facts.groupby("property", sort=True):
-        objects = np.unique(qids(group["object"]))
+        objects = np.unique(id_ints(group["object"]))
         for lang in languages:
             keep = [e for e in objects.tolist() if e in have.get(lang, ())]
             keep.sort(key=lambda e: stable_hash(prop, lang, f"Q{e}"))

@@ -16,41 +16,26 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from factprobe import contracts
+from factprobe.contracts import id_ints
 from factprobe.distractors.cooccur import Cooccurrence
-from factprobe.distractors.omega import Omega, facts_valid, qids, suite_omega  # noqa: F401 (re-export)
+from factprobe.distractors.omega import Omega, facts_valid, suite_omega  # noqa: F401 (re-export)
 from factprobe.distractors.pool import pool_distractors, relation_pools
 from factprobe.distractors.random import random_distractors
 from factprobe.distractors.semantic import SemIndex, sem_distractors
 from factprobe.distractors.temporal import temp_sem
-from factprobe.io import read_table
 from factprobe.settings import Retrieve
 
 log = logging.getLogger(__name__)
-
-COLUMNS = ["fact_id", "entity", "role", "strategy", "rank", "relevance", "side", "source", "lang", "score"]
-
-
-FACT_COLUMNS = ["fact_id", "subject", "property", "object", "objects"]
-FORM_COLUMNS = ["entity", "lang", "form", "source"]
-
-
-def check_columns(frame: pd.DataFrame, columns: list[str], path: str) -> None:
-    """Fail with the file name and the missing contract columns (docs/contracts.md)."""
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ValueError(
-            f"{path}: missing column(s) {missing} required by docs/contracts.md; "
-            f"re-run the rule that writes it (columns found: {list(frame.columns)})"
-        )
 
 
 def fact_ids(facts: pd.DataFrame) -> list[tuple[int, int, int]]:
     """``(s, r, o)`` integer triples of a facts table."""
     return list(
         zip(
-            qids(facts["subject"]).tolist(),
-            qids(facts["property"]).tolist(),
-            qids(facts["object"]).tolist(),
+            id_ints(facts["subject"]).tolist(),
+            id_ints(facts["property"]).tolist(),
+            id_ints(facts["object"]).tolist(),
             strict=True,
         )
     )
@@ -151,7 +136,7 @@ def retrieve(
             counts[strategy] += len(got)
             rows.extend(got)
     log.info("candidates: %d facts; distractor rows per strategy %s", len(ids), counts)
-    out = pd.DataFrame(rows, columns=COLUMNS)
+    out = pd.DataFrame(rows, columns=contracts.columns("candidates"))
     out["rank"] = out["rank"].astype("int32")
     out["relevance"] = out["relevance"].astype("float64")
     out["score"] = out["score"].astype("float64")
@@ -180,11 +165,9 @@ def count_found(candidates: pd.DataFrame) -> pd.DataFrame:
 def load_suite_omega(inputs, settings: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, Omega]:
     """Facts, entity forms, claims and Ω(f) of a suite from a rule's inputs (facts, entity_forms, claims,
     types) and its settings (dump, valid_ranks, form_threshold); contract columns checked."""
-    facts = read_table(inputs.facts).to_pandas()
-    entity_forms = read_table(inputs.entity_forms).to_pandas()
-    check_columns(facts, FACT_COLUMNS, inputs.facts)
-    check_columns(entity_forms, FORM_COLUMNS, inputs.entity_forms)
-    claims = read_table(inputs.claims).to_pandas()
+    facts = contracts.read("facts", inputs.facts)
+    entity_forms = contracts.read("entity_forms", inputs.entity_forms)
+    claims = contracts.read("claims", inputs.claims)
     omega = suite_omega(
         facts,
         entity_forms,

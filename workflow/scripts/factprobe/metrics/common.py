@@ -19,17 +19,16 @@ import logging
 import numpy as np
 import pandas as pd
 
+from factprobe import contracts
+
 log = logging.getLogger(__name__)
 
 #: Prompt attributes a per-fact value is broken down by (averaged over the remaining ones:
 #: templates and subject forms, i.e. the cloze sentences C(s, r) of distractors paper §3.2).
 GROUP_KEYS = ["lang", "verbalization", "style", "shots"]
 
-#: Columns of the per-fact output table (long format, docs/contracts.md).
-FACT_COLUMNS = ["fact_id", "measure", "value", "strategy", "n", *GROUP_KEYS, "n_prompts"]
-
-#: Columns of the suite-level output table (measures defined over a whole prompt set).
-DATASET_COLUMNS = ["measure", "value", "strategy", "n", *GROUP_KEYS, "bin"]
+#: Columns of the per-fact table as the measures make it; the pipeline adds ``split``.
+FACT_COLUMNS = [c for c in contracts.columns("fact_metrics") if c != "split"]
 
 _PROMPT_DEFAULTS = {
     "lang": "en",
@@ -42,15 +41,6 @@ _PROMPT_DEFAULTS = {
 
 class MetricsInputError(ValueError):
     """An input table lacks a contract column or holds inconsistent rows; names the file."""
-
-
-def require_columns(frame: pd.DataFrame, columns: list[str], source: str) -> None:
-    """Fail with the file name and the missing contract columns."""
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise MetricsInputError(
-            f"{source}: missing column(s) {missing} (docs/contracts.md); re-run the rule that writes it"
-        )
 
 
 def logsumexp_by(frame: pd.DataFrame, keys: list[str], column: str) -> pd.Series:
@@ -68,7 +58,7 @@ def entity_scores(scores: pd.DataFrame, source: str = "scores") -> pd.DataFrame:
     ``logpl`` is log Pl(e|c) of distractors paper §3.2 eq. (1): the forms' probabilities are
     summed, so an entity with several labels is not penalised for splitting its mass.
     """
-    require_columns(scores, ["prompt_id", "entity", "form", "logprob", "n_tokens"], source)
+    contracts.check(scores, "scores", source, ["prompt_id", "entity", "form", "logprob", "n_tokens"])
     frame = scores.copy()
     bad = ~np.isfinite(frame["logprob"].to_numpy(dtype=float))
     if bad.any():
@@ -93,7 +83,7 @@ def entity_scores(scores: pd.DataFrame, source: str = "scores") -> pd.DataFrame:
 
 def prompt_frame(prompts: pd.DataFrame, source: str = "prompts") -> pd.DataFrame:
     """Prompts with every grouping key present as a string (contract defaults when absent)."""
-    require_columns(prompts, ["prompt_id", "fact_id"], source)
+    contracts.check(prompts, "prompts", source, ["prompt_id", "fact_id"])
     frame = prompts.copy()
     for key, default in _PROMPT_DEFAULTS.items():
         if key not in frame.columns:
@@ -113,7 +103,7 @@ def correct_entities(facts: pd.DataFrame, source: str = "facts") -> pd.DataFrame
 
     N-M relations have several valid objects; a prediction of any of them is correct.
     """
-    require_columns(facts, ["fact_id", "object"], source)
+    contracts.check(facts, "facts", source, ["fact_id", "object"])
     rows = [facts[["fact_id", "object"]].rename(columns={"object": "entity"})]
     if "objects" in facts.columns:
         many = facts[["fact_id", "objects"]].explode("objects").dropna()
@@ -162,7 +152,7 @@ def conform_fact_table(frame: pd.DataFrame) -> pd.DataFrame:
 def conform_dataset_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Fill absent keys of a suite-level table (strategy "", n 0, bin -1) and fix dtypes."""
     frame = frame.copy()
-    for col in DATASET_COLUMNS:
+    for col in contracts.columns("suite_metrics"):
         if col not in frame.columns:
             frame[col] = -1 if col == "bin" else 0 if col == "n" else ""
     frame["n"] = frame["n"].fillna(0).astype("int64")
@@ -170,7 +160,7 @@ def conform_dataset_table(frame: pd.DataFrame) -> pd.DataFrame:
     frame["value"] = frame["value"].astype("float64")
     for col in ("measure", "strategy", *GROUP_KEYS):
         frame[col] = frame[col].fillna("").astype(str)
-    return frame[DATASET_COLUMNS].reset_index(drop=True)
+    return frame[contracts.columns("suite_metrics")].reset_index(drop=True)
 
 
 def candidates_for_prompts(prompts: pd.DataFrame, candidates: pd.DataFrame) -> pd.DataFrame:

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from factprobe import contracts
 from factprobe.settings import Metrics
 
 from .belief import belief_dataset, belief_per_fact, generation_predictions, ranking_predictions
@@ -25,7 +26,6 @@ from .common import (
     entity_scores,
     object_slot_only,
     prompt_frame,
-    require_columns,
 )
 from .knowledge import knowledge_per_fact
 from .meta import configuration_grid, verbalization_robustness
@@ -70,8 +70,8 @@ def read_inputs(inputs: Mapping) -> SuiteInputs:
         generations=read_concat(generations),
         forms=tables.forms,
     )
-    require_columns(out.candidates, ["fact_id", "entity", "role", "strategy", "rank"], "candidates")
-    require_columns(out.facts, ["fact_id", "subject", "property", "object"], "facts")
+    contracts.check(out.candidates, "candidates", "candidates", ["fact_id", "entity", "role", "strategy", "rank"])
+    contracts.check(out.facts, "facts", "facts", ["fact_id", "subject", "property", "object"])
     return out
 
 

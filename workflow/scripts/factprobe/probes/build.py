@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
-from factprobe.io import read_table
+from factprobe import contracts
 from factprobe.settings import Suite, SuiteTemplates, TemplateSet, load
 from factprobe.wikidata.labels import label_table
 
@@ -36,21 +36,6 @@ from .verbalize import forms_index, prompt_text, subject_forms, usable_templates
 
 log = logging.getLogger(__name__)
 
-PROMPT_COLUMNS = [
-    "prompt_id",
-    "fact_id",
-    "lang",
-    "template_id",
-    "style",
-    "subject_form",
-    "text",
-    "context",
-    "verbalization",
-    "shots",
-    "subject_form_index",
-    "property",
-    "demos",
-]
 
 
 def load_template_set(name: str, set_cfg: TemplateSet, languages: list[str]) -> list[Template]:
@@ -159,8 +144,8 @@ def build_suite(
 
     labels = label_table(label_files, languages)
     labelled = labelled_entities(labels, languages)
-    sitelinks = item_sitelinks(read_table(entities_path, columns=["id", "kind", "sitelinks"]).to_pandas())
-    claims = read_table(claims_path).to_pandas()
+    sitelinks = item_sitelinks(contracts.read("entities", entities_path, ["id", "kind", "sitelinks"]))
+    claims = contracts.read("claims", claims_path)
     truthy = truthy_claims(claims, int(dump))
     log.info(
         "suite %s: %d claims, %d truthy at %s, %d entities labelled in %s",
@@ -174,7 +159,9 @@ def build_suite(
 
     allowed = None
     if kind == "plausibility":
-        changes = read_table(changes_path).to_pandas()
+        changes = contracts.read(
+            "changes", changes_path, ["subject", "property", "object", "status", "rule", "start", "point_in_time"]
+        )
         picks = suite.changes
         new = new_since(changes, int(suite.cutoff), tuple(picks.statuses), tuple(picks.rules))
         allowed = set(
@@ -241,7 +228,7 @@ def build_suite(
         log.warning(
             "suite %s: fewer demonstrations than asked (pool too small) for %s prompts", name, dict(short)
         )
-    prompts = pd.DataFrame(rows, columns=PROMPT_COLUMNS)
+    prompts = pd.DataFrame(rows, columns=contracts.columns("prompts"))
     prompts["subject_form_index"] = prompts["subject_form_index"].astype("int32")
     log.info(
         "suite %s: %d prompts (%s)",

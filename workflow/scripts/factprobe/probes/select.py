@@ -1,8 +1,8 @@
 """Fact selection for probing suites (distractors-knowledge-measure §3.1, probelm-plausibility §3).
 
-* truthy statements at the dump date: deprecated statements, statements that ended on or before
-  the dump date and statements that start after it are dropped; of what remains, preferred rank
-  wins over normal per (subject, property) (Wikidata's "truthy" view);
+* truthy statements at the dump date: statements valid at it (:func:`factprobe.validity.valid_at`:
+  not deprecated, ``start <= t < end``, ``point_in_time <= t``); of those, preferred rank wins
+  over normal per (subject, property) (Wikidata's "truthy" view);
 * a fact needs a subject and an object labelled in every language of the suite, and the object
   must differ from the subject (else the prompt would contain its answer);
 * one fact per (subject, relation): the object is the hash-first labelled valid object, and
@@ -19,20 +19,18 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from factprobe.contracts import fact_id, id_int, id_ints, pid_series, qid_series
 from factprobe.hashing import hash_fraction, stable_hash
+from factprobe.validity import valid_at
 
 
 def truthy_claims(claims: pd.DataFrame, dump_date: int) -> pd.DataFrame:
     """Statements that hold at ``dump_date`` (int YYYYMMDD), truthy rank only.
 
-    ``claims`` has the extraction columns ``subject, property, object, rank, start, end``.
-    Returns ``subject, property, object`` deduplicated.
+    ``claims`` has the extraction columns ``subject, property, object, rank, start, end,
+    point_in_time``. Returns ``subject, property, object`` deduplicated.
     """
-    live = claims[claims["rank"] > 0]
-    end = live["end"]
-    start = live["start"]
-    # Unknown month/day is 00, so an end of 2019-00-00 counts as "on or before 2019-02-01" (contracts).
-    live = live[~(end.notna() & (end <= dump_date)) & ~(start.notna() & (start > dump_date))]
+    live = claims[valid_at(claims, dump_date).to_numpy()]
     best = live.groupby(["subject", "property"])["rank"].transform("max")
     out = live[live["rank"] == best][["subject", "property", "object"]]
     return out.drop_duplicates().sort_values(["property", "subject", "object"]).reset_index(drop=True)
@@ -66,21 +64,14 @@ def candidate_facts(
     (plausibility suites: only new facts) while ``objects`` still lists every valid object.
     Returns the ``facts`` columns except ``stratum`` and ``split``.
     """
-    props = [int(r[1:]) for r in relations]
+    props = [id_int(r) for r in relations]
     rows = truthy[truthy["property"].isin(props)][["subject", "property", "object"]]
     # Integer work first: string ids are only built for the chosen facts.
-    ids = np.fromiter((int(e[1:]) for e in labelled if e.startswith("Q")), dtype=np.int64)
+    ids = id_ints(e for e in labelled if e.startswith("Q"))
     # A fact whose object is its subject (a country's P17 is itself) would print the answer in the prompt.
     ok = rows[rows["subject"].isin(ids) & rows["object"].isin(ids) & (rows["subject"] != rows["object"])]
     if allowed is not None:
-        key = (
-            "Q"
-            + ok["subject"].astype(str)
-            + "|P"
-            + ok["property"].astype(str)
-            + "|Q"
-            + ok["object"].astype(str)
-        )
+        key = fact_id(qid_series(ok["subject"]), pid_series(ok["property"]), qid_series(ok["object"]))
         ok = ok[key.isin(allowed)]
     # Only (s, r) pairs with several candidate objects need the hash that picks one.
     several = ok.groupby(["subject", "property"])["object"].transform("size").to_numpy() > 1
@@ -103,12 +94,10 @@ def candidate_facts(
         .to_pandas()
     )
     ok = ok.merge(grouped, on=["subject", "property"], how="left").sort_values(["subject", "property"])
-    s_ids = "Q" + ok["subject"].astype(str)
-    p_ids = "P" + ok["property"].astype(str)
-    o_ids = "Q" + ok["object"].astype(str)
+    s_ids, p_ids, o_ids = qid_series(ok["subject"]), pid_series(ok["property"]), qid_series(ok["object"])
     facts = pd.DataFrame(
         {
-            "fact_id": s_ids + "|" + p_ids + "|" + o_ids,
+            "fact_id": fact_id(s_ids, p_ids, o_ids),
             "subject": s_ids,
             "property": p_ids,
             "object": o_ids,

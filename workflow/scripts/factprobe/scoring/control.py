@@ -26,12 +26,12 @@ import numpy as np
 import pandas as pd
 import torch
 
+from factprobe import contracts
 from factprobe.hashing import stable_hash
 
 log = logging.getLogger(__name__)
 
 EOS = "<|endoftext|>"
-SPLIT_COLUMNS = ["subject", "property", "object", "split"]
 
 
 def train_bpe_tokenizer(corpus: Iterable[str], vocab_size: int = 2000, add_bos: bool = True):
@@ -87,10 +87,8 @@ def fact_split(facts: pd.DataFrame) -> pd.DataFrame:
     A triple present in several suites must have one split; the hash-chosen column guarantees it,
     and a conflict is an error rather than a silent leak of untaught facts into training.
     """
-    missing = [c for c in SPLIT_COLUMNS if c not in facts.columns]
-    if missing:
-        raise ValueError(f"facts: missing column(s) {missing}; the probes stage writes them (docs/contracts.md)")
-    split = facts[SPLIT_COLUMNS].drop_duplicates()
+    contracts.check(facts, "facts", "facts", contracts.columns("split"))
+    split = facts[contracts.columns("split")].drop_duplicates()
     bad = set(split["split"]) - {"taught", "untaught"}
     if bad:
         raise ValueError(f"facts: split values {sorted(bad)} are not taught/untaught")

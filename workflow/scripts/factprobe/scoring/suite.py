@@ -14,6 +14,7 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 
+from factprobe import contracts
 from factprobe.hashing import stable_hash
 from factprobe.scoring.cache import RequestCache, request_key
 from factprobe.scoring.loglik import combine, score_requests, tokenize_pairs, topk_first_tokens
@@ -22,13 +23,6 @@ from factprobe.scoring.models import LoadedModel
 log = logging.getLogger(__name__)
 
 NO_SPACE_LANGS = ("zh", "ja", "th", "lo", "km", "my", "bo")
-SCORE_COLUMNS = ["prompt_id", "entity", "form", "logprob", "n_tokens", "first_logprob"]
-
-
-def _require(frame: pd.DataFrame, columns: list[str], name: str) -> None:
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{name}: missing column(s) {missing}; see docs/contracts.md")
 
 
 def shard_of(prompt_id: str, shards: int) -> int:
@@ -47,9 +41,9 @@ def build_pairs(
     A candidate without any form in the prompt's language cannot be scored: it is dropped and
     counted in the log (the metrics see it as missing, not as a zero).
     """
-    _require(prompts, ["prompt_id", "fact_id", "lang", "text", "context"], "prompts")
-    _require(candidates, ["fact_id", "entity"], "candidates")
-    _require(forms, ["entity", "lang", "form"], "forms")
+    contracts.check(prompts, "prompts", "prompts", ["prompt_id", "fact_id", "lang", "text", "context"])
+    contracts.check(candidates, "candidates", "candidates", ["fact_id", "entity"])
+    contracts.check(forms, "forms", "forms", ["entity", "lang", "form"])
     p = prompts[["prompt_id", "fact_id", "lang", "text", "context"]].copy()
     p["context"] = p["context"].fillna("")
     cand = candidates[["fact_id", "entity"]].drop_duplicates()
@@ -126,7 +120,9 @@ def score_texts(
                 v_lp, v_nt, v_fl = combine(sub, req_lp, req_first)
                 cache.add([keys[todo[j]] for j in ready], v_lp, v_nt, v_fl)
 
-        score_requests(loaded.model, requests, token_budget=token_budget, progress=progress, on_batch=finished)
+        score_requests(
+            loaded.model, requests, token_budget=token_budget, progress=progress, on_batch=finished
+        )
         cache.flush()
         c_lp, c_nt, c_fl = combine(plans, req_lp, req_first)
         lp[todo], nt[todo], fl[todo] = c_lp, c_nt, c_fl
@@ -159,7 +155,7 @@ def score_pairs(
     out["logprob"] = lp.astype(np.float64)
     out["n_tokens"] = nt.astype(np.int32)
     out["first_logprob"] = fl.astype(np.float64)
-    return out[SCORE_COLUMNS + ["fact_id", "lang"]]
+    return out[contracts.columns("score_shard")]
 
 
 def topk_table(loaded: LoadedModel, prompts: pd.DataFrame, k: int, token_budget: int = 4096) -> pd.DataFrame:

@@ -21,32 +21,20 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
 import yaml
+
+from factprobe import contracts
 
 from .align import DROP_REASONS, align_sentence, is_object_final
 from .mt import Request
 
 log = logging.getLogger(__name__)
 
-PROMPT_COLUMNS = ["prompt_id", "fact_id", "lang", "template_id", "style", "subject_form", "text", "context",
-                  "verbalization", "shots"]  # fmt: skip
-EXTRA_COLUMNS = ["subject_form_index", "property", "source_prompt_id", "source_text", "mt_input", "translation",
-                 "object_form", "object_score", "object_via", "subject_found", "mt_model"]  # fmt: skip
-FORM_COLUMNS = ["entity", "lang", "form", "source", "n_sentences"]
 # Reasons a sentence is not translated or not kept, in the stats column order.
 REASONS = ("no_object_label",) + DROP_REASONS
 STATS_COLUMNS = (["lang", "model", "status", "n_sentences", "n_kept"] + [f"dropped_{r}" for r in REASONS]
                  + ["dropped_share", "subject_missing", "n_inflected_forms", "n_template_prompts"])  # fmt: skip
 
-PROMPT_SCHEMA = pa.schema(
-    [(c, pa.string()) for c in PROMPT_COLUMNS]
-    + [("subject_form_index", pa.int32()), ("property", pa.string()), ("source_prompt_id", pa.string()),
-       ("source_text", pa.string()), ("mt_input", pa.string()), ("translation", pa.string()),
-       ("object_form", pa.string()), ("object_score", pa.float64()), ("object_via", pa.string()),
-       ("subject_found", pa.bool_()), ("mt_model", pa.string())]
-)  # fmt: skip
-FORM_SCHEMA = pa.schema([(c, pa.string()) for c in FORM_COLUMNS[:4]] + [("n_sentences", pa.int32())])
 
 Translate = Callable[[Sequence[Request]], list[str]]
 
@@ -286,11 +274,11 @@ def sentence_verbalization(
             n_kept,
             {r: counts[r] for r in REASONS if counts[r]},
         )
-    out_prompts = pd.DataFrame(rows, columns=PROMPT_COLUMNS + EXTRA_COLUMNS)
+    out_prompts = pd.DataFrame(rows, columns=contracts.columns("translated_prompts"))
     out_prompts = out_prompts.astype(
         {"subject_form_index": "int32", "object_score": "float64", "subject_found": "bool"}
     )
-    out_forms = pd.DataFrame(new_forms, columns=FORM_COLUMNS).astype({"n_sentences": "int32"})
+    out_forms = pd.DataFrame(new_forms, columns=contracts.columns("translated_forms")).astype({"n_sentences": "int32"})
     return out_prompts, out_forms, pd.DataFrame(stats, columns=STATS_COLUMNS)
 
 

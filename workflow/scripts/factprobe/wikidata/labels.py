@@ -6,7 +6,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
-import pyarrow.parquet as pq
+
+from factprobe import contracts
 
 
 def label_table(label_files: Iterable[str | Path], languages: Iterable[str] | None = None) -> pd.DataFrame:
@@ -18,11 +19,11 @@ def label_table(label_files: Iterable[str | Path], languages: Iterable[str] | No
     """
     frames = []
     for path in label_files:
-        frame = pq.read_table(path).to_pandas()
+        frame = contracts.read("labels", path)
         frame["dump"] = Path(path).parent.name
         frames.append(frame)
     if not frames:
-        return pd.DataFrame(columns=["entity", "lang", "form", "source"])
+        return contracts.empty("entity_forms")
     labels = pd.concat(frames, ignore_index=True)
     if languages is not None:
         labels = labels[labels["lang"].isin(list(languages))]
@@ -31,7 +32,7 @@ def label_table(label_files: Iterable[str | Path], languages: Iterable[str] | No
     labels = labels[labels["dump"] == newest]
     out = pd.DataFrame(
         {
-            "entity": "Q" + labels["id"].astype(str),
+            "entity": contracts.qid_series(labels["id"]),
             "lang": labels["lang"],
             "form": labels["text"],
             "source": labels["is_alias"].map({False: "label", True: "alias"}),

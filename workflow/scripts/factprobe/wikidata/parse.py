@@ -38,6 +38,8 @@ import msgspec
 from msgspec import Struct, field
 from msgspec.structs import astuple
 
+from factprobe.contracts import EXTRACT_TABLES, SCHEMAS, id_int_or_none
+
 RANKS = {"deprecated": 0, "normal": 1, "preferred": 2}
 QUALIFIER_DATES = {"P580": "start", "P582": "end", "P585": "point_in_time"}
 #: P2302 values that make a property single-valued (Q19474404 single-value constraint,
@@ -53,16 +55,7 @@ _ITEM_TABLES = ("entities", "labels", "claims", "types")
 #: is skipped and counted.
 KINDS = ("item", "property")
 
-#: Column names of every table, in the order the decoders write their tuples.
-COLUMNS: dict[str, tuple[str, ...]] = {
-    "entities": ("id", "kind", "sitelinks", "modified", "created"),
-    "labels": ("id", "lang", "text", "is_alias"),
-    "claims": ("subject", "property", "object", "rank", "start", "end", "point_in_time"),
-    "types": ("id", "type", "via"),
-    "properties": ("id", "datatype", "single_value", "label"),
-}
-
-#: Row-wise buffers (generic path): table -> list of tuples in :data:`COLUMNS` order.
+#: Row-wise buffers (generic path): table -> list of tuples in :data:`factprobe.contracts.SCHEMAS` column order.
 Rows = dict[str, list[tuple]]
 #: Column-wise buffers (fast path): table -> one list per column. Appending to column lists
 #: creates no per-row tuple, which spares the garbage collector and a transpose before Arrow.
@@ -75,12 +68,12 @@ class BadEntity(ValueError):
 
 def new_rows() -> Rows:
     """Empty row buffers, one list of tuples per table."""
-    return {name: [] for name in COLUMNS}
+    return {name: [] for name in EXTRACT_TABLES}
 
 
 def new_columns() -> Columns:
     """Empty column buffers, one list per column of every table."""
-    return {name: tuple([] for _ in cols) for name, cols in COLUMNS.items()}
+    return {name: tuple([] for _ in SCHEMAS[name]) for name in EXTRACT_TABLES}
 
 
 def extend_columns(columns: Columns, rows: Rows) -> None:
@@ -98,9 +91,10 @@ def _as_dict(value: Any) -> dict:
 
 def _numeric(ident: Any) -> int:
     """``"Q42"`` -> 42; raises :class:`BadEntity` for anything else."""
-    if not isinstance(ident, str) or len(ident) < 2 or ident[0] not in "QP" or not ident[1:].isdigit():
+    num = id_int_or_none(ident)
+    if num is None:
         raise BadEntity(f"entity id {ident!r} is not Q<number> or P<number>")
-    return int(ident[1:])
+    return num
 
 
 def entity_numeric_id(value: Any) -> int | None:
@@ -110,10 +104,7 @@ def entity_numeric_id(value: Any) -> int | None:
     num = value.get("numeric-id")
     if isinstance(num, int):
         return num
-    ident = value.get("id")
-    if isinstance(ident, str) and len(ident) > 1 and ident[0] in "QP" and ident[1:].isdigit():
-        return int(ident[1:])
-    return None
+    return id_int_or_none(value.get("id"))
 
 
 def parse_time_text(text: Any) -> int | None:
@@ -186,7 +177,7 @@ def entity_rows(entity: dict, languages: Iterable[str] | None, rows: Rows | None
     """Rows for every table from one decoded entity (an item or a property).
 
     Appends to ``rows`` (a fresh :func:`new_rows` if omitted) and returns it; tuples follow
-    :data:`COLUMNS`. ``languages=None`` keeps every language; otherwise labels and aliases come
+    :data:`factprobe.contracts.SCHEMAS`. ``languages=None`` keeps every language; otherwise labels and aliases come
     in the configured language order (the same order as :class:`LineDecoder`).
     """
     target = rows

@@ -1,0 +1,312 @@
+"""The table contracts of docs/contracts.md in code: one Arrow schema per table, checked I/O, ids.
+
+Every stage reads and writes its tables through :func:`read` / :func:`write` with the table's
+name, so a missing column fails at the boundary with the file and the columns named, and the
+written types are the contract's whatever pandas inferred. A contract lists the columns a
+reader may rely on: writers may add columns (kept as written), never drop or rename one.
+``tests/unit/test_contracts.py`` checks that docs/contracts.md lists the same tables and columns.
+
+Ids: big tables use integers (``Q42 -> 42``, ``P19 -> 19``), benchmark tables strings; the
+helpers below are the only parsers and formatters of both forms and of fact keys.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from factprobe.io import read_table, write_table
+
+S, I8, I32, I64, F64, B = pa.string(), pa.int8(), pa.int32(), pa.int64(), pa.float64(), pa.bool_()
+DATES = [("start", I32), ("end", I32), ("point_in_time", I32)]
+TRIPLE = [("subject", I64), ("property", I32), ("object", I64)]
+FORMS = [("entity", S), ("lang", S), ("form", S), ("source", S)]
+PROMPTS = [
+    ("prompt_id", S),
+    ("fact_id", S),
+    ("lang", S),
+    ("template_id", S),
+    ("style", S),
+    ("subject_form", S),
+    ("text", S),
+    ("context", S),
+    ("verbalization", S),
+    ("shots", S),
+    ("subject_form_index", I32),
+    ("property", S),
+]
+CANDIDATES = [
+    ("fact_id", S),
+    ("entity", S),
+    ("role", S),
+    ("strategy", S),
+    ("rank", I32),
+    ("relevance", F64),
+    ("side", S),
+    ("source", S),
+    ("lang", S),
+    ("score", F64),
+]
+GROUP = [("lang", S), ("verbalization", S), ("style", S), ("shots", S)]
+
+#: Table name -> contract schema (docs/contracts.md, "Paths, rules, tables").
+SCHEMAS: dict[str, pa.Schema] = {
+    # extract_dump: results/wikidata/{dump}/
+    "entities": pa.schema([("id", I64), ("kind", S), ("sitelinks", I32), ("modified", S), ("created", I32)]),
+    "labels": pa.schema([("id", I64), ("lang", S), ("text", S), ("is_alias", B)]),
+    "claims": pa.schema([*TRIPLE, ("rank", I8), *DATES]),
+    "types": pa.schema([("id", I64), ("type", I64), ("via", S)]),
+    "properties": pa.schema([("id", I64), ("datatype", S), ("single_value", B), ("label", S)]),
+    # diff_dumps, temporal_view
+    "changes": pa.schema(
+        [*TRIPLE, ("status", S), ("rule", S), ("is_replace", B), *DATES, ("flag", S), ("single_value", B)]
+    ),
+    "temporal": pa.schema([*TRIPLE, ("status", S), *DATES, ("source", S), ("truthy", B), ("last_seen", S)]),
+    # build_probes: results/probes/{suite}/
+    "facts": pa.schema(
+        [
+            ("fact_id", S),
+            ("subject", S),
+            ("property", S),
+            ("object", S),
+            ("objects", pa.list_(S)),
+            ("popularity", I64),
+            ("stratum", I64),
+            ("split", S),
+            ("dump", S),
+        ]
+    ),
+    "prompts": pa.schema([*PROMPTS, ("demos", pa.list_(S))]),
+    "entity_forms": pa.schema(FORMS),
+    # translate_prompts: only the new rows (prompts / forms plus provenance)
+    "translated_prompts": pa.schema(
+        [
+            *PROMPTS,
+            ("source_prompt_id", S),
+            ("source_text", S),
+            ("mt_input", S),
+            ("translation", S),
+            ("object_form", S),
+            ("object_score", F64),
+            ("object_via", S),
+            ("subject_found", B),
+            ("mt_model", S),
+        ]
+    ),
+    "translated_forms": pa.schema([*FORMS, ("n_sentences", I32)]),
+    # retrieve_distractors / appropt_distractors
+    "candidates": pa.schema(CANDIDATES),
+    "forms": pa.schema(FORMS),
+    "appropt": pa.schema([*CANDIDATES[:6], ("score", F64), ("form", S), ("prompt_id", S), ("found", I32)]),
+    # train_control
+    "split": pa.schema([("subject", S), ("property", S), ("object", S), ("split", S)]),
+    # score_suite / generate_suite: results/scores/{suite}/
+    "scores": pa.schema(
+        [
+            ("prompt_id", S),
+            ("entity", S),
+            ("form", S),
+            ("logprob", F64),
+            ("n_tokens", I32),
+            ("first_logprob", F64),
+            ("fact_id", S),
+            ("lang", S),
+            ("first_rank", F64),
+        ]
+    ),
+    "score_shard": pa.schema(
+        [
+            ("prompt_id", S),
+            ("entity", S),
+            ("form", S),
+            ("logprob", F64),
+            ("n_tokens", I32),
+            ("first_logprob", F64),
+            ("fact_id", S),
+            ("lang", S),
+        ]
+    ),
+    "topk": pa.schema([("prompt_id", S), ("rank", I32), ("token_id", I64), ("token", S), ("logprob", F64)]),
+    "generations": pa.schema([("prompt_id", S), ("sample", I32), ("text", S), ("logprob", F64)]),
+    # compute_metrics: results/metrics/{suite}/
+    "fact_metrics": pa.schema(
+        [
+            ("fact_id", S),
+            ("measure", S),
+            ("value", F64),
+            ("strategy", S),
+            ("n", I64),
+            *GROUP,
+            ("n_prompts", I64),
+            ("split", S),
+        ]
+    ),
+    "suite_metrics": pa.schema(
+        [("measure", S), ("value", F64), ("strategy", S), ("n", I64), *GROUP, ("bin", I64)]
+    ),
+}
+
+#: The five tables of one extracted dump, in the order the extraction writes them.
+EXTRACT_TABLES = ("entities", "labels", "claims", "types", "properties")
+
+#: Output path patterns as docs/contracts.md writes them (for the doc sync test).
+PATHS: dict[str, str] = {
+    "entities": "results/wikidata/{dump}/entities.parquet",
+    "labels": ".../labels.parquet",
+    "claims": ".../claims.parquet",
+    "types": ".../types.parquet",
+    "properties": ".../properties.parquet",
+    "changes": "results/diff/{old}_{new}/changes.parquet",
+    "temporal": "results/temporal/{dump}/temporal.parquet",
+    "facts": "results/probes/{suite}/facts.parquet",
+    "prompts": "results/probes/{suite}/prompts.parquet",
+    "entity_forms": "results/probes/{suite}/entity_forms.parquet",
+    "translated_prompts": "results/probes/{suite}/translated_prompts.parquet",
+    "translated_forms": "translated_forms.parquet",
+    "candidates": "results/probes/{suite}/candidates.parquet",
+    "forms": "results/probes/{suite}/forms.parquet",
+    "appropt": "results/probes/{suite}/appropt/{model}.parquet",
+    "split": "results/models/control/split.parquet",
+    "scores": "results/scores/{suite}/{model}.parquet",
+    "score_shard": "results/scores/{suite}/shards/{model}/{shard}.parquet",
+    "topk": "results/scores/{suite}/{model}.topk.parquet",
+    "generations": "results/scores/{suite}/{model}.generations.parquet",
+    "fact_metrics": "results/metrics/{suite}/{model}.parquet",
+    "suite_metrics": "results/metrics/{suite}/{model}.suite.parquet",
+}
+
+
+class ContractError(ValueError):
+    """A table lacks contract columns or has values that do not fit the contract types."""
+
+
+def columns(name: str) -> list[str]:
+    """Contract column names of table ``name`` in contract order."""
+    return list(SCHEMAS[name].names)
+
+
+def check(
+    frame: pd.DataFrame | pa.Table | Iterable[str],
+    name: str,
+    source: object,
+    cols: Iterable[str] | None = None,
+) -> None:
+    """Fail naming ``source`` when ``frame`` (a table or its column names) lacks contract columns
+    of ``name``, or only those of ``cols``."""
+    if isinstance(frame, pa.Table):
+        have = set(frame.column_names)
+    elif isinstance(frame, pd.DataFrame):
+        have = set(frame.columns)
+    else:
+        have = set(frame)
+    missing = [c for c in (columns(name) if cols is None else cols) if c not in have]
+    if missing:
+        raise ContractError(
+            f"{source}: {name} table lacks column(s) {missing} (docs/contracts.md); "
+            "re-run the rule that makes it with the current code"
+        )
+
+
+def conform(table: pa.Table, name: str, source: object = "table") -> pa.Table:
+    """``table`` with its contract columns cast to the contract types; other columns kept."""
+    check(table, name, source)
+    schema = SCHEMAS[name]
+    for field in schema:
+        i = table.schema.get_field_index(field.name)
+        if table.schema.field(i).type != field.type:
+            try:
+                table = table.set_column(i, field, table.column(i).cast(field.type))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise ContractError(f"{source}: {name}.{field.name} is not {field.type} ({exc})") from exc
+    return table.replace_schema_metadata(None)
+
+
+def read(name: str, path: str | os.PathLike, cols: list[str] | None = None) -> pd.DataFrame:
+    """Table ``name`` at ``path`` as pandas, checked against its contract (only ``cols`` if given)."""
+    table = read_table(path, columns=cols)
+    check(table, name, path, cols)
+    return table.to_pandas()
+
+
+def write(name: str, frame: pd.DataFrame | pa.Table, path: str | os.PathLike) -> None:
+    """Write table ``name`` atomically as zstd Parquet, contract columns checked and cast."""
+    table = frame if isinstance(frame, pa.Table) else pa.Table.from_pandas(frame, preserve_index=False)
+    write_table(conform(table, name, path), path)
+
+
+def empty(name: str) -> pd.DataFrame:
+    """An empty frame with the contract columns of ``name``."""
+    return SCHEMAS[name].empty_table().to_pandas()
+
+
+# --- ids ---------------------------------------------------------------------------------------
+
+
+def id_int(ident: str) -> int:
+    """``"Q42" -> 42``, ``"P19" -> 19``; anything else is a ValueError naming the value."""
+    if not isinstance(ident, str) or len(ident) < 2 or ident[0] not in "QP" or not ident[1:].isdigit():
+        raise ValueError(f"not a Wikidata item/property id: {ident!r}")
+    return int(ident[1:])
+
+
+def id_int_or_none(ident: object) -> int | None:
+    """:func:`id_int`, or ``None`` for anything that is not a ``Q``/``P`` id (parsing dumps)."""
+    if isinstance(ident, str) and len(ident) > 1 and ident[0] in "QP" and ident[1:].isdigit():
+        return int(ident[1:])
+    return None
+
+
+def id_ints(idents: Iterable[str]) -> np.ndarray:
+    """:func:`id_int` of many ids as an int64 array (checked)."""
+    s = pd.Series(list(idents), dtype=object)
+    if s.empty:
+        return np.empty(0, dtype=np.int64)
+    ok = s.str.fullmatch(r"[QP]\d+").fillna(False).astype(bool)
+    if not ok.all():
+        raise ValueError(f"not a Wikidata item/property id: {s[~ok].iloc[0]!r}")
+    return s.str.slice(1).astype("int64").to_numpy()
+
+
+def qid(n: int) -> str:
+    """``42 -> "Q42"``."""
+    return f"Q{int(n)}"
+
+
+def pid(n: int) -> str:
+    """``19 -> "P19"``."""
+    return f"P{int(n)}"
+
+
+def qid_series(ids: pd.Series) -> pd.Series:
+    """Vectorised :func:`qid` of an integer Series."""
+    return "Q" + ids.astype("int64").astype(str)
+
+
+def pid_series(ids: pd.Series) -> pd.Series:
+    """Vectorised :func:`pid` of an integer Series."""
+    return "P" + ids.astype("int64").astype(str)
+
+
+def fact_id(subject, prop, obj):
+    """``fact_id`` = ``"{subject}|{property}|{object}"`` with string ids (``"Q155|P36|Q2844"``).
+
+    Works on strings and, element-wise, on string Series alike.
+    """
+    return subject + "|" + prop + "|" + obj
+
+
+def split_fact_id(key: str) -> tuple[str, str, str]:
+    """``"Q155|P36|Q2844" -> ("Q155", "P36", "Q2844")``."""
+    parts = key.split("|")
+    if len(parts) != 3:
+        raise ValueError(f"not a fact id (subject|property|object): {key!r}")
+    return parts[0], parts[1], parts[2]
+
+
+def pair_key(subject, prop):
+    """Key of a (subject, property) pair, ``"Q155|P36"``; strings or string Series."""
+    return subject + "|" + prop

@@ -1,0 +1,75 @@
+"""The five extraction tables written as Parquet row groups into temp files, renamed together."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from factprobe.contracts import EXTRACT_TABLES as TABLES
+from factprobe.contracts import SCHEMAS
+from factprobe.io import COMPRESSION
+
+
+class TableSet:
+    """Parquet writers for every table in temp files; :meth:`commit` renames them all at once.
+
+    Rows arrive as small per-chunk tables and are written as row groups of ``flush_rows``.
+    """
+
+    def __init__(self, outdir: Path, flush_rows: int = 500_000):
+        self.outdir = outdir
+        self.flush_rows = flush_rows
+        self.tmp: dict[str, Path] = {}
+        self.writers: dict[str, pq.ParquetWriter] = {}
+        self.parts: dict[str, list[pa.Table]] = {name: [] for name in TABLES}
+        self.buffered = dict.fromkeys(TABLES, 0)
+        outdir.mkdir(parents=True, exist_ok=True)
+        for name in TABLES:
+            fd, tmp = tempfile.mkstemp(prefix=f".{name}.parquet.", suffix=".tmp", dir=outdir)
+            os.close(fd)
+            self.tmp[name] = Path(tmp)
+            self.writers[name] = pq.ParquetWriter(tmp, SCHEMAS[name], compression=COMPRESSION)
+
+    def add(self, tables: dict[str, pa.Table]) -> None:
+        for name, table in tables.items():
+            if table.num_rows:
+                self.parts[name].append(table)
+                self.buffered[name] += table.num_rows
+                if self.buffered[name] >= self.flush_rows:
+                    self._flush(name)
+
+    def _flush(self, name: str) -> None:
+        if self.parts[name]:
+            table = pa.concat_tables(self.parts[name]).combine_chunks()
+            self.writers[name].write_table(table, row_group_size=max(self.flush_rows, table.num_rows))
+        self.parts[name] = []
+        self.buffered[name] = 0
+
+    def commit(self) -> None:
+        for name in TABLES:
+            self._flush(name)
+        for writer in self.writers.values():
+            writer.close()
+        mode = 0o666 & ~_umask()  # mkstemp makes 0600 files; outputs get the usual mode
+        for name in TABLES:
+            os.chmod(self.tmp[name], mode)
+            os.replace(self.tmp[name], self.outdir / f"{name}.parquet")
+
+    def discard(self) -> None:
+        for writer in self.writers.values():
+            try:
+                writer.close()
+            except Exception:  # noqa: BLE001 - the temp file is removed anyway
+                pass
+        for tmp in self.tmp.values():
+            tmp.unlink(missing_ok=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
