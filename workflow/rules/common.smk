@@ -43,6 +43,10 @@ MULTILINGUAL_SUITES = [
 ]
 # Models scored on every suite: scoring.models, else every registry row (registry order).
 SCORE_MODELS = config["scoring"].get("models") or list(MODEL_ROWS)
+# One list for every consumer of the encoding rule: scoring, ApprOpt, control training.
+NO_SPACE_LANGUAGES = config["scoring"].get(
+    "no_space_languages", ["zh", "ja", "th", "lo", "km", "my", "bo"]
+)
 # Settings resolved once and handed to rules with lookup(): a changed setting reruns only the
 # jobs it concerns (params provenance).
 MODEL_PARAMS = {

@@ -30,5 +30,6 @@ rule train_control:
         runtime=15,
     params:
         settings={key: value for key, value in CONTROL.items() if key != "suites"},
+        no_space_languages=NO_SPACE_LANGUAGES,
     script:
         "../scripts/train_control.py"

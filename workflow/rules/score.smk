@@ -28,9 +28,7 @@ rule score_shard:
         shards=SCORING.get("shards", 1),
         end_marker=SCORING.get("end_marker", "eos"),
         token_budget=SCORING.get("token_budget", 4096),
-        no_space_languages=SCORING.get(
-            "no_space_languages", ["zh", "ja", "th", "lo", "km", "my", "bo"]
-        ),
+        no_space_languages=NO_SPACE_LANGUAGES,
         cache="results/cache/scores/{model}",
         topk=SCORING.get("topk", 10),
     script:

@@ -21,8 +21,11 @@ facts = concat(inp.facts)
 split = fact_split(facts)
 prompts = concat(inp.prompts)
 forms = pd.concat([concat(inp.forms), concat(inp.candidate_forms)], ignore_index=True).drop_duplicates()
-docs = verbalizations(facts, prompts, forms, max_forms=settings.pop("max_forms", 3))
-prior = prior_docs(facts, prompts, concat(inp.candidates), forms, copies=settings.pop("prior_copies", 1))
+no_space = snakemake.params.no_space_languages
+docs = verbalizations(facts, prompts, forms, max_forms=settings.pop("max_forms", 3), no_space_langs=no_space)
+prior = prior_docs(
+    facts, prompts, concat(inp.candidates), forms, copies=settings.pop("prior_copies", 1), no_space_langs=no_space
+)
 logging.info("%d fact documents (taught half), %d prior-balancing documents", len(docs), len(prior))
 out = Path(snakemake.output.model)
 tmp = out.with_name(out.name + ".tmp")
