@@ -210,3 +210,32 @@ def test_topk_first_tokens_match_first_logprob(tiny):
         values, indices = expected.topk(5)
         assert ids == indices.tolist()
         np.testing.assert_allclose(lps, values.numpy(), atol=1e-5)
+
+
+def test_model_keeps_its_halved_budget_across_topk_and_scoring(tiny, monkeypatch):
+    """The OOM policy lives in the model: top-k halves the budget, scoring starts from it."""
+    _, model, tok = tiny
+    prompts, conts = all_pairs()
+    requests = [LoglikRequest(p, c) for p, c in zip(prompts, conts, strict=True)]
+    tops = [TopkRequest(p, 3) for p in PROMPTS]
+    want_lp = [r.logprob for r in HFCausalLM(model, tok).loglikelihood(requests)]
+    want_top = HFCausalLM(model, tok).topk(tops)
+    original = model.forward
+    sizes = []
+
+    def flaky(*args, **kwargs):
+        sizes.append(kwargs["input_ids"].numel())
+        if sizes[-1] > 40:
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(model, "forward", flaky)
+    lm = HFCausalLM(model, tok, token_budget=4096)
+    got_top = lm.topk(tops)
+    assert lm.budget.tokens <= 40 and max(sizes) > 40
+    sizes.clear()
+    got_lp = [r.logprob for r in lm.loglikelihood(requests)]
+    assert [t.token_ids for t in got_top] == [t.token_ids for t in want_top]
+    np.testing.assert_allclose([t.logprobs for t in got_top], [t.logprobs for t in want_top], atol=1e-5)
+    np.testing.assert_allclose(got_lp, want_lp, atol=1e-4)
+    assert max(sizes) <= 40  # the budget learnt in top-k was kept: no second OOM

@@ -115,31 +115,33 @@ class HFCausalLM(LM):
         """Exact log P(continuation + end marker | context) of each request, by the packed engine."""
         if not requests:
             return []
-        pairs, plans = tokenize_pairs(
+        token_requests, plans = tokenize_pairs(
             self.tokenizer, [r.context for r in requests], [r.continuation for r in requests], self.end_marker
         )
         waiting = np.array([1 if plan.minus is None else 2 for plan in plans])
-        plans_of_pair: dict[int, list[int]] = defaultdict(list)
+        plans_of_request: dict[int, list[int]] = defaultdict(list)
         for j, plan in enumerate(plans):
-            plans_of_pair[plan.plus].append(j)
+            plans_of_request[plan.plus].append(j)
             if plan.minus is not None:
-                plans_of_pair[plan.minus].append(j)
-        req_lp = np.zeros(len(pairs))
-        req_first = np.full(len(pairs), np.nan)
+                plans_of_request[plan.minus].append(j)
+        req_lp = np.zeros(len(token_requests))
+        req_first = np.full(len(token_requests), np.nan)
 
         def finished(done, total, first) -> None:
             req_lp[done] = total
             req_first[done] = first
             ready = []
             for r in done:
-                for j in plans_of_pair[int(r)]:
+                for j in plans_of_request[int(r)]:
                     waiting[j] -= 1
                     if waiting[j] == 0:
                         ready.append(j)
             if ready and on_done is not None:
                 on_done(ready, _results(*combine([plans[j] for j in ready], req_lp, req_first)))
 
-        score_requests(self.model, pairs, token_budget=self.budget, progress=progress, on_batch=finished)
+        score_requests(
+            self.model, token_requests, token_budget=self.budget, progress=progress, on_batch=finished
+        )
         return _results(*combine(plans, req_lp, req_first))
 
     @torch.inference_mode()

@@ -84,32 +84,14 @@ def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
 # Files that make up a model: weights, tokenizer and configuration. Anything else in the folder
 # (training.json with its wall time, split.parquet, a manifest with dates) is not the model and
 # must not change the cache key (issue 16 item 2).
-WEIGHT_SUFFIXES = {".safetensors", ".bin", ".pt", ".gguf"}
-TOKENIZER_FILES = {
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "added_tokens.json",
-    "vocab.json",
-    "merges.txt",
-    "vocab.txt",
-    "tokenizer.model",
-    "spiece.model",
-    "sentencepiece.bpe.model",
-    "chat_template.json",
-    "chat_template.jinja",
-}
-CONFIG_FILES = {
-    "config.json",
-    "generation_config.json",
-    "model.safetensors.index.json",
-    "pytorch_model.bin.index.json",
-}
+MODEL_SUFFIXES = {".safetensors", ".bin", ".pt", ".gguf", ".model", ".txt", ".jinja", ".py"}
+_JSON_STEMS = "config index tokenizer special_tokens_map added_tokens vocab chat_template"
+MODEL_JSON = tuple(f"{stem}.json" for stem in _JSON_STEMS.split())  # *config.json, *index.json, ...
 
 
 def is_model_file(path: Path) -> bool:
-    """Whether ``path`` holds weights, tokenizer or configuration (remote code counts as model)."""
-    return path.suffix in WEIGHT_SUFFIXES | {".py"} or path.name in TOKENIZER_FILES | CONFIG_FILES
+    """Whether ``path`` holds weights, tokenizer or configuration (``*config.json``, remote code)."""
+    return path.suffix in MODEL_SUFFIXES or path.name.endswith(MODEL_JSON)
 
 
 def model_fingerprint(folder: str | os.PathLike, max_bytes: int = 1 << 30) -> str:
@@ -202,7 +184,7 @@ def load_hf(
         raise ModelLoadError(
             f"{spec.where}: cannot load hub id {source!r} (revision {spec.revision or 'main'}): {exc}\n"
             f"Compute nodes are often offline. Download it once where the network is reachable, e.g. "
-            f"`huggingface-cli download {source} --local-dir resources/models/{spec.name}`, and set the "
+            f"`hf download {source} --local-dir resources/models/{spec.name}`, and set the "
             f"row's source to that directory (or fill the HF cache and set HF_HUB_OFFLINE=1)."
         ) from exc
     model.to(device)
