@@ -24,10 +24,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "workflow" / "scripts"), str(ROOT / "tests")]
 
+from factprobe.lm.encoding import tokenize_pairs  # noqa: E402
+from factprobe.lm.packed import score_requests  # noqa: E402
 from factprobe.scoring.control import train_bpe_tokenizer  # noqa: E402
-from factprobe.scoring.loglik import naive_requests, score_requests, tokenize_pairs  # noqa: E402
+from reference import naive_requests  # noqa: E402  (the naive loop lives with the tests)
 
 SYLLABLES = "ka lo mi ra ten vo shu pel dar quin bor ast fel gri mon tas ul ven wy zor".split()
 

@@ -12,14 +12,9 @@ import math
 import pandas as pd
 import pytest
 import torch
-from factprobe.distractors.appropt import (
-    FormEncoder,
-    TokenTrie,
-    appropt_distractors,
-    build_trie,
-    constrained_beam_search,
-    sequence_logprob,
-)
+from factprobe.distractors.appropt import TokenTrie, appropt_distractors, build_trie, constrained_beam_search
+from factprobe.lm import HFCausalLM
+from reference import continuation_logprob as sequence_logprob
 from test_distractors_common import demo_omega, demo_suite
 
 
@@ -48,11 +43,11 @@ def tiny(suite):
     return model, tok
 
 
-def small_trie(tok, forms: list[str]) -> TokenTrie:
-    enc = FormEncoder(tok)
+def small_trie(model, tok, forms: list[str]) -> TokenTrie:
+    lm = HFCausalLM(model, tok)
     trie = TokenTrie(tok.eos_token_id)
     for i, form in enumerate(forms):
-        trie.add(enc(form, "en"), i)
+        trie.add(lm.form_ids(form, "en"), i)
     return trie
 
 
@@ -66,8 +61,8 @@ def exhaustive(model, prefix, trie):
 
 
 def test_trie_paths_end_in_eos_and_share_prefixes(tiny):
-    _, tok = tiny
-    trie = small_trie(tok, FORMS)
+    model, tok = tiny
+    trie = small_trie(model, tok, FORMS)
     paths = trie.paths()
     assert len(paths) == len(FORMS)
     assert all(p[-1] == tok.eos_token_id for p, _ in paths)
@@ -77,7 +72,7 @@ def test_trie_paths_end_in_eos_and_share_prefixes(tiny):
 
 def test_wide_beam_equals_exhaustive_search(tiny):
     model, tok = tiny
-    trie = small_trie(tok, FORMS)
+    trie = small_trie(model, tok, FORMS)
     prefix = tok("The capital of France is")["input_ids"]
     got = constrained_beam_search(model, prefix, trie, width=len(FORMS))
     want = exhaustive(model, prefix, trie)
@@ -88,7 +83,7 @@ def test_wide_beam_equals_exhaustive_search(tiny):
 
 def test_narrow_beam_returns_sorted_trie_paths_with_exact_scores(tiny):
     model, tok = tiny
-    trie = small_trie(tok, FORMS)
+    trie = small_trie(model, tok, FORMS)
     paths = {p for p, _ in trie.paths()}
     prefix = tok("Rome is the capital of")["input_ids"]
     got = constrained_beam_search(model, prefix, trie, width=3)
@@ -128,7 +123,8 @@ def test_appropt_on_demo_facts_is_omega_valid_and_matches_exhaustive(tiny, suite
             "shots": "",
         }
     )
-    out = appropt_distractors(model, tok, facts, prompts, forms, omega, n=5, lang="en")
+    lm = HFCausalLM(model, tok)
+    out = appropt_distractors(lm, facts, prompts, forms, omega, n=5, lang="en")
     assert set(out["fact_id"]) == set(facts["fact_id"])
     en = forms[forms["lang"] == "en"]
     for fid, group in out.groupby("fact_id"):
@@ -147,7 +143,7 @@ def test_appropt_on_demo_facts_is_omega_valid_and_matches_exhaustive(tiny, suite
             pool,
             en.assign(id=en["entity"].str[1:].astype(int)).groupby("id")["form"].agg(list).to_dict(),
             "en",
-            FormEncoder(tok),
+            lm.form_ids,
             tok.eos_token_id,
         )
         assert 20 < len(trie.paths()) < 300  # real type members: big enough to matter, cheap enough
@@ -158,7 +154,7 @@ def test_appropt_on_demo_facts_is_omega_valid_and_matches_exhaustive(tiny, suite
             for e in ents_at:
                 best[e] = max(best.get(e, -math.inf), lp)
         wide = appropt_distractors(
-            model, tok, facts[facts["fact_id"] == fid], prompts, forms, omega, n=5, width=len(trie.paths())
+            lm, facts[facts["fact_id"] == fid], prompts, forms, omega, n=5, width=len(trie.paths())
         )
         top = sorted(best.items(), key=lambda kv: -kv[1])[:5]
         assert [int(e[1:]) for e in wide["entity"]] == [e for e, _ in top]

@@ -5,8 +5,9 @@ import pandas as pd
 import pytest
 import torch
 from factprobe.hashing import stable_hash
+from factprobe.lm import CachingLM, HFCausalLM, LoglikRequest, ModelSpec, RequestCache
+from factprobe.lm.load import model_fingerprint
 from factprobe.scoring.control import fact_split, prior_docs, train_control, verbalizations
-from factprobe.scoring.models import ModelSpec, load_model
 from factprobe.scoring.suite import build_pairs, score_pairs
 from factprobe.wikidata.labels import label_table
 
@@ -86,7 +87,7 @@ def test_positive_control_separates_taught_from_untaught(demo_facts, tmp_path):
     stats = train_control(docs * 2 + prior, tmp_path / "control", vocab_size=400, n_layer=1, n_embd=64,
                           n_head=4, steps=250, batch_size=16, lr=5e-3, threads=1)
     assert stats["documents"] == 2 * len(docs) + len(prior)
-    loaded = load_model(ModelSpec("control", "builtin:control", device="cpu"), control_dir=tmp_path / "control")
+    loaded = HFCausalLM.from_row(ModelSpec("control", "builtin:control", device="cpu"), control_dir=tmp_path / "control")
     labels = forms[forms["source"] == "label"].drop_duplicates("entity")
     scores = score_pairs(loaded, build_pairs(prompts, candidates, labels), progress=False)
     scores = scores.merge(candidates, on=["fact_id", "entity"])
@@ -98,3 +99,30 @@ def test_positive_control_separates_taught_from_untaught(demo_facts, tmp_path):
     by_split = result.groupby("split")["avg"].mean()
     assert by_split["taught"] >= 0.9, by_split
     assert by_split["untaught"] <= 0.75, by_split
+
+
+def test_retrained_identical_weights_hit_the_score_cache(tmp_path):
+    """Issue 16 item 2: the cache key hashes weights, tokenizer and config, not training.json."""
+    docs = ["The capital of France is Paris", "The capital of Italy is Rome", "Berlin is in Germany"]
+    settings = dict(vocab_size=300, n_layer=1, n_embd=16, n_head=2, steps=4, batch_size=2, threads=1)
+    spec = ModelSpec("control", "builtin:control", device="cpu")
+    requests = [LoglikRequest("The capital of France is", " Paris"), LoglikRequest("Berlin is in", " Italy")]
+    cache_dir = tmp_path / "cache"
+    forwards = []
+    results = []
+    for run in range(2):
+        folder = tmp_path / f"control{run}"
+        stats = train_control(docs, folder, **settings)
+        (folder / "training.json").write_text(f'{{"seconds": {stats["seconds"] + run}, "run": {run}}}')
+        lm = HFCausalLM.from_row(spec, control_dir=folder)
+        calls = []
+        lm.model.register_forward_hook(lambda *args, calls=calls: calls.append(1))
+        results.append(CachingLM(lm, RequestCache(cache_dir)).loglikelihood(requests))
+        forwards.append(len(calls))
+    assert (tmp_path / "control0" / "training.json").read_text() != (tmp_path / "control1" / "training.json").read_text()
+    assert model_fingerprint(tmp_path / "control0") == model_fingerprint(tmp_path / "control1")
+    assert forwards[0] > 0 and forwards[1] == 0  # the retrained model is served from the cache
+    assert results[0] == results[1]
+    # different weights (one more step) are a different model
+    train_control(docs, tmp_path / "other", **{**settings, "steps": 5})
+    assert model_fingerprint(tmp_path / "other") != model_fingerprint(tmp_path / "control0")

@@ -1,40 +1,17 @@
-"""Generation mode and the BELIEF §3.2 normalization / matching rule."""
+"""Generation mode (BELIEF-ICL, belief-myriadlama §3.2): greedy = argmax, seeded samples, and the
+stop at the first line break (issue 16 item 8). Answer matching is tested in test_belief_matching."""
+
+import math
 
 import pandas as pd
 import pytest
 import torch
+from factprobe.lm import GenerateRequest, HFCausalLM
 from factprobe.scoring.control import train_bpe_tokenizer
-from factprobe.scoring.generate import generate_answers, matches, normalize, sampled_confidence
-from factprobe.scoring.loglik import sequence_logprob
+from factprobe.scoring.generate import generate_answers
+from reference import sequence_logprob
 
 torch.set_num_threads(1)
-
-
-def test_normalize_tokenizes_and_lemmatizes():
-    assert normalize("A guitar!") == ["a", "guitar"]
-    assert normalize("guitars") == ["guitar"]
-    assert normalize("Cities, bosses and boxes") == ["city", "boss", "and", "box"]
-    assert normalize("Paris") == ["paris"] == normalize("paris")  # "-is" is not a plural
-    assert normalize("Gitarren", lang="de") == ["gitarren"]
-
-
-def test_matching_paper_examples():
-    # "John Lennon can play [MASK]": both "guitars" and "a guitar" are correct (§3.2)
-    assert matches("guitar", "a guitar")
-    assert matches("guitar", "guitars")
-    assert matches("guitars", "a guitar")
-    # one-directional for Acc@1: the gold must be inside the generation, not the reverse
-    assert matches("United Kingdom", "the United Kingdom of Great Britain")
-    assert not matches("United Kingdom of Great Britain", "United Kingdom")
-    assert matches("United Kingdom of Great Britain", "United Kingdom", bidirectional=True)
-    # contiguous token lists, not bags of words
-    assert not matches("New York", "York New")
-    assert not matches("", "anything")
-
-
-def test_sampled_confidence():
-    assert sampled_confidence("Paris", ["Paris", "paris.", "Lyon", "the Paris"]) == 0.75
-    assert sampled_confidence("Paris", []) != sampled_confidence("Paris", [])  # NaN
 
 
 @pytest.fixture(scope="module")
@@ -43,30 +20,77 @@ def tiny():
 
     tok = train_bpe_tokenizer(["The capital of France is Paris.\nThe capital of Italy is Rome."] * 20, 300)
     torch.manual_seed(3)
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_positions=64, n_embd=32, n_layer=1, n_head=2)).eval()
+    model = GPT2LMHeadModel(
+        GPT2Config(vocab_size=len(tok), n_positions=64, n_embd=32, n_layer=1, n_head=2)
+    ).eval()
     return model, tok
 
 
 def test_greedy_is_argmax_and_samples_are_seeded(tiny):
     model, tok = tiny
+    lm = HFCausalLM(model, tok, generation_batch_size=2)
     prompts = pd.DataFrame(
-        {"prompt_id": ["a", "b", "c"], "text": ["The capital of France is", "The capital of", "Rome"], "context": ""}
+        {
+            "prompt_id": ["a", "b", "c"],
+            "text": ["The capital of France is", "The capital of", "Rome"],
+            "context": "",
+        }
     )
-    out = generate_answers(model, tok, prompts, samples=3, max_new_tokens=5, batch_size=2, progress=False)
+    out = generate_answers(lm, prompts, samples=3, max_new_tokens=5, progress=False)
     assert len(out) == 3 * 4 and set(out["sample"]) == {0, 1, 2, 3}
-    # greedy by hand: repeated full forwards, argmax, stop at EOS
+    # greedy by hand: repeated full forwards, argmax, stop after EOS or a token with a line break
     ids = tok("The capital of France is")["input_ids"]
     start = len(ids)
     for _ in range(5):
         with torch.no_grad():
             nxt = int(model(input_ids=torch.tensor([ids])).logits[0, -1].argmax())
         ids.append(nxt)
-        if nxt == tok.eos_token_id:
+        if nxt == tok.eos_token_id or "\n" in tok.decode([nxt]):
             break
     greedy = out[(out.prompt_id == "a") & (out["sample"] == 0)].iloc[0]
     text = tok.decode(ids[start:], skip_special_tokens=True).split("\n", 1)[0].strip()
     assert greedy["text"] == text
     assert abs(greedy["logprob"] - sequence_logprob(model, ids, start)[0]) < 1e-4
     # samples of a prompt do not depend on which other prompts are generated with it
-    alone = generate_answers(model, tok, prompts.iloc[[2]], samples=3, max_new_tokens=5, progress=False)
+    alone = generate_answers(lm, prompts.iloc[[2]], samples=3, max_new_tokens=5, progress=False)
     pd.testing.assert_frame_equal(alone, out[out.prompt_id == "c"].reset_index(drop=True))
+
+
+def test_generation_stops_at_first_line_break_per_row(tiny):
+    """A model that never emits EOS: row 0 breaks the line at its 2nd token, row 1 at its 4th.
+
+    Generation must end after 4 forward passes (not ``max_new_tokens`` = 20), each row cut at its
+    own line break, in one batch.
+    """
+    model, tok = tiny
+    lm = HFCausalLM(model, tok, generation_batch_size=2)
+    newline = next(i for i in lm.line_break_ids() if tok.decode([i]) == "\n")
+    calls = []
+
+    def force(module, args, kwargs, output):
+        calls.append(1)
+        logits = output.logits
+        logits[:, -1, tok.eos_token_id] = -math.inf  # never EOS
+        logits[:, -1, lm.line_break_ids()] = -math.inf  # no line break unless forced below
+        if len(calls) == 2:
+            logits[0, -1, newline] = 1e4
+        if len(calls) == 4:
+            logits[1, -1, newline] = 1e4
+        return output
+
+    handle = model.register_forward_hook(force, with_kwargs=True)
+    try:
+        prompt = "The capital of Italy is"
+        answers = lm.generate([GenerateRequest(prompt, max_new_tokens=20)] * 2)
+    finally:
+        handle.remove()
+    assert len(calls) == 4
+    (row0,), (row1,) = answers
+    # the first generated token, independently: argmax of one full forward without EOS/line breaks
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([tok(prompt)["input_ids"]])).logits[0, -1]
+    logits[[tok.eos_token_id, *lm.line_break_ids()]] = -math.inf
+    first = tok.decode([int(logits.argmax())]).strip()
+    assert row0.text == first
+    assert row1.text.startswith(first) and len(row1.text) > len(first) and "\n" not in row1.text
+    assert row0.logprob <= 0 and row1.logprob < row0.logprob

@@ -8,10 +8,11 @@ log P(prompt + form + end) - log P(prompt) from two full forwards of canonical e
 import numpy as np
 import pytest
 import torch
+from factprobe.lm import HFCausalLM, LoglikRequest, TopkRequest
+from factprobe.lm.encoding import tokenize_pairs
+from factprobe.lm.packed import score_requests
 from factprobe.scoring.control import train_bpe_tokenizer
-from factprobe.scoring.loglik import naive_pair_logprob, score_requests, tokenize_pairs
-from factprobe.scoring.models import wrap_model
-from factprobe.scoring.suite import score_texts
+from reference import naive_pair_logprob
 
 torch.set_num_threads(1)
 
@@ -95,10 +96,13 @@ def test_boundary_merge_case_is_exercised(tiny):
 def test_engine_equals_naive(tiny, end):
     name, model, tok = tiny
     prompts, conts = all_pairs()
-    loaded = wrap_model(model, tok)
     naive = np.array([naive_pair_logprob(model, tok, p, c, end) for p, c in zip(prompts, conts, strict=True)])
+    requests = [LoglikRequest(p, c) for p, c in zip(prompts, conts, strict=True)]
     for budget in (8, 40, 4096):
-        lp, nt, fl = score_texts(loaded, prompts, conts, end=end, token_budget=budget, progress=False)
+        results = HFCausalLM(model, tok, end_marker=end, token_budget=budget).loglikelihood(requests)
+        lp = np.array([r.logprob for r in results])
+        nt = np.array([r.n_tokens for r in results])
+        fl = np.array([r.first_logprob for r in results])
         assert np.max(np.abs(lp - naive)) < 1e-4, (name, end, budget)
         assert np.all(nt >= 1)
         plain = np.array([p != "Par" for p in prompts])  # "Par" pairs are chain-rule differences
@@ -168,35 +172,35 @@ def test_oom_halves_budget_and_continues(tiny, monkeypatch):
 
 
 def test_model_rows_load_locally_and_fail_clearly(tmp_path, monkeypatch):
-    from factprobe.scoring.models import ModelLoadError, load_model
+    from factprobe.lm import ModelLoadError
 
     tok = train_bpe_tokenizer(CORPUS, vocab_size=300, add_bos=True)
     model = tiny_gpt2(tok)
     model.save_pretrained(tmp_path / "m")
     tok.save_pretrained(tmp_path / "m")
     row = {"name": "tiny", "source": str(tmp_path / "m"), "dtype": "float32", "device": "cpu", "_line": 3}
-    loaded = load_model(row)
-    assert loaded.dtype == torch.float32 and not loaded.spec.trust_remote_code
-    assert loaded.cache_identity[1]  # a local directory is identified by a content hash
-    lp, _, _ = score_texts(loaded, ["The capital of France is"], [" Paris"], progress=False)
-    assert abs(lp[0] - naive_pair_logprob(model, tok, "The capital of France is", " Paris")) < 1e-4
+    loaded = HFCausalLM.from_row(row)
+    assert loaded.dtype == torch.float32 and loaded.device.type == "cpu"
+    assert loaded.identity[1]  # a local directory is identified by a content hash
+    (result,) = loaded.loglikelihood([LoglikRequest("The capital of France is", " Paris")])
+    assert abs(result.logprob - naive_pair_logprob(model, tok, "The capital of France is", " Paris")) < 1e-4
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelLoadError, match=r"(?s)line 4.*no-such-org/no-such-model.*local-dir resources/models/ghost"):
-        load_model({"name": "ghost", "source": "no-such-org/no-such-model", "_line": 4})
+        HFCausalLM.from_row({"name": "ghost", "source": "no-such-org/no-such-model", "_line": 4})
     with pytest.raises(ModelLoadError, match="does not exist"):
-        load_model({"name": "gone", "source": str(tmp_path / "missing" / "dir"), "_line": 5})
+        HFCausalLM.from_row({"name": "gone", "source": str(tmp_path / "missing" / "dir"), "_line": 5})
     with pytest.raises(ModelLoadError, match="train_control"):
-        load_model({"name": "control", "source": "builtin:control"}, control_dir=tmp_path / "nothing")
+        HFCausalLM.from_row({"name": "control", "source": "builtin:control"}, control_dir=tmp_path / "nothing")
 
 
 def test_topk_first_tokens_match_first_logprob(tiny):
-    from factprobe.scoring.loglik import topk_first_tokens
-
     _, model, tok = tiny
     prompts = ["The capital of France is", "Q: Who wrote Hamlet? A:", "The capital of Germany is "]
-    top = topk_first_tokens(model, tok, prompts, k=5, token_budget=20)
-    for prompt, (ids, lps) in zip(prompts, top, strict=True):
+    top = HFCausalLM(model, tok, token_budget=20).topk([TopkRequest(p, 5) for p in prompts])
+    for prompt, result in zip(prompts, top, strict=True):
+        ids, lps = list(result.token_ids), list(result.logprobs)
+        assert list(result.tokens) == [tok.decode([i]) for i in ids]
         assert len(ids) == 5 and lps == sorted(lps, reverse=True)
         # independent: one full forward of the scorer's prefix for this prompt
         requests, plans = tokenize_pairs(tok, [prompt], [" x"], "none")
@@ -206,3 +210,32 @@ def test_topk_first_tokens_match_first_logprob(tiny):
         values, indices = expected.topk(5)
         assert ids == indices.tolist()
         np.testing.assert_allclose(lps, values.numpy(), atol=1e-5)
+
+
+def test_model_keeps_its_halved_budget_across_topk_and_scoring(tiny, monkeypatch):
+    """The OOM policy lives in the model: top-k halves the budget, scoring starts from it."""
+    _, model, tok = tiny
+    prompts, conts = all_pairs()
+    requests = [LoglikRequest(p, c) for p, c in zip(prompts, conts, strict=True)]
+    tops = [TopkRequest(p, 3) for p in PROMPTS]
+    want_lp = [r.logprob for r in HFCausalLM(model, tok).loglikelihood(requests)]
+    want_top = HFCausalLM(model, tok).topk(tops)
+    original = model.forward
+    sizes = []
+
+    def flaky(*args, **kwargs):
+        sizes.append(kwargs["input_ids"].numel())
+        if sizes[-1] > 40:
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(model, "forward", flaky)
+    lm = HFCausalLM(model, tok, token_budget=4096)
+    got_top = lm.topk(tops)
+    assert lm.budget.tokens <= 40 and max(sizes) > 40
+    sizes.clear()
+    got_lp = [r.logprob for r in lm.loglikelihood(requests)]
+    assert [t.token_ids for t in got_top] == [t.token_ids for t in want_top]
+    np.testing.assert_allclose([t.logprobs for t in got_top], [t.logprobs for t in want_top], atol=1e-5)
+    np.testing.assert_allclose(got_lp, want_lp, atol=1e-4)
+    assert max(sizes) <= 40  # the budget learnt in top-k was kept: no second OOM

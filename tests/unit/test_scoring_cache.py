@@ -4,9 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from factprobe.scoring.cache import RequestCache, request_key
+from factprobe.lm import CachingLM, HFCausalLM, RequestCache
+from factprobe.lm.cache import request_key
 from factprobe.scoring.control import train_bpe_tokenizer
-from factprobe.scoring.models import wrap_model
 from factprobe.scoring.suite import build_pairs, score_pairs, shard_of
 
 torch.set_num_threads(1)
@@ -21,7 +21,7 @@ def loaded():
     tok = train_bpe_tokenizer(CORPUS, vocab_size=300, add_bos=True)
     torch.manual_seed(1)
     model = GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_positions=64, n_embd=32, n_layer=1, n_head=2))
-    return wrap_model(model, tok, name="tiny")
+    return HFCausalLM(model, tok, source="tiny", token_budget=10)
 
 
 def tables(n_facts):
@@ -69,12 +69,12 @@ def test_rerun_kill_and_new_prompts_compute_only_missing(loaded, tmp_path):
     counter = Counter(loaded.model)
     prompts, candidates, forms = tables(6)
     pairs = build_pairs(prompts, candidates, forms)
-    first = score_pairs(loaded, pairs, cache=RequestCache(cache_dir), token_budget=10, progress=False)
+    first = score_pairs(CachingLM(loaded, RequestCache(cache_dir)), pairs, progress=False)
     assert counter.calls > 0
     full_calls = counter.calls
 
     counter.calls = 0  # a plain re-run: nothing to compute
-    again = score_pairs(loaded, pairs, cache=RequestCache(cache_dir), token_budget=10, progress=False)
+    again = score_pairs(CachingLM(loaded, RequestCache(cache_dir)), pairs, progress=False)
     assert counter.calls == 0
     np.testing.assert_array_equal(first["logprob"].to_numpy(), again["logprob"].to_numpy())
 
@@ -83,10 +83,10 @@ def test_rerun_kill_and_new_prompts_compute_only_missing(loaded, tmp_path):
     pairs8 = build_pairs(prompts8, candidates8, forms8)
     fresh = tmp_path / "fresh"
     new_only = pairs8[~pairs8["prompt_id"].isin(pairs["prompt_id"])]
-    score_pairs(loaded, new_only, cache=RequestCache(fresh), token_budget=10, progress=False)
+    score_pairs(CachingLM(loaded, RequestCache(fresh)), new_only, progress=False)
     expected = counter.calls
     counter.calls = 0
-    both = score_pairs(loaded, pairs8, cache=RequestCache(cache_dir), token_budget=10, progress=False)
+    both = score_pairs(CachingLM(loaded, RequestCache(cache_dir)), pairs8, progress=False)
     assert 0 < counter.calls == expected
     merged = both.merge(first, on=["prompt_id", "entity", "form"], suffixes=("", "_old"))
     assert len(merged) == len(first)
@@ -103,11 +103,11 @@ def test_rerun_kill_and_new_prompts_compute_only_missing(loaded, tmp_path):
 
     handle = loaded.model.register_forward_hook(die)
     with pytest.raises(KeyboardInterrupt):
-        score_pairs(loaded, pairs, cache=RequestCache(killed, flush_every=1), token_budget=10, progress=False)
+        score_pairs(CachingLM(loaded, RequestCache(killed, flush_every=1)), pairs, progress=False)
     handle.remove()
     assert len(RequestCache(killed)) > 0
     counter.calls = 0
-    resumed = score_pairs(loaded, pairs, cache=RequestCache(killed), token_budget=10, progress=False)
+    resumed = score_pairs(CachingLM(loaded, RequestCache(killed)), pairs, progress=False)
     assert counter.calls == full_calls - 2
     np.testing.assert_allclose(resumed["logprob"].to_numpy(), first["logprob"].to_numpy(), atol=1e-9)
     counter.handle.remove()

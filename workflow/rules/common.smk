@@ -30,6 +30,8 @@ SUITES = CFG.suites
 MULTILINGUAL_SUITES = [s for s, block in SUITES.items() if block.kind == "multilingual"]
 # Models scored on every suite: scoring.models, else every registry row (registry order).
 SCORE_MODELS = CFG.scoring.models or list(MODEL_ROWS)
+# One list for every consumer of the encoding rule: scoring, ApprOpt, control training.
+NO_SPACE_LANGUAGES = CFG.scoring.no_space_languages
 
 # Settings resolved once and handed to rules as plain dicts with lookup(): a changed setting
 # reruns only the jobs that read it (Snakemake's params trigger sees builtin types only).

@@ -28,5 +28,6 @@ rule train_control:
         settings=CONTROL_PARAMS,
         # Suites outside control.suites get a model taught none of their facts (all untaught).
         taught=lookup(dpath="{suite}", within=CONTROL_TAUGHT),
+        no_space_languages=NO_SPACE_LANGUAGES,
     script:
         "../scripts/train_control.py"

@@ -60,5 +60,6 @@ rule appropt_distractors:
         gpu=1,
     params:
         settings=lookup(dpath="{suite}/{model}", within=APPROPT_SETTINGS),
+        no_space_languages=NO_SPACE_LANGUAGES,
     script:
         "../scripts/appropt_distractors.py"

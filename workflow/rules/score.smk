@@ -27,7 +27,7 @@ rule score_shard:
         shards=CFG.scoring.shards,
         end_marker=CFG.scoring.end_marker,
         token_budget=CFG.scoring.token_budget,
-        no_space_languages=CFG.scoring.no_space_languages,
+        no_space_languages=NO_SPACE_LANGUAGES,
         cache="results/cache/scores/{model}",
         topk=CFG.scoring.topk,
     script:

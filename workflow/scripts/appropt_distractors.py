@@ -6,8 +6,9 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 
 import torch
 from factprobe import contracts
-from factprobe.distractors.appropt import appropt_distractors, load_model_row
+from factprobe.distractors.appropt import appropt_distractors
 from factprobe.distractors.retrieve import forms_of_candidates, load_suite_omega
+from factprobe.lm import HFCausalLM
 from factprobe.rulelog import rule_logger
 
 log = rule_logger(snakemake)
@@ -16,10 +17,8 @@ torch.set_num_threads(max(1, snakemake.threads))
 facts, entity_forms, _claims, omega = load_suite_omega(snakemake.input, p)
 prompts = contracts.read("prompts", snakemake.input.prompts)
 control = snakemake.input.control if "control" in snakemake.input.keys() else None
-model, tokenizer = load_model_row(p["model"], control)
-out = appropt_distractors(
-    model, tokenizer, facts, prompts, entity_forms, omega, p["n"], p["lang"], p["styles"], p["width"]
-)
+lm = HFCausalLM.from_row(p["model"], control, no_space_langs=snakemake.params.no_space_languages)
+out = appropt_distractors(lm, facts, prompts, entity_forms, omega, p["n"], p["lang"], p["styles"], p["width"])
 short = (out.drop_duplicates("fact_id")["found"] < p["n"]).sum() if len(out) else 0
 log.info(
     "%d distractors for %d facts; %d facts with fewer than n=%d",

@@ -5,20 +5,15 @@ import sys
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 from factprobe import contracts
+from factprobe.lm import HFCausalLM
 from factprobe.rulelog import rule_logger
 from factprobe.scoring.generate import generate_answers
-from factprobe.scoring.models import load_model
 
 log = rule_logger(snakemake)
 params = snakemake.params
 prompts = contracts.read("prompts", snakemake.input.prompts)
-loaded = load_model(params.model, control_dir=snakemake.input.get("control"))
-answers = generate_answers(
-    loaded.model,
-    loaded.tokenizer,
-    prompts,
-    samples=int(params.samples),
-    max_new_tokens=int(params.max_new_tokens),
-    batch_size=int(params.batch_size),
+lm = HFCausalLM.from_row(
+    params.model, control_dir=snakemake.input.get("control"), generation_batch_size=int(params.batch_size)
 )
+answers = generate_answers(lm, prompts, samples=int(params.samples), max_new_tokens=int(params.max_new_tokens))
 contracts.write("generations", answers, snakemake.output.generations)

@@ -5,9 +5,8 @@ import sys
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 from factprobe import contracts
+from factprobe.lm import CachingLM, HFCausalLM, RequestCache
 from factprobe.rulelog import rule_logger
-from factprobe.scoring.cache import RequestCache
-from factprobe.scoring.models import load_model
 from factprobe.scoring.suite import build_pairs, score_pairs, shard_of, topk_table
 from factprobe.suite_tables import load_suite_tables
 
@@ -20,16 +19,17 @@ shard, shards = int(params.shard), int(params.shards)
 prompts = prompts[[shard_of(p, shards) == shard for p in prompts["prompt_id"]]]
 log.info("shard %d/%d: %d prompts", shard, shards, len(prompts))
 pairs = build_pairs(prompts, candidates, forms, tuple(params.no_space_languages))
-loaded = load_model(params.model, control_dir=inp.get("control"))
-scores = score_pairs(
-    loaded,
-    pairs,
-    end=params.end_marker,
-    cache=RequestCache(params.cache),
+model = HFCausalLM.from_row(
+    params.model,
+    control_dir=inp.get("control"),
+    end_marker=params.end_marker,
     token_budget=int(params.token_budget),
+    no_space_langs=params.no_space_languages,
 )
+lm = CachingLM(model, RequestCache(params.cache))
+scores = score_pairs(lm, pairs)
 contracts.write("score_shard", scores, snakemake.output.scores)
 log.info("wrote %d scores", len(scores))
-topk = topk_table(loaded, prompts, int(params.topk), int(params.token_budget))
+topk = topk_table(lm, prompts, int(params.topk))
 contracts.write("topk", topk, snakemake.output.topk)
 log.info("wrote top-%d first tokens of %d prompts", int(params.topk), topk["prompt_id"].nunique())

@@ -24,8 +24,11 @@ if not snakemake.params.taught:  # a suite outside control.suites: the model is 
 split = fact_split(facts)
 prompts = concat(inp.prompts)
 forms = concat([inp.forms, inp.candidate_forms]).drop_duplicates()
-docs = verbalizations(facts, prompts, forms, max_forms=settings.pop("max_forms"))
-prior = prior_docs(facts, prompts, concat(inp.candidates), forms, copies=settings.pop("prior_copies"))
+no_space = snakemake.params.no_space_languages
+docs = verbalizations(facts, prompts, forms, max_forms=settings.pop("max_forms"), no_space_langs=no_space)
+prior = prior_docs(
+    facts, prompts, concat(inp.candidates), forms, copies=settings.pop("prior_copies"), no_space_langs=no_space
+)
 log.info("%d fact documents (taught half), %d prior-balancing documents", len(docs), len(prior))
 out = Path(snakemake.output.model)
 tmp = out.with_name(out.name + ".tmp")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import pandas as pd
@@ -25,11 +26,11 @@ from tqdm import tqdm
 
 from factprobe.contracts import id_int, id_ints
 from factprobe.distractors.omega import Omega
+from factprobe.lm import HFCausalLM
 
 log = logging.getLogger(__name__)
 
 LEAF = -1
-NO_SPACE_LANGS = {"zh", "ja", "th", "lo", "km", "my", "bo"}
 
 
 @dataclass
@@ -65,11 +66,6 @@ class TokenTrie:
     def depth(self) -> int:
         """Length of the longest path (tokens including EOS)."""
         return max((len(p) for p, _ in self.paths()), default=0)
-
-
-def continuation(form: str, lang: str) -> str:
-    """A form as it follows a prompt: one leading space in languages written with spaces."""
-    return form if lang in NO_SPACE_LANGS else " " + form
 
 
 @torch.no_grad()
@@ -125,30 +121,6 @@ def constrained_beam_search(
     return finished
 
 
-@torch.no_grad()
-def sequence_logprob(model: Any, prefix_ids: list[int], tokens: list[int]) -> float:
-    """log P(tokens | prefix) by one full forward pass (no cache): the reference for tests."""
-    device = next(model.parameters()).device
-    ids = torch.tensor([list(prefix_ids) + list(tokens)], device=device)
-    logp = torch.log_softmax(model(input_ids=ids).logits[0].float(), dim=-1)
-    pos = torch.arange(len(prefix_ids) - 1, ids.shape[1] - 1, device=device)
-    return float(logp[pos, ids[0, len(prefix_ids) :]].sum())
-
-
-class FormEncoder:
-    """Token ids of continuations, cached per (form, lang) string."""
-
-    def __init__(self, tokenizer: Any) -> None:
-        self.tokenizer = tokenizer
-        self.cache: dict[tuple[str, str], list[int]] = {}
-
-    def __call__(self, form: str, lang: str) -> list[int]:
-        key = (form, lang)
-        if key not in self.cache:
-            self.cache[key] = self.tokenizer(continuation(form, lang), add_special_tokens=False)["input_ids"]
-        return self.cache[key]
-
-
 def build_trie(
     entities: list[int], forms: dict[int, list[str]], lang: str, encode: Callable, eos: int
 ) -> TokenTrie:
@@ -174,8 +146,7 @@ def pick_prompts(prompts: pd.DataFrame, lang: str, styles: list[str]) -> pd.Data
 
 
 def appropt_distractors(
-    model: Any,
-    tokenizer: Any,
+    lm: HFCausalLM,
     facts: pd.DataFrame,
     prompts: pd.DataFrame,
     entity_forms: pd.DataFrame,
@@ -188,8 +159,10 @@ def appropt_distractors(
     """ApprOpt rows (candidates columns, strategy ``appropt``) for every fact with a prompt.
 
     Extra columns: ``score`` (log Pr(λ + EOS | c) of the best form found), ``form``, ``prompt_id``
-    and ``found`` (distinct entities found for the fact, ≤ n).
+    and ``found`` (distinct entities found for the fact, ≤ n). Prompts and forms are encoded by
+    ``lm``'s rule (BOS, trailing spaces, no-space languages), as in scoring.
     """
+    tokenizer = lm.tokenizer
     if tokenizer.eos_token_id is None:
         raise ValueError("the tokenizer has no EOS token; ApprOpt paths must end in EOS")
     eos = int(tokenizer.eos_token_id)
@@ -197,7 +170,7 @@ def appropt_distractors(
     chosen = pick_prompts(prompts, lang, styles or ["completion", "statement", "question"])
     f = entity_forms[entity_forms["lang"] == lang]
     forms = f.assign(id=id_ints(f["entity"])).groupby("id")["form"].agg(list).to_dict()
-    encode = FormEncoder(tokenizer)
+    encode = lru_cache(maxsize=None)(lm.form_ids)
     facts = facts.merge(chosen, on="fact_id", how="inner")
     rows = []
     total = 0
@@ -205,8 +178,8 @@ def appropt_distractors(
         s, r, o = id_int(fact.subject), id_int(fact.property), id_int(fact.object)
         pool = omega.filter(s, r, o, omega.members(omega.types_of(o)))
         trie = build_trie(pool, forms, lang, encode, eos)
-        prefix = tokenizer(str(fact.context or "") + str(fact.text))["input_ids"]
-        hyps = constrained_beam_search(model, prefix, trie, width)
+        prefix = lm.context_ids(str(fact.context or "") + str(fact.text))
+        hyps = constrained_beam_search(lm.model, prefix, trie, width)
         seen: list[tuple[int, float, tuple]] = []
         taken = set()
         for toks, score, ents in hyps:
@@ -249,22 +222,3 @@ def appropt_distractors(
     out["relevance"] = out["relevance"].astype("float64")
     out["found"] = out["found"].astype("int32")
     return out
-
-
-def load_model_row(row: dict, control_dir: str | None = None):
-    """``(model, tokenizer)`` of a models.tsv row via the scoring stage's loader.
-
-    Falls back to ``AutoModelForCausalLM``/``AutoTokenizer`` from a local directory if the
-    scoring module is unavailable, so the lead can swap loaders in one place.
-    """
-    try:
-        from factprobe.scoring.models import load_model
-    except ImportError:  # pragma: no cover - only before the scoring stage exists
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        source = control_dir if row["source"] == "builtin:control" else row["source"]
-        tok = AutoTokenizer.from_pretrained(source, local_files_only=True)
-        model = AutoModelForCausalLM.from_pretrained(source, local_files_only=True).eval()
-        return model, tok
-    loaded = load_model(row, control_dir)
-    return loaded.model, loaded.tokenizer

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +28,7 @@ import torch
 
 from factprobe import contracts
 from factprobe.hashing import stable_hash
+from factprobe.lm.encoding import NO_SPACE_LANGS, continuation_text
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +105,7 @@ def verbalizations(
     prompts: pd.DataFrame,
     forms: pd.DataFrame,
     max_forms: int = 3,
-    no_space_langs: Sequence[str] = ("zh", "ja", "th"),
+    no_space_langs: Collection[str] = NO_SPACE_LANGS,
 ) -> list[str]:
     """Training documents: each zero-shot prompt of a taught fact + " " + a form of its object.
 
@@ -120,8 +121,10 @@ def verbalizations(
     f["tie"] = [stable_hash("control-form", e, form) for e, form in zip(f["object"], f["form"], strict=True)]
     f = f.sort_values(["object", "lang", "order", "tie"]).groupby(["object", "lang"]).head(max_forms)
     docs = p.merge(f[["object", "lang", "form"]], on=["object", "lang"], how="inner")
-    space = np.where(docs["lang"].isin(list(no_space_langs)), "", " ")
-    texts = (docs["text"].astype(str) + space + docs["form"].astype(str)).drop_duplicates()
+    texts = {
+        text + continuation_text(form, lang, no_space_langs)
+        for text, form, lang in zip(docs["text"].astype(str), docs["form"].astype(str), docs["lang"], strict=True)
+    }
     return sorted(texts)
 
 
@@ -139,7 +142,7 @@ def prior_docs(
     candidates: pd.DataFrame,
     forms: pd.DataFrame,
     copies: int = 2,
-    no_space_langs: Sequence[str] = ("zh", "ja", "th"),
+    no_space_langs: Collection[str] = NO_SPACE_LANGS,
 ) -> list[str]:
     """Prior-balancing documents: each candidate entity of a relation after nonce subjects.
 
@@ -164,7 +167,6 @@ def prior_docs(
     labels = labels.drop_duplicates(["entity", "lang"]).set_index(["entity", "lang"])["form"]
     docs = set()
     for (prop, lang), tpl in by_rel.items():
-        space = "" if lang in no_space_langs else " "
         for entity in cand.loc[cand["property"] == prop, "entity"]:
             form = labels.get((entity, lang))
             if form is None:
@@ -172,7 +174,7 @@ def prior_docs(
             for k in range(copies):
                 row = tpl.iloc[stable_hash("prior-template", prop, lang, entity, k) % len(tpl)]
                 subject = nonce_name(f"{prop}|{entity}|{k}")
-                docs.add(row["text"].replace(row["subject_form"], subject, 1) + space + form)
+                docs.add(row["text"].replace(row["subject_form"], subject, 1) + continuation_text(form, lang, no_space_langs))
     return sorted(docs)
 
 

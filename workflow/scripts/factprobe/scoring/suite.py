@@ -2,27 +2,25 @@
 
 Pairs come from ``prompts`` x ``candidates`` (on ``fact_id``) x ``forms`` (on ``entity, lang``);
 the scored text is ``context + text`` and the continuation is the form with one leading space
-(none for languages written without spaces) - docs/contracts.md. Scores come from the request
-cache when present, else from the packed engine (:mod:`factprobe.scoring.loglik`).
+(none for languages written without spaces) - docs/contracts.md. Scores come from a model of
+:mod:`factprobe.lm` (a :class:`~factprobe.lm.CachingLM` reads the request cache first).
 """
 
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
+from collections.abc import Collection
 
 import numpy as np
 import pandas as pd
 
 from factprobe import contracts
 from factprobe.hashing import stable_hash
-from factprobe.scoring.cache import RequestCache, request_key
-from factprobe.scoring.loglik import combine, score_requests, tokenize_pairs, topk_first_tokens
-from factprobe.scoring.models import LoadedModel
+from factprobe.lm import LM, NO_SPACE_LANGS, LoglikRequest, TopkRequest
+from factprobe.lm.encoding import continuation_text
 
 log = logging.getLogger(__name__)
 
-NO_SPACE_LANGS = ("zh", "ja", "th", "lo", "km", "my", "bo")
 
 
 def shard_of(prompt_id: str, shards: int) -> int:
@@ -34,7 +32,7 @@ def build_pairs(
     prompts: pd.DataFrame,
     candidates: pd.DataFrame,
     forms: pd.DataFrame,
-    no_space_langs: tuple[str, ...] = NO_SPACE_LANGS,
+    no_space_langs: Collection[str] = NO_SPACE_LANGS,
 ) -> pd.DataFrame:
     """All (prompt, candidate entity, form) pairs with their ``prompt_text`` and ``continuation``.
 
@@ -59,8 +57,10 @@ def build_pairs(
         )
     pairs = with_forms[~lost].copy()
     pairs["prompt_text"] = pairs["context"] + pairs["text"]
-    space = np.where(pairs["lang"].isin(list(no_space_langs)), "", " ")
-    pairs["continuation"] = space + pairs["form"].astype(str)
+    pairs["continuation"] = [
+        continuation_text(form, lang, no_space_langs)
+        for form, lang in zip(pairs["form"].astype(str), pairs["lang"], strict=True)
+    ]
     pairs = pairs.drop_duplicates(["prompt_id", "entity", "form"]).reset_index(drop=True)
     log.info(
         "%d pairs: %d prompts x candidates x forms (%d distinct prompts)",
@@ -71,94 +71,21 @@ def build_pairs(
     return pairs
 
 
-def score_texts(
-    loaded: LoadedModel,
-    prompt_texts: list[str],
-    continuations: list[str],
-    end: str = "eos",
-    cache: RequestCache | None = None,
-    token_budget: int = 4096,
-    progress: bool = True,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(logprob, n_tokens, first_logprob) of each (prompt text, continuation) pair.
-
-    Cached pairs are read, the rest tokenized jointly and scored; each finished pair is written
-    to the cache as soon as all its requests are done, so a killed run resumes.
-    """
-    model_id, revision, dtype = loaded.cache_identity
-    uniq = sorted(set(zip(prompt_texts, continuations, strict=True)))
-    keys = [request_key(model_id, revision, dtype, p, f"{c}\x00end={end}") for p, c in uniq]
-    if cache is None:
-        cache = RequestCache(None)
-    found, lp, nt, fl = cache.lookup(keys)
-    todo = np.flatnonzero(~found)
-    log.info("%d distinct pairs: %d cached, %d to compute", len(uniq), int(found.sum()), len(todo))
-    if len(todo):
-        requests, plans = tokenize_pairs(
-            loaded.tokenizer, [uniq[i][0] for i in todo], [uniq[i][1] for i in todo], end
-        )
-        waiting = np.array([1 if plan.minus is None else 2 for plan in plans])
-        pairs_of_request: dict[int, list[int]] = defaultdict(list)
-        for j, plan in enumerate(plans):
-            pairs_of_request[plan.plus].append(j)
-            if plan.minus is not None:
-                pairs_of_request[plan.minus].append(j)
-        req_lp = np.zeros(len(requests))
-        req_first = np.full(len(requests), np.nan)
-
-        def finished(done, total, first):
-            req_lp[done] = total
-            req_first[done] = first
-            ready = []
-            for r in done:
-                for j in pairs_of_request[int(r)]:
-                    waiting[j] -= 1
-                    if waiting[j] == 0:
-                        ready.append(j)
-            if ready:
-                sub = [plans[j] for j in ready]
-                v_lp, v_nt, v_fl = combine(sub, req_lp, req_first)
-                cache.add([keys[todo[j]] for j in ready], v_lp, v_nt, v_fl)
-
-        score_requests(
-            loaded.model, requests, token_budget=token_budget, progress=progress, on_batch=finished
-        )
-        cache.flush()
-        c_lp, c_nt, c_fl = combine(plans, req_lp, req_first)
-        lp[todo], nt[todo], fl[todo] = c_lp, c_nt, c_fl
-    where = {pair: i for i, pair in enumerate(uniq)}
-    idx = np.array([where[pair] for pair in zip(prompt_texts, continuations, strict=True)], dtype=np.int64)
-    if len(idx) == 0:
-        return np.zeros(0), np.zeros(0, dtype=np.int32), np.zeros(0)
-    return lp[idx], nt[idx], fl[idx]
-
-
-def score_pairs(
-    loaded: LoadedModel,
-    pairs: pd.DataFrame,
-    end: str = "eos",
-    cache: RequestCache | None = None,
-    token_budget: int = 4096,
-    progress: bool = True,
-) -> pd.DataFrame:
+def score_pairs(lm: LM, pairs: pd.DataFrame, progress: bool = True) -> pd.DataFrame:
     """The score table (docs/contracts.md ``score_suite``) of the pairs from :func:`build_pairs`."""
-    lp, nt, fl = score_texts(
-        loaded,
-        pairs["prompt_text"].tolist(),
-        pairs["continuation"].tolist(),
-        end=end,
-        cache=cache,
-        token_budget=token_budget,
-        progress=progress,
-    )
+    requests = [
+        LoglikRequest(p, c) for p, c in zip(pairs["prompt_text"].tolist(), pairs["continuation"].tolist(), strict=True)
+    ]
+    uniq = sorted(set(requests), key=lambda r: (r.context, r.continuation))
+    results = dict(zip(uniq, lm.loglikelihood(uniq, progress=progress), strict=True))
     out = pairs[["prompt_id", "entity", "form", "fact_id", "lang"]].copy()
-    out["logprob"] = lp.astype(np.float64)
-    out["n_tokens"] = nt.astype(np.int32)
-    out["first_logprob"] = fl.astype(np.float64)
+    out["logprob"] = np.array([results[r].logprob for r in requests], dtype=np.float64)
+    out["n_tokens"] = np.array([results[r].n_tokens for r in requests], dtype=np.int32)
+    out["first_logprob"] = np.array([results[r].first_logprob for r in requests], dtype=np.float64)
     return out[contracts.columns("score_shard")]
 
 
-def topk_table(loaded: LoadedModel, prompts: pd.DataFrame, k: int, token_budget: int = 4096) -> pd.DataFrame:
+def topk_table(lm: LM, prompts: pd.DataFrame, k: int) -> pd.DataFrame:
     """Top-``k`` first-token predictions per prompt: ``prompt_id, rank (1..k), token_id, token, logprob``.
 
     The next-token distribution after ``context + text`` (Precision@n / Probability baselines of
@@ -168,11 +95,11 @@ def topk_table(loaded: LoadedModel, prompts: pd.DataFrame, k: int, token_budget:
     if k <= 0 or prompts.empty:
         return pd.DataFrame({c: pd.Series(dtype=t) for c, t in columns.items()})
     texts = (prompts["context"].fillna("") + prompts["text"]).tolist()
-    top = topk_first_tokens(loaded.model, loaded.tokenizer, texts, k, token_budget)
+    top = lm.topk([TopkRequest(text, k) for text in texts])
     rows = []
-    for pid, (ids, lps) in zip(prompts["prompt_id"], top, strict=True):
-        for rank, (tok, lp) in enumerate(zip(ids, lps, strict=True), start=1):
-            rows.append((pid, rank, tok, loaded.tokenizer.decode([tok]), lp))
+    for pid, result in zip(prompts["prompt_id"], top, strict=True):
+        for rank, row in enumerate(zip(result.token_ids, result.tokens, result.logprobs, strict=True), start=1):
+            rows.append((pid, rank, *row))
     return pd.DataFrame(rows, columns=list(columns)).astype(columns)
 
 

@@ -114,15 +114,6 @@ def model_kind(model, tokenizer) -> str:
     return "marian"
 
 
-def resolve_device(device: str) -> str:
-    """``auto`` -> ``cuda`` when a GPU is present, else ``cpu``."""
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
-
-
 class ForcedPrefix:
     """Logits processor forcing each row's output to start with its own token sequence.
 
@@ -281,15 +272,16 @@ def load_translator(
 
     Raises a ``RuntimeError`` naming the model and the fix when it cannot be loaded.
     """
-    import torch
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-    device = resolve_device(device)
+    from factprobe.lm.load import DTYPES, resolve_device
+
+    device = str(resolve_device(device))
     if device == "cpu" and dtype != "float32":
         # Half precision on CPU is slow or unsupported for generation; the output would not differ much.
         log.warning("translate.dtype %s on CPU: using float32", dtype)
         dtype = "float32"
-    torch_dtype = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
+    torch_dtype = DTYPES[dtype]
     try:
         tokenizer = AutoTokenizer.from_pretrained(name)
         model = AutoModelForSeq2SeqLM.from_pretrained(name, dtype=torch_dtype)

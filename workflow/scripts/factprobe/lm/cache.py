@@ -1,4 +1,5 @@
-"""Request cache: scores keyed by hash(model, revision, dtype, context, continuation), in Parquet shards.
+"""Request cache: scores keyed by hash(model, revision, dtype, context, continuation), in Parquet shards,
+and :class:`CachingLM`, the model wrapper that reads and fills it.
 
 Every finished request is appended to an in-memory buffer that is flushed as a new, atomically
 written shard (``part-<hash>.parquet``) every ``flush_every`` entries and at the end. A killed job
@@ -13,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from factprobe.io import write_table
+from factprobe.lm.api import (
+    LM,
+    GenerateRequest,
+    GenerateResult,
+    LoglikRequest,
+    LoglikResult,
+    OnDone,
+    TopkRequest,
+    TopkResult,
+)
 
 log = logging.getLogger(__name__)
 
@@ -105,3 +116,67 @@ class RequestCache:
         write_table(table, self.folder / f"part-{name}.parquet")
         log.info("request cache: wrote %d entries to %s", len(keys), self.folder)
         self._buffer.clear()
+
+
+class CachingLM(LM):
+    """``lm`` with its log-likelihoods read from and written to a :class:`RequestCache`.
+
+    Cached requests are read; the rest go to ``lm`` and each is written to the cache as soon as it
+    is final, so a killed run resumes. Top-k and generation pass through uncached.
+    """
+
+    def __init__(self, lm: LM, cache: RequestCache):
+        self.lm = lm
+        self.cache = cache
+        self.end_marker = lm.end_marker
+
+    @property
+    def identity(self) -> tuple[str, str, str]:
+        return self.lm.identity
+
+    def keys(self, requests: Sequence[LoglikRequest]) -> list[str]:
+        """Cache keys of ``requests`` (the end marker is part of the continuation's key)."""
+        model, revision, dtype = self.identity
+        tag = f"\x00end={self.end_marker}"
+        return [request_key(model, revision, dtype, r.context, r.continuation + tag) for r in requests]
+
+    def loglikelihood(
+        self, requests: Sequence[LoglikRequest], progress: bool = False, on_done: OnDone | None = None
+    ) -> list[LoglikResult]:
+        keys = self.keys(requests)
+        found, lp, nt, fl = self.cache.lookup(keys)
+        todo = np.flatnonzero(~found).tolist()
+        log.info("%d requests: %d cached, %d to compute", len(keys), int(found.sum()), len(todo))
+        out = [
+            LoglikResult(float(a), int(b), float(c)) if hit else None
+            for hit, a, b, c in zip(found, lp, nt, fl, strict=True)
+        ]
+        if on_done is not None and found.any():
+            hits = np.flatnonzero(found).tolist()
+            on_done(hits, [out[i] for i in hits])
+
+        def finished(done: Sequence[int], results: Sequence[LoglikResult]) -> None:
+            if not done:
+                return
+            index = [todo[j] for j in done]
+            self.cache.add(
+                [keys[i] for i in index],
+                *zip(*((r.logprob, r.n_tokens, r.first_logprob) for r in results), strict=True),
+            )
+            if on_done is not None:
+                on_done(index, results)
+
+        if todo:
+            computed = self.lm.loglikelihood([requests[i] for i in todo], progress=progress, on_done=finished)
+            self.cache.flush()
+            for i, result in zip(todo, computed, strict=True):
+                out[i] = result
+        return out
+
+    def topk(self, requests: Sequence[TopkRequest]) -> list[TopkResult]:
+        return self.lm.topk(requests)
+
+    def generate(
+        self, requests: Sequence[GenerateRequest], progress: bool = False
+    ) -> list[list[GenerateResult]]:
+        return self.lm.generate(requests, progress=progress)

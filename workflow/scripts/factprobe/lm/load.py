@@ -1,7 +1,8 @@
 """Model registry rows (config/models.tsv) -> a loaded causal LM, its tokenizer and its identity.
 
-A row names ``source`` as a Hugging Face hub id, a local directory, or ``builtin:control`` (the
-positive-control model the workflow trains, see :mod:`factprobe.scoring.control`). Loading never
+Used only by :meth:`factprobe.lm.hf.HFCausalLM.from_row`. A row names ``source`` as a Hugging Face
+hub id, a local directory, or ``builtin:control`` (the positive-control model the workflow trains,
+see :mod:`factprobe.scoring.control`). Loading never
 enables ``trust_remote_code`` unless the row says so, and works offline (``HF_HUB_OFFLINE=1``):
 a hub id that cannot be reached fails with an error that suggests a local directory instead.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,9 @@ def resolve_device(device: str) -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ModelLoadError(f"device {device!r} requested but CUDA is not available; set device to auto or cpu")
+        raise ModelLoadError(
+            f"device {device!r} requested but CUDA is not available; set device to auto or cpu"
+        )
     return torch.device(device)
 
 
@@ -78,34 +81,29 @@ def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
     return torch.float32
 
 
-@dataclass
-class LoadedModel:
-    """A model ready for scoring: module in eval mode, tokenizer, and cache identity."""
-
-    spec: ModelSpec
-    model: Any
-    tokenizer: Any
-    device: torch.device
-    dtype: torch.dtype
-    fingerprint: str = ""
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def cache_identity(self) -> tuple[str, str, str]:
-        """(model, revision, dtype) part of the request-cache key (see factprobe.scoring.cache)."""
-        return (self.spec.source, self.fingerprint or self.spec.revision, str(self.dtype).removeprefix("torch."))
+# Files that make up a model: weights, tokenizer and configuration. Anything else in the folder
+# (training.json with its wall time, split.parquet, a manifest with dates) is not the model and
+# must not change the cache key (issue 16 item 2).
+MODEL_SUFFIXES = {".safetensors", ".bin", ".pt", ".gguf", ".model", ".txt", ".jinja", ".py"}
+_JSON_STEMS = "config index tokenizer special_tokens_map added_tokens vocab chat_template"
+MODEL_JSON = tuple(f"{stem}.json" for stem in _JSON_STEMS.split())  # *config.json, *index.json, ...
 
 
-def directory_fingerprint(folder: str | os.PathLike, max_bytes: int = 1 << 30) -> str:
-    """Content hash of a local model directory (config, tokenizer and weights).
+def is_model_file(path: Path) -> bool:
+    """Whether ``path`` holds weights, tokenizer or configuration (``*config.json``, remote code)."""
+    return path.suffix in MODEL_SUFFIXES or path.name.endswith(MODEL_JSON)
+
+
+def model_fingerprint(folder: str | os.PathLike, max_bytes: int = 1 << 30) -> str:
+    """Content hash of a local model directory: its weights, tokenizer and configuration only.
 
     A local directory has no hub revision; retraining the control model or replacing weights must
-    invalidate the request cache, so the cache key uses this hash. Files above ``max_bytes`` in
-    total are identified by name and size only, to keep start-up cheap for big local checkpoints.
+    invalidate the request cache, and retraining to byte-identical weights must not, so the cache
+    key uses this hash of :func:`is_model_file` files. Above ``max_bytes`` in total, files are
+    identified by name and size only, to keep start-up cheap for big local checkpoints.
     """
     folder = Path(folder)
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
-    files = [p for p in files if p.suffix in {".json", ".safetensors", ".bin", ".txt", ".model", ".py"}]
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and is_model_file(p))
     total = sum(p.stat().st_size for p in files)
     digest = hashlib.blake2b(digest_size=12)
     for path in files:
@@ -129,15 +127,28 @@ def _resolve_source(spec: ModelSpec, control_dir: str | os.PathLike | None) -> t
     if path.is_dir():
         return str(path), True
     if path.is_absolute() or spec.source.startswith((".", "~")) or spec.source.count("/") > 1:
-        raise ModelLoadError(f"{spec.where}: local directory {spec.source!r} does not exist; fix the source column")
+        raise ModelLoadError(
+            f"{spec.where}: local directory {spec.source!r} does not exist; fix the source column"
+        )
     return spec.source, False
 
 
-def load_model(
-    row: dict[str, Any] | ModelSpec,
+@dataclass(frozen=True)
+class Loaded:
+    """What :func:`load_hf` returns: module in eval mode, tokenizer, and where/how it runs."""
+
+    model: Any
+    tokenizer: Any
+    device: torch.device
+    dtype: torch.dtype
+    fingerprint: str
+
+
+def load_hf(
+    spec: ModelSpec,
     control_dir: str | os.PathLike | None = None,
     attn_implementation: str = "sdpa",
-) -> LoadedModel:
+) -> Loaded:
     """Load the model and tokenizer of one models.tsv row, in eval mode on the row's device/dtype.
 
     ``sdpa`` attention is requested because the packed scorer passes a custom 4D mask (eager
@@ -146,7 +157,6 @@ def load_model(
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    spec = row if isinstance(row, ModelSpec) else spec_from_row(row)
     source, local = _resolve_source(spec, control_dir)
     device = resolve_device(spec.device)
     dtype = resolve_dtype(spec.dtype, device)
@@ -165,26 +175,20 @@ def load_model(
             if "attn" not in str(exc).lower() and "sdpa" not in str(exc).lower():
                 raise
             log.warning("%s: %s; falling back to eager attention", spec.where, exc)
-            model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, attn_implementation="eager", **kwargs)
+            model = AutoModelForCausalLM.from_pretrained(
+                source, dtype=dtype, attn_implementation="eager", **kwargs
+            )
     except OSError as exc:
         if local:
             raise ModelLoadError(f"{spec.where}: cannot load local directory {source}: {exc}") from exc
         raise ModelLoadError(
             f"{spec.where}: cannot load hub id {source!r} (revision {spec.revision or 'main'}): {exc}\n"
             f"Compute nodes are often offline. Download it once where the network is reachable, e.g. "
-            f"`huggingface-cli download {source} --local-dir resources/models/{spec.name}`, and set the "
+            f"`hf download {source} --local-dir resources/models/{spec.name}`, and set the "
             f"row's source to that directory (or fill the HF cache and set HF_HUB_OFFLINE=1)."
         ) from exc
     model.to(device)
     model.eval()
-    fingerprint = directory_fingerprint(source) if local else spec.revision
+    fingerprint = model_fingerprint(source) if local else spec.revision
     log.info("%s: loaded %s on %s as %s (fingerprint %s)", spec.where, source, device, dtype, fingerprint)
-    return LoadedModel(spec, model, tokenizer, device, dtype, fingerprint)
-
-
-def wrap_model(model: Any, tokenizer: Any, name: str = "model", fingerprint: str = "") -> LoadedModel:
-    """A :class:`LoadedModel` around objects already in memory (tests, benchmarks)."""
-    param = next(model.parameters())
-    spec = ModelSpec(name=name, source=name, dtype=str(param.dtype).removeprefix("torch."))
-    model.eval()
-    return LoadedModel(spec, model, tokenizer, param.device, param.dtype, fingerprint)
+    return Loaded(model, tokenizer, device, dtype, fingerprint)

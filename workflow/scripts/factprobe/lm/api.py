@@ -1,0 +1,103 @@
+"""Typed requests and results of a language model, and the interface every model implements.
+
+The seam of lm-evaluation-harness (``Instance`` requests, an ``LM`` with ``loglikelihood`` and
+``generate_until``), without its registry and task machinery. Requests carry *text*; how text
+becomes tokens (BOS, spaces, EOS) is the model's business (:mod:`factprobe.lm.encoding`), so every
+consumer - scoring, top-k, generation, ApprOpt, the control model - gets the same rule.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class LoglikRequest:
+    """Score ``continuation`` (a form with its leading space, see ``continuation_text``) after ``context``."""
+
+    context: str
+    continuation: str
+
+
+@dataclass(frozen=True, slots=True)
+class LoglikResult:
+    """Summed log-probability of the continuation tokens and the end marker, their count, and the
+    log-probability of the first token that carries the form (Precision@n)."""
+
+    logprob: float
+    n_tokens: int
+    first_logprob: float
+
+
+@dataclass(frozen=True, slots=True)
+class TopkRequest:
+    """The ``k`` most likely next tokens after ``context``."""
+
+    context: str
+    k: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopkResult:
+    """Token ids, their text and log-probabilities, most likely first."""
+
+    token_ids: tuple[int, ...]
+    tokens: tuple[str, ...]
+    logprobs: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GenerateRequest:
+    """Continue ``context``: greedily (``samples = 0``) or with ``samples`` multinomial samples
+    (temperature 1, full vocabulary) drawn after seeding the generator with ``seed``.
+
+    Generation stops at the first line break or EOS (or after ``max_new_tokens``).
+    """
+
+    context: str
+    max_new_tokens: int = 12
+    samples: int = 0
+    seed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class GenerateResult:
+    """One answer: its first line, and the summed log-probability of its tokens up to and
+    including the token that ended it (line break or EOS)."""
+
+    text: str
+    logprob: float
+
+
+# Called with (indices of finished requests, their results) as scoring progresses.
+OnDone = Callable[[Sequence[int], Sequence[LoglikResult]], None]
+
+
+class LM(ABC):
+    """A scorable language model. ``identity`` and ``end_marker`` name its scores in cache keys."""
+
+    #: What follows a scored form: ``eos`` (the paper's choice), ``.`` or ``none`` (see encoding).
+    end_marker: str = "eos"
+
+    @property
+    @abstractmethod
+    def identity(self) -> tuple[str, str, str]:
+        """(model, revision or content hash, dtype + encoding settings): what the scores depend on."""
+
+    @abstractmethod
+    def loglikelihood(
+        self, requests: Sequence[LoglikRequest], progress: bool = False, on_done: OnDone | None = None
+    ) -> list[LoglikResult]:
+        """One result per request; ``on_done`` sees results as soon as they are final."""
+
+    @abstractmethod
+    def topk(self, requests: Sequence[TopkRequest]) -> list[TopkResult]:
+        """One result per request."""
+
+    @abstractmethod
+    def generate(
+        self, requests: Sequence[GenerateRequest], progress: bool = False
+    ) -> list[list[GenerateResult]]:
+        """Per request: one answer when greedy, else ``samples`` answers."""

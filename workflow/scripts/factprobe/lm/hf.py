@@ -1,0 +1,268 @@
+"""HFCausalLM: the one Hugging Face causal LM of the project.
+
+It owns loading (a models.tsv row, a local folder or ``builtin:control``, :mod:`factprobe.lm.load`),
+device and dtype, the encoding rule (:mod:`factprobe.lm.encoding`: BOS, trailing spaces, the
+no-space languages, the end marker), the out-of-memory policy (:class:`~factprobe.lm.packed.TokenBudget`,
+shared by all calls) and the three operations: exact packed log-likelihoods, top-k next tokens and
+generation that stops at the first line break.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import defaultdict
+from collections.abc import Collection, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from factprobe.lm.api import (
+    LM,
+    GenerateRequest,
+    GenerateResult,
+    LoglikRequest,
+    LoglikResult,
+    OnDone,
+    TopkRequest,
+    TopkResult,
+)
+from factprobe.lm.encoding import (
+    NO_SPACE_LANGS,
+    combine,
+    context_ids,
+    continuation_text,
+    encode,
+    tokenize_pairs,
+)
+from factprobe.lm.load import ModelSpec, load_hf, spec_from_row
+from factprobe.lm.packed import TokenBudget, score_requests
+
+log = logging.getLogger(__name__)
+
+
+class _StopAtTokens:
+    """Stopping criterion: a row is done once its last token is one of ``ids`` (per row, batched)."""
+
+    def __init__(self, ids: Sequence[int], device: torch.device):
+        self.ids = torch.tensor(sorted(ids), dtype=torch.long, device=device)
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs) -> torch.Tensor:
+        return torch.isin(input_ids[:, -1], self.ids)
+
+
+class HFCausalLM(LM):
+    """A ``transformers`` causal LM with its tokenizer, scoring, ranking and generating text."""
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        source: str = "model",
+        fingerprint: str = "",
+        end_marker: str = "eos",
+        token_budget: int = 4096,
+        no_space_langs: Collection[str] = NO_SPACE_LANGS,
+        generation_batch_size: int = 16,
+    ):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        param = next(model.parameters())
+        self.device, self.dtype = param.device, param.dtype
+        self.source, self.fingerprint = source, fingerprint
+        self.end_marker = end_marker
+        self.budget = TokenBudget(token_budget)
+        self.no_space_langs = tuple(no_space_langs)
+        self.generation_batch_size = generation_batch_size
+        self._line_ids: list[int] | None = None
+
+    @classmethod
+    def from_row(
+        cls, row: dict[str, Any] | ModelSpec, control_dir: str | os.PathLike | None = None, **settings: Any
+    ) -> HFCausalLM:
+        """Load one models.tsv row (``builtin:control`` from ``control_dir``); ``settings`` as in ``__init__``."""
+        spec = row if isinstance(row, ModelSpec) else spec_from_row(row)
+        loaded = load_hf(spec, control_dir)
+        return cls(
+            loaded.model, loaded.tokenizer, source=spec.source, fingerprint=loaded.fingerprint, **settings
+        )
+
+    @property
+    def identity(self) -> tuple[str, str, str]:
+        return (self.source, self.fingerprint, str(self.dtype).removeprefix("torch."))
+
+    # -- the encoding rule ---------------------------------------------------------------------
+
+    def continuation(self, form: str, lang: str) -> str:
+        """``form`` as it follows a prompt in ``lang`` (leading space unless a no-space language)."""
+        return continuation_text(form, lang, self.no_space_langs)
+
+    def context_ids(self, prompt: str) -> list[int]:
+        """Token ids a continuation of ``prompt`` is conditioned on (BOS, no trailing spaces)."""
+        return context_ids(self.tokenizer, prompt)
+
+    def form_ids(self, form: str, lang: str) -> list[int]:
+        """Token ids of a form on its own, as a continuation in ``lang`` (no end marker)."""
+        return encode(self.tokenizer, [self.continuation(form, lang)])[0]
+
+    # -- operations ----------------------------------------------------------------------------
+
+    def loglikelihood(
+        self, requests: Sequence[LoglikRequest], progress: bool = False, on_done: OnDone | None = None
+    ) -> list[LoglikResult]:
+        """Exact log P(continuation + end marker | context) of each request, by the packed engine."""
+        if not requests:
+            return []
+        token_requests, plans = tokenize_pairs(
+            self.tokenizer, [r.context for r in requests], [r.continuation for r in requests], self.end_marker
+        )
+        waiting = np.array([1 if plan.minus is None else 2 for plan in plans])
+        plans_of_request: dict[int, list[int]] = defaultdict(list)
+        for j, plan in enumerate(plans):
+            plans_of_request[plan.plus].append(j)
+            if plan.minus is not None:
+                plans_of_request[plan.minus].append(j)
+        req_lp = np.zeros(len(token_requests))
+        req_first = np.full(len(token_requests), np.nan)
+
+        def finished(done, total, first) -> None:
+            req_lp[done] = total
+            req_first[done] = first
+            ready = []
+            for r in done:
+                for j in plans_of_request[int(r)]:
+                    waiting[j] -= 1
+                    if waiting[j] == 0:
+                        ready.append(j)
+            if ready and on_done is not None:
+                on_done(ready, _results(*combine([plans[j] for j in ready], req_lp, req_first)))
+
+        score_requests(
+            self.model, token_requests, token_budget=self.budget, progress=progress, on_batch=finished
+        )
+        return _results(*combine(plans, req_lp, req_first))
+
+    @torch.inference_mode()
+    def topk(self, requests: Sequence[TopkRequest]) -> list[TopkResult]:
+        """The ``k`` most likely next tokens after each context (the first token of any continuation)."""
+        seqs = [self.context_ids(r.context) for r in requests]
+        order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i]))
+        out: list[TopkResult | None] = [None] * len(seqs)
+        start = 0
+        while start < len(order):
+            width = len(seqs[order[start]])
+            chunk = order[start : start + max(1, self.budget.tokens // width)]
+            ids = torch.zeros(len(chunk), width, dtype=torch.long)
+            mask = torch.zeros(len(chunk), width, dtype=torch.long)
+            for b, i in enumerate(chunk):
+                ids[b, : len(seqs[i])] = torch.tensor(seqs[i])
+                mask[b, : len(seqs[i])] = 1
+            last = torch.tensor([len(seqs[i]) - 1 for i in chunk], device=self.device)
+            try:
+                logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
+            except Exception as exc:
+                if len(chunk) == 1:
+                    raise
+                self.budget.shrink(exc, f"top-k of {len(chunk)} prompts x {width} tokens")
+                continue
+            start += len(chunk)
+            logits = logits[torch.arange(len(chunk), device=self.device), last].float()
+            k = max(requests[i].k for i in chunk)
+            values, indices = torch.log_softmax(logits, -1).topk(min(k, logits.shape[-1]), dim=-1)
+            for b, i in enumerate(chunk):
+                top = indices[b, : requests[i].k].tolist()
+                tokens = tuple(self.tokenizer.decode([t]) for t in top)
+                out[i] = TopkResult(tuple(top), tokens, tuple(values[b, : requests[i].k].double().tolist()))
+        return out  # type: ignore[return-value]
+
+    def generate(
+        self, requests: Sequence[GenerateRequest], progress: bool = False
+    ) -> list[list[GenerateResult]]:
+        """Greedy requests batched (shortest contexts together), sampled ones one request per call
+        after seeding, so a prompt's samples do not depend on which other prompts are generated."""
+        from tqdm import tqdm
+
+        out: list[list[GenerateResult]] = [[] for _ in requests]
+        greedy = [i for i, r in enumerate(requests) if r.samples == 0]
+        greedy.sort(key=lambda i: len(requests[i].context.rstrip(" ")))
+        size = self.generation_batch_size
+        bar = tqdm(total=len(greedy), desc="greedy", disable=not progress, mininterval=10)
+        while greedy:
+            chunk = greedy[:size]
+            longest = max(requests[i].max_new_tokens for i in chunk)
+            try:
+                answers = self._generate([requests[i].context for i in chunk], False, longest)
+            except Exception as exc:
+                if size == 1:
+                    raise
+                self.budget.shrink(exc, f"generation of {len(chunk)} prompts")
+                size = max(1, size // 2)
+                continue
+            for i, answer in zip(chunk, answers, strict=True):
+                out[i] = [answer]
+            greedy = greedy[len(chunk) :]
+            bar.update(len(chunk))
+        bar.close()
+        sampled = [i for i, r in enumerate(requests) if r.samples > 0]
+        for i in tqdm(sampled, desc="samples", disable=not progress, mininterval=10):
+            r = requests[i]
+            torch.manual_seed(r.seed)
+            out[i] = self._generate([r.context] * r.samples, True, r.max_new_tokens)
+        return out
+
+    def line_break_ids(self) -> list[int]:
+        """Ids of the tokens whose text contains a line break (generation stops after one)."""
+        if self._line_ids is None:
+            vocab = len(self.tokenizer)
+            texts = self.tokenizer.batch_decode([[i] for i in range(vocab)])
+            self._line_ids = [i for i, text in enumerate(texts) if "\n" in text]
+        return self._line_ids
+
+    @torch.inference_mode()
+    def _generate(self, contexts: list[str], do_sample: bool, max_new_tokens: int) -> list[GenerateResult]:
+        from transformers import StoppingCriteriaList
+
+        eos = self.tokenizer.eos_token_id
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else eos
+        seqs = [self.context_ids(c) for c in contexts]
+        width = max(len(s) for s in seqs)
+        ids = torch.full((len(seqs), width), pad if pad is not None else 0, dtype=torch.long)
+        mask = torch.zeros(len(seqs), width, dtype=torch.long)
+        for b, s in enumerate(seqs):  # left padding: every row's next token is at the last column
+            ids[b, width - len(s) :] = torch.tensor(s)
+            mask[b, width - len(s) :] = 1
+        stops = set(self.line_break_ids()) | ({int(eos)} if eos is not None else set())
+        kwargs: dict[str, Any] = {"do_sample": do_sample, "num_beams": 1}
+        if do_sample:
+            kwargs.update(temperature=1.0, top_k=0, top_p=1.0)
+        out = self.model.generate(
+            input_ids=ids.to(self.device),
+            attention_mask=mask.to(self.device),
+            max_new_tokens=max_new_tokens,
+            return_dict_in_generate=True,
+            output_scores=True,
+            pad_token_id=pad,
+            eos_token_id=eos,
+            stopping_criteria=StoppingCriteriaList([_StopAtTokens(stops, self.device)]),
+            **kwargs,
+        )
+        new = out.sequences[:, width:]
+        logits = torch.stack(out.scores, dim=1).float()  # raw processed scores; no warpers at T=1, k=0
+        lp = torch.log_softmax(logits, dim=-1).gather(2, new[:, :, None])[:, :, 0]
+        is_stop = torch.isin(new, torch.tensor(sorted(stops), device=new.device))
+        stopped = is_stop.long().cumsum(1)
+        alive = (stopped == 0) | ((stopped == 1) & is_stop)  # tokens up to and including the stop
+        totals = torch.where(alive, lp, 0.0).sum(1).double().cpu().tolist()
+        texts = [
+            self.tokenizer.decode(row[keep], skip_special_tokens=True)
+            for row, keep in zip(new.cpu(), alive.cpu(), strict=True)
+        ]
+        return [GenerateResult(t.split("\n", 1)[0].strip(), v) for t, v in zip(texts, totals, strict=True)]
+
+
+def _results(logprob: np.ndarray, n_tokens: np.ndarray, first: np.ndarray) -> list[LoglikResult]:
+    return [
+        LoglikResult(float(a), int(b), float(c)) for a, b, c in zip(logprob, n_tokens, first, strict=True)
+    ]
