@@ -22,7 +22,15 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
-PROBE_FILES = ["facts", "prompts", "entity_forms", "candidates", "forms", "translated_prompts", "translated_forms"]
+PROBE_FILES = [
+    "facts",
+    "prompts",
+    "entity_forms",
+    "candidates",
+    "forms",
+    "translated_prompts",
+    "translated_forms",
+]
 FAKE_SBATCH = """#!{python}
 import json, os, sys
 with open(os.environ["FAKE_SBATCH_LOG"], "a") as fh:
@@ -45,7 +53,9 @@ def option(args: list[str], name: str) -> str | None:
 @pytest.fixture(scope="module")
 def submitted(tmp_path_factory) -> dict[str, list[str]]:
     """sbatch arguments per job (keyed by the plugin's ``--comment``, rule + wildcards)."""
-    pytest.importorskip("snakemake_executor_plugin_slurm", reason="pip install snakemake-executor-plugin-slurm")
+    pytest.importorskip(
+        "snakemake_executor_plugin_slurm", reason="pip install snakemake-executor-plugin-slurm"
+    )
     work = tmp_path_factory.mktemp("slurm")
     for name in ("Snakefile", "config", "workflow", "resources", "tests", "profiles"):
         (work / name).symlink_to(ROOT / name)
@@ -75,7 +85,11 @@ def submitted(tmp_path_factory) -> dict[str, list[str]]:
         (shards / f"{shard}.topk.parquet").touch()
     targets = [f"results/scores/{gpu_suite}/shards/control/{s}.parquet" for s in range(n_shards)]
     targets.append(f"results/scores/{cpu_suite}/control.parquet")
-    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", FAKE_SBATCH_LOG=str(work / "sbatch.log"))
+    env = dict(
+        os.environ,
+        PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        FAKE_SBATCH_LOG=str(work / "sbatch.log"),
+    )
     proc = subprocess.run(
         [str(SNAKEMAKE), "--workflow-profile", "profiles/slurm", "--keep-going", "--retries", "0"]
         + ["--slurm-init-seconds-before-status-checks", "1"]
