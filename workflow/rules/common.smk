@@ -18,9 +18,11 @@ from factprobe.distractors.settings import (  # noqa: E402
 from factprobe.registry import (  # noqa: E402
     check_cross_keys,
     check_dumps,
+    check_models,
     read_registry,
     validate_config,
 )
+from factprobe.wikidata.download import verify_local_dumps  # noqa: E402
 
 SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
 
@@ -31,7 +33,11 @@ DUMPS = check_dumps(
     read_registry(config["dumps"], SCHEMAS / "dumps.schema.yaml", key="dump"),
     config["dumps"],
 )
-MODELS = read_registry(config["models"], SCHEMAS / "models.schema.yaml", key="name")
+verify_local_dumps(DUMPS, config["dumps"], "results/cache/checksums")
+MODELS = check_models(
+    read_registry(config["models"], SCHEMAS / "models.schema.yaml", key="name"),
+    config["models"],
+)
 ENABLED = [row["dump"] for row in DUMPS if row["enabled"]]
 DUMP_ROWS = {row["dump"]: row for row in DUMPS}
 MODEL_ROWS = {row["name"]: row for row in MODELS}

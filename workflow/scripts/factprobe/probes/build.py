@@ -27,6 +27,8 @@ from .select import (
     item_sitelinks,
     labelled_entities,
     new_since,
+    no_facts_error,
+    relations_in_dump,
     sample_facts,
     truthy_claims,
 )
@@ -177,6 +179,22 @@ def build_suite(
     labelled = labelled_entities(labels, languages)
     sitelinks = item_sitelinks(read_table(entities_path, columns=["id", "kind", "sitelinks"]).to_pandas())
     claims = read_table(claims_path).to_pandas()
+    present = relations_in_dump(
+        name,
+        dump,
+        claims_path,
+        relations,
+        set(claims["property"].unique().tolist()),
+        suite.get("missing_relations", "error"),
+    )
+    if len(present) < len(relations):
+        log.warning(
+            "suite %s: relations without any claim in dump %s are dropped (missing_relations: warn): %s",
+            name,
+            dump,
+            [r for r in relations if r not in present],
+        )
+        covered = [r for r in covered if r in present]
     truthy = truthy_claims(claims, int(dump))
     log.info(
         "suite %s: %d claims, %d truthy at %s, %d entities labelled in %s",
@@ -215,6 +233,9 @@ def build_suite(
         )
     candidates = candidate_facts(truthy, covered, labelled, sitelinks, seed, allowed=allowed)
     facts = sample_facts(candidates, suite.get("n_facts"), int(suite.get("strata", 1)), seed)
+    if facts.empty:
+        # Fail here, naming the cause, rather than with an empty table in a later stage.
+        raise no_facts_error(name, dump, claims_path, covered, truthy, labelled, languages, allowed)
     facts = finish_facts(facts, dump, seed)
     log.info(
         "suite %s: %d candidate facts, %d sampled; per relation: %s",

@@ -172,7 +172,7 @@ def load_model(
         raise ModelLoadError(
             f"{spec.where}: cannot load hub id {source!r} (revision {spec.revision or 'main'}): {exc}\n"
             f"Compute nodes are often offline. Download it once where the network is reachable, e.g. "
-            f"`huggingface-cli download {source} --local-dir resources/models/{spec.name}`, and set the "
+            f"`hf download {source} --local-dir resources/models/{spec.name}`, and set the "
             f"row's source to that directory (or fill the HF cache and set HF_HUB_OFFLINE=1)."
         ) from exc
     model.to(device)
