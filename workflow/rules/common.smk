@@ -23,6 +23,7 @@ from factprobe.registry import (  # noqa: E402
     validate_config,
 )
 from factprobe.wikidata.download import verify_local_dumps  # noqa: E402
+from factprobe.diskspace import input_size_mb  # noqa: E402
 
 SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
 

@@ -17,6 +17,7 @@ rule diff_dumps:
     threads: 2
     resources:
         mem_mb=6000,
+        disk_mb=input_size_mb(1.0),
     params:
         single_value=config["diff"]["single_value"],
     script:
@@ -39,6 +40,7 @@ rule temporal_view:
     threads: 2
     resources:
         mem_mb=6000,
+        disk_mb=input_size_mb(1.5),
     script:
         "../scripts/temporal_view.py"
 

@@ -24,6 +24,7 @@ rule extract_dump:
     threads: 2
     resources:
         mem_mb=1500,
+        disk_mb=input_size_mb(1.0),
     params:
         languages=config["extract"]["languages"],
         max_bad_fraction=config["extract"]["max_bad_fraction"],
