@@ -21,8 +21,9 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES)
 
+# -rs: pytest's list of skip reasons; tests/skipreport.py adds a loud SKIPPED section at the end.
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 -q
+	$(BIN)/python -m pytest -n 2 -q -rs
 
 lint: $(STAMP)
 	$(BIN)/snakefmt --check Snakefile workflow/rules

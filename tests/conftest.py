@@ -22,3 +22,7 @@ def demo_tables(tmp_path_factory):
         extract_dump(path, folder, ["en", "de", "fr", "ru", "cs"])
         out[dump] = folder
     return out
+
+
+# A loud list of skipped tests at the end of every run (issue 16 item 8).
+from skipreport import pytest_terminal_summary  # noqa: E402, F401

@@ -1,11 +1,18 @@
-"""The SLURM profile parses and gives every scoring job one GPU (dry run, no sbatch needed).
+"""The SLURM profile submits the sbatch lines we mean (issue 16 item 3).
 
-Runs in a scratch copy of the workflow (symlinks) whose probe tables are placeholders, with
-``--allowed-rules`` limited to the scoring/control rules, so it checks this profile and the score
-rules independently of the state of upstream stages and of results/.
+Snakemake runs for real with ``--workflow-profile profiles/slurm`` and the SLURM executor plugin,
+but ``sbatch`` on PATH is a fake that records its arguments and refuses the job (so nothing runs,
+and Snakemake stops after the submissions). ``sacct`` is a fake that knows no account. What is
+asserted is therefore exactly what the plugin would hand to a real cluster.
+
+The run happens in a scratch copy of the workflow (symlinks) whose probe tables, control model
+and one suite's score shards are placeholders, with ``--allowed-rules score_shard score_suite``: a
+GPU job (``score_shard``) and a CPU job (``score_suite``) are ready at once, independently of the
+upstream stages and of results/.
 """
 
-import re
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -24,50 +31,108 @@ PROBE_FILES = [
     "translated_prompts",
     "translated_forms",
 ]
+FAKE_SBATCH = """#!{python}
+import json, os, sys
+with open(os.environ["FAKE_SBATCH_LOG"], "a") as fh:
+    fh.write(json.dumps(sys.argv[1:]) + "\\n")
+sys.stderr.write("sbatch: error: fake sbatch of tests/test_slurm_profile.py, job not submitted\\n")
+sys.exit(1)
+"""
 
 
-def jobs_of(output: str, rule: str) -> list[str]:
-    blocks = re.split(r"\n(?=(?:local)?rule \w+:)", output)
-    return [b for b in blocks if re.match(rf"(?:local)?rule {rule}:", b)]
+def option(args: list[str], name: str) -> str | None:
+    """Value of ``--name=value``, ``--name value`` or ``-x value`` in an argument list (None if absent)."""
+    for i, arg in enumerate(args):
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+        if arg == name:
+            return args[i + 1]
+    return None
 
 
-def test_slurm_profile_requests_one_gpu_per_scoring_job(tmp_path):
-    pytest.importorskip("snakemake_executor_plugin_slurm", reason="pip install snakemake-executor-plugin-slurm")
+@pytest.fixture(scope="module")
+def submitted(tmp_path_factory) -> dict[str, list[str]]:
+    """sbatch arguments per job (keyed by the plugin's ``--comment``, rule + wildcards)."""
+    pytest.importorskip(
+        "snakemake_executor_plugin_slurm", reason="pip install snakemake-executor-plugin-slurm"
+    )
+    work = tmp_path_factory.mktemp("slurm")
     for name in ("Snakefile", "config", "workflow", "resources", "tests", "profiles"):
-        (tmp_path / name).symlink_to(ROOT / name)
+        (work / name).symlink_to(ROOT / name)
+    bin_dir = work / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sbatch").write_text(FAKE_SBATCH.format(python=sys.executable))
+    (bin_dir / "sacct").write_text("#!/bin/sh\nexit 0\n")
+    for tool in ("sbatch", "sacct"):
+        (bin_dir / tool).chmod(0o755)
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    models = [line.split("\t")[0] for line in (ROOT / "config" / "models.tsv").read_text().splitlines()[1:] if line]
-    targets = []
-    for suite in config["suites"]:
-        folder = tmp_path / "results" / "probes" / suite
+    suites = list(config["suites"])
+    gpu_suite, cpu_suite = suites[0], suites[1]
+    for suite in suites:
+        folder = work / "results" / "probes" / suite
         (folder / "appropt").mkdir(parents=True)
         for name in PROBE_FILES:
             (folder / f"{name}.parquet").touch()
-        for model in models:
-            (folder / "appropt" / f"{model}.parquet").touch()
-            (folder / "appropt" / f"{model}.forms.parquet").touch()
-            targets.append(f"results/scores/{suite}/{model}.parquet")
+        (folder / "appropt" / "control.parquet").touch()
+        (folder / "appropt" / "control.forms.parquet").touch()
+    for suite in suites:  # one control model per suite (results/models/control/{suite}/)
+        (work / "results" / "models" / "control" / suite).mkdir(parents=True)
+        (work / "results" / "models" / "control" / suite / "split.parquet").touch()
+    shards = work / "results" / "scores" / cpu_suite / "shards" / "control"
+    shards.mkdir(parents=True)
+    n_shards = config["scoring"].get("shards", 1)
+    for shard in range(n_shards):
+        (shards / f"{shard}.parquet").touch()
+        (shards / f"{shard}.topk.parquet").touch()
+    targets = [f"results/scores/{gpu_suite}/shards/control/{s}.parquet" for s in range(n_shards)]
+    targets.append(f"results/scores/{cpu_suite}/control.parquet")
+    env = dict(
+        os.environ,
+        PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        FAKE_SBATCH_LOG=str(work / "sbatch.log"),
+    )
     proc = subprocess.run(
-        [str(SNAKEMAKE), "-n", "--workflow-profile", "profiles/slurm"]
-        + ["--allowed-rules", "score_shard", "score_suite", "train_control", "--"]
+        [str(SNAKEMAKE), "--workflow-profile", "profiles/slurm", "--keep-going", "--retries", "0"]
+        + ["--slurm-init-seconds-before-status-checks", "1"]
+        + ["--allowed-rules", "score_shard", "score_suite", "--"]
         + targets,
-        cwd=tmp_path,
+        cwd=work,
+        env=env,
         capture_output=True,
         text=True,
         timeout=300,
     )
     out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out[-3000:]
-    shards = jobs_of(out, "score_shard")
-    n_shards = config["scoring"].get("shards", 1)
-    assert len(shards) == len(targets) * n_shards, out[-3000:]
-    for job in shards:
-        resources = re.search(r"resources: (.*)", job).group(1)
-        assert re.search(r"(?<!_)\bgpu=1\b", resources), resources
-        assert "slurm_partition=gpu" in resources, resources
-        assert "cpus_per_gpu=8" in resources, resources
-    for rule in ("score_suite", "train_control"):
-        for job in jobs_of(out, rule):
-            resources = re.search(r"resources: (.*)", job).group(1)
-            assert not re.search(r"(?<!_)\bgpu=", resources), resources
-            assert "slurm_partition=cpu" in resources, resources
+    assert proc.returncode != 0 and "fake sbatch" in out, out[-3000:]
+    calls = [json.loads(line) for line in (work / "sbatch.log").read_text().splitlines()]
+    jobs = {option(args, "--comment"): args for args in calls}
+    expected = {f"rule_score_shard_wildcards_{gpu_suite}_control_{s}" for s in range(n_shards)}
+    expected.add(f"rule_score_suite_wildcards_{cpu_suite}_control")
+    assert set(jobs) == expected, (sorted(jobs), out[-3000:])
+    return jobs
+
+
+def test_scoring_job_asks_for_one_gpu_and_cpus_per_gpu(submitted):
+    shards = {k: v for k, v in submitted.items() if k.startswith("rule_score_shard")}
+    assert shards
+    for args in shards.values():
+        assert option(args, "-p") == "gpu", args
+        assert option(args, "--gpus") == "1", args
+        assert option(args, "--cpus-per-gpu") == "8", args
+        # The bug of issue 16: a cpus_per_task default won over cpus_per_gpu.
+        assert option(args, "--cpus-per-task") is None, args
+        assert option(args, "--mem") == "32000", args
+        assert option(args, "-t") == "240", args
+        assert "--gres" not in " ".join(args)
+
+
+def test_cpu_job_asks_for_its_threads_and_no_gpu(submitted):
+    [args] = [v for k, v in submitted.items() if k.startswith("rule_score_suite")]
+    assert option(args, "-p") == "cpu", args
+    assert option(args, "--gpus") is None, args
+    assert option(args, "--cpus-per-gpu") is None, args
+    # score_suite declares no threads: one task with one CPU.
+    assert option(args, "--ntasks") == "1", args
+    assert option(args, "--cpus-per-task") == "1", args
+    assert option(args, "--mem") == "4000", args
+    assert option(args, "-t") == "60", args

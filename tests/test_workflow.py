@@ -84,13 +84,13 @@ def test_one_min_version_equal_to_the_pyproject_pin():
 
 def test_rules_import_only_the_light_settings_modules():
     """The Snakefile parses without the science stack (issue 11 item 8): the rules import only
-    factprobe.settings and factprobe.registry, which import no pandas/numpy/torch/tqdm/pyarrow
-    (tests/unit/test_settings.py checks those)."""
+    factprobe.settings and factprobe.registry, plus the parse-time dump checksum check and the
+    disk-size helper; none imports pandas/numpy/torch/tqdm/pyarrow (tests/unit/test_settings.py)."""
     sources = [ROOT / "Snakefile", *sorted((ROOT / "workflow/rules").glob("*.smk"))]
     imported = {
         m for p in sources for m in re.findall(r"^\s*(?:from|import) (factprobe[\w.]*)", p.read_text(), re.M)
     }
-    assert imported == {"factprobe", "factprobe.registry"}
+    assert imported == {"factprobe", "factprobe.registry", "factprobe.wikidata.download", "factprobe.diskspace"}
     assert re.search(r"^from factprobe import settings as S", (ROOT / "workflow/rules/common.smk").read_text(), re.M)
 
 

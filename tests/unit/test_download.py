@@ -164,3 +164,128 @@ def test_http_404_fails_at_once(server, tmp_path):
 def test_bad_checksum_spec(text):
     with pytest.raises(ValueError):
         Checksum.parse(text)
+
+
+# --- permanent errors are not retried by Snakemake either (issue 16 item 5) -------------------
+
+ROOT = DEMO_NEW.parents[2]
+
+
+def scratch_workflow(tmp_path, url, checksum):
+    """A copy of the workflow whose dumps.tsv adds a ``url`` row (dump 20200101) served by ``url``."""
+    import shutil
+
+    for name in ("Snakefile", "workflow", "config", "environment.yml"):
+        src = ROOT / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
+    (tmp_path / "resources").mkdir()
+    for name in ("demo", "templates", "properties"):
+        (tmp_path / "resources" / name).symlink_to(ROOT / "resources" / name)
+    with open(tmp_path / "config" / "dumps.tsv", "a") as fh:
+        fh.write(f"20200101\tfalse\t\t{url}\t{checksum}\n")
+    return "resources/dumps/20200101/wikidata-20200101.json.bz2"
+
+
+@pytest.mark.parametrize("case", ["checksum", "404"])
+def test_permanent_error_is_submitted_once(server, tmp_path, case):
+    import subprocess
+    import sys
+
+    url = server.url if case == "checksum" else server.url.replace("wikidata.json", "gone.json")
+    target = scratch_workflow(tmp_path, url, "sha1:" + "0" * 40)
+    # --retries 3 on the command line: the rule's own `retries: 0` must win over it.
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "1", "--retries", "3", target],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    log = (tmp_path / "logs" / "download_dump" / "20200101.json.bz2.log").read_text()
+    assert proc.returncode != 0
+    assert len(server.requests) == 1, (server.requests, proc.stderr[-2000:])
+    expected = "ChecksumError" if case == "checksum" else "HTTP 404"
+    assert expected in log, log
+    assert not (tmp_path / target).exists()
+    assert not (tmp_path / (target + ".part")).exists()
+
+
+# --- local dumps: verified once, remembered by size + mtime -----------------------------------
+
+
+def test_local_dump_is_hashed_once_then_remembered(tmp_path, monkeypatch):
+    from factprobe.wikidata import download as dl
+
+    dump = tmp_path / "wikidata.json.bz2"
+    dump.write_bytes(PAYLOAD)
+    stamp = tmp_path / "stamps" / "20190201.json"
+    assert dl.verify_local(dump, f"sha1:{SHA1}", stamp) is True
+    assert stamp.exists()
+    calls = []
+    real = dl.file_digest
+    monkeypatch.setattr(dl, "file_digest", lambda *a, **k: calls.append(a) or real(*a, **k))
+    assert dl.verify_local(dump, f"sha1:{SHA1}", stamp) is False
+    assert calls == []
+    # A changed file (new mtime) is hashed again; so is a changed checksum column.
+    st = dump.stat()
+    import os
+
+    os.utime(dump, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    assert dl.verify_local(dump, f"sha1:{SHA1}", stamp) is True
+    assert dl.verify_local(dump, f"md5:{hashlib.md5(PAYLOAD).hexdigest()}", stamp) is True
+    assert len(calls) == 2
+
+
+def test_local_dump_mismatch_names_file_and_digests(tmp_path):
+    from factprobe.wikidata.download import verify_local
+
+    dump = tmp_path / "wikidata.json.bz2"
+    dump.write_bytes(PAYLOAD[:-1] + b"x")
+    stamp = tmp_path / "20190201.json"
+    wrong = hashlib.sha1(dump.read_bytes()).hexdigest()
+    with pytest.raises(ChecksumError) as err:
+        verify_local(dump, f"sha1:{SHA1}", stamp, "config/dumps.tsv: line 3 (dump 20190201)")
+    msg = str(err.value)
+    assert str(dump) in msg and wrong in msg and SHA1 in msg and "line 3 (dump 20190201)" in msg
+    assert not stamp.exists()
+
+
+def test_local_dump_without_checksum_is_not_read(tmp_path):
+    from factprobe.wikidata.download import verify_local_dumps
+
+    rows = [{"dump": "20190201", "enabled": True, "path": str(tmp_path / "absent.json.bz2"), "_line": 2}]
+    assert verify_local_dumps(rows, "config/dumps.tsv", tmp_path) == []
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_demo_rows_carry_correct_checksums():
+    import csv
+
+    with open(ROOT / "config" / "dumps.tsv", newline="") as fh:
+        rows = [r for r in csv.DictReader(fh, delimiter="\t") if r["path"]]
+    assert rows
+    for row in rows:
+        algo, _, digest = row["checksum"].partition(":")
+        assert digest == hashlib.new(algo, (ROOT / row["path"]).read_bytes()).hexdigest(), row
+
+
+def test_wrong_local_checksum_fails_at_parse_time(tmp_path):
+    import subprocess
+    import sys
+
+    scratch_workflow(tmp_path, "http://127.0.0.1:9/x.json.bz2", "")
+    tsv = tmp_path / "config" / "dumps.tsv"
+    tsv.write_text(tsv.read_text().replace("d14a7864de5e19ad1d5fc02640af80b91c51320b", "1" * 40))
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--cores", "1"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "wikidata-20190201-sample.json.bz2: sha1 is d14a7864de5e19ad1d5fc02640af80b91c51320b" in out, out[-2000:]
+    assert "line 3 (dump 20190201)" in out
+    # The good row was remembered, the bad one not.
+    assert sorted(p.name for p in (tmp_path / "results/cache/checksums").iterdir()) == ["20141201.json"]

@@ -9,10 +9,13 @@ sys.path.insert(0, str(SCRIPTS))
 from factprobe import settings as S  # noqa: E402
 from factprobe.registry import (  # noqa: E402
     check_dumps,
+    check_models,
     library_modules,
     read_config,
     read_registry,
 )
+from factprobe.wikidata.download import verify_local_dumps  # noqa: E402
+from factprobe.diskspace import input_size_mb  # noqa: E402
 
 SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
 
@@ -21,7 +24,10 @@ CFG = read_config(config, SCHEMAS / "config.schema.yaml")
 DUMPS = check_dumps(
     read_registry(CFG.dumps, SCHEMAS / "dumps.schema.yaml", key="dump"), CFG.dumps
 )
-MODELS = read_registry(CFG.models, SCHEMAS / "models.schema.yaml", key="name")
+verify_local_dumps(DUMPS, CFG.dumps, "results/cache/checksums")
+MODELS = check_models(
+    read_registry(CFG.models, SCHEMAS / "models.schema.yaml", key="name"), CFG.models
+)
 ENABLED = [row["dump"] for row in DUMPS if row["enabled"]]
 DUMP_ROWS = {row["dump"]: row for row in DUMPS}
 MODEL_ROWS = {row["name"]: row for row in MODELS}

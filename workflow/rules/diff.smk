@@ -18,6 +18,7 @@ rule diff_dumps:
     threads: 2
     resources:
         mem_mb=6000,
+        disk_mb=input_size_mb(1.0),
     params:
         single_value=CFG.diff.single_value,
     script:
@@ -41,6 +42,7 @@ rule temporal_view:
     threads: 2
     resources:
         mem_mb=6000,
+        disk_mb=input_size_mb(1.5),
     script:
         "../scripts/temporal_view.py"
 

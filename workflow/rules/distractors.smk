@@ -17,6 +17,7 @@ rule build_sem_index:
     threads: 2
     resources:
         mem_mb=4000,
+        disk_mb=input_size_mb(1.0),
     params:
         sem=SEM_INDEX_SETTINGS,
     script:
@@ -37,6 +38,7 @@ rule retrieve_distractors:
         "../../environment.yml"
     resources:
         mem_mb=4000,
+        disk_mb=input_size_mb(0.1),
     params:
         settings=lookup(dpath="{suite}", within=RETRIEVE_SETTINGS),
     script:
@@ -57,6 +59,7 @@ rule appropt_distractors:
         "../../environment.yml"
     resources:
         mem_mb=8000,
+        disk_mb=input_size_mb(0.1),
         gpu=1,
     params:
         settings=lookup(dpath="{suite}/{model}", within=APPROPT_SETTINGS),

@@ -11,7 +11,10 @@ rule download_dump:
         "logs/download_dump/{dump}.{ext}.log",
     wildcard_constraints:
         ext=r"json(\.gz|\.bz2)?",
-    retries: 2
+    # Transient errors are retried inside the script (backoff, HTTP Range resume); a checksum
+    # mismatch or an HTTP 404 would fail again, and a rerun re-downloads 100 GB. 0, not unset:
+    # an unset value inherits a profile's `retries`.
+    retries: 0
     localrule: True
     conda:
         "../../environment.yml"

@@ -21,6 +21,7 @@ rule extract_dump:
     threads: 2
     resources:
         mem_mb=1500,
+        disk_mb=input_size_mb(1.0),
     params:
         languages=CFG.extract.languages,
         max_bad_fraction=CFG.extract.max_bad_fraction,

@@ -16,6 +16,7 @@ rule build_probes:
         "../../environment.yml"
     resources:
         mem_mb=4000,
+        disk_mb=input_size_mb(1.0),
     params:
         suite=lookup(dpath="{suite}", within=SUITE_PARAMS),
         sets=lookup(dpath="{suite}", within=SUITE_TEMPLATE_SETS),

@@ -20,6 +20,7 @@ rule score_shard:
     resources:
         gpu=1,
         mem_mb=8000,
+        disk_mb=input_size_mb(15),
         runtime=120,
     params:
         model=lookup(dpath="{model}", within=MODEL_PARAMS),
@@ -47,6 +48,7 @@ rule score_suite:
         "../../environment.yml"
     resources:
         mem_mb=4000,
+        disk_mb=input_size_mb(1.0),
     script:
         "../scripts/score_suite.py"
 

@@ -7,6 +7,7 @@ file fails before any job runs, with an error that names the key or the row.
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 from typing import Any
 
@@ -160,3 +161,45 @@ def library_modules(script: str | Path, root: str | Path) -> list[str]:
                     todo.append(found)
     files = (str(p.relative_to(root)) for p in seen if p.name != "__init__.py")
     return sorted(f for f in files if f not in NOT_CODE_INPUTS)
+
+
+#: Hugging Face repo id: ``name`` or ``org/name`` (huggingface_hub's validate_repo_id rules).
+HUB_ID = re.compile(r"^(?:[A-Za-z0-9][\w.-]*/)?[A-Za-z0-9][\w.-]*$")
+BUILTIN_CONTROL = "builtin:control"
+
+
+def check_models(rows: list[dict], path: str | Path, root: str | Path = ".") -> list[dict]:
+    """Each models.tsv ``source`` is builtin:control, an existing model directory or a well-formed hub id.
+
+    A source is taken as a local path when it is absolute, starts with ``.`` or ``~``, has more
+    than one ``/``, ends in ``.gguf`` or names an existing directory (the same reading as
+    ``factprobe.scoring.models``), so a typo fails here, before any job runs.
+    """
+    for row in rows:
+        where = f"{path}: line {row['_line']} (model {row['name']})"
+        source = row["source"]
+        if source.startswith("builtin:"):
+            if source != BUILTIN_CONTROL:
+                raise ConfigError(f"{where}: unknown source {source!r}; the only builtin is {BUILTIN_CONTROL}")
+            continue
+        local = Path(source).expanduser()
+        if not local.is_absolute():
+            local = Path(root) / local
+        if source.lower().endswith(".gguf"):
+            if not local.is_file():
+                raise ConfigError(f"{where}: GGUF file {source} not found; fix the source column")
+            raise ConfigError(
+                f"{where}: {source} is a GGUF file, which the scorer cannot load (it needs a Hugging Face "
+                "model directory or hub id); give the original weights, e.g. "
+                f"`hf download <org/name> --local-dir resources/models/{row['name']}`"
+            )
+        if local.is_dir():
+            continue
+        if Path(source).is_absolute() or source.startswith((".", "~")) or source.count("/") > 1:
+            raise ConfigError(f"{where}: local model directory {source} not found; fix the source column")
+        if len(source) > 96 or not HUB_ID.match(source) or "--" in source or ".." in source or source.endswith("."):
+            raise ConfigError(
+                f"{where}: source {source!r} is neither an existing directory nor a hub id "
+                "(`name` or `org/name`: letters, digits, - _ ., at most 96 characters)"
+            )
+    return rows

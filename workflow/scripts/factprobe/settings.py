@@ -135,6 +135,7 @@ class Suite:
     few_shot: FewShot = _default(FewShot())
     distractors: DistractorOverride = _default(DistractorOverride())
     generate: bool = False
+    missing_relations: str = "error"
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,8 @@ from .select import (
     item_sitelinks,
     labelled_entities,
     new_since,
+    no_facts_error,
+    relations_in_dump,
     sample_facts,
     truthy_claims,
 )
@@ -146,6 +148,22 @@ def build_suite(
     labelled = labelled_entities(labels, languages)
     sitelinks = item_sitelinks(contracts.read("entities", entities_path, ["id", "kind", "sitelinks"]))
     claims = contracts.read("claims", claims_path)
+    present = relations_in_dump(
+        name,
+        dump,
+        claims_path,
+        relations,
+        set(claims["property"].unique().tolist()),
+        suite.missing_relations,
+    )
+    if len(present) < len(relations):
+        log.warning(
+            "suite %s: relations without any claim in dump %s are dropped (missing_relations: warn): %s",
+            name,
+            dump,
+            [r for r in relations if r not in present],
+        )
+        covered = [r for r in covered if r in present]
     truthy = truthy_claims(claims, int(dump))
     log.info(
         "suite %s: %d claims, %d truthy at %s, %d entities labelled in %s",
@@ -181,6 +199,9 @@ def build_suite(
         )
     candidates = candidate_facts(truthy, covered, labelled, sitelinks, seed, allowed=allowed)
     facts = sample_facts(candidates, suite.n_facts, suite.strata, seed)
+    if facts.empty:
+        # Fail here, naming the cause, rather than with an empty table in a later stage.
+        raise no_facts_error(name, dump, claims_path, covered, truthy, labelled, languages, allowed)
     facts = finish_facts(facts, dump, seed)
     log.info(
         "suite %s: %d candidate facts, %d sampled; per relation: %s",

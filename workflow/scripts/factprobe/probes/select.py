@@ -175,3 +175,62 @@ def finish_facts(facts: pd.DataFrame, dump: str, seed: object = 0) -> pd.DataFra
     facts["dump"] = dump
     cols = ["fact_id", "subject", "property", "object", "objects", "popularity", "stratum", "split", "dump"]
     return facts[cols + [c for c in facts.columns if c not in cols]]
+
+
+class SelectionError(ValueError):
+    """A suite selects nothing (or asks for relations the dump lacks); the message names suite, dump, relations."""
+
+
+def relations_in_dump(
+    suite: str,
+    dump: str,
+    claims_path: str,
+    relations: list[str],
+    present: set[int],
+    mode: str = "error",
+) -> list[str]:
+    """``relations`` that have at least one claim in the dump (``present``: integer property ids).
+
+    A relation without any claim in the dump is a config mistake (a typo, a property
+    introduced after the dump, a dump cut down to properties): with ``mode="error"`` (the
+    default, ``suites.<s>.missing_relations``) it raises :class:`SelectionError`; with
+    ``mode="warn"`` the caller logs the returned difference and drops it.
+    """
+    absent = [r for r in relations if int(r[1:]) not in present]
+    if absent and mode != "warn":
+        raise SelectionError(
+            f"suites.{suite}: relation(s) {absent} have no claim in dump {dump} ({claims_path}). "
+            f"Fix the ids in suites.{suite}.relations, pick another dump, or set "
+            f"suites.{suite}.missing_relations: warn to drop them with a warning."
+        )
+    return [r for r in relations if r not in absent]
+
+
+def no_facts_error(
+    suite: str,
+    dump: str,
+    claims_path: str,
+    relations: list[str],
+    truthy: pd.DataFrame,
+    labelled: set[str],
+    languages: list[str],
+    allowed: set[str] | None = None,
+) -> SelectionError:
+    """The error for a suite that selected 0 facts, with the count at each filter so the cause shows."""
+    props = [int(r[1:]) for r in relations]
+    rows = truthy[truthy["property"].isin(props)]
+    per_relation = {f"P{p}": int(n) for p, n in rows["property"].value_counts().sort_index().items()}
+    ids = {int(e[1:]) for e in labelled if e.startswith("Q")}
+    both = int((rows["subject"].isin(ids) & rows["object"].isin(ids)).sum())
+    parts = [
+        f"suites.{suite}: 0 facts selected from dump {dump} ({claims_path}) for relations {relations}.",
+        f"Truthy item claims of these relations at {dump}: {len(rows)} {per_relation or ''}".rstrip() + ";",
+        f"with subject and object labelled in {languages}: {both}.",
+    ]
+    if allowed is not None:
+        parts.append(f"Facts new in the diff after the cut-off: {len(allowed)}.")
+    parts.append(
+        "Check suites.<s>.relations/languages (and for plausibility suites diff_old/cutoff/changes), "
+        "and that the dump holds items, not only properties."
+    )
+    return SelectionError(" ".join(parts))

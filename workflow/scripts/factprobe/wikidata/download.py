@@ -13,6 +13,7 @@ research/snakemake-style.md §0.6.)
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import time
@@ -232,3 +233,57 @@ def download(
     os.replace(part, dest)
     log.info("%s: %d bytes from %s", dest, dest.stat().st_size, url)
     return dest
+
+
+def verify_local(
+    path: str | Path, checksum: str | None, stamp: str | Path, where: str = "config/dumps.tsv"
+) -> bool:
+    """Verify a local dump against its registry ``checksum`` once; True when it was hashed now.
+
+    A 100 GB file takes minutes to hash, so a verified file is remembered in the JSON ``stamp``
+    (checksum, size, mtime): while those match, the file is not read again. A changed file (new
+    size or mtime) or a changed checksum is hashed again. An empty checksum verifies nothing.
+    Raises :class:`ChecksumError` naming the file, both digests and ``where`` on a mismatch
+    (and removes a stale stamp).
+    """
+    expected = Checksum.parse(checksum)
+    if expected is None:
+        return False
+    path, stamp = Path(path), Path(stamp)
+    st = path.stat()
+    record = {"path": str(path), "checksum": f"{expected.algorithm}:{expected.hexdigest}"}
+    record.update(size=st.st_size, mtime_ns=st.st_mtime_ns)
+    try:
+        if json.loads(stamp.read_text()) == record:
+            return False
+    except (OSError, ValueError):
+        pass
+    got = file_digest(path, expected.algorithm).hexdigest()
+    if got != expected.hexdigest:
+        stamp.unlink(missing_ok=True)
+        raise ChecksumError(
+            f"{where}: {path}: {expected.algorithm} is {got}, but the registry says {expected.hexdigest}. "
+            "The file is damaged or not the dump the row names: fetch it again, or fix (or empty) the "
+            "row's checksum."
+        )
+    tmp = stamp.with_name(f".{stamp.name}.{os.getpid()}.tmp")
+    try:
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(record))
+        os.replace(tmp, stamp)
+    except OSError as exc:  # a read-only checkout still runs; it just hashes again next time
+        tmp.unlink(missing_ok=True)
+        log.warning("%s: verified, but cannot remember it in %s: %s", path, stamp, exc)
+    log.info("%s: %s verified (%s)", path, expected.algorithm, got)
+    return True
+
+
+def verify_local_dumps(rows: list[dict], where: str, stamp_dir: str | Path) -> list[str]:
+    """:func:`verify_local` on every enabled ``path`` row with a checksum; the dumps hashed now."""
+    hashed = []
+    for row in rows:
+        if row.get("enabled") and "path" in row and row.get("checksum"):
+            stamp = Path(stamp_dir) / f"{row['dump']}.json"
+            if verify_local(row["path"], row["checksum"], stamp, f"{where}: line {row['_line']} (dump {row['dump']})"):
+                hashed.append(row["dump"])
+    return hashed

@@ -1,0 +1,100 @@
+"""models.tsv rows are checked when the workflow starts (issue 16 item 4)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from factprobe.registry import ConfigError, check_models, read_registry
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = ROOT / "workflow" / "schemas" / "models.schema.yaml"
+
+
+def rows_of(tmp_path, *sources):
+    tsv = tmp_path / "models.tsv"
+    tsv.write_text("name\tsource\n" + "".join(f"m{i}\t{s}\n" for i, s in enumerate(sources)))
+    return read_registry(tsv, SCHEMA, key="name"), tsv
+
+
+@pytest.mark.parametrize(
+    "source", ["builtin:control", "gpt2", "EleutherAI/pythia-70m", "Qwen/Qwen2.5-0.5B-Instruct", "org_x/m.v1"]
+)
+def test_good_sources_pass(tmp_path, source):
+    rows, tsv = rows_of(tmp_path, source)
+    assert check_models(rows, tsv) == rows
+
+
+def test_existing_local_directory_passes(tmp_path):
+    (tmp_path / "models" / "tiny").mkdir(parents=True)
+    rows, tsv = rows_of(tmp_path, str(tmp_path / "models" / "tiny"), "models/tiny")
+    assert check_models(rows, tsv, root=tmp_path) == rows
+
+
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        (
+            "resources/models/absent",
+            r"line 2 \(model m0\): local model directory resources/models/absent not found",
+        ),
+        ("./absent", "local model directory ./absent not found"),
+        ("/nowhere/model", "local model directory /nowhere/model not found"),
+        ("org/na me", "neither an existing directory nor a hub id"),
+        ("org/-name", "neither an existing directory nor a hub id"),
+        ("org/name--x", "neither an existing directory nor a hub id"),
+        ("org/" + "x" * 100, "neither an existing directory nor a hub id"),
+        ("builtin:other", "unknown source 'builtin:other'"),
+        ("weights/model-q4.gguf", "GGUF file weights/model-q4.gguf not found"),
+    ],
+)
+def test_bad_sources_fail_with_row_and_cause(tmp_path, source, message):
+    rows, tsv = rows_of(tmp_path, source)
+    with pytest.raises(ConfigError, match=message) as err:
+        check_models(rows, tsv, root=tmp_path)
+    assert str(tsv) in str(err.value)
+
+
+def test_existing_gguf_is_rejected_with_what_to_do(tmp_path):
+    (tmp_path / "model.gguf").write_bytes(b"GGUF")
+    rows, tsv = rows_of(tmp_path, "model.gguf")
+    with pytest.raises(ConfigError, match=r"GGUF file, which the scorer cannot load.*hf download"):
+        check_models(rows, tsv, root=tmp_path)
+
+
+def test_bad_row_fails_the_dry_run(tmp_path):
+    import shutil
+
+    for name in ("Snakefile", "workflow", "config"):
+        src = ROOT / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
+    (tmp_path / "resources").symlink_to(ROOT / "resources")
+    with open(tmp_path / "config" / "models.tsv", "a") as fh:
+        fh.write("ghost\tresources/models/ghost\t\tfloat32\tcpu\t\tfalse\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--cores", "1"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert (
+        "config/models.tsv: line 3 (model ghost): local model directory resources/models/ghost not found"
+        in out
+    )
+
+
+def test_unreachable_hub_hint_names_a_command_that_exists(monkeypatch):
+    from factprobe.lm.load import ModelLoadError, load_hf, spec_from_row
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelLoadError) as err:
+        load_hf(spec_from_row({"name": "ghost", "source": "no-such-org/no-such-model", "_line": 4}), None)
+    hint = "hf download no-such-org/no-such-model --local-dir resources/models/ghost"
+    assert hint in str(err.value)
+    assert "huggingface-cli" not in str(err.value)
+    hf = Path(sys.executable).with_name("hf")
+    proc = subprocess.run([str(hf), "download", "--help"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "--local-dir" in proc.stdout

@@ -1,0 +1,112 @@
+"""Disk space: ``disk_mb`` of the rules from their input size, and out-of-space errors that say so.
+
+Rules that write large outputs declare ``disk_mb=input_size_mb(factor)`` (``common.smk``), so a
+scheduler (SLURM ``--tmp``, ``--resources disk_mb=...``) sees the need before the job starts.
+When a disk still fills up, the writers fail with ``OSError(ENOSPC)`` (Python, pyarrow) or, from
+C++ streams (nmslib's ``saveIndex``), with a bare ``basic_ios::clear: iostream error``;
+:func:`atomic_dir` turns both into an :class:`OutOfSpaceError` naming the output, the bytes the
+rule expected to need and the bytes free, and removes its temporary folder.
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+import os
+import shutil
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+#: errno values that mean "the disk (or the quota) is full".
+FULL = {errno.ENOSPC, errno.EDQUOT}
+#: What a C++ ofstream reports when a write fails (no errno reaches Python).
+IOSTREAM = ("basic_ios::clear", "iostream error")
+MB = 1_000_000
+
+
+class OutOfSpaceError(OSError):
+    """A write failed because the disk is full; the message names the output and the sizes."""
+
+
+def path_size(path: str | os.PathLike) -> int:
+    """Bytes of a file, or of every file under a directory. Raises FileNotFoundError if absent."""
+    path = Path(path)
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return path.stat().st_size
+
+
+def input_size_mb(factor: float, floor: int = 100) -> Callable:
+    """A Snakemake resource function: ``disk_mb = max(floor, factor x size of all inputs in MB)``.
+
+    Before the inputs exist the size is unknown: the FileNotFoundError raised then makes
+    Snakemake evaluate the function again when the job is ready (resources show ``<TBD>``).
+    """
+
+    def disk_mb(wildcards, input) -> int:
+        return max(floor, math.ceil(factor * sum(path_size(f) for f in _files(input)) / MB))
+
+    disk_mb.__name__ = f"input_size_mb_x{factor:g}"
+    return disk_mb
+
+
+def _files(input: Iterable) -> Iterator[str]:
+    for item in input:
+        if isinstance(item, str):
+            yield item
+        else:  # a named input holding a list
+            yield from item
+
+
+def is_out_of_space(exc: BaseException, free_bytes: int, needed_bytes: int | None) -> bool:
+    """Whether ``exc`` is a full disk: ENOSPC/EDQUOT, or a C++ stream error with less free than needed."""
+    if isinstance(exc, OSError) and exc.errno in FULL:
+        return True
+    if any(s in str(exc) for s in IOSTREAM):
+        return free_bytes < (needed_bytes if needed_bytes else 64 * MB)
+    return False
+
+
+def out_of_space_error(
+    target: str | os.PathLike, exc: BaseException, free_bytes: int, needed_bytes: int | None
+) -> OutOfSpaceError:
+    """The error raised for a full disk: output, file being written, bytes needed and free."""
+    written = getattr(exc, "filename", None) or target
+    need = (
+        f"about {needed_bytes:,} bytes ({needed_bytes / MB:,.0f} MB, the rule's disk_mb)"
+        if needed_bytes
+        else "an unknown amount"
+    )
+    return OutOfSpaceError(
+        errno.ENOSPC,
+        f"no space left on the device while writing {written} (output {target}): it needs {need}, "
+        f"{free_bytes:,} bytes ({free_bytes / MB:,.0f} MB) are free there. The partial output was removed; "
+        f"free space or put results/ on a bigger disk, then re-run. (Original error: {exc})",
+    )
+
+
+@contextmanager
+def atomic_dir(target: str | os.PathLike, needed_mb: float | None = None) -> Iterator[Path]:
+    """Yield an empty temporary sibling folder of ``target``; rename it onto ``target`` on success.
+
+    On any failure the temporary folder is removed (no stale ``.<name>.tmp`` is left) and a
+    full disk is re-raised as :class:`OutOfSpaceError`; ``needed_mb`` (the rule's ``disk_mb``)
+    goes into its message.
+    """
+    target = Path(target)
+    tmp = target.with_name(f".{target.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    needed = int(needed_mb * MB) if needed_mb else None
+    try:
+        yield tmp
+    except BaseException as exc:
+        # Measured before the partial output is removed: that is what the writer saw.
+        free = shutil.disk_usage(tmp).free
+        shutil.rmtree(tmp, ignore_errors=True)
+        if is_out_of_space(exc, free, needed):
+            raise out_of_space_error(target, exc, free, needed) from exc
+        raise
+    shutil.rmtree(target, ignore_errors=True)
+    tmp.rename(target)
