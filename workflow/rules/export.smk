@@ -1,0 +1,85 @@
+# export stage: each suite as an lm-evaluation-harness task and a Hugging Face dataset
+# (README.md, section "Export"). Not part of `rule all`: run `snakemake --cores N export`.
+EXPORT = config.get("export", {}) or {}
+# Everything the dataset card states about how a suite was built, resolved once per suite.
+EXPORT_CARDS = {
+    s: {
+        "settings": {**block, "distractors": DISTRACTOR_SETTINGS[s]},
+        "dumps": [
+            {k: v for k, v in DUMP_ROWS[d].items() if k != "_line"}
+            for d in (block["dump"], block.get("diff_old"))
+            if d in DUMP_ROWS
+        ],
+        "template_sets": SUITE_TEMPLATE_SETS[s],
+    }
+    for s, block in SUITES.items()
+}
+
+TRANSLATED_EXPORT = config["scoring"].get("include_translated", True)
+# The suite tables as scored (translations included when scoring includes them).
+EXPORT_INPUTS = {
+    s: {
+        "facts": rules.build_probes.output.facts.format(suite=s),
+        "prompts": rules.build_probes.output.prompts.format(suite=s),
+        "candidates": rules.retrieve_distractors.output.candidates.format(suite=s),
+        "forms": rules.retrieve_distractors.output.forms.format(suite=s),
+        "lib": library_files("export"),
+        **(
+            {
+                "translated_prompts": rules.translate_prompts.output.prompts.format(
+                    suite=s
+                ),
+                "translated_forms": rules.translate_prompts.output.forms.format(
+                    suite=s
+                ),
+            }
+            if s in MULTILINGUAL_SUITES and TRANSLATED_EXPORT
+            else {}
+        ),
+    }
+    for s in SUITES
+}
+
+
+rule export_lm_eval:
+    input:
+        unpack(lookup(dpath="{suite}", within=EXPORT_INPUTS)),
+    output:
+        task=directory("results/export/lm_eval/{suite}"),
+    log:
+        "logs/export_lm_eval/{suite}.log",
+    conda:
+        "../../environment.yml"
+    resources:
+        mem_mb=2000,
+    params:
+        end_marker=SCORING.get("end_marker", "eos"),
+        eos_text=EXPORT.get("eos_text", "<|endoftext|>"),
+        no_space_languages=SCORING.get(
+            "no_space_languages", ["zh", "ja", "th", "lo", "km", "my", "bo"]
+        ),
+    script:
+        "../scripts/export_lm_eval.py"
+
+
+rule export_hf:
+    input:
+        unpack(lookup(dpath="{suite}", within=EXPORT_INPUTS)),
+    output:
+        dataset=directory("results/export/hf/{suite}"),
+    log:
+        "logs/export_hf/{suite}.log",
+    conda:
+        "../../environment.yml"
+    resources:
+        mem_mb=2000,
+    params:
+        card=lookup(dpath="{suite}", within=EXPORT_CARDS),
+    script:
+        "../scripts/export_hf.py"
+
+
+rule export:
+    input:
+        lm_eval=expand(rules.export_lm_eval.output.task, suite=SUITES),
+        hf=expand(rules.export_hf.output.dataset, suite=SUITES),
