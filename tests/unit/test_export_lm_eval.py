@@ -323,6 +323,35 @@ def test_task_folder_is_relocatable(exported, tmp_path):
     assert first["doc_id"] in {d["doc_id"] for d in docs}
 
 
+def test_object_listed_as_distractor_is_not_repeated(suite):
+    """PROBELM subject-side alternatives may name the object; it stays a gold choice only."""
+    facts, prompts, candidates, forms = suite
+    obj = candidates[candidates["role"] == "object"].iloc[0]
+    extra = obj.to_frame().T.assign(role="distractor", strategy="random", rank=99)
+    docs = task_docs(SUITE, prompts, pd.concat([candidates, extra], ignore_index=True), forms, facts)
+    plain = task_docs(SUITE, prompts, candidates, forms, facts)
+    assert docs == plain
+    mine = [d for d in docs if d["fact_id"] == obj["fact_id"] and d["strategy"] == "random"]
+    assert mine and all(
+        obj["entity"]
+        not in [e for e, r in zip(d["choice_entity"], d["choice_role"], strict=True) if r == "distractor"]
+        for d in mine
+    )
+
+
+def test_read_samples_command_line(lm_eval_run, model_dir, factprobe_scores, tmp_path):
+    """`python -m factprobe.export.harness` writes the score table as Parquet."""
+    from factprobe.export.harness import main
+
+    _, files, _ = lm_eval_run
+    out = tmp_path / "scores.parquet"
+    main([*map(str, files), "--tokenizer", str(model_dir), "--out", str(out)])
+    table = pd.read_parquet(out)
+    merged = table.merge(factprobe_scores, on=["prompt_id", "entity", "form"], suffixes=("", "_fp"))
+    assert len(merged) == len(table) > 0
+    assert np.abs(merged["logprob"] - merged["logprob_fp"]).max() < 1e-4
+
+
 def test_bad_inputs_give_clear_errors(suite, tmp_path, loaded):
     facts, prompts, candidates, forms = suite
     with pytest.raises(ValueError, match="candidates: missing column"):

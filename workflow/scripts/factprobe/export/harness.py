@@ -116,41 +116,27 @@ def task_docs(
     )
     rows = pairs.merge(roles, on=["fact_id", "entity"], how="inner")
     rows = rows.sort_values(["prompt_id", "strategy", "rank", "entity", "form"], kind="stable")
-    meta = prompts.drop_duplicates("prompt_id").set_index("prompt_id")
-    fact_meta = facts.drop_duplicates("fact_id").set_index("fact_id")
-
-    docs: list[dict] = []
-    no_object = no_distractor = 0  # prompts without an object form / without any distractor form
-    for prompt_id, group in rows.groupby("prompt_id", sort=True):
-        obj = group[group["role"] == "object"].drop_duplicates(["entity", "form"])
-        if obj.empty:
-            no_object += 1
-            continue
-        fact_id = obj["fact_id"].iloc[0]
-        head = {"prompt_id": prompt_id, "fact_id": fact_id}
-        head.update({f: _plain(fact_meta.at[fact_id, f]) for f in FACT_FIELDS})
-        head.update({f: _plain(meta.at[prompt_id, f]) if f in meta.columns else "" for f in PROMPT_FIELDS})
-        dis = group[group["role"] == "distractor"]
-        if dis.empty:
-            no_distractor += 1
-        for strategy, sdis in dis.groupby("strategy", sort=True):
-            sdis = sdis.drop_duplicates(["entity", "form"])
-            both = pd.concat([obj, sdis], ignore_index=True)
-            docs.append(
-                {
-                    "doc_id": f"{prompt_id}|{strategy}",
-                    "suite": suite,
-                    **head,
-                    "strategy": strategy,
-                    "query": obj["prompt_text"].iloc[0],
-                    "choices": [c + end for c in both["continuation"]],
-                    "choice_entity": both["entity"].astype(str).tolist(),
-                    "choice_form": both["form"].astype(str).tolist(),
-                    "choice_role": both["role"].astype(str).tolist(),
-                    "choice_rank": [int(r) for r in both["rank"]],
-                    "gold": list(range(len(obj))),
-                }
-            )
+    rows["choice"] = rows["continuation"] + end
+    lists = {"choice": list, "entity": list, "form": list, "rank": list}
+    obj_rows = rows[rows["role"] == "object"].drop_duplicates(["prompt_id", "entity", "form"])
+    obj = obj_rows.groupby("prompt_id", sort=True).agg(
+        fact_id=("fact_id", "first"),
+        query=("prompt_text", "first"),
+        **{f"o_{k}": (k, f) for k, f in lists.items()},
+    )
+    dis = rows[rows["role"] == "distractor"].drop_duplicates(["prompt_id", "strategy", "entity", "form"])
+    # A distractor that is the object itself (PROBELM subject-side alternatives can be) is no
+    # wrong choice: it is not repeated.
+    is_object = pd.MultiIndex.from_frame(dis[["prompt_id", "entity"]]).isin(
+        pd.MultiIndex.from_frame(obj_rows[["prompt_id", "entity"]])
+    )
+    dis = dis[~is_object]
+    dis = dis.groupby(["prompt_id", "strategy"], sort=True).agg(
+        **{f"d_{k}": (k, f) for k, f in lists.items()}
+    )
+    with_dis = set(dis.index.get_level_values("prompt_id"))
+    no_object = len(with_dis - set(obj.index))  # prompts without an object form in their language
+    no_distractor = len(set(obj.index) - with_dis)  # facts without any scorable distractor
     if no_object or no_distractor:
         log.warning(
             "%s: no doc for %d prompts without an object form and %d without any distractor form",
@@ -158,8 +144,32 @@ def task_docs(
             no_object,
             no_distractor,
         )
-    docs.sort(key=lambda d: (d["strategy"], d["prompt_id"]))
-    log.info("%s: %d docs over %d prompts", suite, len(docs), len({d["prompt_id"] for d in docs}))
+    frame = dis.reset_index().merge(obj.reset_index(), on="prompt_id", how="inner")
+    meta = prompts.drop_duplicates("prompt_id").reindex(columns=["prompt_id", *PROMPT_FIELDS])
+    frame = frame.merge(meta, on="prompt_id", how="left").merge(
+        facts.drop_duplicates("fact_id")[["fact_id", *FACT_FIELDS]], on="fact_id", how="left"
+    )
+    frame = frame.sort_values(["strategy", "prompt_id"], kind="stable")
+    docs = [
+        {
+            "doc_id": f"{r['prompt_id']}|{r['strategy']}",
+            "suite": suite,
+            "prompt_id": r["prompt_id"],
+            "fact_id": r["fact_id"],
+            **{f: _plain(r[f]) for f in FACT_FIELDS},
+            **{f: _plain(r[f]) for f in PROMPT_FIELDS},
+            "strategy": r["strategy"],
+            "query": r["query"],
+            "choices": r["o_choice"] + r["d_choice"],
+            "choice_entity": [str(e) for e in r["o_entity"] + r["d_entity"]],
+            "choice_form": [str(f) for f in r["o_form"] + r["d_form"]],
+            "choice_role": ["object"] * len(r["o_form"]) + ["distractor"] * len(r["d_form"]),
+            "choice_rank": [int(k) for k in r["o_rank"] + r["d_rank"]],
+            "gold": list(range(len(r["o_form"]))),
+        }
+        for r in frame.to_dict("records")
+    ]
+    log.info("%s: %d docs over %d prompts", suite, len(docs), frame["prompt_id"].nunique())
     return docs
 
 
@@ -327,7 +337,8 @@ def read_samples(paths: Iterable[str | os.PathLike], tokenizer) -> pd.DataFrame:
     frame = pd.DataFrame(records, columns=cols)
     if frame.empty:
         raise ValueError("no lm-eval samples read: check the --log_samples file paths")
-    spread = frame.groupby(["prompt_id", "entity", "form"])["logprob"].agg(lambda s: s.max() - s.min())
+    repeats = frame.groupby(["prompt_id", "entity", "form"], sort=False)["logprob"]
+    spread = repeats.max() - repeats.min()
     log.info(
         "%d samples rows, largest spread between repeats of a pair %.2e nats", len(frame), float(spread.max())
     )
