@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CORES ?= 2
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test lint dryrun clean bench
+.PHONY: venv demo test lint dryrun clean bench export
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -20,6 +20,10 @@ venv: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES)
+
+# Every suite as an lm-evaluation-harness task and a Hugging Face dataset (results/export/).
+export: $(STAMP)
+	$(BIN)/snakemake --cores $(CORES) export
 
 # -rs: pytest's list of skip reasons; tests/skipreport.py adds a loud SKIPPED section at the end.
 test: $(STAMP)

@@ -19,6 +19,7 @@ include: "workflow/rules/control.smk"
 include: "workflow/rules/score.smk"
 include: "workflow/rules/metrics.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/export.smk"
 
 
 rule all:

@@ -173,7 +173,7 @@ def check_models(rows: list[dict], path: str | Path, root: str | Path = ".") -> 
 
     A source is taken as a local path when it is absolute, starts with ``.`` or ``~``, has more
     than one ``/``, ends in ``.gguf`` or names an existing directory (the same reading as
-    ``factprobe.scoring.models``), so a typo fails here, before any job runs.
+    ``factprobe.lm.load``), so a typo fails here, before any job runs.
     """
     for row in rows:
         where = f"{path}: line {row['_line']} (model {row['name']})"

@@ -310,6 +310,13 @@ class Translate:
 
 
 @dataclass(frozen=True)
+class Export:
+    """``export``: suites as lm-evaluation-harness tasks and Hugging Face datasets."""
+
+    eos_text: str = "<|endoftext|>"
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole config/config.yaml."""
 
@@ -325,6 +332,7 @@ class Config:
     metrics: Metrics = _default(Metrics(families={}))
     report: Report = _default(Report())
     translate: Translate = _default(Translate())
+    export: Export = _default(Export())
 
 
 # --- loading -------------------------------------------------------------------------------

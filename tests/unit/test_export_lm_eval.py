@@ -1,0 +1,385 @@
+"""lm-evaluation-harness export and import (issue 17 item 4a, 4c) on a real demo suite.
+
+A multiprompt suite is built from the demo dumps (zero-shot and 2-random BELIEF-ICL contexts,
+English and German templates, random and pool distractors), exported as an lm-eval task, and
+run by lm-eval itself, offline: TaskManager with ``include_path``, HFLM loading a tiny
+randomly initialised GPT-2 and a BPE tokenizer trained here from a local folder, and the
+evaluator writing ``--log_samples`` files through lm-eval's EvaluationTracker.
+
+The independent reference is factprobe's own scorer (packed engine, end marker ``eos``):
+lm-eval's per-choice log-likelihoods must equal it to 1e-4 (the export is faithful only if
+lm-eval asks for exactly the pairs factprobe scores), and the samples read back must give the
+same score table and the same knowledge measure K (distractors paper §3.2 eq. 2).
+"""
+
+import json
+import os
+import shutil
+
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from conftest import ROOT  # noqa: E402
+from factprobe.distractors.retrieve import forms_of_candidates, retrieve, suite_omega  # noqa: E402
+from factprobe.export.harness import end_text, read_samples, task_docs, task_name, write_task  # noqa: E402
+from factprobe.lm import HFCausalLM, LoglikRequest  # noqa: E402
+from factprobe.metrics.common import correct_entities, entity_scores  # noqa: E402
+from factprobe.metrics.knowledge import knowledge_per_prompt  # noqa: E402
+from factprobe.probes.build import build_suite  # noqa: E402
+from factprobe.scoring.control import train_bpe_tokenizer  # noqa: E402
+from factprobe.scoring.suite import build_pairs, score_pairs  # noqa: E402
+from factprobe.settings import Retrieve  # noqa: E402
+
+torch.set_num_threads(1)
+EOS = "<|endoftext|>"
+SUITE = "demo"
+DUMP = "20190201"
+SPEC = {
+    "kind": "multiprompt",
+    "dump": DUMP,
+    "languages": ["en", "de"],
+    "relations": ["P36", "P530"],
+    "n_facts": 2,
+    "templates": {"styles": ["statement", "question"], "max_per_relation": 1},
+    "few_shot": {"settings": ["zero-shot", "2-random"]},
+}
+SETS = {"team": {"format": "yaml", "path": str(ROOT / "resources" / "templates")}}
+
+
+def retrieve_settings(**chosen) -> Retrieve:
+    """Distractor settings of one suite: the config defaults (config/README.md) plus ``chosen``."""
+    defaults = dict(
+        strategies=["random"], n=10, pool_size=50, search="exact", languages=["en"], dump=DUMP,
+        cooccur_n=10, cooccur_sides=["object", "subject"], form_threshold=90.0,
+        valid_ranks="non_deprecated", ef_search=200,
+    )  # fmt: skip
+    return Retrieve(**{**defaults, **chosen})
+
+
+
+@pytest.fixture(scope="module")
+def suite(demo_tables):
+    """facts, prompts, candidates, forms of a small real suite (random + pool distractors)."""
+    tables = demo_tables
+    facts, prompts, entity_forms = build_suite(
+        SUITE,
+        SPEC,
+        SETS,
+        str(tables[DUMP] / "claims.parquet"),
+        str(tables[DUMP] / "entities.parquet"),
+        [str(tables[d] / "labels.parquet") for d in sorted(tables)],
+    )
+    claims = pq.read_table(tables[DUMP] / "claims.parquet").to_pandas()
+    omega = suite_omega(
+        facts,
+        entity_forms,
+        claims,
+        [tables[d] / "types.parquet" for d in tables],
+        DUMP,
+        "non_deprecated",
+        90.0,
+    )
+    settings = retrieve_settings(strategies=["random", "pool"], n=3, pool_size=4, languages=["en", "de"])
+    candidates = retrieve(facts, omega, settings, None, None, None, entity_forms)
+    forms = forms_of_candidates(candidates, entity_forms)
+    # Preconditions the assertions below rely on: contexts, two languages, two strategies.
+    assert (prompts["shots"] == "2-random").any() and set(prompts["lang"]) == {"en", "de"}
+    assert {"random", "pool"} <= set(candidates["strategy"])
+    return facts, prompts, candidates, forms
+
+
+@pytest.fixture(scope="module")
+def model_dir(suite, tmp_path_factory):
+    """A tiny GPT-2 and a byte-level BPE tokenizer (no BOS, EOS = <|endoftext|>) saved to a folder."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    _, prompts, _, forms = suite
+    corpus = list(prompts["context"] + prompts["text"]) + list(forms["form"])
+    tok = train_bpe_tokenizer(corpus, vocab_size=400, add_bos=False)
+    torch.manual_seed(0)
+    config = GPT2Config(
+        vocab_size=len(tok),
+        n_positions=512,
+        n_embd=32,
+        n_layer=2,
+        n_head=4,
+        bos_token_id=tok.eos_token_id,
+        eos_token_id=tok.eos_token_id,
+    )
+    folder = tmp_path_factory.mktemp("tiny_gpt2")
+    GPT2LMHeadModel(config).eval().save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def loaded(model_dir):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    return HFCausalLM(model, AutoTokenizer.from_pretrained(model_dir))
+
+
+def score_texts(lm: HFCausalLM, contexts: list[str], continuations: list[str], end: str) -> np.ndarray:
+    """log P(continuation + end marker | context) of each pair, through the model interface."""
+    other = HFCausalLM(lm.model, lm.tokenizer, end_marker=end)
+    requests = [LoglikRequest(c, x) for c, x in zip(contexts, continuations, strict=True)]
+    return np.array([r.logprob for r in other.loglikelihood(requests)])
+
+
+@pytest.fixture(scope="module")
+def exported(suite, tmp_path_factory):
+    facts, prompts, candidates, forms = suite
+    docs = task_docs(SUITE, prompts, candidates, forms, facts, end_text("eos", EOS))
+    folder = tmp_path_factory.mktemp("tasks") / SUITE
+    names = write_task(docs, folder, SUITE, "eos", EOS)
+    return docs, folder, names
+
+
+@pytest.fixture(scope="module")
+def factprobe_scores(suite, loaded):
+    """factprobe's own score table of the suite: the reference."""
+    facts, prompts, candidates, forms = suite
+    return score_pairs(loaded, build_pairs(prompts, candidates, forms), progress=False)
+
+
+@pytest.fixture(scope="module")
+def lm_eval_run(exported, model_dir, tmp_path_factory):
+    """lm-eval's evaluator on the exported tag, samples saved as `lm_eval --log_samples` does."""
+    from lm_eval import simple_evaluate
+    from lm_eval.loggers import EvaluationTracker
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.tasks import TaskManager
+
+    _, folder, _ = exported
+    out = tmp_path_factory.mktemp("lm_eval_out")
+    manager = TaskManager(include_path=str(folder.parent), include_defaults=False)
+    hflm = HFLM(pretrained=str(model_dir), device="cpu", batch_size=64)
+    tracker = EvaluationTracker(output_path=str(out))
+    results = simple_evaluate(
+        model=hflm,
+        tasks=[f"factprobe_{SUITE}"],
+        task_manager=manager,
+        log_samples=True,
+        bootstrap_iters=0,
+        evaluation_tracker=tracker,
+    )
+    samples = results.pop("samples")
+    tracker.save_results_aggregated(results=results, samples=samples)
+    for name in results["configs"]:
+        tracker.save_results_samples(task_name=name, samples=samples[name])
+    files = sorted(out.rglob("samples_*.jsonl"))
+    return results, files, manager
+
+
+def raw_samples(files) -> pd.DataFrame:
+    """Per-choice rows straight from the samples jsonl (not through read_samples)."""
+    rows = []
+    for path in files:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            sample = json.loads(line)
+            doc = sample["doc"]
+            for i, (args, resp) in enumerate(
+                zip(sample["arguments"].values(), sample["filtered_resps"], strict=True)
+            ):
+                rows.append(
+                    {
+                        "prompt_id": doc["prompt_id"],
+                        "strategy": doc["strategy"],
+                        "entity": doc["choice_entity"][i],
+                        "form": doc["choice_form"][i],
+                        "context": args["arg_0"],
+                        "continuation": args["arg_1"],
+                        "lm_logprob": float(resp[0]),
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def test_task_manager_loads_the_export_offline(exported, suite, lm_eval_run):
+    docs, folder, names = exported
+    _, _, manager = lm_eval_run
+    assert names == [task_name(SUITE, "pool"), task_name(SUITE, "random")]
+    assert set(names) | {f"factprobe_{SUITE}", "factprobe"} <= set(manager.all_tasks)
+    tasks = manager.load(names)["tasks"]
+    by_strategy = pd.Series([d["strategy"] for d in docs]).value_counts()
+    for name in names:
+        task = tasks[name]
+        strategy = name.rsplit("_", 1)[1]
+        test_docs = list(task.test_docs())
+        assert len(test_docs) == by_strategy[strategy]
+        assert all(d["strategy"] == strategy for d in test_docs)
+    # Every prompt whose object and some distractor have forms in its language gets one doc per strategy.
+    facts, prompts, candidates, forms = suite
+    pairs = build_pairs(prompts, candidates, forms)
+    roles = pairs.merge(candidates[["fact_id", "entity", "role", "strategy"]], on=["fact_id", "entity"])
+    has_obj = set(roles.loc[roles["role"] == "object", "prompt_id"])
+    expected = {
+        (p, s)
+        for p, s in roles.loc[roles["role"] == "distractor", ["prompt_id", "strategy"]].itertuples(
+            index=False
+        )
+        if p in has_obj
+    }
+    assert {(d["prompt_id"], d["strategy"]) for d in docs} == expected
+
+
+def test_lm_eval_requests_the_pairs_factprobe_scores(lm_eval_run, factprobe_scores, suite):
+    """lm-eval's (context, continuation) = factprobe's (context + text, " " + form + EOS text)."""
+    _, files, _ = lm_eval_run
+    raw = raw_samples(files)
+    facts, prompts, candidates, forms = suite
+    pairs = build_pairs(prompts, candidates, forms)
+    cols = ["prompt_id", "entity", "form", "prompt_text", "continuation"]
+    merged = raw.merge(pairs[cols], on=cols[:3], how="left", suffixes=("", "_fp"), validate="many_to_one")
+    assert merged["prompt_text"].notna().all()
+    assert (merged["context"] == merged["prompt_text"]).all()
+    assert (merged["continuation"] == merged["continuation_fp"] + EOS).all()
+    assert merged["continuation_fp"].str.startswith(" ").all()  # English and German: one leading space
+    # Every scored pair that belongs to some doc was asked for.
+    assert set(map(tuple, raw[["prompt_id", "entity", "form"]].drop_duplicates().to_numpy())) <= set(
+        map(tuple, factprobe_scores[["prompt_id", "entity", "form"]].to_numpy())
+    )
+
+
+def test_lm_eval_loglikelihoods_equal_factprobe(lm_eval_run, factprobe_scores, loaded):
+    _, files, _ = lm_eval_run
+    raw = raw_samples(files)
+    merged = raw.merge(factprobe_scores, on=["prompt_id", "entity", "form"], validate="many_to_one")
+    assert len(merged) == len(raw) > 500
+    diff = np.abs(merged["lm_logprob"] - merged["logprob"]).max()
+    print(f"max |lm-eval - factprobe| over {len(merged)} choices: {diff:.2e} nats")
+    assert diff < 1e-4
+    # The end marker is really scored: without EOS factprobe's values are far from lm-eval's.
+    no_end = score_texts(
+        loaded,
+        merged["context"].tolist(),
+        [c[: -len(EOS)] for c in merged["continuation"]],
+        end="none",
+    )
+    assert np.abs(no_end - merged["lm_logprob"]).min() > 1e-2
+
+
+def test_samples_read_back_as_score_table(lm_eval_run, factprobe_scores, suite, loaded):
+    results, files, _ = lm_eval_run
+    got = read_samples(files, loaded.tokenizer)
+    assert list(got.columns[:5]) == ["prompt_id", "entity", "form", "logprob", "n_tokens"]
+    assert not got.duplicated(["prompt_id", "entity", "form"]).any()
+    ref = factprobe_scores.merge(got[["prompt_id", "entity", "form"]], on=["prompt_id", "entity", "form"])
+    merged = got.merge(ref, on=["prompt_id", "entity", "form"], suffixes=("", "_fp"), validate="one_to_one")
+    assert len(merged) == len(got)
+    assert np.abs(merged["logprob"] - merged["logprob_fp"]).max() < 1e-4
+    assert (merged["n_tokens"] == merged["n_tokens_fp"]).all()  # form tokens + EOS
+    assert (merged[["fact_id", "lang"]].to_numpy() == merged[["fact_id_fp", "lang_fp"]].to_numpy()).all()
+
+    # A measure from the lm-eval run equals the same measure from factprobe's own scores.
+    facts, prompts, candidates, _ = suite
+    correct = correct_entities(facts)
+    k_lm = knowledge_per_prompt(entity_scores(got), prompts, candidates, facts, correct, [1, 3])
+    k_fp = knowledge_per_prompt(entity_scores(ref), prompts, candidates, facts, correct, [1, 3])
+    keys = ["prompt_id", "strategy", "n"]
+    both = k_lm.merge(k_fp, on=keys, suffixes=("_lm", "_fp"), validate="one_to_one")
+    assert len(both) == len(k_fp) > 0
+    assert (both["k_min_lm"] == both["k_min_fp"]).all() and np.allclose(both["k_avg_lm"], both["k_avg_fp"])
+    assert 0 < both["k_avg_lm"].mean() < 1  # a random model: some wins, some losses
+
+    # lm-eval's own acc (top choice is a form of the object) recomputed from the read-back table.
+    docs = [
+        json.loads(line)["doc"] for path in files for line in path.read_text(encoding="utf-8").splitlines()
+    ]
+    table = got.set_index(["prompt_id", "entity", "form"])["logprob"]
+    for name, res in results["results"].items():
+        strategy = name.rsplit("_", 1)[1]
+        wins = []
+        for doc in (d for d in docs if d["strategy"] == strategy):
+            lps = [
+                table[(doc["prompt_id"], e, f)]
+                for e, f in zip(doc["choice_entity"], doc["choice_form"], strict=True)
+            ]
+            wins.append(int(np.argmax(lps)) in doc["gold"])
+        assert res["acc,none"] == pytest.approx(np.mean(wins))
+
+
+@pytest.mark.parametrize("end", [".", "none"])
+def test_other_end_markers_match_lm_eval(suite, loaded, model_dir, end):
+    """With end marker "." or none the choice text carries it (or nothing) and lm-eval agrees."""
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
+
+    facts, prompts, candidates, forms = suite
+    docs = task_docs(SUITE, prompts, candidates, forms, facts, end_text(end))
+    pairs = [(d["query"], c) for d in docs[:6] for c in d["choices"]]
+    assert (
+        all(c.endswith(".") for _, c in pairs) if end == "." else not any(c.endswith(EOS) for _, c in pairs)
+    )
+    hflm = HFLM(pretrained=str(model_dir), device="cpu", batch_size=32)
+    instances = [
+        Instance(request_type="loglikelihood", doc={}, arguments=p, idx=i) for i, p in enumerate(pairs)
+    ]
+    lm = np.array([v for v, _ in hflm.loglikelihood(instances, disable_tqdm=True)])
+    plain = [c[:-1] if end == "." else c for _, c in pairs]
+    fp = score_texts(loaded, [q for q, _ in pairs], plain, end=end)
+    assert np.abs(lm - fp).max() < 1e-4
+
+
+def test_task_folder_is_relocatable(exported, tmp_path):
+    """The YAML finds its docs through a loader beside it, not through an absolute path."""
+    from lm_eval.tasks import TaskManager
+
+    docs, folder, names = exported
+    moved = tmp_path / "elsewhere" / "copy"
+    shutil.copytree(folder, moved)
+    assert str(folder) not in "".join(p.read_text() for p in moved.glob("*.yaml"))
+    manager = TaskManager(include_path=str(moved), include_defaults=False)
+    task = manager.load([names[0]])["tasks"][names[0]]
+    first = next(iter(task.test_docs()))
+    assert first["doc_id"] in {d["doc_id"] for d in docs}
+
+
+def test_object_listed_as_distractor_is_not_repeated(suite):
+    """PROBELM subject-side alternatives may name the object; it stays a gold choice only."""
+    facts, prompts, candidates, forms = suite
+    obj = candidates[candidates["role"] == "object"].iloc[0]
+    extra = obj.to_frame().T.assign(role="distractor", strategy="random", rank=99)
+    docs = task_docs(SUITE, prompts, pd.concat([candidates, extra], ignore_index=True), forms, facts)
+    plain = task_docs(SUITE, prompts, candidates, forms, facts)
+    assert docs == plain
+    mine = [d for d in docs if d["fact_id"] == obj["fact_id"] and d["strategy"] == "random"]
+    assert mine and all(
+        obj["entity"]
+        not in [e for e, r in zip(d["choice_entity"], d["choice_role"], strict=True) if r == "distractor"]
+        for d in mine
+    )
+
+
+def test_read_samples_command_line(lm_eval_run, model_dir, factprobe_scores, tmp_path):
+    """`python -m factprobe.export.harness` writes the score table as Parquet."""
+    from factprobe.export.harness import main
+
+    _, files, _ = lm_eval_run
+    out = tmp_path / "scores.parquet"
+    main([*map(str, files), "--tokenizer", str(model_dir), "--out", str(out)])
+    table = pd.read_parquet(out)
+    merged = table.merge(factprobe_scores, on=["prompt_id", "entity", "form"], suffixes=("", "_fp"))
+    assert len(merged) == len(table) > 0
+    assert np.abs(merged["logprob"] - merged["logprob_fp"]).max() < 1e-4
+
+
+def test_bad_inputs_give_clear_errors(suite, tmp_path, loaded):
+    facts, prompts, candidates, forms = suite
+    with pytest.raises(ValueError, match="candidates: missing column"):
+        task_docs(SUITE, prompts, candidates.drop(columns=["role"]), forms, facts)
+    with pytest.raises(ValueError, match="export.eos_text is empty"):
+        end_text("eos", "")
+    with pytest.raises(ValueError, match="no lm-eval doc"):
+        write_task([], tmp_path / "empty", SUITE, "eos", EOS)
+    assert not (tmp_path / "empty").exists()
+    other = tmp_path / "samples_other.jsonl"
+    other.write_text(json.dumps({"doc": {"question": "x"}, "filtered_resps": [["-1.0", "False"]]}) + "\n")
+    with pytest.raises(ValueError, match=r"samples_other.jsonl:1: doc lacks"):
+        read_samples([other], loaded.tokenizer)
