@@ -267,6 +267,7 @@ def metrics_inputs(wildcards):
     score = score_inputs(wildcards)
     files = {
         "scores": rules.score_suite.output.scores.format(suite=suite, model=model),
+        "topk": rules.score_suite.output.topk.format(suite=suite, model=model),
         "prompts": [score["prompts"]] + [score.get("translated_prompts")],
         "candidates": [score["candidates"]] + [score.get("appropt")],
         "facts": rules.build_probes.output.facts.format(suite=suite),

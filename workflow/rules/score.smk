@@ -32,7 +32,7 @@ rule score_shard:
             "no_space_languages", ["zh", "ja", "th", "lo", "km", "my", "bo"]
         ),
         cache="results/cache/scores/{model}",
-        topk=SCORING.get("topk", 10),
+        topk=SCORING.get("topk", 100),
     script:
         "../scripts/score_shard.py"
 
@@ -71,7 +71,7 @@ rule generate_suite:
         runtime=120,
     params:
         model=lookup(dpath="{model}", within=MODEL_PARAMS),
-        samples=SCORING.get("samples", 10),
+        samples=SCORING.get("samples", 100),
         max_new_tokens=SCORING.get("max_new_tokens", 12),
         batch_size=SCORING.get("generation_batch_size", 16),
     script:

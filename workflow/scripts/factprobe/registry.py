@@ -112,7 +112,7 @@ def check_dumps(rows: list[dict], path: str | Path, root: str | Path = ".") -> l
 def check_cross_keys(config: dict, source: str = "config/config.yaml") -> None:
     """Constraints between sections that one section's schema cannot express."""
     precision = max(config.get("metrics", {}).get("precision_ns", [1]) or [1])
-    topk = config.get("scoring", {}).get("topk", 10)
+    topk = config.get("scoring", {}).get("topk", 100)
     if precision > topk:
         raise ConfigError(
             f"{source}: metrics.precision_ns asks for Precision@{precision} but scoring.topk is {topk}; "

@@ -14,7 +14,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .belief import belief_dataset, belief_per_fact, generation_predictions, ranking_predictions
+from .belief import (
+    belief_dataset,
+    belief_per_fact,
+    candidate_predictions,
+    generation_predictions,
+    vocabulary_predictions,
+)
 from .common import (
     GROUP_KEYS,
     conform_dataset_table,
@@ -25,7 +31,7 @@ from .common import (
     prompt_frame,
     require_columns,
 )
-from .knowledge import knowledge_per_fact
+from .knowledge import dropped_fact_counts, knowledge_per_fact
 from .meta import configuration_grid, verbalization_robustness
 from .plausibility import plausibility_per_fact, plausibility_score
 from .ranking import ranking_per_fact
@@ -54,9 +60,12 @@ class Settings:
     )
     plausibility_strategies: Sequence[str] = ("cooccur",)
     ndcg_gain: str = "exponential"
-    belief_samplings: int = 100
+    # BELIEF §5.1: N = 50,000 samplings; the demo config sets a small N.
+    belief_samplings: int = 50_000
     belief_bins: int = 10
     robustness_pair: Sequence[str] = ("template", "sentence")
+    # Fewer than n distractors: K at n undefined (reference implementation) or "available".
+    short_lists: str = "undefined"
 
     @classmethod
     def from_config(cls, section: Mapping | None) -> Settings:
@@ -77,6 +86,7 @@ class SuiteInputs:
     generations: pd.DataFrame | None = None
     forms: pd.DataFrame | None = None
     split: pd.DataFrame | None = None
+    topk: pd.DataFrame | None = None
 
 
 def read_inputs(paths: Mapping[str, str | Path | Iterable[str | Path] | None]) -> SuiteInputs:
@@ -155,8 +165,12 @@ def compute_suite_metrics(
                 settings.ns,
                 settings.precision_ns,
                 settings.combined_strategies,
+                topk=inputs.topk,
+                scores=inputs.scores,
+                short_lists=settings.short_lists,
             )
         )
+        dataset.append(dropped_fact_counts(per_fact[-1]))
     if "ranking" in families:
         per_fact.append(ranking_per_fact(ent, prompts, cands, correct, settings.recall_ns))
     if "plausibility" in families:
@@ -169,9 +183,16 @@ def compute_suite_metrics(
         if not score.empty:
             dataset.append(score.drop(columns="n_parts").assign(measure="plausibility", style=""))
     if "belief" in families:
-        pp = ranking_predictions(ent, prompts, cands, facts, correct)
-        per_fact.append(belief_per_fact(pp, facts, "belief", "exact"))
-        dataset.append(belief_dataset(pp, "belief", settings.belief_samplings, settings.belief_bins))
+        # §2.1: argmax over the vocabulary (needs the top-k table); belief_cand_*: the closed-set variant.
+        pp = vocabulary_predictions(inputs.topk, inputs.scores, prompts, facts, correct)
+        if pp.empty:
+            log.warning("belief: no top-k next-token table (scoring.topk = 0?); only belief_cand_* computed")
+        else:
+            per_fact.append(belief_per_fact(pp, facts, "belief", "exact"))
+            dataset.append(belief_dataset(pp, "belief", settings.belief_samplings, settings.belief_bins))
+        pp = candidate_predictions(ent, prompts, cands, facts, correct)
+        per_fact.append(belief_per_fact(pp, facts, "belief_cand", "exact"))
+        dataset.append(belief_dataset(pp, "belief_cand", settings.belief_samplings, settings.belief_bins))
     if "belief_icl" in families and inputs.generations is None:
         log.warning(
             "belief_icl requested but the suite has no generations (set suites.<suite>.generate: true)"

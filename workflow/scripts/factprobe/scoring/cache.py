@@ -32,6 +32,7 @@ SCHEMA = pa.schema(
         ("logprob", pa.float64()),
         ("n_tokens", pa.int32()),
         ("first_logprob", pa.float64()),
+        ("end_logprob", pa.float64()),
     ]
 )
 
@@ -47,13 +48,13 @@ def request_key(model: str, revision: str, dtype: str, context: str, continuatio
 
 
 class RequestCache:
-    """Folder of Parquet shards mapping request keys to (logprob, n_tokens, first_logprob)."""
+    """Folder of Parquet shards mapping request keys to (logprob, n_tokens, first_logprob, end_logprob)."""
 
     def __init__(self, folder: str | os.PathLike | None, flush_every: int = 50_000):
         self.folder = Path(folder) if folder else None
         self.flush_every = flush_every
-        self._known: dict[str, tuple[float, int, float]] = {}
-        self._buffer: list[tuple[str, float, int, float]] = []
+        self._known: dict[str, tuple[float, int, float, float]] = {}
+        self._buffer: list[tuple[str, float, int, float, float]] = []
         if self.folder and self.folder.is_dir():
             for shard in sorted(self.folder.glob("part-*.parquet")):
                 try:
@@ -62,8 +63,14 @@ class RequestCache:
                     log.warning("%s: unreadable cache shard skipped (%s); delete it", shard, exc)
                     continue
                 cols = [table.column(c).to_pylist() for c in ("key", "logprob", "n_tokens", "first_logprob")]
-                for key, lp, nt, fl in zip(*cols, strict=True):
-                    self._known[key] = (lp, nt, fl)
+                # Shards written before end_logprob existed: NaN, so score_texts recomputes them.
+                ends = (
+                    table.column("end_logprob").to_pylist()
+                    if "end_logprob" in table.column_names
+                    else [None] * table.num_rows
+                )
+                for key, lp, nt, fl, el in zip(*cols, ends, strict=True):
+                    self._known[key] = (lp, nt, fl, float("nan") if el is None else el)
             log.info("request cache %s: %d entries", self.folder, len(self._known))
 
     def __len__(self) -> int:
@@ -80,15 +87,22 @@ class RequestCache:
             hit = self._known.get(key)
             if hit is not None:
                 found[i] = True
-                lp[i], nt[i], fl[i] = hit
+                lp[i], nt[i], fl[i] = hit[:3]
         return found, lp, nt, fl
 
-    def add(self, keys: Iterable[str], logprob, n_tokens, first_logprob) -> None:
+    def lookup_end(self, keys: Iterable[str]) -> np.ndarray:
+        """end_logprob of ``keys`` (log-probability of the end marker); NaN where unknown."""
+        return np.array([self._known.get(key, (0, 0, 0, np.nan))[3] for key in keys], dtype=float)
+
+    def add(self, keys: Iterable[str], logprob, n_tokens, first_logprob, end_logprob=None) -> None:
         """Record finished requests; flush a shard once the buffer is full."""
-        for key, lp, nt, fl in zip(keys, logprob, n_tokens, first_logprob, strict=True):
-            if key in self._known:
+        keys = list(keys)
+        if end_logprob is None:
+            end_logprob = [float("nan")] * len(keys)
+        for key, lp, nt, fl, el in zip(keys, logprob, n_tokens, first_logprob, end_logprob, strict=True):
+            if key in self._known and np.isfinite(self._known[key][3]):
                 continue
-            entry = (float(lp), int(nt), float(fl))
+            entry = (float(lp), int(nt), float(fl), float(el))
             self._known[key] = entry
             self._buffer.append((key, *entry))
         if len(self._buffer) >= self.flush_every:
@@ -99,9 +113,11 @@ class RequestCache:
         if not self._buffer or self.folder is None:
             self._buffer.clear()
             return
-        keys, lp, nt, fl = zip(*self._buffer, strict=True)
+        keys, lp, nt, fl, el = zip(*self._buffer, strict=True)
         name = hashlib.blake2b("".join(keys).encode(), digest_size=10).hexdigest()
-        table = pa.table({"key": keys, "logprob": lp, "n_tokens": nt, "first_logprob": fl}, schema=SCHEMA)
+        table = pa.table(
+            {"key": keys, "logprob": lp, "n_tokens": nt, "first_logprob": fl, "end_logprob": el}, schema=SCHEMA
+        )
         write_table(table, self.folder / f"part-{name}.parquet")
         log.info("request cache: wrote %d entries to %s", len(keys), self.folder)
         self._buffer.clear()

@@ -159,6 +159,22 @@ def combine(plans: Sequence[PairPlan], req_logprob: np.ndarray, req_first: np.nd
     return logprob, n_tokens, first
 
 
+def end_logprobs(plans: Sequence[PairPlan], req_last: np.ndarray, end: str) -> np.ndarray:
+    """Per-pair log-probability of the end marker: the last token of the pair's ``plus`` request.
+
+    With ``end="none"`` nothing is appended and the value is 0, so ``logprob - end_logprob`` is
+    log Pr(form | c) without an end marker for every setting (distractors paper Table 2,
+    Probability). For ``"."`` it is the final token's log-probability (the period, which BPE
+    vocabularies encode as a token of its own after a word).
+    """
+    out = np.zeros(len(plans), dtype=np.float64)
+    if end == "none":
+        return out
+    for i, plan in enumerate(plans):
+        out[i] = req_last[plan.plus]
+    return out
+
+
 @dataclass
 class _Row:
     prefix: tuple[int, ...]
@@ -198,7 +214,7 @@ def _pack(rows: list[_Row], device: torch.device, mask_dtype: torch.dtype):
     ids = torch.zeros(len(rows), width, dtype=torch.long)
     pos = torch.zeros(len(rows), width, dtype=torch.long)
     seg = torch.full((len(rows), width), -1, dtype=torch.long)
-    t_row, t_col, t_tok, t_req, t_first = [], [], [], [], []
+    t_row, t_col, t_tok, t_req, t_first, t_last = [], [], [], [], [], []
     for b, row in enumerate(rows):
         plen = len(row.prefix)
         ids[b, :plen] = torch.tensor(row.prefix)
@@ -217,6 +233,7 @@ def _pack(rows: list[_Row], device: torch.device, mask_dtype: torch.dtype):
                 t_tok.append(tok)
                 t_req.append(req)
                 t_first.append(j == 0)
+                t_last.append(j == len(cont) - 1)
             col += len(body)
     q = torch.arange(width)
     causal = q[None, :] <= q[:, None]  # [query, key]
@@ -231,6 +248,7 @@ def _pack(rows: list[_Row], device: torch.device, mask_dtype: torch.dtype):
         torch.tensor(t_tok),
         torch.tensor(t_req),
         torch.tensor(t_first),
+        torch.tensor(t_last),
     )
     return ids.to(device), pos.to(device), mask[:, None].to(device), targets
 
@@ -244,7 +262,7 @@ def _is_oom(exc: BaseException) -> bool:
 @torch.inference_mode()
 def _forward_batch(model, rows: list[_Row], device, logsoftmax_chunk: int):
     param = next(model.parameters())
-    ids, pos, mask, (t_row, t_col, t_tok, t_req, t_first) = _pack(rows, device, param.dtype)
+    ids, pos, mask, (t_row, t_col, t_tok, t_req, t_first, t_last) = _pack(rows, device, param.dtype)
     keep = torch.unique(t_col)
     where = torch.searchsorted(keep, t_col)
     logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=keep.to(device)).logits
@@ -254,7 +272,7 @@ def _forward_batch(model, rows: list[_Row], device, logsoftmax_chunk: int):
         chunk = logits[t_row[sl].to(device), where[sl].to(device)].float()
         lp = torch.log_softmax(chunk, dim=-1).gather(1, t_tok[sl].to(device)[:, None])[:, 0]
         scores[sl] = lp.double().cpu()
-    return t_req, t_first, scores
+    return t_req, t_first, t_last, scores
 
 
 def score_requests(
@@ -264,12 +282,15 @@ def score_requests(
     logsoftmax_chunk: int = 1024,
     progress: bool = False,
     on_batch: Callable[[np.ndarray, np.ndarray, np.ndarray], None] | None = None,
+    last_out: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Summed continuation log-probability and first-token log-probability of every request.
 
     ``token_budget`` bounds padded tokens per forward; on out-of-memory it is halved and the
     batch retried (a single row is split across repeated prefixes if needed). ``on_batch`` gets
     ``(request indices, logprob, first_logprob)`` of every finished request (for the cache).
+    ``last_out`` (length ``len(requests)``), when given, receives the log-probability of each
+    request's last token (the end marker), filled before ``on_batch`` sees the request.
     """
     from tqdm import tqdm
 
@@ -297,7 +318,7 @@ def score_requests(
         while rows and (len(batch) + 1) * width <= budget:
             batch.append(rows.popleft())
         try:
-            t_req, t_first, scores = _forward_batch(model, batch, device, logsoftmax_chunk)
+            t_req, t_first, t_last, scores = _forward_batch(model, batch, device, logsoftmax_chunk)
         except Exception as exc:
             if not _is_oom(exc):
                 raise
@@ -319,6 +340,9 @@ def score_requests(
         np.add.at(total, req, scores.numpy())
         firsts = t_first.numpy()
         first[req[firsts]] = scores.numpy()[firsts]
+        if last_out is not None:
+            lasts = t_last.numpy()
+            last_out[req[lasts]] = scores.numpy()[lasts]
         np.subtract.at(remaining, req, 1)
         bar.update(len(req))
         if on_batch is not None:

@@ -16,13 +16,13 @@ import pandas as pd
 
 from factprobe.hashing import stable_hash
 from factprobe.scoring.cache import RequestCache, request_key
-from factprobe.scoring.loglik import combine, score_requests, tokenize_pairs, topk_first_tokens
+from factprobe.scoring.loglik import combine, end_logprobs, score_requests, tokenize_pairs, topk_first_tokens
 from factprobe.scoring.models import LoadedModel
 
 log = logging.getLogger(__name__)
 
 NO_SPACE_LANGS = ("zh", "ja", "th", "lo", "km", "my", "bo")
-SCORE_COLUMNS = ["prompt_id", "entity", "form", "logprob", "n_tokens", "first_logprob"]
+SCORE_COLUMNS = ["prompt_id", "entity", "form", "logprob", "n_tokens", "first_logprob", "end_logprob"]
 
 
 def _require(frame: pd.DataFrame, columns: list[str], name: str) -> None:
@@ -85,8 +85,13 @@ def score_texts(
     cache: RequestCache | None = None,
     token_budget: int = 4096,
     progress: bool = True,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(logprob, n_tokens, first_logprob) of each (prompt text, continuation) pair.
+    with_end: bool = False,
+) -> tuple[np.ndarray, ...]:
+    """(logprob, n_tokens, first_logprob) of each (prompt text, continuation) pair, plus
+    ``end_logprob`` when ``with_end``.
+
+    ``end_logprob`` is the end marker's share of ``logprob`` (0 for ``end="none"``), so
+    ``logprob - end_logprob`` is log Pr(form | c) (distractors paper Table 2, Probability).
 
     Cached pairs are read, the rest tokenized jointly and scored; each finished pair is written
     to the cache as soon as all its requests are done, so a killed run resumes.
@@ -97,6 +102,8 @@ def score_texts(
     if cache is None:
         cache = RequestCache(None)
     found, lp, nt, fl = cache.lookup(keys)
+    el = cache.lookup_end(keys)
+    found &= np.isfinite(el)
     todo = np.flatnonzero(~found)
     log.info("%d distinct pairs: %d cached, %d to compute", len(uniq), int(found.sum()), len(todo))
     if len(todo):
@@ -111,6 +118,7 @@ def score_texts(
                 pairs_of_request[plan.minus].append(j)
         req_lp = np.zeros(len(requests))
         req_first = np.full(len(requests), np.nan)
+        req_last = np.full(len(requests), np.nan)
 
         def finished(done, total, first):
             req_lp[done] = total
@@ -124,17 +132,26 @@ def score_texts(
             if ready:
                 sub = [plans[j] for j in ready]
                 v_lp, v_nt, v_fl = combine(sub, req_lp, req_first)
-                cache.add([keys[todo[j]] for j in ready], v_lp, v_nt, v_fl)
+                cache.add([keys[todo[j]] for j in ready], v_lp, v_nt, v_fl, end_logprobs(sub, req_last, end))
 
-        score_requests(loaded.model, requests, token_budget=token_budget, progress=progress, on_batch=finished)
+        score_requests(
+            loaded.model,
+            requests,
+            token_budget=token_budget,
+            progress=progress,
+            on_batch=finished,
+            last_out=req_last,
+        )
         cache.flush()
         c_lp, c_nt, c_fl = combine(plans, req_lp, req_first)
         lp[todo], nt[todo], fl[todo] = c_lp, c_nt, c_fl
+        el[todo] = end_logprobs(plans, req_last, end)
     where = {pair: i for i, pair in enumerate(uniq)}
     idx = np.array([where[pair] for pair in zip(prompt_texts, continuations, strict=True)], dtype=np.int64)
     if len(idx) == 0:
-        return np.zeros(0), np.zeros(0, dtype=np.int32), np.zeros(0)
-    return lp[idx], nt[idx], fl[idx]
+        empty = (np.zeros(0), np.zeros(0, dtype=np.int32), np.zeros(0), np.zeros(0))
+        return empty if with_end else empty[:3]
+    return (lp[idx], nt[idx], fl[idx], el[idx]) if with_end else (lp[idx], nt[idx], fl[idx])
 
 
 def score_pairs(
@@ -146,7 +163,7 @@ def score_pairs(
     progress: bool = True,
 ) -> pd.DataFrame:
     """The score table (docs/contracts.md ``score_suite``) of the pairs from :func:`build_pairs`."""
-    lp, nt, fl = score_texts(
+    lp, nt, fl, el = score_texts(
         loaded,
         pairs["prompt_text"].tolist(),
         pairs["continuation"].tolist(),
@@ -154,11 +171,13 @@ def score_pairs(
         cache=cache,
         token_budget=token_budget,
         progress=progress,
+        with_end=True,
     )
     out = pairs[["prompt_id", "entity", "form", "fact_id", "lang"]].copy()
     out["logprob"] = lp.astype(np.float64)
     out["n_tokens"] = nt.astype(np.int32)
     out["first_logprob"] = fl.astype(np.float64)
+    out["end_logprob"] = el.astype(np.float64)
     return out[SCORE_COLUMNS + ["fact_id", "lang"]]
 
 
