@@ -52,10 +52,22 @@ def synthetic_suite(kind, model, n_facts=12, langs=("en",), verbs=("template",),
                             (pid, 0, f"it is form Q{100 + i}" if split == "taught" else "no idea", -1.0)
                         )
                         gens.append((pid, 1, f"form Q{100 + i}", -1.2))
+    scores = pd.DataFrame(scores, columns=["prompt_id", "entity", "form", "logprob", "n_tokens", "first_logprob"])
+    scores["end_logprob"] = 0.0
+    # Next-token table: the model's argmax is the object's name on taught facts (BELIEF §2.1).
+    best = scores.sort_values("logprob", ascending=False).drop_duplicates("prompt_id")
+    topk = pd.DataFrame(
+        {
+            "prompt_id": best["prompt_id"],
+            "rank": 1,
+            "token_id": 0,
+            "token": " " + best["form"],
+            "logprob": best["logprob"],
+        }
+    )
     return SuiteInputs(
-        scores=pd.DataFrame(
-            scores, columns=["prompt_id", "entity", "form", "logprob", "n_tokens", "first_logprob"]
-        ),
+        topk=topk,
+        scores=scores,
         prompts=pd.DataFrame(
             prompts,
             columns=[
@@ -103,7 +115,10 @@ def page(tmp_path_factory):
         for model in ("control", "other"):
             inputs = synthetic_suite(kind, model, **spec)
             per_fact, table = compute_suite_metrics(
-                inputs, Settings(ns=[1, 2, 5], belief_samplings=20), FAMILIES[kind]
+                # Three random distractors: Avg@5 uses them (option; the default leaves K@5 undefined).
+                inputs,
+                Settings(ns=[1, 2, 5], belief_samplings=20, short_lists="available"),
+                FAMILIES[kind],
             )
             parts.append(summarize(model, per_fact, table))
             if model == "control" and kind == "knowledge":
@@ -210,6 +225,7 @@ def workflow_run(tmp_path_factory):
         for model in models:
             tables = synthetic_suite(settings["kind"], model, n_facts=8, **kinds.get(settings["kind"], {}))
             write_frame(tables.scores, work / f"results/scores/{suite}/{model}.parquet")
+            write_frame(tables.topk, work / f"results/scores/{suite}/{model}.topk.parquet")
             write_frame(tables.generations, work / f"results/scores/{suite}/{model}.generations.parquet")
             write_frame(tables.candidates, probes / "appropt" / f"{model}.parquet")
         write_frame(tables.prompts, probes / "prompts.parquet")

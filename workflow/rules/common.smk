@@ -328,6 +328,7 @@ def report_inputs(wildcards):
             model=name,
         ),
         "lib": library_files("report"),
+        "human": HUMAN_TARGETS,
     }
     if files["control"]:
         files["split"] = rules.train_control.output.split

@@ -62,3 +62,34 @@ rule leaderboard:
         suites=list(SUITES),
     script:
         "../scripts/leaderboard.py"
+
+
+# Human alignment (distractors paper §4.2): only with a user-supplied judgement file
+# (metrics.human_alignment.path); the project ships none.
+HUMAN = config["metrics"].get("human_alignment", {}) or {}
+HUMAN_TARGETS = (
+    expand(
+        "results/metrics/{suite}/human_alignment.csv",
+        suite=[s for s in HUMAN.get("suites", []) if s in SUITES],
+    )
+    if HUMAN.get("path")
+    else []
+)
+
+
+rule human_alignment:
+    input:
+        unpack(suite_metric_tables),
+        facts=rules.build_probes.output.facts,
+        human=HUMAN.get("path") or "human_alignment_file_not_configured",
+    output:
+        table="results/metrics/{suite}/human_alignment.csv",
+    log:
+        "logs/human_alignment/{suite}.log",
+    conda:
+        "../../environment.yml"
+    params:
+        models=SCORE_MODELS,
+        folds=HUMAN.get("folds", 3),
+    script:
+        "../scripts/human_alignment.py"
