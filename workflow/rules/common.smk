@@ -159,6 +159,8 @@ def probe_inputs(wildcards):
         files["changes"] = rules.diff_dumps.output.changes.format(
             old=suite["diff_old"], new=dump
         )
+    if suite.get("temporal_only", False):
+        files["temporal"] = rules.temporal_view.output.temporal.format(dump=dump)
     return files
 
 
@@ -184,11 +186,11 @@ def retrieve_inputs(wildcards):
     """Ω tables, plus the semantic index (sem, temp) and the temporal view (temp) when used."""
     files = omega_inputs(wildcards.suite)
     settings = DISTRACTOR_SETTINGS[wildcards.suite]
-    if {"sem", "temp"} & set(settings["strategies"]):
+    if {"sem", "temp", "temp+sem"} & set(settings["strategies"]):
         files["index"] = rules.build_sem_index.output.index.format(
             dump=settings["dump"]
         )
-    if "temp" in settings["strategies"]:
+    if {"temp", "temp+sem"} & set(settings["strategies"]):
         files["temporal"] = rules.temporal_view.output.temporal.format(
             dump=settings["dump"]
         )

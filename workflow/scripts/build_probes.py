@@ -14,6 +14,7 @@ facts, prompts, forms = build_suite(
     snakemake.input.entities,
     list(snakemake.input.labels),
     snakemake.input.get("changes"),
+    snakemake.input.get("temporal"),
 )
 write_frame(facts, snakemake.output.facts)
 write_frame(prompts, snakemake.output.prompts)

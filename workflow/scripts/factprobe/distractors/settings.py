@@ -16,7 +16,7 @@ def suite_distractors(config: dict, suite: str) -> dict:
     merged = {
         key: own.get(key, kind.get(key, section.get(key, default)))
         for key, default in (
-            ("strategies", ["random", "sem", "temp"]),
+            ("strategies", ["random", "sem", "temp+sem"]),
             ("n", 10),
             ("pool_size", 50),
             ("search", section.get("sem", {}).get("search", "exact")),
@@ -38,6 +38,8 @@ def retrieve_settings(config: dict, suite: str) -> dict:
         "form_threshold": section.get("form_threshold", 90),
         "valid_ranks": section.get("valid_ranks", "non_deprecated"),
         "ef_search": section.get("sem", {}).get("hnsw", {}).get("ef_search", 200),
+        # Objects merely absent from this dump are temporal distractors only on request (§3.3).
+        "temporal_earlier_dump": section.get("temporal", {}).get("earlier_dump", False),
     }
 
 

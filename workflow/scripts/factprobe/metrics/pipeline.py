@@ -55,9 +55,8 @@ class Settings:
     ns: Sequence[int] = (1, 2, 3, 5, 10)
     precision_ns: Sequence[int] = (1, 5, 10)
     recall_ns: Sequence[int] = (1, 2, 3, 4, 5)
-    combined_strategies: Mapping[str, Sequence[str]] = field(
-        default_factory=lambda: {"temp+sem": ["temp", "sem"]}
-    )
+    # Retrieval writes Temp+Sem as strategy temp+sem already (§3.3); extra concatenations only on request.
+    combined_strategies: Mapping[str, Sequence[str]] = field(default_factory=dict)
     plausibility_strategies: Sequence[str] = ("cooccur",)
     ndcg_gain: str = "exponential"
     # BELIEF §5.1: N = 50,000 samplings; the demo config sets a small N.

@@ -114,8 +114,13 @@ def build_suite(
     entities_path: str,
     label_files: list[str],
     changes_path: str | None = None,
+    temporal_path: str | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Facts, prompts and entity forms of suite ``name`` (config ``suites.<name>``)."""
+    """Facts, prompts and entity forms of suite ``name`` (config ``suites.<name>``).
+
+    ``temporal_only: true`` (with ``temporal_path``, the dump's temporal view) samples from the
+    facts that have a temporal distractor: the distractors paper's S′ (§4.1, Fig. 2).
+    """
     kind = suite["kind"]
     dump = str(suite["dump"])
     languages = list(suite.get("languages", ["en"]))
@@ -214,6 +219,19 @@ def build_suite(
             suite["cutoff"],
         )
     candidates = candidate_facts(truthy, covered, labelled, sitelinks, seed, allowed=allowed)
+    if suite.get("temporal_only"):
+        from factprobe.distractors.temporal import with_temporal_distractors
+
+        if temporal_path is None:
+            raise ValueError(f"suites.{name}.temporal_only needs the temporal view of dump {dump}")
+        before = len(candidates)
+        candidates = with_temporal_distractors(candidates, read_table(temporal_path).to_pandas())
+        log.info(
+            "suite %s: S′ keeps %d of %d candidate facts (with a temporal distractor)",
+            name,
+            len(candidates),
+            before,
+        )
     facts = sample_facts(candidates, suite.get("n_facts"), int(suite.get("strata", 1)), seed)
     facts = finish_facts(facts, dump, seed)
     log.info(
