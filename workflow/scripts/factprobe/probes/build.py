@@ -20,7 +20,9 @@ from factprobe.io import read_table
 from factprobe.wikidata.labels import label_table
 
 from .fewshot import DemoPool, context, parse_setting
-from .importers import import_lama, import_pararel, import_xfactr
+from .importers import import_lama, import_myriadlama, import_pararel, import_xfactr
+from .layouts import check_layout, target_text
+from .layouts import usable as layout_usable
 from .select import (
     candidate_facts,
     finish_facts,
@@ -31,7 +33,7 @@ from .select import (
     truthy_claims,
 )
 from .templates import Template, TemplateError, check_unique, load_templates
-from .verbalize import forms_index, prompt_text, subject_forms, usable_templates
+from .verbalize import forms_index, subject_forms
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +88,8 @@ def load_template_set(name: str, set_cfg: dict, languages: list[str]) -> list[Te
         return import_pararel(path, lang)
     if fmt == "lama":
         return import_lama(path, lang)
+    if fmt == "myriadlama":
+        return import_myriadlama(path, lang)
     raise TemplateError(f"templates.sets.{name}: unknown format {fmt!r}")
 
 
@@ -128,6 +132,10 @@ def build_suite(
     seed = suite.get("seed", 0)
     k_alias = int(suite.get("subject_aliases", 0))
     few = suite.get("few_shot", {})
+    # Prompt layout (probes/layouts.py): cloze, mask_qa (BELIEF-ICL App. E) or qa (App. D).
+    layout = suite.get("layout", "cloze")
+    mask = suite.get("mask_token", "[MASK]")
+    check_layout(layout, f"suites.{name}.layout")
     settings = list(few.get("settings", ["none"]))
     instruction = few.get("instruction", DEFAULT_INSTRUCTION)
     if isinstance(instruction, str):
@@ -150,12 +158,14 @@ def build_suite(
             select_templates(load_template_set(set_name, sets[set_name], languages), spec, relations)
         )
     check_unique(chosen)
-    usable, skipped = usable_templates(chosen)
+    usable = [t for t in chosen if layout_usable(t, layout)]
+    skipped = [t for t in chosen if not layout_usable(t, layout)]
     log.info(
-        "suite %s: %d templates selected, %d usable, %d skipped as not object-final: %s",
+        "suite %s: %d templates selected, %d usable in layout %s, %d skipped: %s",
         name,
         len(chosen),
         len(usable),
+        layout,
         len(skipped),
         [t.id for t in skipped],
     )
@@ -254,7 +264,11 @@ def build_suite(
             for template in by_lang_rel.get((lang, fact.property), []):
                 for shots, mode, k in parsed:
                     key = (seed, fact.fact_id, template.id, lang, shots)
-                    demos = pool.draw(mode, k, template, fact.subject, fact.property, lang, key) if k else []
+                    demos = (
+                        pool.draw(mode, k, template, fact.subject, fact.property, lang, key, layout, mask)
+                        if k
+                        else []
+                    )
                     if len(demos) < k:
                         short[shots] += 1
                     ctx = context(instructions[lang], demos, mode)
@@ -267,7 +281,7 @@ def build_suite(
                                 template.id,
                                 template.style,
                                 form,
-                                prompt_text(template, form),
+                                target_text(template, form, layout, mask),
                                 ctx,
                                 "template",
                                 shots,
