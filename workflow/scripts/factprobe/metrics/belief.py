@@ -311,11 +311,29 @@ def consistency(predictions: Sequence[str], match: str = "exact") -> float:
     return agree / (k * (k - 1) / 2)
 
 
-def sampled_accuracies(per_prompt: pd.DataFrame, n_samplings: int, seed: str = "belief") -> np.ndarray:
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+def splitmix64(x: np.ndarray) -> np.ndarray:
+    """SplitMix64 finaliser of uint64 values (vectorised; wraps modulo 2**64 by design)."""
+    with np.errstate(over="ignore"):
+        z = x.astype(np.uint64, copy=True)
+        z = (z ^ (z >> np.uint64(30))) * _MIX1
+        z = (z ^ (z >> np.uint64(27))) * _MIX2
+        return z ^ (z >> np.uint64(31))
+
+
+def sampled_accuracies(
+    per_prompt: pd.DataFrame, n_samplings: int, seed: str = "belief", chunk_cells: int = 20_000_000
+) -> np.ndarray:
     """Acc@1 of N prompt sets, each holding one prompt per (s, r) pair (§2.2).
 
-    Prompt i of pair t in sampling j is chosen by ``stable_hash(seed, j, t) mod |P_t|`` over the
-    pair's prompts sorted by prompt id, so the draw does not depend on row order.
+    Prompt i of pair t in sampling j is ``splitmix64(stable_hash(seed, t) + (j + 1) * φ) mod
+    |P_t|`` over the pair's prompts sorted by prompt id (φ = 0x9E3779B97F4A7C15), so the draw
+    does not depend on row order; it is vectorised over pairs and samplings, so the paper's
+    N = 50,000 (§5.1) over tens of thousands of pairs takes seconds.
     """
     groups = [
         (pair, g.sort_values("prompt_id")["correct"].to_numpy(dtype=float))
@@ -323,10 +341,18 @@ def sampled_accuracies(per_prompt: pd.DataFrame, n_samplings: int, seed: str = "
     ]
     if not groups:
         return np.array([])
+    base = np.array([stable_hash(seed, pair) for pair, _ in groups], dtype=np.uint64)
+    sizes = np.array([len(vals) for _, vals in groups], dtype=np.uint64)
+    offsets = np.concatenate([[0], np.cumsum([len(vals) for _, vals in groups])[:-1]]).astype(np.int64)
+    flat = np.concatenate([vals for _, vals in groups])
     accs = np.empty(n_samplings)
-    for j in range(n_samplings):
-        picks = [vals[stable_hash(seed, j, pair) % len(vals)] for pair, vals in groups]
-        accs[j] = float(np.mean(picks))
+    step = max(1, chunk_cells // len(groups))
+    for start in range(0, n_samplings, step):
+        js = np.arange(start, min(start + step, n_samplings), dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            keys = base[None, :] + (js[:, None] + np.uint64(1)) * _GOLDEN
+        idx = (splitmix64(keys) % sizes[None, :]).astype(np.int64)
+        accs[start : start + len(js)] = flat[offsets[None, :] + idx].mean(axis=1)
     return accs
 
 
