@@ -27,3 +27,4 @@ rule all:
     input:
         report=rules.render_report.output.html,
         diffs=DIFF_TARGETS,
+        human=HUMAN_TARGETS,

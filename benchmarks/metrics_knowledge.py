@@ -70,7 +70,12 @@ def main():
     t_slow = time.perf_counter() - t0
     for row in fast.itertuples():
         want = slow[(row.prompt_id, row.n)]
-        assert math.isclose(row.k_min, want[0]) and math.isclose(row.k_avg, want[1])
+        # K at n is undefined (NaN) with fewer than n distractors, in both implementations.
+        same = [
+            (math.isnan(a) and math.isnan(b)) or math.isclose(a, b)
+            for a, b in zip((row.k_min, row.k_avg), want, strict=True)
+        ]
+        assert all(same), (row, want)
     print(f"{len(scores)} score rows, {len(prompts)} prompts, {len(ns)} n values")
     print(f"vectorised: {t_fast:.3f} s   naive loop: {t_slow:.3f} s   speed-up: {t_slow / t_fast:.1f}x")
 

@@ -15,7 +15,9 @@ from factprobe.probes.importers import (
 from factprobe.probes.templates import Template, TemplateError
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-PARAREL = Path(__file__).resolve().parents[2] / "resources" / "templates" / "external" / "pararel" / "graphs_json"
+PARAREL = (
+    Path(__file__).resolve().parents[2] / "resources" / "templates" / "external" / "pararel" / "graphs_json"
+)
 LAMA = DATA / "lama_relations_excerpt.jsonl"
 XFACTR = DATA / "xfactr_TREx_prompts_excerpt.csv"
 
@@ -106,3 +108,63 @@ def test_xfactr_excerpt():
 def test_xfactr_missing_language():
     with pytest.raises(TemplateError, match=r"no column for language\(s\) \['cs'\]"):
         import_xfactr(XFACTR, ["en", "cs"])
+
+
+def test_myriadlama_records(tmp_path):
+    """MyriadLAMA (belief-myriadlama §4.1): templates repeat on every fact in the release and are
+    imported once; manual ones are marked; "Who developed [X]? [Y]." is a question."""
+    from factprobe.probes.importers import import_myriadlama, import_myriadlama_facts
+
+    records = [
+        {
+            "uuid": "u1",
+            "sub_uri": "Q1",
+            "rel_uri": "P178",
+            "obj_uris": ["Q2"],
+            "sub_ent": "Windows",
+            "obj_ents": ["Microsoft"],
+            "obj_aliases": ["MS"],
+            "template": "[X] was developed by [Y] .",
+            "is_manual": True,
+        },
+        {
+            "uuid": "u1",
+            "sub_uri": "Q1",
+            "rel_uri": "P178",
+            "obj_uris": ["Q2"],
+            "sub_ent": "MS Windows",
+            "obj_ents": ["Microsoft"],
+            "obj_aliases": ["MS"],
+            "template": "Who developed [X]? [Y].",
+            "is_manual": False,
+        },
+        {
+            "uuid": "u2",
+            "sub_uri": "Q3",
+            "rel_uri": "P178",
+            "obj_uris": ["Q4", "Q5"],
+            "sub_ent": "Xbox",
+            "obj_ents": ["Microsoft", "Nintendo"],
+            "obj_aliases": [],
+            "template": "[X] was developed by [Y] .",
+            "is_manual": True,
+        },
+    ]
+    path = tmp_path / "myriad.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    templates = import_myriadlama(path)
+    assert [(t.id, t.style, t.text) for t in templates] == [
+        ("P178.en.myriad1m", "statement", "[X] was developed by [Y]."),
+        ("P178.en.myriad2", "question", "Who developed [X]? [Y]."),
+    ]
+    facts, forms = import_myriadlama_facts(path)
+    assert facts["fact_id"].tolist() == ["Q1|P178|Q2", "Q3|P178|Q4"]
+    assert facts.set_index("fact_id").loc["Q3|P178|Q4", "objects"] == ["Q4", "Q5"]
+    q1 = forms[forms.entity == "Q1"]
+    assert q1[["form", "source"]].values.tolist() == [["Windows", "label"], ["MS Windows", "alias"]]
+    assert set(forms[forms.entity == "Q2"]["form"]) == {"Microsoft", "MS"}
+    assert forms[forms.entity == "Q5"]["form"].tolist() == ["Nintendo"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"template": "[X] is [Y]"}\n')
+    with pytest.raises(TemplateError, match="record 0: needs a relation"):
+        import_myriadlama(bad)

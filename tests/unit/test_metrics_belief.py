@@ -20,6 +20,7 @@ from factprobe.metrics.belief import (
     ranking_predictions,
     sampled_accuracies,
     two_way_match,
+    vocabulary_predictions,
 )
 from factprobe.metrics.common import correct_entities, entity_scores, prompt_frame
 
@@ -76,10 +77,19 @@ def test_sampled_accuracies_are_hash_seeded():
     )
     accs = sampled_accuracies(per, 20, seed="s")
     vals = {"t1": [1, 0], "t2": [1], "t3": [0, 0, 1]}
-    want = [
-        np.mean([vals[t][stable_hash("s", j, t) % len(vals[t])] for t in ("t1", "t2", "t3")])
-        for j in range(20)
-    ]
+    mask = 2**64 - 1
+
+    def mix(x):  # SplitMix64 finaliser in plain Python integers (independent of numpy's uint64)
+        x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & mask
+        return x ^ (x >> 31)
+
+    def pick(t, j):
+        return vals[t][mix((stable_hash("s", t) + (j + 1) * 0x9E3779B97F4A7C15) & mask) % len(vals[t])]
+
+    want = [np.mean([pick(t, j) for t in ("t1", "t2", "t3")]) for j in range(20)]
+    # Chunked evaluation gives the same draws.
+    assert sampled_accuracies(per, 20, seed="s", chunk_cells=4).tolist() == pytest.approx(want)
     assert accs.tolist() == pytest.approx(want)
     shuffled = sampled_accuracies(per.iloc[::-1], 20, seed="s")
     assert shuffled.tolist() == pytest.approx(want)  # independent of row order
@@ -201,3 +211,84 @@ def test_generation_predictions():
     assert pp.loc["tb1", "correct"] == 1.0
     per = belief_per_fact(pp.reset_index(), FACTS, "belief_icl", "two_way").set_index(["fact_id", "measure"])
     assert per.loc[("S|P|A", "belief_icl_consist"), "value"] == 0.0  # "the guitar" vs "piano"
+
+
+def test_one_matcher_lemmatises_plurals():
+    """§3.2: strings are tokenised and lemmatised, "a guitar" ~ "guitars" (issue 13 item 10)."""
+    assert normalize("cities") == normalize("city") == ("city",)
+    assert normalize("a guitar") == ("a", "guitar") and normalize("guitars") == ("guitar",)
+    assert normalize("boxes") == ("box",) and normalize("churches") == ("church",)
+    assert (
+        normalize("Texas") == ("texas",) and normalize("Paris") == ("paris",) and normalize("bus") == ("bus",)
+    )
+    assert one_way_match(normalize("the twin cities of Kyoto"), normalize("city"))
+    assert not one_way_match(normalize("city"), normalize("twin city"))  # Acc: one way only
+    assert two_way_match(normalize("city"), normalize("twin cities"))  # Consist: either way
+
+
+def test_vocabulary_argmax_prediction_and_confidence():
+    """§2.1: ŵ = argmax over the vocabulary; §2.4: confidence o_max = Pr(ŵ) (issue 13 item 8).
+
+    Top-1 next tokens: s1 " a" (0.3, a name of A: right), s2 " the" (0.2, wrong), s3 " d" (0.1,
+    a distractor's name: wrong), tb1 " c" (0.4, C is a valid object of the N-M pair T|P: right);
+    tc1 repeats tb1's text. Four one-prompt bins: Ovconf = mean(conf - acc) =
+    ((0.3-1) + (0.2-0) + (0.1-0) + (0.4-1)) / 4 = -0.25. The candidate-set variant on the same
+    prompts renormalises (s1: 0.6/0.8 = 0.75) — the inflation the paper's definition avoids.
+    """
+    topk = pd.DataFrame(
+        [
+            ("s1", 1, " a", ln(0.3)),
+            ("s1", 2, " d", ln(0.2)),
+            ("s2", 1, " the", ln(0.2)),
+            ("s2", 2, " a", ln(0.1)),
+            ("s3", 1, " d", ln(0.1)),
+            ("tb1", 1, " c", ln(0.4)),
+            ("tc1", 1, " c", ln(0.4)),
+        ],
+        columns=["prompt_id", "rank", "token", "logprob"],
+    )
+    pp = vocabulary_predictions(topk, SCORES, PROMPTS, FACTS, correct_entities(FACTS))
+    got = pp.set_index("prompt_id")
+    assert len(pp) == 4
+    assert got["correct"].to_dict() == {"s1": 1.0, "s2": 0.0, "s3": 0.0, "tb1": 1.0}
+    assert got["confidence"].to_dict() == pytest.approx({"s1": 0.3, "s2": 0.2, "s3": 0.1, "tb1": 0.4})
+    assert got.loc["s2", "prediction"] == "the"
+    ds = belief_dataset(pp, "belief", 50, 10).set_index(["measure", "bin"])["value"]
+    assert ds[("belief_ovconf", -1)] == pytest.approx(-0.25)
+    per_fact = belief_per_fact(pp, FACTS, "belief", "exact").set_index(["fact_id", "measure"])["value"]
+    assert per_fact[("S|P|A", "belief_consist")] == 0.0  # a, the, d
+    cand = ranking_predictions(entity_scores(SCORES), PROMPTS, CANDS, FACTS, correct_entities(FACTS))
+    assert cand.set_index("prompt_id").loc["s1", "confidence"] == pytest.approx(0.75)
+    assert vocabulary_predictions(None, SCORES, PROMPTS, FACTS, correct_entities(FACTS)).empty
+
+
+def test_default_samplings_follow_the_paper():
+    """§5.1: N = 50,000 samplings for Acc@1 mean/range/SD; §3.2: 100 samples per prompt (issue 13 item 9)."""
+    import re
+    from pathlib import Path
+
+    from factprobe.settings import Metrics, Scoring
+
+    assert Metrics(families={}).belief_samplings == 50_000
+    assert Scoring().samples == 100 and Scoring().topk == 100
+    text = (Path(__file__).resolve().parents[2] / "workflow" / "rules" / "score.smk").read_text()
+    assert re.search(r"samples=CFG\.scoring\.samples", text) and re.search(r"topk=CFG\.scoring\.topk", text)
+
+
+def test_paper_scale_samplings_are_fast_and_converge():
+    """§5.1 N = 50,000: the mean of the sampled Acc@1 converges to the mean per-pair accuracy
+    (here (1/2 + 1 + 1/3) / 3 = 0.6111) and the SD to sqrt(Σ p(1-p)) / |T| = 0.2291."""
+    import time
+
+    per = pd.DataFrame(
+        {
+            "pair": ["t1", "t1", "t2", "t3", "t3", "t3"],
+            "prompt_id": ["a", "b", "c", "d", "e", "f"],
+            "correct": [1, 0, 1, 0, 0, 1],
+        }
+    )
+    began = time.perf_counter()
+    accs = sampled_accuracies(per, 50_000)
+    assert time.perf_counter() - began < 5
+    assert accs.mean() == pytest.approx((0.5 + 1 + 1 / 3) / 3, abs=0.005)
+    assert accs.std() == pytest.approx(np.sqrt(0.25 + 0 + 2 / 9) / 3, abs=0.005)

@@ -8,6 +8,8 @@ import pytest
 from factprobe.metrics.common import correct_entities, entity_scores, prompt_frame
 from factprobe.metrics.knowledge import (
     combine_strategies,
+    dropped_fact_counts,
+    first_token_precision_per_prompt,
     first_token_rank,
     k_of_prompt,
     knowledge_per_fact,
@@ -30,9 +32,14 @@ def test_k_of_prompt_min_avg_and_fewer_than_n():
     assert k_of_prompt(obj, dis, 2, "avg") == 1.0
     assert k_of_prompt(obj, dis, 3, "min") == 0.0
     assert k_of_prompt(obj, dis, 3, "avg") == pytest.approx(2 / 3)
-    # n larger than the list: the three that exist are used.
-    assert k_of_prompt(obj, dis, 10, "avg") == pytest.approx(2 / 3)
+    # n larger than the list: undefined by default (the reference returns no value, issue 13 item 4) ...
+    assert math.isnan(k_of_prompt(obj, dis, 10, "avg"))
+    assert math.isnan(k_of_prompt(obj, dis, 4, "min"))
+    # ... or, as an option, the three that exist are used.
+    assert k_of_prompt(obj, dis, 10, "avg", "available") == pytest.approx(2 / 3)
     assert math.isnan(k_of_prompt(obj, [], 5, "min"))
+    with pytest.raises(ValueError, match="short_lists"):
+        k_of_prompt(obj, dis, 1, "min", "use")
 
 
 def test_tie_counts_as_failure():
@@ -72,7 +79,8 @@ CANDS = table(
     ],
     ["fact_id", "entity", "role", "strategy", "rank"],
 )
-# (prompt, entity, form, probability, n_tokens, first-token probability)
+# (prompt, entity, form, probability, n_tokens, first-token probability); the end marker's
+# probability is 1 (end_logprob 0) except where END says otherwise.
 SCORE_ROWS = [
     ("p1", "A", "a", 0.20, 1, 0.20),
     ("p1", "A", "a2", 0.15, 2, 0.30),  # Pl(A|p1) = 0.35 (sum over forms, eq. 1)
@@ -100,6 +108,9 @@ SCORES = pd.DataFrame(
         "first_logprob": [ln(r[5]) for r in SCORE_ROWS],
     }
 )
+# Pr(EOS | c, λ): p1's "a" 0.5, "a2" 0.75; p3's "b" 0.8.
+END = {("p1", "a"): 0.5, ("p1", "a2"): 0.75, ("p3", "b"): 0.8}
+SCORES["end_logprob"] = [ln(END.get((r[0], r[2]), 1.0)) for r in SCORE_ROWS]
 
 
 @pytest.fixture
@@ -115,7 +126,7 @@ def test_plausibility_sums_forms(ent):
 
 def test_knowledge_per_prompt_hand_values(ent):
     correct = correct_entities(FACTS)
-    k = knowledge_per_prompt(ent, PROMPTS, CANDS, FACTS, correct, [1, 2, 5])
+    k = knowledge_per_prompt(ent, PROMPTS, CANDS, FACTS, correct, [1, 2, 5], short_lists="available")
     k = k.set_index(["prompt_id", "strategy", "n"])
     # p1 random: A 0.35 vs D1 0.30 win, D2 0.05 win; D3 unscored -> only 2 distractors exist.
     assert k.loc[("p1", "random", 1), "k_min"] == 1.0
@@ -168,23 +179,24 @@ def test_vectorised_equals_scalar_definition():
     cands = table(cands, ["fact_id", "entity", "role", "strategy", "rank"])
     scores = table(rows, ["prompt_id", "entity", "form", "logprob", "n_tokens", "first_logprob"])
     ent = entity_scores(scores)
-    got = knowledge_per_prompt(ent, prompts, cands, facts, correct_entities(facts), [1, 3, 10])
-    got = got.set_index(["prompt_id", "n"])
     lp = ent.set_index(["prompt_id", "entity"])["logpl"]
-    checked = 0
-    for pid, fid in zip(prompts["prompt_id"], prompts["fact_id"], strict=True):
-        obj = fid.split("|")[2]
-        dis = cands[(cands["fact_id"] == fid) & (cands["role"] == "distractor")].sort_values("rank")["entity"]
-        dl = [lp[(pid, d)] for d in dis]
-        for n in (1, 3, 10):
-            for agg in ("min", "avg"):
-                want = k_of_prompt(lp[(pid, obj)], dl, n, agg)
-                if math.isnan(want):
-                    assert (pid, n) not in got.index
-                else:
-                    assert got.loc[(pid, n), f"k_{agg}"] == pytest.approx(want)
-                    checked += 1
-    assert checked > 20
+    for rule in ("undefined", "available"):
+        got = knowledge_per_prompt(ent, prompts, cands, facts, correct_entities(facts), [1, 3, 10], rule)
+        got = got.set_index(["prompt_id", "n"])
+        checked = 0
+        for pid, fid in zip(prompts["prompt_id"], prompts["fact_id"], strict=True):
+            obj = fid.split("|")[2]
+            dis = cands[(cands["fact_id"] == fid) & (cands["role"] == "distractor")]
+            dl = [lp[(pid, d)] for d in dis.sort_values("rank")["entity"]]
+            for n in (1, 3, 10):
+                for agg in ("min", "avg"):
+                    want = k_of_prompt(lp[(pid, obj)], dl, n, agg, rule)
+                    if math.isnan(want):
+                        assert (pid, n) not in got.index or math.isnan(got.loc[(pid, n), f"k_{agg}"])
+                    else:
+                        assert got.loc[(pid, n), f"k_{agg}"] == pytest.approx(want)
+                        checked += 1
+        assert checked > (20 if rule == "available" else 5)
 
 
 def test_temp_plus_sem_concatenates_without_duplicates():
@@ -235,7 +247,7 @@ def test_per_language_candidates_and_subject_side_alternatives():
         ["prompt_id", "entity", "form", "logprob"],
     ).assign(n_tokens=1)
     per_fact, _ = compute_suite_metrics(
-        SuiteInputs(scores, prompts, cands, facts), Metrics(families={}, ns=[5]), ["knowledge"]
+        SuiteInputs(scores, prompts, cands, facts), Metrics(families={}, ns=[1]), ["knowledge"]
     )
     k = per_fact[(per_fact["measure"] == "k_min") & (per_fact["strategy"] == "pool")].set_index("lang")[
         "value"
@@ -244,10 +256,20 @@ def test_per_language_candidates_and_subject_side_alternatives():
     assert k["en"] == 1.0 and k["cs"] == 0.0
 
 
-def test_probability_baseline(ent):
+def test_probability_baseline_excludes_end_marker(ent):
+    """Table 2 Probability = Σ_{λ∈Λ(o)} Pr(λ|c), no EOS (issue 13 item 2).
+
+    p1: Pr(a + EOS) = 0.20 with Pr(EOS | a) = 0.5 -> Pr(a) = 0.40; Pr(a2 + EOS) = 0.15 with
+    Pr(EOS | a2) = 0.75 -> Pr(a2) = 0.20; sum 0.60 (Pl with EOS would be 0.35).
+    p3: 0.20 / 0.8 = 0.25. p2: end marker certain, 0.10.
+    """
     prob = probability_per_prompt(ent, PROMPTS, FACTS).set_index("prompt_id")["probability"]
-    assert prob["p1"] == pytest.approx(0.35)
-    assert prob["p3"] == pytest.approx(0.20)
+    assert prob["p1"] == pytest.approx(0.60)
+    assert prob["p3"] == pytest.approx(0.25)
+    assert prob["p2"] == pytest.approx(0.10)
+    # A score table without end_logprob cannot give the paper's value: no rows, not exp(Pl).
+    old = entity_scores(SCORES.drop(columns="end_logprob"))
+    assert probability_per_prompt(old, PROMPTS, FACTS).empty
 
 
 def test_first_token_rank_shares_equal_tokens():
@@ -256,9 +278,9 @@ def test_first_token_rank_shares_equal_tokens():
     assert first_token_rank(ln(0.2), []) == 1
 
 
-def test_precision_at_n(ent):
+def test_first_token_precision_variant(ent):
     correct = correct_entities(FACTS)
-    prec = precision_per_prompt(ent, PROMPTS, CANDS, FACTS, correct, [1, 2])
+    prec = first_token_precision_per_prompt(ent, PROMPTS, CANDS, FACTS, correct, [1, 2])
     prec = prec.set_index(["prompt_id", "n"])["precision"]
     # p1: object's best first token 0.30 (form a2); distractor first tokens 0.30 (same), 0.05, 0.40.
     assert prec[("p1", 1)] == 0.0 and prec[("p1", 2)] == 1.0
@@ -269,9 +291,81 @@ def test_precision_at_n(ent):
 def test_precision_uses_vocabulary_rank_when_scored():
     scores = SCORES.assign(first_rank=[3, 1, 2, 5, 1, 1, 1, 1, 1, 1, 7, 1, 1, 1, 1])
     ent = entity_scores(scores)
-    prec = precision_per_prompt(ent, PROMPTS, CANDS, FACTS, correct_entities(FACTS), [1, 2])
+    prec = first_token_precision_per_prompt(ent, PROMPTS, CANDS, FACTS, correct_entities(FACTS), [1, 2])
     prec = prec.set_index(["prompt_id", "n"])["precision"]
     assert prec[("p1", 1)] == 1.0  # min rank over A's forms = 1
+
+
+def test_precision_at_n_is_top_n_next_tokens_against_single_token_names():
+    """Table 2 Precision@n: 1[top-n next tokens ∩ Λ(o) ≠ ∅] (reference generation.py, issue 13 item 3).
+
+    q1 (o = New Zealand, names "New Zealand", "NZ"): top tokens " New", " Australia", " NZ" ->
+    @1 = 0 and @2 = 0 although " New" starts the name (the first-token variant says 1), @3 = 1.
+    q2 (o = Paris): top tokens " France", " Paris" -> @1 = 0, @2 = 1; @5 beyond the 2-row table
+    with a hit = 1. q3: no hit in a 2-row table -> @1 = 0, @5 unknown (NaN).
+    """
+    facts = table(
+        [("S1|P|NZ", "S1", "P", "NZ"), ("S2|P|PA", "S2", "P", "PA"), ("S3|P|PA", "S3", "P", "PA")],
+        ["fact_id", "subject", "property", "object"],
+    )
+    prompts = prompt_frame(
+        table([("q1", "S1|P|NZ"), ("q2", "S2|P|PA"), ("q3", "S3|P|PA")], ["prompt_id", "fact_id"])
+    )
+    scores = table(
+        [
+            ("q1", "NZ", "New Zealand"),
+            ("q1", "NZ", "NZ"),
+            ("q1", "AU", "Australia"),
+            ("q2", "PA", "Paris"),
+            ("q3", "PA", "Paris"),
+        ],
+        ["prompt_id", "entity", "form"],
+    )
+    topk = table(
+        [
+            ("q1", 1, " New"),
+            ("q1", 2, " Australia"),
+            ("q1", 3, " NZ"),
+            ("q1", 4, " the"),
+            ("q1", 5, " a"),
+            ("q2", 1, " France"),
+            ("q2", 2, " Paris"),
+            ("q3", 1, " the"),
+            ("q3", 2, " a"),
+        ],
+        ["prompt_id", "rank", "token"],
+    )
+    prec = precision_per_prompt(topk, scores, prompts, facts, [1, 2, 3, 5]).set_index(["prompt_id", "n"])[
+        "precision"
+    ]
+    assert (prec["q1"].tolist()) == [0.0, 0.0, 1.0, 1.0]
+    assert prec[("q2", 1)] == 0.0 and prec[("q2", 2)] == 1.0 and prec[("q2", 5)] == 1.0
+    assert prec[("q3", 1)] == 0.0 and math.isnan(prec[("q3", 5)])
+    assert precision_per_prompt(None, scores, prompts, facts, [1]).empty
+
+
+def test_fewer_than_n_distractors_drop_the_fact_and_are_counted(ent):
+    """§3.2/§3.3 + reference: K at n is undefined with fewer than n distractors (issue 13 item 4).
+
+    S1|P1|A (en) has 2 scored random distractors (D3 unscored): defined at n = 2, undefined at
+    n = 5 -> dropped there. S2|P1|B has 1 (C is a valid object) -> dropped at 2 and 5.
+    """
+    correct = correct_entities(FACTS)
+    out = knowledge_per_fact(ent, PROMPTS, CANDS, FACTS, correct, [1, 2, 5], [1], {})
+    rnd = out[(out["strategy"] == "random") & (out["lang"] == "en")]
+    kmin = rnd[rnd["measure"] == "k_min"].set_index(["fact_id", "n"])["value"]
+    assert ("S1|P1|A", 2) in kmin.index and ("S1|P1|A", 5) not in kmin.index
+    assert ("S2|P1|B", 1) in kmin.index and ("S2|P1|B", 2) not in kmin.index
+    dropped = dropped_fact_counts(out)
+    d = dropped[(dropped["strategy"] == "random") & (dropped["lang"] == "en")].set_index("n")["value"]
+    assert d.to_dict() == {1: 0.0, 2: 1.0, 5: 2.0}
+    assert (dropped["measure"] == "k_dropped_facts").all()
+    # The option keeps the old behaviour: every fact has a value at n = 5.
+    loose = knowledge_per_fact(ent, PROMPTS, CANDS, FACTS, correct, [5], [1], {}, short_lists="available")
+    assert set(loose[(loose["measure"] == "k_min") & (loose["strategy"] == "random")]["fact_id"]) == {
+        "S1|P1|A",
+        "S2|P1|B",
+    }
 
 
 def test_unscored_object_gives_no_value():

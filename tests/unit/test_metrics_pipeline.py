@@ -61,7 +61,18 @@ def inputs():
         ("A" if pid.startswith("a") else "B") if e == "O" else e
         for pid, e in zip(scores["prompt_id"], scores["entity"], strict=True)
     ]
-    return SuiteInputs(scores=scores, prompts=prompts, candidates=cands, facts=facts)
+    scores["end_logprob"] = 0.0  # the end marker is certain: Probability = Pl here
+    # Vocabulary argmax per prompt (BELIEF §2.1): a1 and b1 predict their object, a2 and b2 do not.
+    topk = pd.DataFrame(
+        {
+            "prompt_id": ["a1", "a2", "b1", "b2"],
+            "rank": 1,
+            "token_id": [1, 2, 3, 4],
+            "token": [" o", " x", " o", " y"],  # the objects' form is "o"
+            "logprob": [ln(0.5), ln(0.4), ln(0.2), ln(0.4)],
+        }
+    )
+    return SuiteInputs(scores=scores, prompts=prompts, candidates=cands, facts=facts, topk=topk)
 
 
 def test_end_to_end_tables():
@@ -73,6 +84,13 @@ def test_end_to_end_tables():
     assert get[("S2|P|B", "k_avg", "random", 2, "template")] == 0.5  # 0.1 < 0.2, 0.1 > 0.05
     assert get[("S2|P|B", "k_avg", "random", 2, "sentence")] == 0.0
     assert set(per_fact["split"]) == {"taught", "untaught"}
+    # BELIEF (vocabulary argmax): S1's prompts a1 right, a2 wrong; confidence = top-1 probability.
+    assert get[("S1|P|A", "belief_acc", "", 0, "template")] == 1.0
+    assert get[("S1|P|A", "belief_acc", "", 0, "sentence")] == 0.0
+    assert get[("S1|P|A", "belief_conf", "", 0, "sentence")] == pytest.approx(0.4)
+    assert ("S1|P|A", "belief_cand_acc", "", 0, "template") in get.index
+    # Probability (Table 2) with a certain end marker: Pr(a|a1) = 0.5.
+    assert get[("S1|P|A", "probability", "", 0, "template")] == pytest.approx(0.5)
     # Robustness τ (template vs sentence) of Avg@2: template (1, 0.5), sentence (1, 0) -> concordant.
     rob = suite[(suite["measure"] == "robustness_tau:k_avg") & (suite["n"] == 2)]
     assert rob["value"].iloc[0] == pytest.approx(1.0)
@@ -145,7 +163,9 @@ def test_leaderboard_names_n_used_chance_and_coinciding_strategies():
     sem = data.candidates[data.candidates["strategy"] == "random"].assign(strategy="sem")
     short = data.candidates[(data.candidates["rank"] == 1)].assign(strategy="short")
     data.candidates = pd.concat([data.candidates, sem, short], ignore_index=True)
-    per_fact, suite = compute_suite_metrics(data, Metrics(families={}, ns=[1, 2]), ["knowledge", "ranking"])
+    # short_lists "available": K@2 of "short" uses its one distractor (the default leaves it undefined).
+    settings = Metrics(families={}, ns=[1, 2], short_lists="available")
+    per_fact, suite = compute_suite_metrics(data, settings, ["knowledge", "ranking"])
     summary = summarize("m1", per_fact, suite)
     assert coinciding_strategies(summary) == {"sem": "random"}
     # A combined strategy has K rows only (no ranking rows): it still coincides on what it has.

@@ -55,7 +55,7 @@ def test_schemas_and_settings_agree_on_keys_and_defaults():
 
 def test_demo_config_loads_with_defaults_filled():
     cfg = read_config(_demo(), SCHEMAS / "config.schema.yaml")
-    assert cfg.scoring.shards == 2 and cfg.scoring.topk == 10  # set / default
+    assert cfg.scoring.shards == 2 and cfg.scoring.topk == 100  # set / default (the paper's largest n)
     assert cfg.distractors.sem.search == "exact"  # one default everywhere (issue 11)
     assert cfg.suites["plausibility"].languages == ["en"]
     assert cfg.suites["knowledge"].templates.sets == ["team"]
@@ -132,8 +132,9 @@ def test_metrics_settings_are_those_of_the_suites_families():
         "families": ["knowledge", "belief"],
         "ns": [1, 2, 3, 5, 10],
         "precision_ns": [1, 5, 10],
-        "combined_strategies": {"temp+sem": ["temp", "sem"]},
-        "belief_samplings": 100,
+        "combined_strategies": {},
+        "short_lists": "undefined",
+        "belief_samplings": 50_000,
         "belief_bins": 4,
         "robustness_pair": ["template", "sentence"],
     }

@@ -169,6 +169,8 @@ def probe_inputs(wildcards):
         files["changes"] = rules.diff_dumps.output.changes.format(
             old=suite.diff_old, new=suite.dump
         )
+    if suite.temporal_only:
+        files["temporal"] = rules.temporal_view.output.temporal.format(dump=suite.dump)
     return files
 
 
@@ -194,11 +196,11 @@ def retrieve_inputs(wildcards):
     files = omega_inputs(wildcards.suite)
     files["lib"] = library("retrieve_distractors.py")
     settings = DISTRACTOR_SETTINGS[wildcards.suite]
-    if {"sem", "temp"} & set(settings["strategies"]):
+    if {"sem", "temp", "temp+sem"} & set(settings["strategies"]):
         files["index"] = rules.build_sem_index.output.index.format(
             dump=settings["dump"]
         )
-    if "temp" in settings["strategies"]:
+    if {"temp", "temp+sem"} & set(settings["strategies"]):
         files["temporal"] = rules.temporal_view.output.temporal.format(
             dump=settings["dump"]
         )
@@ -276,6 +278,7 @@ def metrics_inputs(wildcards):
     files = {k: v for k, v in score_inputs(wildcards).items() if k != "control"}
     files.update(
         scores=rules.score_suite.output.scores.format(suite=suite, model=model),
+        topk=rules.score_suite.output.topk.format(suite=suite, model=model),
         facts=rules.build_probes.output.facts.format(suite=suite),
         lib=library("compute_metrics.py"),
     )
@@ -329,5 +332,6 @@ def report_inputs(wildcards):
             model=name,
         ),
         "lib": library("render_report.py"),
+        "human": HUMAN_TARGETS,
     }
     return files

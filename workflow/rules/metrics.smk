@@ -85,3 +85,35 @@ rule leaderboard:
         suites=list(SUITES),
     script:
         "../scripts/leaderboard.py"
+
+
+# Human alignment (distractors paper §4.2): only with a user-supplied judgement file
+# (metrics.human_alignment.path); the project ships none.
+HUMAN = CFG.metrics.human_alignment
+HUMAN_TARGETS = (
+    expand(
+        "results/metrics/{suite}/human_alignment.csv",
+        suite=[s for s in HUMAN.suites if s in SUITES],
+    )
+    if HUMAN.path
+    else []
+)
+
+
+rule human_alignment:
+    input:
+        unpack(suite_metric_tables),
+        facts=rules.build_probes.output.facts,
+        human=HUMAN.path or "human_alignment_file_not_configured",
+        lib=library("human_alignment.py"),
+    output:
+        table="results/metrics/{suite}/human_alignment.csv",
+    log:
+        "logs/human_alignment/{suite}.log",
+    conda:
+        "../../environment.yml"
+    params:
+        models=SCORE_MODELS,
+        folds=HUMAN.folds,
+    script:
+        "../scripts/human_alignment.py"

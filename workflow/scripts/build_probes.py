@@ -17,6 +17,7 @@ facts, prompts, forms = build_suite(
     snakemake.input.entities,
     list(snakemake.input.labels),
     snakemake.input.get("changes"),
+    snakemake.input.get("temporal"),
 )
 contracts.write("facts", facts, snakemake.output.facts)
 contracts.write("prompts", prompts, snakemake.output.prompts)

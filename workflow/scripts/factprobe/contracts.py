@@ -113,6 +113,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("logprob", F64),
             ("n_tokens", I32),
             ("first_logprob", F64),
+            ("end_logprob", F64),
             ("fact_id", S),
             ("lang", S),
             ("first_rank", F64),
@@ -126,6 +127,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("logprob", F64),
             ("n_tokens", I32),
             ("first_logprob", F64),
+            ("end_logprob", F64),
             ("fact_id", S),
             ("lang", S),
         ]

@@ -135,6 +135,9 @@ class Suite:
     few_shot: FewShot = _default(FewShot())
     distractors: DistractorOverride = _default(DistractorOverride())
     generate: bool = False
+    temporal_only: bool = False
+    layout: str = "cloze"
+    mask_token: str = "[MASK]"
     missing_relations: str = "error"
 
 
@@ -181,10 +184,17 @@ class Appropt:
 
 
 @dataclass(frozen=True)
+class Temporal:
+    """``distractors.temporal``: which objects count as temporal distractors (§3.3)."""
+
+    earlier_dump: bool = False
+
+
+@dataclass(frozen=True)
 class Distractors:
     """``distractors``: defaults of every suite (config/README.md, section distractors)."""
 
-    strategies: list[str] = _default(["random", "sem", "temp"])
+    strategies: list[str] = _default(["random", "sem", "temp+sem"])
     n: int = 10
     by_kind: dict[str, DistractorOverride] = _default({})
     form_threshold: float | None = 90
@@ -193,10 +203,13 @@ class Distractors:
     cooccur: Cooccur = _default(Cooccur())
     sem: Sem = _default(Sem())
     appropt: Appropt = _default(Appropt())
+    temporal: Temporal = _default(Temporal())
 
 
 #: Strategies of rule retrieve_distractors (``appropt`` runs per model in appropt_distractors).
-STRATEGIES = ("random", "sem", "temp", "cooccur", "pool")
+STRATEGIES = ("random", "sem", "temp+sem", "cooccur", "pool")
+#: Former names: ``temp`` always was the Temp+Sem list (distractors paper §3.3).
+ALIASES = {"temp": "temp+sem"}
 
 
 @dataclass(frozen=True)
@@ -214,8 +227,11 @@ class Retrieve:
     form_threshold: float | None
     valid_ranks: str
     ef_search: int
+    temporal_earlier_dump: bool = False
 
     def __post_init__(self) -> None:
+        # ``temp`` is the former name of the Temp+Sem list (distractors paper §3.3).
+        object.__setattr__(self, "strategies", list(dict.fromkeys(ALIASES.get(s, s) for s in self.strategies)))
         bad = [s for s in self.strategies if s not in STRATEGIES]
         if bad:
             raise ConfigError(f"unknown distractor strategies {bad}; choose from {list(STRATEGIES)}")
@@ -231,10 +247,10 @@ class Scoring:
     token_budget: int = 4096
     no_space_languages: list[str] = _default(["zh", "ja", "th", "lo", "km", "my", "bo"])
     include_translated: bool = True
-    samples: int = 10
+    samples: int = 100
     max_new_tokens: int = 12
     generation_batch_size: int = 16
-    topk: int = 10
+    topk: int = 100
 
 
 @dataclass(frozen=True)
@@ -256,6 +272,15 @@ class Control:
 
 
 @dataclass(frozen=True)
+class HumanAlignment:
+    """``metrics.human_alignment``: agreement with human judgements (distractors paper §4.2)."""
+
+    path: str = ""
+    suites: list[str] = _default([])
+    folds: int = 3
+
+
+@dataclass(frozen=True)
 class Metrics:
     """``metrics``: measure settings; ``families`` chooses the measures per suite kind."""
 
@@ -263,12 +288,17 @@ class Metrics:
     ns: list[int] = _default([1, 2, 3, 5, 10])
     precision_ns: list[int] = _default([1, 5, 10])
     recall_ns: list[int] = _default([1, 2, 3, 4, 5])
-    combined_strategies: dict[str, list[str]] = _default({"temp+sem": ["temp", "sem"]})
+    # Retrieval writes Temp+Sem as strategy temp+sem already (§3.3); extra concatenations only on request.
+    combined_strategies: dict[str, list[str]] = _default({})
     plausibility_strategies: list[str] = _default(["cooccur"])
     ndcg_gain: str = "exponential"
-    belief_samplings: int = 100
+    # BELIEF §5.1: N = 50,000 samplings; the demo config sets a small N.
+    belief_samplings: int = 50_000
     belief_bins: int = 10
     robustness_pair: list[str] = _default(["template", "sentence"])
+    # Fewer than n distractors: K at n undefined (reference implementation) or "available".
+    short_lists: str = "undefined"
+    human_alignment: HumanAlignment = _default(HumanAlignment())
 
 
 @dataclass(frozen=True)
@@ -412,6 +442,7 @@ def suite_retrieve(cfg: Config, suite: str) -> dict:
         form_threshold=section.form_threshold,
         valid_ranks=section.valid_ranks,
         ef_search=section.sem.hnsw.ef_search,
+        temporal_earlier_dump=section.temporal.earlier_dump,
     )
     return plain(resolved)
 
@@ -451,7 +482,7 @@ def sem_index(cfg: Config) -> dict:
 
 #: Metrics settings each measure family reads (metrics/pipeline.compute_suite_metrics).
 FAMILY_SETTINGS = {
-    "knowledge": ("ns", "precision_ns", "combined_strategies"),
+    "knowledge": ("ns", "precision_ns", "combined_strategies", "short_lists"),
     "ranking": ("recall_ns",),
     "plausibility": ("plausibility_strategies", "ndcg_gain"),
     "belief": ("belief_samplings", "belief_bins"),

@@ -2,7 +2,7 @@
 
 Output columns (contracts.md): ``fact_id, entity, role (object/distractor), strategy, rank,
 relevance`` and, added here, ``side`` (object/subject: which slot the entity fills; only
-``cooccur`` has subject-side rows), ``source`` (temporal/sem inside ``temp``), ``lang`` (the
+``cooccur`` has subject-side rows), ``source`` (temporal/sem inside ``temp+sem``), ``lang`` (the
 pool's language for ``pool``, else null) and ``score`` (co-occurrence frequency for
 ``cooccur``). The object row of a fact has strategy ``object`` and rank 0; distractors are
 ranked from 1 within (fact, strategy, side, lang).
@@ -82,9 +82,9 @@ def retrieve(
             }
         )
     sem_lists: list[list[int]] | None = None
-    if "sem" in settings.strategies or "temp" in settings.strategies:
+    if "sem" in settings.strategies or "temp+sem" in settings.strategies:
         if index is None:
-            raise ValueError("strategies sem/temp need the semantic index of the suite's dump")
+            raise ValueError("strategies sem/temp+sem need the semantic index of the suite's dump")
         # Temp+Sem may drop sem items already in the temporal list, hence 2n.
         sem_lists = sem_distractors(index, omega, triples, 2 * settings.n, settings.search)
     pools = None
@@ -102,12 +102,12 @@ def retrieve(
                 got = _rows(fid, random_distractors(omega, fid, s, r, o, settings.n), "random", side="object")
             elif strategy == "sem":
                 got = _rows(fid, sem_lists[i][: settings.n], "sem", side="object")
-            elif strategy == "temp":
+            elif strategy == "temp+sem":
                 pairs = temp_sem(omega, (past or {}).get((s, r), []), sem_lists[i], s, r, o, settings.n)
                 got = [
                     dict(row, source=src)
                     for row, (_, src) in zip(
-                        _rows(fid, [e for e, _ in pairs], "temp", side="object"), pairs, strict=True
+                        _rows(fid, [e for e, _ in pairs], "temp+sem", side="object"), pairs, strict=True
                     )
                 ]
             elif strategy == "cooccur":

@@ -1,12 +1,23 @@
 """Temporal distractors and Temp+Sem (distractors paper §3.3, "Temporal+Semantic Distractors").
 
 Temporal distractors of (s, r) are the objects valid for (s, r) in the past but not at the dump
-date: rows with ``status == "past"`` of ``results/temporal/{dump}/temporal.parquet``. They are
-placed before the semantic list; most recent first (latest end, then latest start), which is
-the reference implementation's "closest to the dump date" order (anchors.md §3.3).
+date: rows with ``status == "past"`` of ``results/temporal/{dump}/temporal.parquet``. Temp+Sem
+(strategy ``temp+sem``) places them before the semantic list. Order and selection follow the
+reference implementation (DistFactAssessLM ``SimilarityDistractorFinder.find`` with
+``use_temporal_distractors``; anchors.md §3.3):
+
+* only statements whose validity interval is not a point (a ``point_in_time`` alone, or
+  start == end, is left out) and that ended before the dump date (``source == "qualifier"``);
+* closest first: ascending distance in days between the interval's midpoint and the dump date;
+  intervals without a midpoint (an open start) follow, latest end first;
+* objects that are merely absent from this dump but present in an earlier one
+  (``source == "earlier_dump"``) carry no date and are no evidence that the fact ended (a sampled
+  or edited dump drops statements too): they count only with ``earlier_dump=True``, last.
 """
 
 from __future__ import annotations
+
+from datetime import date
 
 import numpy as np
 import pandas as pd
@@ -14,18 +25,59 @@ import pandas as pd
 from factprobe.distractors.omega import Omega
 
 
-def past_objects(temporal: pd.DataFrame) -> dict[tuple[int, int], list[int]]:
-    """``(subject, property) -> past objects``, most recent first, from the temporal view."""
+def day_number(yyyymmdd: float) -> float:
+    """Days since 0001-01-01 of a YYYYMMDD date (month/day 00 = the middle of the year/month)."""
+    if not np.isfinite(yyyymmdd):
+        return np.nan
+    value = int(yyyymmdd)
+    year, month, day = value // 10000, (value // 100) % 100, value % 100
+    # Wikidata precision below day is written with zeros: take the middle of the period.
+    month = month if 1 <= month <= 12 else 7
+    day = day if 1 <= day <= 31 else 15
+    try:
+        return float(date(max(year, 1), month, day).toordinal())
+    except ValueError:
+        return float(date(max(year, 1), month, 28).toordinal())
+
+
+def past_objects(
+    temporal: pd.DataFrame, dump: str | int | None = None, earlier_dump: bool = False
+) -> dict[tuple[int, int], list[int]]:
+    """``(subject, property) -> past objects`` in the reference order (module docstring).
+
+    ``dump`` is the present (YYYYMMDD; default: the latest ``last_seen``, else the latest end).
+    """
     past = temporal[temporal["status"] == "past"].copy()
+    if not earlier_dump and "source" in past.columns:
+        past = past[past["source"].astype(str) != "earlier_dump"]
     if past.empty:
         return {}
-    # Unknown dates sort last; among equal dates the object id breaks the tie.
-    past["_end"] = (
-        past["end"].astype("Float64").fillna(past["point_in_time"].astype("Float64")).fillna(-np.inf)
+    start = past["start"].astype("Float64").astype(float)
+    end = past["end"].astype("Float64").astype(float)
+    from_earlier = (
+        past["source"].astype(str).eq("earlier_dump").to_numpy()
+        if "source" in past.columns
+        else np.zeros(len(past), bool)
     )
-    past["_start"] = past["start"].astype("Float64").fillna(-np.inf)
+    # A point (no interval, or start == end) is not a temporal distractor in the reference.
+    point = ~from_earlier & (np.isnan(end.to_numpy()) | (start.to_numpy() == end.to_numpy()))
+    past, start, end, from_earlier = past[~point], start[~point], end[~point], from_earlier[~point]
+    if past.empty:
+        return {}
+    if dump is None:
+        seen = pd.to_numeric(past.get("last_seen", pd.Series(dtype=float)), errors="coerce")
+        dump = seen.max() if seen.notna().any() else np.nanmax(end.to_numpy())
+    present = day_number(float(dump))
+    s_days = np.array([day_number(v) for v in start])
+    e_days = np.array([day_number(v) for v in end])
+    mid = (s_days + e_days) / 2
+    past = past.assign(
+        _group=np.where(from_earlier, 2, np.where(np.isnan(mid), 1, 0)),
+        _dist=np.abs(present - mid),
+        _end=-np.nan_to_num(e_days, nan=-np.inf),
+    )
     past = past.sort_values(
-        ["subject", "property", "_end", "_start", "object"], ascending=[True, True, False, False, True]
+        ["subject", "property", "_group", "_dist", "_end", "object"], na_position="last", kind="stable"
     )
     past = past.drop_duplicates(["subject", "property", "object"])
     return {
@@ -43,3 +95,25 @@ def temp_sem(
     return [(e, "temporal") for e in first] + [
         (e, "sem") for e in omega.filter(s, r, o, rest, n - len(first))
     ]
+
+
+def temporal_pairs(temporal: pd.DataFrame, earlier_dump: bool = False) -> set[tuple[int, int]]:
+    """(subject, property) pairs that have at least one temporal distractor (the paper's S′, Fig. 2)."""
+    return set(past_objects(temporal, None, earlier_dump))
+
+
+def with_temporal_distractors(
+    candidates: pd.DataFrame, temporal: pd.DataFrame, earlier_dump: bool = False
+) -> pd.DataFrame:
+    """The paper's S′ (§4.1, Fig. 2): candidate facts whose (s, r) has a temporal distractor.
+
+    ``candidates`` has string ids (``subject`` "Q..", ``property`` "P.."); sampling then proceeds
+    as for S. A past object that is also the fact's current object cannot happen (it would not
+    be ``past``), but Ω may still reject a past object later, so S′ is a superset of the facts
+    whose Temp+Sem list really starts with a temporal distractor (``source`` says which do).
+    """
+    pairs = temporal_pairs(temporal, earlier_dump)
+    keys = zip(
+        candidates["subject"].str[1:].astype(int), candidates["property"].str[1:].astype(int), strict=True
+    )
+    return candidates[[k in pairs for k in keys]].reset_index(drop=True)

@@ -29,6 +29,9 @@ class LoglikResult:
     logprob: float
     n_tokens: int
     first_logprob: float
+    #: The end marker's share of ``logprob`` (0 with end marker ``none``): ``logprob - end_logprob``
+    #: is log Pr(form | c) without it (distractors paper Table 2, Probability).
+    end_logprob: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,7 @@ SCHEMA = pa.schema(
         ("logprob", pa.float64()),
         ("n_tokens", pa.int32()),
         ("first_logprob", pa.float64()),
+        ("end_logprob", pa.float64()),
     ]
 )
 
@@ -58,13 +59,13 @@ def request_key(model: str, revision: str, dtype: str, context: str, continuatio
 
 
 class RequestCache:
-    """Folder of Parquet shards mapping request keys to (logprob, n_tokens, first_logprob)."""
+    """Folder of Parquet shards mapping request keys to (logprob, n_tokens, first_logprob, end_logprob)."""
 
     def __init__(self, folder: str | os.PathLike | None, flush_every: int = 50_000):
         self.folder = Path(folder) if folder else None
         self.flush_every = flush_every
-        self._known: dict[str, tuple[float, int, float]] = {}
-        self._buffer: list[tuple[str, float, int, float]] = []
+        self._known: dict[str, tuple[float, int, float, float]] = {}
+        self._buffer: list[tuple[str, float, int, float, float]] = []
         if self.folder and self.folder.is_dir():
             for shard in sorted(self.folder.glob("part-*.parquet")):
                 try:
@@ -73,8 +74,14 @@ class RequestCache:
                     log.warning("%s: unreadable cache shard skipped (%s); delete it", shard, exc)
                     continue
                 cols = [table.column(c).to_pylist() for c in ("key", "logprob", "n_tokens", "first_logprob")]
-                for key, lp, nt, fl in zip(*cols, strict=True):
-                    self._known[key] = (lp, nt, fl)
+                # Shards written before end_logprob existed: NaN, so score_texts recomputes them.
+                ends = (
+                    table.column("end_logprob").to_pylist()
+                    if "end_logprob" in table.column_names
+                    else [None] * table.num_rows
+                )
+                for key, lp, nt, fl, el in zip(*cols, ends, strict=True):
+                    self._known[key] = (lp, nt, fl, float("nan") if el is None else el)
             log.info("request cache %s: %d entries", self.folder, len(self._known))
 
     def __len__(self) -> int:
@@ -91,15 +98,22 @@ class RequestCache:
             hit = self._known.get(key)
             if hit is not None:
                 found[i] = True
-                lp[i], nt[i], fl[i] = hit
+                lp[i], nt[i], fl[i] = hit[:3]
         return found, lp, nt, fl
 
-    def add(self, keys: Iterable[str], logprob, n_tokens, first_logprob) -> None:
+    def lookup_end(self, keys: Iterable[str]) -> np.ndarray:
+        """end_logprob of ``keys`` (log-probability of the end marker); NaN where unknown."""
+        return np.array([self._known.get(key, (0, 0, 0, np.nan))[3] for key in keys], dtype=float)
+
+    def add(self, keys: Iterable[str], logprob, n_tokens, first_logprob, end_logprob=None) -> None:
         """Record finished requests; flush a shard once the buffer is full."""
-        for key, lp, nt, fl in zip(keys, logprob, n_tokens, first_logprob, strict=True):
-            if key in self._known:
+        keys = list(keys)
+        if end_logprob is None:
+            end_logprob = [float("nan")] * len(keys)
+        for key, lp, nt, fl, el in zip(keys, logprob, n_tokens, first_logprob, end_logprob, strict=True):
+            if key in self._known and np.isfinite(self._known[key][3]):
                 continue
-            entry = (float(lp), int(nt), float(fl))
+            entry = (float(lp), int(nt), float(fl), float(el))
             self._known[key] = entry
             self._buffer.append((key, *entry))
         if len(self._buffer) >= self.flush_every:
@@ -110,9 +124,11 @@ class RequestCache:
         if not self._buffer or self.folder is None:
             self._buffer.clear()
             return
-        keys, lp, nt, fl = zip(*self._buffer, strict=True)
+        keys, lp, nt, fl, el = zip(*self._buffer, strict=True)
         name = hashlib.blake2b("".join(keys).encode(), digest_size=10).hexdigest()
-        table = pa.table({"key": keys, "logprob": lp, "n_tokens": nt, "first_logprob": fl}, schema=SCHEMA)
+        table = pa.table(
+            {"key": keys, "logprob": lp, "n_tokens": nt, "first_logprob": fl, "end_logprob": el}, schema=SCHEMA
+        )
         write_table(table, self.folder / f"part-{name}.parquet")
         log.info("request cache: wrote %d entries to %s", len(keys), self.folder)
         self._buffer.clear()
@@ -145,11 +161,13 @@ class CachingLM(LM):
     ) -> list[LoglikResult]:
         keys = self.keys(requests)
         found, lp, nt, fl = self.cache.lookup(keys)
+        el = self.cache.lookup_end(keys)
+        found &= np.isfinite(el)  # entries from before end_logprob existed are recomputed
         todo = np.flatnonzero(~found).tolist()
         log.info("%d requests: %d cached, %d to compute", len(keys), int(found.sum()), len(todo))
         out = [
-            LoglikResult(float(a), int(b), float(c)) if hit else None
-            for hit, a, b, c in zip(found, lp, nt, fl, strict=True)
+            LoglikResult(float(a), int(b), float(c), float(d)) if hit else None
+            for hit, a, b, c, d in zip(found, lp, nt, fl, el, strict=True)
         ]
         if on_done is not None and found.any():
             hits = np.flatnonzero(found).tolist()
@@ -161,7 +179,7 @@ class CachingLM(LM):
             index = [todo[j] for j in done]
             self.cache.add(
                 [keys[i] for i in index],
-                *zip(*((r.logprob, r.n_tokens, r.first_logprob) for r in results), strict=True),
+                *zip(*((r.logprob, r.n_tokens, r.first_logprob, r.end_logprob) for r in results), strict=True),
             )
             if on_done is not None:
                 on_done(index, results)

@@ -178,3 +178,19 @@ def combine(
         first[i] = req_first[plan.plus]
         n_tokens[i] = plan.n_tokens
     return logprob, n_tokens, first
+
+
+def end_logprobs(plans: Sequence[PairPlan], req_last: np.ndarray, end: str) -> np.ndarray:
+    """Per-pair log-probability of the end marker: the last token of the pair's ``plus`` request.
+
+    With ``end="none"`` nothing is appended and the value is 0, so ``logprob - end_logprob`` is
+    log Pr(form | c) without an end marker for every setting (distractors paper Table 2,
+    Probability). For ``"."`` it is the final token's log-probability (the period, which BPE
+    vocabularies encode as a token of its own after a word).
+    """
+    out = np.zeros(len(plans), dtype=np.float64)
+    if end == "none":
+        return out
+    for i, plan in enumerate(plans):
+        out[i] = req_last[plan.plus]
+    return out

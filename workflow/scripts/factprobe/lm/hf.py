@@ -34,6 +34,7 @@ from factprobe.lm.encoding import (
     context_ids,
     continuation_text,
     encode,
+    end_logprobs,
     tokenize_pairs,
 )
 from factprobe.lm.load import ModelSpec, load_hf, spec_from_row
@@ -126,6 +127,11 @@ class HFCausalLM(LM):
                 plans_of_request[plan.minus].append(j)
         req_lp = np.zeros(len(token_requests))
         req_first = np.full(len(token_requests), np.nan)
+        req_last = np.full(len(token_requests), np.nan)
+        end = self.end_marker
+
+        def results(chosen: list) -> list[LoglikResult]:
+            return _results(*combine(chosen, req_lp, req_first), end_logprobs(chosen, req_last, end))
 
         def finished(done, total, first) -> None:
             req_lp[done] = total
@@ -137,12 +143,17 @@ class HFCausalLM(LM):
                     if waiting[j] == 0:
                         ready.append(j)
             if ready and on_done is not None:
-                on_done(ready, _results(*combine([plans[j] for j in ready], req_lp, req_first)))
+                on_done(ready, results([plans[j] for j in ready]))
 
         score_requests(
-            self.model, token_requests, token_budget=self.budget, progress=progress, on_batch=finished
+            self.model,
+            token_requests,
+            token_budget=self.budget,
+            progress=progress,
+            on_batch=finished,
+            last_out=req_last,
         )
-        return _results(*combine(plans, req_lp, req_first))
+        return results(plans)
 
     @torch.inference_mode()
     def topk(self, requests: Sequence[TopkRequest]) -> list[TopkResult]:
@@ -262,7 +273,10 @@ class HFCausalLM(LM):
         return [GenerateResult(t.split("\n", 1)[0].strip(), v) for t, v in zip(texts, totals, strict=True)]
 
 
-def _results(logprob: np.ndarray, n_tokens: np.ndarray, first: np.ndarray) -> list[LoglikResult]:
+def _results(
+    logprob: np.ndarray, n_tokens: np.ndarray, first: np.ndarray, end: np.ndarray
+) -> list[LoglikResult]:
     return [
-        LoglikResult(float(a), int(b), float(c)) for a, b, c in zip(logprob, n_tokens, first, strict=True)
+        LoglikResult(float(a), int(b), float(c), float(d))
+        for a, b, c, d in zip(logprob, n_tokens, first, end, strict=True)
     ]

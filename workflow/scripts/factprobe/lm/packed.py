@@ -87,7 +87,7 @@ def _pack(rows: list[_Row], device: torch.device, mask_dtype: torch.dtype):
     ids = torch.zeros(len(rows), width, dtype=torch.long)
     pos = torch.zeros(len(rows), width, dtype=torch.long)
     seg = torch.full((len(rows), width), -1, dtype=torch.long)
-    t_row, t_col, t_tok, t_req, t_first = [], [], [], [], []
+    t_row, t_col, t_tok, t_req, t_first, t_last = [], [], [], [], [], []
     for b, row in enumerate(rows):
         plen = len(row.prefix)
         ids[b, :plen] = torch.tensor(row.prefix)
@@ -106,6 +106,7 @@ def _pack(rows: list[_Row], device: torch.device, mask_dtype: torch.dtype):
                 t_tok.append(tok)
                 t_req.append(req)
                 t_first.append(j == 0)
+                t_last.append(j == len(cont) - 1)
             col += len(body)
     q = torch.arange(width)
     causal = q[None, :] <= q[:, None]  # [query, key]
@@ -120,6 +121,7 @@ def _pack(rows: list[_Row], device: torch.device, mask_dtype: torch.dtype):
         torch.tensor(t_tok),
         torch.tensor(t_req),
         torch.tensor(t_first),
+        torch.tensor(t_last),
     )
     return ids.to(device), pos.to(device), mask[:, None].to(device), targets
 
@@ -127,7 +129,7 @@ def _pack(rows: list[_Row], device: torch.device, mask_dtype: torch.dtype):
 @torch.inference_mode()
 def _forward_batch(model, rows: list[_Row], device, logsoftmax_chunk: int):
     param = next(model.parameters())
-    ids, pos, mask, (t_row, t_col, t_tok, t_req, t_first) = _pack(rows, device, param.dtype)
+    ids, pos, mask, (t_row, t_col, t_tok, t_req, t_first, t_last) = _pack(rows, device, param.dtype)
     keep = torch.unique(t_col)
     where = torch.searchsorted(keep, t_col)
     logits = model(
@@ -139,7 +141,7 @@ def _forward_batch(model, rows: list[_Row], device, logsoftmax_chunk: int):
         chunk = logits[t_row[sl].to(device), where[sl].to(device)].float()
         lp = torch.log_softmax(chunk, dim=-1).gather(1, t_tok[sl].to(device)[:, None])[:, 0]
         scores[sl] = lp.double().cpu()
-    return t_req, t_first, scores
+    return t_req, t_first, t_last, scores
 
 
 def score_requests(
@@ -149,12 +151,15 @@ def score_requests(
     logsoftmax_chunk: int = 1024,
     progress: bool = False,
     on_batch: Callable[[np.ndarray, np.ndarray, np.ndarray], None] | None = None,
+    last_out: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Summed continuation log-probability and first-token log-probability of every request.
 
     ``token_budget`` bounds padded tokens per forward; on out-of-memory it is halved and the
     batch retried (a single row is split across repeated prefixes if needed). ``on_batch`` gets
     ``(request indices, logprob, first_logprob)`` of every finished request (for the cache).
+    ``last_out`` (length ``len(requests)``), when given, receives the log-probability of each
+    request's last token (the end marker), filled before ``on_batch`` sees the request.
     """
     budget = token_budget if isinstance(token_budget, TokenBudget) else TokenBudget(token_budget)
     from tqdm import tqdm
@@ -184,7 +189,7 @@ def score_requests(
         while rows and (len(batch) + 1) * width <= budget.tokens:
             batch.append(rows.popleft())
         try:
-            t_req, t_first, scores = _forward_batch(model, batch, device, logsoftmax_chunk)
+            t_req, t_first, t_last, scores = _forward_batch(model, batch, device, logsoftmax_chunk)
         except Exception as exc:
             budget.shrink(exc, f"{len(batch)} packed rows x {width} tokens")
             if len(batch) > 1:
@@ -201,6 +206,9 @@ def score_requests(
         np.add.at(total, req, scores.numpy())
         firsts = t_first.numpy()
         first[req[firsts]] = scores.numpy()[firsts]
+        if last_out is not None:
+            lasts = t_last.numpy()
+            last_out[req[lasts]] = scores.numpy()[lasts]
         np.subtract.at(remaining, req, 1)
         bar.update(len(req))
         if on_batch is not None:

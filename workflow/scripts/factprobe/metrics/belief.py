@@ -1,15 +1,21 @@
 """BELIEF measures (belief-myriadlama.txt §2–3, §7) from candidate ranking or from generations.
 
-Per prompt a *prediction*, whether it is *correct* and a *confidence* are derived, by one of two
+Per prompt a *prediction*, whether it is *correct* and a *confidence* are derived, by one of three
 modes:
 
-* ``ranking`` (§2.1 for a closed candidate set): the prediction is the candidate (correct objects
-  ∪ every strategy's distractors) with the highest Pl(e|c); the confidence is its probability
-  renormalised over the candidate set. Ties are broken against the correct objects (a tie
-  counts as a failure), then by entity id.
+* ``vocabulary`` (§2.1, measures ``belief_*``): the prediction is ŵ = argmax of the output
+  distribution over the whole vocabulary, i.e. the most probable next token after the prompt
+  (rank 1 of the top-k table); it is correct when it equals one of the names of a correct object
+  (whitespace stripped: only single-token names can match, as MyriadLAMA's single-token objects);
+  the confidence is that token's probability o_max (§2.4).
+* ``candidates`` (measures ``belief_cand_*``, a closed-set variant that is NOT the paper's): the
+  prediction is the candidate (correct objects ∪ every strategy's distractors) with the highest
+  Pl(e|c); the confidence is its probability renormalised over the candidate set. Ties are broken
+  against the correct objects (a tie counts as a failure), then by entity id.
 * ``generation`` (BELIEF-ICL, §3.2): the prediction is the greedy output (``sample`` 0); it is
   correct if a correct object's form is included in it (one-directional match); the confidence is
-  the share of the other samples that match the greedy output (bi-directional match).
+  the share of the other samples that match the greedy output (bi-directional match). Both
+  matches use the one normaliser of this module (``normalize``).
 
 From these, over the (subject, relation) pairs T of a group of prompts:
 
@@ -56,15 +62,34 @@ PREDICTION_COLUMNS = [
 ]
 
 
-def normalize(text: str, lang: str = "en") -> tuple[str, ...]:
-    """Tokens of ``text`` lower-cased and lightly lemmatised (§3.2 "tokenizing and lemmatizing").
+_KEEP_S = ("ss", "us", "is", "os", "as")
 
-    English plural -s is stripped (not after s/u/i, not from words of three letters or fewer),
-    a stand-in for a lemmatiser that keeps the package free of NLP dependencies.
+
+def lemma(word: str) -> str:
+    """Rule-based English lemma of a lower-cased word (plural nouns, 3rd person -s).
+
+    A small, deterministic stand-in for a lemmatiser (no NLP dependency): §3.2 needs number and
+    article variation to collapse ("guitars" ~ "a guitar", "cities" ~ "city"). Words of three
+    letters or fewer are kept, as are -ss/-us/-is/-os/-as endings ("Texas", "Paris").
     """
-    tokens = _WORD.findall(unicodedata.normalize("NFKC", str(text)).lower())
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith(("sses", "xes", "ches", "shes", "zes")):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith(_KEEP_S):
+        return word[:-1]
+    return word
+
+
+def normalize(text: str, lang: str = "en") -> tuple[str, ...]:
+    """Tokens of ``text`` NFKC-normalised, lower-cased and, for English, lemmatised (§3.2).
+
+    The only answer normaliser of the project: Acc (one-way) and Consist/confidence (two-way)
+    both compare these token tuples.
+    """
+    tokens = _WORD.findall(unicodedata.normalize("NFKC", str(text or "")).lower())
     if lang == "en":
-        tokens = [t[:-1] if len(t) > 3 and t.endswith("s") and t[-2] not in "sui" else t for t in tokens]
+        tokens = [lemma(t) for t in tokens]
     return tuple(tokens)
 
 
@@ -164,6 +189,60 @@ def ranking_predictions(
     return out[cols]
 
 
+def candidate_predictions(
+    ent: pd.DataFrame,
+    prompts: pd.DataFrame,
+    candidates: pd.DataFrame,
+    facts: pd.DataFrame,
+    correct: pd.DataFrame,
+) -> pd.DataFrame:
+    """The closed-set variant (``belief_cand_*``): argmax over the candidates, renormalised confidence."""
+    return ranking_predictions(ent, prompts, candidates, facts, correct)
+
+
+def vocabulary_predictions(
+    topk: pd.DataFrame,
+    scores: pd.DataFrame,
+    prompts: pd.DataFrame,
+    facts: pd.DataFrame,
+    correct: pd.DataFrame,
+) -> pd.DataFrame:
+    """BELIEF per prompt (§2.1, §2.4): ŵ = argmax over the vocabulary, correct, confidence o_max.
+
+    ``topk`` holds each prompt's next tokens (``prompt_id, rank, token, logprob``; rank 1 is the
+    vocabulary argmax). The names of the pair's correct objects are the forms scored for the
+    prompt (``scores``: ``prompt_id, entity, form``). ŵ is correct when, whitespace stripped, it
+    equals one of those names; the prediction compared by Consist (§2.3) is that stripped token.
+    A prompt without top-k rows, or whose correct objects have no scored name, is left out.
+    """
+    cols = PREDICTION_COLUMNS
+    if topk is None or topk.empty:
+        return pd.DataFrame(columns=cols)
+    frame = _pairs(prompts, facts)
+    good = _pair_correct(facts, correct)
+    top = topk[pd.to_numeric(topk["rank"]) == 1][["prompt_id", "token", "logprob"]].drop_duplicates(
+        "prompt_id"
+    )
+    top = top.assign(word=top["token"].astype(str).str.strip())
+    names = frame[["prompt_id", "pair"]].merge(good, on="pair")
+    names = names.merge(scores[["prompt_id", "entity", "form"]].astype(str), on=["prompt_id", "entity"])
+    names = names.assign(word=names["form"].str.strip())[["prompt_id", "word"]].drop_duplicates()
+    judged = top[top["prompt_id"].isin(set(names["prompt_id"]))]
+    hit = judged.merge(names.assign(_hit=1.0), on=["prompt_id", "word"], how="left")
+    hit = hit.drop_duplicates("prompt_id")
+    out = pd.DataFrame(
+        {
+            "prompt_id": hit["prompt_id"],
+            "prediction": hit["word"],
+            "correct": hit["_hit"].fillna(0.0).astype(float),
+            "confidence": np.exp(hit["logprob"].astype(float)),
+        }
+    )
+    if out.empty:
+        return pd.DataFrame(columns=cols)
+    return out.merge(frame, on="prompt_id")[cols]
+
+
 def generation_predictions(
     generations: pd.DataFrame,
     prompts: pd.DataFrame,
@@ -232,11 +311,29 @@ def consistency(predictions: Sequence[str], match: str = "exact") -> float:
     return agree / (k * (k - 1) / 2)
 
 
-def sampled_accuracies(per_prompt: pd.DataFrame, n_samplings: int, seed: str = "belief") -> np.ndarray:
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+def splitmix64(x: np.ndarray) -> np.ndarray:
+    """SplitMix64 finaliser of uint64 values (vectorised; wraps modulo 2**64 by design)."""
+    with np.errstate(over="ignore"):
+        z = x.astype(np.uint64, copy=True)
+        z = (z ^ (z >> np.uint64(30))) * _MIX1
+        z = (z ^ (z >> np.uint64(27))) * _MIX2
+        return z ^ (z >> np.uint64(31))
+
+
+def sampled_accuracies(
+    per_prompt: pd.DataFrame, n_samplings: int, seed: str = "belief", chunk_cells: int = 20_000_000
+) -> np.ndarray:
     """Acc@1 of N prompt sets, each holding one prompt per (s, r) pair (§2.2).
 
-    Prompt i of pair t in sampling j is chosen by ``stable_hash(seed, j, t) mod |P_t|`` over the
-    pair's prompts sorted by prompt id, so the draw does not depend on row order.
+    Prompt i of pair t in sampling j is ``splitmix64(stable_hash(seed, t) + (j + 1) * φ) mod
+    |P_t|`` over the pair's prompts sorted by prompt id (φ = 0x9E3779B97F4A7C15), so the draw
+    does not depend on row order; it is vectorised over pairs and samplings, so the paper's
+    N = 50,000 (§5.1) over tens of thousands of pairs takes seconds.
     """
     groups = [
         (pair, g.sort_values("prompt_id")["correct"].to_numpy(dtype=float))
@@ -244,10 +341,18 @@ def sampled_accuracies(per_prompt: pd.DataFrame, n_samplings: int, seed: str = "
     ]
     if not groups:
         return np.array([])
+    base = np.array([stable_hash(seed, pair) for pair, _ in groups], dtype=np.uint64)
+    sizes = np.array([len(vals) for _, vals in groups], dtype=np.uint64)
+    offsets = np.concatenate([[0], np.cumsum([len(vals) for _, vals in groups])[:-1]]).astype(np.int64)
+    flat = np.concatenate([vals for _, vals in groups])
     accs = np.empty(n_samplings)
-    for j in range(n_samplings):
-        picks = [vals[stable_hash(seed, j, pair) % len(vals)] for pair, vals in groups]
-        accs[j] = float(np.mean(picks))
+    step = max(1, chunk_cells // len(groups))
+    for start in range(0, n_samplings, step):
+        js = np.arange(start, min(start + step, n_samplings), dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            keys = base[None, :] + (js[:, None] + np.uint64(1)) * _GOLDEN
+        idx = (splitmix64(keys) % sizes[None, :]).astype(np.int64)
+        accs[start : start + len(js)] = flat[offsets[None, :] + idx].mean(axis=1)
     return accs
 
 

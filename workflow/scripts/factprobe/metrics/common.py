@@ -76,6 +76,10 @@ def entity_scores(scores: pd.DataFrame, source: str = "scores") -> pd.DataFrame:
         n_forms=("form", "size"),
     )
     out["logpl"] = logsumexp_by(frame, keys, "logprob")
+    if "end_logprob" in frame.columns:
+        # log Σ_λ Pr(λ | c) without the end marker (distractors paper Table 2, Probability).
+        frame["noend"] = frame["logprob"] - frame["end_logprob"]
+        out["logpl_noend"] = logsumexp_by(frame, keys, "noend")
     if "first_rank" in frame.columns:
         out["first_rank"] = grouped["first_rank"].min()
     return out.reset_index()

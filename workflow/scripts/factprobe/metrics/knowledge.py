@@ -4,13 +4,18 @@
   (§3.2 eq. 2) with Agg = min (Min@n) or mean (Avg@n), for every n, per retrieval strategy.
 * ``knowledge_per_fact``: K(f) = mean over the fact's cloze sentences (§3.2 eq. 3).
 * ``probability_per_prompt`` and ``precision_per_prompt``: the Probability and Precision@n
-  baselines of Table 2 (§4.2).
+  baselines of Table 2 (§4.2): Σ_λ Pr(λ|c) *without* the end marker, and whether one of the
+  top-n next tokens is a name of o (so only single-token names can count, as in the reference
+  ``generation.py``). ``first_token_precision_per_prompt`` keeps a looser variant under its own
+  name (``precision_first_token``: o's best first token ranks <= n).
 
 Rules stated once here:
 
 * Ties: the indicator is strict, so Pl(o|c) == Pl(o*|c) counts as a failure (Min@n becomes 0).
-* Fewer than n distractors (a strategy may return fewer, §3.3 "ApprOpt"): Δn(f) is the
-  distractors that exist, and ``n_used`` records how many; a prompt with none has no value.
+* Fewer than n distractors (a strategy may return fewer, §3.3 "ApprOpt"): by default K at n is
+  undefined, as in the reference implementation, and the fact drops out of the mean at that n
+  (``dropped_fact_counts`` counts them); ``short_lists="available"`` uses the distractors that
+  exist instead. ``n_used`` records how many were available; a prompt with none has no value.
 * Distractors listed in ``candidates`` but absent from the score table are dropped (logged);
   a prompt whose object was not scored has no value.
 * Δn(f) takes a strategy's distractors in ``rank`` order (ties in rank broken by entity id).
@@ -31,14 +36,24 @@ from .common import GROUP_KEYS, average_per_fact, candidates_for_prompts
 log = logging.getLogger(__name__)
 
 
-def k_of_prompt(object_logpl: float, distractor_logpls: Sequence[float], n: int, agg: str) -> float:
+SHORT_LIST_RULES = ("undefined", "available")
+
+
+def k_of_prompt(
+    object_logpl: float, distractor_logpls: Sequence[float], n: int, agg: str, short_lists: str = "undefined"
+) -> float:
     """K(f|c) of §3.2 eq. (2) for one cloze sentence: Min@n (``agg="min"``) or Avg@n (``"avg"``).
 
-    ``distractor_logpls`` are log Pl(o*|c) in Δ's rank order; the first ``n`` are used (fewer
-    if fewer exist). Ties count as failures. Returns NaN when there is no distractor.
+    ``distractor_logpls`` are log Pl(o*|c) in Δ's rank order; the first ``n`` are used. With
+    fewer than ``n`` the value is NaN (undefined, ``short_lists="undefined"``) or computed on
+    those that exist (``"available"``). Ties count as failures. NaN when there is no distractor.
     """
+    if short_lists not in SHORT_LIST_RULES:
+        raise ValueError(f"short_lists {short_lists!r}: use one of {SHORT_LIST_RULES}")
     used = np.asarray(list(distractor_logpls)[:n], dtype=float)
     if used.size == 0 or not np.isfinite(object_logpl):
+        return float("nan")
+    if used.size < n and short_lists == "undefined":
         return float("nan")
     wins = object_logpl > used
     if agg == "min":
@@ -85,7 +100,15 @@ def _object_scores(ent: pd.DataFrame, prompts: pd.DataFrame, facts: pd.DataFrame
     """log Pl(o|c) of the fact's own object o for each prompt (NaN rows dropped, logged)."""
     base = prompts[["prompt_id", "fact_id"]].merge(facts[["fact_id", "object"]].astype(str), on="fact_id")
     base = base.merge(
-        ent[["prompt_id", "entity", "logpl", "best_first", *(["first_rank"] if "first_rank" in ent else [])]],
+        ent[
+            [
+                "prompt_id",
+                "entity",
+                "logpl",
+                "best_first",
+                *[c for c in ("first_rank", "logpl_noend") if c in ent.columns],
+            ]
+        ],
         left_on=["prompt_id", "object"],
         right_on=["prompt_id", "entity"],
         how="left",
@@ -122,12 +145,16 @@ def knowledge_per_prompt(
     facts: pd.DataFrame,
     correct: pd.DataFrame,
     ns: Iterable[int],
+    short_lists: str = "undefined",
 ) -> pd.DataFrame:
     """K(f|c) Min@n and Avg@n for every prompt, strategy and n (§3.2 eq. 2), vectorised.
 
     Returns columns prompt_id, fact_id, strategy, n, k_min, k_avg, n_used. Equal to
-    ``k_of_prompt`` applied prompt by prompt (tested).
+    ``k_of_prompt`` applied prompt by prompt (tested); with ``short_lists="undefined"`` a
+    prompt with fewer than n scored distractors has k_min = k_avg = NaN at that n.
     """
+    if short_lists not in SHORT_LIST_RULES:
+        raise ValueError(f"metrics.short_lists {short_lists!r}: use one of {SHORT_LIST_RULES}")
     obj = _object_scores(ent, prompts, facts)
     dis = _distractor_scores(ent, prompts, candidates, correct)
     frame = dis.merge(obj[["prompt_id", "obj_logpl"]], on="prompt_id")
@@ -147,6 +174,7 @@ def knowledge_per_prompt(
     for n in sorted(set(int(x) for x in ns)):
         last = np.minimum(n, frame["count"]) - 1
         pick = frame[frame["pos"] == last]
+        short = (pick["count"] < n).to_numpy() & (short_lists == "undefined")
         out.append(
             pd.DataFrame(
                 {
@@ -154,8 +182,8 @@ def knowledge_per_prompt(
                     "fact_id": pick["fact_id"],
                     "strategy": pick["strategy"],
                     "n": n,
-                    "k_min": pick["cmin"],
-                    "k_avg": pick["csum"] / (pick["pos"] + 1),
+                    "k_min": pick["cmin"].mask(short),
+                    "k_avg": (pick["csum"] / (pick["pos"] + 1)).mask(short),
                     "n_used": pick["pos"] + 1,
                 }
             )
@@ -164,13 +192,20 @@ def knowledge_per_prompt(
 
 
 def probability_per_prompt(ent: pd.DataFrame, prompts: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
-    """Probability baseline (Table 2): Σ_{λ∈Λ(o)} Pr(λ|c) for each prompt.
+    """Probability baseline (Table 2): Σ_{λ∈Λ(o)} Pr(λ|c) for each prompt, without the end marker.
 
-    The score table holds Pr(λ + EOS | c) (contract), so this equals Pl(o|c) of eq. (1).
+    The score table holds log Pr(λ + end | c) and, in ``end_logprob``, the end marker's part;
+    ``entity_scores`` turns them into ``logpl_noend``. Unlike Pl(o|c) of eq. (1) no EOS factor
+    enters, which would reorder facts by how likely the model stops after o. A score table
+    without ``end_logprob`` (written before it existed) gives no Probability rows (logged).
     """
     obj = _object_scores(ent, prompts, facts)
+    cols = ["prompt_id", "fact_id", "probability"]
+    if "logpl_noend" not in obj.columns:
+        log.warning("scores lack end_logprob: Probability (Table 2) needs it; re-run score_suite")
+        return pd.DataFrame(columns=cols)
     return pd.DataFrame(
-        {"prompt_id": obj["prompt_id"], "fact_id": obj["fact_id"], "probability": np.exp(obj["obj_logpl"])}
+        {"prompt_id": obj["prompt_id"], "fact_id": obj["fact_id"], "probability": np.exp(obj["logpl_noend"])}
     )
 
 
@@ -186,6 +221,52 @@ def first_token_rank(object_first: float, distractor_firsts: Sequence[float], de
 
 
 def precision_per_prompt(
+    topk: pd.DataFrame | None,
+    scores: pd.DataFrame,
+    prompts: pd.DataFrame,
+    facts: pd.DataFrame,
+    ns: Iterable[int],
+) -> pd.DataFrame:
+    """Precision@n (Table 2, reference ``generation.py``): 1[top-n next tokens ∩ Λ(o) ≠ ∅].
+
+    ``topk`` is the next-token table after each prompt (``prompt_id, rank, token``, rank 1 = the
+    vocabulary's argmax); Λ(o) is the forms of the fact's object o scored for that prompt
+    (``scores``: ``prompt_id, entity, form``). A decoded token matches a name when both are equal
+    once surrounding whitespace is stripped (the token keeps its leading space, the name does
+    not), so only names that are a single token can match: "New Zealand" never does, even with
+    " New" ranked first. NaN when the prompt has no top-k rows, or no match and fewer than n rows
+    (the answer is unknown beyond the table).
+    """
+    cols = ["prompt_id", "fact_id", "n", "precision"]
+    if topk is None or topk.empty:
+        log.warning("no top-k next-token table: Precision@n (Table 2) needs scoring.topk >= max n")
+        return pd.DataFrame(columns=cols)
+    base = prompts[["prompt_id", "fact_id"]].merge(facts[["fact_id", "object"]].astype(str), on="fact_id")
+    names = base.merge(
+        scores[["prompt_id", "entity", "form"]].astype(str),
+        left_on=["prompt_id", "object"],
+        right_on=["prompt_id", "entity"],
+    )
+    names["name"] = names["form"].str.strip()
+    top = topk[["prompt_id", "rank", "token"]].copy()
+    top["name"] = top["token"].astype(str).str.strip()
+    hits = top.merge(names[["prompt_id", "name"]].drop_duplicates(), on=["prompt_id", "name"])
+    first_hit = hits.groupby("prompt_id")["rank"].min()
+    depth = top.groupby("prompt_id")["rank"].max()
+    base = base[base["prompt_id"].isin(depth.index)][["prompt_id", "fact_id"]]
+    hit = first_hit.reindex(base["prompt_id"]).to_numpy(dtype=float)
+    known = depth.reindex(base["prompt_id"]).to_numpy(dtype=float)
+    out = []
+    for n in sorted(set(int(x) for x in ns)):
+        value = (hit <= n).astype(float)
+        value[(value == 0) & (known < n)] = np.nan
+        out.append(base.assign(n=n, precision=value))
+    if not out:
+        return pd.DataFrame(columns=cols)
+    return pd.concat(out, ignore_index=True)[cols]
+
+
+def first_token_precision_per_prompt(
     ent: pd.DataFrame,
     prompts: pd.DataFrame,
     candidates: pd.DataFrame,
@@ -193,9 +274,11 @@ def precision_per_prompt(
     correct: pd.DataFrame,
     ns: Iterable[int],
 ) -> pd.DataFrame:
-    """Precision@n baseline (Table 2): 1[top-n first tokens ∩ first tokens of Λ(o) ≠ ∅].
+    """``precision_first_token``: 1[o's best first token ranks <= n] — NOT the paper's Precision@n.
 
-    With a ``first_rank`` column in the scores (the first token's rank in the whole vocabulary)
+    Looser than Table 2: a multi-token name counts through its first token (" New" for "New
+    Zealand"), so it measures how early the model commits to o's first token. Column
+    ``precision``. With a ``first_rank`` column in the scores (the first token's rank in the whole vocabulary)
     this is exact. Without it the vocabulary is approximated by the suite's candidates (object
     plus the union of all strategies' distractors): see ``first_token_rank``.
     """
@@ -238,20 +321,46 @@ def knowledge_per_fact(
     ns: Iterable[int],
     precision_ns: Iterable[int],
     combined: Mapping[str, Sequence[str]] | None = None,
+    topk: pd.DataFrame | None = None,
+    scores: pd.DataFrame | None = None,
+    short_lists: str = "undefined",
 ) -> pd.DataFrame:
     """K(f) (§3.2 eq. 3) Min@n/Avg@n per strategy, plus the Table 2 baselines, per fact and group.
 
-    Measures: ``k_min``, ``k_avg`` (strategy, n), ``n_used`` (mean distractors used), and
-    ``probability``, ``precision`` (n) with strategy "".
+    Measures: ``k_min``, ``k_avg`` (strategy, n; absent where K at n is undefined),
+    ``n_used`` (mean distractors available, up to n), ``probability``, ``precision`` (n; needs
+    ``topk`` and ``scores``) and ``precision_first_token`` (n), the last three with strategy "".
     """
     cands = combine_strategies(candidates, combined or {})
     keys = prompts[["prompt_id", *GROUP_KEYS]]
-    k = knowledge_per_prompt(ent, prompts, cands, facts, correct, ns).merge(keys, on="prompt_id")
+    k = knowledge_per_prompt(ent, prompts, cands, facts, correct, ns, short_lists).merge(keys, on="prompt_id")
     parts = [average_per_fact(k, ["strategy", "n"], ["k_min", "k_avg", "n_used"])]
     prob = probability_per_prompt(ent, prompts, facts).merge(keys, on="prompt_id")
     parts.append(average_per_fact(prob, [], ["probability"]))
-    prec = precision_per_prompt(ent, prompts, candidates, facts, correct, precision_ns).merge(
-        keys, on="prompt_id"
-    )
-    parts.append(average_per_fact(prec, ["n"], ["precision"]))
+    if scores is not None:
+        prec = precision_per_prompt(topk, scores, prompts, facts, precision_ns).merge(keys, on="prompt_id")
+        parts.append(average_per_fact(prec, ["n"], ["precision"]))
+    loose = first_token_precision_per_prompt(ent, prompts, candidates, facts, correct, precision_ns)
+    loose = loose.rename(columns={"precision": "precision_first_token"}).merge(keys, on="prompt_id")
+    parts.append(average_per_fact(loose, ["n"], ["precision_first_token"]))
     return pd.concat(parts, ignore_index=True)
+
+
+def dropped_fact_counts(per_fact: pd.DataFrame) -> pd.DataFrame:
+    """Facts whose K at n is undefined (fewer than n distractors, §3.3), per strategy, n and group.
+
+    Read off the per-fact table: a fact with an ``n_used`` row but no ``k_min`` row at (strategy,
+    n) was dropped from the Min@n / Avg@n mean. Suite-level rows ``k_dropped_facts`` (a count,
+    0 included) in the DATASET_COLUMNS layout.
+    """
+    from .common import conform_dataset_table
+
+    keys = ["fact_id", "strategy", "n", *GROUP_KEYS]
+    used = per_fact[per_fact["measure"] == "n_used"][keys]
+    if used.empty:
+        return conform_dataset_table(pd.DataFrame())
+    defined = per_fact[per_fact["measure"] == "k_min"][keys].assign(_ok=True)
+    both = used.merge(defined, on=keys, how="left")
+    both["dropped"] = both["_ok"].isna().astype(float)
+    rows = both.groupby(["strategy", "n", *GROUP_KEYS], sort=True)["dropped"].sum().reset_index()
+    return conform_dataset_table(rows.rename(columns={"dropped": "value"}).assign(measure="k_dropped_facts"))

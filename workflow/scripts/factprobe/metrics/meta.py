@@ -8,13 +8,19 @@
   verbalization sets of the same facts, averaged over configurations.
 
 Human scores come as a TSV with a header ``subject  relation  object  score`` (string ids,
-score in [0, 1]); facts are matched on ``fact_id = subject|relation|object``. The project ships
-no such annotation file; ``read_human_scores`` is what a user's file goes through.
+score in [0, 1]) or as the JSON of KaRR / DistFactAssessLM (``wikidata_triples_to_human_scores.json``:
+``[[["Q361", "P276", "Q15"], 0.33], ...]``); ``read_human`` reads either. Facts are matched on
+(subject, relation, object) through the suite's facts table (``attach_fact_ids``). The project
+ships no annotation file. ``human_alignment`` is what rule ``human_alignment`` writes: per
+measure family (one knowledge-measure family per distractor strategy with the grid aggregation x
+n, Precision@n with the grid n, Probability, and every other per-fact measure), the §4.2 3-fold
+cross-validated Kendall τ.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -154,3 +160,144 @@ def verbalization_robustness(
     return robustness_tau(
         per_fact[per_fact["verbalization"] == first], per_fact[per_fact["verbalization"] == second], configs
     )
+
+
+def read_human_json(path: str | Path) -> pd.DataFrame:
+    """Human scores in the KaRR / DistFactAssessLM JSON layout: ``[[[s, r, o], score], ...]``.
+
+    Returns the columns of ``read_human_scores``. Errors name the file and the item index.
+    """
+    path = Path(path)
+    try:
+        items = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc}); expected [[[s, r, o], score], ...]") from None
+    if not isinstance(items, list):
+        raise ValueError(f"{path}: top level must be a list of [[s, r, o], score] items")
+    rows, seen = [], {}
+    for i, item in enumerate(items):
+        ok = isinstance(item, list) and len(item) == 2 and isinstance(item[0], list) and len(item[0]) == 3
+        if not ok:
+            raise ValueError(f"{path}: item {i}: {item!r} is not [[subject, relation, object], score]")
+        (subject, relation, obj), score = item
+        try:
+            score = float(score)
+        except (TypeError, ValueError):
+            raise ValueError(f"{path}: item {i}: score {score!r} is not a number") from None
+        fact_id = f"{subject}|{relation}|{obj}"
+        if fact_id in seen:
+            raise ValueError(f"{path}: item {i}: fact {fact_id} already scored at item {seen[fact_id]}")
+        seen[fact_id] = i
+        rows.append(
+            {
+                "fact_id": fact_id,
+                "subject": str(subject),
+                "relation": str(relation),
+                "object": str(obj),
+                "score": score,
+            }
+        )
+    return pd.DataFrame(rows, columns=["fact_id", *HUMAN_COLUMNS])
+
+
+def read_human(path: str | Path) -> pd.DataFrame:
+    """Human scores from a ``.json`` (KaRR layout) or a TSV file (``read_human_scores``)."""
+    return read_human_json(path) if str(path).endswith(".json") else read_human_scores(path)
+
+
+def attach_fact_ids(human: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
+    """Human rows with the suite's ``fact_id`` of the same (subject, property, object); others dropped."""
+    keys = (
+        facts[["fact_id", "subject", "property", "object"]]
+        .astype(str)
+        .drop_duplicates(["subject", "property", "object"])
+    )
+    joined = human.drop(columns="fact_id").merge(
+        keys, left_on=["subject", "relation", "object"], right_on=["subject", "property", "object"]
+    )
+    return joined.drop(columns="property")[["fact_id", *HUMAN_COLUMNS]]
+
+
+def measure_families(per_fact: pd.DataFrame) -> dict[str, list[dict]]:
+    """§4.2 grids per measure family.
+
+    ``dist:<strategy>``: K with aggregation (Min/Avg) x n as hyperparameters; ``precision``:
+    Precision@n over n; any other measure: its own (strategy, n) values. ``n_used`` and
+    ``k_dropped_facts`` are bookkeeping, not measures.
+    """
+    table = per_fact[~per_fact["measure"].isin(["n_used"])]
+    families: dict[str, list[dict]] = {}
+    for config in configuration_grid(table, ("measure", "strategy", "n")):
+        measure = config["measure"]
+        name = f"dist:{config['strategy']}" if measure in ("k_min", "k_avg") else measure
+        families.setdefault(name, []).append(config)
+    return families
+
+
+def human_alignment(per_fact: pd.DataFrame, human: pd.DataFrame, k: int = 3) -> pd.DataFrame:
+    """§4.2: per measure family, mean Kendall τ with human scores over k folds with grid search.
+
+    ``human`` carries the suite's ``fact_id`` (``attach_fact_ids``). One row per (family, fold)
+    with the chosen configuration and its train/test τ, plus one row per family with fold -1:
+    ``test_tau`` = mean over folds, ``std_tau`` their SD. Families with fewer than 2k facts that
+    have both a value and a human score are left out.
+    """
+    cols = ["family", "fold", "measure", "strategy", "n", "train_tau", "test_tau", "std_tau", "n_facts"]
+    rows = []
+    for family, configs in sorted(measure_families(per_fact).items()):
+        names = {c["measure"] for c in configs}
+        sub = per_fact[per_fact["measure"].isin(names)]
+        n_facts = len(set(sub["fact_id"]) & set(human["fact_id"]))
+        if n_facts < 2 * k:
+            continue
+        result = cross_validated_tau(sub, human, configs, k)
+        for fold in result["folds"]:
+            config = fold["config"] or {"measure": "", "strategy": "", "n": 0}
+            rows.append(
+                {
+                    "family": family,
+                    "fold": fold["fold"],
+                    **config,
+                    "train_tau": fold["train_tau"],
+                    "test_tau": fold["test_tau"],
+                    "std_tau": np.nan,
+                    "n_facts": n_facts,
+                }
+            )
+        rows.append(
+            {
+                "family": family,
+                "fold": -1,
+                "measure": "",
+                "strategy": "",
+                "n": 0,
+                "train_tau": np.nan,
+                "test_tau": result["mean"],
+                "std_tau": result["std"],
+                "n_facts": n_facts,
+            }
+        )
+    return pd.DataFrame(rows, columns=cols)
+
+
+def alignment_for_models(
+    per_fact: Mapping[str, pd.DataFrame],
+    human: pd.DataFrame,
+    facts: pd.DataFrame,
+    k: int = 3,
+    source: str = "human",
+) -> pd.DataFrame:
+    """``human_alignment`` of every model's per-fact table (``{model: table}``), with a ``model`` column.
+
+    ``human`` holds (subject, relation, object, score) rows; they are joined to the suite's facts
+    first, and a file none of whose triples is a fact of the suite is an error naming ``source``.
+    """
+    joined = attach_fact_ids(human, facts)
+    if joined.empty:
+        raise ValueError(
+            f"{source}: none of its {len(human)} triples is a fact of this suite; check the ids "
+            "(subject, relation, object as Wikidata ids) or the suite's relations"
+        )
+    parts = [human_alignment(table, joined, k).assign(model=model) for model, table in per_fact.items()]
+    out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    return out[["model", *[c for c in out.columns if c != "model"]]]

@@ -17,7 +17,13 @@ import pandas as pd
 from factprobe import contracts
 from factprobe.settings import Metrics
 
-from .belief import belief_dataset, belief_per_fact, generation_predictions, ranking_predictions
+from .belief import (
+    belief_dataset,
+    belief_per_fact,
+    candidate_predictions,
+    generation_predictions,
+    vocabulary_predictions,
+)
 from .common import (
     GROUP_KEYS,
     conform_dataset_table,
@@ -27,7 +33,7 @@ from .common import (
     object_slot_only,
     prompt_frame,
 )
-from .knowledge import knowledge_per_fact
+from .knowledge import dropped_fact_counts, knowledge_per_fact
 from .meta import configuration_grid, verbalization_robustness
 from .plausibility import plausibility_per_fact, plausibility_score
 from .ranking import ranking_per_fact
@@ -47,12 +53,13 @@ class SuiteInputs:
     facts: pd.DataFrame
     generations: pd.DataFrame | None = None
     forms: pd.DataFrame | None = None
+    topk: pd.DataFrame | None = None
 
 
 def read_inputs(inputs: Mapping) -> SuiteInputs:
     """Read a compute_metrics job's named inputs (``snakemake.input`` or a dict of paths).
 
-    ``scores`` and ``facts`` are single tables, ``generations`` is optional; the suite's merged
+    ``scores`` and ``facts`` are single tables, ``generations`` and ``topk`` are optional; the suite's merged
     prompts, candidates and forms come from :func:`factprobe.suite_tables.load_suite_tables`.
     """
     from ..suite_tables import load_suite_tables, read_concat
@@ -62,6 +69,7 @@ def read_inputs(inputs: Mapping) -> SuiteInputs:
             raise ValueError(f"metrics: input {key!r} is required")
     tables = load_suite_tables(inputs)
     generations = inputs["generations"] if "generations" in inputs.keys() else None
+    topk = inputs["topk"] if "topk" in inputs.keys() else None
     out = SuiteInputs(
         scores=read_concat(inputs["scores"]),
         prompts=tables.prompts,
@@ -69,6 +77,7 @@ def read_inputs(inputs: Mapping) -> SuiteInputs:
         facts=read_concat(inputs["facts"]),
         generations=read_concat(generations),
         forms=tables.forms,
+        topk=read_concat(topk),
     )
     contracts.check(out.candidates, "candidates", "candidates", ["fact_id", "entity", "role", "strategy", "rank"])
     contracts.check(out.facts, "facts", "facts", ["fact_id", "subject", "property", "object"])
@@ -136,8 +145,12 @@ def compute_suite_metrics(
                 settings.ns,
                 settings.precision_ns,
                 settings.combined_strategies,
+                topk=inputs.topk,
+                scores=inputs.scores,
+                short_lists=settings.short_lists,
             )
         )
+        dataset.append(dropped_fact_counts(per_fact[-1]))
     if "ranking" in families:
         per_fact.append(ranking_per_fact(ent, prompts, cands, correct, settings.recall_ns))
     if "plausibility" in families:
@@ -150,9 +163,16 @@ def compute_suite_metrics(
         if not score.empty:
             dataset.append(score.drop(columns="n_parts").assign(measure="plausibility", style=""))
     if "belief" in families:
-        pp = ranking_predictions(ent, prompts, cands, facts, correct)
-        per_fact.append(belief_per_fact(pp, facts, "belief", "exact"))
-        dataset.append(belief_dataset(pp, "belief", settings.belief_samplings, settings.belief_bins))
+        # §2.1: argmax over the vocabulary (needs the top-k table); belief_cand_*: the closed-set variant.
+        pp = vocabulary_predictions(inputs.topk, inputs.scores, prompts, facts, correct)
+        if pp.empty:
+            log.warning("belief: no top-k next-token table (scoring.topk = 0?); only belief_cand_* computed")
+        else:
+            per_fact.append(belief_per_fact(pp, facts, "belief", "exact"))
+            dataset.append(belief_dataset(pp, "belief", settings.belief_samplings, settings.belief_bins))
+        pp = candidate_predictions(ent, prompts, cands, facts, correct)
+        per_fact.append(belief_per_fact(pp, facts, "belief_cand", "exact"))
+        dataset.append(belief_dataset(pp, "belief_cand", settings.belief_samplings, settings.belief_bins))
     if "belief_icl" in families and inputs.generations is None:
         log.warning(
             "belief_icl requested but the suite has no generations (set suites.<suite>.generate: true)"

@@ -21,7 +21,9 @@ from factprobe.settings import Suite, SuiteTemplates, TemplateSet, load
 from factprobe.wikidata.labels import label_table
 
 from .fewshot import DemoPool, context, parse_setting
-from .importers import import_lama, import_pararel, import_xfactr
+from .importers import import_lama, import_myriadlama, import_pararel, import_xfactr
+from .layouts import check_layout, target_text
+from .layouts import usable as layout_usable
 from .select import (
     candidate_facts,
     finish_facts,
@@ -34,7 +36,7 @@ from .select import (
     truthy_claims,
 )
 from .templates import Template, TemplateError, check_unique, load_templates
-from .verbalize import forms_index, prompt_text, subject_forms, usable_templates
+from .verbalize import forms_index, subject_forms
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +65,8 @@ def load_template_set(name: str, set_cfg: TemplateSet, languages: list[str]) -> 
         return import_pararel(path, lang)
     if fmt == "lama":
         return import_lama(path, lang)
+    if fmt == "myriadlama":
+        return import_myriadlama(path, lang)
     raise TemplateError(f"templates.sets.{name}: unknown format {fmt!r}")
 
 
@@ -89,12 +93,20 @@ def build_suite(
     entities_path: str,
     label_files: list[str],
     changes_path: str | None = None,
+    temporal_path: str | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Facts, prompts and entity forms of suite ``name`` (config ``suites.<name>``, as settings or a mapping)."""
+    """Facts, prompts and entity forms of suite ``name`` (config ``suites.<name>``, as settings or a mapping).
+
+    ``temporal_only: true`` (with ``temporal_path``, the dump's temporal view) samples from the
+    facts that have a temporal distractor: the distractors paper's S′ (§4.1, Fig. 2).
+    """
     suite = load(Suite, suite, f"suites.{name}")
     sets = {key: load(TemplateSet, value, f"templates.sets.{key}") for key, value in sets.items()}
     kind, dump, languages, relations = suite.kind, str(suite.dump), list(suite.languages), list(suite.relations)
     seed, k_alias = suite.seed, suite.subject_aliases
+    # Prompt layout (probes/layouts.py): cloze, mask_qa (BELIEF-ICL App. E) or qa (App. D).
+    layout, mask = suite.layout, suite.mask_token
+    check_layout(layout, f"suites.{name}.layout")
     settings, instruction = list(suite.few_shot.settings), suite.few_shot.instruction
     if isinstance(instruction, str):
         instructions = dict.fromkeys(languages, instruction)
@@ -116,12 +128,14 @@ def build_suite(
             select_templates(load_template_set(set_name, sets[set_name], languages), spec, relations)
         )
     check_unique(chosen)
-    usable, skipped = usable_templates(chosen)
+    usable = [t for t in chosen if layout_usable(t, layout)]
+    skipped = [t for t in chosen if not layout_usable(t, layout)]
     log.info(
-        "suite %s: %d templates selected, %d usable, %d skipped as not object-final: %s",
+        "suite %s: %d templates selected, %d usable in layout %s, %d skipped: %s",
         name,
         len(chosen),
         len(usable),
+        layout,
         len(skipped),
         [t.id for t in skipped],
     )
@@ -198,6 +212,19 @@ def build_suite(
             suite.cutoff,
         )
     candidates = candidate_facts(truthy, covered, labelled, sitelinks, seed, allowed=allowed)
+    if suite.temporal_only:
+        from factprobe.distractors.temporal import with_temporal_distractors
+
+        if temporal_path is None:
+            raise ValueError(f"suites.{name}.temporal_only needs the temporal view of dump {dump}")
+        before = len(candidates)
+        candidates = with_temporal_distractors(candidates, contracts.read("temporal", temporal_path))
+        log.info(
+            "suite %s: S′ keeps %d of %d candidate facts (with a temporal distractor)",
+            name,
+            len(candidates),
+            before,
+        )
     facts = sample_facts(candidates, suite.n_facts, suite.strata, seed)
     if facts.empty:
         # Fail here, naming the cause, rather than with an empty table in a later stage.
@@ -223,7 +250,11 @@ def build_suite(
             for template in by_lang_rel.get((lang, fact.property), []):
                 for shots, mode, k in parsed:
                     key = (seed, fact.fact_id, template.id, lang, shots)
-                    demos = pool.draw(mode, k, template, fact.subject, fact.property, lang, key) if k else []
+                    demos = (
+                        pool.draw(mode, k, template, fact.subject, fact.property, lang, key, layout, mask)
+                        if k
+                        else []
+                    )
                     if len(demos) < k:
                         short[shots] += 1
                     ctx = context(instructions[lang], demos, mode)
@@ -236,7 +267,7 @@ def build_suite(
                                 template.id,
                                 template.style,
                                 form,
-                                prompt_text(template, form),
+                                target_text(template, form, layout, mask),
                                 ctx,
                                 "template",
                                 shots,

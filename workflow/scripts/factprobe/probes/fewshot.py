@@ -21,8 +21,8 @@ import pandas as pd
 
 from factprobe.hashing import stable_hash
 
+from .layouts import demo_text
 from .templates import Template
-from .verbalize import sentence
 
 SETTING_RE = re.compile(r"^(none|zero-shot|([1-9][0-9]*)-(random|relation|template))$")
 # Above this many candidates, draw by hashed index instead of sorting the whole pool.
@@ -79,9 +79,19 @@ class DemoPool:
             yield candidates[stable_hash(*key, n) % len(candidates)]
 
     def draw(
-        self, setting: str, k: int, target: Template, subject: str, relation: str, lang: str, key: tuple
+        self,
+        setting: str,
+        k: int,
+        target: Template,
+        subject: str,
+        relation: str,
+        lang: str,
+        key: tuple,
+        layout: str = "cloze",
+        mask: str = "[MASK]",
     ) -> list[Demo]:
-        """Up to ``k`` demonstrations for one target prompt (fewer only if the pool runs out)."""
+        """Up to ``k`` demonstrations for one target prompt (fewer only if the pool runs out),
+        written in the suite's ``layout`` (:mod:`factprobe.probes.layouts`)."""
         pool = self.all if setting == "random" else self.by_relation.get(relation, [])
         chosen: list[Demo] = []
         used: set[int] = set()
@@ -105,7 +115,7 @@ class DemoPool:
                 if not options:
                     continue
                 template = options[stable_hash("shot-template", *key, row.fact_id) % len(options)]
-            chosen.append(Demo(row.fact_id, template, sentence(template, s_label, o_label)))
+            chosen.append(Demo(row.fact_id, template, demo_text(template, s_label, o_label, layout, mask)))
         return chosen
 
 

@@ -1,4 +1,5 @@
-"""Importers for external template sets: LAMA / ParaRel jsonl and X-FACTR ``TREx_prompts.csv``.
+"""Importers for external template sets: LAMA / ParaRel jsonl, X-FACTR ``TREx_prompts.csv`` and
+MyriadLAMA (belief-myriadlama §4; its released records, jsonl / json / csv / tsv / parquet).
 
 They return the same :class:`~factprobe.probes.templates.Template` records as the YAML loader,
 so a suite can mix the team's templates with published ones (belief-myriadlama §2: more
@@ -174,3 +175,118 @@ def import_xfactr(
                 except TemplateError as exc:
                     skipped.append(str(exc))
     return out, skipped
+
+
+MYRIAD_RELATION_KEYS = ("rel_uri", "predicate_id", "relation")
+
+
+def _myriad_records(path: Path) -> list[dict]:
+    """Rows of a MyriadLAMA file: ``.jsonl`` (one object a line), ``.json`` (a list), else a table."""
+    if not path.exists():
+        raise TemplateError(f"{path}: MyriadLAMA file not found; fix templates.sets.*.path")
+    name = path.name.lower()
+    if name.endswith(".jsonl"):
+        rows = []
+        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise TemplateError(f"{path}: line {lineno}: not JSON ({exc})") from exc
+        return rows
+    if name.endswith(".json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, list):
+            raise TemplateError(f"{path}: expected a JSON list of records")
+        return data
+    import pandas as pd
+
+    if name.endswith(".parquet"):
+        frame = pd.read_parquet(path)
+    else:
+        frame = pd.read_csv(path, sep="\t" if name.endswith(".tsv") else ",", keep_default_na=False)
+    return frame.to_dict("records")
+
+
+def import_myriadlama(path: str | Path, lang: str = "en") -> list[Template]:
+    """MyriadLAMA relational templates (belief-myriadlama §4.1: 5 manual + 95 paraphrased per relation).
+
+    Each record carries the relation (``rel_uri``, ``predicate_id`` or ``relation``) and a
+    ``template`` with ``[X]`` and ``[Y]``; the released dataset repeats a template on every fact,
+    so identical (relation, template) pairs are imported once, in file order. Ids are
+    ``<relation>.<lang>.myriad<k>`` (k counts per relation), with ``m`` appended for manual
+    templates (``is_manual``). A template whose object slot follows a question mark ("Who
+    developed [X]? [Y].") has style ``question``, others ``statement``. Templates with [Y]
+    inside the sentence (mask style) are kept: layout ``mask_qa`` asks them (App. E).
+    """
+    path = Path(path)
+    out: list[Template] = []
+    seen: set[tuple[str, str]] = set()
+    counts: dict[str, int] = {}
+    for i, row in enumerate(_myriad_records(path)):
+        where = f"{path}: record {i}"
+        relation = next((str(row[k]) for k in MYRIAD_RELATION_KEYS if row.get(k)), None)
+        text = row.get("template")
+        if relation is None or not isinstance(text, str):
+            raise TemplateError(
+                f"{where}: needs a relation ({'/'.join(MYRIAD_RELATION_KEYS)}) and a 'template'"
+            )
+        text = normalise_spacing(text)
+        if (relation, text) in seen:
+            continue
+        seen.add((relation, text))
+        counts[relation] = counts.get(relation, 0) + 1
+        manual = str(row.get("is_manual", "")).lower() in ("true", "1")
+        style = "question" if "?" in text.split("[Y]", 1)[0] else "statement"
+        record = {
+            "id": f"{relation}.{lang}.myriad{counts[relation]}{'m' if manual else ''}",
+            "relation": relation,
+            "style": style,
+            "text": text,
+        }
+        out.append(_template(record, lang, str(path), where))
+    return out
+
+
+def import_myriadlama_facts(path: str | Path, lang: str = "en"):
+    """Facts and entity forms of MyriadLAMA records (``sub_uri, rel_uri, obj_uris`` and the
+    expressions ``sub_ent``, ``obj_ents``, ``obj_aliases``): ``(facts, forms)`` tables in the
+    ``facts`` / ``entity_forms`` layout (docs/contracts.md). Subject expressions other than the
+    first are aliases (§4.1 "extension of entities"); every object name is a correct answer.
+    """
+    import pandas as pd
+
+    path = Path(path)
+    facts, forms = {}, []
+    for i, row in enumerate(_myriad_records(path)):
+        try:
+            subject, relation = str(row["sub_uri"]), str(row.get("rel_uri") or row["predicate_id"])
+            objects = row["obj_uris"]
+        except KeyError as exc:
+            raise TemplateError(f"{path}: record {i}: missing {exc} (sub_uri, rel_uri, obj_uris)") from None
+        objects = [str(o) for o in (objects if isinstance(objects, (list, tuple)) else json.loads(objects))]
+        if not objects:
+            raise TemplateError(f"{path}: record {i}: obj_uris is empty")
+        fact_id = f"{subject}|{relation}|{objects[0]}"
+        facts.setdefault(fact_id, (fact_id, subject, relation, objects[0], objects))
+        sub_ent = row.get("sub_ent")
+        if sub_ent:
+            forms.append((subject, lang, str(sub_ent), "label"))
+        # obj_ents is parallel to obj_uris; obj_aliases is either parallel lists or one flat list
+        # of names of the (first) object.
+        for obj, name in zip(objects, list(row.get("obj_ents") or []), strict=False):
+            forms.append((obj, lang, str(name), "alias"))
+        aliases = list(row.get("obj_aliases") or [])
+        if aliases and all(isinstance(a, (list, tuple)) for a in aliases):
+            pairs = [(obj, name) for obj, names in zip(objects, aliases, strict=False) for name in names]
+        else:
+            pairs = [(objects[0], name) for name in aliases]
+        forms.extend((obj, lang, str(name), "alias") for obj, name in pairs)
+    fact_table = pd.DataFrame(
+        list(facts.values()), columns=["fact_id", "subject", "property", "object", "objects"]
+    )
+    form_table = pd.DataFrame(forms, columns=["entity", "lang", "form", "source"]).drop_duplicates()
+    # One label per entity: the first expression; later ones are aliases.
+    first = ~form_table.duplicated(["entity", "lang"])
+    form_table["source"] = ["label" if f else "alias" for f in first]
+    return fact_table, form_table.reset_index(drop=True)

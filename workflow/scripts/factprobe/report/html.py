@@ -33,6 +33,8 @@ SECTIONS = [
     ("plausibility", "Plausibility (PROBELM)"),
     ("control", "Control model: taught vs untaught facts"),
 ]
+#: Shown only when a human judgement file is configured (metrics.human_alignment).
+HUMAN_SECTION = ("human", "Alignment with human judgement (Kendall τ, 3-fold CV)")
 
 
 def _img(uri: str | None, alt: str) -> str:
@@ -247,11 +249,28 @@ def control_section(checks: Mapping[str, pd.DataFrame], settings: Report) -> str
     return "".join(parts) or _note("The control model has no knowledge-measure results in this run.")
 
 
+def human_section(human: Mapping[str, pd.DataFrame] | None) -> str:
+    """Mean held-out Kendall τ per measure family and model (distractors paper §4.2, Table 3)."""
+    parts = []
+    for suite, table in (human or {}).items():
+        means = table[table["fold"].astype(int) == -1]
+        if means.empty:
+            continue
+        wide = means.pivot_table(index="family", columns="model", values="test_tau", aggfunc="first")
+        parts.append(f"<h3>{html.escape(suite)}</h3>{_table(wide.reset_index())}")
+    if not parts:
+        return _note("No human judgement file configured (metrics.human_alignment.path).")
+    return _note("Mean Kendall τ over the held-out folds; hyperparameters chosen on the other folds.") + "".join(
+        parts
+    )
+
+
 def build_report(
     summaries: Mapping[str, pd.DataFrame],
     board: pd.DataFrame,
     control: Mapping[str, pd.DataFrame],
     settings: Report,
+    human: Mapping[str, pd.DataFrame] | None = None,
 ) -> str:
     """The whole page. ``summaries`` maps suite -> summary.csv frame, ``control`` maps suite ->
     the control model's control_check table (metrics stage)."""
@@ -264,9 +283,13 @@ def build_report(
         "plausibility": plausibility_section(summaries),
         "control": control_section(control, settings),
     }
-    nav = "".join(f'<a href="#{key}">{html.escape(title)}</a>' for key, title in SECTIONS)
+    shown = list(SECTIONS)
+    if human:
+        bodies["human"] = human_section(human)
+        shown.append(HUMAN_SECTION)
+    nav = "".join(f'<a href="#{key}">{html.escape(title)}</a>' for key, title in shown)
     sections = "".join(
-        f'<section id="{key}"><h2>{html.escape(title)}</h2>{bodies[key]}</section>' for key, title in SECTIONS
+        f'<section id="{key}"><h2>{html.escape(title)}</h2>{bodies[key]}</section>' for key, title in shown
     )
     suites = ", ".join(html.escape(s) for s in summaries) or "none"
     return (

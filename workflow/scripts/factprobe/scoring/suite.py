@@ -82,6 +82,7 @@ def score_pairs(lm: LM, pairs: pd.DataFrame, progress: bool = True) -> pd.DataFr
     out["logprob"] = np.array([results[r].logprob for r in requests], dtype=np.float64)
     out["n_tokens"] = np.array([results[r].n_tokens for r in requests], dtype=np.int32)
     out["first_logprob"] = np.array([results[r].first_logprob for r in requests], dtype=np.float64)
+    out["end_logprob"] = np.array([results[r].end_logprob for r in requests], dtype=np.float64)
     return out[contracts.columns("score_shard")]
 
 
