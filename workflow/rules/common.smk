@@ -44,6 +44,12 @@ NO_SPACE_LANGUAGES = CFG.scoring.no_space_languages
 MODEL_PARAMS = {
     m: {k: v for k, v in row.items() if k != "_line"} for m, row in MODEL_ROWS.items()
 }
+# What decides a prepared folder's weights: a change to dtype, device or cutoff must not rerun
+# (and so trip over the protected output of) prepare_model.
+PREPARE_PARAMS = {
+    m: {k: row.get(k, "") for k in ("name", "source", "revision")}
+    for m, row in MODEL_ROWS.items()
+}
 SUITE_PARAMS = {s: S.plain(block) for s, block in SUITES.items()}
 SUITE_TEMPLATE_SETS = {s: S.suite_template_sets(CFG, s) for s in SUITES}
 DISTRACTOR_SETTINGS = {s: S.suite_distractors(CFG, s) for s in SUITES}
@@ -85,6 +91,23 @@ def is_control(model):
 def control_model(suite):
     """Directory of the control model of ``suite`` (one per suite, rule train_control)."""
     return rules.train_control.output.model.format(suite=suite)
+
+
+def model_folder(suite, model):
+    """The folder a job loads ``model`` from: the suite's trained control model, or the folder
+    rule prepare_model made from the models.tsv row (jobs never read a source directly)."""
+    if is_control(model):
+        return control_model(suite)
+    return rules.prepare_model.output.model.format(model=model)
+
+
+def model_source_files(wildcards):
+    """Local files of a models.tsv source (a folder or a .gguf file); none for hub ids and
+    installed packages, whose content is pinned by the row's revision / the package version."""
+    source = MODEL_ROWS[wildcards.model]["source"]
+    if source.startswith(("builtin:", "pypi:")) or not os.path.exists(source):
+        return {}
+    return {"source": source}
 
 
 # --- download / extract ------------------------------------------------------------------
@@ -208,12 +231,11 @@ def retrieve_inputs(wildcards):
 
 
 def appropt_inputs(wildcards):
-    """Ω tables, the suite's prompts, and the control model directory when it is the model."""
+    """Ω tables, the suite's prompts, and the model's folder."""
     files = omega_inputs(wildcards.suite)
     files["lib"] = library("appropt_distractors.py")
     files["prompts"] = rules.build_probes.output.prompts.format(suite=wildcards.suite)
-    if is_control(wildcards.model):
-        files["control"] = control_model(wildcards.suite)
+    files["model"] = model_folder(wildcards.suite, wildcards.model)
     return files
 
 
@@ -242,20 +264,17 @@ def score_inputs(wildcards):
         files["appropt_forms"] = appropt.forms.format(
             suite=suite, model=wildcards.model
         )
-    if is_control(wildcards.model):
-        files["control"] = control_model(suite)
+    files["model"] = model_folder(suite, wildcards.model)
     return files
 
 
 def generate_inputs(wildcards):
-    """Prompts of the suite and the model (generation needs no candidates)."""
-    files = {
+    """Prompts of the suite and the model's folder (generation needs no candidates)."""
+    return {
         "prompts": rules.build_probes.output.prompts.format(suite=wildcards.suite),
         "lib": library("generate_suite.py"),
+        "model": model_folder(wildcards.suite, wildcards.model),
     }
-    if is_control(wildcards.model):
-        files["control"] = control_model(wildcards.suite)
-    return files
 
 
 def score_shard_files(wildcards):
@@ -275,7 +294,7 @@ def score_shard_files(wildcards):
 def metrics_inputs(wildcards):
     """Tables one (suite, model) job reads; optional ones only where the suite produces them."""
     suite, model = wildcards.suite, wildcards.model
-    files = {k: v for k, v in score_inputs(wildcards).items() if k != "control"}
+    files = {k: v for k, v in score_inputs(wildcards).items() if k != "model"}
     files.update(
         scores=rules.score_suite.output.scores.format(suite=suite, model=model),
         topk=rules.score_suite.output.topk.format(suite=suite, model=model),

@@ -13,7 +13,7 @@ log = rule_logger(snakemake)
 params = snakemake.params
 prompts = contracts.read("prompts", snakemake.input.prompts)
 lm = HFCausalLM.from_row(
-    params.model, control_dir=snakemake.input.get("control"), generation_batch_size=int(params.batch_size)
+    params.model, model_dir=snakemake.input.model, generation_batch_size=int(params.batch_size)
 )
 answers = generate_answers(lm, prompts, samples=int(params.samples), max_new_tokens=int(params.max_new_tokens))
 contracts.write("generations", answers, snakemake.output.generations)

