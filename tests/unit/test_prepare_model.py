@@ -4,7 +4,6 @@ The GGUF path is exercised on the real SmolLM2 file in tests/test_real_model.py;
 GPT-2 saved in the test stands for a local folder, and the error paths are checked by message.
 """
 
-import json
 import sys
 
 import pytest

@@ -95,7 +95,8 @@ def control_model(suite):
 
 def model_folder(suite, model):
     """The folder a job loads ``model`` from: the suite's trained control model, or the folder
-    rule prepare_model made from the models.tsv row (jobs never read a source directly)."""
+    rule prepare_model made from the models.tsv row (jobs never read a source directly).
+    """
     if is_control(model):
         return control_model(suite)
     return rules.prepare_model.output.model.format(model=model)
@@ -103,7 +104,8 @@ def model_folder(suite, model):
 
 def model_source_files(wildcards):
     """Local files of a models.tsv source (a folder or a .gguf file); none for hub ids and
-    installed packages, whose content is pinned by the row's revision / the package version."""
+    installed packages, whose content is pinned by the row's revision / the package version.
+    """
     source = MODEL_ROWS[wildcards.model]["source"]
     if source.startswith(("builtin:", "pypi:")) or not os.path.exists(source):
         return {}
