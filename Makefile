@@ -30,7 +30,7 @@ export: $(STAMP)
 
 # -rs: pytest's list of skip reasons; tests/skipreport.py adds a loud SKIPPED section at the end.
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 -q -rs
+	$(BIN)/python -m pytest -n 2 --dist loadfile -q -rs
 
 lint: $(STAMP)
 	$(BIN)/snakefmt --check Snakefile workflow/rules
