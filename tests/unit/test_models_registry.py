@@ -90,7 +90,7 @@ def test_bad_row_fails_the_dry_run(tmp_path):
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
     assert (
-        "config/models.tsv: line 3 (model ghost): local model directory resources/models/ghost not found"
+        "config/models.tsv: line 4 (model ghost): local model directory resources/models/ghost not found"
         in out
     )
 
