@@ -30,7 +30,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q -rs
 
 lint: $(STAMP)
-	$(BIN)/snakefmt --check Snakefile workflow/rules
+	$(BIN)/snakefmt --check workflow/Snakefile workflow/rules
 	$(BIN)/snakemake --lint
 	$(BIN)/ruff check workflow tests benchmarks
 
