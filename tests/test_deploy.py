@@ -138,3 +138,26 @@ def test_module_from_a_separate_directory_with_its_own_config(tmp_path):
             assert row.entity not in set(objects.at[row.fact_id, "objects"]), row
     assert set(candidates.loc[candidates["role"] != "object", "strategy"]) == {"random"}
     assert not (tmp_path / "resources").exists() and not (tmp_path / "workflow").exists()
+
+
+def test_a_module_not_on_the_local_disk_stops_with_what_to_do(tmp_path):
+    """A module read from git (as snakedeploy's github(...) is) cannot import the library while
+    parsing: the run stops before any job with the fix (README.md, section Running)."""
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    if head.returncode != 0:
+        pytest.skip("the checkout is not a git repository")
+    shutil.copytree(TEST_CONFIG, tmp_path / "config")
+    source = f"git+file://{ROOT}/workflow/Snakefile@{head.stdout.strip()}"
+    (tmp_path / "Snakefile").write_text(
+        'configfile: "config/config.yaml"\n\n\n'
+        f'module factprobe:\n    snakefile:\n        "{source}"\n    config:\n        config\n\n\n'
+        "use rule * from factprobe\n"
+    )
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "1", "-n"]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "factprobe must be on the local file system" in out and "<clone>/workflow/Snakefile" in out, out[
+        -3000:
+    ]
+    assert not (tmp_path / "results").exists()
