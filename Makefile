@@ -33,7 +33,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 --dist loadfile -q -rs
 
 lint: $(STAMP)
-	$(BIN)/snakefmt --check Snakefile workflow/rules
+	$(BIN)/snakefmt --check workflow/Snakefile workflow/rules
 	$(BIN)/snakemake --lint
 	$(BIN)/ruff check workflow tests benchmarks
 

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
     work = tmp_path_factory.mktemp("demo")
-    for name in ("Snakefile", "environment.yml", "workflow", "config", "profiles", "resources"):
+    for name in ("environment.yml", "workflow", "config", "profiles", "resources"):
         src = ROOT / name
         if src.is_dir():
             shutil.copytree(src, work / name, ignore=shutil.ignore_patterns("dumps", "models", "cache"))

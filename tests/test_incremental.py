@@ -33,7 +33,7 @@ def snakemake(workdir: Path, *args: str, timeout: int = 300) -> str:
         "-m",
         "snakemake",
         "-s",
-        str(ROOT / "Snakefile"),
+        str(ROOT / "workflow" / "Snakefile"),
         "--directory",
         str(workdir),
         "--configfile",

@@ -226,7 +226,7 @@ def workflow_run(tmp_path_factory):
     import yaml
 
     work = tmp_path_factory.mktemp("wf")
-    for name in ("Snakefile", "workflow", "config", "profiles", "environment.yml", "pyproject.toml"):
+    for name in ("workflow", "config", "profiles", "environment.yml", "pyproject.toml"):
         src = ROOT / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, work / name)
     (work / "resources").symlink_to(ROOT / "resources")

@@ -57,7 +57,7 @@ def submitted(tmp_path_factory) -> dict[str, list[str]]:
         "snakemake_executor_plugin_slurm", reason="pip install snakemake-executor-plugin-slurm"
     )
     work = tmp_path_factory.mktemp("slurm")
-    for name in ("Snakefile", "config", "workflow", "resources", "tests", "profiles"):
+    for name in ("config", "workflow", "resources", "tests", "profiles"):
         (work / name).symlink_to(ROOT / name)
     bin_dir = work / "bin"
     bin_dir.mkdir()

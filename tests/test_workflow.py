@@ -24,7 +24,7 @@ def snakemake(*args, cwd=ROOT, check=True):
 
 
 def test_snakefmt_clean():
-    files = ["Snakefile", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "workflow/rules").glob("*.smk"))]
+    files = ["workflow/Snakefile", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "workflow/rules").glob("*.smk"))]
     run([str(BIN / "snakefmt"), "--check", *files])
 
 
@@ -77,7 +77,7 @@ def test_dry_run_of_whole_dag_has_the_expected_jobs_per_rule():
 
 
 def test_one_min_version_equal_to_the_pyproject_pin():
-    sources = [ROOT / "Snakefile", *sorted((ROOT / "workflow/rules").glob("*.smk"))]
+    sources = [ROOT / "workflow/Snakefile", *sorted((ROOT / "workflow/rules").glob("*.smk"))]
     calls = [m for p in sources for m in re.findall(r'min_version\("([^"]+)"\)', p.read_text())]
     pin = re.search(r'"snakemake>=([0-9.]+)"', (ROOT / "pyproject.toml").read_text()).group(1)
     assert calls == [pin]
@@ -87,7 +87,7 @@ def test_rules_import_only_the_light_settings_modules():
     """The Snakefile parses without the science stack (issue 11 item 8): the rules import only
     factprobe.settings and factprobe.registry, plus the parse-time dump checksum check and the
     disk-size helper; none imports pandas/numpy/torch/tqdm/pyarrow (tests/unit/test_settings.py)."""
-    sources = [ROOT / "Snakefile", *sorted((ROOT / "workflow/rules").glob("*.smk"))]
+    sources = [ROOT / "workflow/Snakefile", *sorted((ROOT / "workflow/rules").glob("*.smk"))]
     imported = {
         m for p in sources for m in re.findall(r"^\s*(?:from|import) (factprobe[\w.]*)", p.read_text(), re.M)
     }
@@ -98,7 +98,7 @@ def test_rules_import_only_the_light_settings_modules():
 @pytest.fixture
 def workdir(tmp_path):
     """A copy of the workflow files (not results) in which config can be broken safely."""
-    for name in ("Snakefile", "workflow", "config", "profiles"):
+    for name in ("workflow", "config", "profiles"):
         src = ROOT / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
     (tmp_path / "resources").symlink_to(ROOT / "resources")

@@ -175,7 +175,7 @@ def scratch_workflow(tmp_path, url, checksum):
     """A copy of the workflow whose dumps.tsv adds a ``url`` row (dump 20200101) served by ``url``."""
     import shutil
 
-    for name in ("Snakefile", "workflow", "config", "environment.yml"):
+    for name in ("workflow", "config", "environment.yml"):
         src = ROOT / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
     (tmp_path / "resources").mkdir()

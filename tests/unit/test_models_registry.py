@@ -74,7 +74,7 @@ def test_gguf_sources_pass_when_the_file_exists(tmp_path, monkeypatch):
 def test_bad_row_fails_the_dry_run(tmp_path):
     import shutil
 
-    for name in ("Snakefile", "workflow", "config"):
+    for name in ("workflow", "config"):
         src = ROOT / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
     (tmp_path / "resources").symlink_to(ROOT / "resources")

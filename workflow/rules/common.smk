@@ -3,7 +3,20 @@ import re
 import sys
 from pathlib import Path
 
-SCRIPTS = Path(workflow.basedir) / "workflow" / "scripts"
+from snakemake.exceptions import WorkflowError
+
+# The workflow's own directory (repository root): code, schemas and bundled resources are read
+# from here, data paths from the working directory (config/README.md, "Paths").
+# workflow.basedir is the *main* Snakefile's directory, the user's one under `module`.
+_HERE = str(workflow.current_basedir)
+if not os.path.isdir(_HERE):
+    raise WorkflowError(
+        f"factprobe must be on the local file system (its rules import its library while "
+        f"parsing), not {_HERE}: clone the repository at the tag and point the module's "
+        "`snakefile:` at <clone>/workflow/Snakefile (README.md, section Running)"
+    )
+WORKFLOW_ROOT = Path(_HERE).resolve().parents[1]
+SCRIPTS = WORKFLOW_ROOT / "workflow" / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 # Only the light settings/registry modules (stdlib, pyyaml, jsonschema): parsing needs no science stack.
 from factprobe import settings as S  # noqa: E402
@@ -13,16 +26,25 @@ from factprobe.registry import (  # noqa: E402
     library_modules,
     read_config,
     read_registry,
+    resolve_config_paths,
+    resolve_dump_paths,
+    resolve_path,
 )
 from factprobe.wikidata.download import verify_local_dumps  # noqa: E402
 from factprobe.diskspace import input_size_mb  # noqa: E402
 
-SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
+SCHEMAS = WORKFLOW_ROOT / "workflow" / "schemas"
 
 # Everything is validated here, at parse time, so bad config fails before any job runs.
-CFG = read_config(config, SCHEMAS / "config.schema.yaml")
+CFG = read_config(
+    resolve_config_paths(config, WORKFLOW_ROOT), SCHEMAS / "config.schema.yaml"
+)
 DUMPS = check_dumps(
-    read_registry(CFG.dumps, SCHEMAS / "dumps.schema.yaml", key="dump"), CFG.dumps
+    resolve_dump_paths(
+        read_registry(CFG.dumps, SCHEMAS / "dumps.schema.yaml", key="dump"),
+        WORKFLOW_ROOT,
+    ),
+    CFG.dumps,
 )
 verify_local_dumps(DUMPS, CFG.dumps, "results/cache/checksums")
 MODELS = check_models(
@@ -79,8 +101,16 @@ def library(script):
     A script's imports are invisible to Snakemake's code trigger; with these as inputs, editing
     a module reruns exactly the rules whose scripts import it (config/README.md, "When jobs rerun").
     """
-    files = library_modules(SCRIPTS / script, SCRIPTS)
-    return [os.path.relpath(SCRIPTS / f) for f in files]
+    files = [SCRIPTS / f for f in library_modules(SCRIPTS / script, SCRIPTS)]
+    # Relative inside the working directory (the clone), absolute for a workflow used from elsewhere.
+    return [
+        os.path.relpath(f) if f.is_relative_to(Path.cwd()) else str(f) for f in files
+    ]
+
+
+def bundled(path):
+    """A file of the workflow's own resources, unless the working directory has its own copy."""
+    return resolve_path(path, WORKFLOW_ROOT)
 
 
 def is_control(model):

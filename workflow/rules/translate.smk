@@ -12,7 +12,7 @@ rule translate_prompts:
         prompts=rules.build_probes.output.prompts,
         forms=rules.build_probes.output.entity_forms,
         # The full source sentence is the filled source-language template.
-        templates=f"resources/templates/{TRANSLATE.source_lang}.yaml",
+        templates=bundled(f"resources/templates/{TRANSLATE.source_lang}.yaml"),
         lib=library("translate_prompts.py"),
     output:
         prompts="results/probes/{suite}/translated_prompts.parquet",

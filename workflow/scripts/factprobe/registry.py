@@ -16,7 +16,16 @@ import yaml
 
 from factprobe.settings import Config, ConfigError, load
 
-__all__ = ["ConfigError", "check_dumps", "read_config", "read_registry", "validate_config"]
+__all__ = [
+    "ConfigError",
+    "check_dumps",
+    "read_config",
+    "read_registry",
+    "resolve_config_paths",
+    "resolve_dump_paths",
+    "resolve_path",
+    "validate_config",
+]
 
 TRUE = {"true", "yes", "1"}
 FALSE = {"false", "no", "0"}
@@ -108,6 +117,60 @@ def check_dumps(rows: list[dict], path: str | Path, root: str | Path = ".") -> l
         if not name.endswith((".json", ".json.gz", ".json.bz2")):
             raise ConfigError(f"{where}: {name} must end in .json, .json.gz or .json.bz2")
     return sorted(rows, key=lambda r: r["dump"])
+
+
+def resolve_path(path: str, workflow_root: str | Path, workdir: str | Path = ".") -> str:
+    """Where a path of the config or of a registry row is read from (config/README.md, "Paths").
+
+    Absolute paths and paths that exist relative to the working directory (user data) are kept
+    as given; a relative path that exists only in the workflow's own directory (a bundled
+    resource: templates, the single-value list, the demo dumps and registries) becomes that
+    absolute path, so a config copied out of the repository (module, snakedeploy, ``--directory``)
+    keeps working. A path found in neither place is kept as given, so the error that follows
+    names it as the user wrote it.
+    """
+    if not path or Path(path).is_absolute() or (Path(workdir) / path).exists():
+        return path
+    bundled = Path(workflow_root) / path
+    return str(bundled) if bundled.exists() else path
+
+
+def resolve_config_paths(config: dict, workflow_root: str | Path, workdir: str | Path = ".") -> dict:
+    """A copy of the raw config with every file key resolved by :func:`resolve_path`.
+
+    Keys: ``dumps``, ``models``, ``diff.single_value_list``, ``templates.sets.<name>.path`` and
+    ``metrics.human_alignment.path``. Model sources are not files of the workflow and are left
+    to :func:`check_models`.
+    """
+    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in config.items()}
+
+    def fix(block: dict, key: str) -> None:
+        if isinstance(block.get(key), str):
+            block[key] = resolve_path(block[key], workflow_root, workdir)
+
+    fix(out, "dumps")
+    fix(out, "models")
+    if isinstance(out.get("diff"), dict):
+        fix(out["diff"], "single_value_list")
+    templates = out.get("templates")
+    if isinstance(templates, dict) and isinstance(templates.get("sets"), dict):
+        templates["sets"] = {n: dict(s) if isinstance(s, dict) else s for n, s in templates["sets"].items()}
+        for entry in templates["sets"].values():
+            if isinstance(entry, dict):
+                fix(entry, "path")
+    metrics = out.get("metrics")
+    if isinstance(metrics, dict) and isinstance(metrics.get("human_alignment"), dict):
+        metrics["human_alignment"] = dict(metrics["human_alignment"])
+        fix(metrics["human_alignment"], "path")
+    return out
+
+
+def resolve_dump_paths(rows: list[dict], workflow_root: str | Path, workdir: str | Path = ".") -> list[dict]:
+    """Registry rows with each ``path`` resolved by :func:`resolve_path` (the demo dumps are bundled)."""
+    return [
+        {**row, "path": resolve_path(row["path"], workflow_root, workdir)} if "path" in row else row
+        for row in rows
+    ]
 
 
 def read_config(config: dict, schema_path: str | Path, source: str = "config/config.yaml") -> Config:
