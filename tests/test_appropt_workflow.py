@@ -1,9 +1,11 @@
-"""ApprOpt as a first-class strategy of the workflow (distractors paper §3.3, issue 13 item 1).
+"""Paper-fidelity paths of the workflow on a tiny config, run through compute_metrics with the
+control model on the bundled demo dumps (extraction tables from the session fixture).
 
-A tiny knowledge suite with ``strategies: [random, appropt]`` runs through compute_metrics with
-the control model on the bundled demo dumps (extraction tables from the session fixture): the
-per-model rule appropt_distractors produces the candidates, scoring scores them, and the metrics
-carry an ``appropt`` strategy next to ``random``.
+* ApprOpt (distractors paper §3.3, issue 13 item 1): a knowledge suite with ``strategies: [random,
+  appropt]``; the per-model rule appropt_distractors produces the candidates, scoring scores them,
+  and the metrics carry an ``appropt`` strategy next to ``random``.
+* Sentence perplexity (PROBELM §4.1, issue 14 item 1): a plausibility suite is scored in sentence
+  mode, so each score covers the whole scenario sentence (prompt + answer) from its first token.
 """
 
 from __future__ import annotations
@@ -32,6 +34,16 @@ SUITE = {
     "templates": {"styles": ["statement"], "max_per_relation": 1},
     "distractors": {"strategies": ["random", "appropt"], "n": 3},
 }
+PLAUSIBILITY = {
+    "kind": "plausibility",
+    "dump": "20190201",
+    "diff_old": "20141201",
+    "cutoff": "20160101",
+    "changes": {"statuses": ["new"], "rules": ["added_undated"]},
+    "relations": ["P530", "P190"],
+    "n_facts": 2,
+    "templates": {"max_per_relation": 1},
+}
 
 
 def snakemake(workdir: Path, *args: str, timeout: int = 600) -> str:
@@ -50,16 +62,17 @@ def test_appropt_runs_per_model_through_metrics(tmp_path, demo_tables):
         (work / name).symlink_to(ROOT / name)
     shutil.copy(ROOT / "config" / "models.tsv", work / "config" / "models.tsv")
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    config.update(dumps="dumps.tsv", suites={"tiny": SUITE})
+    config.update(dumps="dumps.tsv", suites={"tiny": SUITE, "plaus": PLAUSIBILITY})
     config["scoring"].update(shards=1, models=["control"])
-    config["control"].update(suites=["tiny"], steps=2, batch_size=4)
+    config["control"].update(suites=["tiny", "plaus"], steps=2, batch_size=4)
     config["metrics"]["ns"] = [1, 3]
+    config["distractors"]["appropt"]["n"] = 3
     (work / "config" / "config.yaml").write_text(yaml.safe_dump(config))
     (work / "dumps.tsv").write_text(HEADER + "".join(ROWS))
     for dump, folder in demo_tables.items():
         shutil.copytree(folder, work / "results" / "wikidata" / dump)
 
-    log = snakemake(work, "results/metrics/tiny/control.parquet")
+    log = snakemake(work, "results/metrics/tiny/control.parquet", "results/metrics/plaus/control.parquet")
     assert "rule appropt_distractors" in log
 
     retrieved = pd.read_parquet(work / "results/probes/tiny/candidates.parquet")
@@ -71,10 +84,30 @@ def test_appropt_runs_per_model_through_metrics(tmp_path, demo_tables):
         assert list(group["rank"]) == list(range(1, len(group) + 1))
         assert group["score"].is_monotonic_decreasing and group["entity"].is_unique and len(group) <= 3
     facts = pd.read_parquet(work / "results/probes/tiny/facts.parquet")
-    assert not set(zip(appropt["fact_id"], appropt["entity"])) & set(zip(facts["fact_id"], facts["object"]))
+    pairs = set(zip(appropt["fact_id"], appropt["entity"], strict=True))
+    assert not pairs & set(zip(facts["fact_id"], facts["object"], strict=True))
 
     scores = pd.read_parquet(work / "results/scores/tiny/control.parquet")
-    scored = set(zip(scores["fact_id"], scores["entity"]))
-    assert set(zip(appropt["fact_id"], appropt["entity"])) <= scored
+    assert pairs <= set(zip(scores["fact_id"], scores["entity"], strict=True))
     per_fact = pd.read_parquet(work / "results/metrics/tiny/control.parquet")
     assert {"random", "appropt"} <= set(per_fact["strategy"])
+
+    # Sentence mode on the plausibility suite only: the same model scores the whole scenario.
+    shard_log = (work / "logs/score_shard/plaus/control/0.log").read_text()
+    assert "scoring mode: whole sentence" in shard_log
+    assert "scoring mode: continuation" in (work / "logs/score_shard/tiny/control/0.log").read_text()
+    from factprobe.lm import HFCausalLM, SentenceRequest
+
+    plaus = pd.read_parquet(work / "results/scores/plaus/control.parquet")
+    assert len(plaus) > 0
+    prompts = pd.read_parquet(work / "results/probes/plaus/prompts.parquet").set_index("prompt_id")
+    row_ = {"name": "control", "source": "builtin:control", "dtype": "float32", "device": "cpu"}
+    lm = HFCausalLM.from_row(row_, work / "results/models/control/plaus")
+    row = plaus.iloc[0]
+    prompt = prompts.loc[row["prompt_id"]]
+    sentence = prompt["context"] + prompt["text"] + " " + row["form"]
+    expected = lm.sentence_loglikelihood([SentenceRequest(sentence)])[0]
+    assert abs(row["logprob"] - expected.logprob) < 1e-4 and row["n_tokens"] == expected.n_tokens
+    assert row["n_tokens"] > len(lm.form_ids(row["form"], "en")) + 1  # the prompt's tokens are in
+    per_fact = pd.read_parquet(work / "results/metrics/plaus/control.parquet")
+    assert {"plaus_acc", "plaus_rr", "plaus_ndcg"} <= set(per_fact["measure"])

@@ -153,3 +153,73 @@ def test_plausibility_per_fact_matches_scalar_reference_on_random_scores():
         acc, rr, nd = scenario_group_scores(values[0], values[1:], [3, 1, 4, 2], "exponential")
         assert (got["plaus_acc"], got["plaus_rr"]) == (acc, rr), trial
         assert got["plaus_ndcg"] == pytest.approx(nd), trial
+
+
+class WordLM:
+    """A hand-made model: every word has a fixed log-probability, whatever precedes it.
+
+    ``loglikelihood`` sums the continuation's words (end marker ``none``); the sentence mode of
+    the model interface (an empty context) then sums every word of the sentence.
+    """
+
+    end_marker = "none"
+
+    def __init__(self, logprobs: dict[str, float]):
+        self.logprobs = logprobs
+
+    def loglikelihood(self, requests, progress=False, on_done=None):
+        from factprobe.lm import LoglikResult
+
+        out = []
+        for r in requests:
+            words = r.continuation.split()
+            lps = [self.logprobs[w] for w in words]
+            out.append(LoglikResult(sum(lps), len(words), lps[0], 0.0))
+        return out
+
+    def sentence_loglikelihood(self, requests, progress=False):
+        from factprobe.lm import LM
+
+        return LM.sentence_loglikelihood(self, requests, progress)
+
+
+def test_sentence_perplexity_flips_the_top_answer():
+    """PROBELM §4.1 ranks the 11 scenarios by the perplexity of the *whole* sentence.
+
+    Hand example: every prompt word has log-probability -1 ("Marcelo is a citizen of": -5 over 5
+    words); "Spain" -3; "United" -2, "Kingdom" -3.
+    Answer only (per-token log-prob): Spain -3/1 = -3 < United Kingdom -5/2 = -2.5: the distractor
+    is on top. Whole sentence: Spain (-5 - 3)/6 = -1.333 > United Kingdom (-5 - 5)/7 = -1.429:
+    the plausible scenario is on top (accuracy 1, RR 1).
+    """
+    from factprobe.scoring.suite import build_pairs, score_pairs
+
+    lm = WordLM({"Marcelo": -1, "is": -1, "a": -1, "citizen": -1, "of": -1, "Spain": -3, "United": -2, "Kingdom": -3})
+    facts = pd.DataFrame({"fact_id": ["F"], "subject": ["Q1"], "property": ["P27"], "object": ["Q29"]})
+    prompts = pd.DataFrame(
+        {"prompt_id": ["p"], "fact_id": ["F"], "lang": ["en"], "text": ["Marcelo is a citizen of"], "context": [""]}
+    )
+    cands = pd.DataFrame(
+        {
+            "fact_id": "F",
+            "entity": ["Q29", "Q145"],
+            "role": ["object", "distractor"],
+            "strategy": ["object", "cooccur"],
+            "rank": [0, 1],
+        }
+    )
+    forms = pd.DataFrame({"entity": ["Q29", "Q145"], "lang": "en", "form": ["Spain", "United Kingdom"]})
+    pairs = build_pairs(prompts, cands, forms)
+    measures = {}
+    for sentence in (False, True):
+        scores = score_pairs(lm, pairs, progress=False, sentence=sentence)
+        per = plausibility.plausibility_per_prompt(
+            entity_scores(scores), prompt_frame(prompts), cands, facts, ["cooccur"]
+        )
+        measures[sentence] = per.iloc[0]
+        if sentence:
+            got = scores.set_index("entity")
+            assert got.loc["Q29", ["logprob", "n_tokens"]].tolist() == [-8.0, 6]
+            assert got.loc["Q145", ["logprob", "n_tokens"]].tolist() == [-10.0, 7]
+    assert (measures[False]["plaus_acc"], measures[False]["plaus_rr"]) == (0.0, 0.5)
+    assert (measures[True]["plaus_acc"], measures[True]["plaus_rr"]) == (1.0, 1.0)

@@ -27,7 +27,9 @@ model = HFCausalLM.from_row(
     no_space_langs=params.no_space_languages,
 )
 lm = CachingLM(model, RequestCache(params.cache))
-scores = score_pairs(lm, pairs)
+sentence = params.mode == "sentence"
+log.info("scoring mode: %s", "whole sentence (PROBELM §4.1)" if sentence else "continuation")
+scores = score_pairs(lm, pairs, sentence=sentence)
 contracts.write("score_shard", scores, snakemake.output.scores)
 log.info("wrote %d scores", len(scores))
 topk = topk_table(lm, prompts, int(params.topk))

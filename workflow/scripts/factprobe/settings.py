@@ -247,6 +247,7 @@ class Scoring:
     token_budget: int = 4096
     no_space_languages: list[str] = _default(["zh", "ja", "th", "lo", "km", "my", "bo"])
     include_translated: bool = True
+    sentence_kinds: list[str] = _default(["plausibility"])
     samples: int = 100
     max_new_tokens: int = 12
     generation_batch_size: int = 16

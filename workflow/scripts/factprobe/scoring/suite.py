@@ -2,7 +2,10 @@
 
 Pairs come from ``prompts`` x ``candidates`` (on ``fact_id``) x ``forms`` (on ``entity, lang``);
 the scored text is ``context + text`` and the continuation is the form with one leading space
-(none for languages written without spaces) - docs/contracts.md. Scores come from a model of
+(none for languages written without spaces) - docs/contracts.md. In sentence mode (PROBELM §4.1,
+suite kinds in ``scoring.sentence_kinds``) the whole ``sentence`` (prompt text + continuation) is
+scored from its first token instead, so ``logprob / n_tokens`` is minus the log perplexity of the
+scenario sentence. Scores come from a model of
 :mod:`factprobe.lm` (a :class:`~factprobe.lm.CachingLM` reads the request cache first).
 """
 
@@ -16,11 +19,10 @@ import pandas as pd
 
 from factprobe import contracts
 from factprobe.hashing import stable_hash
-from factprobe.lm import LM, NO_SPACE_LANGS, LoglikRequest, TopkRequest
+from factprobe.lm import LM, NO_SPACE_LANGS, LoglikRequest, SentenceRequest, TopkRequest
 from factprobe.lm.encoding import continuation_text
 
 log = logging.getLogger(__name__)
-
 
 
 def shard_of(prompt_id: str, shards: int) -> int:
@@ -71,13 +73,36 @@ def build_pairs(
     return pairs
 
 
-def score_pairs(lm: LM, pairs: pd.DataFrame, progress: bool = True) -> pd.DataFrame:
-    """The score table (docs/contracts.md ``score_suite``) of the pairs from :func:`build_pairs`."""
-    requests = [
-        LoglikRequest(p, c) for p, c in zip(pairs["prompt_text"].tolist(), pairs["continuation"].tolist(), strict=True)
-    ]
-    uniq = sorted(set(requests), key=lambda r: (r.context, r.continuation))
-    results = dict(zip(uniq, lm.loglikelihood(uniq, progress=progress), strict=True))
+def pair_sentences(pairs: pd.DataFrame) -> pd.Series:
+    """The scenario sentence of each pair: its own ``sentence`` (subject swaps) where set, else
+    prompt text + continuation (the form after its space)."""
+    whole = pairs["prompt_text"] + pairs["continuation"]
+    if "sentence" in pairs.columns:
+        own = pairs["sentence"]
+        whole = own.where(own.notna() & (own.astype(str) != ""), whole)
+    return whole
+
+
+def score_pairs(lm: LM, pairs: pd.DataFrame, progress: bool = True, sentence: bool = False) -> pd.DataFrame:
+    """The score table (docs/contracts.md ``score_suite``) of the pairs from :func:`build_pairs`.
+
+    ``sentence=False``: log P(continuation + end | prompt). ``sentence=True`` (PROBELM §4.1): log
+    P(sentence + end) of the whole scenario sentence (:func:`pair_sentences`) from its first token,
+    with ``n_tokens`` its token count; ``first_logprob`` is then the sentence's first token's.
+    """
+    if sentence:
+        texts = pair_sentences(pairs).tolist()
+        uniq_texts = sorted(set(texts))
+        scored = lm.sentence_loglikelihood([SentenceRequest(s) for s in uniq_texts], progress=progress)
+        results = dict(zip(uniq_texts, scored, strict=True))
+        requests = texts
+    else:
+        requests = [
+            LoglikRequest(p, c)
+            for p, c in zip(pairs["prompt_text"].tolist(), pairs["continuation"].tolist(), strict=True)
+        ]
+        uniq = sorted(set(requests), key=lambda r: (r.context, r.continuation))
+        results = dict(zip(uniq, lm.loglikelihood(uniq, progress=progress), strict=True))
     out = pairs[["prompt_id", "entity", "form", "fact_id", "lang"]].copy()
     out["logprob"] = np.array([results[r].logprob for r in requests], dtype=np.float64)
     out["n_tokens"] = np.array([results[r].n_tokens for r in requests], dtype=np.int32)
