@@ -33,17 +33,23 @@ def rank_scenarios(scores: Sequence[float], grade_list: Sequence[float]) -> np.n
     return np.lexsort((np.asarray(grade_list, dtype=float), -np.asarray(scores, dtype=float)))
 
 
-def ndcg(ranked_grades: Sequence[float], gain: str = "exponential") -> float:
-    """NDCG of a ranked list of graded scenarios (§4.2)."""
+def ndcg(ranked_grades: Sequence[float], gain: str = "exponential", normalization: str = "ideal") -> float:
+    """NDCG of a ranked list of graded scenarios (§4.2): DCG / ideal DCG, or min-max scaled
+    between the worst and the ideal order (module docstring of factprobe.metrics.plausibility)."""
     g = np.asarray(ranked_grades, dtype=float)
     discount = 1.0 / np.log2(np.arange(2, g.size + 2))
     dcg = float((plausibility._gain(g, gain) * discount).sum())
     ideal = float((plausibility._gain(np.sort(g)[::-1], gain) * discount).sum())
-    return dcg / ideal if ideal > 0 else float("nan")
+    worst = float((plausibility._gain(np.sort(g), gain) * discount).sum()) if normalization == "minmax" else 0.0
+    return (dcg - worst) / (ideal - worst) if ideal > worst else 1.0
 
 
 def scenario_group_scores(
-    object_score: float, alternative_scores: Sequence[float], alternative_ranks: Sequence[float], gain: str
+    object_score: float,
+    alternative_scores: Sequence[float],
+    alternative_ranks: Sequence[float],
+    gain: str,
+    normalization: str = "ideal",
 ) -> tuple[float, float, float]:
     """(accuracy, reciprocal rank, NDCG) of one scenario group under one prompt (§4.2).
 
@@ -53,7 +59,7 @@ def scenario_group_scores(
     all_grades = [top, *alt]
     order = rank_scenarios([object_score, *alternative_scores], all_grades)
     rank = int(np.flatnonzero(order == 0)[0]) + 1
-    return float(rank == 1), 1.0 / rank, ndcg([all_grades[i] for i in order], gain)
+    return float(rank == 1), 1.0 / rank, ndcg([all_grades[i] for i in order], gain, normalization)
 
 
 def test_grades_from_alternative_ranks():
@@ -109,7 +115,7 @@ def test_per_fact_per_style_and_plausibility_mean_of_nine():
             rows.append((pid, e, e.lower(), float(lp), nt))
         rows.append((pid, "R9", "r9", 0.0, 1))
     scores = pd.DataFrame(rows, columns=["prompt_id", "entity", "form", "logprob", "n_tokens"])
-    out = plausibility_per_fact(entity_scores(scores), prompts, cands, facts, ["cooccur"])
+    out = plausibility_per_fact(entity_scores(scores), prompts, cands, facts, ["cooccur"], normalization="ideal")
     got = out.set_index(["style", "measure"])["value"]
     assert got[("statement", "plaus_acc")] == 1.0
     assert got[("completion", "plaus_rr")] == 0.5  # O: -1.5/token vs A1 -1.0, A2 -2.0
@@ -120,7 +126,15 @@ def test_per_fact_per_style_and_plausibility_mean_of_nine():
     means = out.groupby(["lang", "verbalization", "style", "shots", "measure"])["value"].mean().reset_index()
     score = plausibility_score(means)
     assert int(score["n_parts"].iloc[0]) == 9
-    assert score["value"].iloc[0] == pytest.approx(out["value"].mean())
+    main = out[out["measure"].isin(plausibility.MEASURES)]
+    assert score["value"].iloc[0] == pytest.approx(main["value"].mean())
+    # Min-max scale: the worst order (grades 1, 2, 3) is 0, so the question's NDCG becomes
+    # (DCG - worst) / (ideal - worst).
+    q_worst = 1 + (2**2 - 1) / L2(3) + (2**3 - 1) / L2(4)
+    minmax = plausibility_per_fact(entity_scores(scores), prompts, cands, facts, ["cooccur"])
+    got = minmax.set_index(["style", "measure"])["value"]
+    assert got[("question", "plaus_ndcg")] == pytest.approx((q_dcg - q_worst) / (q_idcg - q_worst))
+    assert got[("statement", "plaus_ndcg")] == 1.0
 
 
 def test_plausibility_per_fact_matches_scalar_reference_on_random_scores():
@@ -148,11 +162,12 @@ def test_plausibility_per_fact_matches_scalar_reference_on_random_scores():
                 "n_tokens": 1,
             }
         )
-        out = plausibility_per_fact(entity_scores(scores), prompts, cands, facts, ["cooccur"])
-        got = out.set_index("measure")["value"]
-        acc, rr, nd = scenario_group_scores(values[0], values[1:], [3, 1, 4, 2], "exponential")
-        assert (got["plaus_acc"], got["plaus_rr"]) == (acc, rr), trial
-        assert got["plaus_ndcg"] == pytest.approx(nd), trial
+        for norm in ("ideal", "minmax"):
+            out = plausibility_per_fact(entity_scores(scores), prompts, cands, facts, ["cooccur"], normalization=norm)
+            got = out.set_index("measure")["value"]
+            acc, rr, nd = scenario_group_scores(values[0], values[1:], [3, 1, 4, 2], "exponential", norm)
+            assert (got["plaus_acc"], got["plaus_rr"]) == (acc, rr), trial
+            assert got["plaus_ndcg"] == pytest.approx(nd), (trial, norm)
 
 
 class WordLM:
@@ -223,3 +238,72 @@ def test_sentence_perplexity_flips_the_top_answer():
             assert got.loc["Q145", ["logprob", "n_tokens"]].tolist() == [-10.0, 7]
     assert (measures[False]["plaus_acc"], measures[False]["plaus_rr"]) == (0.0, 0.5)
     assert (measures[True]["plaus_acc"], measures[True]["plaus_rr"]) == (1.0, 1.0)
+
+
+def released_group(n_alternatives: int = 10, filtered: Sequence[int] = ()):
+    """One PRobELM scenario group as the workflow holds it: the fact (released rank 1, relevance
+    n + 1) and alternatives ranked i = 1..n (released rank i + 1, relevance n + 1 - i); ``filtered``
+    ranks are missing (no form, Ω), leaving gaps as in the released files (ranks 1, 2, 3, 7, 8)."""
+    facts = pd.DataFrame({"fact_id": ["F"], "subject": ["S"], "property": ["P"], "object": ["O"]})
+    prompts = prompt_frame(pd.DataFrame({"prompt_id": ["p"], "fact_id": ["F"]}))
+    ranks = [i for i in range(1, n_alternatives + 1) if i not in filtered]
+    cands = pd.DataFrame(
+        {
+            "fact_id": "F",
+            "entity": ["O", *[f"A{i}" for i in ranks]],
+            "role": ["object"] + ["distractor"] * len(ranks),
+            "strategy": ["object"] + ["cooccur"] * len(ranks),
+            "rank": [0, *ranks],
+            "relevance": [n_alternatives + 1.0, *[n_alternatives + 1.0 - i for i in ranks]],
+        }
+    )
+    return facts, prompts, cands
+
+
+def test_ndcg_grades_are_the_released_ranks_with_gaps():
+    """§4.2 graded relevance: the released data keeps ranks 1, 2, 3, 7, 8 after filtering, so the
+    grades are 11, 10, 9, 5, 4 (relevance = 12 - rank), not re-numbered 5, 4, 3, 2, 1."""
+    facts, prompts, cands = released_group(10, filtered=[3, 4, 5, 8, 9, 10])
+    # Model order: A1 (grade 10), O (11), A7 (4), A2 (9), A6 (5).
+    lp = {"A1": -1.0, "O": -2.0, "A7": -3.0, "A2": -4.0, "A6": -5.0}
+    scores = pd.DataFrame({"prompt_id": "p", "entity": list(lp), "form": list(lp), "logprob": list(lp.values()), "n_tokens": 1})
+    got = plausibility_per_fact(entity_scores(scores), prompts, cands, facts, ["cooccur"], "linear", "ideal")
+    got = got.set_index("measure")["value"]
+    d = [1 / L2(p + 1) for p in range(1, 6)]
+    dcg = 10 * d[0] + 11 * d[1] + 4 * d[2] + 9 * d[3] + 5 * d[4]
+    idcg = 11 * d[0] + 10 * d[1] + 9 * d[2] + 5 * d[3] + 4 * d[4]
+    assert got["plaus_ndcg"] == pytest.approx(dcg / idcg)
+    assert got["plaus_rr"] == 0.5
+
+
+def test_random_ranker_ndcg_is_on_mrrs_scale():
+    """A random order of the 11 scenarios (§4.1): MRR H(11)/11 = 0.2745. Classic NDCG with
+    exponential gains of grades 1..11 gives a random ranker 0.569 - twice MRR - while the paper's
+    NDCG tracks its MRR within a point (Table 2); min-max NDCG gives 0.306. The library's
+    expectation is exact (E[DCG] = mean gain x sum of discounts); a simulation with the scalar
+    reference above agrees."""
+    facts, prompts, cands = released_group(10)
+    entities = list(cands["entity"])
+    scores = pd.DataFrame(
+        {"prompt_id": "p", "entity": entities, "form": entities, "logprob": -np.arange(11.0), "n_tokens": 1}
+    )
+    chance = {}
+    for norm in ("ideal", "minmax"):
+        got = plausibility_per_fact(entity_scores(scores), prompts, cands, facts, ["cooccur"], normalization=norm)
+        got = got.set_index("measure")["value"]
+        assert got["plaus_ndcg"] == 1.0  # the released order itself is ideal
+        chance[norm] = got["plaus_ndcg_chance"]
+    mrr_chance = sum(1 / i for i in range(1, 12)) / 11
+    assert got["plaus_rr_chance"] == pytest.approx(mrr_chance)
+    assert chance["ideal"] == pytest.approx(0.569, abs=1e-3)
+    assert chance["minmax"] == pytest.approx(0.306, abs=1e-3)
+    rng = np.random.default_rng(0)
+    grades = np.arange(11.0, 0.0, -1.0)
+    sims = {"ideal": [], "minmax": []}
+    for _ in range(4000):
+        order = rng.permutation(11)
+        for norm in sims:
+            sims[norm].append(ndcg(grades[order], "exponential", norm))
+    for norm in sims:
+        assert abs(np.mean(sims[norm]) - chance[norm]) < 0.01, norm
+    assert chance["minmax"] - mrr_chance < 0.05 < chance["ideal"] - mrr_chance

@@ -293,6 +293,7 @@ class Metrics:
     combined_strategies: dict[str, list[str]] = _default({})
     plausibility_strategies: list[str] = _default(["cooccur"])
     ndcg_gain: str = "exponential"
+    ndcg_normalization: str = "minmax"
     # BELIEF §5.1: N = 50,000 samplings; the demo config sets a small N.
     belief_samplings: int = 50_000
     belief_bins: int = 10
@@ -485,7 +486,7 @@ def sem_index(cfg: Config) -> dict:
 FAMILY_SETTINGS = {
     "knowledge": ("ns", "precision_ns", "combined_strategies", "short_lists"),
     "ranking": ("recall_ns",),
-    "plausibility": ("plausibility_strategies", "ndcg_gain"),
+    "plausibility": ("plausibility_strategies", "ndcg_gain", "ndcg_normalization"),
     "belief": ("belief_samplings", "belief_bins"),
     "belief_icl": ("belief_samplings", "belief_bins"),
 }

@@ -155,7 +155,13 @@ def compute_suite_metrics(
         per_fact.append(ranking_per_fact(ent, prompts, cands, correct, settings.recall_ns))
     if "plausibility" in families:
         plaus = plausibility_per_fact(
-            ent, prompts, cands, facts, settings.plausibility_strategies, settings.ndcg_gain
+            ent,
+            prompts,
+            cands,
+            facts,
+            settings.plausibility_strategies,
+            settings.ndcg_gain,
+            settings.ndcg_normalization,
         )
         per_fact.append(plaus)
         means = plaus.groupby([*GROUP_KEYS, "measure"])["value"].mean().reset_index()

@@ -7,10 +7,21 @@ perplexity (§4.1); the entity's perplexity is that of its best form, exp(-logpr
 
 * accuracy: the most plausible scenario is ranked first;
 * MRR: mean of 1 / rank of the most plausible scenario;
-* NDCG: graded relevance from the alternatives' ranks. With m alternatives ranked 1..m by the
-  generator (1 = most plausible alternative), the alternative at position p gets grade m + 1 - p
-  and the fact's own object grade m + 1. Gain 2^g - 1 (``gain="exponential"``, default) or g
-  (``"linear"``), discount 1 / log2(position + 1);
+* NDCG: graded relevance from the released data's ranks. PRobELM's data ranks each group's
+  scenarios 1 (the new fact) to 11 (the least plausible alternative), and a filtered alternative
+  leaves a gap rather than moving the others up. Candidates carry that rank as ``relevance``
+  (:mod:`factprobe.distractors.cooccur`: alternative ranked i of n gets n + 1 - i, the fact n + 1,
+  i.e. relevance = 12 - released rank for n = 10); it is used as the grade as is. Without a
+  ``relevance`` (other strategies) the m alternatives are graded by their position p in the
+  candidate list, m + 1 - p, and the object m + 1. Gain 2^g - 1 (``gain="exponential"``, default)
+  or g (``"linear"``), discount 1 / log2(position + 1). The paper does not state its
+  normalisation, but its NDCG stays within about a point of its MRR for every model (Table 2,
+  Pearson 0.998), while the classic DCG / ideal DCG gives a random ranker 0.57 against MRR's
+  0.27 on 11 scenarios. The default ``normalization="minmax"`` therefore maps the worst order to 0
+  and the ideal to 1, (DCG - worst DCG) / (ideal DCG - worst DCG): a random ranker then scores
+  0.31 (exponential gain, 11 scenarios), on MRR's scale; ``"ideal"`` is the classic DCG / ideal
+  DCG. The exact expectation of a random ranker is reported per prompt as ``plaus_ndcg_chance``
+  (E[DCG] = mean gain x sum of discounts), with ``plaus_rr_chance`` = H(k) / k for MRR;
 * PLAUSIBILITY: the mean of accuracy, MRR and NDCG over the three prompt styles (nine numbers).
 
 Ties are resolved pessimistically: among equal perplexities the lower-graded scenario is placed
@@ -27,6 +38,9 @@ import pandas as pd
 from .common import GROUP_KEYS, average_per_fact, candidates_for_prompts
 
 MEASURES = ["plaus_acc", "plaus_rr", "plaus_ndcg"]
+#: Expected values of a random ranker of the same group (reported next to MEASURES).
+CHANCE = ["plaus_rr_chance", "plaus_ndcg_chance"]
+NORMALIZATIONS = ("minmax", "ideal")
 
 
 def _gain(grade: np.ndarray, gain: str) -> np.ndarray:
@@ -37,6 +51,13 @@ def _gain(grade: np.ndarray, gain: str) -> np.ndarray:
     raise ValueError(f"unknown NDCG gain {gain!r}; use 'exponential' or 'linear'")
 
 
+def _relevance(frame: pd.DataFrame) -> pd.Series:
+    """The candidates' graded ``relevance`` (released-data ranks, see module docstring); NaN where absent."""
+    if "relevance" not in frame.columns:
+        return pd.Series(np.nan, index=frame.index)
+    return pd.to_numeric(frame["relevance"], errors="coerce")
+
+
 def plausibility_per_prompt(
     ent: pd.DataFrame,
     prompts: pd.DataFrame,
@@ -44,8 +65,12 @@ def plausibility_per_prompt(
     facts: pd.DataFrame,
     strategies: Sequence[str],
     gain: str = "exponential",
+    normalization: str = "minmax",
 ) -> pd.DataFrame:
-    """Accuracy, RR and NDCG for every prompt whose fact has alternatives of ``strategies``."""
+    """Accuracy, RR and NDCG (+ their random-ranker ``CHANCE`` values) for every prompt whose fact
+    has alternatives of ``strategies``."""
+    if normalization not in NORMALIZATIONS:
+        raise ValueError(f"unknown NDCG normalization {normalization!r}; use one of {NORMALIZATIONS}")
     dis = candidates[(candidates["role"] == "distractor") & candidates["strategy"].isin(list(strategies))]
     # Grades are per prompt: a per-language candidate list only ranks within its language.
     dis = candidates_for_prompts(prompts, dis)
@@ -54,12 +79,15 @@ def plausibility_per_prompt(
     )
     dis = dis.assign(position=dis.groupby("prompt_id").cumcount() + 1)
     dis["m"] = dis.groupby("prompt_id")["entity"].transform("size")
-    dis["grade"] = (dis["m"] + 1 - dis["position"]).astype(float)
+    released = _relevance(dis)
+    dis["grade"] = released.where(released.notna(), dis["m"] + 1 - dis["position"]).astype(float)
     objects = prompts[["prompt_id", "fact_id"]].merge(
         facts[["fact_id", "object"]].astype(str).rename(columns={"object": "entity"}), on="fact_id"
     )
     objects = objects.merge(dis.groupby("prompt_id")["m"].first().reset_index(), on="prompt_id")
-    objects["grade"] = (objects["m"] + 1).astype(float)
+    top = candidates[candidates["role"] == "object"].drop_duplicates("fact_id").set_index("fact_id")
+    top_rel = objects["fact_id"].map(_relevance(top)) if len(top) else pd.Series(np.nan, index=objects.index)
+    objects["grade"] = top_rel.where(top_rel.notna(), objects["m"] + 1).astype(float)
     objects["is_object"] = True
     rows = pd.concat([objects, dis.assign(is_object=False)], ignore_index=True)[
         ["prompt_id", "fact_id", "entity", "grade", "is_object"]
@@ -68,7 +96,7 @@ def plausibility_per_prompt(
     # A group whose object is unscored cannot be ranked.
     has_obj = rows.groupby("prompt_id")["is_object"].transform("any")
     rows = rows[has_obj]
-    cols = ["prompt_id", "fact_id", *MEASURES]
+    cols = ["prompt_id", "fact_id", *MEASURES, *CHANCE]
     if rows.empty:
         return pd.DataFrame(columns=cols)
     rows = rows.sort_values(["prompt_id", "best_norm", "grade"], ascending=[True, False, True], kind="stable")
@@ -78,18 +106,32 @@ def plausibility_per_prompt(
     ideal = rows.sort_values(["prompt_id", "grade"], ascending=[True, False], kind="stable").copy()
     ideal["pos"] = ideal.groupby("prompt_id").cumcount() + 1
     ideal["idcg"] = _gain(ideal["grade"].to_numpy(), gain) / np.log2(ideal["pos"] + 1.0)
+    worst = rows.sort_values(["prompt_id", "grade"], ascending=[True, True], kind="stable").copy()
+    worst["pos"] = worst.groupby("prompt_id").cumcount() + 1
+    worst["wdcg"] = _gain(worst["grade"].to_numpy(), gain) / np.log2(worst["pos"] + 1.0)
+    rows["g"] = _gain(rows["grade"].to_numpy(), gain)
     obj_rank = rows[rows["is_object"]].groupby("prompt_id")["pos"].min()
+    grouped = rows.groupby("prompt_id")
     out = pd.DataFrame(
         {
-            "dcg": rows.groupby("prompt_id")["dcg"].sum(),
+            "dcg": grouped["dcg"].sum(),
             "idcg": ideal.groupby("prompt_id")["idcg"].sum(),
+            "wdcg": worst.groupby("prompt_id")["wdcg"].sum(),
+            # E[DCG] of a uniformly random order: every scenario is at every position equally often.
+            "edcg": grouped["g"].mean() * grouped["disc"].sum(),
+            "k": grouped.size(),
             "rank": obj_rank,
-            "fact_id": rows.groupby("prompt_id")["fact_id"].first(),
+            "fact_id": grouped["fact_id"].first(),
         }
     )
     out["plaus_acc"] = (out["rank"] == 1).astype(float)
     out["plaus_rr"] = 1.0 / out["rank"]
-    out["plaus_ndcg"] = out["dcg"] / out["idcg"]
+    out["plaus_rr_chance"] = [sum(1.0 / i for i in range(1, int(k) + 1)) / k for k in out["k"]]
+    floor = out["wdcg"] if normalization == "minmax" else 0.0
+    span = out["idcg"] - floor
+    # One scenario (or all grades equal): every order is ideal.
+    out["plaus_ndcg"] = ((out["dcg"] - floor) / span).where(span > 1e-12, 1.0)
+    out["plaus_ndcg_chance"] = ((out["edcg"] - floor) / span).where(span > 1e-12, 1.0)
     return out.reset_index().rename(columns={"index": "prompt_id"})[cols]
 
 
@@ -100,11 +142,13 @@ def plausibility_per_fact(
     facts: pd.DataFrame,
     strategies: Sequence[str],
     gain: str = "exponential",
+    normalization: str = "minmax",
 ) -> pd.DataFrame:
-    """Per scenario group (fact) and prompt style: ``plaus_acc``, ``plaus_rr``, ``plaus_ndcg``."""
-    per = plausibility_per_prompt(ent, prompts, candidates, facts, strategies, gain)
+    """Per scenario group (fact) and prompt style: ``plaus_acc``, ``plaus_rr``, ``plaus_ndcg`` and
+    the random-ranker values ``plaus_rr_chance``, ``plaus_ndcg_chance``."""
+    per = plausibility_per_prompt(ent, prompts, candidates, facts, strategies, gain, normalization)
     per = per.merge(prompts[["prompt_id", *GROUP_KEYS]], on="prompt_id")
-    return average_per_fact(per, [], MEASURES)
+    return average_per_fact(per, [], [*MEASURES, *CHANCE])
 
 
 def plausibility_score(style_means: pd.DataFrame) -> pd.DataFrame:
