@@ -4,8 +4,9 @@ control model on the bundled demo dumps (extraction tables from the session fixt
 * ApprOpt (distractors paper §3.3, issue 13 item 1): a knowledge suite with ``strategies: [random,
   appropt]``; the per-model rule appropt_distractors produces the candidates, scoring scores them,
   and the metrics carry an ``appropt`` strategy next to ``random``.
-* Sentence perplexity (PROBELM §4.1, issue 14 item 1): a plausibility suite is scored in sentence
-  mode, so each score covers the whole scenario sentence (prompt + answer) from its first token.
+* Sentence perplexity (PROBELM §4.1, issue 14 items 1-2): a plausibility suite is scored in
+  sentence mode, so each score covers the whole scenario sentence (prompt + answer) from its first
+  token, and both swap lists of Algorithm 1 (object and subject) are scored and ranked.
 """
 
 from __future__ import annotations
@@ -103,7 +104,8 @@ def test_appropt_runs_per_model_through_metrics(tmp_path, demo_tables):
     prompts = pd.read_parquet(work / "results/probes/plaus/prompts.parquet").set_index("prompt_id")
     row_ = {"name": "control", "source": "builtin:control", "dtype": "float32", "device": "cpu"}
     lm = HFCausalLM.from_row(row_, work / "results/models/control/plaus")
-    row = plaus.iloc[0]
+    own = plaus[plaus["prompt_id"].isin(prompts.index)]
+    row = own.iloc[0]
     prompt = prompts.loc[row["prompt_id"]]
     sentence = prompt["context"] + prompt["text"] + " " + row["form"]
     expected = lm.sentence_loglikelihood([SentenceRequest(sentence)])[0]
@@ -111,3 +113,6 @@ def test_appropt_runs_per_model_through_metrics(tmp_path, demo_tables):
     assert row["n_tokens"] > len(lm.form_ids(row["form"], "en")) + 1  # the prompt's tokens are in
     per_fact = pd.read_parquet(work / "results/metrics/plaus/control.parquet")
     assert {"plaus_acc", "plaus_rr", "plaus_ndcg"} <= set(per_fact["measure"])
+    # Both lists of PROBELM Algorithm 1: subject swaps scored as their own sentences and ranked.
+    assert plaus["prompt_id"].str.endswith("#subject-swap").any()
+    assert set(per_fact.loc[per_fact["measure"] == "plaus_rr", "strategy"]) == {"object", "subject"}

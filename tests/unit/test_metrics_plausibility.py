@@ -307,3 +307,80 @@ def test_random_ranker_ndcg_is_on_mrrs_scale():
     for norm in sims:
         assert abs(np.mean(sims[norm]) - chance[norm]) < 0.01, norm
     assert chance["minmax"] - mrr_chance < 0.05 < chance["ideal"] - mrr_chance
+
+
+def test_subject_swaps_fill_the_subject_slot_and_are_ranked_on_their_own():
+    """PROBELM Algorithm 1 makes two lists, object swaps and subject swaps ("repeat with o fixed");
+    the released data has both (10 + 10 per scenario). A subject swap replaces the prompt's
+    subject and keeps the object (by its label), and its group is the true scenario + the subject
+    swaps, ranked by sentence perplexity (§4.1).
+
+    Words: prompt words -1 each, Spain -3, España -0.5 (an alias), United -2, Kingdom -3,
+    Pepe -0.5, Kaka -4.
+    Object side: "Marcelo is a citizen of España" -5.5/6 = -0.917 beats Spain -8/6 and
+    "United Kingdom" -10/7: accuracy 1.
+    Subject side (object by its label "Spain"): "Pepe is a citizen of Spain" (-0.5 - 4 - 3)/6 =
+    -1.25 beats the true "Marcelo ... Spain" -8/6 = -1.333, which beats "Kaka ... Spain" -11/6:
+    the true scenario is 2nd of 3, RR 0.5.
+    """
+    from factprobe.probes.swaps import SUBJECT_SWAP, TRUE_SUBJECT
+    from factprobe.scoring.suite import build_pairs, score_pairs
+
+    lm = WordLM(
+        {"Marcelo": -1, "is": -1, "a": -1, "citizen": -1, "of": -1, "Spain": -3, "España": -0.5}
+        | {"United": -2, "Kingdom": -3, "Pepe": -0.5, "Kaka": -4}
+    )
+    facts = pd.DataFrame({"fact_id": ["F"], "subject": ["Q1"], "property": ["P27"], "object": ["Q29"]})
+    prompts = pd.DataFrame(
+        {
+            "prompt_id": ["p"],
+            "fact_id": ["F"],
+            "lang": ["en"],
+            "text": ["Marcelo is a citizen of"],
+            "context": [""],
+            "subject_form": ["Marcelo"],
+            "style": ["statement"],
+        }
+    )
+    cands = pd.DataFrame(
+        {
+            "fact_id": "F",
+            "entity": ["Q29", "Q145", "Q100", "Q200"],
+            "role": ["object", "distractor", "distractor", "distractor"],
+            "strategy": ["object", "cooccur", "cooccur", "cooccur"],
+            "rank": [0, 1, 1, 2],
+            "relevance": [11.0, 10.0, 10.0, 9.0],
+            "side": ["object", "object", "subject", "subject"],
+        }
+    )
+    forms = pd.DataFrame(
+        {
+            "entity": ["Q29", "Q29", "Q145", "Q100", "Q200"],
+            "lang": "en",
+            "form": ["España", "Spain", "United Kingdom", "Pepe", "Kaka"],
+            "source": ["alias", "label", "label", "label", "label"],
+        }
+    )
+    # Without subject swaps the subject-side alternatives are not put in the object slot.
+    plain = build_pairs(prompts, cands, forms)
+    assert set(plain["entity"]) == {"Q29", "Q145"}
+    pairs = build_pairs(prompts, cands, forms, subject_swaps=True)
+    swapped = pairs[pairs["prompt_id"] == "p" + SUBJECT_SWAP]
+    sentences = dict(zip(swapped["entity"], swapped["prompt_text"] + swapped["continuation"], strict=True))
+    assert sentences == {
+        TRUE_SUBJECT: "Marcelo is a citizen of Spain",
+        "Q100": "Pepe is a citizen of Spain",
+        "Q200": "Kaka is a citizen of Spain",
+    }
+    scores = score_pairs(lm, pairs, progress=False, sentence=True)
+    out = plausibility_per_fact(entity_scores(scores), prompt_frame(prompts), cands, facts, ["cooccur"])
+    got = out.set_index(["strategy", "measure"])["value"]
+    assert (got[("object", "plaus_acc")], got[("object", "plaus_rr")]) == (1.0, 1.0)
+    assert (got[("subject", "plaus_acc")], got[("subject", "plaus_rr")]) == (0.0, 0.5)
+    # Subject-side NDCG (exponential gain, min-max): order grades 10, 11, 9.
+    g = {11: 2.0**11 - 1, 10: 2.0**10 - 1, 9: 2.0**9 - 1}
+    dcg = g[10] + g[11] / L2(3) + g[9] / L2(4)
+    ideal = g[11] + g[10] / L2(3) + g[9] / L2(4)
+    worst = g[9] + g[10] / L2(3) + g[11] / L2(4)
+    assert got[("subject", "plaus_ndcg")] == pytest.approx((dcg - worst) / (ideal - worst))
+    assert got[("subject", "plaus_rr_chance")] == pytest.approx((1 + 1 / 2 + 1 / 3) / 3)

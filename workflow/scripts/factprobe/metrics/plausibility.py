@@ -22,7 +22,11 @@ perplexity (§4.1); the entity's perplexity is that of its best form, exp(-logpr
   0.31 (exponential gain, 11 scenarios), on MRR's scale; ``"ideal"`` is the classic DCG / ideal
   DCG. The exact expectation of a random ranker is reported per prompt as ``plaus_ndcg_chance``
   (E[DCG] = mean gain x sum of discounts), with ``plaus_rr_chance`` = H(k) / k for MRR;
-* PLAUSIBILITY: the mean of accuracy, MRR and NDCG over the three prompt styles (nine numbers).
+* PLAUSIBILITY: the mean of accuracy, MRR and NDCG over the three prompt styles (nine numbers),
+  each the mean over both swapped slots when subject swaps are scored.
+
+Both lists of Algorithm 1 are evaluated, each as its own group of the true scenario + its swaps:
+object swaps (strategy column ``object`` of the per-fact table) and subject swaps (``subject``).
 
 Ties are resolved pessimistically: among equal perplexities the lower-graded scenario is placed
 first, so a tie with the object counts as a failure.
@@ -34,6 +38,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+
+from factprobe.probes.swaps import SUBJECT_SWAP, TRUE_SUBJECT, is_subject_side
 
 from .common import GROUP_KEYS, average_per_fact, candidates_for_prompts
 
@@ -68,9 +74,39 @@ def plausibility_per_prompt(
     normalization: str = "minmax",
 ) -> pd.DataFrame:
     """Accuracy, RR and NDCG (+ their random-ranker ``CHANCE`` values) for every prompt whose fact
-    has alternatives of ``strategies``."""
+    has alternatives of ``strategies``, one group per swapped slot (column ``side``).
+
+    Object side: the true scenario and the object swaps under the prompt. Subject side (PROBELM
+    Algorithm 1's second list): the true scenario (entity ``TRUE_SUBJECT``) and the subject swaps,
+    scored under the prompt id + ``SUBJECT_SWAP`` (:func:`factprobe.scoring.suite.subject_swap_pairs`).
+    Each group holds the true scenario and its up to 10 alternatives: 11 scenarios (§4.1).
+    """
     if normalization not in NORMALIZATIONS:
         raise ValueError(f"unknown NDCG normalization {normalization!r}; use one of {NORMALIZATIONS}")
+    subject = is_subject_side(candidates)
+    out = [_rank_groups(ent, prompts, candidates[~subject], facts, strategies, gain, normalization)]
+    out[0]["side"] = "object"
+    if subject.any():
+        twins = prompts.assign(prompt_id=prompts["prompt_id"] + SUBJECT_SWAP)
+        side = candidates[subject | (candidates["role"] == "object")]
+        per = _rank_groups(
+            ent, twins, side, facts.assign(object=TRUE_SUBJECT), strategies, gain, normalization
+        )
+        per["prompt_id"] = per["prompt_id"].str.removesuffix(SUBJECT_SWAP)
+        out.append(per.assign(side="subject"))
+    return pd.concat(out, ignore_index=True)
+
+
+def _rank_groups(
+    ent: pd.DataFrame,
+    prompts: pd.DataFrame,
+    candidates: pd.DataFrame,
+    facts: pd.DataFrame,
+    strategies: Sequence[str],
+    gain: str,
+    normalization: str,
+) -> pd.DataFrame:
+    """The measures of every prompt's group: its fact's object and its alternatives of ``strategies``."""
     dis = candidates[(candidates["role"] == "distractor") & candidates["strategy"].isin(list(strategies))]
     # Grades are per prompt: a per-language candidate list only ranks within its language.
     dis = candidates_for_prompts(prompts, dis)
@@ -148,7 +184,9 @@ def plausibility_per_fact(
     the random-ranker values ``plaus_rr_chance``, ``plaus_ndcg_chance``."""
     per = plausibility_per_prompt(ent, prompts, candidates, facts, strategies, gain, normalization)
     per = per.merge(prompts[["prompt_id", *GROUP_KEYS]], on="prompt_id")
-    return average_per_fact(per, [], [*MEASURES, *CHANCE])
+    # The swapped slot is the per-fact table's ``strategy``: "object" or "subject" swaps.
+    per = per.rename(columns={"side": "strategy"})
+    return average_per_fact(per, ["strategy"], [*MEASURES, *CHANCE])
 
 
 def plausibility_score(style_means: pd.DataFrame) -> pd.DataFrame:
