@@ -384,3 +384,56 @@ def test_subject_swaps_fill_the_subject_slot_and_are_ranked_on_their_own():
     worst = g[9] + g[10] / L2(3) + g[11] / L2(4)
     assert got[("subject", "plaus_ndcg")] == pytest.approx((dcg - worst) / (ideal - worst))
     assert got[("subject", "plaus_rr_chance")] == pytest.approx((1 + 1 / 2 + 1 / 3) / 3)
+
+
+def _changes():
+    """A diff 20141201 -> 20190201: four additions, dated 2015-06-01, 2017-03-01 and 2019-06-01
+    (a statement dated after the newer dump, e.g. a scheduled event) and one undated."""
+    return pd.DataFrame(
+        {
+            "subject": [1, 2, 3, 4, 5],
+            "property": [27, 27, 27, 27, 27],
+            "object": [10, 20, 30, 40, 50],
+            "status": ["new", "new", "new", "unknown", "static"],
+            "rule": ["added", "added", "added", "added_undated", "same"],
+            "start": [20150601, pd.NA, 20190601, pd.NA, pd.NA],
+            "point_in_time": [pd.NA, 20170301, pd.NA, pd.NA, pd.NA],
+        }
+    ).astype({"start": "Int32", "point_in_time": "Int32"})
+
+
+def test_plausible_facts_are_those_after_the_models_own_cutoff():
+    """PROBELM §3.1: a model's plausible scenarios are the Wikidata additions after *its* training
+    cut-off. Suite facts: the four additions (Q5 is unchanged). Cut-off 2016-01-01: the 2015 fact
+    was seen, 3 stay. Cut-off 2018-01-01: the 2017 one too, 2 stay (2019-06 and the undated one,
+    added at an unknown time between the dumps). Cut-off 2019-03-01, after the newer dump: the
+    undated addition was already in the 2019-02-01 dump, only the 2019-06 statement is new."""
+    from factprobe.metrics.plausibility import facts_new_to_model
+
+    facts = pd.DataFrame({"fact_id": [f"Q{i}|P27|Q{i * 10}" for i in (1, 2, 3, 4)]})
+    base = {"dump": "20190201", "diff_old": "20141201", "statuses": ["new"], "rules": ["added_undated"]}
+    kept = {}
+    for cut in ("20160101", "20180101", "20190301"):
+        out, rows = facts_new_to_model(facts, _changes(), {**base, "cutoff": cut})
+        kept[cut] = sorted(out["fact_id"])
+        assert rows["plausible_facts"] + rows["facts_seen_by_model"] == 4
+        assert rows["cutoff_after_dump"] == float(cut >= "20190201")
+    assert kept["20160101"] == ["Q2|P27|Q20", "Q3|P27|Q30", "Q4|P27|Q40"]
+    assert kept["20180101"] == ["Q3|P27|Q30", "Q4|P27|Q40"]
+    assert kept["20190301"] == ["Q3|P27|Q30"]
+
+
+def test_model_cutoff_setting_comes_from_models_tsv_else_the_suite():
+    from pathlib import Path
+
+    import yaml
+    from factprobe import settings as S
+    from factprobe.registry import read_config
+
+    root = Path(__file__).resolve().parents[2]
+    raw = yaml.safe_load((root / "config/config.yaml").read_text())
+    cfg = read_config(raw, root / "workflow/schemas/config.schema.yaml")
+    own = S.suite_model_cutoff(cfg, "plausibility", {"name": "gpt2", "cutoff": "2019-02-15"})
+    assert (own["cutoff"], own["source"], own["dump"]) == ("20190215", "model", "20190201")
+    assert S.suite_model_cutoff(cfg, "plausibility", {"name": "x", "cutoff": ""})["cutoff"] == "20160101"
+    assert S.suite_model_cutoff(cfg, "knowledge", {"name": "x", "cutoff": "2019-02-15"}) == {}

@@ -465,6 +465,24 @@ def suite_appropt(cfg: Config, suite: str, model_row: dict) -> dict:
     }
 
 
+def suite_model_cutoff(cfg: Config, suite: str, model_row: dict) -> dict:
+    """Per (plausibility suite, model): the cut-off its new facts are measured against (PROBELM
+    §3.1: facts added after *the model's* cut-off), from models.tsv ``cutoff`` (YYYY-MM-DD), else
+    the suite's own ``cutoff``; empty for other suite kinds."""
+    block = cfg.suites[suite]
+    if block.kind != "plausibility":
+        return {}
+    own = str(model_row.get("cutoff") or "").replace("-", "")
+    return {
+        "cutoff": own or str(block.cutoff),
+        "source": "model" if own else "suite",
+        "dump": block.dump,
+        "diff_old": block.diff_old,
+        "statuses": list(block.changes.statuses),
+        "rules": list(block.changes.rules),
+    }
+
+
 def sem_index(cfg: Config) -> dict:
     """Keyword arguments of ``semantic.build_index`` (``distractors.sem``)."""
     sem = cfg.distractors.sem
