@@ -59,3 +59,14 @@ def naive_pair_logprob(model, tokenizer, prompt: str, continuation: str, end: st
 def naive_requests(model, requests: Iterable[tuple[tuple[int, ...], tuple[int, ...]]]) -> np.ndarray:
     """Naive per-request loop: one full forward of ``prefix + cont`` per request (the baseline)."""
     return np.array([continuation_logprob(model, prefix, cont) for prefix, cont in requests])
+
+
+def naive_sentence_logprob(model, tokenizer, text: str, end: str = "eos") -> tuple[float, int]:
+    """Whole-sentence log-likelihood by one forward of one sentence (PROBELM §4.1 perplexity).
+
+    ``BOS (or EOS in its place) + text (+ "." or EOS)``; every token after the first position is
+    scored. Returns (summed log-probability, tokens scored).
+    """
+    start = special_prefix(tokenizer) or [int(tokenizer.eos_token_id)]
+    body = encode(tokenizer, [text + ("." if end == "." else "")])[0] + end_ids(tokenizer, end)
+    return sequence_logprob(model, start + body, len(start))[0], len(body)

@@ -74,6 +74,14 @@ def test_every_stage_wrote_real_rows(demo_run):
         assert scores["logprob"].lt(0).all() and len(scores) > 100, suite
 
 
+def test_demo_exercises_appropt_on_the_knowledge_suite(demo_run):
+    """ApprOpt (distractors paper §3.3) runs per model and reaches the measures (issue 13 item 1)."""
+    appropt = pd.read_parquet(demo_run / "results/probes/knowledge/appropt/control.parquet")
+    assert len(appropt) > 0 and set(appropt["strategy"]) == {"appropt"}
+    per_fact = pd.read_parquet(demo_run / "results/metrics/knowledge/control.parquet")
+    assert {"random", "sem", "temp+sem", "appropt"} <= set(per_fact["strategy"])
+
+
 def test_control_model_separates_taught_from_untaught(demo_run):
     """The verdict the metrics stage wrote, and the same numbers on the report page."""
     check = read_control_check(demo_run / "results/metrics/knowledge/control.control_check.csv")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from factprobe import contracts
 from factprobe.hashing import hash_fraction
 from factprobe.io import write_frame
 from factprobe.metrics.pipeline import (
@@ -254,6 +255,15 @@ def workflow_run(tmp_path_factory):
         write_frame(tables.forms, probes / "forms.parquet")
         write_frame(tables.prompts.iloc[:0], probes / "translated_prompts.parquet")
         write_frame(tables.forms.iloc[:0], probes / "translated_forms.parquet")
+        if settings["kind"] == "plausibility":
+            # The diff dates the facts' additions (PROBELM §3.1 per-model cut-off): all undated, new.
+            ids = tables.facts["fact_id"].str.extract(r"Q(\d+)\|P(\d+)\|Q(\d+)").astype(int)
+            changes = pd.DataFrame({"subject": ids[0], "property": ids[1], "object": ids[2]})
+            changes = changes.assign(status="new", rule="added", is_replace=False, flag="", single_value=False)
+            for col in ("start", "end", "point_in_time"):
+                changes[col] = pd.array([None] * len(changes), dtype="Int32")
+            diff = f"results/diff/{settings['diff_old']}_{settings['dump']}/changes.parquet"
+            contracts.write("changes", changes, work / diff)
     rules = ["compute_metrics", "control_check", "summarize_metrics", "leaderboard", "render_report"]
     cmd = [
         sys.executable,

@@ -39,9 +39,10 @@ def test_snakemake_lint_clean():
     assert "Lints for rule" not in out and "Lints for snakefile" not in out, out[-4000:]
 
 
-#: Jobs per rule of the demo config (2 dumps, 4 suites, 1 model, scoring.shards 2): one per dump
+#: Jobs per rule of the demo config (2 dumps, 4 suites, 2 models, scoring.shards 2): one per dump
 #: (extract, index, temporal view), per consecutive pair (diff), per suite (probes, distractors,
-#: control model, gather, metrics, summary), per shard, per multilingual / generating suite.
+#: control model, gather, metrics, summary), per shard, per multilingual / generating suite, per
+#: (ApprOpt suite, model).
 DEMO_JOBS = {
     "extract_dump": 2,
     "build_sem_index": 2,
@@ -49,6 +50,7 @@ DEMO_JOBS = {
     "diff_dumps": 1,
     "build_probes": 4,
     "retrieve_distractors": 4,
+    "appropt_distractors": 2,
     "translate_prompts": 1,
     "train_control": 4,
     "prepare_model": 1,

@@ -33,17 +33,23 @@ def rank_scenarios(scores: Sequence[float], grade_list: Sequence[float]) -> np.n
     return np.lexsort((np.asarray(grade_list, dtype=float), -np.asarray(scores, dtype=float)))
 
 
-def ndcg(ranked_grades: Sequence[float], gain: str = "exponential") -> float:
-    """NDCG of a ranked list of graded scenarios (§4.2)."""
+def ndcg(ranked_grades: Sequence[float], gain: str = "exponential", normalization: str = "ideal") -> float:
+    """NDCG of a ranked list of graded scenarios (§4.2): DCG / ideal DCG, or min-max scaled
+    between the worst and the ideal order (module docstring of factprobe.metrics.plausibility)."""
     g = np.asarray(ranked_grades, dtype=float)
     discount = 1.0 / np.log2(np.arange(2, g.size + 2))
     dcg = float((plausibility._gain(g, gain) * discount).sum())
     ideal = float((plausibility._gain(np.sort(g)[::-1], gain) * discount).sum())
-    return dcg / ideal if ideal > 0 else float("nan")
+    worst = float((plausibility._gain(np.sort(g), gain) * discount).sum()) if normalization == "minmax" else 0.0
+    return (dcg - worst) / (ideal - worst) if ideal > worst else 1.0
 
 
 def scenario_group_scores(
-    object_score: float, alternative_scores: Sequence[float], alternative_ranks: Sequence[float], gain: str
+    object_score: float,
+    alternative_scores: Sequence[float],
+    alternative_ranks: Sequence[float],
+    gain: str,
+    normalization: str = "ideal",
 ) -> tuple[float, float, float]:
     """(accuracy, reciprocal rank, NDCG) of one scenario group under one prompt (§4.2).
 
@@ -53,7 +59,7 @@ def scenario_group_scores(
     all_grades = [top, *alt]
     order = rank_scenarios([object_score, *alternative_scores], all_grades)
     rank = int(np.flatnonzero(order == 0)[0]) + 1
-    return float(rank == 1), 1.0 / rank, ndcg([all_grades[i] for i in order], gain)
+    return float(rank == 1), 1.0 / rank, ndcg([all_grades[i] for i in order], gain, normalization)
 
 
 def test_grades_from_alternative_ranks():
@@ -109,7 +115,7 @@ def test_per_fact_per_style_and_plausibility_mean_of_nine():
             rows.append((pid, e, e.lower(), float(lp), nt))
         rows.append((pid, "R9", "r9", 0.0, 1))
     scores = pd.DataFrame(rows, columns=["prompt_id", "entity", "form", "logprob", "n_tokens"])
-    out = plausibility_per_fact(entity_scores(scores), prompts, cands, facts, ["cooccur"])
+    out = plausibility_per_fact(entity_scores(scores), prompts, cands, facts, ["cooccur"], normalization="ideal")
     got = out.set_index(["style", "measure"])["value"]
     assert got[("statement", "plaus_acc")] == 1.0
     assert got[("completion", "plaus_rr")] == 0.5  # O: -1.5/token vs A1 -1.0, A2 -2.0
@@ -120,7 +126,15 @@ def test_per_fact_per_style_and_plausibility_mean_of_nine():
     means = out.groupby(["lang", "verbalization", "style", "shots", "measure"])["value"].mean().reset_index()
     score = plausibility_score(means)
     assert int(score["n_parts"].iloc[0]) == 9
-    assert score["value"].iloc[0] == pytest.approx(out["value"].mean())
+    main = out[out["measure"].isin(plausibility.MEASURES)]
+    assert score["value"].iloc[0] == pytest.approx(main["value"].mean())
+    # Min-max scale: the worst order (grades 1, 2, 3) is 0, so the question's NDCG becomes
+    # (DCG - worst) / (ideal - worst).
+    q_worst = 1 + (2**2 - 1) / L2(3) + (2**3 - 1) / L2(4)
+    minmax = plausibility_per_fact(entity_scores(scores), prompts, cands, facts, ["cooccur"])
+    got = minmax.set_index(["style", "measure"])["value"]
+    assert got[("question", "plaus_ndcg")] == pytest.approx((q_dcg - q_worst) / (q_idcg - q_worst))
+    assert got[("statement", "plaus_ndcg")] == 1.0
 
 
 def test_plausibility_per_fact_matches_scalar_reference_on_random_scores():
@@ -148,8 +162,278 @@ def test_plausibility_per_fact_matches_scalar_reference_on_random_scores():
                 "n_tokens": 1,
             }
         )
-        out = plausibility_per_fact(entity_scores(scores), prompts, cands, facts, ["cooccur"])
-        got = out.set_index("measure")["value"]
-        acc, rr, nd = scenario_group_scores(values[0], values[1:], [3, 1, 4, 2], "exponential")
-        assert (got["plaus_acc"], got["plaus_rr"]) == (acc, rr), trial
-        assert got["plaus_ndcg"] == pytest.approx(nd), trial
+        for norm in ("ideal", "minmax"):
+            out = plausibility_per_fact(entity_scores(scores), prompts, cands, facts, ["cooccur"], normalization=norm)
+            got = out.set_index("measure")["value"]
+            acc, rr, nd = scenario_group_scores(values[0], values[1:], [3, 1, 4, 2], "exponential", norm)
+            assert (got["plaus_acc"], got["plaus_rr"]) == (acc, rr), trial
+            assert got["plaus_ndcg"] == pytest.approx(nd), (trial, norm)
+
+
+class WordLM:
+    """A hand-made model: every word has a fixed log-probability, whatever precedes it.
+
+    ``loglikelihood`` sums the continuation's words (end marker ``none``); the sentence mode of
+    the model interface (an empty context) then sums every word of the sentence.
+    """
+
+    end_marker = "none"
+
+    def __init__(self, logprobs: dict[str, float]):
+        self.logprobs = logprobs
+
+    def loglikelihood(self, requests, progress=False, on_done=None):
+        from factprobe.lm import LoglikResult
+
+        out = []
+        for r in requests:
+            words = r.continuation.split()
+            lps = [self.logprobs[w] for w in words]
+            out.append(LoglikResult(sum(lps), len(words), lps[0], 0.0))
+        return out
+
+    def sentence_loglikelihood(self, requests, progress=False):
+        from factprobe.lm import LM
+
+        return LM.sentence_loglikelihood(self, requests, progress)
+
+
+def test_sentence_perplexity_flips_the_top_answer():
+    """PROBELM §4.1 ranks the 11 scenarios by the perplexity of the *whole* sentence.
+
+    Hand example: every prompt word has log-probability -1 ("Marcelo is a citizen of": -5 over 5
+    words); "Spain" -3; "United" -2, "Kingdom" -3.
+    Answer only (per-token log-prob): Spain -3/1 = -3 < United Kingdom -5/2 = -2.5: the distractor
+    is on top. Whole sentence: Spain (-5 - 3)/6 = -1.333 > United Kingdom (-5 - 5)/7 = -1.429:
+    the plausible scenario is on top (accuracy 1, RR 1).
+    """
+    from factprobe.scoring.suite import build_pairs, score_pairs
+
+    lm = WordLM({"Marcelo": -1, "is": -1, "a": -1, "citizen": -1, "of": -1, "Spain": -3, "United": -2, "Kingdom": -3})
+    facts = pd.DataFrame({"fact_id": ["F"], "subject": ["Q1"], "property": ["P27"], "object": ["Q29"]})
+    prompts = pd.DataFrame(
+        {"prompt_id": ["p"], "fact_id": ["F"], "lang": ["en"], "text": ["Marcelo is a citizen of"], "context": [""]}
+    )
+    cands = pd.DataFrame(
+        {
+            "fact_id": "F",
+            "entity": ["Q29", "Q145"],
+            "role": ["object", "distractor"],
+            "strategy": ["object", "cooccur"],
+            "rank": [0, 1],
+        }
+    )
+    forms = pd.DataFrame({"entity": ["Q29", "Q145"], "lang": "en", "form": ["Spain", "United Kingdom"]})
+    pairs = build_pairs(prompts, cands, forms)
+    measures = {}
+    for sentence in (False, True):
+        scores = score_pairs(lm, pairs, progress=False, sentence=sentence)
+        per = plausibility.plausibility_per_prompt(
+            entity_scores(scores), prompt_frame(prompts), cands, facts, ["cooccur"]
+        )
+        measures[sentence] = per.iloc[0]
+        if sentence:
+            got = scores.set_index("entity")
+            assert got.loc["Q29", ["logprob", "n_tokens"]].tolist() == [-8.0, 6]
+            assert got.loc["Q145", ["logprob", "n_tokens"]].tolist() == [-10.0, 7]
+    assert (measures[False]["plaus_acc"], measures[False]["plaus_rr"]) == (0.0, 0.5)
+    assert (measures[True]["plaus_acc"], measures[True]["plaus_rr"]) == (1.0, 1.0)
+
+
+def released_group(n_alternatives: int = 10, filtered: Sequence[int] = ()):
+    """One PRobELM scenario group as the workflow holds it: the fact (released rank 1, relevance
+    n + 1) and alternatives ranked i = 1..n (released rank i + 1, relevance n + 1 - i); ``filtered``
+    ranks are missing (no form, Ω), leaving gaps as in the released files (ranks 1, 2, 3, 7, 8)."""
+    facts = pd.DataFrame({"fact_id": ["F"], "subject": ["S"], "property": ["P"], "object": ["O"]})
+    prompts = prompt_frame(pd.DataFrame({"prompt_id": ["p"], "fact_id": ["F"]}))
+    ranks = [i for i in range(1, n_alternatives + 1) if i not in filtered]
+    cands = pd.DataFrame(
+        {
+            "fact_id": "F",
+            "entity": ["O", *[f"A{i}" for i in ranks]],
+            "role": ["object"] + ["distractor"] * len(ranks),
+            "strategy": ["object"] + ["cooccur"] * len(ranks),
+            "rank": [0, *ranks],
+            "relevance": [n_alternatives + 1.0, *[n_alternatives + 1.0 - i for i in ranks]],
+        }
+    )
+    return facts, prompts, cands
+
+
+def test_ndcg_grades_are_the_released_ranks_with_gaps():
+    """§4.2 graded relevance: the released data keeps ranks 1, 2, 3, 7, 8 after filtering, so the
+    grades are 11, 10, 9, 5, 4 (relevance = 12 - rank), not re-numbered 5, 4, 3, 2, 1."""
+    facts, prompts, cands = released_group(10, filtered=[3, 4, 5, 8, 9, 10])
+    # Model order: A1 (grade 10), O (11), A7 (4), A2 (9), A6 (5).
+    lp = {"A1": -1.0, "O": -2.0, "A7": -3.0, "A2": -4.0, "A6": -5.0}
+    scores = pd.DataFrame({"prompt_id": "p", "entity": list(lp), "form": list(lp), "logprob": list(lp.values()), "n_tokens": 1})
+    got = plausibility_per_fact(entity_scores(scores), prompts, cands, facts, ["cooccur"], "linear", "ideal")
+    got = got.set_index("measure")["value"]
+    d = [1 / L2(p + 1) for p in range(1, 6)]
+    dcg = 10 * d[0] + 11 * d[1] + 4 * d[2] + 9 * d[3] + 5 * d[4]
+    idcg = 11 * d[0] + 10 * d[1] + 9 * d[2] + 5 * d[3] + 4 * d[4]
+    assert got["plaus_ndcg"] == pytest.approx(dcg / idcg)
+    assert got["plaus_rr"] == 0.5
+
+
+def test_random_ranker_ndcg_is_on_mrrs_scale():
+    """A random order of the 11 scenarios (§4.1): MRR H(11)/11 = 0.2745. Classic NDCG with
+    exponential gains of grades 1..11 gives a random ranker 0.569 - twice MRR - while the paper's
+    NDCG tracks its MRR within a point (Table 2); min-max NDCG gives 0.306. The library's
+    expectation is exact (E[DCG] = mean gain x sum of discounts); a simulation with the scalar
+    reference above agrees."""
+    facts, prompts, cands = released_group(10)
+    entities = list(cands["entity"])
+    scores = pd.DataFrame(
+        {"prompt_id": "p", "entity": entities, "form": entities, "logprob": -np.arange(11.0), "n_tokens": 1}
+    )
+    chance = {}
+    for norm in ("ideal", "minmax"):
+        got = plausibility_per_fact(entity_scores(scores), prompts, cands, facts, ["cooccur"], normalization=norm)
+        got = got.set_index("measure")["value"]
+        assert got["plaus_ndcg"] == 1.0  # the released order itself is ideal
+        chance[norm] = got["plaus_ndcg_chance"]
+    mrr_chance = sum(1 / i for i in range(1, 12)) / 11
+    assert got["plaus_rr_chance"] == pytest.approx(mrr_chance)
+    assert chance["ideal"] == pytest.approx(0.569, abs=1e-3)
+    assert chance["minmax"] == pytest.approx(0.306, abs=1e-3)
+    rng = np.random.default_rng(0)
+    grades = np.arange(11.0, 0.0, -1.0)
+    sims = {"ideal": [], "minmax": []}
+    for _ in range(4000):
+        order = rng.permutation(11)
+        for norm in sims:
+            sims[norm].append(ndcg(grades[order], "exponential", norm))
+    for norm in sims:
+        assert abs(np.mean(sims[norm]) - chance[norm]) < 0.01, norm
+    assert chance["minmax"] - mrr_chance < 0.05 < chance["ideal"] - mrr_chance
+
+
+def test_subject_swaps_fill_the_subject_slot_and_are_ranked_on_their_own():
+    """PROBELM Algorithm 1 makes two lists, object swaps and subject swaps ("repeat with o fixed");
+    the released data has both (10 + 10 per scenario). A subject swap replaces the prompt's
+    subject and keeps the object (by its label), and its group is the true scenario + the subject
+    swaps, ranked by sentence perplexity (§4.1).
+
+    Words: prompt words -1 each, Spain -3, España -0.5 (an alias), United -2, Kingdom -3,
+    Pepe -0.5, Kaka -4.
+    Object side: "Marcelo is a citizen of España" -5.5/6 = -0.917 beats Spain -8/6 and
+    "United Kingdom" -10/7: accuracy 1.
+    Subject side (object by its label "Spain"): "Pepe is a citizen of Spain" (-0.5 - 4 - 3)/6 =
+    -1.25 beats the true "Marcelo ... Spain" -8/6 = -1.333, which beats "Kaka ... Spain" -11/6:
+    the true scenario is 2nd of 3, RR 0.5.
+    """
+    from factprobe.probes.swaps import SUBJECT_SWAP, TRUE_SUBJECT
+    from factprobe.scoring.suite import build_pairs, score_pairs
+
+    lm = WordLM(
+        {"Marcelo": -1, "is": -1, "a": -1, "citizen": -1, "of": -1, "Spain": -3, "España": -0.5}
+        | {"United": -2, "Kingdom": -3, "Pepe": -0.5, "Kaka": -4}
+    )
+    facts = pd.DataFrame({"fact_id": ["F"], "subject": ["Q1"], "property": ["P27"], "object": ["Q29"]})
+    prompts = pd.DataFrame(
+        {
+            "prompt_id": ["p"],
+            "fact_id": ["F"],
+            "lang": ["en"],
+            "text": ["Marcelo is a citizen of"],
+            "context": [""],
+            "subject_form": ["Marcelo"],
+            "style": ["statement"],
+        }
+    )
+    cands = pd.DataFrame(
+        {
+            "fact_id": "F",
+            "entity": ["Q29", "Q145", "Q100", "Q200"],
+            "role": ["object", "distractor", "distractor", "distractor"],
+            "strategy": ["object", "cooccur", "cooccur", "cooccur"],
+            "rank": [0, 1, 1, 2],
+            "relevance": [11.0, 10.0, 10.0, 9.0],
+            "side": ["object", "object", "subject", "subject"],
+        }
+    )
+    forms = pd.DataFrame(
+        {
+            "entity": ["Q29", "Q29", "Q145", "Q100", "Q200"],
+            "lang": "en",
+            "form": ["España", "Spain", "United Kingdom", "Pepe", "Kaka"],
+            "source": ["alias", "label", "label", "label", "label"],
+        }
+    )
+    # Without subject swaps the subject-side alternatives are not put in the object slot.
+    plain = build_pairs(prompts, cands, forms)
+    assert set(plain["entity"]) == {"Q29", "Q145"}
+    pairs = build_pairs(prompts, cands, forms, subject_swaps=True)
+    swapped = pairs[pairs["prompt_id"] == "p" + SUBJECT_SWAP]
+    sentences = dict(zip(swapped["entity"], swapped["prompt_text"] + swapped["continuation"], strict=True))
+    assert sentences == {
+        TRUE_SUBJECT: "Marcelo is a citizen of Spain",
+        "Q100": "Pepe is a citizen of Spain",
+        "Q200": "Kaka is a citizen of Spain",
+    }
+    scores = score_pairs(lm, pairs, progress=False, sentence=True)
+    out = plausibility_per_fact(entity_scores(scores), prompt_frame(prompts), cands, facts, ["cooccur"])
+    got = out.set_index(["strategy", "measure"])["value"]
+    assert (got[("object", "plaus_acc")], got[("object", "plaus_rr")]) == (1.0, 1.0)
+    assert (got[("subject", "plaus_acc")], got[("subject", "plaus_rr")]) == (0.0, 0.5)
+    # Subject-side NDCG (exponential gain, min-max): order grades 10, 11, 9.
+    g = {11: 2.0**11 - 1, 10: 2.0**10 - 1, 9: 2.0**9 - 1}
+    dcg = g[10] + g[11] / L2(3) + g[9] / L2(4)
+    ideal = g[11] + g[10] / L2(3) + g[9] / L2(4)
+    worst = g[9] + g[10] / L2(3) + g[11] / L2(4)
+    assert got[("subject", "plaus_ndcg")] == pytest.approx((dcg - worst) / (ideal - worst))
+    assert got[("subject", "plaus_rr_chance")] == pytest.approx((1 + 1 / 2 + 1 / 3) / 3)
+
+
+def _changes():
+    """A diff 20141201 -> 20190201: four additions, dated 2015-06-01, 2017-03-01 and 2019-06-01
+    (a statement dated after the newer dump, e.g. a scheduled event) and one undated."""
+    return pd.DataFrame(
+        {
+            "subject": [1, 2, 3, 4, 5],
+            "property": [27, 27, 27, 27, 27],
+            "object": [10, 20, 30, 40, 50],
+            "status": ["new", "new", "new", "unknown", "static"],
+            "rule": ["added", "added", "added", "added_undated", "same"],
+            "start": [20150601, pd.NA, 20190601, pd.NA, pd.NA],
+            "point_in_time": [pd.NA, 20170301, pd.NA, pd.NA, pd.NA],
+        }
+    ).astype({"start": "Int32", "point_in_time": "Int32"})
+
+
+def test_plausible_facts_are_those_after_the_models_own_cutoff():
+    """PROBELM §3.1: a model's plausible scenarios are the Wikidata additions after *its* training
+    cut-off. Suite facts: the four additions (Q5 is unchanged). Cut-off 2016-01-01: the 2015 fact
+    was seen, 3 stay. Cut-off 2018-01-01: the 2017 one too, 2 stay (2019-06 and the undated one,
+    added at an unknown time between the dumps). Cut-off 2019-03-01, after the newer dump: the
+    undated addition was already in the 2019-02-01 dump, only the 2019-06 statement is new."""
+    from factprobe.metrics.plausibility import facts_new_to_model
+
+    facts = pd.DataFrame({"fact_id": [f"Q{i}|P27|Q{i * 10}" for i in (1, 2, 3, 4)]})
+    base = {"dump": "20190201", "diff_old": "20141201", "statuses": ["new"], "rules": ["added_undated"]}
+    kept = {}
+    for cut in ("20160101", "20180101", "20190301"):
+        out, rows = facts_new_to_model(facts, _changes(), {**base, "cutoff": cut})
+        kept[cut] = sorted(out["fact_id"])
+        assert rows["plausible_facts"] + rows["facts_seen_by_model"] == 4
+        assert rows["cutoff_after_dump"] == float(cut >= "20190201")
+    assert kept["20160101"] == ["Q2|P27|Q20", "Q3|P27|Q30", "Q4|P27|Q40"]
+    assert kept["20180101"] == ["Q3|P27|Q30", "Q4|P27|Q40"]
+    assert kept["20190301"] == ["Q3|P27|Q30"]
+
+
+def test_model_cutoff_setting_comes_from_models_tsv_else_the_suite():
+    from pathlib import Path
+
+    import yaml
+    from factprobe import settings as S
+    from factprobe.registry import read_config
+
+    root = Path(__file__).resolve().parents[2]
+    raw = yaml.safe_load((root / "config/config.yaml").read_text())
+    cfg = read_config(raw, root / "workflow/schemas/config.schema.yaml")
+    own = S.suite_model_cutoff(cfg, "plausibility", {"name": "gpt2", "cutoff": "2019-02-15"})
+    assert (own["cutoff"], own["source"], own["dump"]) == ("20190215", "model", "20190201")
+    assert S.suite_model_cutoff(cfg, "plausibility", {"name": "x", "cutoff": ""})["cutoff"] == "20160101"
+    assert S.suite_model_cutoff(cfg, "knowledge", {"name": "x", "cutoff": "2019-02-15"}) == {}

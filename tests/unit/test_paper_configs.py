@@ -24,7 +24,7 @@ def load(path):
 
 
 def test_both_papers_have_a_config():
-    assert {p.stem for p in PAPERS} == {"distractors", "belief"}
+    assert {p.stem for p in PAPERS} >= {"distractors", "belief", "probelm"}
 
 
 @pytest.mark.parametrize("path", PAPERS, ids=lambda p: p.stem)
@@ -43,13 +43,28 @@ def test_distractors_protocol():
     metrics, suites = config["metrics"], config["suites"]
     assert metrics["ns"] == list(range(1, 101)) and config["distractors"]["n"] == 100
     assert config["scoring"]["topk"] >= max(metrics["precision_ns"]) == 100
-    assert set(config["distractors"]["strategies"]) >= {"random", "sem", "temp+sem"}
+    assert set(config["distractors"]["strategies"]) >= {"random", "sem", "temp+sem", "appropt"}
     # n_facts counts per relation: about 1000 facts over the relations, as S and S′.
     for name in ("knowledge", "knowledge_temporal"):
         assert 950 <= suites[name]["n_facts"] * len(suites[name]["relations"]) <= 1050
     assert suites["knowledge_temporal"]["temporal_only"] is True
     assert config["scoring"]["end_marker"] == "eos" and metrics["short_lists"] == "undefined"
     assert metrics["human_alignment"]["folds"] == 3
+
+
+def test_probelm_protocol():
+    """§4.1 sentence perplexity over 11 scenarios, Algorithm 1's 10 + 10 swaps, three prompt types,
+    §3.1 facts after the models' cut-off (Pythia: March 2020, data October-November 2020)."""
+    config = load(ROOT / "config" / "papers" / "probelm.yaml")
+    suite = config["suites"]["probelm"]
+    assert suite["kind"] == "plausibility" and config["scoring"]["sentence_kinds"] == ["plausibility"]
+    assert config["distractors"]["cooccur"] == {"n": 10, "sides": ["object", "subject"]}
+    assert suite["templates"]["styles"] == ["statement", "completion", "question"]
+    assert 5900 <= suite["n_facts"] * len(suite["relations"]) <= 6100
+    models = read_registry(ROOT / config["models"], SCHEMAS / "models.schema.yaml", key="name")
+    assert {row["cutoff"] for row in models} == {"2020-03-01"}
+    assert suite["diff_old"] <= suite["cutoff"] < suite["dump"]
+    assert config["metrics"]["ndcg_normalization"] == "minmax"
 
 
 def test_belief_protocol():

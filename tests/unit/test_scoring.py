@@ -239,3 +239,43 @@ def test_model_keeps_its_halved_budget_across_topk_and_scoring(tiny, monkeypatch
     np.testing.assert_allclose([t.logprobs for t in got_top], [t.logprobs for t in want_top], atol=1e-5)
     np.testing.assert_allclose(got_lp, want_lp, atol=1e-4)
     assert max(sizes) <= 40  # the budget learnt in top-k was kept: no second OOM
+
+
+SENTENCES = [
+    "The capital of France is Paris",
+    "The capital of France is Berlin",
+    "Q: Who wrote Hamlet? A: William Shakespeare",
+    "Par",
+    "東京は日本の首都です。",
+    "Ada Lovelace was born in London. London is big. Paris is a city. Berlin is a city.",
+]
+
+
+@pytest.mark.parametrize("end", ["eos", ".", "none"])
+def test_sentence_scoring_equals_one_sentence_per_forward(tiny, end):
+    """PROBELM §4.1 ranks scenarios by the perplexity of the whole sentence: the sentence mode of
+    the model interface scores every token from the first (after BOS / EOS) and equals a naive
+    one-sentence-per-forward computation for every packing budget."""
+    from factprobe.lm import SentenceRequest
+    from reference import naive_sentence_logprob
+
+    name, model, tok = tiny
+    naive = [naive_sentence_logprob(model, tok, s, end) for s in SENTENCES]
+    for budget in (8, 40, 4096):
+        lm = HFCausalLM(model, tok, end_marker=end, token_budget=budget)
+        results = lm.sentence_loglikelihood([SentenceRequest(s) for s in SENTENCES])
+        lp = np.array([r.logprob for r in results])
+        assert np.max(np.abs(lp - np.array([n[0] for n in naive]))) < 1e-4, (name, end, budget)
+        assert [r.n_tokens for r in results] == [n[1] for n in naive]
+    with pytest.raises(ValueError, match="empty sentence"):
+        HFCausalLM(model, tok).sentence_loglikelihood([SentenceRequest(" ")])
+    if name != "llama":
+        return  # without BOS the continuation mode conditions on the prompt alone, not on EOS + prompt
+    # The sentence's score is the prompt's plus the answer's (chain rule): a prompt-only score is
+    # what the continuation mode leaves out.
+    lm = HFCausalLM(model, tok, end_marker=end)
+    whole = lm.sentence_loglikelihood([SentenceRequest("The capital of France is Paris")])[0]
+    prompt = lm.sentence_loglikelihood([SentenceRequest("The capital of France is")])[0]
+    answer = lm.loglikelihood([LoglikRequest("The capital of France is", " Paris")])[0]
+    prompt_only = prompt.logprob - prompt.end_logprob
+    assert abs(whole.logprob - (prompt_only + answer.logprob)) < 1e-4

@@ -143,6 +143,7 @@ def test_metrics_settings_are_those_of_the_suites_families():
         "families": ["plausibility"],
         "plausibility_strategies": ["cooccur"],
         "ndcg_gain": "exponential",
+        "ndcg_normalization": "minmax",
         "robustness_pair": ["template", "sentence"],
     }
     assert S.load(S.Metrics, {**S.suite_metrics(cfg, "p"), "families": {}}).belief_bins == 10

@@ -81,6 +81,11 @@ APPROPT_SETTINGS = {
     for s in SUITES
 }
 METRICS_SETTINGS = {s: S.suite_metrics(CFG, s) for s in SUITES}
+# Per (plausibility suite, model): the model's own cut-off (PROBELM §3.1).
+MODEL_CUTOFFS = {
+    s: {m: S.suite_model_cutoff(CFG, s, row) for m, row in MODEL_ROWS.items()}
+    for s in SUITES
+}
 SEM_INDEX_SETTINGS = S.sem_index(CFG)
 CONTROL_PARAMS = S.control_params(CFG)
 CONTROL_TAUGHT = {s: s in CFG.control.suites for s in SUITES}
@@ -338,6 +343,15 @@ def metrics_inputs(wildcards):
             suite=suite, model=model
         )
     return files
+
+
+def cutoff_inputs(wildcards):
+    """The diff of a plausibility suite (the dates its facts were added), for the model's cut-off."""
+    suite = SUITES[wildcards.suite]
+    if suite.kind != "plausibility":
+        return {}
+    changes = rules.diff_dumps.output.changes.format(old=suite.diff_old, new=suite.dump)
+    return {"changes": changes}
 
 
 def suite_metric_tables(wildcards):

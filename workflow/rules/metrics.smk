@@ -5,6 +5,7 @@
 rule compute_metrics:
     input:
         unpack(metrics_inputs),
+        unpack(cutoff_inputs),
     output:
         per_fact="results/metrics/{suite}/{model}.parquet",
         suite="results/metrics/{suite}/{model}.suite.parquet",
@@ -18,6 +19,7 @@ rule compute_metrics:
         mem_mb=4000,
     params:
         settings=lookup(dpath="{suite}", within=METRICS_SETTINGS),
+        cutoff=lookup(dpath="{suite}/{model}", within=MODEL_CUTOFFS),
     script:
         "../scripts/compute_metrics.py"
 

@@ -1,6 +1,12 @@
 # score stage: results/scores/{suite}/{model}.parquet (+ .generations.parquet), docs/contracts.md;
 # input functions in common.smk.
 
+# Per suite: "sentence" (whole-sentence log-likelihood, PROBELM §4.1) or "continuation".
+SCORING_MODES = {
+    s: "sentence" if b.kind in CFG.scoring.sentence_kinds else "continuation"
+    for s, b in SUITES.items()
+}
+
 
 rule score_shard:
     input:
@@ -31,6 +37,7 @@ rule score_shard:
         no_space_languages=NO_SPACE_LANGUAGES,
         cache="results/cache/scores/{model}",
         topk=CFG.scoring.topk,
+        mode=lookup(dpath="{suite}", within=SCORING_MODES),
     script:
         "../scripts/score_shard.py"
 

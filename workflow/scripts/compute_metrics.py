@@ -15,6 +15,37 @@ inputs = read_inputs(snakemake.input)
 measures = dict(snakemake.params.settings)
 families = measures.pop("families")
 settings = load(Metrics, {**measures, "families": {}}, "metrics")
+cutoff = dict(snakemake.params.cutoff)
+extra = None
+if cutoff:
+    import pandas as pd
+    from factprobe.metrics.plausibility import facts_new_to_model
+
+    cols = ["subject", "property", "object", "status", "rule", "start", "point_in_time"]
+    changes = contracts.read("changes", snakemake.input.changes, cols)
+    inputs.facts, counts = facts_new_to_model(inputs.facts, changes, cutoff)
+    model = snakemake.wildcards.model
+    if counts["cutoff_after_dump"]:
+        log.warning(
+            "model %s: cut-off %s is on or after the newer dump %s; only facts dated after it count (%d)",
+            model,
+            cutoff["cutoff"],
+            cutoff["dump"],
+            counts["plausible_facts"],
+        )
+    log.info(
+        "model %s: cut-off %s (%s): %d facts new to it, %d left out as seen before its cut-off",
+        model,
+        cutoff["cutoff"],
+        cutoff["source"],
+        counts["plausible_facts"],
+        counts["facts_seen_by_model"],
+    )
+    extra = pd.DataFrame({"measure": list(counts), "value": list(counts.values())})
 per_fact, suite = compute_suite_metrics(inputs, settings, families)
+if extra is not None:
+    from factprobe.metrics.common import conform_dataset_table
+
+    suite = conform_dataset_table(pd.concat([suite, extra], ignore_index=True))
 contracts.write("fact_metrics", per_fact, snakemake.output.per_fact)
 contracts.write("suite_metrics", suite, snakemake.output.suite)

@@ -18,7 +18,9 @@ prompts, candidates, forms = tables.prompts, tables.candidates, tables.forms
 shard, shards = int(params.shard), int(params.shards)
 prompts = prompts[[shard_of(p, shards) == shard for p in prompts["prompt_id"]]]
 log.info("shard %d/%d: %d prompts", shard, shards, len(prompts))
-pairs = build_pairs(prompts, candidates, forms, tuple(params.no_space_languages))
+sentence = params.mode == "sentence"
+# Subject-swapped scenarios are whole sentences: only the sentence mode can rank them (PROBELM §4.1).
+pairs = build_pairs(prompts, candidates, forms, tuple(params.no_space_languages), subject_swaps=sentence)
 model = HFCausalLM.from_row(
     params.model,
     model_dir=inp.model,
@@ -27,7 +29,8 @@ model = HFCausalLM.from_row(
     no_space_langs=params.no_space_languages,
 )
 lm = CachingLM(model, RequestCache(params.cache))
-scores = score_pairs(lm, pairs)
+log.info("scoring mode: %s", "whole sentence (PROBELM §4.1)" if sentence else "continuation")
+scores = score_pairs(lm, pairs, sentence=sentence)
 contracts.write("score_shard", scores, snakemake.output.scores)
 log.info("wrote %d scores", len(scores))
 topk = topk_table(lm, prompts, int(params.topk))

@@ -247,6 +247,7 @@ class Scoring:
     token_budget: int = 4096
     no_space_languages: list[str] = _default(["zh", "ja", "th", "lo", "km", "my", "bo"])
     include_translated: bool = True
+    sentence_kinds: list[str] = _default(["plausibility"])
     samples: int = 100
     max_new_tokens: int = 12
     generation_batch_size: int = 16
@@ -292,6 +293,7 @@ class Metrics:
     combined_strategies: dict[str, list[str]] = _default({})
     plausibility_strategies: list[str] = _default(["cooccur"])
     ndcg_gain: str = "exponential"
+    ndcg_normalization: str = "minmax"
     # BELIEF §5.1: N = 50,000 samplings; the demo config sets a small N.
     belief_samplings: int = 50_000
     belief_bins: int = 10
@@ -463,6 +465,24 @@ def suite_appropt(cfg: Config, suite: str, model_row: dict) -> dict:
     }
 
 
+def suite_model_cutoff(cfg: Config, suite: str, model_row: dict) -> dict:
+    """Per (plausibility suite, model): the cut-off its new facts are measured against (PROBELM
+    §3.1: facts added after *the model's* cut-off), from models.tsv ``cutoff`` (YYYY-MM-DD), else
+    the suite's own ``cutoff``; empty for other suite kinds."""
+    block = cfg.suites[suite]
+    if block.kind != "plausibility":
+        return {}
+    own = str(model_row.get("cutoff") or "").replace("-", "")
+    return {
+        "cutoff": own or str(block.cutoff),
+        "source": "model" if own else "suite",
+        "dump": block.dump,
+        "diff_old": block.diff_old,
+        "statuses": list(block.changes.statuses),
+        "rules": list(block.changes.rules),
+    }
+
+
 def sem_index(cfg: Config) -> dict:
     """Keyword arguments of ``semantic.build_index`` (``distractors.sem``)."""
     sem = cfg.distractors.sem
@@ -484,7 +504,7 @@ def sem_index(cfg: Config) -> dict:
 FAMILY_SETTINGS = {
     "knowledge": ("ns", "precision_ns", "combined_strategies", "short_lists"),
     "ranking": ("recall_ns",),
-    "plausibility": ("plausibility_strategies", "ndcg_gain"),
+    "plausibility": ("plausibility_strategies", "ndcg_gain", "ndcg_normalization"),
     "belief": ("belief_samplings", "belief_bins"),
     "belief_icl": ("belief_samplings", "belief_bins"),
 }

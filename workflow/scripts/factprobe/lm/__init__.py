@@ -8,6 +8,7 @@ from factprobe.lm.api import (
     GenerateResult,
     LoglikRequest,
     LoglikResult,
+    SentenceRequest,
     TopkRequest,
     TopkResult,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "ModelLoadError",
     "ModelSpec",
     "RequestCache",
+    "SentenceRequest",
     "TopkRequest",
     "TopkResult",
 ]

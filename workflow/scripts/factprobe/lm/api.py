@@ -35,6 +35,18 @@ class LoglikResult:
 
 
 @dataclass(frozen=True, slots=True)
+class SentenceRequest:
+    """Score the whole of ``text`` from its first token: log P(text + end marker), the sentence
+    log-likelihood whose per-token mean is minus the log perplexity (PROBELM §4.1).
+
+    The first token is conditioned on the tokenizer's BOS (or EOS standing in for it, as for an
+    empty context), so every token of the text is scored; ``text`` is encoded as given (no
+    leading space is added)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class TopkRequest:
     """The ``k`` most likely next tokens after ``context``."""
 
@@ -94,6 +106,21 @@ class LM(ABC):
         self, requests: Sequence[LoglikRequest], progress: bool = False, on_done: OnDone | None = None
     ) -> list[LoglikResult]:
         """One result per request; ``on_done`` sees results as soon as they are final."""
+
+    def sentence_loglikelihood(
+        self, requests: Sequence[SentenceRequest], progress: bool = False
+    ) -> list[LoglikResult]:
+        """One result per request: ``logprob`` = log P(text + end marker) summed from the first
+        token, ``n_tokens`` = tokens scored (text + end marker), ``first_logprob`` = the first
+        token's, ``end_logprob`` = the end marker's.
+
+        A sentence is the continuation of an empty context (the encoding rule conditions it on BOS,
+        or EOS in its place), so the packed engine, the request cache and the OOM policy of
+        :meth:`loglikelihood` serve it unchanged and exactly."""
+        empty = [r for r in requests if not r.text.strip()]
+        if empty:
+            raise ValueError(f"sentence scoring: {len(empty)} empty sentence(s); nothing to score")
+        return self.loglikelihood([LoglikRequest("", r.text) for r in requests], progress=progress)
 
     @abstractmethod
     def topk(self, requests: Sequence[TopkRequest]) -> list[TopkResult]:

@@ -154,8 +154,17 @@ def compute_suite_metrics(
     if "ranking" in families:
         per_fact.append(ranking_per_fact(ent, prompts, cands, correct, settings.recall_ns))
     if "plausibility" in families:
+        # Both slots of PROBELM Algorithm 1: subject swaps are ranked in their own groups.
+        every = inputs.candidates.copy()
+        every["rank"] = pd.to_numeric(every["rank"], errors="coerce").fillna(0)
         plaus = plausibility_per_fact(
-            ent, prompts, cands, facts, settings.plausibility_strategies, settings.ndcg_gain
+            ent,
+            prompts,
+            every,
+            facts,
+            settings.plausibility_strategies,
+            settings.ndcg_gain,
+            settings.ndcg_normalization,
         )
         per_fact.append(plaus)
         means = plaus.groupby([*GROUP_KEYS, "measure"])["value"].mean().reset_index()

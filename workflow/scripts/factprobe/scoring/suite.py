@@ -2,7 +2,10 @@
 
 Pairs come from ``prompts`` x ``candidates`` (on ``fact_id``) x ``forms`` (on ``entity, lang``);
 the scored text is ``context + text`` and the continuation is the form with one leading space
-(none for languages written without spaces) - docs/contracts.md. Scores come from a model of
+(none for languages written without spaces) - docs/contracts.md. In sentence mode (PROBELM §4.1,
+suite kinds in ``scoring.sentence_kinds``) the whole ``sentence`` (prompt text + continuation) is
+scored from its first token instead, so ``logprob / n_tokens`` is minus the log perplexity of the
+scenario sentence. Scores come from a model of
 :mod:`factprobe.lm` (a :class:`~factprobe.lm.CachingLM` reads the request cache first).
 """
 
@@ -16,11 +19,11 @@ import pandas as pd
 
 from factprobe import contracts
 from factprobe.hashing import stable_hash
-from factprobe.lm import LM, NO_SPACE_LANGS, LoglikRequest, TopkRequest
+from factprobe.lm import LM, NO_SPACE_LANGS, LoglikRequest, SentenceRequest, TopkRequest
 from factprobe.lm.encoding import continuation_text
+from factprobe.probes.swaps import SUBJECT_SWAP, TRUE_SUBJECT, is_subject_side
 
 log = logging.getLogger(__name__)
-
 
 
 def shard_of(prompt_id: str, shards: int) -> int:
@@ -28,23 +31,81 @@ def shard_of(prompt_id: str, shards: int) -> int:
     return stable_hash("score-shard", prompt_id) % shards
 
 
-def build_pairs(
+def subject_swap_pairs(
     prompts: pd.DataFrame,
     candidates: pd.DataFrame,
     forms: pd.DataFrame,
     no_space_langs: Collection[str] = NO_SPACE_LANGS,
 ) -> pd.DataFrame:
+    """Subject-swapped scenarios (PROBELM Algorithm 1, §3.2; the released data's subject series).
+
+    For every prompt and every form λ of each subject-side alternative of its fact, the prompt's
+    subject form (``subject_form``, its first occurrence in ``text``) is replaced by λ and the
+    fact's object follows as usual, by its label (a form with source ``label``, else its first
+    form). Pairs get the prompt id + :data:`SUBJECT_SWAP`, so the scenario group of the swapped
+    subjects is ranked on its own; the group's true scenario is the unswapped prompt with the same
+    object form, entity :data:`TRUE_SUBJECT`. Prompts whose text does not contain their subject
+    form are skipped and counted in the log.
+    """
+    cols = ["prompt_id", "fact_id", "lang", "entity", "form", "prompt_text", "continuation", "context", "text"]
+    swaps = candidates[is_subject_side(candidates)][["fact_id", "entity"]].drop_duplicates()
+    objects = candidates[candidates["role"] == "object"][["fact_id", "entity"]].drop_duplicates("fact_id")
+    if swaps.empty or objects.empty or "subject_form" not in prompts.columns:
+        return pd.DataFrame(columns=cols)
+    f = forms[["entity", "lang", "form", *(["source"] if "source" in forms.columns else [])]].dropna(subset=["form"])
+    f = f[f["form"].str.strip() != ""]
+    rank = (f["source"] != "label").astype(int) if "source" in f.columns else pd.Series(0, index=f.index)
+    labels = f.assign(_r=rank).sort_values(["entity", "lang", "_r"], kind="stable").drop_duplicates(["entity", "lang"])
+    p = prompts[["prompt_id", "fact_id", "lang", "text", "context", "subject_form"]].copy()
+    p["context"] = p["context"].fillna("")
+    p["subject_form"] = p["subject_form"].fillna("").astype(str)
+    slot = [bool(s) and s in text for s, text in zip(p["subject_form"], p["text"], strict=True)]
+    if not all(slot):
+        log.warning("%d prompt(s) do not contain their subject form: no subject swaps for them", slot.count(False))
+    p = p[slot]
+    p = p.merge(objects.rename(columns={"entity": "object"}), on="fact_id")
+    p = p.merge(labels.rename(columns={"entity": "object", "form": "object_form"})[["object", "lang", "object_form"]], on=["object", "lang"])
+    pairs = p.merge(swaps, on="fact_id").merge(f[["entity", "lang", "form"]].drop_duplicates(), on=["entity", "lang"])
+    true = p[p["fact_id"].isin(set(swaps["fact_id"]))].assign(entity=TRUE_SUBJECT, form=lambda x: x["subject_form"])
+    pairs = pd.concat([true, pairs], ignore_index=True)
+    if pairs.empty:
+        return pd.DataFrame(columns=cols)
+    pairs["text"] = [
+        text.replace(subject, form, 1)
+        for text, subject, form in zip(pairs["text"], pairs["subject_form"], pairs["form"], strict=True)
+    ]
+    pairs["prompt_id"] = pairs["prompt_id"] + SUBJECT_SWAP
+    pairs["prompt_text"] = pairs["context"] + pairs["text"]
+    pairs["continuation"] = [
+        continuation_text(form, lang, no_space_langs)
+        for form, lang in zip(pairs["object_form"].astype(str), pairs["lang"], strict=True)
+    ]
+    return pairs.drop_duplicates(["prompt_id", "entity", "form"])[cols].reset_index(drop=True)
+
+
+def build_pairs(
+    prompts: pd.DataFrame,
+    candidates: pd.DataFrame,
+    forms: pd.DataFrame,
+    no_space_langs: Collection[str] = NO_SPACE_LANGS,
+    subject_swaps: bool = False,
+) -> pd.DataFrame:
     """All (prompt, candidate entity, form) pairs with their ``prompt_text`` and ``continuation``.
 
     A candidate without any form in the prompt's language cannot be scored: it is dropped and
-    counted in the log (the metrics see it as missing, not as a zero).
+    counted in the log (the metrics see it as missing, not as a zero). Subject-side alternatives
+    never fill the object slot; with ``subject_swaps`` (sentence mode) they get their own
+    subject-swapped scenarios (:func:`subject_swap_pairs`), otherwise they are left out.
     """
     contracts.check(prompts, "prompts", "prompts", ["prompt_id", "fact_id", "lang", "text", "context"])
     contracts.check(candidates, "candidates", "candidates", ["fact_id", "entity"])
     contracts.check(forms, "forms", "forms", ["entity", "lang", "form"])
     p = prompts[["prompt_id", "fact_id", "lang", "text", "context"]].copy()
     p["context"] = p["context"].fillna("")
-    cand = candidates[["fact_id", "entity"]].drop_duplicates()
+    subject_side = is_subject_side(candidates)
+    if subject_side.any() and not subject_swaps:
+        log.info("%d subject-side alternative(s) left out: they need subject-swapped sentences", int(subject_side.sum()))
+    cand = candidates[~subject_side][["fact_id", "entity"]].drop_duplicates()
     f = forms[["entity", "lang", "form"]].dropna().drop_duplicates()
     f = f[f["form"].str.strip() != ""]
     pairs = p.merge(cand, on="fact_id", how="inner")
@@ -62,6 +123,10 @@ def build_pairs(
         for form, lang in zip(pairs["form"].astype(str), pairs["lang"], strict=True)
     ]
     pairs = pairs.drop_duplicates(["prompt_id", "entity", "form"]).reset_index(drop=True)
+    if subject_swaps:
+        swapped = subject_swap_pairs(prompts, candidates, forms, no_space_langs)
+        log.info("%d subject-swap pairs (PROBELM Algorithm 1)", len(swapped))
+        pairs = pd.concat([pairs, swapped[pairs.columns.intersection(swapped.columns)]], ignore_index=True)
     log.info(
         "%d pairs: %d prompts x candidates x forms (%d distinct prompts)",
         len(pairs),
@@ -71,13 +136,26 @@ def build_pairs(
     return pairs
 
 
-def score_pairs(lm: LM, pairs: pd.DataFrame, progress: bool = True) -> pd.DataFrame:
-    """The score table (docs/contracts.md ``score_suite``) of the pairs from :func:`build_pairs`."""
-    requests = [
-        LoglikRequest(p, c) for p, c in zip(pairs["prompt_text"].tolist(), pairs["continuation"].tolist(), strict=True)
-    ]
-    uniq = sorted(set(requests), key=lambda r: (r.context, r.continuation))
-    results = dict(zip(uniq, lm.loglikelihood(uniq, progress=progress), strict=True))
+def score_pairs(lm: LM, pairs: pd.DataFrame, progress: bool = True, sentence: bool = False) -> pd.DataFrame:
+    """The score table (docs/contracts.md ``score_suite``) of the pairs from :func:`build_pairs`.
+
+    ``sentence=False``: log P(continuation + end | prompt). ``sentence=True`` (PROBELM §4.1): log
+    P(sentence + end) of the whole scenario sentence (prompt text + continuation) from its first token,
+    with ``n_tokens`` its token count; ``first_logprob`` is then the sentence's first token's.
+    """
+    if sentence:
+        texts = (pairs["prompt_text"] + pairs["continuation"]).tolist()
+        uniq_texts = sorted(set(texts))
+        scored = lm.sentence_loglikelihood([SentenceRequest(s) for s in uniq_texts], progress=progress)
+        results = dict(zip(uniq_texts, scored, strict=True))
+        requests = texts
+    else:
+        requests = [
+            LoglikRequest(p, c)
+            for p, c in zip(pairs["prompt_text"].tolist(), pairs["continuation"].tolist(), strict=True)
+        ]
+        uniq = sorted(set(requests), key=lambda r: (r.context, r.continuation))
+        results = dict(zip(uniq, lm.loglikelihood(uniq, progress=progress), strict=True))
     out = pairs[["prompt_id", "entity", "form", "fact_id", "lang"]].copy()
     out["logprob"] = np.array([results[r].logprob for r in requests], dtype=np.float64)
     out["n_tokens"] = np.array([results[r].n_tokens for r in requests], dtype=np.int32)
