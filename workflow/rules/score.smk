@@ -71,7 +71,9 @@ rule generate_suite:
         "benchmarks/generate_suite/{suite}/{model}.tsv"
     conda:
         "../../environment.yml"
-    threads: 2
+    # Sampling runs many batch-of-`samples` forwards: on a CPU a second thread mostly waits
+    # (and stalls on busy cores); GPU jobs are unaffected.
+    threads: 1
     resources:
         gpu=1,
         mem_mb=8000,

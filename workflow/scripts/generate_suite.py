@@ -4,12 +4,14 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
+import torch
 from factprobe import contracts
 from factprobe.lm import HFCausalLM
 from factprobe.rulelog import rule_logger
 from factprobe.scoring.generate import generate_answers
 
 log = rule_logger(snakemake)
+torch.set_num_threads(max(1, snakemake.threads))  # the job's threads, not every core of the node
 params = snakemake.params
 prompts = contracts.read("prompts", snakemake.input.prompts)
 lm = HFCausalLM.from_row(

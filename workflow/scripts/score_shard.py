@@ -4,6 +4,7 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
+import torch
 from factprobe import contracts
 from factprobe.lm import CachingLM, HFCausalLM, RequestCache
 from factprobe.rulelog import rule_logger
@@ -11,6 +12,7 @@ from factprobe.scoring.suite import build_pairs, score_pairs, shard_of, topk_tab
 from factprobe.suite_tables import load_suite_tables
 
 log = rule_logger(snakemake)
+torch.set_num_threads(max(1, snakemake.threads))  # the job's threads, not every core of the node
 inp, params = snakemake.input, snakemake.params
 
 tables = load_suite_tables(inp)
