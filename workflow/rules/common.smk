@@ -314,9 +314,17 @@ def report_control_suites():
     ]
 
 
+BOOTSTRAP_KEYS = ("bootstrap_samples", "bootstrap_seed", "confidence_level")
+
+
+def bootstrap_settings():
+    """Config report keys of the bootstrap intervals (leaderboard, control check)."""
+    return {k: v for k, v in S.plain(CFG.report).items() if k in BOOTSTRAP_KEYS}
+
+
 def control_check_settings():
     """Config report keys the control check reads (so report.dpi does not rerun it)."""
-    keys = ("control_strategy", "taught_target", "chance_band")
+    keys = ("control_strategy", "taught_target", "chance_band", *BOOTSTRAP_KEYS)
     return {k: v for k, v in S.plain(CFG.report).items() if k in keys}
 
 
