@@ -12,13 +12,16 @@ import pytest
 from factprobe.hashing import hash_fraction
 from factprobe.io import write_frame
 from factprobe.metrics.pipeline import (
+    Bootstrap,
     SuiteInputs,
     compute_suite_metrics,
     control_check,
     leaderboard,
+    paired_comparisons,
     summarize,
 )
-from factprobe.report.html import SECTIONS, build_report
+from factprobe.report.html import SECTIONS, Figures, build_report
+from factprobe.report.provenance import config_hash, dump_records, model_records
 from factprobe.settings import Metrics, Report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,30 +107,56 @@ FAMILIES = {
 }
 
 
+PROVENANCE = {
+    "version": "9.9.9",
+    "config_hash": config_hash({"report": {"dpi": 50}}),
+    "dumps": dump_records({"20141201": {"path": "resources/demo/w.json.bz2", "checksum": "sha1:abc"}}, ["20141201"]),
+    "suites": [{"suite": s, "kind": s, "dump": "20141201", "facts": 12} for s in SUITES],
+    "models": model_records(
+        {"control": {"source": "builtin:control", "dtype": "float32"}, "other": {"source": "org/other", "revision": "r1"}},
+        {},
+        {"knowledge": "unused"},
+        lambda folder: "f00dfeed",
+    ),
+}
+
+
 @pytest.fixture(scope="module")
-def page(tmp_path_factory):
-    """index.html built by the library from two models' synthetic results on all four suite kinds."""
-    summaries, control = {}, {}
+def built(tmp_path_factory):
+    """index.html built by the library from two models' synthetic results on all four suite kinds,
+    with the leaderboard's bootstrap intervals and the paired comparison (B = 200)."""
+    summaries, control, per_fact = {}, {}, {}
+    boot = Bootstrap(samples=200, seed=0)
     for suite, spec in SUITES.items():
         kind = spec.pop("kind") if "kind" in spec else suite
         spec = dict(spec)
         parts = []
+        per_fact[suite] = {}
         for model in ("control", "other"):
             inputs = synthetic_suite(kind, model, **spec)
-            per_fact, table = compute_suite_metrics(
+            table, suite_table = compute_suite_metrics(
                 # Three random distractors: Avg@5 uses them (option; the default leaves K@5 undefined).
                 inputs,
                 Metrics(families={}, ns=[1, 2, 5], belief_samplings=20, short_lists="available"),
                 FAMILIES[kind],
             )
-            parts.append(summarize(model, per_fact, table))
+            parts.append(summarize(model, table, suite_table))
+            per_fact[suite][model] = table
             if model == "control" and kind == "knowledge":
-                control[suite] = control_check(per_fact)
+                control[suite] = control_check(table, bootstrap_samples=200)
         summaries[suite] = pd.concat(parts, ignore_index=True)
-    board = leaderboard(summaries)
+    board = leaderboard(summaries, per_fact, boot)
+    paired = paired_comparisons(per_fact, boot)
     out = tmp_path_factory.mktemp("report") / "index.html"
-    out.write_text(build_report(summaries, board, control, Report(dpi=50)))
-    return out
+    figs = Figures(50)
+    settings = Report(dpi=50, bootstrap_samples=200)
+    out.write_text(build_report(summaries, board, control, settings, None, PROVENANCE, paired, figs))
+    return out, board, paired, per_fact, figs
+
+
+@pytest.fixture(scope="module")
+def page(built):
+    return built[0]
 
 
 def test_every_section_has_content(page):
@@ -143,13 +172,16 @@ def test_every_section_has_content(page):
 def test_control_panel_reports_the_split(page):
     text = page.read_text()
     found = re.search(
-        r"Avg@5 \(random, 3\.0 distractors used on average\): taught ([0-9.]+) over 6 facts "
-        r"\(target ≥ 0\.90\) .*?pass.*?untaught ([0-9.]+) over 6 facts \(target 0\.50 ± 0\.15\)",
+        r"Avg@5 \(random, 3\.0 distractors used on average\): taught ([0-9.]+) \[95% CI ([0-9.]+), ([0-9.]+)\] "
+        r"over 6 facts \(target ≥ 0\.90\) .*?pass.*?untaught ([0-9.]+) \[95% CI ([0-9.]+), ([0-9.]+)\] over 6 "
+        r"facts \(target 0\.50 ± 0\.15\)",
         text,
     )
     assert found, "control summary line missing"
-    taught, untaught = float(found.group(1)), float(found.group(2))
-    assert taught == 1.0 and untaught < 0.9
+    taught, t_low, t_high, untaught, u_low, u_high = map(float, found.groups())
+    # Taught facts all score 1: every replicate is 1. Untaught: the interval brackets the value.
+    assert taught == 1.0 and (t_low, t_high) == (1.0, 1.0)
+    assert untaught < 0.9 and u_low < untaught < u_high
 
 
 def test_report_names_n_used_chance_and_coinciding_strategies(page):

@@ -32,7 +32,8 @@ def naive_interval(values_by_fact, samples, seed, level=0.95):
 
 def tidy(values_by_fact):
     return pd.DataFrame(
-        [(f, g, v) for f, rows in values_by_fact.items() for g, v in rows], columns=["fact_id", "lang", "value"]
+        [(f, g, v) for f, rows in values_by_fact.items() for g, v in rows],
+        columns=["fact_id", "lang", "value"],
     )
 
 
@@ -126,7 +127,10 @@ def test_tables_pool_groups_and_pair_on_shared_facts():
     per_model = {m: part.drop(columns="model") for m, part in frame.groupby("model")}
     table = interval_table(per_model["m1"], ["k_avg"], ["lang"], samples=200, seed=0)
     assert table[["measure", "strategy", "n", "n_facts"]].values.tolist() == [["k_avg", "random", 5, 30]]
-    assert table["value"].iloc[0] == pytest.approx(0.5) and table["ci_low"].iloc[0] < 0.5 < table["ci_high"].iloc[0]
+    assert (
+        table["value"].iloc[0] == pytest.approx(0.5)
+        and table["ci_low"].iloc[0] < 0.5 < table["ci_high"].iloc[0]
+    )
     paired = paired_table(per_model, ["k_avg"], ["lang"], samples=200, seed=0)
     row = paired.iloc[0]
     # Shared facts Q0..Q19: m1 = 0.5, m2 = 0.25 there; m1 better by 0.25 on every replicate's pair

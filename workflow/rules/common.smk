@@ -328,11 +328,20 @@ def control_check_settings():
     return {k: v for k, v in S.plain(CFG.report).items() if k in keys}
 
 
+def report_control_model_suites():
+    """Suites whose trained control model the report fingerprints (when one is scored)."""
+    return list(SUITES) if any(is_control(m) for m in SCORE_MODELS) else []
+
+
 def report_inputs(wildcards):
-    """Leaderboard, every suite's summary, and the control model's control_check tables."""
+    """Leaderboard (+ paired comparison), every suite's summary and facts, the control model's
+    control_check tables and trained folders (provenance)."""
     name = CFG.report.control_model
     files = {
         "board": rules.leaderboard.output.board,
+        "paired": rules.leaderboard.output.paired,
+        "facts": expand(rules.build_probes.output.facts, suite=list(SUITES)),
+        "control_models": [control_model(s) for s in report_control_model_suites()],
         "summaries": expand(rules.summarize_metrics.output.summary, suite=list(SUITES)),
         "control": expand(
             rules.control_check.output.check,

@@ -19,9 +19,7 @@ from factprobe.rulelog import rule_logger
 
 log = rule_logger(snakemake)
 suites, models = snakemake.params.suites, snakemake.params.models
-summaries = {
-    suite: read_summary(path) for suite, path in zip(suites, snakemake.input.summaries, strict=True)
-}
+summaries = {suite: read_summary(path) for suite, path in zip(suites, snakemake.input.summaries, strict=True)}
 per_fact = {suite: {} for suite in suites}
 # expand() order: suite-major, then model (rule leaderboard in metrics.smk).
 for (suite, model), path in zip(product(suites, models), snakemake.input.per_fact, strict=True):

@@ -393,6 +393,7 @@ def leaderboard(
         .astype("Int64")
     )
     board["n_facts"] = board["n_facts"].astype("Int64")
+    board[["ci_low", "ci_high"]] = board[["ci_low", "ci_high"]].astype(float)
     board = board.sort_values(["suite", "measure", "strategy", "n", "rank", "model"], ignore_index=True)
     return board[BOARD_COLUMNS]
 
@@ -402,7 +403,12 @@ def _intervals(per_model: Mapping[str, pd.DataFrame], bootstrap: Bootstrap) -> p
     parts = []
     for model, table in per_model.items():
         found = interval_table(
-            headline_per_fact(table), FACT_HEADLINE, GROUP_KEYS, bootstrap.samples, bootstrap.seed, bootstrap.level
+            headline_per_fact(table),
+            FACT_HEADLINE,
+            GROUP_KEYS,
+            bootstrap.samples,
+            bootstrap.seed,
+            bootstrap.level,
         )
         parts.append(found.drop(columns="value").assign(model=model))
     columns = ["measure", "strategy", "n", "model", "ci_low", "ci_high", "n_facts"]
@@ -412,8 +418,21 @@ def _intervals(per_model: Mapping[str, pd.DataFrame], bootstrap: Bootstrap) -> p
     return out.astype({"strategy": str, "n": "int64"})
 
 
-PAIRED_COLUMNS = ["suite", "measure", "strategy", "n", "model_a", "model_b", "value_a", "value_b", "diff",
-                  "ci_low", "ci_high", "p_value", "n_facts"]
+PAIRED_COLUMNS = [
+    "suite",
+    "measure",
+    "strategy",
+    "n",
+    "model_a",
+    "model_b",
+    "value_a",
+    "value_b",
+    "diff",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "n_facts",
+]
 
 
 def paired_comparisons(
@@ -428,7 +447,9 @@ def paired_comparisons(
         if len(per_model) < 2:
             continue
         tables = {m: headline_per_fact(t) for m, t in per_model.items()}
-        found = paired_table(tables, FACT_HEADLINE, GROUP_KEYS, bootstrap.samples, bootstrap.seed, bootstrap.level)
+        found = paired_table(
+            tables, FACT_HEADLINE, GROUP_KEYS, bootstrap.samples, bootstrap.seed, bootstrap.level
+        )
         parts.append(found.assign(suite=suite))
     if not parts:
         return pd.DataFrame(columns=PAIRED_COLUMNS)
@@ -511,7 +532,10 @@ def control_check(
 
     def _mean_interval(values: np.ndarray) -> tuple[float, float]:
         reps = np.concatenate(
-            [w @ values / len(values) for w in resample_counts(len(values), bootstrap_samples, bootstrap_seed)]
+            [
+                w @ values / len(values)
+                for w in resample_counts(len(values), bootstrap_samples, bootstrap_seed)
+            ]
         )
         return percentile_interval(reps, confidence_level)
 

@@ -267,6 +267,17 @@ def paired_table(
                     continue
                 r = paired_difference((sa, ca), (sb, cb), samples, seed, level)
                 out.append(
-                    (*key, model_a, model_b, r.value_a, r.value_b, r.diff, r.low, r.high, r.p_value, r.n_facts)
+                    (
+                        *key,
+                        model_a,
+                        model_b,
+                        r.value_a,
+                        r.value_b,
+                        r.diff,
+                        r.low,
+                        r.high,
+                        r.p_value,
+                        r.n_facts,
+                    )
                 )
     return pd.DataFrame(out, columns=PAIRED_COLUMNS)
