@@ -138,3 +138,37 @@ def test_tables_pool_groups_and_pair_on_shared_facts():
     assert (row["model_a"], row["model_b"], row["n_facts"]) == ("m1", "m2", 20)
     assert row["value_a"] == pytest.approx(0.5) and row["value_b"] == pytest.approx(0.25)
     assert row["diff"] == pytest.approx(0.25) and 0 < row["ci_low"] < 0.25 < row["ci_high"] <= 0.5
+
+
+def test_nested_groups_average_within_outer_groups_first():
+    """PLAUSIBILITY-style pooling: groups g1, g2 in outer o1 and g3 in o2 with means 0.2, 0.4, 1.0
+    give (0.3 + 1.0) / 2 = 0.65 (a flat mean would be 0.533); replicates agree with a naive loop."""
+    from factprobe.metrics.uncertainty import grouped_mean, outer_codes
+
+    rows = pd.DataFrame(
+        [
+            ("Q1", "statement", "acc", 0.2),
+            ("Q1", "statement", "rr", 0.4),
+            ("Q1", "question", "acc", 1.0),
+            ("Q2", "statement", "acc", 0.2),
+            ("Q2", "statement", "rr", 0.4),
+            ("Q2", "question", "acc", 1.0),
+            ("Q3", "statement", "acc", 0.8),
+        ],
+        columns=["fact_id", "style", "part", "value"],
+    )
+    facts, sums, counts = fact_matrices(rows[rows["fact_id"] != "Q3"], ["style", "part"])
+    outer = outer_codes(rows[rows["fact_id"] != "Q3"], ["style", "part"], ["style"])
+    assert float(grouped_mean(sums, counts, outer=outer)) == pytest.approx(0.65)
+    assert float(grouped_mean(sums, counts)) == pytest.approx(1.6 / 3)
+    facts, sums, counts = fact_matrices(rows, ["style", "part"])
+    outer = outer_codes(rows, ["style", "part"], ["style"])
+    ci = bootstrap_interval(sums, counts, samples=300, seed=4, outer=outer)
+    rng = np.random.default_rng(4)
+    reps = []
+    for _ in range(300):
+        drawn = rows.set_index("fact_id").loc[[facts[i] for i in rng.integers(0, 3, size=3)]]
+        inner = drawn.groupby(["style", "part"])["value"].mean()
+        reps.append(inner.groupby(level="style").mean().mean())
+    low, high = np.quantile(reps, [0.025, 0.975])
+    assert (ci.low, ci.high) == pytest.approx((low, high), abs=1e-12)

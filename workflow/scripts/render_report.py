@@ -35,7 +35,9 @@ human = {Path(p).parent.name: pd.read_csv(p, keep_default_na=False) for p in sna
 provenance = dict(snakemake.params.provenance)
 counts = {s: read_table(p).num_rows for s, p in zip(suites, snakemake.input.facts, strict=True)}
 provenance["suites"] = [{**row, "facts": counts.get(row["suite"], "")} for row in provenance["suites"]]
-control_dirs = dict(zip(snakemake.params.control_dir_suites, snakemake.input.get("control_models", []), strict=True))
+control_dirs = dict(
+    zip(snakemake.params.control_dir_suites, snakemake.input.get("control_models", []), strict=True)
+)
 fingerprint = None
 if control_dirs:
     from factprobe.lm.load import model_fingerprint as fingerprint  # torch: only with a control model

@@ -35,6 +35,7 @@ from .common import (
 )
 from .knowledge import dropped_fact_counts, knowledge_per_fact
 from .meta import configuration_grid, verbalization_robustness
+from .plausibility import MEASURES as PLAUSIBILITY_PARTS
 from .plausibility import plausibility_per_fact, plausibility_score
 from .ranking import ranking_per_fact
 from .uncertainty import interval_table, paired_table, percentile_interval, resample_counts
@@ -256,9 +257,9 @@ def summarize(model: str, per_fact: pd.DataFrame, suite: pd.DataFrame) -> pd.Dat
 
 def read_summary(path: str | Path) -> pd.DataFrame:
     """Read a summary.csv / leaderboard.csv: empty key cells stay "" (not NaN), values (and the
-    leaderboard's n_used, chance) are floats."""
+    leaderboard's n_used, chance, ci_low, ci_high) are floats; an empty n_facts reads as 0."""
     frame = pd.read_csv(path, keep_default_na=False, dtype=str)
-    for col in ("value", "n_used", "chance"):
+    for col in ("value", "n_used", "chance", "ci_low", "ci_high"):
         if col in frame.columns:
             frame[col] = pd.to_numeric(frame[col].replace("", np.nan), errors="coerce")
     for col in ("n", "bin", "n_facts", "rank"):
@@ -342,8 +343,34 @@ class Bootstrap:
 
 
 def headline_per_fact(per_fact: pd.DataFrame) -> pd.DataFrame:
-    """The rows of a per-fact table that feed :data:`FACT_HEADLINE` intervals (a smaller frame)."""
-    return per_fact[per_fact["measure"].isin(FACT_HEADLINE)]
+    """The rows of a per-fact table that feed the intervals (a smaller frame): the
+    :data:`FACT_HEADLINE` measures and PLAUSIBILITY's parts (Acc., MRR, NDCG per fact and style)."""
+    return per_fact[per_fact["measure"].isin([*FACT_HEADLINE, *PLAUSIBILITY_PARTS])]
+
+
+#: PLAUSIBILITY (PROBELM §4.2) pools its parts: mean over (style, part) within each prompt group
+#: of the rest of the keys, then over those groups (as plausibility_score and the leaderboard do).
+PLAUSIBILITY_GROUPS = [*GROUP_KEYS, "part"]
+PLAUSIBILITY_OUTER = [k for k in GROUP_KEYS if k != "style"]
+
+
+def plausibility_rows(per_fact: pd.DataFrame) -> pd.DataFrame:
+    """Per-fact rows of PLAUSIBILITY's parts relabelled as measure ``plausibility`` (strategy "",
+    n 0, as in the summary), the part kept in column ``part``: the input of its bootstrap."""
+    rows = per_fact[per_fact["measure"].isin(PLAUSIBILITY_PARTS)]
+    return rows.assign(part=rows["measure"], measure="plausibility", strategy="", n=0)
+
+
+def _suite_intervals(table: pd.DataFrame, bootstrap: Bootstrap) -> pd.DataFrame:
+    """Intervals of one model's fact-level headline measures and of PLAUSIBILITY."""
+    args = (bootstrap.samples, bootstrap.seed, bootstrap.level)
+    parts = [interval_table(table, FACT_HEADLINE, GROUP_KEYS, *args)]
+    plaus = plausibility_rows(table)
+    if not plaus.empty:
+        parts.append(
+            interval_table(plaus, ["plausibility"], PLAUSIBILITY_GROUPS, *args, outer_keys=PLAUSIBILITY_OUTER)
+        )
+    return pd.concat(parts, ignore_index=True)
 
 
 def leaderboard(
@@ -358,8 +385,9 @@ def leaderboard(
     of distractors actually compared (below n when a strategy found fewer) and ``chance`` the value
     a random ranker gets (:func:`chance_rows`); ``same_as`` names a strategy with identical values.
     With ``per_fact`` (``{suite: {model: per-fact table}}``) the :data:`FACT_HEADLINE` rows get the
-    percentile bootstrap interval over facts (``ci_low``/``ci_high``) and ``n_facts``; suite-level
-    measures (BELIEF Acc mean, Ovconf, PLAUSIBILITY) keep empty intervals.
+    percentile bootstrap interval over facts (``ci_low``/``ci_high``) and ``n_facts``, and so does
+    PLAUSIBILITY (recomputed from its per-fact parts in every replicate); the BELIEF measures over
+    sampled prompt sets (Acc mean, Consist, Ovconf) keep empty intervals.
     """
     rows = []
     for suite, summary in summaries.items():
@@ -402,14 +430,7 @@ def _intervals(per_model: Mapping[str, pd.DataFrame], bootstrap: Bootstrap) -> p
     """ci_low, ci_high, n_facts per (measure, strategy, n, model) of one suite's per-fact tables."""
     parts = []
     for model, table in per_model.items():
-        found = interval_table(
-            headline_per_fact(table),
-            FACT_HEADLINE,
-            GROUP_KEYS,
-            bootstrap.samples,
-            bootstrap.seed,
-            bootstrap.level,
-        )
+        found = _suite_intervals(headline_per_fact(table), bootstrap)
         parts.append(found.drop(columns="value").assign(model=model))
     columns = ["measure", "strategy", "n", "model", "ci_low", "ci_high", "n_facts"]
     if not parts:
@@ -447,9 +468,14 @@ def paired_comparisons(
         if len(per_model) < 2:
             continue
         tables = {m: headline_per_fact(t) for m, t in per_model.items()}
-        found = paired_table(
-            tables, FACT_HEADLINE, GROUP_KEYS, bootstrap.samples, bootstrap.seed, bootstrap.level
-        )
+        args = (bootstrap.samples, bootstrap.seed, bootstrap.level)
+        found = paired_table(tables, FACT_HEADLINE, GROUP_KEYS, *args)
+        plaus = {m: plausibility_rows(t) for m, t in tables.items()}
+        if all(not t.empty for t in plaus.values()):
+            extra = paired_table(
+                plaus, ["plausibility"], PLAUSIBILITY_GROUPS, *args, outer_keys=PLAUSIBILITY_OUTER
+            )
+            found = pd.concat([found, extra], ignore_index=True)
         parts.append(found.assign(suite=suite))
     if not parts:
         return pd.DataFrame(columns=PAIRED_COLUMNS)

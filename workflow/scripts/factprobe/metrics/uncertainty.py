@@ -85,12 +85,20 @@ def resample_counts(n_items: int, samples: int, seed: int, chunk: int = CHUNK) -
         yield counts.astype(np.float64)
 
 
-def grouped_mean(sums: np.ndarray, counts: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+def grouped_mean(
+    sums: np.ndarray,
+    counts: np.ndarray,
+    weights: np.ndarray | None = None,
+    outer: np.ndarray | None = None,
+) -> np.ndarray:
     """Mean over groups of the per-group weighted means (NaN groups skipped).
 
     ``sums`` / ``counts`` are (facts x groups); ``weights`` (replicates x facts) or None for the
     point estimate (every weight 1). Returns one value per replicate (or a 0-d array). A group no
     drawn fact belongs to has no mean in that replicate and is left out of the average over groups.
+    With ``outer`` (one outer-group code per group) the groups are averaged within each outer
+    group first, then over the outer groups: PLAUSIBILITY (PROBELM §4.2) is the mean over prompt
+    groups of the mean over (style, measure) parts.
     """
     if weights is None:
         num, den = sums.sum(axis=0), counts.sum(axis=0)
@@ -98,6 +106,13 @@ def grouped_mean(sums: np.ndarray, counts: np.ndarray, weights: np.ndarray | Non
         num, den = weights @ sums, weights @ counts
     with np.errstate(invalid="ignore", divide="ignore"):
         means = np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
+    if outer is not None and means.shape[-1]:
+        onehot = np.zeros((means.shape[-1], int(outer.max()) + 1))
+        onehot[np.arange(means.shape[-1]), outer] = 1.0
+        valid = ~np.isnan(means)
+        total, n = np.where(valid, means, 0.0) @ onehot, valid.astype(float) @ onehot
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = np.where(n > 0, total / np.maximum(n, 1), np.nan)
     valid = ~np.isnan(means)
     total = np.where(valid, means, 0.0).sum(axis=-1)
     n = valid.sum(axis=-1)
@@ -118,14 +133,19 @@ def percentile_interval(replicates: np.ndarray, level: float = 0.95) -> tuple[fl
 
 
 def bootstrap_interval(
-    sums: np.ndarray, counts: np.ndarray, samples: int = 1000, seed: int = 0, level: float = 0.95
+    sums: np.ndarray,
+    counts: np.ndarray,
+    samples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    outer: np.ndarray | None = None,
 ) -> Interval:
     """Percentile bootstrap interval of :func:`grouped_mean` over the rows (facts) of ``sums``."""
     replicates = np.concatenate(
-        [grouped_mean(sums, counts, w) for w in resample_counts(sums.shape[0], samples, seed)]
+        [grouped_mean(sums, counts, w, outer) for w in resample_counts(sums.shape[0], samples, seed)]
     )
     low, high = percentile_interval(replicates, level)
-    return Interval(float(grouped_mean(sums, counts)), low, high, int(sums.shape[0]))
+    return Interval(float(grouped_mean(sums, counts, outer=outer)), low, high, int(sums.shape[0]))
 
 
 def paired_difference(
@@ -134,6 +154,7 @@ def paired_difference(
     samples: int = 1000,
     seed: int = 0,
     level: float = 0.95,
+    outer: np.ndarray | None = None,
 ) -> Paired:
     """Paired bootstrap of ``stat(a) - stat(b)``; ``a`` and ``b`` are (sums, counts) over the
     same facts in the same row order (the facts both models were scored on).
@@ -148,11 +169,11 @@ def paired_difference(
         raise ValueError("paired bootstrap: both models need the same facts (rows)")
     diffs = []
     for w in resample_counts(a[0].shape[0], samples, seed):
-        diffs.append(grouped_mean(*a, weights=w) - grouped_mean(*b, weights=w))
+        diffs.append(grouped_mean(*a, weights=w, outer=outer) - grouped_mean(*b, weights=w, outer=outer))
     d = np.concatenate(diffs)
     d = d[np.isfinite(d)]
     low, high = percentile_interval(d, level)
-    value_a, value_b = float(grouped_mean(*a)), float(grouped_mean(*b))
+    value_a, value_b = float(grouped_mean(*a, outer=outer)), float(grouped_mean(*b, outer=outer))
     if d.size:
         below, above = int((d <= 0).sum()), int((d >= 0).sum())
         p = min(1.0, 2 * (min(below, above) + 1) / (d.size + 1))
@@ -177,13 +198,7 @@ def fact_matrices(
     if facts is None:
         facts = sorted(rows["fact_id"].astype(str).unique())
     fact_index = pd.Index(list(facts))
-    keys = [k for k in group_keys if k in rows.columns]
-    if keys and len(rows):
-        # Sorted codes: two tables with the same groups get the same column order (paired use).
-        label = rows[keys].astype(str).agg("\x1f".join, axis=1)
-        gcodes, _ = pd.factorize(label, sort=True)
-    else:
-        gcodes = np.zeros(len(rows), dtype=int)
+    gcodes, _ = _group_codes(rows, group_keys)
     n_groups = int(gcodes.max()) + 1 if len(rows) else 0
     fcodes = fact_index.get_indexer(rows["fact_id"].astype(str))
     keep = fcodes >= 0
@@ -192,6 +207,28 @@ def fact_matrices(
     np.add.at(sums, (fcodes[keep], gcodes[keep]), rows["value"].to_numpy(float)[keep])
     np.add.at(counts, (fcodes[keep], gcodes[keep]), 1.0)
     return list(fact_index), sums, counts
+
+
+def _group_codes(rows: pd.DataFrame, group_keys: Sequence[str]) -> tuple[np.ndarray, pd.Index]:
+    """Sorted integer code of each row's group (the combination of ``group_keys``) and the group
+    labels in code order: two tables with the same groups get the same columns (paired use)."""
+    keys = [k for k in group_keys if k in rows.columns]
+    if not keys or not len(rows):
+        return np.zeros(len(rows), dtype=int), pd.Index([""] if len(rows) else [])
+    label = rows[keys].astype(str).agg("\x1f".join, axis=1)
+    codes, labels = pd.factorize(label, sort=True)
+    return codes, pd.Index(labels)
+
+
+def outer_codes(rows: pd.DataFrame, group_keys: Sequence[str], outer_keys: Sequence[str]) -> np.ndarray:
+    """For each group column of :func:`fact_matrices` (same ``rows``, same ``group_keys``), the
+    code of its outer group (the combination of ``outer_keys``, a subset of ``group_keys``)."""
+    rows = rows[np.isfinite(rows["value"].to_numpy(float))]
+    gcodes, labels = _group_codes(rows, group_keys)
+    ocodes, _ = _group_codes(rows, outer_keys)
+    out = np.zeros(len(labels), dtype=int)
+    out[gcodes] = ocodes
+    return out
 
 
 INTERVAL_COLUMNS = ["measure", "strategy", "n", "value", "ci_low", "ci_high", "n_facts"]
@@ -218,9 +255,11 @@ def interval_table(
     samples: int = 1000,
     seed: int = 0,
     level: float = 0.95,
+    outer_keys: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """One row per (measure, strategy, n) of ``measures`` in a model's per-fact table: the value
-    pooled over ``group_keys`` (mean of group means, as the leaderboard pools), its percentile
+    pooled over ``group_keys`` (mean of group means, as the leaderboard pools; with
+    ``outer_keys`` the mean over outer groups of the mean of their groups), its percentile
     bootstrap interval over facts and the number of facts (``INTERVAL_COLUMNS``)."""
     rows = per_fact[per_fact["measure"].isin(list(measures))]
     out = []
@@ -228,7 +267,8 @@ def interval_table(
         _, sums, counts = fact_matrices(part, group_keys)
         if not sums.size:
             continue
-        ci = bootstrap_interval(sums, counts, samples, seed, level)
+        outer = outer_codes(part, group_keys, outer_keys) if outer_keys is not None else None
+        ci = bootstrap_interval(sums, counts, samples, seed, level, outer)
         out.append((measure, strategy, n, ci.value, ci.low, ci.high, ci.n_facts))
     return pd.DataFrame(out, columns=INTERVAL_COLUMNS)
 
@@ -240,6 +280,7 @@ def paired_table(
     samples: int = 1000,
     seed: int = 0,
     level: float = 0.95,
+    outer_keys: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Every pair of models (in mapping order, a before b) on every (measure, strategy, n) both
     have: the paired bootstrap of the difference over their shared facts (``PAIRED_COLUMNS``)."""
@@ -265,7 +306,8 @@ def paired_table(
                 _, sb, cb = fact_matrices(part_b2, keys, shared)
                 if sa.shape != sb.shape or not sa.size:
                     continue
-                r = paired_difference((sa, ca), (sb, cb), samples, seed, level)
+                outer = outer_codes(part_a2, keys, outer_keys) if outer_keys is not None else None
+                r = paired_difference((sa, ca), (sb, cb), samples, seed, level, outer)
                 out.append(
                     (
                         *key,

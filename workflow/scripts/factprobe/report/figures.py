@@ -132,6 +132,7 @@ def _n_facts(intervals: pd.DataFrame | None, model: str, measure: str) -> str:
         return "n facts unknown"
     rows = intervals[(intervals["model"] == model) & (intervals["measure"] == measure)]
     counts = pd.to_numeric(rows["n_facts"], errors="coerce").dropna().astype(int)
+    counts = counts[counts > 0]
     if counts.empty:
         return "n facts unknown"
     low, high = counts.min(), counts.max()
@@ -179,6 +180,7 @@ def model_bars(board: pd.DataFrame, dpi: int = DPI, level: float = 0.95) -> str 
         if has_ci.any():
             ax.errorbar(x[has_ci], values[has_ci], yerr=err[:, has_ci], fmt="none", ecolor="black", capsize=4)
         facts = pd.to_numeric(part["n_facts"], errors="coerce").astype(float)
+        facts = facts.where(facts > 0)  # 0 / empty: a suite-level measure
         ticks = [
             f"{m}\nn = {int(f)} facts" if np.isfinite(f) else f"{m}\n(suite-level)"
             for m, f in zip(part["model"], facts, strict=True)
@@ -318,8 +320,11 @@ def control_panel(check: pd.DataFrame, dpi: int = DPI) -> str | None:
         ax.set_xscale("log")
         ax.set_ylim(-0.02, 1.02)
         ax.set_xlabel("n (distractors per fact, log scale)")
+        counts = part.groupby("split")["facts"].max()
+        facts = " / ".join(f"{int(c)} {split}" for split, c in counts.items())
         ax.set_title(
-            f"control: {label}; taught: higher is better, untaught: near chance (bands: CI)", fontsize=9
+            f"control: {label}, n = {facts} facts\ntaught: higher is better, untaught: near chance (bands: CI)",
+            fontsize=8,
         )
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("mean over facts (0–1)")

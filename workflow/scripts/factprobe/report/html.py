@@ -255,6 +255,7 @@ def models_section(board: pd.DataFrame, figs: Figures, paired: pd.DataFrame | No
     )
     wide = board.pivot_table(index=["suite", "col"], columns="model", values="cell", aggfunc="first")
     facts = pd.to_numeric(board["n_facts"], errors="coerce").astype(float)
+    facts = facts.where(facts > 0)  # 0 / empty: a suite-level measure
     counts = facts.groupby([board["suite"], board["col"]]).agg(
         lambda f: "suite-level" if f.isna().all() else "/".join(str(int(x)) for x in sorted(set(f.dropna())))
     )
