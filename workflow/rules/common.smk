@@ -333,6 +333,33 @@ def report_control_model_suites():
     return list(SUITES) if any(is_control(m) for m in SCORE_MODELS) else []
 
 
+def report_provenance():
+    """Parse-time part of the report's provenance block: dumps.tsv rows the suites use, suites,
+    models.tsv rows, manifest paths, factprobe version, config hash (render adds fact counts,
+    manifests and the control model's fingerprint)."""
+    from factprobe.report import provenance as P
+
+    used = set()
+    for suite, block in SUITES.items():
+        used.update(suite_dumps(suite), [block.dump])
+        used.update([block.diff_old] if block.kind == "plausibility" else [])
+    return {
+        "version": P.factprobe_version(SCRIPTS.parents[1]),
+        "config_hash": P.config_hash(S.plain(CFG)),
+        "dumps": P.dump_records(DUMP_ROWS, used),
+        "suites": [
+            {
+                "suite": suite,
+                "kind": block.kind,
+                "dump": block.dump,
+                "dump date": P.dump_date(block.dump),
+                "models": ", ".join(SCORE_MODELS),
+            }
+            for suite, block in SUITES.items()
+        ],
+    }
+
+
 def report_inputs(wildcards):
     """Leaderboard (+ paired comparison), every suite's summary and facts, the control model's
     control_check tables and trained folders (provenance)."""

@@ -71,7 +71,9 @@ rule leaderboard:
         summaries=expand(rules.summarize_metrics.output.summary, suite=list(SUITES)),
         # Per-fact tables for the bootstrap intervals over facts (suite-major order).
         per_fact=expand(
-            rules.compute_metrics.output.per_fact, suite=list(SUITES), model=SCORE_MODELS
+            rules.compute_metrics.output.per_fact,
+            suite=list(SUITES),
+            model=SCORE_MODELS,
         ),
         lib=library("leaderboard.py"),
     output:

@@ -4,33 +4,6 @@
 report: "../report/workflow.rst"
 
 
-def report_provenance():
-    """Parse-time part of the report's provenance block: dumps.tsv rows the suites use, suites,
-    models.tsv rows, manifest paths, factprobe version, config hash (render adds fact counts,
-    manifests and the control model's fingerprint)."""
-    from factprobe.report import provenance as P
-
-    used = set()
-    for suite, block in SUITES.items():
-        used.update(suite_dumps(suite), [block.dump])
-        used.update([block.diff_old] if block.kind == "plausibility" else [])
-    return {
-        "version": P.factprobe_version(workflow.basedir),
-        "config_hash": P.config_hash(S.plain(CFG)),
-        "dumps": P.dump_records(DUMP_ROWS, used),
-        "suites": [
-            {
-                "suite": suite,
-                "kind": block.kind,
-                "dump": block.dump,
-                "dump date": P.dump_date(block.dump),
-                "models": ", ".join(SCORE_MODELS),
-            }
-            for suite, block in SUITES.items()
-        ],
-    }
-
-
 rule render_report:
     input:
         unpack(report_inputs),
