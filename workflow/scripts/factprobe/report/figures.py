@@ -103,15 +103,23 @@ def k_versus_n(
                 level_rows = chance[(chance["model"] == model) & (chance["measure"] == f"{measure}_chance")]
                 line = level_rows.groupby("n")["value"].mean()
                 ax.plot(line.index, line.to_numpy(), color="grey", linestyle=":", label="random ranker")
-            ax.set_xscale("log")
+            _log_n_axis(ax, data["n"])
             ax.set_ylim(-0.02, 1.02)
             ax.set_xlabel("n (distractors per fact, log scale)")
-            ax.set_ylabel(f"{label} ({unit})", fontsize=8)
+            ax.set_ylabel(f"{label}\n({unit})", fontsize=8)
             ax.set_title(f"{model}: {label}, {facts}; {direction}", fontsize=9)
             ax.grid(alpha=0.3)
             if row == 0 and col == len(models) - 1:
                 ax.legend(title=f"strategy (band: {level:.0%} CI)", fontsize=7, title_fontsize=7, loc="best")
     return to_data_uri(fig, dpi)
+
+
+def _log_n_axis(ax, ns: pd.Series) -> None:
+    """Log-scaled x axis ticked at the n values themselves (1, 2, 5, 10), not at powers of 10."""
+    ax.set_xscale("log")
+    ticks = sorted({int(n) for n in ns})
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.minorticks_off()
 
 
 def _band(intervals: pd.DataFrame | None, model: str, measure: str, strategy: str) -> pd.DataFrame | None:
@@ -269,7 +277,7 @@ def recall_curves(summary: pd.DataFrame, dpi: int = DPI) -> str | None:
         ax.set_ylim(-0.02, 1.02)
         ax.set_xlabel("n (top positions counted)")
         ax.set_xticks(sorted(data["n"].unique()))
-        ax.set_ylabel(f"{name} ({unit})", fontsize=8)
+        ax.set_ylabel(f"{name}\n({unit})", fontsize=8)
         count = facts.get(model, 0)
         n_text = f"n = {int(count)} facts" if count and np.isfinite(count) else "n facts unknown"
         ax.set_title(f"{model}, {n_text}; {direction}", fontsize=9)
@@ -317,7 +325,7 @@ def control_panel(check: pd.DataFrame, dpi: int = DPI) -> str | None:
                 ax.fill_between(
                     line["n"], line["ci_low"], line["ci_high"], color=drawn[0].get_color(), alpha=0.12
                 )
-        ax.set_xscale("log")
+        _log_n_axis(ax, curves["n"])
         ax.set_ylim(-0.02, 1.02)
         ax.set_xlabel("n (distractors per fact, log scale)")
         counts = part.groupby("split")["facts"].max()
