@@ -209,24 +209,23 @@ def fact_matrices(
     return list(fact_index), sums, counts
 
 
-def _group_codes(rows: pd.DataFrame, group_keys: Sequence[str]) -> tuple[np.ndarray, pd.Index]:
-    """Sorted integer code of each row's group (the combination of ``group_keys``) and the group
-    labels in code order: two tables with the same groups get the same columns (paired use)."""
+def _group_codes(rows: pd.DataFrame, group_keys: Sequence[str]) -> tuple[np.ndarray, int]:
+    """Sorted integer code of each row's group (the combination of ``group_keys``) and the number
+    of groups: two tables with the same groups get the same columns (paired use)."""
     keys = [k for k in group_keys if k in rows.columns]
     if not keys or not len(rows):
-        return np.zeros(len(rows), dtype=int), pd.Index([""] if len(rows) else [])
-    label = rows[keys].astype(str).agg("\x1f".join, axis=1)
-    codes, labels = pd.factorize(label, sort=True)
-    return codes, pd.Index(labels)
+        return np.zeros(len(rows), dtype=int), int(len(rows) > 0)
+    grouped = rows[keys].astype(str).groupby(keys, sort=True)
+    return grouped.ngroup().to_numpy(), int(grouped.ngroups)
 
 
 def outer_codes(rows: pd.DataFrame, group_keys: Sequence[str], outer_keys: Sequence[str]) -> np.ndarray:
     """For each group column of :func:`fact_matrices` (same ``rows``, same ``group_keys``), the
     code of its outer group (the combination of ``outer_keys``, a subset of ``group_keys``)."""
     rows = rows[np.isfinite(rows["value"].to_numpy(float))]
-    gcodes, labels = _group_codes(rows, group_keys)
+    gcodes, n_groups = _group_codes(rows, group_keys)
     ocodes, _ = _group_codes(rows, outer_keys)
-    out = np.zeros(len(labels), dtype=int)
+    out = np.zeros(n_groups, dtype=int)
     out[gcodes] = ocodes
     return out
 
