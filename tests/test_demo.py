@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 from demo_digest import compare, demo_digest
 from factprobe.metrics.pipeline import read_control_check
+from factprobe.report.figures import fmt
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -90,7 +91,9 @@ def test_control_model_separates_taught_from_untaught(demo_run):
     assert abs(verdict.loc["untaught", "value"] - 0.5) <= 0.15, verdict
     assert (verdict["verdict"] == "pass").all(), verdict
     page = (demo_run / "results/report/index.html").read_text()
-    assert f"taught {verdict.loc['taught', 'value']:.3f} over {verdict.loc['taught', 'facts']} facts" in page
+    taught = verdict.loc["taught"]
+    interval = f"[95% CI {fmt(taught['ci_low'])}, {fmt(taught['ci_high'])}]"
+    assert f"taught {taught['value']:.3f} {interval} over {taught['facts']} facts" in page
 
 
 def test_demo_outputs_match_checked_in_digest(demo_run):

@@ -379,17 +379,61 @@ def report_control_suites():
     ]
 
 
+BOOTSTRAP_KEYS = ("bootstrap_samples", "bootstrap_seed", "confidence_level")
+
+
+def bootstrap_settings():
+    """Config report keys of the bootstrap intervals (leaderboard, control check)."""
+    return {k: v for k, v in S.plain(CFG.report).items() if k in BOOTSTRAP_KEYS}
+
+
 def control_check_settings():
     """Config report keys the control check reads (so report.dpi does not rerun it)."""
-    keys = ("control_strategy", "taught_target", "chance_band")
+    keys = ("control_strategy", "taught_target", "chance_band", *BOOTSTRAP_KEYS)
     return {k: v for k, v in S.plain(CFG.report).items() if k in keys}
 
 
+def report_control_model_suites():
+    """Suites whose trained control model the report fingerprints (when one is scored)."""
+    return list(SUITES) if any(is_control(m) for m in SCORE_MODELS) else []
+
+
+def report_provenance():
+    """Parse-time part of the report's provenance block: dumps.tsv rows the suites use, suites,
+    models.tsv rows, manifest paths, factprobe version, config hash (render adds fact counts,
+    manifests and the control model's fingerprint)."""
+    from factprobe.report import provenance as P
+
+    used = set()
+    for suite, block in SUITES.items():
+        used.update(suite_dumps(suite), [block.dump])
+        used.update([block.diff_old] if block.kind == "plausibility" else [])
+    return {
+        "version": P.factprobe_version(SCRIPTS.parents[1]),
+        "config_hash": P.config_hash(S.plain(CFG)),
+        "dumps": P.dump_records(DUMP_ROWS, used),
+        "suites": [
+            {
+                "suite": suite,
+                "kind": block.kind,
+                "dump": block.dump,
+                "dump date": P.dump_date(block.dump),
+                "models": ", ".join(SCORE_MODELS),
+            }
+            for suite, block in SUITES.items()
+        ],
+    }
+
+
 def report_inputs(wildcards):
-    """Leaderboard, every suite's summary, and the control model's control_check tables."""
+    """Leaderboard (+ paired comparison), every suite's summary and facts, the control model's
+    control_check tables and trained folders (provenance)."""
     name = CFG.report.control_model
     files = {
         "board": rules.leaderboard.output.board,
+        "paired": rules.leaderboard.output.paired,
+        "facts": expand(rules.build_probes.output.facts, suite=list(SUITES)),
+        "control_models": [control_model(s) for s in report_control_model_suites()],
         "summaries": expand(rules.summarize_metrics.output.summary, suite=list(SUITES)),
         "control": expand(
             rules.control_check.output.check,

@@ -71,6 +71,12 @@ rule summarize_metrics:
 rule leaderboard:
     input:
         summaries=expand(rules.summarize_metrics.output.summary, suite=list(SUITES)),
+        # Per-fact tables for the bootstrap intervals over facts (suite-major order).
+        per_fact=expand(
+            rules.compute_metrics.output.per_fact,
+            suite=list(SUITES),
+            model=SCORE_MODELS,
+        ),
         lib=library("leaderboard.py"),
     output:
         board=report(
@@ -79,12 +85,20 @@ rule leaderboard:
             category="Metrics",
             labels={"table": "leaderboard"},
         ),
+        paired=report(
+            "results/metrics/paired.csv",
+            caption="../report/paired.rst",
+            category="Metrics",
+            labels={"table": "paired comparison"},
+        ),
     log:
         "logs/leaderboard.log",
     conda:
         "../../environment.yml"
     params:
         suites=list(SUITES),
+        models=SCORE_MODELS,
+        bootstrap=bootstrap_settings(),
     script:
         "../scripts/leaderboard.py"
 

@@ -1,4 +1,7 @@
-# report stage: metric tables -> results/report/index.html (docs/contracts.md)
+# report stage: metric tables -> results/report/index.html and its figures (docs/contracts.md)
+
+
+report: "../report/workflow.rst"
 
 
 rule render_report:
@@ -11,6 +14,13 @@ rule render_report:
             category="Report",
             labels={"page": "factprobe report"},
         ),
+        figures=report(
+            directory("results/report/figures"),
+            patterns=["{name}.png"],
+            caption="../report/figures.rst",
+            category="Figures",
+            labels={"figure": "{name}"},
+        ),
     log:
         "logs/render_report.log",
     conda:
@@ -19,5 +29,10 @@ rule render_report:
         suites=list(SUITES),
         control_suites=report_control_suites(),
         settings=S.plain(CFG.report),
+        provenance=report_provenance(),
+        model_rows={m: MODEL_PARAMS[m] for m in SCORE_MODELS},
+        # Written when a hub/local model is prepared; read if present (models.tsv row otherwise).
+        manifests={m: f"resources/models/{m}/manifest.json" for m in SCORE_MODELS},
+        control_dir_suites=report_control_model_suites(),
     script:
         "../scripts/render_report.py"

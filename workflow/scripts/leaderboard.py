@@ -1,19 +1,41 @@
-"""Rule script: every suite's summary.csv -> leaderboard.csv (models side by side)."""
+"""Rule script: every suite's summary.csv (+ per-fact tables) -> leaderboard.csv with bootstrap
+intervals, and paired.csv (paired bootstrap comparison of every two models)."""
 
 import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
-from factprobe.io import atomic_path
-from factprobe.metrics.pipeline import leaderboard, read_summary
+from itertools import product
+
+from factprobe.io import atomic_path, read_table
+from factprobe.metrics.pipeline import (
+    Bootstrap,
+    headline_per_fact,
+    leaderboard,
+    paired_comparisons,
+    read_summary,
+)
 from factprobe.rulelog import rule_logger
 
 log = rule_logger(snakemake)
-summaries = {
-    suite: read_summary(path)
-    for suite, path in zip(snakemake.params.suites, snakemake.input.summaries, strict=True)
-}
-board = leaderboard(summaries)
-log.info("%d leaderboard rows over %d suite(s)", len(board), len(summaries))
+suites, models = snakemake.params.suites, snakemake.params.models
+summaries = {suite: read_summary(path) for suite, path in zip(suites, snakemake.input.summaries, strict=True)}
+per_fact = {suite: {} for suite in suites}
+# expand() order: suite-major, then model (rule leaderboard in metrics.smk).
+for (suite, model), path in zip(product(suites, models), snakemake.input.per_fact, strict=True):
+    per_fact[suite][model] = headline_per_fact(read_table(path).to_pandas())
+settings = snakemake.params.bootstrap
+bootstrap = Bootstrap(settings["bootstrap_samples"], settings["bootstrap_seed"], settings["confidence_level"])
+board = leaderboard(summaries, per_fact, bootstrap)
+paired = paired_comparisons(per_fact, bootstrap)
+log.info(
+    "%d leaderboard rows over %d suite(s); %d paired comparisons (B=%d)",
+    len(board),
+    len(summaries),
+    len(paired),
+    bootstrap.samples,
+)
 with atomic_path(snakemake.output.board) as tmp:
     board.to_csv(tmp, index=False)
+with atomic_path(snakemake.output.paired) as tmp:
+    paired.to_csv(tmp, index=False)

@@ -1,30 +1,68 @@
-"""Rule script: metric tables -> results/report/index.html (self-contained)."""
+"""Rule script: metric tables -> results/report/index.html (self-contained) and its figures as
+separate PNG files (results/report/figures/, items of ``snakemake --report``)."""
 
 import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
+import base64
+import shutil
+import tempfile
 from pathlib import Path
 
 import pandas as pd
-from factprobe.io import atomic_path
+from factprobe.io import atomic_path, read_table
 from factprobe.metrics.pipeline import read_control_check, read_summary
-from factprobe.report.html import build_report
+from factprobe.report.html import Figures, build_report
+from factprobe.report.provenance import model_records
 from factprobe.rulelog import rule_logger
 from factprobe.settings import Report, load
 
 log = rule_logger(snakemake)
-summaries = {
-    s: read_summary(p) for s, p in zip(snakemake.params.suites, snakemake.input.summaries, strict=True)
-}
+settings = load(Report, snakemake.params.settings, "report")
+suites = snakemake.params.suites
+summaries = {s: read_summary(p) for s, p in zip(suites, snakemake.input.summaries, strict=True)}
 board = read_summary(snakemake.input.board)
+paired = pd.read_csv(snakemake.input.paired, keep_default_na=False, na_values=[""])
 control = {
     suite: read_control_check(path)
     for suite, path in zip(snakemake.params.control_suites, snakemake.input.control, strict=True)
 }
 # Human alignment (§4.2) when a judgement file is configured: results/metrics/{suite}/human_alignment.csv.
 human = {Path(p).parent.name: pd.read_csv(p, keep_default_na=False) for p in snakemake.input.get("human", [])}
-page = build_report(summaries, board, control, load(Report, snakemake.params.settings, "report"), human)
-log.info("report: %d suite(s), %d control table(s), %d bytes", len(summaries), len(control), len(page))
+
+# Provenance: parse-time facts (params) completed with what the jobs wrote.
+provenance = dict(snakemake.params.provenance)
+counts = {s: read_table(p).num_rows for s, p in zip(suites, snakemake.input.facts, strict=True)}
+provenance["suites"] = [{**row, "facts": counts.get(row["suite"], "")} for row in provenance["suites"]]
+control_dirs = dict(
+    zip(snakemake.params.control_dir_suites, snakemake.input.get("control_models", []), strict=True)
+)
+fingerprint = None
+if control_dirs:
+    from factprobe.lm.load import model_fingerprint as fingerprint  # torch: only with a control model
+provenance["models"] = model_records(
+    snakemake.params.model_rows, snakemake.params.manifests, control_dirs, fingerprint
+)
+
+figs = Figures(settings.dpi, settings.confidence_level)
+page = build_report(summaries, board, control, settings, human, provenance, paired, figs)
+log.info(
+    "report: %d suite(s), %d control table(s), %d figure(s), %d bytes",
+    len(summaries),
+    len(control),
+    len(figs.drawn),
+    len(page),
+)
 with atomic_path(snakemake.output.html) as tmp:
     tmp.write_text(page, encoding="utf-8")
+# The figures folder appears whole or not at all: written beside it, then renamed.
+folder = Path(snakemake.output.figures)
+folder.parent.mkdir(parents=True, exist_ok=True)
+tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+for name, uri in figs.drawn.items():
+    (tmp / f"{name}.png").write_bytes(base64.b64decode(uri.split(",", 1)[1]))
+if folder.exists():
+    shutil.rmtree(folder)
+tmp.chmod(0o755)
+tmp.rename(folder)

@@ -314,6 +314,10 @@ class Report:
     chance: float = 0.5
     chance_band: float = 0.15
     dpi: int = 90
+    # Percentile bootstrap over facts (factprobe.metrics.uncertainty): intervals and paired tests.
+    bootstrap_samples: int = 1000
+    bootstrap_seed: int = 0
+    confidence_level: float = 0.95
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,10 @@ from .common import (
 )
 from .knowledge import dropped_fact_counts, knowledge_per_fact
 from .meta import configuration_grid, verbalization_robustness
+from .plausibility import MEASURES as PLAUSIBILITY_PARTS
 from .plausibility import plausibility_per_fact, plausibility_score
 from .ranking import ranking_per_fact
+from .uncertainty import interval_table, paired_table, percentile_interval, resample_counts
 
 log = logging.getLogger(__name__)
 
@@ -264,9 +266,9 @@ def summarize(model: str, per_fact: pd.DataFrame, suite: pd.DataFrame) -> pd.Dat
 
 def read_summary(path: str | Path) -> pd.DataFrame:
     """Read a summary.csv / leaderboard.csv: empty key cells stay "" (not NaN), values (and the
-    leaderboard's n_used, chance) are floats."""
+    leaderboard's n_used, chance, ci_low, ci_high) are floats; an empty n_facts reads as 0."""
     frame = pd.read_csv(path, keep_default_na=False, dtype=str)
-    for col in ("value", "n_used", "chance"):
+    for col in ("value", "n_used", "chance", "ci_low", "ci_high"):
         if col in frame.columns:
             frame[col] = pd.to_numeric(frame[col].replace("", np.nan), errors="coerce")
     for col in ("n", "bin", "n_facts", "rank"):
@@ -319,16 +321,82 @@ def coinciding_strategies(summary: pd.DataFrame) -> dict[str, str]:
     return same
 
 
-BOARD_COLUMNS = ["suite", "measure", "strategy", "n", "model", "value", "rank", "n_used", "chance", "same_as"]
+BOARD_COLUMNS = [
+    "suite",
+    "measure",
+    "strategy",
+    "n",
+    "model",
+    "value",
+    "ci_low",
+    "ci_high",
+    "n_facts",
+    "rank",
+    "n_used",
+    "chance",
+    "same_as",
+]
+
+#: Headline measures that are means over facts (the others are defined over a whole prompt set):
+#: these get bootstrap intervals and paired comparisons (:mod:`factprobe.metrics.uncertainty`).
+FACT_HEADLINE = ("k_min", "k_avg", "probability", "recall", "mean_rank")
 
 
-def leaderboard(summaries: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+@dataclass(frozen=True)
+class Bootstrap:
+    """Percentile bootstrap over facts: replicates, seed, coverage (config ``report``)."""
+
+    samples: int = 1000
+    seed: int = 0
+    level: float = 0.95
+
+
+def headline_per_fact(per_fact: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a per-fact table that feed the intervals (a smaller frame): the
+    :data:`FACT_HEADLINE` measures and PLAUSIBILITY's parts (Acc., MRR, NDCG per fact and style)."""
+    return per_fact[per_fact["measure"].isin([*FACT_HEADLINE, *PLAUSIBILITY_PARTS])]
+
+
+#: PLAUSIBILITY (PROBELM §4.2) pools its parts: mean over (style, part) within each prompt group
+#: of the rest of the keys, then over those groups (as plausibility_score and the leaderboard do).
+PLAUSIBILITY_GROUPS = [*GROUP_KEYS, "part"]
+PLAUSIBILITY_OUTER = [k for k in GROUP_KEYS if k != "style"]
+
+
+def plausibility_rows(per_fact: pd.DataFrame) -> pd.DataFrame:
+    """Per-fact rows of PLAUSIBILITY's parts relabelled as measure ``plausibility`` (strategy "",
+    n 0, as in the summary), the part kept in column ``part``: the input of its bootstrap."""
+    rows = per_fact[per_fact["measure"].isin(PLAUSIBILITY_PARTS)]
+    return rows.assign(part=rows["measure"], measure="plausibility", strategy="", n=0)
+
+
+def _suite_intervals(table: pd.DataFrame, bootstrap: Bootstrap) -> pd.DataFrame:
+    """Intervals of one model's fact-level headline measures and of PLAUSIBILITY."""
+    args = (bootstrap.samples, bootstrap.seed, bootstrap.level)
+    parts = [interval_table(table, FACT_HEADLINE, GROUP_KEYS, *args)]
+    plaus = plausibility_rows(table)
+    if not plaus.empty:
+        parts.append(
+            interval_table(plaus, ["plausibility"], PLAUSIBILITY_GROUPS, *args, outer_keys=PLAUSIBILITY_OUTER)
+        )
+    return pd.concat(parts, ignore_index=True)
+
+
+def leaderboard(
+    summaries: Mapping[str, pd.DataFrame],
+    per_fact: Mapping[str, Mapping[str, pd.DataFrame]] | None = None,
+    bootstrap: Bootstrap = Bootstrap(),
+) -> pd.DataFrame:
     """Models side by side: headline measures per suite, pooled over languages and prompt groups.
 
     Input ``{suite: summary}``; output ``BOARD_COLUMNS``: rank 1 = best (for ``mean_rank`` and
     ``|belief_ovconf|`` lower is better); for K (``k_min``/``k_avg``) ``n_used`` is the mean number
     of distractors actually compared (below n when a strategy found fewer) and ``chance`` the value
     a random ranker gets (:func:`chance_rows`); ``same_as`` names a strategy with identical values.
+    With ``per_fact`` (``{suite: {model: per-fact table}}``) the :data:`FACT_HEADLINE` rows get the
+    percentile bootstrap interval over facts (``ci_low``/``ci_high``) and ``n_facts``, and so does
+    PLAUSIBILITY (recomputed from its per-fact parts in every replicate); the BELIEF measures over
+    sampled prompt sets (Acc mean, Consist, Ovconf) keep empty intervals.
     """
     rows = []
     for suite, summary in summaries.items():
@@ -349,6 +417,7 @@ def leaderboard(summaries: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
         same = coinciding_strategies(summary)
         agg["same_as"] = [same.get(name, "") for name in agg["strategy"]]
         agg.insert(0, "suite", suite)
+        agg = agg.merge(_intervals((per_fact or {}).get(suite, {}), bootstrap), on=keys, how="left")
         rows.append(agg)
     if not rows:
         return pd.DataFrame(columns=BOARD_COLUMNS)
@@ -360,8 +429,66 @@ def leaderboard(summaries: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
         .rank(ascending=False, method="min")
         .astype("Int64")
     )
+    board["n_facts"] = board["n_facts"].astype("Int64")
+    board[["ci_low", "ci_high"]] = board[["ci_low", "ci_high"]].astype(float)
     board = board.sort_values(["suite", "measure", "strategy", "n", "rank", "model"], ignore_index=True)
     return board[BOARD_COLUMNS]
+
+
+def _intervals(per_model: Mapping[str, pd.DataFrame], bootstrap: Bootstrap) -> pd.DataFrame:
+    """ci_low, ci_high, n_facts per (measure, strategy, n, model) of one suite's per-fact tables."""
+    parts = []
+    for model, table in per_model.items():
+        found = _suite_intervals(headline_per_fact(table), bootstrap)
+        parts.append(found.drop(columns="value").assign(model=model))
+    columns = ["measure", "strategy", "n", "model", "ci_low", "ci_high", "n_facts"]
+    if not parts:
+        return pd.DataFrame(columns=columns).astype({"n": "int64", "n_facts": "Int64"})
+    out = pd.concat(parts, ignore_index=True)[columns]
+    return out.astype({"strategy": str, "n": "int64"})
+
+
+PAIRED_COLUMNS = [
+    "suite",
+    "measure",
+    "strategy",
+    "n",
+    "model_a",
+    "model_b",
+    "value_a",
+    "value_b",
+    "diff",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "n_facts",
+]
+
+
+def paired_comparisons(
+    per_fact: Mapping[str, Mapping[str, pd.DataFrame]], bootstrap: Bootstrap = Bootstrap()
+) -> pd.DataFrame:
+    """Every pair of models on every suite and :data:`FACT_HEADLINE` (measure, strategy, n): the
+    difference a - b on the facts both were scored on, its paired percentile bootstrap interval
+    and two-sided p-value (:func:`factprobe.metrics.uncertainty.paired_difference`). For
+    ``mean_rank`` a negative difference favours model a (lower is better)."""
+    parts = []
+    for suite, per_model in per_fact.items():
+        if len(per_model) < 2:
+            continue
+        tables = {m: headline_per_fact(t) for m, t in per_model.items()}
+        args = (bootstrap.samples, bootstrap.seed, bootstrap.level)
+        found = paired_table(tables, FACT_HEADLINE, GROUP_KEYS, *args)
+        plaus = {m: plausibility_rows(t) for m, t in tables.items()}
+        if all(not t.empty for t in plaus.values()):
+            extra = paired_table(
+                plaus, ["plausibility"], PLAUSIBILITY_GROUPS, *args, outer_keys=PLAUSIBILITY_OUTER
+            )
+            found = pd.concat([found, extra], ignore_index=True)
+        parts.append(found.assign(suite=suite))
+    if not parts:
+        return pd.DataFrame(columns=PAIRED_COLUMNS)
+    return pd.concat(parts, ignore_index=True)[PAIRED_COLUMNS]
 
 
 # --------------------------------------------------------------------------- control check
@@ -380,6 +507,8 @@ CHECK_COLUMNS = [
     "low",
     "high",
     "verdict",
+    "ci_low",
+    "ci_high",
 ]
 
 
@@ -388,6 +517,9 @@ def control_check(
     control_strategy: str = "random",
     taught_target: float = 0.9,
     chance_band: float = 0.15,
+    bootstrap_samples: int = 1000,
+    bootstrap_seed: int = 0,
+    confidence_level: float = 0.95,
 ) -> pd.DataFrame:
     """The control model's taught/untaught check on one suite (results/metrics/{suite}/control_check.csv).
 
@@ -398,7 +530,9 @@ def control_check(
     hold the verdict, on Avg@n at the largest n of ``control_strategy`` (all strategies pooled when the
     suite has no such strategy): taught facts must reach ``taught_target`` (``low``; ``high`` 1),
     untaught facts must lie within ``chance_band`` of chance, since a model that never saw them
-    ranks their object like a random ranker. ``verdict`` is "pass" or "FAIL" there.
+    ranks their object like a random ranker. ``verdict`` is "pass" or "FAIL" there. Every row
+    carries the percentile bootstrap interval of its mean over facts (``ci_low``/``ci_high``,
+    ``bootstrap_samples`` replicates): a verdict on few facts shows a wide interval.
     """
     wanted = [*CHECK_MEASURES, "n_used", *(f"{m}_chance" for m in CHECK_MEASURES)]
     data = per_fact[per_fact["measure"].isin(wanted) & per_fact["split"].isin(["taught", "untaught"])]
@@ -422,8 +556,23 @@ def control_check(
                 n_used=("n_used", "mean"),
                 chance=(f"{measure}_chance", "mean"),
             )
+            bounds = {
+                key: _mean_interval(group[measure].to_numpy(float))
+                for key, group in sub.groupby(by, sort=True)
+            }
+            agg["ci_low"] = [bounds[k][0] for k in agg.index]
+            agg["ci_high"] = [bounds[k][1] for k in agg.index]
             parts.append(agg.reset_index().assign(measure=measure))
         return pd.concat(parts, ignore_index=True)
+
+    def _mean_interval(values: np.ndarray) -> tuple[float, float]:
+        reps = np.concatenate(
+            [
+                w @ values / len(values)
+                for w in resample_counts(len(values), bootstrap_samples, bootstrap_seed)
+            ]
+        )
+        return percentile_interval(reps, confidence_level)
 
     table = curves(wide, ["strategy", "n", "split"]).assign(low=np.nan, high=np.nan, verdict="")
     avg = wide.dropna(subset=["k_avg"])

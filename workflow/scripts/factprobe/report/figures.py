@@ -13,9 +13,42 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 DPI = 90
+
+#: Axis wording of each headline measure: (name, unit / range, which direction is better).
+MEASURE_AXES = {
+    "k_min": ("Min@n", "share of facts, 0–1", "higher is better"),
+    "k_avg": ("Avg@n", "share of distractors ranked below the object, 0–1", "higher is better"),
+    "probability": ("Probability", "mean P(object | prompt), 0–1", "higher is better"),
+    "precision": ("Precision@n", "share of facts, 0–1", "higher is better"),
+    "recall": ("R@n", "share of facts with the object in the top n, 0–1", "higher is better"),
+    "mean_rank": ("mean rank", "rank of the object among the candidates, 1 = first", "lower is better"),
+    "plausibility": ("PLAUSIBILITY", "mean of Acc., MRR and NDCG, 0–1", "higher is better"),
+    "belief_acc_mean": ("BELIEF Acc@1 mean", "share of prompts, 0–1", "higher is better"),
+    "belief_consist": ("BELIEF Consist", "share of agreeing prompt pairs, 0–1", "higher is better"),
+    "belief_ovconf": ("BELIEF Ovconf", "mean confidence − accuracy", "closer to 0 is better"),
+    "belief_icl_acc_mean": ("BELIEF-ICL Acc@1 mean", "share of prompts, 0–1", "higher is better"),
+}
+
+
+def measure_axis(measure: str) -> tuple[str, str, str]:
+    """(name, unit, direction) of a measure; unknown measures keep their own name."""
+    return MEASURE_AXES.get(measure, (measure, "value", "see the table"))
+
+
+def fmt(value: float, digits: int = 3) -> str:
+    """A number for people: ``digits`` decimals from 0.01 up, ``digits`` significant digits below
+    (scientific from 1e-4 down), so a small value never prints as 0.000; "–" for a missing one."""
+    if value is None or not np.isfinite(value):
+        return "–"
+    if value == 0:
+        return "0"
+    if abs(value) >= 0.01:
+        return f"{value:.{digits}f}"
+    return f"{value:.{digits}g}"
 
 
 def to_data_uri(fig, dpi: int = DPI) -> str:
@@ -26,9 +59,17 @@ def to_data_uri(fig, dpi: int = DPI) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def k_versus_n(summary: pd.DataFrame, dpi: int = DPI, chance: pd.DataFrame | None = None) -> str | None:
+def k_versus_n(
+    summary: pd.DataFrame,
+    dpi: int = DPI,
+    chance: pd.DataFrame | None = None,
+    intervals: pd.DataFrame | None = None,
+    level: float = 0.95,
+) -> str | None:
     """Min@n and Avg@n against n, one line per strategy, one column per model (distractors paper
-    Fig. 1), with the random-ranker level (``chance`` rows ``k_min_chance``/``k_avg_chance``) dotted.
+    Fig. 1), with the random-ranker level (``chance`` rows ``k_min_chance``/``k_avg_chance``) dotted
+    and, from ``intervals`` (leaderboard rows with ``ci_low``/``ci_high``/``n_facts``), the bootstrap
+    interval over facts shaded around each line.
 
     ``summary`` rows of measures ``k_min`` / ``k_avg`` (pooled over prompt groups by the caller).
     """
@@ -39,35 +80,77 @@ def k_versus_n(summary: pd.DataFrame, dpi: int = DPI, chance: pd.DataFrame | Non
     fig, axes = plt.subplots(
         2,
         len(models),
-        figsize=(3.6 * len(models) + 0.8, 5.6),
+        figsize=(3.8 * len(models) + 0.8, 6.0),
         squeeze=False,
         sharey=True,
         layout="constrained",
     )
     for col, model in enumerate(models):
-        for row, (measure, label) in enumerate((("k_min", "Min@n"), ("k_avg", "Avg@n"))):
+        for row, measure in enumerate(("k_min", "k_avg")):
+            label, unit, direction = measure_axis(measure)
             ax = axes[row][col]
             part = data[(data["model"] == model) & (data["measure"] == measure)]
+            facts = _n_facts(intervals, model, measure)
             for strategy, line in part.groupby("strategy", sort=True):
                 line = line.sort_values("n")
-                ax.plot(line["n"], line["value"], marker="o", label=strategy)
+                drawn = ax.plot(line["n"], line["value"], marker="o", label=strategy)
+                band = _band(intervals, model, measure, strategy)
+                if band is not None and not band.empty:
+                    ax.fill_between(
+                        band["n"], band["ci_low"], band["ci_high"], color=drawn[0].get_color(), alpha=0.15
+                    )
             if chance is not None and not chance.empty:
-                level = chance[(chance["model"] == model) & (chance["measure"] == f"{measure}_chance")]
-                level = level.groupby("n")["value"].mean()
-                ax.plot(level.index, level.to_numpy(), color="grey", linestyle=":", label="random ranker")
-            ax.set_xscale("log")
+                level_rows = chance[(chance["model"] == model) & (chance["measure"] == f"{measure}_chance")]
+                line = level_rows.groupby("n")["value"].mean()
+                ax.plot(line.index, line.to_numpy(), color="grey", linestyle=":", label="random ranker")
+            _log_n_axis(ax, data["n"])
             ax.set_ylim(-0.02, 1.02)
-            ax.set_xlabel("n (distractors)")
-            ax.set_ylabel(label)
-            ax.set_title(f"{model}: {label}", fontsize=10)
+            ax.set_xlabel("n (distractors per fact, log scale)")
+            ax.set_ylabel(f"{label}\n({unit})", fontsize=8)
+            ax.set_title(f"{model}: {label}, {facts}; {direction}", fontsize=9)
             ax.grid(alpha=0.3)
             if row == 0 and col == len(models) - 1:
-                ax.legend(title="strategy", fontsize=8, loc="best")
+                ax.legend(title=f"strategy (band: {level:.0%} CI)", fontsize=7, title_fontsize=7, loc="best")
     return to_data_uri(fig, dpi)
 
 
-def model_bars(board: pd.DataFrame, dpi: int = DPI) -> str | None:
-    """Headline measures of every suite, models side by side (grouped bars)."""
+def _log_n_axis(ax, ns: pd.Series) -> None:
+    """Log-scaled x axis ticked at the n values themselves (1, 2, 5, 10), not at powers of 10."""
+    ax.set_xscale("log")
+    ticks = sorted({int(n) for n in ns})
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.minorticks_off()
+
+
+def _band(intervals: pd.DataFrame | None, model: str, measure: str, strategy: str) -> pd.DataFrame | None:
+    if intervals is None or intervals.empty or "ci_low" not in intervals.columns:
+        return None
+    rows = intervals[
+        (intervals["model"] == model)
+        & (intervals["measure"] == measure)
+        & (intervals["strategy"] == strategy)
+    ]
+    rows = rows.astype({"ci_low": float, "ci_high": float})
+    return rows.dropna(subset=["ci_low", "ci_high"]).sort_values("n")
+
+
+def _n_facts(intervals: pd.DataFrame | None, model: str, measure: str) -> str:
+    """ "n = X facts" of a model's rows (a range when strategies or n differ)."""
+    if intervals is None or intervals.empty or "n_facts" not in intervals.columns:
+        return "n facts unknown"
+    rows = intervals[(intervals["model"] == model) & (intervals["measure"] == measure)]
+    counts = pd.to_numeric(rows["n_facts"], errors="coerce").dropna().astype(int)
+    counts = counts[counts > 0]
+    if counts.empty:
+        return "n facts unknown"
+    low, high = counts.min(), counts.max()
+    return f"n = {low} facts" if low == high else f"n = {low}–{high} facts"
+
+
+def model_bars(board: pd.DataFrame, dpi: int = DPI, level: float = 0.95) -> str | None:
+    """Headline measures, one small panel per suite × measure (its own axis, unit and direction),
+    the models side by side as bars with their bootstrap interval over facts as error bars and the
+    number of facts under each bar."""
     if board.empty:
         return None
     board = headline_rows(board)
@@ -79,19 +162,47 @@ def model_bars(board: pd.DataFrame, dpi: int = DPI) -> str | None:
     )
     chosen = board["suite"].map(strategies).fillna("")
     board = board[(board["strategy"] == "") | (board["strategy"] == chosen)].copy()
-    board["label"] = board["suite"] + "\n" + board["measure"] + board.apply(_suffix, axis=1)
-    # Bars on a 0..1 scale only; mean rank and Ovconf have other ranges and stay in the table.
-    board = board[~board["measure"].isin(["mean_rank", "belief_ovconf"])]
     if board.empty:
         return None
-    pivot = board.pivot_table(index="label", columns="model", values="value", aggfunc="mean").sort_index()
-    fig, ax = plt.subplots(figsize=(max(6, 0.55 * len(pivot) * max(1, pivot.shape[1])), 4))
-    pivot.plot.bar(ax=ax, width=0.8)
-    ax.set_ylim(0, 1.02)
-    ax.set_ylabel("value")
-    ax.tick_params(axis="x", labelsize=7)
-    ax.legend(title="model", fontsize=8)
-    ax.grid(axis="y", alpha=0.3)
+    for col in ("ci_low", "ci_high", "n_facts"):
+        if col not in board.columns:
+            board[col] = np.nan
+    panels = list(board.groupby(["suite", "measure", "strategy", "n"], sort=True))
+    ncols = min(4, len(panels))
+    nrows = -(-len(panels) // ncols)
+    # A fixed grid (no constrained layout: it dominates the drawing time at 20+ panels).
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.4 * ncols, 3.1 * nrows), squeeze=False)
+    fig.subplots_adjust(hspace=0.75, wspace=0.55, top=1 - 0.35 / nrows)
+    for ax in axes.ravel()[len(panels) :]:
+        ax.set_visible(False)
+    for ax, ((suite, measure, strategy, n), part) in zip(axes.ravel(), panels, strict=False):
+        part = part.sort_values("model")
+        name, unit, direction = measure_axis(measure)
+        values = part["value"].to_numpy(float)
+        low = part["ci_low"].to_numpy(float)
+        high = part["ci_high"].to_numpy(float)
+        has_ci = np.isfinite(low) & np.isfinite(high)
+        err = np.vstack([np.where(has_ci, values - low, 0), np.where(has_ci, high - values, 0)])
+        x = np.arange(len(part))
+        ax.bar(x, values, color=[f"C{i}" for i in range(len(part))], width=0.6)
+        if has_ci.any():
+            ax.errorbar(x[has_ci], values[has_ci], yerr=err[:, has_ci], fmt="none", ecolor="black", capsize=4)
+        facts = pd.to_numeric(part["n_facts"], errors="coerce").astype(float)
+        facts = facts.where(facts > 0)  # 0 / empty: a suite-level measure
+        ticks = [
+            f"{m}\nn = {int(f)} facts" if np.isfinite(f) else f"{m}\n(suite-level)"
+            for m, f in zip(part["model"], facts, strict=True)
+        ]
+        ax.set_xticks(x, ticks, fontsize=7)
+        ax.set_ylabel(f"{name}\n({unit})", fontsize=7)
+        if measure not in ("mean_rank", "belief_ovconf"):
+            ax.set_ylim(0, 1.02)
+        elif measure == "belief_ovconf":
+            ax.axhline(0, color="grey", linewidth=1)
+        at = _suffix({"strategy": strategy, "n": n}).strip()
+        ax.set_title(f"{suite}: {name} {at}\n{direction}", fontsize=8)
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle(f"bars: value; whiskers: {level:.0%} bootstrap interval over facts", fontsize=8)
     return to_data_uri(fig, dpi)
 
 
@@ -103,6 +214,7 @@ def headline_rows(board: pd.DataFrame) -> pd.DataFrame:
 
 
 def _suffix(row) -> str:
+    """ " strategy @n" of a row (Series or dict); "" when neither applies."""
     parts = []
     if row["strategy"]:
         parts.append(str(row["strategy"]))
@@ -122,7 +234,13 @@ def calibration(summary: pd.DataFrame, dpi: int = DPI) -> str | None:
     )
     keys = ["model", "mode", "lang", "verbalization", "style", "shots", "bin"]
     wide = rows.pivot_table(index=keys, columns="axis", values="value", aggfunc="mean").reset_index()
-    fig, ax = plt.subplots(figsize=(5, 4.6))
+    bins = int(wide["bin"].nunique())
+    facts = summary[summary["measure"].str.startswith("belief") & (summary.get("level", "fact") == "fact")]
+    counts = pd.to_numeric(facts.get("n_facts", pd.Series(dtype=float)), errors="coerce")
+    n_text = (
+        f"n = {int(counts.max())} facts" if counts.notna().any() and counts.max() > 0 else "n facts unknown"
+    )
+    fig, ax = plt.subplots(figsize=(5.4, 4.8))
     ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="perfect calibration")
     for (model, mode, shots), curve in wide.groupby(["model", "mode", "shots"], sort=True):
         curve = curve.groupby("bin")[["conf", "acc"]].mean().sort_values("conf")
@@ -130,8 +248,9 @@ def calibration(summary: pd.DataFrame, dpi: int = DPI) -> str | None:
         ax.plot(curve["conf"], curve["acc"], marker="o", label=label)
     ax.set_xlim(0, 1.02)
     ax.set_ylim(-0.02, 1.02)
-    ax.set_xlabel("mean confidence of the bin")
-    ax.set_ylabel("Acc@1 of the bin")
+    ax.set_xlabel("mean confidence of the bin (probability, 0–1)")
+    ax.set_ylabel("Acc@1 of the bin (share of prompts, 0–1)")
+    ax.set_title(f"{bins} equal-size bins, {n_text}; closer to the diagonal is better", fontsize=8)
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     return to_data_uri(fig, dpi)
@@ -142,21 +261,26 @@ def recall_curves(summary: pd.DataFrame, dpi: int = DPI) -> str | None:
     data = summary[summary["measure"] == "recall"]
     if data.empty:
         return None
+    facts = pd.to_numeric(data.get("n_facts", pd.Series(0, index=data.index)), errors="coerce")
+    facts = facts.groupby(data["model"]).max()
     data = data.groupby(["model", "lang", "verbalization", "n"])["value"].mean().reset_index()
     models = sorted(data["model"].unique())
     fig, axes = plt.subplots(
-        1, len(models), figsize=(4.2 * len(models) + 0.8, 3.8), squeeze=False, sharey=True
+        1, len(models), figsize=(4.4 * len(models) + 0.8, 4.0), squeeze=False, sharey=True
     )
+    name, unit, direction = measure_axis("recall")
     for col, model in enumerate(models):
         ax = axes[0][col]
         for (lang, verb), line in data[data["model"] == model].groupby(["lang", "verbalization"], sort=True):
             line = line.sort_values("n")
             ax.plot(line["n"], line["value"], marker="o", label=f"{lang} / {verb}")
         ax.set_ylim(-0.02, 1.02)
-        ax.set_xlabel("n")
+        ax.set_xlabel("n (top positions counted)")
         ax.set_xticks(sorted(data["n"].unique()))
-        ax.set_ylabel("R@n")
-        ax.set_title(model, fontsize=10)
+        ax.set_ylabel(f"{name}\n({unit})", fontsize=8)
+        count = facts.get(model, 0)
+        n_text = f"n = {int(count)} facts" if count and np.isfinite(count) else "n facts unknown"
+        ax.set_title(f"{model}, {n_text}; {direction}", fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, title="lang / verbalization")
     return to_data_uri(fig, dpi)
@@ -189,15 +313,29 @@ def control_panel(check: pd.DataFrame, dpi: int = DPI) -> str | None:
         )
         for (strategy, split), line in part.groupby(["strategy", "split"], sort=True):
             line = line.sort_values("n")
-            ax.plot(
-                line["n"], line["value"], marker="o", linestyle=styles[split], label=f"{strategy}, {split}"
+            facts = int(line["facts"].max())
+            drawn = ax.plot(
+                line["n"],
+                line["value"],
+                marker="o",
+                linestyle=styles[split],
+                label=f"{strategy}, {split} (n = {facts} facts)",
             )
-        ax.set_xscale("log")
+            if "ci_low" in line.columns and line["ci_low"].notna().any():
+                ax.fill_between(
+                    line["n"], line["ci_low"], line["ci_high"], color=drawn[0].get_color(), alpha=0.12
+                )
+        _log_n_axis(ax, curves["n"])
         ax.set_ylim(-0.02, 1.02)
-        ax.set_xlabel("n (distractors)")
-        ax.set_title(f"control: {label}", fontsize=10)
+        ax.set_xlabel("n (distractors per fact, log scale)")
+        counts = part.groupby("split")["facts"].max()
+        facts = " / ".join(f"{int(c)} {split}" for split, c in counts.items())
+        ax.set_title(
+            f"control: {label}, n = {facts} facts\ntaught: higher is better, untaught: near chance (bands: CI)",
+            fontsize=8,
+        )
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("mean over facts")
+    axes[0].set_ylabel("mean over facts (0–1)")
     # One legend for both panels: the band and the target are drawn on the Avg@n panel only.
     entries = {}
     for ax in axes:

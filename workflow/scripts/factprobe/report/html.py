@@ -1,13 +1,16 @@
 """The self-contained HTML report (results/report/index.html): figures inline, no external files.
 
 ``build_report`` turns the metric tables into one page with a section per view; a section whose
-data is absent says so in words, so no section is ever blank.
+data is absent says so in words, so no section is ever blank. The page opens with a provenance
+block (dumps, suites, models, version, config hash); headline values carry their bootstrap
+interval over facts (:mod:`factprobe.metrics.uncertainty`) and models are compared pairwise.
 """
 
 from __future__ import annotations
 
 import html
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -23,9 +26,11 @@ h1{border-bottom:2px solid #444}h2{margin-top:2em;border-bottom:1px solid #ccc}
 table{border-collapse:collapse;font-size:13px;margin:.8em 0}th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}img{max-width:100%;display:block;margin:.8em 0}
 .note{color:#555}.ok{color:#060;font-weight:bold}.bad{color:#a00;font-weight:bold}nav a{margin-right:1em}
+.unsure{color:#a60;font-weight:bold}#provenance table{font-size:12px}#provenance td{text-align:left}
 """
 
 SECTIONS = [
+    ("provenance", "Provenance: what this report was built from"),
     ("models", "Models side by side"),
     ("knowledge", "Knowledge measure K: Min@n and Avg@n against n"),
     ("belief", "BELIEF: accuracy, consistency and calibration"),
@@ -37,8 +42,24 @@ SECTIONS = [
 HUMAN_SECTION = ("human", "Alignment with human judgement (Kendall τ, 3-fold CV)")
 
 
-def _img(uri: str | None, alt: str) -> str:
-    return f'<img src="{uri}" alt="{html.escape(alt)}">' if uri else ""
+@dataclass
+class Figures:
+    """Figure sink: every figure drawn for the page, by file name (``{name}.png``), so that
+    render_report can also write them as separate files for ``snakemake --report``."""
+
+    dpi: int
+    level: float = 0.95
+    drawn: dict[str, str] = field(default_factory=dict)
+
+    def img(self, uri: str | None, alt: str, name: str) -> str:
+        if not uri:
+            return ""
+        self.drawn[_file_name(name)] = uri
+        return f'<img src="{uri}" alt="{html.escape(alt)}">'
+
+
+def _file_name(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
 
 
 def _table(frame: pd.DataFrame, digits: int = 3) -> str:
@@ -47,8 +68,15 @@ def _table(frame: pd.DataFrame, digits: int = 3) -> str:
     frame = frame.copy()
     frame.columns.name = None
     return frame.to_html(
-        index=False, float_format=lambda v: f"{v:.{digits}f}", na_rep="–", border=0, escape=True
+        index=False, float_format=lambda v: figures.fmt(v, digits), na_rep="–", border=0, escape=True
     )
+
+
+def with_interval(value: float, low: float, high: float) -> str:
+    """ "value [low, high]" (the interval left out when there is none)."""
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return figures.fmt(value)
+    return f"{figures.fmt(value)} [{figures.fmt(low)}, {figures.fmt(high)}]"
 
 
 def _note(text: str) -> str:
@@ -91,15 +119,22 @@ def distractors_used_table(summary: pd.DataFrame) -> str:
     return note + _table(table)
 
 
-def knowledge_section(summaries: Mapping[str, pd.DataFrame], dpi: int) -> str:
+def knowledge_section(summaries: Mapping[str, pd.DataFrame], figs: Figures, board: pd.DataFrame) -> str:
     parts = []
     for suite, summary in summaries.items():
         data = pooled(summary, ["k_min", "k_avg"])
         if data.empty:
             continue
         chance = pooled(summary, ["k_min_chance", "k_avg_chance"])
+        intervals = board[board["suite"] == suite] if "suite" in board.columns else None
         parts.append(f"<h3>suite {html.escape(suite)}</h3>")
-        parts.append(_img(figures.k_versus_n(data, dpi, chance), f"Min@n and Avg@n against n, suite {suite}"))
+        parts.append(
+            figs.img(
+                figures.k_versus_n(data, figs.dpi, chance, intervals, figs.level),
+                f"Min@n and Avg@n against n, suite {suite}",
+                f"k_versus_n-{suite}",
+            )
+        )
         parts.append(same_strategy_note(summary))
         parts.append(distractors_used_table(summary))
         base = pooled(summary, ["probability", "precision"])
@@ -114,7 +149,7 @@ def knowledge_section(summaries: Mapping[str, pd.DataFrame], dpi: int) -> str:
     return "".join(parts) or _note("No suite computed the knowledge measure in this run.")
 
 
-def belief_section(summaries: Mapping[str, pd.DataFrame], dpi: int) -> str:
+def belief_section(summaries: Mapping[str, pd.DataFrame], figs: Figures) -> str:
     parts = []
     wanted = [
         "acc_mean",
@@ -131,7 +166,13 @@ def belief_section(summaries: Mapping[str, pd.DataFrame], dpi: int) -> str:
         if rows.empty:
             continue
         parts.append(f"<h3>suite {html.escape(suite)}</h3>")
-        parts.append(_img(figures.calibration(summary, dpi), f"BELIEF calibration, suite {suite}"))
+        parts.append(
+            figs.img(
+                figures.calibration(summary, figs.dpi),
+                f"BELIEF calibration, suite {suite}",
+                f"calibration-{suite}",
+            )
+        )
         rows = rows.assign(
             mode=np.where(rows["measure"].str.startswith("belief_icl_"), "generation", "ranking"),
             name=rows["measure"].str.replace(r"^belief(_icl)?_", "", regex=True),
@@ -145,7 +186,7 @@ def belief_section(summaries: Mapping[str, pd.DataFrame], dpi: int) -> str:
     return "".join(parts) or _note("No suite computed BELIEF measures in this run.")
 
 
-def ranking_section(summaries: Mapping[str, pd.DataFrame], dpi: int) -> str:
+def ranking_section(summaries: Mapping[str, pd.DataFrame], figs: Figures) -> str:
     parts = []
     for suite, summary in summaries.items():
         rows = summary[summary["measure"].isin(["recall", "mean_rank"]) & (summary["bin"] == -1)]
@@ -153,7 +194,11 @@ def ranking_section(summaries: Mapping[str, pd.DataFrame], dpi: int) -> str:
             continue
         parts.append(f"<h3>suite {html.escape(suite)}</h3>")
         parts.append(
-            _img(figures.recall_curves(rows, dpi), f"R@n by language and verbalization, suite {suite}")
+            figs.img(
+                figures.recall_curves(rows, figs.dpi),
+                f"R@n by language and verbalization, suite {suite}",
+                f"recall-{suite}",
+            )
         )
         rows = rows.assign(
             col=np.where(rows["measure"] == "recall", "R@" + rows["n"].astype(str), "mean rank")
@@ -193,27 +238,103 @@ def headline_label(row) -> str:
     return label
 
 
-def models_section(board: pd.DataFrame, dpi: int) -> str:
+def models_section(board: pd.DataFrame, figs: Figures, paired: pd.DataFrame | None = None) -> str:
     if board.empty:
         return _note("No model has metrics yet.")
     board = figures.headline_rows(board)
-    board = board.assign(col=board.apply(headline_label, axis=1))
-    wide = board.pivot_table(index=["suite", "col"], columns="model", values="value", aggfunc="mean")
+    for col in ("ci_low", "ci_high", "n_facts"):
+        if col not in board.columns:
+            board[col] = np.nan
+    board = board.assign(
+        col=board.apply(headline_label, axis=1),
+        cell=[
+            with_interval(v, lo, hi)
+            for v, lo, hi in zip(board["value"], board["ci_low"], board["ci_high"], strict=True)
+        ],
+        better=[figures.measure_axis(m)[2] for m in board["measure"]],
+    )
+    wide = board.pivot_table(index=["suite", "col"], columns="model", values="cell", aggfunc="first")
+    facts = pd.to_numeric(board["n_facts"], errors="coerce").astype(float)
+    facts = facts.where(facts > 0)  # 0 / empty: a suite-level measure
+    counts = facts.groupby([board["suite"], board["col"]]).agg(
+        lambda f: "suite-level" if f.isna().all() else "/".join(str(int(x)) for x in sorted(set(f.dropna())))
+    )
+    wide["n facts"] = counts.reindex(wide.index)
+    wide["better"] = board.groupby(["suite", "col"])["better"].first().reindex(wide.index)
     if "chance" in board.columns and board["chance"].notna().any():
         chance = board.groupby(["suite", "col"])["chance"].mean()
-        wide["chance (random ranker)"] = chance.reindex(wide.index)
+        wide["chance (random ranker)"] = [figures.fmt(v) for v in chance.reindex(wide.index)]
     wide = wide.reset_index().rename(columns={"col": "measure"})
     wide.columns.name = None
+    level = f"{figs.level:.0%}"
     note = _note(
-        "K at the largest n, R@1; every n is in results/metrics/leaderboard.csv. Where a strategy found "
-        "fewer than n distractors the label says how many were used; '= s' marks a strategy whose "
-        "values equal strategy s."
+        f"K at the largest n, R@1; every n is in results/metrics/leaderboard.csv. Cells: value [{level} "
+        "percentile bootstrap interval], resampling facts (not prompts) with replacement; measures defined "
+        "over a whole prompt set (suite-level) have no interval. Where a strategy found fewer than n "
+        "distractors the label says how many were used; '= s' marks a strategy whose values equal strategy s."
     )
-    return _img(figures.model_bars(board, dpi), "headline measures per model") + note + _table(wide)
+    chart = figs.img(figures.model_bars(board, figs.dpi, figs.level), "headline measures per model", "models")
+    return chart + note + _table(wide) + paired_section(paired, figs.level)
 
 
-def control_section(checks: Mapping[str, pd.DataFrame], settings: Report) -> str:
+def paired_section(paired: pd.DataFrame | None, level: float = 0.95) -> str:
+    """Paired bootstrap comparisons (model a − model b over shared facts) of the headline rows."""
+    if paired is None or paired.empty:
+        return _note("Paired comparison: needs at least two models scored on the same suite.")
+    rows = figures.headline_rows(paired.rename(columns={"model_a": "model"})).rename(
+        columns={"model": "model_a"}
+    )
+    if rows.empty:
+        return ""
+    verdict = []
+    for row in rows.itertuples():
+        lower = row.measure == "mean_rank"
+        if row.ci_low > 0 or row.ci_high < 0:
+            a_better = (row.diff < 0) if lower else (row.diff > 0)
+            verdict.append(f"{row.model_a if a_better else row.model_b} better (CI excludes 0)")
+        else:
+            verdict.append("no clear difference (CI includes 0)")
+    table = pd.DataFrame(
+        {
+            "suite": rows["suite"],
+            "measure": [headline_label(r) for _, r in rows.iterrows()],
+            "a − b": rows["model_a"] + " − " + rows["model_b"],
+            "difference [CI]": [
+                with_interval(d, lo, hi)
+                for d, lo, hi in zip(rows["diff"], rows["ci_low"], rows["ci_high"], strict=True)
+            ],
+            "p (two-sided)": [figures.fmt(p) for p in rows["p_value"]],
+            "shared facts": rows["n_facts"].astype(int),
+            "reading": verdict,
+        }
+    )
+    note = (
+        f"<p>Paired comparison (results/metrics/paired.csv): the difference a − b on the facts both models "
+        f"were scored on, its {level:.0%} paired percentile bootstrap interval (the same resampled facts for "
+        "both models) and the two-sided bootstrap p-value of no difference. For the mean rank, lower is "
+        "better.</p>"
+    )
+    return "<h3>Paired comparison</h3>" + note + _table(table)
+
+
+def verdict_reading(row, level: float = 0.95) -> str:
+    """pass/FAIL mark of a control verdict row, marked uncertain when its bootstrap interval over
+    facts crosses the target (taught: ``low``; untaught: the band ``low``..``high``)."""
+    mark = {"pass": '<span class="ok">pass</span>', "FAIL": '<span class="bad">FAIL</span>'}[row["verdict"]]
+    low, high = row.get("ci_low", np.nan), row.get("ci_high", np.nan)
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return mark
+    if low < row["low"] - 1e-12 and high >= row["low"] or (high > row["high"] + 1e-12 and low <= row["high"]):
+        return (
+            f'{mark} <span class="unsure">(uncertain: the {level:.0%} interval over {int(row["facts"])} '
+            "facts crosses the target)</span>"
+        )
+    return mark
+
+
+def control_section(checks: Mapping[str, pd.DataFrame], settings: Report, figs: Figures | None = None) -> str:
     """Taught vs untaught from each suite's control_check table (written by the metrics stage)."""
+    figs = figs or Figures(settings.dpi, settings.confidence_level)
     parts = []
     for suite, check in checks.items():
         verdict = check[check["verdict"].isin(["pass", "FAIL"])].set_index("split")
@@ -221,11 +342,12 @@ def control_section(checks: Mapping[str, pd.DataFrame], settings: Report) -> str
             continue
         parts.append(f"<h3>suite {html.escape(suite)}, model {html.escape(settings.control_model)}</h3>")
         parts.append(
-            _img(
-                figures.control_panel(check, settings.dpi), f"control model taught vs untaught, suite {suite}"
+            figs.img(
+                figures.control_panel(check, figs.dpi),
+                f"control model taught vs untaught, suite {suite}",
+                f"control-{suite}",
             )
         )
-        mark = {"pass": '<span class="ok">pass</span>', "FAIL": '<span class="bad">FAIL</span>'}
         first = verdict.iloc[0]
         said = []
         for split in ("taught", "untaught"):
@@ -237,9 +359,14 @@ def control_section(checks: Mapping[str, pd.DataFrame], settings: Report) -> str
                 if split == "taught"
                 else f"{row['chance']:.2f} ± {row['high'] - row['chance']:.2f}"
             )
+            interval = ""
+            if np.isfinite(row.get("ci_low", np.nan)):
+                interval = (
+                    f" [{figs.level:.0%} CI {figures.fmt(row['ci_low'])}, {figures.fmt(row['ci_high'])}]"
+                )
             said.append(
-                f"{split} {row['value']:.3f} over {int(row['facts'])} facts "
-                f"(target {target}) {mark[row['verdict']]}"
+                f"{split} {row['value']:.3f}{interval} over {int(row['facts'])} facts "
+                f"(target {target}) {verdict_reading(row, figs.level)}"
             )
         used = (verdict["n_used"] * verdict["facts"]).sum() / verdict["facts"].sum()
         parts.append(
@@ -247,6 +374,27 @@ def control_section(checks: Mapping[str, pd.DataFrame], settings: Report) -> str
             f"{used:.1f} distractors used on average): {'; '.join(said)}.</p>"
         )
     return "".join(parts) or _note("The control model has no knowledge-measure results in this run.")
+
+
+def provenance_section(provenance: Mapping | None, settings: Report) -> str:
+    """Dumps and dates, suites and fact counts, models and their identity, version, config hash."""
+    if not provenance:
+        return _note("No provenance was passed to the report (library use without the workflow).")
+    parts = [
+        "<p>factprobe "
+        f"<b>{html.escape(str(provenance.get('version', 'unknown')))}</b>, configuration hash "
+        f"<code>{html.escape(str(provenance.get('config_hash', 'unknown')))}</code> (SHA-256 of the "
+        f"resolved config), intervals: {settings.confidence_level:.0%} percentile bootstrap over facts, "
+        f"B = {settings.bootstrap_samples} replicates, seed {settings.bootstrap_seed}.</p>"
+    ]
+    for key, title in (("dumps", "Wikidata dumps used"), ("suites", "Suites"), ("models", "Models")):
+        rows = provenance.get(key) or []
+        if rows:
+            frame = pd.DataFrame(rows).fillna("").astype(str)
+            parts.append(f"<h3>{title}</h3>{_table(frame)}")
+        else:
+            parts.append(_note(f"{title}: none recorded."))
+    return "".join(parts)
 
 
 def human_section(human: Mapping[str, pd.DataFrame] | None) -> str:
@@ -260,9 +408,9 @@ def human_section(human: Mapping[str, pd.DataFrame] | None) -> str:
         parts.append(f"<h3>{html.escape(suite)}</h3>{_table(wide.reset_index())}")
     if not parts:
         return _note("No human judgement file configured (metrics.human_alignment.path).")
-    return _note("Mean Kendall τ over the held-out folds; hyperparameters chosen on the other folds.") + "".join(
-        parts
-    )
+    return _note(
+        "Mean Kendall τ over the held-out folds; hyperparameters chosen on the other folds."
+    ) + "".join(parts)
 
 
 def build_report(
@@ -271,17 +419,23 @@ def build_report(
     control: Mapping[str, pd.DataFrame],
     settings: Report,
     human: Mapping[str, pd.DataFrame] | None = None,
+    provenance: Mapping | None = None,
+    paired: pd.DataFrame | None = None,
+    figs: Figures | None = None,
 ) -> str:
     """The whole page. ``summaries`` maps suite -> summary.csv frame, ``control`` maps suite ->
-    the control model's control_check table (metrics stage)."""
-    dpi = settings.dpi
+    the control model's control_check table (metrics stage), ``board`` is leaderboard.csv (with
+    its bootstrap intervals), ``paired`` paired.csv, ``provenance`` what
+    :mod:`factprobe.report.provenance` gathers. ``figs`` collects every figure drawn."""
+    figs = figs or Figures(settings.dpi, settings.confidence_level)
     bodies = {
-        "models": models_section(board, dpi),
-        "knowledge": knowledge_section(summaries, dpi),
-        "belief": belief_section(summaries, dpi),
-        "ranking": ranking_section(summaries, dpi),
+        "provenance": provenance_section(provenance, settings),
+        "models": models_section(board, figs, paired),
+        "knowledge": knowledge_section(summaries, figs, board),
+        "belief": belief_section(summaries, figs),
+        "ranking": ranking_section(summaries, figs),
         "plausibility": plausibility_section(summaries),
-        "control": control_section(control, settings),
+        "control": control_section(control, settings, figs),
     }
     shown = list(SECTIONS)
     if human:
@@ -296,6 +450,7 @@ def build_report(
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(settings.title)}</title><style>{CSS}</style></head><body>"
         f'<h1>{html.escape(settings.title)}</h1><p class="note">Suites: {suites}. Every value is a mean over '
-        "facts; ties between the correct object and a distractor count as failures.</p>"
+        "facts; ties between the correct object and a distractor count as failures. Intervals are "
+        f"{settings.confidence_level:.0%} percentile bootstrap intervals over facts.</p>"
         f"<nav>{nav}</nav>{sections}</body></html>\n"
     )

@@ -1,0 +1,75 @@
+"""factprobe.report.provenance: what the report's provenance block shows."""
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from factprobe.report.provenance import (
+    config_hash,
+    dump_date,
+    dump_records,
+    factprobe_version,
+    model_records,
+    read_manifest,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_config_hash_is_sha256_of_canonical_json():
+    a = {"report": {"dpi": 90, "title": "x"}, "metrics": {"ns": [1, 2]}}
+    b = {"metrics": {"ns": [1, 2]}, "report": {"title": "x", "dpi": 90}}
+    expected = hashlib.sha256(b'{"metrics":{"ns":[1,2]},"report":{"dpi":90,"title":"x"}}').hexdigest()[:12]
+    assert config_hash(a) == config_hash(b) == expected
+    assert config_hash({**a, "report": {"dpi": 91, "title": "x"}}) != expected
+
+
+def test_version_is_the_workflows_own_pyproject(tmp_path):
+    text = (ROOT / "pyproject.toml").read_text()
+    version = text.split('version = "', 1)[1].split('"', 1)[0]
+    assert factprobe_version(ROOT) == version
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "factprobe"\nversion = "7.7.7"\n')
+    assert factprobe_version(tmp_path) == "7.7.7"
+
+
+def test_dump_rows_used_with_their_dates():
+    rows = {
+        "20141201": {"path": "a.json.bz2", "checksum": "sha1:1"},
+        "20190201": {"url": "https://x/y.json.gz", "checksum": ""},
+        "20200101": {"path": "unused"},
+    }
+    assert dump_date("20190201") == "2019-02-01"
+    assert dump_records(rows, ["20190201", "20141201", "20141201"]) == [
+        {"dump": "20141201", "date": "2014-12-01", "source": "a.json.bz2", "checksum": "sha1:1"},
+        {"dump": "20190201", "date": "2019-02-01", "source": "https://x/y.json.gz", "checksum": ""},
+    ]
+
+
+def test_models_row_completed_by_manifest_and_control_fingerprint(tmp_path):
+    manifest = tmp_path / "gpt2" / "manifest.json"
+    manifest.parent.mkdir()
+    manifest.write_text(
+        json.dumps(
+            {"source": "gpt2", "kind": "hub", "revision": "abc123", "source_sha256": "ff" * 32, "extra": 1}
+        )
+    )
+    rows = {
+        "gpt2": {"source": "gpt2", "revision": "", "dtype": "float32"},
+        "control": {"source": "builtin:control", "dtype": "float32"},
+        "local": {"source": "/models/x", "revision": "", "dtype": "bfloat16"},
+    }
+    manifests = {"gpt2": str(manifest), "local": str(tmp_path / "absent.json")}
+    records = model_records(rows, manifests, {"b": "dir-b", "a": "dir-a"}, lambda d: f"fp({d})")
+    by_name = {r["model"]: r for r in records}
+    assert by_name["gpt2"]["revision"] == "abc123" and by_name["gpt2"]["source_sha256"] == "ff" * 32
+    assert "extra" not in by_name["gpt2"]
+    assert by_name["control"]["fingerprint"] == "a: fp(dir-a); b: fp(dir-b)"
+    assert by_name["local"] == {"model": "local", "source": "/models/x", "revision": "", "dtype": "bfloat16"}
+
+
+def test_broken_manifest_names_the_file(tmp_path):
+    bad = tmp_path / "manifest.json"
+    bad.write_text("{not json")
+    with pytest.raises(ValueError, match="manifest.json: not valid JSON"):
+        read_manifest(bad)

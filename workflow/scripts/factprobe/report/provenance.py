@@ -1,0 +1,102 @@
+"""What a report was built from: dumps and their dates, suites and fact counts, models and their
+identity, the factprobe version and a hash of the resolved configuration.
+
+Parse-time helpers (``config_hash``, ``factprobe_version``, ``dump_records``) use the standard
+library only, since ``common.smk``/``report.smk`` call them before any job runs; the render-time
+helpers read what jobs wrote (``manifest.json`` of a prepared model, the control model folder).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from collections.abc import Callable, Iterable, Mapping
+from importlib import metadata
+from pathlib import Path
+
+#: Keys of ``resources/models/{model}/manifest.json`` (written when a hub/local model is prepared).
+MANIFEST_KEYS = ("source", "kind", "revision", "source_sha256", "dtype", "n_parameters", "fingerprint")
+
+
+def config_hash(config: Mapping) -> str:
+    """First 12 hex digits of the SHA-256 of the resolved configuration as canonical JSON
+    (sorted keys): the same settings give the same hash whatever the YAML's layout."""
+    text = json.dumps(config, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def factprobe_version(root: str | Path) -> str:
+    """Version of the workflow's own copy (``pyproject.toml`` under ``root``), else of the
+    installed package, else "unknown"."""
+    pyproject = Path(root) / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            return str(tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["version"])
+        except (KeyError, tomllib.TOMLDecodeError):
+            pass
+    try:
+        return metadata.version("factprobe")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def dump_date(dump: str) -> str:
+    """ISO date of a dump id ``YYYYMMDD`` (the dump's snapshot date)."""
+    return f"{dump[:4]}-{dump[4:6]}-{dump[6:8]}" if len(dump) == 8 and dump.isdigit() else dump
+
+
+def dump_records(rows: Mapping[str, Mapping], used: Iterable[str]) -> list[dict]:
+    """The dumps.tsv rows of the dumps ``used`` by the suites: id, date, where from, checksum."""
+    out = []
+    for dump in sorted(set(used)):
+        row = rows[dump]
+        out.append(
+            {
+                "dump": dump,
+                "date": dump_date(dump),
+                "source": str(row.get("path") or row.get("url") or ""),
+                "checksum": str(row.get("checksum") or ""),
+            }
+        )
+    return out
+
+
+def read_manifest(path: str | Path) -> dict:
+    """The ``MANIFEST_KEYS`` of a model's manifest.json, or {} when there is none."""
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err}); re-run the model's prepare step") from err
+    return {k: data[k] for k in MANIFEST_KEYS if k in data}
+
+
+def model_records(
+    rows: Mapping[str, Mapping],
+    manifests: Mapping[str, str],
+    control_dirs: Mapping[str, str],
+    fingerprint: Callable[[str], str] | None = None,
+) -> list[dict]:
+    """One record per model: its models.tsv row, completed by its manifest.json when present;
+    for the workflow-trained control model the content fingerprint of each suite's trained folder
+    (``fingerprint`` is :func:`factprobe.lm.load.model_fingerprint`, passed in to keep torch out
+    of this module)."""
+    out = []
+    for name, row in rows.items():
+        record = {
+            "model": name,
+            "source": str(row.get("source", "")),
+            "revision": str(row.get("revision") or ""),
+            "dtype": str(row.get("dtype") or ""),
+        }
+        manifest = read_manifest(manifests[name]) if name in manifests else {}
+        record.update({k: str(v) for k, v in manifest.items()})
+        if record["source"] == "builtin:control" and control_dirs and fingerprint is not None:
+            record["fingerprint"] = "; ".join(
+                f"{suite}: {fingerprint(folder)}" for suite, folder in sorted(control_dirs.items())
+            )
+        out.append(record)
+    return out
