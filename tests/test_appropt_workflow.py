@@ -48,7 +48,7 @@ PLAUSIBILITY = {
 
 
 def snakemake(workdir: Path, *args: str, timeout: int = 600) -> str:
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(workdir)]
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "workflow" / "Snakefile"), "--directory", str(workdir)]
     cmd += ["--configfile", str(workdir / "config" / "config.yaml"), "--cores", "2", *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"

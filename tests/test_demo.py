@@ -35,7 +35,7 @@ def demo_run(tmp_path_factory):
         cwd=work,
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=1800,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
     return work

@@ -41,12 +41,16 @@ def test_rule_script_uses_workflow_library_not_another_copy(tmp_path):
             rule leaderboard:
                 input:
                     summaries=["summary.csv"],
+                    per_fact=[],
                 output:
                     board="leaderboard.csv",
+                    paired="paired.csv",
                 log:
                     "leaderboard.log",
                 params:
                     suites=["knowledge"],
+                    models=[],
+                    bootstrap=dict(bootstrap_samples=10, bootstrap_seed=0, confidence_level=0.95),
                 script:
                     "{ROOT / "workflow/scripts/leaderboard.py"}"
             """
