@@ -35,10 +35,11 @@ def test_snakefmt_clean():
 
 def test_ruff_clean():
     run([str(BIN / "ruff"), "check", "workflow", "tests", "benchmarks"])
-    # One formatting, enforced (issue 11 item 8): no `# fmt: skip` escapes either.
+    # One formatting, enforced (issue 11 item 8): no formatter escapes either.
     run([str(BIN / "ruff"), "format", "--check", "workflow", "tests", "benchmarks"])
     files = [p for d in ("workflow", "tests", "benchmarks") for p in (ROOT / d).rglob("*.py")]
-    escapes = [p for p in files if "# fmt: skip" in p.read_text(encoding="utf-8")]
+    escape = "# fmt: " + "skip"  # split so that this file does not match itself
+    escapes = [p for p in files if escape in p.read_text(encoding="utf-8")]
     assert not escapes, escapes
 
 
