@@ -36,6 +36,7 @@ lint: $(STAMP)
 	$(BIN)/snakefmt --check workflow/Snakefile workflow/rules
 	$(BIN)/snakemake --lint
 	$(BIN)/ruff check workflow tests benchmarks
+	$(BIN)/ruff format --check workflow tests benchmarks
 
 dryrun: $(STAMP)
 	$(BIN)/snakemake -n --cores $(CORES)

@@ -37,7 +37,9 @@ SYLLABLES = "ka lo mi ra ten vo shu pel dar quin bor ast fel gri mon tas ul ven 
 
 def name(rng: random.Random) -> str:
     words = rng.randint(1, 3)
-    return " ".join("".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 3))).capitalize() for _ in range(words))
+    return " ".join(
+        "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 3))).capitalize() for _ in range(words)
+    )
 
 
 def workload(seed: int = 0):
@@ -101,7 +103,9 @@ def main() -> None:
     tokenizer = train_bpe_tokenizer(corpus, vocab_size=2000, add_bos=False)
     model = pythia_70m()
     n_params = sum(p.numel() for p in model.parameters())
-    print(f"model: GPT-NeoX (Pythia-70M shape), {n_params / 1e6:.1f}M parameters, fp32, {args.threads} threads")
+    print(
+        f"model: GPT-NeoX (Pythia-70M shape), {n_params / 1e6:.1f}M parameters, fp32, {args.threads} threads"
+    )
 
     from lm_eval.api.instance import Instance
     from lm_eval.models.huggingface import HFLM
@@ -137,7 +141,9 @@ def main() -> None:
         positions_engine = len(requests[0][0]) + sum(len(c) - 1 for _, c in requests)
         positions_naive = sum(len(p) + len(c) - 1 for p, c in requests)
         print(f"  token positions computed: engine {positions_engine}, naive/lm-eval {positions_naive}")
-        print(f"  engine  {n / t_engine:8.1f} req/s  ({t_engine * 1e3:7.1f} ms wall, {c_engine * 1e3:7.1f} ms CPU)")
+        print(
+            f"  engine  {n / t_engine:8.1f} req/s  ({t_engine * 1e3:7.1f} ms wall, {c_engine * 1e3:7.1f} ms CPU)"
+        )
         print(
             f"  naive   {n / t_naive:8.1f} req/s  ({t_naive * 1e3:7.1f} ms wall, {c_naive * 1e3:7.1f} ms CPU)"
             f"  engine speed-up {t_naive / t_engine:5.1f}x wall, {c_naive / c_engine:5.1f}x CPU"

@@ -78,4 +78,8 @@ def compare(expected: dict[str, dict], actual: dict[str, dict]) -> list[str]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(demo_digest(Path(sys.argv[1] if len(sys.argv) > 1 else "results")), indent=1, sort_keys=True))
+    print(
+        json.dumps(
+            demo_digest(Path(sys.argv[1] if len(sys.argv) > 1 else "results")), indent=1, sort_keys=True
+        )
+    )

@@ -48,7 +48,15 @@ PLAUSIBILITY = {
 
 
 def snakemake(workdir: Path, *args: str, timeout: int = 600) -> str:
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "workflow" / "Snakefile"), "--directory", str(workdir)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(ROOT / "workflow" / "Snakefile"),
+        "--directory",
+        str(workdir),
+    ]
     cmd += ["--configfile", str(workdir / "config" / "config.yaml"), "--cores", "2", *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
@@ -117,7 +125,9 @@ def test_appropt_runs_per_model_through_metrics(tmp_path, demo_tables):
     assert plaus["prompt_id"].str.endswith("#subject-swap").any()
     assert set(per_fact.loc[per_fact["measure"] == "plaus_rr", "strategy"]) == {"object", "subject"}
     # PROBELM §3.1: the facts new to this model (models.tsv cutoff 2016-01-01), reported per model.
-    suite = pd.read_parquet(work / "results/metrics/plaus/control.suite.parquet").set_index("measure")["value"]
+    suite = pd.read_parquet(work / "results/metrics/plaus/control.suite.parquet").set_index("measure")[
+        "value"
+    ]
     # The model's cut-off is the suite's: every suite fact is new to it.
     n_facts = len(pd.read_parquet(work / "results/probes/plaus/facts.parquet"))
     assert suite["plausible_facts"] == n_facts >= per_fact["fact_id"].nunique() > 0

@@ -169,7 +169,14 @@ def test_settings_and_dumps_rerun_only_what_reads_them(tmp_path, demo_tables):
     }
     (work / "dumps.tsv").write_text(HEADER + "".join(ROWS))
 
-    suite_jobs = ["train_control", "score_shard", "score_suite", "compute_metrics", "control_check", "summarize_metrics"]
+    suite_jobs = [
+        "train_control",
+        "score_shard",
+        "score_suite",
+        "compute_metrics",
+        "control_check",
+        "summarize_metrics",
+    ]
     n_facts = dry_run(lambda c: c["suites"]["multilingual"].update(n_facts=1))
     assert n_facts == per_suite(
         ["build_probes", "translate_prompts", "retrieve_distractors", *suite_jobs], "multilingual"
@@ -182,4 +189,6 @@ def test_settings_and_dumps_rerun_only_what_reads_them(tmp_path, demo_tables):
 
     # belief_bins: only the suite with a BELIEF family (knowledge) recomputes its measures.
     bins = dry_run(lambda c: c["metrics"].update(belief_bins=9))
-    assert bins == per_suite(["compute_metrics", "control_check", "summarize_metrics"], "knowledge") | set(FINAL)
+    assert bins == per_suite(["compute_metrics", "control_check", "summarize_metrics"], "knowledge") | set(
+        FINAL
+    )

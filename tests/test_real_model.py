@@ -79,7 +79,11 @@ def facts(demo_tables):
     for folder in demo_tables.values():
         claims = pd.read_parquet(folder / "claims.parquet")
         labels = pd.read_parquet(folder / "labels.parquet")
-        en = labels[(labels["lang"] == "en") & ~labels["is_alias"]].drop_duplicates("id").set_index("id")["text"]
+        en = (
+            labels[(labels["lang"] == "en") & ~labels["is_alias"]]
+            .drop_duplicates("id")
+            .set_index("id")["text"]
+        )
         pid = {int(r[1:]): r for r in RELATIONS}
         keep = claims[
             claims["property"].isin(pid)
@@ -89,7 +93,10 @@ def facts(demo_tables):
             & claims["object"].isin(en.index)
             & (claims["subject"] != claims["object"])
         ]
-        rows += [(en[s], pid[p], en[o]) for s, p, o in zip(keep["subject"], keep["property"], keep["object"], strict=True)]
+        rows += [
+            (en[s], pid[p], en[o])
+            for s, p, o in zip(keep["subject"], keep["property"], keep["object"], strict=True)
+        ]
     frame = pd.DataFrame(sorted(set(rows)), columns=["subject", "relation", "object"])
     valid = frame.groupby(["subject", "relation"])["object"].agg(set)
     pool = frame.groupby("relation")["object"].agg(lambda s: sorted(set(s)))
@@ -103,7 +110,9 @@ def facts(demo_tables):
 
 
 def _statement(relation: str):
-    templates = [t for t in load_templates(ROOT / "resources" / "templates" / "en.yaml") if t.relation == relation]
+    templates = [
+        t for t in load_templates(ROOT / "resources" / "templates" / "en.yaml") if t.relation == relation
+    ]
     return next(t for t in templates if t.style == "statement")
 
 
@@ -120,7 +129,9 @@ def _k(smol, frame: pd.DataFrame) -> pd.DataFrame:
         k = 1 + len(row.distractors)
         obj, dis = lp[at], lp[at + 1 : at + k]
         at += k
-        out.append({f"{agg}@{n}": k_of_prompt(obj, dis, n, agg) for agg in ("min", "avg") for n in range(1, N + 1)})
+        out.append(
+            {f"{agg}@{n}": k_of_prompt(obj, dis, n, agg) for agg in ("min", "avg") for n in range(1, N + 1)}
+        )
     return pd.DataFrame(out)
 
 
@@ -137,7 +148,9 @@ def test_knowledge_well_above_chance_and_shuffled_not(smol, facts):
     shuffled = shuffled[shuffled["object"] != facts["object"]]
     shuffled["distractors"] = [
         [o for o in dict.fromkeys([orig, *dis]) if o != new][:N]
-        for orig, dis, new in zip(facts.loc[shuffled.index, "object"], shuffled["distractors"], shuffled["object"], strict=True)
+        for orig, dis, new in zip(
+            facts.loc[shuffled.index, "object"], shuffled["distractors"], shuffled["object"], strict=True
+        )
     ]
     fake = _k(smol, shuffled)
     print("real", real.mean().round(3).to_dict(), "\nshuffled", fake.mean().round(3).to_dict())
@@ -189,11 +202,17 @@ def test_greedy_generation_equals_model_generate(smol):
 
     prompt = "The capital of France is"
     got = generate_answers(
-        smol, pd.DataFrame({"prompt_id": ["p"], "text": [prompt]}), samples=0, max_new_tokens=8, progress=False
+        smol,
+        pd.DataFrame({"prompt_id": ["p"], "text": [prompt]}),
+        samples=0,
+        max_new_tokens=8,
+        progress=False,
     )
     ids = smol.tokenizer(prompt, return_tensors="pt")
     with torch.no_grad():
-        out = smol.model.generate(**ids, max_new_tokens=8, do_sample=False, pad_token_id=smol.tokenizer.eos_token_id)
-    text = smol.tokenizer.decode(out[0, ids.input_ids.shape[1]:], skip_special_tokens=True)
+        out = smol.model.generate(
+            **ids, max_new_tokens=8, do_sample=False, pad_token_id=smol.tokenizer.eos_token_id
+        )
+    text = smol.tokenizer.decode(out[0, ids.input_ids.shape[1] :], skip_special_tokens=True)
     assert got["text"].iloc[0] == text.split("\n", 1)[0].strip()
     assert "Paris" in got["text"].iloc[0]

@@ -468,7 +468,9 @@ def workflow_run(tmp_path_factory):
             # The diff dates the facts' additions (PROBELM §3.1 per-model cut-off): all undated, new.
             ids = tables.facts["fact_id"].str.extract(r"Q(\d+)\|P(\d+)\|Q(\d+)").astype(int)
             changes = pd.DataFrame({"subject": ids[0], "property": ids[1], "object": ids[2]})
-            changes = changes.assign(status="new", rule="added", is_replace=False, flag="", single_value=False)
+            changes = changes.assign(
+                status="new", rule="added", is_replace=False, flag="", single_value=False
+            )
             for col in ("start", "end", "point_in_time"):
                 changes[col] = pd.array([None] * len(changes), dtype="Int32")
             diff = f"results/diff/{settings['diff_old']}_{settings['dump']}/changes.parquet"

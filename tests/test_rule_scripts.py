@@ -58,7 +58,9 @@ def test_rule_script_uses_workflow_library_not_another_copy(tmp_path):
     )
     env = dict(os.environ, PYTHONPATH=str(decoy.parent))
     # The decoy really is first for a plain import: without the preamble the script would fail.
-    plain = subprocess.run([sys.executable, "-c", "import factprobe"], env=env, capture_output=True, text=True)
+    plain = subprocess.run(
+        [sys.executable, "-c", "import factprobe"], env=env, capture_output=True, text=True
+    )
     assert "decoy factprobe imported" in plain.stderr
     proc = subprocess.run(
         [sys.executable, "-m", "snakemake", "--cores", "1", "--quiet"],

@@ -15,7 +15,9 @@ BIN = Path(sys.executable).parent
 def run(args, cwd=ROOT, check=True):
     proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=300)
     if check and proc.returncode != 0:
-        raise AssertionError(f"{args} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+        raise AssertionError(
+            f"{args} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+        )
     return proc
 
 
@@ -24,12 +26,21 @@ def snakemake(*args, cwd=ROOT, check=True):
 
 
 def test_snakefmt_clean():
-    files = ["workflow/Snakefile", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "workflow/rules").glob("*.smk"))]
+    files = [
+        "workflow/Snakefile",
+        *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "workflow/rules").glob("*.smk")),
+    ]
     run([str(BIN / "snakefmt"), "--check", *files])
 
 
 def test_ruff_clean():
     run([str(BIN / "ruff"), "check", "workflow", "tests", "benchmarks"])
+    # One formatting, enforced (issue 11 item 8): no formatter escapes either.
+    run([str(BIN / "ruff"), "format", "--check", "workflow", "tests", "benchmarks"])
+    files = [p for d in ("workflow", "tests", "benchmarks") for p in (ROOT / d).rglob("*.py")]
+    escape = "# fmt: " + "skip"  # split so that this file does not match itself
+    escapes = [p for p in files if escape in p.read_text(encoding="utf-8")]
+    assert not escapes, escapes
 
 
 def test_snakemake_lint_clean():
@@ -100,7 +111,9 @@ def test_rules_import_only_the_light_settings_modules():
         "factprobe.diskspace",
         "factprobe.report",  # report.provenance: standard library only
     }
-    assert re.search(r"^from factprobe import settings as S", (ROOT / "workflow/rules/common.smk").read_text(), re.M)
+    assert re.search(
+        r"^from factprobe import settings as S", (ROOT / "workflow/rules/common.smk").read_text(), re.M
+    )
 
 
 @pytest.fixture

@@ -133,7 +133,14 @@ def test_helpers():
     assert word_score("praha", "prahou") == pytest.approx(90 + 10 * 4 / 6)
     # Too long a suffix: "Praha" is not a stem of "Prahaxxxxx" -> fuzzy fallback 0.9 x ratio.
     assert word_score("praha", "prahaxxxxx") < 80
-    for tail, final in [(".", True), ("", True), ("?", True), ("».", True), (" ist Berlin.", False), (" (Česko).", False)]:
+    for tail, final in [
+        (".", True),
+        ("", True),
+        ("?", True),
+        ("».", True),
+        (" ist Berlin.", False),
+        (" (Česko).", False),
+    ]:
         assert is_object_final(tail) is final
 
 
@@ -146,8 +153,11 @@ def test_filled_templates_of_the_demo_align_exactly(demo_tables):
 
     langs = ["de", "fr", "ru", "cs"]
     labels = label_table([demo_tables[d] / "labels.parquet" for d in demo_tables], langs)
-    label = {(e, lang): f for e, lang, f, s in zip(labels.entity, labels.lang, labels.form, labels.source, strict=True)
-             if s == "label"}  # fmt: skip
+    label = {
+        (e, lang): f
+        for e, lang, f, s in zip(labels.entity, labels.lang, labels.form, labels.source, strict=True)
+        if s == "label"
+    }
     claims = pd.read_parquet(demo_tables["20190201"] / "claims.parquet")
     claims = claims[claims["property"].isin([17, 36, 47])].sort_values(["property", "subject", "object"])
     facts = [

@@ -30,7 +30,9 @@ def demo_facts(demo_tables):
     claims["s"] = "Q" + claims["subject"].astype(str)
     claims["o"] = "Q" + claims["object"].astype(str)
     claims["p"] = "P" + claims["property"].astype(str)
-    claims = claims[claims["s"].isin(label.index) & claims["o"].isin(label.index) & (claims["s"] != claims["o"])]
+    claims = claims[
+        claims["s"].isin(label.index) & claims["o"].isin(label.index) & (claims["s"] != claims["o"])
+    ]
     claims = claims.drop_duplicates(["s", "p"]).sort_values(["p", "s"]).groupby("p").head(12)
     facts = pd.DataFrame(
         {
@@ -43,7 +45,15 @@ def demo_facts(demo_tables):
     facts["split"] = ["taught" if stable_hash(f) % 2 else "untaught" for f in facts["fact_id"]]
     prompts = pd.DataFrame(
         [
-            (f"{f.fact_id}|{f.property}.{i}", f.fact_id, "en", f"{f.property}.{i}", t.format(label[f.subject]), "", label[f.subject])
+            (
+                f"{f.fact_id}|{f.property}.{i}",
+                f.fact_id,
+                "en",
+                f"{f.property}.{i}",
+                t.format(label[f.subject]),
+                "",
+                label[f.subject],
+            )
             for f in facts.itertuples()
             for i, t in enumerate(TEMPLATES[f.property])
         ],
@@ -61,7 +71,12 @@ def demo_facts(demo_tables):
 
 def test_split_conflict_is_an_error():
     facts = pd.DataFrame(
-        {"subject": ["Q1", "Q1"], "property": ["P36", "P36"], "object": ["Q2", "Q2"], "split": ["taught", "untaught"]}
+        {
+            "subject": ["Q1", "Q1"],
+            "property": ["P36", "P36"],
+            "object": ["Q2", "Q2"],
+            "split": ["taught", "untaught"],
+        }
     )
     with pytest.raises(ValueError, match="both taught and untaught"):
         fact_split(facts)
@@ -84,10 +99,22 @@ def test_positive_control_separates_taught_from_untaught(demo_facts, tmp_path):
     facts, prompts, candidates, forms = demo_facts
     docs = verbalizations(facts, prompts, forms, max_forms=1)
     prior = prior_docs(facts, prompts, candidates, forms, copies=1)
-    stats = train_control(docs * 2 + prior, tmp_path / "control", vocab_size=400, n_layer=1, n_embd=64,
-                          n_head=4, steps=250, batch_size=16, lr=5e-3, threads=1)
+    stats = train_control(
+        docs * 2 + prior,
+        tmp_path / "control",
+        vocab_size=400,
+        n_layer=1,
+        n_embd=64,
+        n_head=4,
+        steps=250,
+        batch_size=16,
+        lr=5e-3,
+        threads=1,
+    )
     assert stats["documents"] == 2 * len(docs) + len(prior)
-    loaded = HFCausalLM.from_row(ModelSpec("control", "builtin:control", device="cpu"), model_dir=tmp_path / "control")
+    loaded = HFCausalLM.from_row(
+        ModelSpec("control", "builtin:control", device="cpu"), model_dir=tmp_path / "control"
+    )
     labels = forms[forms["source"] == "label"].drop_duplicates("entity")
     scores = score_pairs(loaded, build_pairs(prompts, candidates, labels), progress=False)
     scores = scores.merge(candidates, on=["fact_id", "entity"])
@@ -95,7 +122,9 @@ def test_positive_control_separates_taught_from_untaught(demo_facts, tmp_path):
     for pid, group in scores.groupby("prompt_id"):
         obj = group.loc[group["role"] == "object", "logprob"].iloc[0]
         avg[pid] = float(np.mean(obj > group.loc[group["role"] == "distractor", "logprob"].to_numpy()))
-    result = prompts.assign(avg=prompts["prompt_id"].map(avg)).merge(facts[["fact_id", "split"]], on="fact_id")
+    result = prompts.assign(avg=prompts["prompt_id"].map(avg)).merge(
+        facts[["fact_id", "split"]], on="fact_id"
+    )
     by_split = result.groupby("split")["avg"].mean()
     assert by_split["taught"] >= 0.9, by_split
     assert by_split["untaught"] <= 0.75, by_split
@@ -119,7 +148,9 @@ def test_retrained_identical_weights_hit_the_score_cache(tmp_path):
         lm.model.register_forward_hook(lambda *args, calls=calls: calls.append(1))
         results.append(CachingLM(lm, RequestCache(cache_dir)).loglikelihood(requests))
         forwards.append(len(calls))
-    assert (tmp_path / "control0" / "training.json").read_text() != (tmp_path / "control1" / "training.json").read_text()
+    assert (tmp_path / "control0" / "training.json").read_text() != (
+        tmp_path / "control1" / "training.json"
+    ).read_text()
     assert model_fingerprint(tmp_path / "control0") == model_fingerprint(tmp_path / "control1")
     assert forwards[0] > 0 and forwards[1] == 0  # the retrained model is served from the cache
     assert results[0] == results[1]

@@ -285,7 +285,9 @@ def test_wrong_local_checksum_fails_at_parse_time(tmp_path):
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
-    assert "wikidata-20190201-sample.json.bz2: sha1 is d14a7864de5e19ad1d5fc02640af80b91c51320b" in out, out[-2000:]
+    assert "wikidata-20190201-sample.json.bz2: sha1 is d14a7864de5e19ad1d5fc02640af80b91c51320b" in out, out[
+        -2000:
+    ]
     assert "line 3 (dump 20190201)" in out
     # The good row was remembered, the bad one not.
     assert sorted(p.name for p in (tmp_path / "results/cache/checksums").iterdir()) == ["20141201.json"]

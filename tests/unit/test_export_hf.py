@@ -53,12 +53,19 @@ DUMPS = [
 def retrieve_settings(**chosen) -> Retrieve:
     """Distractor settings of one suite: the config defaults (config/README.md) plus ``chosen``."""
     defaults = dict(
-        strategies=["random"], n=10, pool_size=50, search="exact", languages=["en"], dump=DUMP,
-        cooccur_n=10, cooccur_sides=["object", "subject"], form_threshold=90.0,
-        valid_ranks="non_deprecated", ef_search=200,
-    )  # fmt: skip
+        strategies=["random"],
+        n=10,
+        pool_size=50,
+        search="exact",
+        languages=["en"],
+        dump=DUMP,
+        cooccur_n=10,
+        cooccur_sides=["object", "subject"],
+        form_threshold=90.0,
+        valid_ranks="non_deprecated",
+        ef_search=200,
+    )
     return Retrieve(**{**defaults, **chosen})
-
 
 
 @pytest.fixture(scope="module")

@@ -40,7 +40,9 @@ def ndcg(ranked_grades: Sequence[float], gain: str = "exponential", normalizatio
     discount = 1.0 / np.log2(np.arange(2, g.size + 2))
     dcg = float((plausibility._gain(g, gain) * discount).sum())
     ideal = float((plausibility._gain(np.sort(g)[::-1], gain) * discount).sum())
-    worst = float((plausibility._gain(np.sort(g), gain) * discount).sum()) if normalization == "minmax" else 0.0
+    worst = (
+        float((plausibility._gain(np.sort(g), gain) * discount).sum()) if normalization == "minmax" else 0.0
+    )
     return (dcg - worst) / (ideal - worst) if ideal > worst else 1.0
 
 
@@ -115,7 +117,9 @@ def test_per_fact_per_style_and_plausibility_mean_of_nine():
             rows.append((pid, e, e.lower(), float(lp), nt))
         rows.append((pid, "R9", "r9", 0.0, 1))
     scores = pd.DataFrame(rows, columns=["prompt_id", "entity", "form", "logprob", "n_tokens"])
-    out = plausibility_per_fact(entity_scores(scores), prompts, cands, facts, ["cooccur"], normalization="ideal")
+    out = plausibility_per_fact(
+        entity_scores(scores), prompts, cands, facts, ["cooccur"], normalization="ideal"
+    )
     got = out.set_index(["style", "measure"])["value"]
     assert got[("statement", "plaus_acc")] == 1.0
     assert got[("completion", "plaus_rr")] == 0.5  # O: -1.5/token vs A1 -1.0, A2 -2.0
@@ -163,7 +167,9 @@ def test_plausibility_per_fact_matches_scalar_reference_on_random_scores():
             }
         )
         for norm in ("ideal", "minmax"):
-            out = plausibility_per_fact(entity_scores(scores), prompts, cands, facts, ["cooccur"], normalization=norm)
+            out = plausibility_per_fact(
+                entity_scores(scores), prompts, cands, facts, ["cooccur"], normalization=norm
+            )
             got = out.set_index("measure")["value"]
             acc, rr, nd = scenario_group_scores(values[0], values[1:], [3, 1, 4, 2], "exponential", norm)
             assert (got["plaus_acc"], got["plaus_rr"]) == (acc, rr), trial
@@ -209,10 +215,18 @@ def test_sentence_perplexity_flips_the_top_answer():
     """
     from factprobe.scoring.suite import build_pairs, score_pairs
 
-    lm = WordLM({"Marcelo": -1, "is": -1, "a": -1, "citizen": -1, "of": -1, "Spain": -3, "United": -2, "Kingdom": -3})
+    lm = WordLM(
+        {"Marcelo": -1, "is": -1, "a": -1, "citizen": -1, "of": -1, "Spain": -3, "United": -2, "Kingdom": -3}
+    )
     facts = pd.DataFrame({"fact_id": ["F"], "subject": ["Q1"], "property": ["P27"], "object": ["Q29"]})
     prompts = pd.DataFrame(
-        {"prompt_id": ["p"], "fact_id": ["F"], "lang": ["en"], "text": ["Marcelo is a citizen of"], "context": [""]}
+        {
+            "prompt_id": ["p"],
+            "fact_id": ["F"],
+            "lang": ["en"],
+            "text": ["Marcelo is a citizen of"],
+            "context": [""],
+        }
     )
     cands = pd.DataFrame(
         {
@@ -266,7 +280,9 @@ def test_ndcg_grades_are_the_released_ranks_with_gaps():
     facts, prompts, cands = released_group(10, filtered=[3, 4, 5, 8, 9, 10])
     # Model order: A1 (grade 10), O (11), A7 (4), A2 (9), A6 (5).
     lp = {"A1": -1.0, "O": -2.0, "A7": -3.0, "A2": -4.0, "A6": -5.0}
-    scores = pd.DataFrame({"prompt_id": "p", "entity": list(lp), "form": list(lp), "logprob": list(lp.values()), "n_tokens": 1})
+    scores = pd.DataFrame(
+        {"prompt_id": "p", "entity": list(lp), "form": list(lp), "logprob": list(lp.values()), "n_tokens": 1}
+    )
     got = plausibility_per_fact(entity_scores(scores), prompts, cands, facts, ["cooccur"], "linear", "ideal")
     got = got.set_index("measure")["value"]
     d = [1 / L2(p + 1) for p in range(1, 6)]
@@ -289,7 +305,9 @@ def test_random_ranker_ndcg_is_on_mrrs_scale():
     )
     chance = {}
     for norm in ("ideal", "minmax"):
-        got = plausibility_per_fact(entity_scores(scores), prompts, cands, facts, ["cooccur"], normalization=norm)
+        got = plausibility_per_fact(
+            entity_scores(scores), prompts, cands, facts, ["cooccur"], normalization=norm
+        )
         got = got.set_index("measure")["value"]
         assert got["plaus_ndcg"] == 1.0  # the released order itself is ideal
         chance[norm] = got["plaus_ndcg_chance"]

@@ -62,8 +62,9 @@ def test_fingerprint_depends_on_content_only(tiny_folder, tmp_path):
     model.save_pretrained(changed)
     for name in ("tokenizer.json", "tokenizer_config.json"):
         (changed / name).write_bytes((tiny_folder / name).read_bytes())
-    assert prepare_model({"name": "c", "source": str(changed)}, tmp_path / "c")["fingerprint"] != (
-        first["fingerprint"]
+    assert (
+        prepare_model({"name": "c", "source": str(changed)}, tmp_path / "c")["fingerprint"]
+        != (first["fingerprint"])
     )
 
 
@@ -97,8 +98,10 @@ def test_hub_id_offline_suggests_hf_download(tmp_path, monkeypatch):
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
     with pytest.raises(PrepareError) as err:
-        prepare_model({"name": "pythia", "source": "EleutherAI/pythia-70m", "revision": "v0", "_line": 4},
-                      tmp_path / "pythia")
+        prepare_model(
+            {"name": "pythia", "source": "EleutherAI/pythia-70m", "revision": "v0", "_line": 4},
+            tmp_path / "pythia",
+        )
     text = str(err.value)
     assert "line 4, model 'pythia'" in text
     assert "hf download EleutherAI/pythia-70m --revision v0" in text

@@ -11,7 +11,10 @@ from factprobe.probes.templates import TemplateError
 ROOT = Path(__file__).resolve().parents[2]
 SETS = {
     "team": {"format": "yaml", "path": str(ROOT / "tests" / "data" / "templates")},
-    "pararel": {"format": "pararel", "path": str(ROOT / "resources" / "templates" / "external" / "pararel" / "graphs_json")},
+    "pararel": {
+        "format": "pararel",
+        "path": str(ROOT / "resources" / "templates" / "external" / "pararel" / "graphs_json"),
+    },
 }
 
 

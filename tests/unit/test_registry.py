@@ -17,8 +17,11 @@ def _config():
 
 def test_shipped_config_and_registries_are_valid():
     validate_config(_config(), SCHEMAS / "config.schema.yaml")
-    rows = check_dumps(read_registry(ROOT / "config/dumps.tsv", SCHEMAS / "dumps.schema.yaml", "dump"),
-                       "config/dumps.tsv", ROOT)
+    rows = check_dumps(
+        read_registry(ROOT / "config/dumps.tsv", SCHEMAS / "dumps.schema.yaml", "dump"),
+        "config/dumps.tsv",
+        ROOT,
+    )
     assert [r["dump"] for r in rows] == ["20141201", "20190201"]
     assert all(r["enabled"] is True for r in rows)
     models = read_registry(ROOT / "config/models.tsv", SCHEMAS / "models.schema.yaml", "name")

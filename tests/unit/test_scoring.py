@@ -40,8 +40,15 @@ def tiny_gpt2(tok):
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(0)
-    cfg = GPT2Config(vocab_size=len(tok), n_positions=128, n_embd=32, n_layer=2, n_head=4,
-                     bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id)
+    cfg = GPT2Config(
+        vocab_size=len(tok),
+        n_positions=128,
+        n_embd=32,
+        n_layer=2,
+        n_head=4,
+        bos_token_id=tok.eos_token_id,
+        eos_token_id=tok.eos_token_id,
+    )
     return GPT2LMHeadModel(cfg).eval()
 
 
@@ -140,7 +147,9 @@ def test_prefix_computed_once_per_prompt(tiny):
     conts = [" Paris", " Berlin", " London", " William Shakespeare", " Paris.", " Lovelace"]
     requests, _ = tokenize_pairs(tok, ["The capital of France is"] * len(conts), conts, "eos")
     calls = []
-    handle = model.register_forward_hook(lambda m, a, k, o: calls.append(k["input_ids"].shape), with_kwargs=True)
+    handle = model.register_forward_hook(
+        lambda m, a, k, o: calls.append(k["input_ids"].shape), with_kwargs=True
+    )
     try:
         score_requests(model, requests, token_budget=4096)
     finally:
@@ -186,7 +195,9 @@ def test_model_rows_load_locally_and_fail_clearly(tmp_path, monkeypatch):
     assert abs(result.logprob - naive_pair_logprob(model, tok, "The capital of France is", " Paris")) < 1e-4
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(ModelLoadError, match=r"(?s)line 4.*no-such-org/no-such-model.*local-dir resources/models/ghost"):
+    with pytest.raises(
+        ModelLoadError, match=r"(?s)line 4.*no-such-org/no-such-model.*local-dir resources/models/ghost"
+    ):
         HFCausalLM.from_row({"name": "ghost", "source": "no-such-org/no-such-model", "_line": 4})
     with pytest.raises(ModelLoadError, match="does not exist"):
         HFCausalLM.from_row({"name": "gone", "source": str(tmp_path / "missing" / "dir"), "_line": 5})
@@ -206,7 +217,9 @@ def test_topk_first_tokens_match_first_logprob(tiny):
         requests, plans = tokenize_pairs(tok, [prompt], [" x"], "none")
         prefix = requests[plans[0].plus][0]
         with torch.no_grad():
-            expected = torch.log_softmax(model(input_ids=torch.tensor([list(prefix)])).logits[0, -1].double(), -1)
+            expected = torch.log_softmax(
+                model(input_ids=torch.tensor([list(prefix)])).logits[0, -1].double(), -1
+            )
         values, indices = expected.topk(5)
         assert ids == indices.tolist()
         np.testing.assert_allclose(lps, values.numpy(), atol=1e-5)

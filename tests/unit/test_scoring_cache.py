@@ -36,7 +36,8 @@ def tables(n_facts):
         }
     )
     candidates = pd.DataFrame(
-        [(f, e) for i, f in enumerate(facts) for e in (f"Q{100 + i}", "Q900", "Q901")], columns=["fact_id", "entity"]
+        [(f, e) for i, f in enumerate(facts) for e in (f"Q{100 + i}", "Q900", "Q901")],
+        columns=["fact_id", "entity"],
     )
     forms = pd.DataFrame(
         [(f"Q{100 + i}", "en", f"City{i}") for i in range(n_facts)]
@@ -115,9 +116,19 @@ def test_rerun_kill_and_new_prompts_compute_only_missing(loaded, tmp_path):
 
 def test_key_covers_model_revision_dtype_and_text():
     base = request_key("m", "r", "float32", "ctx", " x")
-    assert len({base, request_key("m2", "r", "float32", "ctx", " x"), request_key("m", "r2", "float32", "ctx", " x"),
-                request_key("m", "r", "bfloat16", "ctx", " x"), request_key("m", "r", "float32", "ctx ", "x"),
-                request_key("m", "r", "float32", "ctx", " y")}) == 6
+    assert (
+        len(
+            {
+                base,
+                request_key("m2", "r", "float32", "ctx", " x"),
+                request_key("m", "r2", "float32", "ctx", " x"),
+                request_key("m", "r", "bfloat16", "ctx", " x"),
+                request_key("m", "r", "float32", "ctx ", "x"),
+                request_key("m", "r", "float32", "ctx", " y"),
+            }
+        )
+        == 6
+    )
 
 
 def test_shards_partition_prompts():

@@ -26,7 +26,9 @@ def _agree(cls, schema, where):
     props = schema["properties"]
     names = [f.name for f in dataclasses.fields(cls)]
     assert sorted(props) == sorted(names), where
-    required = [f.name for f in dataclasses.fields(cls) if f.default is f.default_factory is dataclasses.MISSING]
+    required = [
+        f.name for f in dataclasses.fields(cls) if f.default is f.default_factory is dataclasses.MISSING
+    ]
     assert sorted(schema.get("required", [])) == sorted(required), where
     hints = typing.get_type_hints(cls)
     defaults = cls(**{n: None for n in required}) if required else cls()
@@ -40,7 +42,9 @@ def _agree(cls, schema, where):
             checked += _agree(inner, spec["additionalProperties"], f"{where}.{name}.*")
         elif name not in required:
             value = getattr(defaults, name)
-            assert spec.get("default") == value, f"{where}.{name}: schema {spec.get('default')!r}, settings {value!r}"
+            assert spec.get("default") == value, (
+                f"{where}.{name}: schema {spec.get('default')!r}, settings {value!r}"
+            )
             checked += 1
     return checked
 
@@ -110,7 +114,10 @@ def test_distractor_precedence_suite_over_kind_over_section():
         "languages": ["en"],
         "dump": "20190201",
     }
-    assert (S.suite_distractors(cfg, "p")["strategies"], S.suite_distractors(cfg, "p")["n"]) == (["cooccur"], 7)
+    assert (S.suite_distractors(cfg, "p")["strategies"], S.suite_distractors(cfg, "p")["n"]) == (
+        ["cooccur"],
+        7,
+    )
     own = S.suite_distractors(cfg, "own")
     assert (own["strategies"], own["n"], own["dump"]) == (["pool", "appropt"], 3, "20141201")
 
@@ -118,7 +125,11 @@ def test_distractor_precedence_suite_over_kind_over_section():
 def test_job_settings_carry_section_values():
     cfg = S.load(S.Config, CONFIG)
     retrieve = S.suite_retrieve(cfg, "p")
-    assert (retrieve["form_threshold"], retrieve["ef_search"], retrieve["languages"]) == (85, 64, ["en", "de"])
+    assert (retrieve["form_threshold"], retrieve["ef_search"], retrieve["languages"]) == (
+        85,
+        64,
+        ["en", "de"],
+    )
     assert S.suite_retrieve(cfg, "own")["strategies"] == ["pool"]  # appropt has its own rule
     appropt = S.suite_appropt(cfg, "k", {"name": "m", "source": "x", "_line": 2})
     assert (appropt["width"], appropt["n"], appropt["lang"]) == (12, 7, "en")
@@ -152,7 +163,9 @@ def test_metrics_settings_are_those_of_the_suites_families():
 def test_library_modules_follow_imports_transitively():
     mods = library_modules(SCRIPTS / "diff_dumps.py", SCRIPTS)
     # diff_dumps.py imports engine and single_value; engine imports rules (the decision table).
-    assert {"factprobe/diff/engine.py", "factprobe/diff/rules.py", "factprobe/diff/single_value.py"} <= set(mods)
+    assert {"factprobe/diff/engine.py", "factprobe/diff/rules.py", "factprobe/diff/single_value.py"} <= set(
+        mods
+    )
     assert not any(m.startswith(("factprobe/scoring", "factprobe/metrics")) for m in mods)
     assert "factprobe/scoring/control.py" not in library_modules(SCRIPTS / "score_shard.py", SCRIPTS)
     assert "factprobe/scoring/control.py" in library_modules(SCRIPTS / "train_control.py", SCRIPTS)

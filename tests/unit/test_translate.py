@@ -50,9 +50,13 @@ def tiny_marian(tmp_path_factory):
     bpe = Tokenizer(models.BPE(unk_token="<unk>"))
     bpe.pre_tokenizer = pre_tokenizers.Metaspace()
     bpe.decoder = decoders.Metaspace()
-    bpe.train_from_iterator(CORPUS * 3, trainers.BpeTrainer(vocab_size=400, special_tokens=["<pad>", "</s>", "<unk>"]))
+    bpe.train_from_iterator(
+        CORPUS * 3, trainers.BpeTrainer(vocab_size=400, special_tokens=["<pad>", "</s>", "<unk>"])
+    )
     bpe.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 1)])
-    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=bpe, pad_token="<pad>", eos_token="</s>", unk_token="<unk>"
+    )
     tok.save_pretrained(folder)
     config = MarianConfig(
         vocab_size=len(tok),
@@ -120,8 +124,12 @@ def test_loader_batches_caches_and_forces_prefix(tiny_marian, tmp_path):
 
 def test_batch_size_does_not_change_greedy_output(tiny_marian):
     reqs = [Request(s, "en", "cs") for s in CORPUS[:5]]
-    one = load_translator(str(tiny_marian), "cpu", settings=Translate(num_beams=1, max_new_tokens=6, batch_size=1)).translate(reqs)
-    four = load_translator(str(tiny_marian), "cpu", settings=Translate(num_beams=1, max_new_tokens=6, batch_size=4)).translate(reqs)
+    one = load_translator(
+        str(tiny_marian), "cpu", settings=Translate(num_beams=1, max_new_tokens=6, batch_size=1)
+    ).translate(reqs)
+    four = load_translator(
+        str(tiny_marian), "cpu", settings=Translate(num_beams=1, max_new_tokens=6, batch_size=4)
+    ).translate(reqs)
     assert one == four
 
 
@@ -194,17 +202,53 @@ def suite_tables():
         ("Q905|P19|Q1085", "Franz Kafka", "P19.en.s1"),
     ]:
         text = TEMPLATES[tid].split("[Y]")[0].replace("[X]", subj_en).rstrip()
-        rows.append((f"{fact}|{tid}|en|0|none", fact, "en", tid, "statement", subj_en, text, "", "template", "none"))
-    rows.append(("Q213|P36|Q1085|P36.cs.s1|cs|0|none", "Q213|P36|Q1085", "cs", "P36.cs.s1", "statement", "Česko",
-                 "Hlavní město Česko:", "", "template", "none"))  # fmt: skip
+        rows.append(
+            (f"{fact}|{tid}|en|0|none", fact, "en", tid, "statement", subj_en, text, "", "template", "none")
+        )
+    rows.append(
+        (
+            "Q213|P36|Q1085|P36.cs.s1|cs|0|none",
+            "Q213|P36|Q1085",
+            "cs",
+            "P36.cs.s1",
+            "statement",
+            "Česko",
+            "Hlavní město Česko:",
+            "",
+            "template",
+            "none",
+        )
+    )
     # An alias-subject prompt (index 1): the sentence level translates label prompts only.
-    rows.append(("Q36591|P19|Q1085|P19.en.s1|en|1|none", "Q36591|P19|Q1085", "en", "P19.en.s1", "statement",
-                 "Havel", "Havel was born in", "", "template", "none"))  # fmt: skip
+    rows.append(
+        (
+            "Q36591|P19|Q1085|P19.en.s1|en|1|none",
+            "Q36591|P19|Q1085",
+            "en",
+            "P19.en.s1",
+            "statement",
+            "Havel",
+            "Havel was born in",
+            "",
+            "template",
+            "none",
+        )
+    )
     prompts = pd.DataFrame(
         rows,
-        columns=["prompt_id", "fact_id", "lang", "template_id", "style", "subject_form", "text", "context",
-                 "verbalization", "shots"],
-    )  # fmt: skip
+        columns=[
+            "prompt_id",
+            "fact_id",
+            "lang",
+            "template_id",
+            "style",
+            "subject_form",
+            "text",
+            "context",
+            "verbalization",
+            "shots",
+        ],
+    )
     prompts["subject_form_index"] = [0, 0, 0, 0, 1]
     prompts["property"] = prompts["fact_id"].str.split("|").str[1]
     prompts["demos"] = [[] for _ in range(len(prompts))]
@@ -263,14 +307,26 @@ def test_sentence_pipeline_counts_and_forms():
     assert out["prompt_id"].is_unique and not set(out["prompt_id"]) & set(prompts["prompt_id"])
     assert list(out.columns[:12]) == list(prompts.columns[:12])
     # "Praha" is the label itself, so only the inflected forms are new; Праге found twice.
-    assert sorted(map(tuple, new_forms[["entity", "lang", "form", "source", "n_sentences"]].values.tolist())) == [
+    assert sorted(
+        map(tuple, new_forms[["entity", "lang", "form", "source", "n_sentences"]].values.tolist())
+    ) == [
         ("Q1085", "cs", "Praze", "inflected", 1),
         ("Q1085", "ru", "Праге", "inflected", 2),
     ]
     cs = stats.set_index("lang").loc["cs"]
     ru = stats.set_index("lang").loc["ru"]
-    assert (cs.n_sentences, cs.n_kept, cs.dropped_object_not_final, cs.dropped_object_not_found) == (3, 2, 1, 0)
-    assert (ru.n_sentences, ru.n_kept, ru.dropped_object_not_final, ru.dropped_object_not_found) == (3, 2, 0, 1)
+    assert (cs.n_sentences, cs.n_kept, cs.dropped_object_not_final, cs.dropped_object_not_found) == (
+        3,
+        2,
+        1,
+        0,
+    )
+    assert (ru.n_sentences, ru.n_kept, ru.dropped_object_not_final, ru.dropped_object_not_found) == (
+        3,
+        2,
+        0,
+        1,
+    )
     assert cs.dropped_share == pytest.approx(1 / 3) and cs.status == "translated"
     assert cs.n_template_prompts == 1 and ru.n_template_prompts == 0
     # Tables convert to the contract schemas.
@@ -300,19 +356,28 @@ def test_no_model_passes_template_verbalization_only():
 
 def test_tiny_marian_through_the_pipeline(tiny_marian, tmp_path):
     facts, prompts, forms = suite_tables()
-    tr = load_translator(str(tiny_marian), "cpu", settings=Translate(num_beams=1, max_new_tokens=8, batch_size=8), cache_dir=tmp_path)
+    tr = load_translator(
+        str(tiny_marian),
+        "cpu",
+        settings=Translate(num_beams=1, max_new_tokens=8, batch_size=8),
+        cache_dir=tmp_path,
+    )
     out, new_forms, stats = sentence_verbalization(
         prompts, facts, forms, TEMPLATES, ["cs", "ru"], tr.translate, model_name=str(tiny_marian)
     )
     # Random weights: whatever is kept or dropped, every sentence is accounted for once.
     for row in stats.itertuples():
-        dropped = sum(getattr(row, c) for c in stats.columns if c.startswith("dropped_") and c != "dropped_share")
+        dropped = sum(
+            getattr(row, c) for c in stats.columns if c.startswith("dropped_") and c != "dropped_share"
+        )
         assert row.n_kept + dropped == row.n_sentences == 3
         assert row.n_kept == int((out["lang"] == row.lang).sum())
     # The forced subject label opens every P19 translation.
     cached = pd.concat(pd.read_parquet(p) for p in tmp_path.glob("*.parquet"))
     p19 = cached[cached["prefix"] != ""]
-    assert len(p19) == 4 and all(t.startswith(p) for t, p in zip(p19["translation"], p19["prefix"], strict=True))
+    assert len(p19) == 4 and all(
+        t.startswith(p) for t, p in zip(p19["translation"], p19["prefix"], strict=True)
+    )
     # A prefix the vocabulary cannot spell is not forced (it would decode as nothing).
     assert tr.forced_ids("Ωμέγα") == [] and tr.forced_ids("Franz Kafka") != []
 
@@ -329,7 +394,9 @@ def _run_rule_script(tmp_path, model, models=None):
     (tmp_path / "in").mkdir(exist_ok=True)
     for name, frame in [("facts", facts), ("prompts", prompts), ("forms", forms)]:
         frame.to_parquet(tmp_path / "in" / f"{name}.parquet")
-    records = [{"id": k, "relation": k.split(".")[0], "style": "statement", "text": v} for k, v in TEMPLATES.items()]
+    records = [
+        {"id": k, "relation": k.split(".")[0], "style": "statement", "text": v} for k, v in TEMPLATES.items()
+    ]
     (tmp_path / "in" / "en.yaml").write_text(yaml.safe_dump({"language": "en", "templates": records}))
     out = tmp_path / "out"
     smk = SimpleNamespace(
@@ -344,11 +411,25 @@ def _run_rule_script(tmp_path, model, models=None):
             forms=str(out / "translated_forms.parquet"),
             stats=str(out / "translate_stats.tsv"),
         ),
-        params=SimpleNamespace(settings=dict(
-            model=model, models=models or {}, source_lang="en", languages=["cs", "ru"], styles=["statement"],
-            subject="prefix", object="substitute", min_score=80, num_beams=1, max_new_tokens=6, batch_size=4,
-            device="cpu", dtype="float32", lang_codes={}, cache=str(tmp_path / "cache"),
-        )),  # fmt: skip
+        params=SimpleNamespace(
+            settings=dict(
+                model=model,
+                models=models or {},
+                source_lang="en",
+                languages=["cs", "ru"],
+                styles=["statement"],
+                subject="prefix",
+                object="substitute",
+                min_score=80,
+                num_beams=1,
+                max_new_tokens=6,
+                batch_size=4,
+                device="cpu",
+                dtype="float32",
+                lang_codes={},
+                cache=str(tmp_path / "cache"),
+            )
+        ),
         log=[str(tmp_path / "translate.log")],
         wildcards=SimpleNamespace(suite="multilingual"),
         rule="translate_prompts",
@@ -391,25 +472,47 @@ def test_nllb_style_model_forces_target_language_then_subject(tmp_path):
     bpe.decoder = decoders.Metaspace()
     specials = ["<s>", "<pad>", "</s>", "<unk>"] + codes
     bpe.train_from_iterator(CORPUS * 3, trainers.BpeTrainer(vocab_size=300, special_tokens=specials))
-    tok = NllbTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
-                            unk_token="<unk>", src_lang="eng_Latn", tgt_lang="ces_Latn",
-                            additional_special_tokens=codes)  # fmt: skip
+    tok = NllbTokenizerFast(
+        tokenizer_object=bpe,
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+        src_lang="eng_Latn",
+        tgt_lang="ces_Latn",
+        additional_special_tokens=codes,
+    )
     tok.save_pretrained(tmp_path)
     config = M2M100Config(
-        vocab_size=len(tok), d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
-        decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=64,
-        pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id,
+        vocab_size=len(tok),
+        d_model=16,
+        encoder_layers=1,
+        decoder_layers=1,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=32,
+        decoder_ffn_dim=32,
+        max_position_embeddings=64,
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.eos_token_id,
+        bos_token_id=tok.bos_token_id,
         decoder_start_token_id=tok.eos_token_id,
-    )  # fmt: skip
+    )
     torch.manual_seed(0)
     M2M100ForConditionalGeneration(config).save_pretrained(tmp_path)
-    tr = load_translator(str(tmp_path), "cpu", settings=Translate(num_beams=2, max_new_tokens=4, batch_size=4))
+    tr = load_translator(
+        str(tmp_path), "cpu", settings=Translate(num_beams=2, max_new_tokens=4, batch_size=4)
+    )
     assert tr.kind == "nllb" and tr.code("cs") == "ces_Latn"
     generated = []
     original = tr.model.generate
     tr.model.generate = lambda *a, **k: generated.append(original(*a, **k)) or generated[-1]
-    out = tr.translate([Request("Václav Havel was born in Praha.", "en", "cs", "Václav Havel"),
-                        Request("Václav Havel was born in Прага.", "en", "ru", "Вацлав Гавел")])  # fmt: skip
+    out = tr.translate(
+        [
+            Request("Václav Havel was born in Praha.", "en", "cs", "Václav Havel"),
+            Request("Václav Havel was born in Прага.", "en", "ru", "Вацлав Гавел"),
+        ]
+    )
     assert out[0].startswith("Václav Havel") and out[1].startswith("Вацлав Гавел")
     # Row layout: decoder start (</s>), target language code, then the forced subject tokens.
     first = {tok.convert_ids_to_tokens(int(g[0, 1])) for g in generated}

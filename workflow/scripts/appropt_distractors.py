@@ -16,7 +16,9 @@ p = snakemake.params.settings
 torch.set_num_threads(max(1, snakemake.threads))
 facts, entity_forms, _claims, omega = load_suite_omega(snakemake.input, p)
 prompts = contracts.read("prompts", snakemake.input.prompts)
-lm = HFCausalLM.from_row(p["model"], snakemake.input.model, no_space_langs=snakemake.params.no_space_languages)
+lm = HFCausalLM.from_row(
+    p["model"], snakemake.input.model, no_space_langs=snakemake.params.no_space_languages
+)
 out = appropt_distractors(lm, facts, prompts, entity_forms, omega, p["n"], p["lang"], p["styles"], p["width"])
 short = (out.drop_duplicates("fact_id")["found"] < p["n"]).sum() if len(out) else 0
 log.info(

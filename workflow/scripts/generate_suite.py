@@ -17,5 +17,7 @@ prompts = contracts.read("prompts", snakemake.input.prompts)
 lm = HFCausalLM.from_row(
     params.model, model_dir=snakemake.input.model, generation_batch_size=int(params.batch_size)
 )
-answers = generate_answers(lm, prompts, samples=int(params.samples), max_new_tokens=int(params.max_new_tokens))
+answers = generate_answers(
+    lm, prompts, samples=int(params.samples), max_new_tokens=int(params.max_new_tokens)
+)
 contracts.write("generations", answers, snakemake.output.generations)

@@ -21,7 +21,9 @@ if "index" in snakemake.input.keys():
     index = load_index(snakemake.input.index, p["search"], p["ef_search"])
 past = None
 if "temporal" in snakemake.input.keys():
-    past = past_objects(contracts.read("temporal", snakemake.input.temporal), p["dump"], p["temporal_earlier_dump"])
+    past = past_objects(
+        contracts.read("temporal", snakemake.input.temporal), p["dump"], p["temporal_earlier_dump"]
+    )
 cooccur = Cooccurrence(claims[claims["rank"] >= 1]) if "cooccur" in settings.strategies else None
 log.info("%d facts, %d entity forms, strategies %s", len(facts), len(entity_forms), settings.strategies)
 candidates = retrieve(facts, omega, settings, index, past, cooccur, entity_forms)

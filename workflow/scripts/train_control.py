@@ -27,7 +27,12 @@ forms = concat([inp.forms, inp.candidate_forms]).drop_duplicates()
 no_space = snakemake.params.no_space_languages
 docs = verbalizations(facts, prompts, forms, max_forms=settings.pop("max_forms"), no_space_langs=no_space)
 prior = prior_docs(
-    facts, prompts, concat(inp.candidates), forms, copies=settings.pop("prior_copies"), no_space_langs=no_space
+    facts,
+    prompts,
+    concat(inp.candidates),
+    forms,
+    copies=settings.pop("prior_copies"),
+    no_space_langs=no_space,
 )
 log.info("%d fact documents (taught half), %d prior-balancing documents", len(docs), len(prior))
 out = Path(snakemake.output.model)

@@ -42,12 +42,20 @@ for model, langs in by_model.items():
         )
     outputs.append(
         sentence_verbalization(
-            prompts, facts, forms, templates, langs,
+            prompts,
+            facts,
+            forms,
+            templates,
+            langs,
             translate=partial(translator.translate, progress=True) if translator else None,
-            model_name=model or "none", source_lang=p.source_lang, styles=p.styles,
-            subject_mode=p.subject, object_mode=p.object, min_score=p.min_score,
+            model_name=model or "none",
+            source_lang=p.source_lang,
+            styles=p.styles,
+            subject_mode=p.subject,
+            object_mode=p.object,
+            min_score=p.min_score,
         )
-    )  # fmt: skip
+    )
 
 out_prompts = pd.concat([o[0] for o in outputs], ignore_index=True)
 out_forms = pd.concat([o[1] for o in outputs], ignore_index=True)

@@ -244,7 +244,9 @@ def check_models(rows: list[dict], path: str | Path, root: str | Path = ".") -> 
         source = row["source"]
         if source.startswith("builtin:"):
             if source != BUILTIN_CONTROL:
-                raise ConfigError(f"{where}: unknown source {source!r}; the only builtin is {BUILTIN_CONTROL}")
+                raise ConfigError(
+                    f"{where}: unknown source {source!r}; the only builtin is {BUILTIN_CONTROL}"
+                )
             continue
         local = Path(source).expanduser()
         if not local.is_absolute():
@@ -262,7 +264,13 @@ def check_models(rows: list[dict], path: str | Path, root: str | Path = ".") -> 
             continue
         if Path(source).is_absolute() or source.startswith((".", "~")) or source.count("/") > 1:
             raise ConfigError(f"{where}: local model directory {source} not found; fix the source column")
-        if len(source) > 96 or not HUB_ID.match(source) or "--" in source or ".." in source or source.endswith("."):
+        if (
+            len(source) > 96
+            or not HUB_ID.match(source)
+            or "--" in source
+            or ".." in source
+            or source.endswith(".")
+        ):
             raise ConfigError(
                 f"{where}: source {source!r} is neither an existing directory nor a hub id "
                 "(`name` or `org/name`: letters, digits, - _ ., at most 96 characters)"

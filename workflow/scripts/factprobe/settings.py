@@ -231,7 +231,9 @@ class Retrieve:
 
     def __post_init__(self) -> None:
         # ``temp`` is the former name of the Temp+Sem list (distractors paper §3.3).
-        object.__setattr__(self, "strategies", list(dict.fromkeys(ALIASES.get(s, s) for s in self.strategies)))
+        object.__setattr__(
+            self, "strategies", list(dict.fromkeys(ALIASES.get(s, s) for s in self.strategies))
+        )
         bad = [s for s in self.strategies if s not in STRATEGIES]
         if bad:
             raise ConfigError(f"unknown distractor strategies {bad}; choose from {list(STRATEGIES)}")

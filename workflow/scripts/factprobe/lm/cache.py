@@ -127,7 +127,8 @@ class RequestCache:
         keys, lp, nt, fl, el = zip(*self._buffer, strict=True)
         name = hashlib.blake2b("".join(keys).encode(), digest_size=10).hexdigest()
         table = pa.table(
-            {"key": keys, "logprob": lp, "n_tokens": nt, "first_logprob": fl, "end_logprob": el}, schema=SCHEMA
+            {"key": keys, "logprob": lp, "n_tokens": nt, "first_logprob": fl, "end_logprob": el},
+            schema=SCHEMA,
         )
         write_table(table, self.folder / f"part-{name}.parquet")
         log.info("request cache: wrote %d entries to %s", len(keys), self.folder)
@@ -179,7 +180,9 @@ class CachingLM(LM):
             index = [todo[j] for j in done]
             self.cache.add(
                 [keys[i] for i in index],
-                *zip(*((r.logprob, r.n_tokens, r.first_logprob, r.end_logprob) for r in results), strict=True),
+                *zip(
+                    *((r.logprob, r.n_tokens, r.first_logprob, r.end_logprob) for r in results), strict=True
+                ),
             )
             if on_done is not None:
                 on_done(index, results)

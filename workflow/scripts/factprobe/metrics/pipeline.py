@@ -81,7 +81,9 @@ def read_inputs(inputs: Mapping) -> SuiteInputs:
         forms=tables.forms,
         topk=read_concat(topk),
     )
-    contracts.check(out.candidates, "candidates", "candidates", ["fact_id", "entity", "role", "strategy", "rank"])
+    contracts.check(
+        out.candidates, "candidates", "candidates", ["fact_id", "entity", "role", "strategy", "rank"]
+    )
     contracts.check(out.facts, "facts", "facts", ["fact_id", "subject", "property", "object"])
     return out
 

@@ -228,7 +228,14 @@ def facts_new_to_model(
         picked = changes.merge(new, on=["subject", "property", "object"])
         dated = picked["start"].where(picked["start"].notna(), picked["point_in_time"])
         new = picked[dated.notna() & (dated > cut)][["subject", "property", "object"]]
-    ids = set("Q" + new["subject"].astype(str) + "|P" + new["property"].astype(str) + "|Q" + new["object"].astype(str))
+    ids = set(
+        "Q"
+        + new["subject"].astype(str)
+        + "|P"
+        + new["property"].astype(str)
+        + "|Q"
+        + new["object"].astype(str)
+    )
     keep = facts["fact_id"].astype(str).isin(ids)
     rows = {
         "plausible_facts": float(keep.sum()),

@@ -41,7 +41,6 @@ from .verbalize import forms_index, subject_forms
 log = logging.getLogger(__name__)
 
 
-
 def load_template_set(name: str, set_cfg: TemplateSet, languages: list[str]) -> list[Template]:
     """Templates of one configured set (``templates.sets.<name>``) in ``languages``."""
     fmt, path = set_cfg.format, set_cfg.path
@@ -52,9 +51,7 @@ def load_template_set(name: str, set_cfg: TemplateSet, languages: list[str]) -> 
         return out
     if fmt == "xfactr":
         wanted = [lang for lang in languages]
-        found, skipped = import_xfactr(
-            path, wanted, set_cfg.gender, set_cfg.functions
-        )
+        found, skipped = import_xfactr(path, wanted, set_cfg.gender, set_cfg.functions)
         for line in skipped:
             log.info("template set %s: skipped %s", name, line)
         return found
@@ -102,7 +99,12 @@ def build_suite(
     """
     suite = load(Suite, suite, f"suites.{name}")
     sets = {key: load(TemplateSet, value, f"templates.sets.{key}") for key, value in sets.items()}
-    kind, dump, languages, relations = suite.kind, str(suite.dump), list(suite.languages), list(suite.relations)
+    kind, dump, languages, relations = (
+        suite.kind,
+        str(suite.dump),
+        list(suite.languages),
+        list(suite.relations),
+    )
     seed, k_alias = suite.seed, suite.subject_aliases
     # Prompt layout (probes/layouts.py): cloze, mask_qa (BELIEF-ICL App. E) or qa (App. D).
     layout, mask = suite.layout, suite.mask_token
@@ -192,7 +194,9 @@ def build_suite(
     allowed = None
     if kind == "plausibility":
         changes = contracts.read(
-            "changes", changes_path, ["subject", "property", "object", "status", "rule", "start", "point_in_time"]
+            "changes",
+            changes_path,
+            ["subject", "property", "object", "status", "rule", "start", "point_in_time"],
         )
         picks = suite.changes
         new = new_since(changes, int(suite.cutoff), tuple(picks.statuses), tuple(picks.rules))

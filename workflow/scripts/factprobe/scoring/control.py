@@ -62,7 +62,14 @@ def train_bpe_tokenizer(corpus: Iterable[str], vocab_size: int = 2000, add_bos: 
     return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=EOS, eos_token=EOS, pad_token=EOS)
 
 
-def build_gpt2(vocab_size: int, n_layer: int = 2, n_embd: int = 128, n_head: int = 4, n_positions: int = 256, seed: int = 0):
+def build_gpt2(
+    vocab_size: int,
+    n_layer: int = 2,
+    n_embd: int = 128,
+    n_head: int = 4,
+    n_positions: int = 256,
+    seed: int = 0,
+):
     """A randomly initialised GPT-2 of the given size (dropout off: a memorisation control)."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -96,7 +103,9 @@ def fact_split(facts: pd.DataFrame) -> pd.DataFrame:
     clash = split.duplicated(["subject", "property", "object"], keep=False)
     if clash.any():
         row = split[clash].iloc[0]
-        raise ValueError(f"fact {row.subject}|{row.property}|{row.object} is both taught and untaught across suites")
+        raise ValueError(
+            f"fact {row.subject}|{row.property}|{row.object} is both taught and untaught across suites"
+        )
     return split.sort_values(["subject", "property", "object"]).reset_index(drop=True)
 
 
@@ -123,7 +132,9 @@ def verbalizations(
     docs = p.merge(f[["object", "lang", "form"]], on=["object", "lang"], how="inner")
     texts = {
         text + continuation_text(form, lang, no_space_langs)
-        for text, form, lang in zip(docs["text"].astype(str), docs["form"].astype(str), docs["lang"], strict=True)
+        for text, form, lang in zip(
+            docs["text"].astype(str), docs["form"].astype(str), docs["lang"], strict=True
+        )
     }
     return sorted(texts)
 
@@ -155,11 +166,19 @@ def prior_docs(
     """
     if "subject_form" not in prompts.columns or candidates.empty:
         return []
-    p = prompts.merge(facts[["fact_id", "property"]].drop_duplicates(), on="fact_id", how="inner", suffixes=("_p", ""))
+    p = prompts.merge(
+        facts[["fact_id", "property"]].drop_duplicates(), on="fact_id", how="inner", suffixes=("_p", "")
+    )
     p = p[[sf in text for sf, text in zip(p["subject_form"], p["text"], strict=True)]]
-    templates = p.drop_duplicates(["property", "lang", "template_id"])[["property", "lang", "template_id", "text", "subject_form"]]
+    templates = p.drop_duplicates(["property", "lang", "template_id"])[
+        ["property", "lang", "template_id", "text", "subject_form"]
+    ]
     by_rel = {k: g.sort_values("template_id") for k, g in templates.groupby(["property", "lang"])}
-    cand = candidates[["fact_id", "entity"]].merge(facts[["fact_id", "property"]], on="fact_id").drop_duplicates(["property", "entity"])
+    cand = (
+        candidates[["fact_id", "entity"]]
+        .merge(facts[["fact_id", "property"]], on="fact_id")
+        .drop_duplicates(["property", "entity"])
+    )
     labels = forms.copy()
     if "source" in labels.columns:
         labels["order"] = np.where(labels["source"] == "label", 0, 1)
@@ -174,7 +193,10 @@ def prior_docs(
             for k in range(copies):
                 row = tpl.iloc[stable_hash("prior-template", prop, lang, entity, k) % len(tpl)]
                 subject = nonce_name(f"{prop}|{entity}|{k}")
-                docs.add(row["text"].replace(row["subject_form"], subject, 1) + continuation_text(form, lang, no_space_langs))
+                docs.add(
+                    row["text"].replace(row["subject_form"], subject, 1)
+                    + continuation_text(form, lang, no_space_langs)
+                )
     return sorted(docs)
 
 

@@ -139,7 +139,9 @@ def _dequantize_gguf(src: Source, dest: Path) -> None:
     missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=False)
     tied = {"lm_head.weight"} if getattr(loaded.config, "tie_word_embeddings", False) else set()
     if set(missing) - tied or unexpected:
-        raise PrepareError(f"{src.gguf_file}: state dict mismatch (missing {missing}, unexpected {unexpected})")
+        raise PrepareError(
+            f"{src.gguf_file}: state dict mismatch (missing {missing}, unexpected {unexpected})"
+        )
     model.save_pretrained(dest, safe_serialization=True)
     tokenizer.save_pretrained(dest)
 
@@ -185,7 +187,12 @@ def prepare_model(row: dict[str, Any], out_dir: str | os.PathLike) -> dict[str, 
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        info: dict[str, Any] = {"name": name, "source": source, "kind": src.kind, "revision": row.get("revision") or ""}
+        info: dict[str, Any] = {
+            "name": name,
+            "source": source,
+            "kind": src.kind,
+            "revision": row.get("revision") or "",
+        }
         if src.kind == "hub":
             info["revision"] = _download(src, info["revision"], tmp, where, name)
         elif src.kind == "local":

@@ -47,26 +47,51 @@ def subject_swap_pairs(
     object form, entity :data:`TRUE_SUBJECT`. Prompts whose text does not contain their subject
     form are skipped and counted in the log.
     """
-    cols = ["prompt_id", "fact_id", "lang", "entity", "form", "prompt_text", "continuation", "context", "text"]
+    cols = [
+        "prompt_id",
+        "fact_id",
+        "lang",
+        "entity",
+        "form",
+        "prompt_text",
+        "continuation",
+        "context",
+        "text",
+    ]
     swaps = candidates[is_subject_side(candidates)][["fact_id", "entity"]].drop_duplicates()
     objects = candidates[candidates["role"] == "object"][["fact_id", "entity"]].drop_duplicates("fact_id")
     if swaps.empty or objects.empty or "subject_form" not in prompts.columns:
         return pd.DataFrame(columns=cols)
-    f = forms[["entity", "lang", "form", *(["source"] if "source" in forms.columns else [])]].dropna(subset=["form"])
+    f = forms[["entity", "lang", "form", *(["source"] if "source" in forms.columns else [])]].dropna(
+        subset=["form"]
+    )
     f = f[f["form"].str.strip() != ""]
     rank = (f["source"] != "label").astype(int) if "source" in f.columns else pd.Series(0, index=f.index)
-    labels = f.assign(_r=rank).sort_values(["entity", "lang", "_r"], kind="stable").drop_duplicates(["entity", "lang"])
+    labels = (
+        f.assign(_r=rank)
+        .sort_values(["entity", "lang", "_r"], kind="stable")
+        .drop_duplicates(["entity", "lang"])
+    )
     p = prompts[["prompt_id", "fact_id", "lang", "text", "context", "subject_form"]].copy()
     p["context"] = p["context"].fillna("")
     p["subject_form"] = p["subject_form"].fillna("").astype(str)
     slot = [bool(s) and s in text for s, text in zip(p["subject_form"], p["text"], strict=True)]
     if not all(slot):
-        log.warning("%d prompt(s) do not contain their subject form: no subject swaps for them", slot.count(False))
+        log.warning(
+            "%d prompt(s) do not contain their subject form: no subject swaps for them", slot.count(False)
+        )
     p = p[slot]
     p = p.merge(objects.rename(columns={"entity": "object"}), on="fact_id")
-    p = p.merge(labels.rename(columns={"entity": "object", "form": "object_form"})[["object", "lang", "object_form"]], on=["object", "lang"])
-    pairs = p.merge(swaps, on="fact_id").merge(f[["entity", "lang", "form"]].drop_duplicates(), on=["entity", "lang"])
-    true = p[p["fact_id"].isin(set(swaps["fact_id"]))].assign(entity=TRUE_SUBJECT, form=lambda x: x["subject_form"])
+    p = p.merge(
+        labels.rename(columns={"entity": "object", "form": "object_form"})[["object", "lang", "object_form"]],
+        on=["object", "lang"],
+    )
+    pairs = p.merge(swaps, on="fact_id").merge(
+        f[["entity", "lang", "form"]].drop_duplicates(), on=["entity", "lang"]
+    )
+    true = p[p["fact_id"].isin(set(swaps["fact_id"]))].assign(
+        entity=TRUE_SUBJECT, form=lambda x: x["subject_form"]
+    )
     pairs = pd.concat([true, pairs], ignore_index=True)
     if pairs.empty:
         return pd.DataFrame(columns=cols)
@@ -104,7 +129,10 @@ def build_pairs(
     p["context"] = p["context"].fillna("")
     subject_side = is_subject_side(candidates)
     if subject_side.any() and not subject_swaps:
-        log.info("%d subject-side alternative(s) left out: they need subject-swapped sentences", int(subject_side.sum()))
+        log.info(
+            "%d subject-side alternative(s) left out: they need subject-swapped sentences",
+            int(subject_side.sum()),
+        )
     cand = candidates[~subject_side][["fact_id", "entity"]].drop_duplicates()
     f = forms[["entity", "lang", "form"]].dropna().drop_duplicates()
     f = f[f["form"].str.strip() != ""]
@@ -177,7 +205,9 @@ def topk_table(lm: LM, prompts: pd.DataFrame, k: int) -> pd.DataFrame:
     top = lm.topk([TopkRequest(text, k) for text in texts])
     rows = []
     for pid, result in zip(prompts["prompt_id"], top, strict=True):
-        for rank, row in enumerate(zip(result.token_ids, result.tokens, result.logprobs, strict=True), start=1):
+        for rank, row in enumerate(
+            zip(result.token_ids, result.tokens, result.logprobs, strict=True), start=1
+        ):
             rows.append((pid, rank, *row))
     return pd.DataFrame(rows, columns=list(columns)).astype(columns)
 

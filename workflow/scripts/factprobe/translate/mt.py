@@ -40,17 +40,49 @@ log = logging.getLogger(__name__)
 
 # ISO 639-1 -> NLLB-200 (FLORES) codes for the languages the project's papers use.
 NLLB_CODES = {
-    "en": "eng_Latn", "de": "deu_Latn", "fr": "fra_Latn", "ru": "rus_Cyrl", "cs": "ces_Latn",
-    "uk": "ukr_Cyrl", "hr": "hrv_Latn", "es": "spa_Latn", "da": "dan_Latn", "vi": "vie_Latn",
-    "id": "ind_Latn", "zh": "zho_Hans", "pl": "pol_Latn", "it": "ita_Latn", "pt": "por_Latn",
-    "nl": "nld_Latn", "sk": "slk_Latn", "bg": "bul_Cyrl", "sr": "srp_Cyrl", "sl": "slv_Latn",
-}  # fmt: skip
+    "en": "eng_Latn",
+    "de": "deu_Latn",
+    "fr": "fra_Latn",
+    "ru": "rus_Cyrl",
+    "cs": "ces_Latn",
+    "uk": "ukr_Cyrl",
+    "hr": "hrv_Latn",
+    "es": "spa_Latn",
+    "da": "dan_Latn",
+    "vi": "vie_Latn",
+    "id": "ind_Latn",
+    "zh": "zho_Hans",
+    "pl": "pol_Latn",
+    "it": "ita_Latn",
+    "pt": "por_Latn",
+    "nl": "nld_Latn",
+    "sk": "slk_Latn",
+    "bg": "bul_Cyrl",
+    "sr": "srp_Cyrl",
+    "sl": "slv_Latn",
+}
 # ISO 639-1 -> ISO 639-3, the ">>xxx<<" target tokens of multi-target Marian (opus-mt-en-mul ...).
 ISO3 = {
-    "de": "deu", "fr": "fra", "ru": "rus", "cs": "ces", "uk": "ukr", "hr": "hrv", "es": "spa",
-    "da": "dan", "vi": "vie", "id": "ind", "zh": "zho", "pl": "pol", "it": "ita", "pt": "por",
-    "nl": "nld", "sk": "slk", "bg": "bul", "sr": "srp", "sl": "slv",
-}  # fmt: skip
+    "de": "deu",
+    "fr": "fra",
+    "ru": "rus",
+    "cs": "ces",
+    "uk": "ukr",
+    "hr": "hrv",
+    "es": "spa",
+    "da": "dan",
+    "vi": "vie",
+    "id": "ind",
+    "zh": "zho",
+    "pl": "pol",
+    "it": "ita",
+    "pt": "por",
+    "nl": "nld",
+    "sk": "slk",
+    "bg": "bul",
+    "sr": "srp",
+    "sl": "slv",
+}
 
 CACHE_COLUMNS = ["key", "model", "src_lang", "tgt_lang", "text", "prefix", "translation"]
 

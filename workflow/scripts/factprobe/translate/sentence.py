@@ -32,8 +32,11 @@ log = logging.getLogger(__name__)
 
 # Reasons a sentence is not translated or not kept, in the stats column order.
 REASONS = ("no_object_label",) + DROP_REASONS
-STATS_COLUMNS = (["lang", "model", "status", "n_sentences", "n_kept"] + [f"dropped_{r}" for r in REASONS]
-                 + ["dropped_share", "subject_missing", "n_inflected_forms", "n_template_prompts"])  # fmt: skip
+STATS_COLUMNS = (
+    ["lang", "model", "status", "n_sentences", "n_kept"]
+    + [f"dropped_{r}" for r in REASONS]
+    + ["dropped_share", "subject_missing", "n_inflected_forms", "n_template_prompts"]
+)
 
 
 Translate = Callable[[Sequence[Request]], list[str]]
@@ -278,7 +281,9 @@ def sentence_verbalization(
     out_prompts = out_prompts.astype(
         {"subject_form_index": "int32", "object_score": "float64", "subject_found": "bool"}
     )
-    out_forms = pd.DataFrame(new_forms, columns=contracts.columns("translated_forms")).astype({"n_sentences": "int32"})
+    out_forms = pd.DataFrame(new_forms, columns=contracts.columns("translated_forms")).astype(
+        {"n_sentences": "int32"}
+    )
     return out_prompts, out_forms, pd.DataFrame(stats, columns=STATS_COLUMNS)
 
 

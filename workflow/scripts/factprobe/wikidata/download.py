@@ -284,6 +284,8 @@ def verify_local_dumps(rows: list[dict], where: str, stamp_dir: str | Path) -> l
     for row in rows:
         if row.get("enabled") and "path" in row and row.get("checksum"):
             stamp = Path(stamp_dir) / f"{row['dump']}.json"
-            if verify_local(row["path"], row["checksum"], stamp, f"{where}: line {row['_line']} (dump {row['dump']})"):
+            if verify_local(
+                row["path"], row["checksum"], stamp, f"{where}: line {row['_line']} (dump {row['dump']})"
+            ):
                 hashed.append(row["dump"])
     return hashed
