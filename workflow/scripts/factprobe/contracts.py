@@ -301,6 +301,14 @@ def fact_id(subject, prop, obj):
     return subject + "|" + prop + "|" + obj
 
 
+def fact_ids_of(triples: pd.DataFrame) -> pd.Series:
+    """``fact_id`` of each row of a table with integer ``subject``, ``property``, ``object`` ids
+    (claims, changes)."""
+    return fact_id(
+        qid_series(triples["subject"]), pid_series(triples["property"]), qid_series(triples["object"])
+    )
+
+
 def split_fact_id(key: str) -> tuple[str, str, str]:
     """``"Q155|P36|Q2844" -> ("Q155", "P36", "Q2844")``."""
     parts = key.split("|")

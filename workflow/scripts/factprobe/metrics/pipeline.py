@@ -17,6 +17,7 @@ import pandas as pd
 from factprobe import contracts
 from factprobe.settings import Metrics
 
+from . import uncertainty
 from .belief import (
     belief_dataset,
     belief_per_fact,
@@ -450,21 +451,7 @@ def _intervals(per_model: Mapping[str, pd.DataFrame], bootstrap: Bootstrap) -> p
     return out.astype({"strategy": str, "n": "int64"})
 
 
-PAIRED_COLUMNS = [
-    "suite",
-    "measure",
-    "strategy",
-    "n",
-    "model_a",
-    "model_b",
-    "value_a",
-    "value_b",
-    "diff",
-    "ci_low",
-    "ci_high",
-    "p_value",
-    "n_facts",
-]
+PAIRED_COLUMNS = ["suite", *uncertainty.PAIRED_COLUMNS]
 
 
 def paired_comparisons(

@@ -39,6 +39,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from factprobe import contracts
 from factprobe.probes.swaps import SUBJECT_SWAP, TRUE_SUBJECT, is_subject_side
 
 from .common import GROUP_KEYS, average_per_fact, candidates_for_prompts
@@ -228,14 +229,7 @@ def facts_new_to_model(
         picked = changes.merge(new, on=["subject", "property", "object"])
         dated = picked["start"].where(picked["start"].notna(), picked["point_in_time"])
         new = picked[dated.notna() & (dated > cut)][["subject", "property", "object"]]
-    ids = set(
-        "Q"
-        + new["subject"].astype(str)
-        + "|P"
-        + new["property"].astype(str)
-        + "|Q"
-        + new["object"].astype(str)
-    )
+    ids = set(contracts.fact_ids_of(new))
     keep = facts["fact_id"].astype(str).isin(ids)
     rows = {
         "plausible_facts": float(keep.sum()),

@@ -200,14 +200,7 @@ def build_suite(
         )
         picks = suite.changes
         new = new_since(changes, int(suite.cutoff), tuple(picks.statuses), tuple(picks.rules))
-        allowed = set(
-            "Q"
-            + new["subject"].astype(str)
-            + "|P"
-            + new["property"].astype(str)
-            + "|Q"
-            + new["object"].astype(str)
-        )
+        allowed = set(contracts.fact_ids_of(new))
         log.info(
             "suite %s: %d facts new in the diff (%s) and not dated before the cut-off %s",
             name,
