@@ -59,6 +59,9 @@ def test_real_model_prepared_once_with_manifest(demo_run):
     assert manifest["kind"] == "gguf" and manifest["revision"] == "0.1.2"
     assert manifest["architecture"] == "LlamaForCausalLM" and manifest["n_parameters"] == 134_515_008
     assert "model.safetensors" in manifest["files"] and len(manifest["source_sha256"]) == 64
+    # Saved dequantized: no GGUF loading options left for other loaders (lm-eval's HFLM) to trip on.
+    config = json.loads((demo_run / "resources/models/smollm2/config.json").read_text())
+    assert "quantization_config" not in config
     scores = pd.read_parquet(demo_run / "results/scores/knowledge/smollm2.parquet")
     assert len(scores) > 1000 and scores["logprob"].lt(0).all()
 

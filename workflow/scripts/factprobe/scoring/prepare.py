@@ -142,6 +142,10 @@ def _dequantize_gguf(src: Source, dest: Path) -> None:
         raise PrepareError(
             f"{src.gguf_file}: state dict mismatch (missing {missing}, unexpected {unexpected})"
         )
+    # The weights are saved dequantized: the GGUF loading options must not follow them, or other
+    # loaders (lm-eval's HFLM) ask for the GGUF file again.
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
     model.save_pretrained(dest, safe_serialization=True)
     tokenizer.save_pretrained(dest)
 
