@@ -39,6 +39,18 @@ PROMPTS = [
     ("subject_form_index", I32),
     ("property", S),
 ]
+# score_shard writes these; score_suite adds the first token's vocabulary rank.
+SCORE_SHARD = [
+    ("prompt_id", S),
+    ("entity", S),
+    ("form", S),
+    ("logprob", F64),
+    ("n_tokens", I32),
+    ("first_logprob", F64),
+    ("end_logprob", F64),
+    ("fact_id", S),
+    ("lang", S),
+]
 CANDIDATES = [
     ("fact_id", S),
     ("entity", S),
@@ -105,33 +117,8 @@ SCHEMAS: dict[str, pa.Schema] = {
     # train_control
     "split": pa.schema([("subject", S), ("property", S), ("object", S), ("split", S)]),
     # score_suite / generate_suite: results/scores/{suite}/
-    "scores": pa.schema(
-        [
-            ("prompt_id", S),
-            ("entity", S),
-            ("form", S),
-            ("logprob", F64),
-            ("n_tokens", I32),
-            ("first_logprob", F64),
-            ("end_logprob", F64),
-            ("fact_id", S),
-            ("lang", S),
-            ("first_rank", F64),
-        ]
-    ),
-    "score_shard": pa.schema(
-        [
-            ("prompt_id", S),
-            ("entity", S),
-            ("form", S),
-            ("logprob", F64),
-            ("n_tokens", I32),
-            ("first_logprob", F64),
-            ("end_logprob", F64),
-            ("fact_id", S),
-            ("lang", S),
-        ]
-    ),
+    "scores": pa.schema([*SCORE_SHARD, ("first_rank", F64)]),
+    "score_shard": pa.schema(SCORE_SHARD),
     "topk": pa.schema([("prompt_id", S), ("rank", I32), ("token_id", I64), ("token", S), ("logprob", F64)]),
     "generations": pa.schema([("prompt_id", S), ("sample", I32), ("text", S), ("logprob", F64)]),
     # compute_metrics: results/metrics/{suite}/
