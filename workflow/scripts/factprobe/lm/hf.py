@@ -192,36 +192,42 @@ class HFCausalLM(LM):
     def generate(
         self, requests: Sequence[GenerateRequest], progress: bool = False
     ) -> list[list[GenerateResult]]:
-        """Greedy requests batched (shortest contexts together), sampled ones one request per call
-        after seeding, so a prompt's samples do not depend on which other prompts are generated."""
+        """Greedy and sampled requests, each batched (shortest contexts together).
+
+        A sampled row draws its noise from its own generator (:func:`sample_seed` of the request's
+        seed and the sample's index), so a prompt's samples do not depend on which other prompts
+        are generated with it (up to the last bits of batched arithmetic)."""
         from tqdm import tqdm
 
         out: list[list[GenerateResult]] = [[] for _ in requests]
-        greedy = [i for i, r in enumerate(requests) if r.samples == 0]
-        greedy.sort(key=lambda i: len(requests[i].context.rstrip(" ")))
+        rows = [(i, -1) for i, r in enumerate(requests) if r.samples == 0]
+        rows += [(i, j) for i, r in enumerate(requests) for j in range(r.samples)]
+        rows.sort(key=lambda row: (len(requests[row[0]].context.rstrip(" ")), row[1] >= 0))
+        results: dict[tuple[int, int], GenerateResult] = {}
         size = self.generation_batch_size
-        bar = tqdm(total=len(greedy), desc="greedy", disable=not progress, mininterval=10)
-        while greedy:
-            chunk = greedy[:size]
-            longest = max(requests[i].max_new_tokens for i in chunk)
+        bar = tqdm(total=len(rows), desc="generate", disable=not progress, mininterval=10)
+        start = 0
+        while start < len(rows):
+            sampled = rows[start][1] >= 0
+            chunk = rows[start : start + size]
+            # greedy and sampled rows go to separate calls (only sampled ones get noise)
+            chunk = chunk[: next((k for k, row in enumerate(chunk) if (row[1] >= 0) != sampled), len(chunk))]
+            longest = max(requests[i].max_new_tokens for i, _ in chunk)
+            seeds = [sample_seed(requests[i].seed, j) for i, j in chunk] if sampled else None
             try:
-                answers = self._generate([requests[i].context for i in chunk], False, longest)
+                answers = self._generate([requests[i].context for i, _ in chunk], seeds, longest)
             except Exception as exc:
                 if size == 1:
                     raise
-                self.budget.shrink(exc, f"generation of {len(chunk)} prompts")
+                self.budget.shrink(exc, f"generation of {len(chunk)} rows")
                 size = max(1, size // 2)
                 continue
-            for i, answer in zip(chunk, answers, strict=True):
-                out[i] = [answer]
-            greedy = greedy[len(chunk) :]
+            results.update(zip(chunk, answers, strict=True))
+            start += len(chunk)
             bar.update(len(chunk))
         bar.close()
-        sampled = [i for i, r in enumerate(requests) if r.samples > 0]
-        for i in tqdm(sampled, desc="samples", disable=not progress, mininterval=10):
-            r = requests[i]
-            torch.manual_seed(r.seed)
-            out[i] = self._generate([r.context] * r.samples, True, r.max_new_tokens)
+        for (i, _sample), answer in sorted(results.items()):
+            out[i].append(answer)
         return out
 
     def line_break_ids(self) -> list[int]:
@@ -233,8 +239,12 @@ class HFCausalLM(LM):
         return self._line_ids
 
     @torch.inference_mode()
-    def _generate(self, contexts: list[str], do_sample: bool, max_new_tokens: int) -> list[GenerateResult]:
-        from transformers import StoppingCriteriaList
+    def _generate(
+        self, contexts: list[str], seeds: Sequence[int] | None, max_new_tokens: int
+    ) -> list[GenerateResult]:
+        """Greedy continuations (``seeds`` None) or one multinomial sample per row (temperature 1,
+        full vocabulary) drawn by the Gumbel-max trick with noise from the row's own generator."""
+        from transformers import LogitsProcessorList, StoppingCriteriaList
 
         eos = self.tokenizer.eos_token_id
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else eos
@@ -246,22 +256,24 @@ class HFCausalLM(LM):
             ids[b, width - len(s) :] = torch.tensor(s)
             mask[b, width - len(s) :] = 1
         stops = set(self.line_break_ids()) | ({int(eos)} if eos is not None else set())
-        kwargs: dict[str, Any] = {"do_sample": do_sample, "num_beams": 1}
-        if do_sample:
-            kwargs.update(temperature=1.0, top_k=0, top_p=1.0)
+        # Sampling is greedy decoding over log-probabilities plus Gumbel noise: the same draw as
+        # torch.multinomial, but each row's noise comes from its own seeded generator.
+        noise = LogitsProcessorList([_GumbelNoise(seeds)]) if seeds is not None else None
         out = self.model.generate(
             input_ids=ids.to(self.device),
             attention_mask=mask.to(self.device),
             max_new_tokens=max_new_tokens,
+            do_sample=False,
+            num_beams=1,
             return_dict_in_generate=True,
-            output_scores=True,
+            output_logits=True,
+            logits_processor=noise,
             pad_token_id=pad,
             eos_token_id=eos,
             stopping_criteria=StoppingCriteriaList([_StopAtTokens(stops, self.device)]),
-            **kwargs,
         )
         new = out.sequences[:, width:]
-        logits = torch.stack(out.scores, dim=1).float()  # raw processed scores; no warpers at T=1, k=0
+        logits = torch.stack(out.logits, dim=1).float()  # the model's raw logits, before the noise
         lp = torch.log_softmax(logits, dim=-1).gather(2, new[:, :, None])[:, :, 0]
         is_stop = torch.isin(new, torch.tensor(sorted(stops), device=new.device))
         stopped = is_stop.long().cumsum(1)
@@ -272,6 +284,30 @@ class HFCausalLM(LM):
             for row, keep in zip(new.cpu(), alive.cpu(), strict=True)
         ]
         return [GenerateResult(t.split("\n", 1)[0].strip(), v) for t, v in zip(texts, totals, strict=True)]
+
+
+def sample_seed(seed: int, index: int) -> int:
+    """Seed of sample ``index`` of a request seeded with ``seed`` (a fixed 63-bit mix of both)."""
+    return (seed * 0x9E3779B97F4A7C15 + index * 0xBF58476D1CE4E5B9 + 1) % (2**63)
+
+
+def gumbel_noise(generator: torch.Generator, size: int) -> torch.Tensor:
+    """Standard Gumbel noise ``-log(-log U)`` of ``size`` float64 draws from ``generator`` (CPU)."""
+    uniform = torch.rand(size, generator=generator, dtype=torch.float64)
+    return -torch.log(-torch.log(uniform.clamp_min(1e-300)))
+
+
+class _GumbelNoise:
+    """Logits processor: log-softmax plus per-row Gumbel noise, drawn on the CPU so that the same
+    seed gives the same sample on every device."""
+
+    def __init__(self, seeds: Sequence[int]):
+        self.generators = [torch.Generator().manual_seed(int(s)) for s in seeds]
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        logp = torch.log_softmax(scores.double(), dim=-1)
+        noise = torch.stack([gumbel_noise(g, scores.shape[-1]) for g in self.generators])
+        return (logp + noise.to(scores.device)).to(scores.dtype)
 
 
 def _results(
