@@ -67,6 +67,7 @@ DEMO_JOBS = {
     "prepare_model": 1,
     "score_shard": 16,
     "score_suite": 8,
+    "generate_shard": 4,
     "generate_suite": 2,
     "compute_metrics": 8,
     "control_check": 3,

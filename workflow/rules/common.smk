@@ -309,9 +309,16 @@ def generate_inputs(wildcards):
     """Prompts of the suite and the model's folder (generation needs no candidates)."""
     return {
         "prompts": rules.build_probes.output.prompts.format(suite=wildcards.suite),
-        "lib": library("generate_suite.py"),
+        "lib": library("generate_shard.py"),
         "model": model_folder(wildcards.suite, wildcards.model),
     }
+
+
+def generate_shard_files(wildcards):
+    """Every generation shard of one (suite, model), gathered by generate_suite."""
+    out = rules.generate_shard.output.generations
+    keys = {"suite": wildcards.suite, "model": wildcards.model}
+    return {"shards": [out.format(shard=s, **keys) for s in range(CFG.scoring.shards)]}
 
 
 def score_shard_files(wildcards):

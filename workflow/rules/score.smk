@@ -60,15 +60,19 @@ rule score_suite:
         "../scripts/score_suite.py"
 
 
-rule generate_suite:
+rule generate_shard:
     input:
         unpack(generate_inputs),
     output:
-        generations="results/scores/{suite}/{model}.generations.parquet",
+        generations=temp(
+            "results/scores/{suite}/shards/{model}/{shard}.generations.parquet"
+        ),
     log:
-        "logs/generate_suite/{suite}/{model}.log",
+        "logs/generate_shard/{suite}/{model}/{shard}.log",
     benchmark:
-        "benchmarks/generate_suite/{suite}/{model}.tsv"
+        "benchmarks/generate_shard/{suite}/{model}/{shard}.tsv"
+    wildcard_constraints:
+        shard=r"\d+",
     conda:
         "../../environment.yml"
     # Sampling runs many batch-of-`samples` forwards: on a CPU a second thread mostly waits
@@ -80,8 +84,26 @@ rule generate_suite:
         runtime=120,
     params:
         model=lookup(dpath="{model}", within=MODEL_PARAMS),
+        shard="{shard}",
+        shards=CFG.scoring.shards,
         samples=CFG.scoring.samples,
         max_new_tokens=CFG.scoring.max_new_tokens,
         batch_size=CFG.scoring.generation_batch_size,
+    script:
+        "../scripts/generate_shard.py"
+
+
+rule generate_suite:
+    input:
+        unpack(generate_shard_files),
+        lib=library("generate_suite.py"),
+    output:
+        generations="results/scores/{suite}/{model}.generations.parquet",
+    log:
+        "logs/generate_suite/{suite}/{model}.log",
+    conda:
+        "../../environment.yml"
+    resources:
+        mem_mb=2000,
     script:
         "../scripts/generate_suite.py"

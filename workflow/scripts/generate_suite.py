@@ -1,23 +1,17 @@
-"""Rule script: greedy + sampled answers per prompt (BELIEF-ICL generation mode)."""
+"""Rule script: gather the generation shards of one (suite, model) into the generations table."""
 
 import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
-import torch
+import pandas as pd
 from factprobe import contracts
-from factprobe.lm import HFCausalLM
 from factprobe.rulelog import rule_logger
-from factprobe.scoring.generate import generate_answers
 
 log = rule_logger(snakemake)
-torch.set_num_threads(max(1, snakemake.threads))  # the job's threads, not every core of the node
-params = snakemake.params
-prompts = contracts.read("prompts", snakemake.input.prompts)
-lm = HFCausalLM.from_row(
-    params.model, model_dir=snakemake.input.model, generation_batch_size=int(params.batch_size)
+parts = [contracts.read("generations", path) for path in snakemake.input.shards]
+answers = pd.concat(parts, ignore_index=True).sort_values(["prompt_id", "sample"], kind="stable")
+contracts.write("generations", answers.reset_index(drop=True), snakemake.output.generations)
+log.info(
+    "gathered %d shards: %d answers, %d prompts", len(parts), len(answers), answers["prompt_id"].nunique()
 )
-answers = generate_answers(
-    lm, prompts, samples=int(params.samples), max_new_tokens=int(params.max_new_tokens)
-)
-contracts.write("generations", answers, snakemake.output.generations)

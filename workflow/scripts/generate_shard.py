@@ -1,0 +1,28 @@
+"""Rule script: greedy + sampled answers per prompt of one shard (BELIEF-ICL generation mode)."""
+
+import sys
+
+sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
+
+import torch
+from factprobe import contracts
+from factprobe.lm import HFCausalLM
+from factprobe.rulelog import rule_logger
+from factprobe.scoring.generate import generate_answers
+from factprobe.scoring.suite import shard_of
+
+log = rule_logger(snakemake)
+torch.set_num_threads(max(1, snakemake.threads))  # the job's threads, not every core of the node
+params = snakemake.params
+prompts = contracts.read("prompts", snakemake.input.prompts)
+shard, shards = int(params.shard), int(params.shards)
+# The score shards' split: a prompt's answers come from the same shard index as its scores.
+prompts = prompts[[shard_of(p, shards) == shard for p in prompts["prompt_id"]]]
+log.info("shard %d/%d: %d prompts", shard, shards, len(prompts))
+lm = HFCausalLM.from_row(
+    params.model, model_dir=snakemake.input.model, generation_batch_size=int(params.batch_size)
+)
+answers = generate_answers(
+    lm, prompts, samples=int(params.samples), max_new_tokens=int(params.max_new_tokens)
+)
+contracts.write("generations", answers, snakemake.output.generations)
