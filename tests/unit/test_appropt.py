@@ -12,7 +12,13 @@ import math
 import pandas as pd
 import pytest
 import torch
-from factprobe.distractors.appropt import TokenTrie, appropt_distractors, build_trie, constrained_beam_search
+from factprobe.distractors.appropt import (
+    TokenTrie,
+    appropt_distractors,
+    batched_beam_search,
+    build_trie,
+    constrained_beam_search,
+)
 from factprobe.lm import HFCausalLM
 from reference import continuation_logprob as sequence_logprob
 from test_distractors_common import demo_omega, demo_suite
@@ -103,6 +109,29 @@ def test_narrow_beam_returns_sorted_trie_paths_with_exact_scores(tiny):
         assert t == max(allowed, key=lambda a: (float(logp[a]), -a))
         ids.append(t)
         node = node[t]
+
+
+def test_batched_search_equals_one_prompt_searches(tiny):
+    """Issue 15: many prompts of different lengths (left padding) and tries in one batch give
+    each prompt's own search, hypotheses and scores; an empty trie gives nothing."""
+    model, tok = tiny
+    prompts = ["The capital of France is", "Rome", "The capital of the big country of Italy is", "Bern is in"]
+    tries = [
+        small_trie(model, tok, FORMS),
+        small_trie(model, tok, FORMS[:3]),
+        small_trie(model, tok, FORMS[4:]),
+        TokenTrie(tok.eos_token_id),
+    ]
+    prefixes = [tok(p)["input_ids"] for p in prompts]
+    for width in (1, 3, len(FORMS)):
+        batched = batched_beam_search(model, prefixes, tries, width, pad_id=tok.eos_token_id)
+        assert batched[3] == []
+        for prefix, trie, got in zip(prefixes, tries, batched, strict=True):
+            alone = constrained_beam_search(model, prefix, trie, width)
+            assert [(h[0], h[2]) for h in got] == [(h[0], h[2]) for h in alone]
+            assert [h[1] for h in got] == pytest.approx([h[1] for h in alone], abs=1e-4)
+            for toks, score, _ in got:
+                assert score == pytest.approx(sequence_logprob(model, prefix, list(toks)), abs=1e-4)
 
 
 def test_appropt_on_demo_facts_is_omega_valid_and_matches_exhaustive(tiny, suite):

@@ -31,6 +31,8 @@ from factprobe.lm import HFCausalLM
 log = logging.getLogger(__name__)
 
 LEAF = -1
+# A finished hypothesis: tokens (incl. EOS), summed log-probability, the entities at its leaf.
+Hyp = tuple[tuple[int, ...], float, list]
 
 
 @dataclass
@@ -71,7 +73,7 @@ class TokenTrie:
 @torch.no_grad()
 def constrained_beam_search(
     model: Any, prefix_ids: list[int], trie: TokenTrie, width: int, max_new_tokens: int | None = None
-) -> list[tuple[tuple[int, ...], float, list]]:
+) -> list[Hyp]:
     """Beam search of ``width`` over ``trie`` paths after ``prefix_ids``, KV cache reused.
 
     Returns up to ``width`` finished hypotheses ``(tokens incl. EOS, log-prob, leaf values)``,
@@ -88,28 +90,10 @@ def constrained_beam_search(
     past = out.past_key_values
     logp = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
     beams: list[tuple[tuple[int, ...], float, dict]] = [((), 0.0, trie.root)]
-    finished: list[tuple[tuple[int, ...], float, list]] = []
+    finished: list[Hyp] = []
     for _ in range(max_new_tokens):
-        cands = []
-        for b, (_, score, node) in enumerate(beams):
-            allowed = trie.allowed(node)
-            if not allowed:
-                continue
-            lps = logp[b, torch.tensor(allowed, device=logp.device)].tolist()
-            cands.extend((score + lp, b, t) for t, lp in zip(allowed, lps, strict=True))
-        if not cands:
-            break
-        cands.sort(key=lambda c: (-c[0], c[1], c[2]))
-        nxt = []
-        for score, b, t in cands:
-            toks, _, node = beams[b]
-            if t == trie.eos:
-                finished.append(((*toks, t), score, node[t][LEAF]))
-            elif len(nxt) < width:
-                nxt.append(((*toks, t), score, node[t], b))
-        finished.sort(key=lambda h: (-h[1], h[0]))
-        finished = finished[:width]
-        if not nxt or (len(finished) >= width and nxt[0][1] <= finished[-1][1]):
+        nxt, finished, over = _expand(beams, logp, trie, width, finished)
+        if over:
             break
         parents = torch.tensor([h[3] for h in nxt], device=device)
         past.reorder_cache(parents)
@@ -119,6 +103,104 @@ def constrained_beam_search(
         logp = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
         beams = [(h[0], h[1], h[2]) for h in nxt]
     return finished
+
+
+def _expand(
+    beams: list[tuple[tuple[int, ...], float, dict]],
+    logp: torch.Tensor,
+    trie: TokenTrie,
+    width: int,
+    finished: list[Hyp],
+) -> tuple[list[tuple[tuple[int, ...], float, dict, int]], list[Hyp], bool]:
+    """One beam step of one search: the next open beams (with their parent's row in ``logp``),
+    the ``width`` best finished hypotheses so far, and whether the search is over."""
+    cands = []
+    for b, (_, score, node) in enumerate(beams):
+        allowed = trie.allowed(node)
+        if allowed:
+            lps = logp[b, torch.tensor(allowed, device=logp.device)].tolist()
+            cands.extend((score + lp, b, t) for t, lp in zip(allowed, lps, strict=True))
+    if not cands:
+        return [], finished, True
+    cands.sort(key=lambda c: (-c[0], c[1], c[2]))
+    nxt = []
+    for score, b, t in cands:
+        toks, _, node = beams[b]
+        if t == trie.eos:
+            finished.append(((*toks, t), score, node[t][LEAF]))
+        elif len(nxt) < width:
+            nxt.append(((*toks, t), score, node[t], b))
+    finished.sort(key=lambda h: (-h[1], h[0]))
+    finished = finished[:width]
+    over = not nxt or (len(finished) >= width and nxt[0][1] <= finished[-1][1])
+    return nxt, finished, over
+
+
+@torch.no_grad()
+def batched_beam_search(
+    model: Any, prefixes: list[list[int]], tries: list[TokenTrie], width: int, pad_id: int = 0
+) -> list[list[Hyp]]:
+    """:func:`constrained_beam_search` of many prompts at once (one forward per step for all).
+
+    Prompts are left-padded; every open beam of every prompt is one row of the KV cache, rows are
+    reordered by parent after each step and finished prompts drop out. Each search decides alone
+    (its own beams, finished list and stop rule), so the result is the one-prompt search up to the
+    last bits of padded arithmetic (checked against it in tests/unit/test_appropt.py).
+    """
+    results: list[list[Hyp]] = [[] for _ in prefixes]
+    live = [k for k, t in enumerate(tries) if t.root and width > 0]
+    if not live:
+        return results
+    device = next(model.parameters()).device
+    longest = max(len(prefixes[k]) for k in live)
+    ids = torch.full((len(live), longest), pad_id, dtype=torch.long)
+    mask = torch.zeros(len(live), longest, dtype=torch.long)
+    for row, k in enumerate(live):
+        ids[row, longest - len(prefixes[k]) :] = torch.tensor(prefixes[k])
+        mask[row, longest - len(prefixes[k]) :] = 1
+    positions = (mask.sum(1) - 1).clamp_min(0)
+    mask, positions = mask.to(device), positions.to(device)
+    out = model(
+        input_ids=ids.to(device),
+        attention_mask=mask,
+        position_ids=(mask.cumsum(1) - 1).clamp_min(0),
+        use_cache=True,
+    )
+    past = out.past_key_values
+    logp = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
+    # per live prompt: (first row in logp, its open beams, finished, steps left)
+    state = {k: [row, [((), 0.0, tries[k].root)], [], tries[k].depth()] for row, k in enumerate(live)}
+    while state:
+        parents, steps, order = [], [], []
+        for k in list(state):
+            first, beams, finished, left = state[k]
+            block = logp[first : first + len(beams)]
+            nxt, finished, over = _expand(beams, block, tries[k], width, finished)
+            left -= 1
+            if over or left <= 0:
+                results[k] = finished
+                del state[k]
+                continue
+            state[k] = [len(parents), [(h[0], h[1], h[2]) for h in nxt], finished, left]
+            parents += [first + h[3] for h in nxt]
+            steps += [h[0][-1] for h in nxt]
+            order.append(k)
+        if not state:
+            break
+        index = torch.tensor(parents, device=device)
+        past.reorder_cache(index)
+        positions = positions[index] + 1
+        mask = torch.cat([mask[index], torch.ones(len(parents), 1, dtype=mask.dtype, device=device)], dim=1)
+        out = model(
+            input_ids=torch.tensor(steps, device=device)[:, None],
+            attention_mask=mask,
+            position_ids=positions[:, None],
+            past_key_values=past,
+            use_cache=True,
+        )
+        past = out.past_key_values
+        logp = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
+    return results
 
 
 def build_trie(
@@ -155,6 +237,7 @@ def appropt_distractors(
     lang: str = "en",
     styles: list[str] | None = None,
     width: int | None = None,
+    batch_size: int = 16,
 ) -> pd.DataFrame:
     """ApprOpt rows (candidates columns, strategy ``appropt``) for every fact with a prompt.
 
@@ -174,12 +257,21 @@ def appropt_distractors(
     facts = facts.merge(chosen, on="fact_id", how="inner")
     rows = []
     total = 0
-    for fact in tqdm(facts.itertuples(index=False), total=len(facts), desc="appropt", mininterval=5):
-        s, r, o = id_int(fact.subject), id_int(fact.property), id_int(fact.object)
-        pool = omega.filter(s, r, o, omega.members(omega.types_of(o)))
-        trie = build_trie(pool, forms, lang, encode, eos)
-        prefix = lm.context_ids(str(fact.context or "") + str(fact.text))
-        hyps = constrained_beam_search(lm.model, prefix, trie, width)
+    records = list(facts.itertuples(index=False))
+    searched: list[list[Hyp]] = []
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
+    with tqdm(total=len(records), desc="appropt", mininterval=5) as bar:
+        for start in range(0, len(records), batch_size):
+            chunk = records[start : start + batch_size]
+            tries, prefixes = [], []
+            for fact in chunk:
+                s, r, o = id_int(fact.subject), id_int(fact.property), id_int(fact.object)
+                pool = omega.filter(s, r, o, omega.members(omega.types_of(o)))
+                tries.append(build_trie(pool, forms, lang, encode, eos))
+                prefixes.append(lm.context_ids(str(fact.context or "") + str(fact.text)))
+            searched += batched_beam_search(lm.model, prefixes, tries, width, pad_id=int(pad))
+            bar.update(len(chunk))
+    for fact, hyps in zip(records, searched, strict=True):
         seen: list[tuple[int, float, tuple]] = []
         taken = set()
         for toks, score, ents in hyps:
