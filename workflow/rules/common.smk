@@ -81,6 +81,10 @@ APPROPT_SETTINGS = {
     for s in SUITES
 }
 METRICS_SETTINGS = {s: S.suite_metrics(CFG, s) for s in SUITES}
+# Per suite: "sentence" (whole-sentence log-likelihood, PROBELM §4.1) or "continuation", and the
+# end marker (suites.<s>.scoring over scoring.by_mode.<mode> over scoring; settings.suite_end_marker).
+SCORING_MODES = {s: S.suite_scoring_mode(CFG, s) for s in SUITES}
+END_MARKERS = {s: S.suite_end_marker(CFG, s) for s in SUITES}
 # Per (plausibility suite, model): the model's own cut-off (PROBELM §3.1).
 MODEL_CUTOFFS = {
     s: {m: S.suite_model_cutoff(CFG, s, row) for m, row in MODEL_ROWS.items()}

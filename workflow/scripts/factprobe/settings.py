@@ -115,6 +115,13 @@ class DistractorOverride:
 
 
 @dataclass(frozen=True)
+class SuiteScoring:
+    """``suites.<s>.scoring`` and ``scoring.by_mode.<mode>``: None = inherit (``suite_end_marker``)."""
+
+    end_marker: str | None = None
+
+
+@dataclass(frozen=True)
 class Suite:
     """``suites.<s>``: one probing suite."""
 
@@ -134,6 +141,7 @@ class Suite:
     subject_aliases: int = 0
     few_shot: FewShot = _default(FewShot())
     distractors: DistractorOverride = _default(DistractorOverride())
+    scoring: SuiteScoring = _default(SuiteScoring())
     generate: bool = False
     temporal_only: bool = False
     layout: str = "cloze"
@@ -246,6 +254,7 @@ class Scoring:
     models: list[str] = _default([])
     shards: int = 1
     end_marker: str = "eos"
+    by_mode: dict[str, SuiteScoring] = _default({})
     token_budget: int = 4096
     no_space_languages: list[str] = _default(["zh", "ja", "th", "lo", "km", "my", "bo"])
     include_translated: bool = True
@@ -487,6 +496,29 @@ def suite_model_cutoff(cfg: Config, suite: str, model_row: dict) -> dict:
         "statuses": list(block.changes.statuses),
         "rules": list(block.changes.rules),
     }
+
+
+#: Scoring modes (rule score_shard): the form's continuation, or the whole sentence (PROBELM §4.1).
+SCORING_MODES = ("continuation", "sentence")
+
+
+def suite_scoring_mode(cfg: Config, suite: str) -> str:
+    """``sentence`` for suites of a kind in ``scoring.sentence_kinds``, else ``continuation``."""
+    return "sentence" if cfg.suites[suite].kind in cfg.scoring.sentence_kinds else "continuation"
+
+
+def suite_end_marker(cfg: Config, suite: str) -> str:
+    """What is scored after each form of ``suite``: ``suites.<s>.scoring.end_marker`` over
+    ``scoring.by_mode.<mode>.end_marker`` (the suite's scoring mode) over ``scoring.end_marker``.
+
+    The distractors paper scores λ + EOS (§3.2), the Fluent-mLAMA reference the object alone and
+    PROBELM the scenario sentence, so one workflow run may need several markers.
+    """
+    own = cfg.suites[suite].scoring.end_marker
+    if own is not None:
+        return own
+    by_mode = cfg.scoring.by_mode.get(suite_scoring_mode(cfg, suite), SuiteScoring())
+    return by_mode.end_marker if by_mode.end_marker is not None else cfg.scoring.end_marker
 
 
 def sem_index(cfg: Config) -> dict:
