@@ -112,6 +112,7 @@ def test_distractor_precedence_suite_over_kind_over_section():
         "n": 7,
         "pool_size": 50,
         "search": "hnsw",
+        "pool_source": "relation",
         "languages": ["en"],
         "dump": "20190201",
     }

@@ -112,6 +112,7 @@ class DistractorOverride:
     n: int | None = None
     pool_size: int | None = None
     search: str | None = None
+    pool_source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -208,6 +209,8 @@ class Distractors:
     form_threshold: float | None = 90
     valid_ranks: str = "non_deprecated"
     pool_size: int = 50
+    # fluent-mLAMA §3.1: the pool is every object of the relation in the dump ("suite": the suite's facts').
+    pool_source: str = "relation"
     cooccur: Cooccur = _default(Cooccur())
     sem: Sem = _default(Sem())
     appropt: Appropt = _default(Appropt())
@@ -236,6 +239,7 @@ class Retrieve:
     valid_ranks: str
     ef_search: int
     temporal_earlier_dump: bool = False
+    pool_source: str = "relation"
 
     def __post_init__(self) -> None:
         # ``temp`` is the former name of the Temp+Sem list (distractors paper §3.3).
@@ -440,6 +444,7 @@ def suite_distractors(cfg: Config, suite: str) -> dict:
         "n": section.n,
         "pool_size": section.pool_size,
         "search": section.sem.search,
+        "pool_source": section.pool_source,
     }
     merged = {
         key: copy.deepcopy(next((getattr(x, key) for x in layers if getattr(x, key) is not None), value))
