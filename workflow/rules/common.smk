@@ -81,6 +81,8 @@ APPROPT_SETTINGS = {
     for s in SUITES
 }
 METRICS_SETTINGS = {s: S.suite_metrics(CFG, s) for s in SUITES}
+# Forms of a correct object that count (fluent-mLAMA Table 1 vs §5.2 "wide").
+CORRECT_SETS = {s: S.suite_correct_set(CFG, s) for s in SUITES}
 # Per suite: "sentence" (whole-sentence log-likelihood, PROBELM §4.1) or "continuation", and the
 # end marker (suites.<s>.scoring over scoring.by_mode.<mode> over scoring; settings.suite_end_marker).
 SCORING_MODES = {s: S.suite_scoring_mode(CFG, s) for s in SUITES}

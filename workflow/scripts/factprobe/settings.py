@@ -148,6 +148,8 @@ class Suite:
     layout: str = "cloze"
     mask_token: str = "[MASK]"
     missing_relations: str = "error"
+    # None = the kind's default (CORRECT_SET_DEFAULTS): fluent-mLAMA Table 1 for multilingual suites.
+    correct_set: str | None = None
 
 
 @dataclass(frozen=True)
@@ -524,6 +526,23 @@ def suite_end_marker(cfg: Config, suite: str) -> str:
         return own
     by_mode = cfg.scoring.by_mode.get(suite_scoring_mode(cfg, suite), SuiteScoring())
     return by_mode.end_marker if by_mode.end_marker is not None else cfg.scoring.end_marker
+
+
+#: Which forms of a correct object count (fluent-mLAMA): ``table1`` = label + inflected forms
+#: (Table 1, §3.2), ``wide`` = label + inflected forms + aliases (§5.2, Appendix E).
+CORRECT_SETS = ("table1", "wide")
+#: Per suite kind when ``suites.<s>.correct_set`` is absent: the fluent-mLAMA rule for multilingual
+#: suites; the other kinds keep every form (distractors paper §3.2 eq. 1 sums Pl over all forms
+#: λ ∈ Λ(o), labels and aliases; BELIEF counts every object alias, belief-myriadlama §4.1).
+CORRECT_SET_DEFAULTS = {"multilingual": "table1"}
+
+
+def suite_correct_set(cfg: Config, suite: str) -> str:
+    """``suites.<s>.correct_set``, else the kind's default (``CORRECT_SET_DEFAULTS``, else ``wide``)."""
+    block = cfg.suites[suite]
+    if block.correct_set is not None:
+        return block.correct_set
+    return CORRECT_SET_DEFAULTS.get(block.kind, "wide")
 
 
 def sem_index(cfg: Config) -> dict:
