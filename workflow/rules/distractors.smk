@@ -27,6 +27,8 @@ rule build_sem_index:
 rule retrieve_distractors:
     input:
         unpack(retrieve_inputs),
+    wildcard_constraints:
+        suite=BUILT_SUITES,
     output:
         candidates="results/probes/{suite}/candidates.parquet",
         forms="results/probes/{suite}/forms.parquet",

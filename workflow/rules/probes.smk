@@ -4,6 +4,8 @@
 rule build_probes:
     input:
         unpack(probe_inputs),
+    wildcard_constraints:
+        suite=BUILT_SUITES,
     output:
         facts="results/probes/{suite}/facts.parquet",
         prompts="results/probes/{suite}/prompts.parquet",
@@ -22,3 +24,31 @@ rule build_probes:
         sets=lookup(dpath="{suite}", within=SUITE_TEMPLATE_SETS),
     script:
         "../scripts/build_probes.py"
+
+
+# A released benchmark (suites.<s>.source) gives the probe and candidate tables at once.
+rule import_released:
+    input:
+        unpack(released_inputs),
+    output:
+        facts="results/probes/{suite}/facts.parquet",
+        prompts="results/probes/{suite}/prompts.parquet",
+        entity_forms="results/probes/{suite}/entity_forms.parquet",
+        candidates="results/probes/{suite}/candidates.parquet",
+        forms="results/probes/{suite}/forms.parquet",
+        matches="results/probes/{suite}/released_matches.csv",
+    wildcard_constraints:
+        suite=RELEASED_SUITES,
+    log:
+        "logs/import_released/{suite}.log",
+    benchmark:
+        "benchmarks/import_released/{suite}.tsv"
+    conda:
+        "../../environment.yml"
+    resources:
+        mem_mb=4000,
+        disk_mb=input_size_mb(1.0),
+    params:
+        suite=lookup(dpath="{suite}", within=SUITE_PARAMS),
+    script:
+        "../scripts/import_released.py"

@@ -123,12 +123,32 @@ class SuiteScoring:
 
 
 @dataclass(frozen=True)
+class SuiteSource:
+    """``suites.<s>.source``: a released benchmark imported instead of facts sampled from the dump
+    (``format: probelm``: PRobELM's ``{MMYYYY}.json`` groups and ``prompts.csv``, probes/released.py)."""
+
+    format: str
+    path: str
+    months: list[str] = _default([])
+
+    def files(self) -> list[str]:
+        """The released files read (Snakemake inputs): the months' data files, then prompts.csv;
+        no ``months`` = every ``MMYYYY.json`` in ``path``."""
+        folder = Path(self.path)
+        months = list(self.months) or sorted(
+            p.stem for p in folder.glob("*.json") if len(p.stem) == 6 and p.stem.isdigit()
+        )
+        return [str(folder / f"{m}.json") for m in months] + [str(folder / "prompts.csv")]
+
+
+@dataclass(frozen=True)
 class Suite:
     """``suites.<s>``: one probing suite."""
 
     kind: str
     dump: str
-    relations: list[str]
+    # Required unless ``source`` is set (the schema checks); empty with a source = every relation.
+    relations: list[str] = _default([])
     description: str = ""
     diff_old: str | None = None
     cutoff: str | None = None
@@ -150,6 +170,7 @@ class Suite:
     missing_relations: str = "error"
     # None = the kind's default (CORRECT_SET_DEFAULTS): fluent-mLAMA Table 1 for multilingual suites.
     correct_set: str | None = None
+    source: SuiteSource | None = None
 
 
 @dataclass(frozen=True)
@@ -492,7 +513,8 @@ def suite_model_cutoff(cfg: Config, suite: str, model_row: dict) -> dict:
     §3.1: facts added after *the model's* cut-off), from models.tsv ``cutoff`` (YYYY-MM-DD), else
     the suite's own ``cutoff``; empty for other suite kinds."""
     block = cfg.suites[suite]
-    if block.kind != "plausibility":
+    if block.kind != "plausibility" or block.source is not None:
+        # A released benchmark is chosen per cut-off already (PRobELM's {MMYYYY}.json files).
         return {}
     own = str(model_row.get("cutoff") or "").replace("-", "")
     return {
@@ -612,7 +634,9 @@ def check_cross_keys(cfg: Config, enabled: list[str], source: str = "config/conf
         for dump in suite.label_dumps or []:
             if dump not in enabled:
                 raise ConfigError(f"{where}.label_dumps: {dump} is not an enabled dump ({enabled})")
-        if suite.kind == "plausibility":
+        if suite.source is not None and suite.kind != "plausibility":
+            raise ConfigError(f"{where}.source: format {suite.source.format} is a plausibility benchmark; set kind: plausibility")
+        if suite.kind == "plausibility" and suite.source is None:
             old, cut, new = suite.diff_old, suite.cutoff, suite.dump
             if old not in enabled:
                 raise ConfigError(f"{where}.diff_old: {old} is not an enabled dump ({enabled})")
