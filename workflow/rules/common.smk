@@ -220,7 +220,9 @@ def temporal_earlier(wildcards):
 def suite_dumps(suite):
     """Dumps whose labels and types a suite reads: ``label_dumps``, else its dump (+ diff_old)."""
     block = SUITES[suite]
-    own = [block.dump] + ([block.diff_old] if block.kind == "plausibility" and block.diff_old else [])
+    own = [block.dump] + (
+        [block.diff_old] if block.kind == "plausibility" and block.diff_old else []
+    )
     return block.label_dumps or own
 
 
@@ -432,7 +434,9 @@ def report_provenance():
     used = set()
     for suite, block in SUITES.items():
         used.update(suite_dumps(suite), [block.dump])
-        used.update([block.diff_old] if block.kind == "plausibility" and block.diff_old else [])
+        used.update(
+            [block.diff_old] if block.kind == "plausibility" and block.diff_old else []
+        )
     return {
         "version": P.factprobe_version(SCRIPTS.parents[1]),
         "config_hash": P.config_hash(S.plain(CFG)),

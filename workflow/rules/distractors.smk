@@ -27,8 +27,6 @@ rule build_sem_index:
 rule retrieve_distractors:
     input:
         unpack(retrieve_inputs),
-    wildcard_constraints:
-        suite=BUILT_SUITES,
     output:
         candidates="results/probes/{suite}/candidates.parquet",
         forms="results/probes/{suite}/forms.parquet",
@@ -36,6 +34,8 @@ rule retrieve_distractors:
         "logs/retrieve_distractors/{suite}.log",
     benchmark:
         "benchmarks/retrieve_distractors/{suite}.tsv"
+    wildcard_constraints:
+        suite=BUILT_SUITES,
     conda:
         "../../environment.yml"
     resources:

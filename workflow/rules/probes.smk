@@ -4,8 +4,6 @@
 rule build_probes:
     input:
         unpack(probe_inputs),
-    wildcard_constraints:
-        suite=BUILT_SUITES,
     output:
         facts="results/probes/{suite}/facts.parquet",
         prompts="results/probes/{suite}/prompts.parquet",
@@ -14,6 +12,8 @@ rule build_probes:
         "logs/build_probes/{suite}.log",
     benchmark:
         "benchmarks/build_probes/{suite}.tsv"
+    wildcard_constraints:
+        suite=BUILT_SUITES,
     conda:
         "../../environment.yml"
     resources:
@@ -37,12 +37,12 @@ rule import_released:
         candidates="results/probes/{suite}/candidates.parquet",
         forms="results/probes/{suite}/forms.parquet",
         matches="results/probes/{suite}/released_matches.csv",
-    wildcard_constraints:
-        suite=RELEASED_SUITES,
     log:
         "logs/import_released/{suite}.log",
     benchmark:
         "benchmarks/import_released/{suite}.tsv"
+    wildcard_constraints:
+        suite=RELEASED_SUITES,
     conda:
         "../../environment.yml"
     resources:

@@ -635,7 +635,9 @@ def check_cross_keys(cfg: Config, enabled: list[str], source: str = "config/conf
             if dump not in enabled:
                 raise ConfigError(f"{where}.label_dumps: {dump} is not an enabled dump ({enabled})")
         if suite.source is not None and suite.kind != "plausibility":
-            raise ConfigError(f"{where}.source: format {suite.source.format} is a plausibility benchmark; set kind: plausibility")
+            raise ConfigError(
+                f"{where}.source: format {suite.source.format} is a plausibility benchmark; set kind: plausibility"
+            )
         if suite.kind == "plausibility" and suite.source is None:
             old, cut, new = suite.diff_old, suite.cutoff, suite.dump
             if old not in enabled:
