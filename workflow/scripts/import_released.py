@@ -22,7 +22,8 @@ labels = pd.concat(
     [contracts.read("labels", f, ["id", "lang", "text", "is_alias"]) for f in snakemake.input.labels],
     ignore_index=True,
 )
-entities = contracts.read("entities", snakemake.input.entities, ["id", "sitelinks"])
+entities = contracts.read("entities", snakemake.input.entities, ["id", "kind", "sitelinks"])
+entities = entities[entities["kind"] == "item"]  # properties share the numeric ids
 tables = build_released(
     name,
     groups,

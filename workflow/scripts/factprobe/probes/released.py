@@ -190,6 +190,7 @@ def match_entities(
     tries = [("label", False, "text"), ("label_casefold", False, "fold"), ("alias", True, "text")]
     tries.append(("alias_casefold", True, "fold"))
     links = sitelinks if sitelinks is not None else pd.Series(dtype="int64")
+    links = links.groupby(level=0).max()
     best: dict[str, tuple[str, str, int]] = {}
     for name, alias, key in tries:
         part = en[en["is_alias"] == alias][["id", key]].drop_duplicates()
@@ -360,6 +361,7 @@ def build_released(
     )
     used = set(cand_table["entity"])
     cand_forms = forms[forms["entity"].isin(used)].reset_index(drop=True)
+    forms = forms[forms["entity"].isin(used | set(fact_table["subject"]))].reset_index(drop=True)
     ent = matches[matches["kind"] == "entity"]
     rel = matches[matches["kind"] == "relation"]
     log.info(
