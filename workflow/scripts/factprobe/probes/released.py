@@ -260,12 +260,10 @@ def build_released(
     pid_of = dict(zip(rel_rows["text"], rel_rows["id"], strict=True))
     keys = entity_keys(matches)
     wanted = set(relations)
-    facts, prompts, cands, counts = (
-        [],
-        [],
-        [],
-        {"duplicates": 0, "copies": 0, "skipped_templates": 0, "other_relations": 0},
-    )
+    facts: list[tuple] = []
+    prompts: list[tuple] = []
+    cands: list[tuple] = []
+    counts = dict.fromkeys(("duplicates", "copies", "skipped_templates", "other_relations"), 0)
     for month, i, group in all_groups:
         true = group[0]
         relation = true["relation"]
