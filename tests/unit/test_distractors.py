@@ -378,7 +378,7 @@ def test_retrieve_end_to_end_every_row_in_omega(demo_tables, claims, suite, inde
     assert (found[["random", "sem", "temp+sem"]] <= 10).all().all() and found["random"].median() == 10
     # temp >= sem: Temp+Sem only adds past objects in front of the same semantic list.
     assert (found["temp+sem"] >= found["sem"]).all()
-    pools = relation_pools(facts, forms, ["en", "de"])
+    pools = relation_pools(facts, forms, ["en", "de"], omega.valid)  # pool_source: relation (default)
     for fact in facts.itertuples():
         s, r, o = (int(x[1:]) for x in fact.fact_id.split("|"))
         want = sum(min(50, len(omega.filter(s, r, o, pools[(fact.property, lang)]))) for lang in ("en", "de"))

@@ -292,3 +292,58 @@ def test_sentence_scoring_equals_one_sentence_per_forward(tiny, end):
     answer = lm.loglikelihood([LoglikRequest("The capital of France is", " Paris")])[0]
     prompt_only = prompt.logprob - prompt.end_logprob
     assert abs(whole.logprob - (prompt_only + answer.logprob)) < 1e-4
+
+
+def test_suites_with_different_end_markers_score_differently(tiny, tmp_path):
+    """Issue 14 item 8: two suites of one config with their own end markers (``none`` for the
+    Fluent-mLAMA reference, ``eos`` for the distractors paper) score the same pairs differently,
+    each equal to the naive two-forward reference with its marker, through one shared request
+    cache (whose key must therefore hold the marker)."""
+    import pandas as pd
+    from factprobe import settings as S
+    from factprobe.lm import CachingLM, RequestCache
+    from factprobe.scoring.suite import build_pairs, score_pairs
+    from reference import naive_pair_logprob
+
+    name, model, tok = tiny
+    suite = {"kind": "multilingual", "dump": "20190201", "relations": ["P1"]}
+    cfg = S.load(
+        S.Config,
+        {
+            "dumps": "d.tsv",
+            "models": "m.tsv",
+            "extract": {"languages": ["en"], "max_bad_fraction": 0.0, "chunk_mb": 1},
+            "diff": {"single_value": "list", "single_value_list": "x.tsv"},
+            "templates": {"sets": {"team": {"format": "yaml", "path": "t"}}},
+            "scoring": {"end_marker": "eos"},
+            "suites": {"fluent": dict(suite, scoring={"end_marker": "none"}), "distractors": suite},
+        },
+    )
+    prompts = pd.DataFrame(
+        {
+            "prompt_id": ["a", "b"],
+            "fact_id": ["f", "f"],
+            "lang": ["en", "en"],
+            "text": ["The capital of France is", "Ada Lovelace was born in"],
+            "context": ["", ""],
+        }
+    )
+    candidates = pd.DataFrame({"fact_id": ["f", "f"], "entity": ["Q1", "Q2"]})
+    forms = pd.DataFrame({"entity": ["Q1", "Q2"], "lang": ["en", "en"], "form": ["Paris", "London"]})
+    pairs = build_pairs(prompts, candidates, forms)
+    cache = RequestCache(tmp_path / "cache")
+    scored = {}
+    for suite_name in ("fluent", "distractors", "fluent"):  # the last run reads the cache
+        end = S.suite_end_marker(cfg, suite_name)
+        lm = CachingLM(HFCausalLM(model, tok, end_marker=end), cache)
+        scores = score_pairs(lm, pairs, progress=False)
+        naive = [
+            naive_pair_logprob(model, tok, p, c, end)
+            for p, c in zip(pairs["prompt_text"], pairs["continuation"], strict=True)
+        ]
+        assert np.allclose(scores["logprob"], naive, atol=1e-4), (name, suite_name)
+        scored.setdefault(suite_name, scores["logprob"].to_numpy())
+        assert np.array_equal(scored[suite_name], scores["logprob"].to_numpy())
+    assert (S.suite_end_marker(cfg, "fluent"), S.suite_end_marker(cfg, "distractors")) == ("none", "eos")
+    # EOS costs probability: the eos suite's scores are lower, by the end token's log-probability.
+    assert np.all(scored["distractors"] < scored["fluent"] - 1e-6)

@@ -1,6 +1,7 @@
 """factprobe.settings: the one home of config defaults, its agreement with the JSON schemas,
 per-suite resolution (what each rule receives) and the library inputs of rule scripts."""
 
+import copy
 import dataclasses
 import subprocess
 import sys
@@ -111,6 +112,7 @@ def test_distractor_precedence_suite_over_kind_over_section():
         "n": 7,
         "pool_size": 50,
         "search": "hnsw",
+        "pool_source": "relation",
         "languages": ["en"],
         "dump": "20190201",
     }
@@ -180,3 +182,18 @@ def test_settings_and_registry_import_no_science_stack():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
+
+
+def test_end_marker_precedence_suite_over_mode_over_section():
+    """Issue 14 item 8: the end marker is set per suite (Fluent-mLAMA's reference scores the object
+    alone, the distractors paper λ + EOS), per scoring mode, then globally."""
+    config = copy.deepcopy(CONFIG)
+    config["scoring"] = {"end_marker": "eos", "by_mode": {"sentence": {"end_marker": "."}}}
+    config["suites"]["k2"] = dict(config["suites"]["k"], scoring={"end_marker": "none"})
+    config["suites"]["own"]["scoring"] = {"end_marker": "eos"}
+    cfg = S.load(S.Config, config)
+    assert [S.suite_scoring_mode(cfg, s) for s in ("k", "p")] == ["continuation", "sentence"]
+    markers = {s: S.suite_end_marker(cfg, s) for s in ("k", "k2", "p", "own")}
+    assert markers == {"k": "eos", "k2": "none", "p": ".", "own": "eos"}
+    cfg = S.load(S.Config, CONFIG)
+    assert {S.suite_end_marker(cfg, s) for s in cfg.suites} == {"eos"}  # the section default

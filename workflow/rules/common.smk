@@ -56,6 +56,13 @@ MODEL_ROWS = {row["name"]: row for row in MODELS}
 S.check_cross_keys(CFG, ENABLED)
 SUITES = CFG.suites
 MULTILINGUAL_SUITES = [s for s, block in SUITES.items() if block.kind == "multilingual"]
+# Suites imported from a released benchmark (rule import_released) vs built from the dump
+# (build_probes + retrieve_distractors): disjoint wildcard constraints pick the rule.
+_RELEASED = [s for s, block in SUITES.items() if block.source is not None]
+RELEASED_SUITES = "|".join(re.escape(s) for s in _RELEASED) or "no-released-suite"
+BUILT_SUITES = (
+    "|".join(re.escape(s) for s in SUITES if s not in _RELEASED) or "no-built-suite"
+)
 # Models scored on every suite: scoring.models, else every registry row (registry order).
 SCORE_MODELS = CFG.scoring.models or list(MODEL_ROWS)
 # One list for every consumer of the encoding rule: scoring, ApprOpt, control training.
@@ -81,6 +88,12 @@ APPROPT_SETTINGS = {
     for s in SUITES
 }
 METRICS_SETTINGS = {s: S.suite_metrics(CFG, s) for s in SUITES}
+# Forms of a correct object that count (fluent-mLAMA Table 1 vs §5.2 "wide").
+CORRECT_SETS = {s: S.suite_correct_set(CFG, s) for s in SUITES}
+# Per suite: "sentence" (whole-sentence log-likelihood, PROBELM §4.1) or "continuation", and the
+# end marker (suites.<s>.scoring over scoring.by_mode.<mode> over scoring; settings.suite_end_marker).
+SCORING_MODES = {s: S.suite_scoring_mode(CFG, s) for s in SUITES}
+END_MARKERS = {s: S.suite_end_marker(CFG, s) for s in SUITES}
 # Per (plausibility suite, model): the model's own cut-off (PROBELM §3.1).
 MODEL_CUTOFFS = {
     s: {m: S.suite_model_cutoff(CFG, s, row) for m, row in MODEL_ROWS.items()}
@@ -207,8 +220,22 @@ def temporal_earlier(wildcards):
 def suite_dumps(suite):
     """Dumps whose labels and types a suite reads: ``label_dumps``, else its dump (+ diff_old)."""
     block = SUITES[suite]
-    own = [block.dump] + ([block.diff_old] if block.kind == "plausibility" else [])
+    own = [block.dump] + (
+        [block.diff_old] if block.kind == "plausibility" and block.diff_old else []
+    )
     return block.label_dumps or own
+
+
+def released_inputs(wildcards):
+    """The released files of an imported suite, the labels, entities and properties of its dumps."""
+    suite = SUITES[wildcards.suite]
+    return {
+        "released": suite.source.files(),
+        "labels": [extract_table("labels", d) for d in suite_dumps(wildcards.suite)],
+        "entities": extract_table("entities", suite.dump),
+        "properties": extract_table("properties", suite.dump),
+        "lib": library("import_released.py"),
+    }
 
 
 def probe_inputs(wildcards):
@@ -355,7 +382,7 @@ def metrics_inputs(wildcards):
 def cutoff_inputs(wildcards):
     """The diff of a plausibility suite (the dates its facts were added), for the model's cut-off."""
     suite = SUITES[wildcards.suite]
-    if suite.kind != "plausibility":
+    if suite.kind != "plausibility" or suite.source is not None:
         return {}
     changes = rules.diff_dumps.output.changes.format(old=suite.diff_old, new=suite.dump)
     return {"changes": changes}
@@ -414,7 +441,9 @@ def report_provenance():
     used = set()
     for suite, block in SUITES.items():
         used.update(suite_dumps(suite), [block.dump])
-        used.update([block.diff_old] if block.kind == "plausibility" else [])
+        used.update(
+            [block.diff_old] if block.kind == "plausibility" and block.diff_old else []
+        )
     return {
         "version": P.factprobe_version(SCRIPTS.parents[1]),
         "config_hash": P.config_hash(S.plain(CFG)),

@@ -34,6 +34,8 @@ rule retrieve_distractors:
         "logs/retrieve_distractors/{suite}.log",
     benchmark:
         "benchmarks/retrieve_distractors/{suite}.tsv"
+    wildcard_constraints:
+        suite=BUILT_SUITES,
     conda:
         "../../environment.yml"
     resources:

@@ -52,7 +52,7 @@ rule export_lm_eval:
     resources:
         mem_mb=2000,
     params:
-        end_marker=CFG.scoring.end_marker,
+        end_marker=lookup(dpath="{suite}", within=END_MARKERS),
         eos_text=CFG.export.eos_text,
         no_space_languages=NO_SPACE_LANGUAGES,
     script:

@@ -19,6 +19,7 @@ rule compute_metrics:
         mem_mb=4000,
     params:
         settings=lookup(dpath="{suite}", within=METRICS_SETTINGS),
+        correct_set=lookup(dpath="{suite}", within=CORRECT_SETS),
         cutoff=lookup(dpath="{suite}/{model}", within=MODEL_CUTOFFS),
     script:
         "../scripts/compute_metrics.py"

@@ -12,6 +12,8 @@ rule build_probes:
         "logs/build_probes/{suite}.log",
     benchmark:
         "benchmarks/build_probes/{suite}.tsv"
+    wildcard_constraints:
+        suite=BUILT_SUITES,
     conda:
         "../../environment.yml"
     resources:
@@ -22,3 +24,31 @@ rule build_probes:
         sets=lookup(dpath="{suite}", within=SUITE_TEMPLATE_SETS),
     script:
         "../scripts/build_probes.py"
+
+
+# A released benchmark (suites.<s>.source) gives the probe and candidate tables at once.
+rule import_released:
+    input:
+        unpack(released_inputs),
+    output:
+        facts="results/probes/{suite}/facts.parquet",
+        prompts="results/probes/{suite}/prompts.parquet",
+        entity_forms="results/probes/{suite}/entity_forms.parquet",
+        candidates="results/probes/{suite}/candidates.parquet",
+        forms="results/probes/{suite}/forms.parquet",
+        matches="results/probes/{suite}/released_matches.csv",
+    log:
+        "logs/import_released/{suite}.log",
+    benchmark:
+        "benchmarks/import_released/{suite}.tsv"
+    wildcard_constraints:
+        suite=RELEASED_SUITES,
+    conda:
+        "../../environment.yml"
+    resources:
+        mem_mb=4000,
+        disk_mb=input_size_mb(1.0),
+    params:
+        suite=lookup(dpath="{suite}", within=SUITE_PARAMS),
+    script:
+        "../scripts/import_released.py"

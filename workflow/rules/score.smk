@@ -1,12 +1,6 @@
 # score stage: results/scores/{suite}/{model}.parquet (+ .generations.parquet), docs/contracts.md;
 # input functions in common.smk.
 
-# Per suite: "sentence" (whole-sentence log-likelihood, PROBELM §4.1) or "continuation".
-SCORING_MODES = {
-    s: "sentence" if b.kind in CFG.scoring.sentence_kinds else "continuation"
-    for s, b in SUITES.items()
-}
-
 
 rule score_shard:
     input:
@@ -32,7 +26,7 @@ rule score_shard:
         model=lookup(dpath="{model}", within=MODEL_PARAMS),
         shard="{shard}",
         shards=CFG.scoring.shards,
-        end_marker=CFG.scoring.end_marker,
+        end_marker=lookup(dpath="{suite}", within=END_MARKERS),
         token_budget=CFG.scoring.token_budget,
         no_space_languages=NO_SPACE_LANGUAGES,
         cache="results/cache/scores/{model}",

@@ -42,7 +42,7 @@ if cutoff:
         counts["facts_seen_by_model"],
     )
     extra = pd.DataFrame({"measure": list(counts), "value": list(counts.values())})
-per_fact, suite = compute_suite_metrics(inputs, settings, families)
+per_fact, suite = compute_suite_metrics(inputs, settings, families, snakemake.params.correct_set)
 if extra is not None:
     from factprobe.metrics.common import conform_dataset_table
 

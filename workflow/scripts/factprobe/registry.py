@@ -138,8 +138,8 @@ def resolve_path(path: str, workflow_root: str | Path, workdir: str | Path = "."
 def resolve_config_paths(config: dict, workflow_root: str | Path, workdir: str | Path = ".") -> dict:
     """A copy of the raw config with every file key resolved by :func:`resolve_path`.
 
-    Keys: ``dumps``, ``models``, ``diff.single_value_list``, ``templates.sets.<name>.path`` and
-    ``metrics.human_alignment.path``. Model sources are not files of the workflow and are left
+    Keys: ``dumps``, ``models``, ``diff.single_value_list``, ``templates.sets.<name>.path``,
+    ``suites.<name>.source.path`` and ``metrics.human_alignment.path``. Model sources are not files of the workflow and are left
     to :func:`check_models`.
     """
     out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in config.items()}
@@ -158,6 +158,13 @@ def resolve_config_paths(config: dict, workflow_root: str | Path, workdir: str |
         for entry in templates["sets"].values():
             if isinstance(entry, dict):
                 fix(entry, "path")
+    suites = out.get("suites")
+    if isinstance(suites, dict):
+        out["suites"] = {n: dict(b) if isinstance(b, dict) else b for n, b in suites.items()}
+        for block in out["suites"].values():
+            if isinstance(block, dict) and isinstance(block.get("source"), dict):
+                block["source"] = dict(block["source"])
+                fix(block["source"], "path")
     metrics = out.get("metrics")
     if isinstance(metrics, dict) and isinstance(metrics.get("human_alignment"), dict):
         metrics["human_alignment"] = dict(metrics["human_alignment"])

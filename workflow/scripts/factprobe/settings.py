@@ -112,6 +112,33 @@ class DistractorOverride:
     n: int | None = None
     pool_size: int | None = None
     search: str | None = None
+    pool_source: str | None = None
+
+
+@dataclass(frozen=True)
+class SuiteScoring:
+    """``suites.<s>.scoring`` and ``scoring.by_mode.<mode>``: None = inherit (``suite_end_marker``)."""
+
+    end_marker: str | None = None
+
+
+@dataclass(frozen=True)
+class SuiteSource:
+    """``suites.<s>.source``: a released benchmark imported instead of facts sampled from the dump
+    (``format: probelm``: PRobELM's ``{MMYYYY}.json`` groups and ``prompts.csv``, probes/released.py)."""
+
+    format: str
+    path: str
+    months: list[str] = _default([])
+
+    def files(self) -> list[str]:
+        """The released files read (Snakemake inputs): the months' data files, then prompts.csv;
+        no ``months`` = every ``MMYYYY.json`` in ``path``."""
+        folder = Path(self.path)
+        months = list(self.months) or sorted(
+            p.stem for p in folder.glob("*.json") if len(p.stem) == 6 and p.stem.isdigit()
+        )
+        return [str(folder / f"{m}.json") for m in months] + [str(folder / "prompts.csv")]
 
 
 @dataclass(frozen=True)
@@ -120,7 +147,8 @@ class Suite:
 
     kind: str
     dump: str
-    relations: list[str]
+    # Required unless ``source`` is set (the schema checks); empty with a source = every relation.
+    relations: list[str] = _default([])
     description: str = ""
     diff_old: str | None = None
     cutoff: str | None = None
@@ -134,11 +162,15 @@ class Suite:
     subject_aliases: int = 0
     few_shot: FewShot = _default(FewShot())
     distractors: DistractorOverride = _default(DistractorOverride())
+    scoring: SuiteScoring = _default(SuiteScoring())
     generate: bool = False
     temporal_only: bool = False
     layout: str = "cloze"
     mask_token: str = "[MASK]"
     missing_relations: str = "error"
+    # None = the kind's default (CORRECT_SET_DEFAULTS): fluent-mLAMA Table 1 for multilingual suites.
+    correct_set: str | None = None
+    source: SuiteSource | None = None
 
 
 @dataclass(frozen=True)
@@ -200,6 +232,8 @@ class Distractors:
     form_threshold: float | None = 90
     valid_ranks: str = "non_deprecated"
     pool_size: int = 50
+    # fluent-mLAMA §3.1: the pool is every object of the relation in the dump ("suite": the suite's facts').
+    pool_source: str = "relation"
     cooccur: Cooccur = _default(Cooccur())
     sem: Sem = _default(Sem())
     appropt: Appropt = _default(Appropt())
@@ -228,6 +262,7 @@ class Retrieve:
     valid_ranks: str
     ef_search: int
     temporal_earlier_dump: bool = False
+    pool_source: str = "relation"
 
     def __post_init__(self) -> None:
         # ``temp`` is the former name of the Temp+Sem list (distractors paper §3.3).
@@ -246,6 +281,7 @@ class Scoring:
     models: list[str] = _default([])
     shards: int = 1
     end_marker: str = "eos"
+    by_mode: dict[str, SuiteScoring] = _default({})
     token_budget: int = 4096
     no_space_languages: list[str] = _default(["zh", "ja", "th", "lo", "km", "my", "bo"])
     include_translated: bool = True
@@ -431,6 +467,7 @@ def suite_distractors(cfg: Config, suite: str) -> dict:
         "n": section.n,
         "pool_size": section.pool_size,
         "search": section.sem.search,
+        "pool_source": section.pool_source,
     }
     merged = {
         key: copy.deepcopy(next((getattr(x, key) for x in layers if getattr(x, key) is not None), value))
@@ -476,7 +513,8 @@ def suite_model_cutoff(cfg: Config, suite: str, model_row: dict) -> dict:
     §3.1: facts added after *the model's* cut-off), from models.tsv ``cutoff`` (YYYY-MM-DD), else
     the suite's own ``cutoff``; empty for other suite kinds."""
     block = cfg.suites[suite]
-    if block.kind != "plausibility":
+    if block.kind != "plausibility" or block.source is not None:
+        # A released benchmark is chosen per cut-off already (PRobELM's {MMYYYY}.json files).
         return {}
     own = str(model_row.get("cutoff") or "").replace("-", "")
     return {
@@ -487,6 +525,46 @@ def suite_model_cutoff(cfg: Config, suite: str, model_row: dict) -> dict:
         "statuses": list(block.changes.statuses),
         "rules": list(block.changes.rules),
     }
+
+
+#: Scoring modes (rule score_shard): the form's continuation, or the whole sentence (PROBELM §4.1).
+SCORING_MODES = ("continuation", "sentence")
+
+
+def suite_scoring_mode(cfg: Config, suite: str) -> str:
+    """``sentence`` for suites of a kind in ``scoring.sentence_kinds``, else ``continuation``."""
+    return "sentence" if cfg.suites[suite].kind in cfg.scoring.sentence_kinds else "continuation"
+
+
+def suite_end_marker(cfg: Config, suite: str) -> str:
+    """What is scored after each form of ``suite``: ``suites.<s>.scoring.end_marker`` over
+    ``scoring.by_mode.<mode>.end_marker`` (the suite's scoring mode) over ``scoring.end_marker``.
+
+    The distractors paper scores λ + EOS (§3.2), the Fluent-mLAMA reference the object alone and
+    PROBELM the scenario sentence, so one workflow run may need several markers.
+    """
+    own = cfg.suites[suite].scoring.end_marker
+    if own is not None:
+        return own
+    by_mode = cfg.scoring.by_mode.get(suite_scoring_mode(cfg, suite), SuiteScoring())
+    return by_mode.end_marker if by_mode.end_marker is not None else cfg.scoring.end_marker
+
+
+#: Which forms of a correct object count (fluent-mLAMA): ``table1`` = label + inflected forms
+#: (Table 1, §3.2), ``wide`` = label + inflected forms + aliases (§5.2, Appendix E).
+CORRECT_SETS = ("table1", "wide")
+#: Per suite kind when ``suites.<s>.correct_set`` is absent: the fluent-mLAMA rule for multilingual
+#: suites; the other kinds keep every form (distractors paper §3.2 eq. 1 sums Pl over all forms
+#: λ ∈ Λ(o), labels and aliases; BELIEF counts every object alias, belief-myriadlama §4.1).
+CORRECT_SET_DEFAULTS = {"multilingual": "table1"}
+
+
+def suite_correct_set(cfg: Config, suite: str) -> str:
+    """``suites.<s>.correct_set``, else the kind's default (``CORRECT_SET_DEFAULTS``, else ``wide``)."""
+    block = cfg.suites[suite]
+    if block.correct_set is not None:
+        return block.correct_set
+    return CORRECT_SET_DEFAULTS.get(block.kind, "wide")
 
 
 def sem_index(cfg: Config) -> dict:
@@ -556,7 +634,11 @@ def check_cross_keys(cfg: Config, enabled: list[str], source: str = "config/conf
         for dump in suite.label_dumps or []:
             if dump not in enabled:
                 raise ConfigError(f"{where}.label_dumps: {dump} is not an enabled dump ({enabled})")
-        if suite.kind == "plausibility":
+        if suite.source is not None and suite.kind != "plausibility":
+            raise ConfigError(
+                f"{where}.source: format {suite.source.format} is a plausibility benchmark; set kind: plausibility"
+            )
+        if suite.kind == "plausibility" and suite.source is None:
             old, cut, new = suite.diff_old, suite.cutoff, suite.dump
             if old not in enabled:
                 raise ConfigError(f"{where}.diff_old: {old} is not an enabled dump ({enabled})")

@@ -1,8 +1,19 @@
-"""Same-relation pools (fluent-mLAMA paper §3.1): objects of the other facts of the relation.
+"""Same-relation pools (fluent-mLAMA paper §3.1): objects of the relation, in hash order.
 
-The pool of a relation and language is every object of the suite's facts of that relation that
-has a form in the language, sorted by ``stable_hash(property, lang, entity)`` ("hash order",
-the paper's reproducible sample); a fact takes the first ``n`` (50 by default) that are in Ω(f).
+§3.1: "we put the maximum boundaries on the number of distractors by sampling 50 entities from
+the total pool of objects for a particular relation"; the reference code (``processor.py``)
+sorts the pool by a SHA-256 hash to "stabilize the random sample". The pool of a relation and
+language is, with ``distractors.pool_source``:
+
+* ``relation`` (default, the paper): every object of the relation in the dump, i.e. of the
+  statements valid at the suite's dump date (Ω's ``valid`` table, ``distractors.valid_ranks``),
+  plus the suite's own objects;
+* ``suite``: only the objects of the suite's sampled facts of the relation (the former rule; a
+  small suite then draws its distractors from a few dozen objects).
+
+Either pool keeps the objects with a form in the language, sorted by
+``stable_hash(property, lang, entity)`` ("hash order"); a fact takes the first ``n`` (50 by
+default) that are in Ω(f).
 """
 
 from __future__ import annotations
@@ -10,19 +21,36 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from factprobe.contracts import id_ints
+from factprobe.contracts import id_int, id_ints
 from factprobe.distractors.omega import Omega
 from factprobe.hashing import stable_hash
 
+POOL_SOURCES = ("relation", "suite")
+
 
 def relation_pools(
-    facts: pd.DataFrame, forms: pd.DataFrame, languages: list[str]
+    facts: pd.DataFrame,
+    forms: pd.DataFrame,
+    languages: list[str],
+    statements: pd.DataFrame | None = None,
 ) -> dict[tuple[str, str], np.ndarray]:
-    """``(property, lang) -> objects in hash order`` from a facts table and its entity forms."""
+    """``(property, lang) -> objects in hash order`` from a facts table and its entity forms.
+
+    ``statements`` (integer ``subject, property, object``; e.g. ``Omega.valid``) adds every object
+    of the suite's relations in the dump (``pool_source: relation``); ``None`` keeps the pool to
+    the suite's facts (``pool_source: suite``).
+    """
     have = {lang: set(id_ints(g["entity"].unique())) for lang, g in forms.groupby("lang")}
+    by_property: dict[int, np.ndarray] = {}
+    if statements is not None and len(statements):
+        wanted = [id_int(p) for p in facts["property"].unique()]
+        st = statements[statements["property"].isin(wanted)]
+        by_property = {int(p): g["object"].to_numpy(np.int64) for p, g in st.groupby("property")}
     pools = {}
     for prop, group in facts.groupby("property", sort=True):
-        objects = np.unique(id_ints(group["object"]))
+        own = id_ints(group["object"])
+        dump = by_property.get(id_int(prop), np.empty(0, np.int64))
+        objects = np.unique(np.concatenate([own, dump]))
         for lang in languages:
             keep = [e for e in objects.tolist() if e in have.get(lang, ())]
             keep.sort(key=lambda e: stable_hash(prop, lang, f"Q{e}"))

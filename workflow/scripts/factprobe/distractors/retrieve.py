@@ -91,7 +91,9 @@ def retrieve(
     if "pool" in settings.strategies:
         if entity_forms is None:
             raise ValueError("strategy pool needs the suite's entity_forms")
-        pools = relation_pools(facts, entity_forms, settings.languages)
+        # fluent-mLAMA §3.1: all objects of the relation in the dump (Ω's valid statements), or the suite's.
+        dump_objects = omega.valid if settings.pool_source == "relation" else None
+        pools = relation_pools(facts, entity_forms, settings.languages, dump_objects)
     counts = {s: 0 for s in settings.strategies}
     for i, (fid, (s, r, o)) in enumerate(
         tqdm(list(zip(ids, triples, strict=True)), desc="distractors", mininterval=5)

@@ -115,6 +115,49 @@ def correct_entities(facts: pd.DataFrame, source: str = "facts") -> pd.DataFrame
     return pd.concat(rows, ignore_index=True).astype(str).drop_duplicates(ignore_index=True)
 
 
+#: Form sources that count as correct per ``correct_set`` (None: every form). ``label`` and
+#: ``alias`` come from the dump (entity_forms), ``inflected`` from the translate stage.
+CORRECT_FORM_SOURCES = {"table1": ("label", "inflected"), "wide": None}
+
+
+def correct_form_scores(
+    scores: pd.DataFrame, correct: pd.DataFrame, forms: pd.DataFrame | None, correct_set: str = "wide"
+) -> pd.DataFrame:
+    """``scores`` without the rows of a correct object's forms that fall outside ``correct_set``.
+
+    fluent-mLAMA Table 1 (§3.2) counts the object's label and its inflected forms ("we consider all
+    forms (both non-inflected and possibly inflected) of object NEs as correct ones"); aliases join
+    only in the "wide" setting of §5.2. With ``table1`` a correct entity's score row is kept when
+    its (entity, lang, form) has source ``label`` or ``inflected`` in ``forms``; distractors keep
+    every form (one competitor per entity, its best form). ``wide`` returns ``scores`` unchanged.
+    """
+    if correct_set not in CORRECT_FORM_SOURCES:
+        raise ValueError(f"correct_set {correct_set!r}: use one of {sorted(CORRECT_FORM_SOURCES)}")
+    sources = CORRECT_FORM_SOURCES[correct_set]
+    if sources is None or scores.empty:
+        return scores
+    if forms is None or "source" not in forms.columns:
+        raise MetricsInputError(
+            f"correct_set {correct_set}: the forms table (with its source column) is needed to tell "
+            "labels from aliases; re-run retrieve_distractors"
+        )
+    allowed = forms[forms["source"].isin(sources)][["entity", "lang", "form"]].astype(str).drop_duplicates()
+    key = ["entity", "lang", "form"]
+    flags = (
+        scores[["fact_id", *key]]
+        .astype(str)
+        .merge(correct.assign(_correct=True), on=["fact_id", "entity"], how="left")
+        .merge(allowed.assign(_allowed=True), on=key, how="left")
+    )
+    keep = (flags["_correct"].isna() | flags["_allowed"].notna()).to_numpy()
+    dropped = int((~keep).sum())
+    if dropped:
+        log.info(
+            "correct_set %s: %d score row(s) of correct objects' other forms left out", correct_set, dropped
+        )
+    return scores[keep].reset_index(drop=True)
+
+
 def average_per_fact(per_prompt: pd.DataFrame, extra_keys: list[str], measures: list[str]) -> pd.DataFrame:
     """Mean of per-prompt ``measures`` over a fact's prompts in each group (distractors paper eq. 3).
 

@@ -30,6 +30,7 @@ from .common import (
     conform_dataset_table,
     conform_fact_table,
     correct_entities,
+    correct_form_scores,
     entity_scores,
     object_slot_only,
     prompt_frame,
@@ -118,7 +119,7 @@ def chance_rows(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def compute_suite_metrics(
-    inputs: SuiteInputs, settings: Metrics, families: Sequence[str]
+    inputs: SuiteInputs, settings: Metrics, families: Sequence[str], correct_set: str = "wide"
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per-fact table, suite-level table) for one suite and model.
 
@@ -136,7 +137,9 @@ def compute_suite_metrics(
     cands = object_slot_only(inputs.candidates).copy()
     cands["rank"] = pd.to_numeric(cands["rank"], errors="coerce").fillna(0)
     correct = correct_entities(facts)
-    ent = entity_scores(inputs.scores)
+    # fluent-mLAMA Table 1 vs §5.2: which forms of a correct object count (suites.<s>.correct_set).
+    scores = correct_form_scores(inputs.scores, correct, inputs.forms, correct_set)
+    ent = entity_scores(scores)
     log.info("%d scored (prompt, entity) pairs over %d prompts", len(ent), ent["prompt_id"].nunique())
     per_fact, dataset = [], []
     if "knowledge" in families:
@@ -151,7 +154,7 @@ def compute_suite_metrics(
                 settings.precision_ns,
                 settings.combined_strategies,
                 topk=inputs.topk,
-                scores=inputs.scores,
+                scores=scores,
                 short_lists=settings.short_lists,
             )
         )
@@ -178,7 +181,7 @@ def compute_suite_metrics(
             dataset.append(score.drop(columns="n_parts").assign(measure="plausibility", style=""))
     if "belief" in families:
         # §2.1: argmax over the vocabulary (needs the top-k table); belief_cand_*: the closed-set variant.
-        pp = vocabulary_predictions(inputs.topk, inputs.scores, prompts, facts, correct)
+        pp = vocabulary_predictions(inputs.topk, scores, prompts, facts, correct)
         if pp.empty:
             log.warning("belief: no top-k next-token table (scoring.topk = 0?); only belief_cand_* computed")
         else:

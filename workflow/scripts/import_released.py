@@ -1,0 +1,42 @@
+"""Rule script import_released: a released benchmark (PRobELM) as one suite's probe tables."""
+
+import sys
+
+sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
+
+from pathlib import Path
+
+import pandas as pd
+from factprobe import contracts
+from factprobe.io import atomic_path
+from factprobe.probes.released import build_released, read_groups, read_prompts
+from factprobe.rulelog import rule_logger
+from factprobe.settings import Suite, load
+
+log = rule_logger(snakemake)
+name = snakemake.wildcards.suite
+suite = load(Suite, dict(snakemake.params.suite), f"suites.{name}")
+*data_files, prompts_csv = list(snakemake.input.released)
+groups = {Path(f).stem: read_groups(f) for f in data_files}
+labels = pd.concat(
+    [contracts.read("labels", f, ["id", "lang", "text", "is_alias"]) for f in snakemake.input.labels],
+    ignore_index=True,
+)
+entities = contracts.read("entities", snakemake.input.entities, ["id", "kind", "sitelinks"])
+entities = entities[entities["kind"] == "item"]  # properties share the numeric ids
+tables = build_released(
+    name,
+    groups,
+    read_prompts(prompts_csv),
+    labels,
+    contracts.read("properties", snakemake.input.properties, ["id", "label"]),
+    sitelinks=entities.set_index("id")["sitelinks"],
+    dump=str(suite.dump),
+    relations=list(suite.relations),
+    styles=suite.templates.styles,
+    seed=suite.seed,
+)
+for table in ("facts", "prompts", "entity_forms", "candidates", "forms"):
+    contracts.write(table, tables[table], getattr(snakemake.output, table))
+with atomic_path(snakemake.output.matches) as tmp:
+    tables["matches"].to_csv(tmp, index=False)
