@@ -392,3 +392,28 @@ def test_bad_inputs_give_clear_errors(suite, tmp_path, loaded):
     other.write_text(json.dumps({"doc": {"question": "x"}, "filtered_resps": [["-1.0", "False"]]}) + "\n")
     with pytest.raises(ValueError, match=r"samples_other.jsonl:1: doc lacks"):
         read_samples([other], loaded.tokenizer)
+
+
+def test_correct_set_table1_keeps_only_label_and_inflected_object_forms(suite):
+    """fluent-mLAMA Table 1: with ``table1`` an alias of the object is no gold choice (nor any
+    choice); ``wide`` keeps it. One object gets an alias and an inflected form by hand."""
+    facts, prompts, candidates, forms = suite
+    obj = candidates[candidates["role"] == "object"].iloc[0]
+    label = forms[(forms["entity"] == obj["entity"]) & (forms["source"] == "label")].iloc[0]
+    extra = pd.DataFrame(
+        [
+            label.to_dict() | {"form": "Zzalias", "source": "alias"},
+            label.to_dict() | {"form": "Zzinflected", "source": "inflected"},
+        ]
+    )
+    more = pd.concat([forms, extra], ignore_index=True)
+
+    def object_choices(correct_set):
+        docs = task_docs(SUITE, prompts, candidates, more, facts, correct_set=correct_set)
+        mine = [d for d in docs if d["fact_id"] == obj["fact_id"] and d["lang"] == label["lang"]]
+        assert mine
+        return {d["choice_form"][g] for d in mine for g in d["gold"]}
+
+    wide, table1 = object_choices("wide"), object_choices("table1")
+    assert {"Zzalias", "Zzinflected", label["form"]} <= wide
+    assert "Zzalias" not in table1 and {"Zzinflected", label["form"]} <= table1

@@ -53,6 +53,7 @@ rule export_lm_eval:
         mem_mb=2000,
     params:
         end_marker=lookup(dpath="{suite}", within=END_MARKERS),
+        correct_set=lookup(dpath="{suite}", within=CORRECT_SETS),
         eos_text=CFG.export.eos_text,
         no_space_languages=NO_SPACE_LANGUAGES,
     script:

@@ -27,6 +27,7 @@ docs = task_docs(
     table("facts"),
     end,
     tuple(params.no_space_languages),
+    params.correct_set,
 )
 tasks = write_task(docs, snakemake.output.task, suite, params.end_marker, end)
 log.info("wrote %d docs as tasks %s", len(docs), tasks)

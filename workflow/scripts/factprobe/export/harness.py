@@ -41,6 +41,7 @@ import yaml
 
 from factprobe import __version__
 from factprobe.export.common import atomic_folder
+from factprobe.metrics.common import CORRECT_FORM_SOURCES
 from factprobe.scoring.suite import NO_SPACE_LANGS, build_pairs
 
 log = logging.getLogger(__name__)
@@ -93,6 +94,18 @@ def _require(frame: pd.DataFrame, columns: Iterable[str], name: str) -> None:
         raise ValueError(f"{name}: missing column(s) {missing}; see docs/contracts.md")
 
 
+def gold_form_mask(objects: pd.DataFrame, forms: pd.DataFrame, correct_set: str) -> np.ndarray:
+    """Which object rows (``entity, lang, form``) are gold under ``correct_set`` (True for all
+    with ``wide``); the forms table's ``source`` tells labels and inflections from aliases."""
+    sources = CORRECT_FORM_SOURCES[correct_set]
+    if sources is None:
+        return np.ones(len(objects), dtype=bool)
+    _require(forms, ["entity", "lang", "form", "source"], "forms")
+    allowed = forms.loc[forms["source"].isin(sources), ["entity", "lang", "form"]].astype(str)
+    keys = pd.MultiIndex.from_frame(objects[["entity", "lang", "form"]].astype(str))
+    return keys.isin(pd.MultiIndex.from_frame(allowed))
+
+
 def task_docs(
     suite: str,
     prompts: pd.DataFrame,
@@ -101,8 +114,13 @@ def task_docs(
     facts: pd.DataFrame,
     end: str = "",
     no_space_langs: tuple[str, ...] = NO_SPACE_LANGS,
+    correct_set: str = "wide",
 ) -> list[dict]:
     """lm-eval docs of a suite: one per (prompt, distractor strategy), in a stable order.
+
+    ``correct_set`` (``suites.<s>.correct_set``) decides which of the object's forms are gold
+    choices, as in the metrics (:func:`factprobe.metrics.common.correct_form_scores`): with
+    ``table1`` the object's aliases are no choice at all (fluent-mLAMA Table 1).
 
     ``end`` is the end-marker text from :func:`end_text`. A prompt whose object has no form in
     its language, or a strategy without a scorable distractor for the fact, gives no doc
@@ -119,6 +137,7 @@ def task_docs(
     rows["choice"] = rows["continuation"] + end
     lists = {"choice": list, "entity": list, "form": list, "rank": list}
     obj_rows = rows[rows["role"] == "object"].drop_duplicates(["prompt_id", "entity", "form"])
+    obj_rows = obj_rows[gold_form_mask(obj_rows, forms, correct_set)]
     obj = obj_rows.groupby("prompt_id", sort=True).agg(
         fact_id=("fact_id", "first"),
         query=("prompt_text", "first"),
