@@ -322,10 +322,21 @@ class Report:
     confidence_level: float = 0.95
 
 
+#: Fluent-mLAMA Appendix A instruction; {source}/{target} are the languages' English names.
+LLM_INSTRUCTION = (
+    "You are a professional {source}-{target} translator. You are given {source} sentences about "
+    "subjects and objects. You are also given translations of subjects and objects separately. You "
+    "need to translate full sentences to {target}. When translating, you have to use the translated "
+    "subjects and objects. Pay special attention to grammatical agreement between the words in the "
+    "translated sentences. When translating, follow the examples:"
+)
+
+
 @dataclass(frozen=True)
 class Translate:
     """``translate``: sentence-level verbalization of multilingual suites."""
 
+    backend: str = "seq2seq"
     model: str | None = ""
     models: dict[str, str] = _default({})
     source_lang: str = "en"
@@ -341,6 +352,11 @@ class Translate:
     dtype: str = "float32"
     lang_codes: dict[str, str] = _default({})
     cache: str = "results/cache/translate"
+    llm: str = ""
+    few_shot: dict[str, list[dict[str, str]]] = _default({})
+    llm_instruction: str = LLM_INSTRUCTION
+    language_names: dict[str, str] = _default({})
+    word_order: str = "strict"
 
     def generation_key(self) -> str:
         """Decoding settings in the translation cache key (they change the output)."""
