@@ -60,6 +60,7 @@ class TemplateSet:
     language: str = "en"
     gender: str = "MASC"
     functions: str = "skip"
+    checked_only: bool = False
 
     def files(self, languages: list[str]) -> list[str]:
         """Files the set reads for ``languages`` (the Snakemake inputs of ``build_probes``)."""
@@ -68,6 +69,8 @@ class TemplateSet:
             return [str(path / f"{lang}.yaml") for lang in languages]
         if self.format == "pararel":
             return sorted(str(p) for p in path.glob("P*.jsonl"))
+        if self.format == "mpararel":
+            return sorted(str(p) for lang in languages for p in (path / lang).glob("P*.jsonl"))
         return [str(path)]
 
 
@@ -115,6 +118,15 @@ class DistractorOverride:
 
 
 @dataclass(frozen=True)
+class SuiteSource:
+    """``suites.<s>.source``: the dump (default) or a released dataset (``fluent-mlama``)."""
+
+    format: str = "dump"
+    path: str = ""
+    verbalizations: list[str] = _default(["template", "gt", "chatgpt"])
+
+
+@dataclass(frozen=True)
 class Suite:
     """``suites.<s>``: one probing suite."""
 
@@ -139,6 +151,7 @@ class Suite:
     layout: str = "cloze"
     mask_token: str = "[MASK]"
     missing_relations: str = "error"
+    source: SuiteSource = _default(SuiteSource())
 
 
 @dataclass(frozen=True)
