@@ -38,9 +38,20 @@ else:
     # One model for all languages, or one per language (bilingual Marian models such as opus-mt-en-cs).
     for lang in languages:
         by_model.setdefault(p.models.get(lang) or p.model or "", []).append(lang)
+has_source = bool((prompts["lang"] == p.source_lang).any())
+if not has_source:
+    log.info("no %s prompts (e.g. a released-prompts suite): nothing to translate", p.source_lang)
+
+
+def nothing_to_translate(requests):
+    raise RuntimeError("no source-language sentences, yet asked to translate")
+
+
 for model, langs in by_model.items():
     translator = None
-    if model and p.backend == "llm":
+    if model and not has_source:
+        pass  # not loaded: the stats say no_sentences
+    elif model and p.backend == "llm":
         lm = HFCausalLM.from_row(
             dict(snakemake.params.llm),
             model_dir=snakemake.input.llm,
@@ -55,6 +66,10 @@ for model, langs in by_model.items():
             langs,
             "llm" if p.backend == "llm" else "model",
         )
+    if translator:
+        translate_fn = partial(translator.translate, progress=True)
+    else:
+        translate_fn = nothing_to_translate if model else None
     outputs.append(
         sentence_verbalization(
             prompts,
@@ -62,7 +77,7 @@ for model, langs in by_model.items():
             forms,
             templates,
             langs,
-            translate=partial(translator.translate, progress=True) if translator else None,
+            translate=translate_fn,
             model_name=model or "none",
             source_lang=p.source_lang,
             styles=p.styles,
