@@ -397,3 +397,36 @@ def test_real_smollm2_follows_the_forced_labels(tmp_path_factory):
         assert translation.startswith(subject) and prompt.startswith(subject)
         assert form == "Praze"
     assert set(new_forms["form"]) == {"Praze"}
+
+
+def _dry_run(tmp_path, translate):
+    """``snakemake -n`` of the translate target on the demo config with ``translate`` overridden."""
+    import subprocess
+    import sys
+
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    config["translate"].update(translate)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    env = dict(__import__("os").environ, PYTHONPATH=str(ROOT / "workflow" / "scripts"))
+    target = "results/probes/multilingual/translated_prompts.parquet"
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-n",
+        "--configfile",
+        str(path),
+        "--replace-workflow-config",
+        target,
+    ]
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_translate_rule_takes_the_prepared_model_folder(tmp_path):
+    run = _dry_run(tmp_path, {"backend": "llm", "llm": "smollm2"})
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    out = run.stdout + run.stderr
+    assert "rule prepare_model" in out and "resources/models/smollm2" in out
+    bad = _dry_run(tmp_path, {"backend": "llm", "llm": "nope"})
+    assert bad.returncode != 0 and "translate.llm: 'nope' is not a row of" in bad.stdout + bad.stderr

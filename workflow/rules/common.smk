@@ -137,6 +137,13 @@ def model_folder(suite, model):
     return rules.prepare_model.output.model.format(model=model)
 
 
+def translate_inputs(wildcards):
+    """translate.backend llm: the translating model's folder (prepared, or the suite's control model)."""
+    if CFG.translate.backend != "llm" or not CFG.translate.llm:
+        return {}
+    return {"llm": model_folder(wildcards.suite, CFG.translate.llm)}
+
+
 def model_source_files(wildcards):
     """Local files of a models.tsv source (a folder or a .gguf file); none for hub ids and
     installed packages, whose content is pinned by the row's revision / the package version.

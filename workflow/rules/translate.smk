@@ -12,13 +12,6 @@ if TRANSLATE_LLM and TRANSLATE_LLM not in MODEL_ROWS:
 TRANSLATE_GPUS = 1 if (TRANSLATE_LLM or TRANSLATE.model or TRANSLATE.models) else 0
 
 
-def translate_inputs(wildcards):
-    """Backend llm: the translating model's folder (prepared, or the suite's control model)."""
-    if not TRANSLATE_LLM:
-        return {}
-    return {"llm": model_folder(wildcards.suite, TRANSLATE_LLM)}
-
-
 rule translate_prompts:
     input:
         unpack(translate_inputs),
