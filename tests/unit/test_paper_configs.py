@@ -24,7 +24,7 @@ def load(path):
 
 
 def test_both_papers_have_a_config():
-    assert {p.stem for p in PAPERS} >= {"distractors", "belief", "probelm"}
+    assert {p.stem for p in PAPERS} >= {"distractors", "belief", "probelm", "fluent-mlama"}
 
 
 @pytest.mark.parametrize("path", PAPERS, ids=lambda p: p.stem)
@@ -77,6 +77,31 @@ def test_belief_protocol():
     assert suite["few_shot"]["instruction"] == "Predict the [MASK] in each sentence in one word."
     assert suite["few_shot"]["settings"] == ["zero-shot", "4-random", "4-relation", "4-template"]
     assert len(suite["relations"]) == 41
+
+
+def test_fluent_mlama_protocol():
+    """§3.1 50 same-relation distractors, §3.2 three verbalizations (Table 1) / two (Table 3), App. A
+    LLM prompt, the GT word-order filter, §3.3 R@n up to 5 with LLaMA-2-7b, App. B relations."""
+    config = load(ROOT / "config" / "papers" / "fluent-mlama.yaml")
+    suites = config["suites"]
+    slavic, other = suites["fluent_slavic"], suites["fluent_other"]
+    assert slavic["languages"] == ["ru", "cs", "uk", "hr"] and len(slavic["relations"]) == 15
+    assert other["languages"] == ["es", "zh", "vi", "id", "da"] and len(other["relations"]) == 8
+    assert set(other["relations"]) < set(slavic["relations"])
+    assert slavic["source"]["verbalizations"] == ["template", "gt", "chatgpt"]
+    assert other["source"]["verbalizations"] == ["template", "gt"]
+    for suite in suites.values():
+        assert suite["correct_set"] == "table1" and suite["scoring"] == {"end_marker": "none"}
+    distractors = config["distractors"]
+    assert distractors["by_kind"]["multilingual"]["strategies"] == ["pool"]
+    assert distractors["pool_size"] == 50 and distractors["pool_source"] == "relation"
+    assert config["metrics"]["recall_ns"] == [1, 2, 3, 4, 5]
+    assert config["scoring"]["models"] == ["llama2-7b"]
+    translate = config["translate"]
+    assert translate["backend"] == "llm" and translate["word_order"] == "loose"
+    models = read_registry(ROOT / config["models"], SCHEMAS / "models.schema.yaml", key="name")
+    assert {row["name"] for row in models} == {"llama2-7b", translate["llm"]}
+    assert len(translate["few_shot"]["cs"]) == 5
 
 
 @pytest.mark.parametrize("path", PAPERS, ids=lambda p: p.stem)

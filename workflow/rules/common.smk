@@ -58,7 +58,7 @@ SUITES = CFG.suites
 MULTILINGUAL_SUITES = [s for s, block in SUITES.items() if block.kind == "multilingual"]
 # Suites imported from a released benchmark (rule import_released) vs built from the dump
 # (build_probes + retrieve_distractors): disjoint wildcard constraints pick the rule.
-_RELEASED = [s for s, block in SUITES.items() if block.source is not None]
+_RELEASED = [s for s, block in SUITES.items() if block.source.imported]
 RELEASED_SUITES = "|".join(re.escape(s) for s in _RELEASED) or "no-released-suite"
 BUILT_SUITES = (
     "|".join(re.escape(s) for s in SUITES if s not in _RELEASED) or "no-built-suite"
@@ -148,6 +148,13 @@ def model_folder(suite, model):
     if is_control(model):
         return control_model(suite)
     return rules.prepare_model.output.model.format(model=model)
+
+
+def translate_inputs(wildcards):
+    """translate.backend llm: the translating model's folder (prepared, or the suite's control model)."""
+    if CFG.translate.backend != "llm" or not CFG.translate.llm:
+        return {}
+    return {"llm": model_folder(wildcards.suite, CFG.translate.llm)}
 
 
 def model_source_files(wildcards):
@@ -382,7 +389,7 @@ def metrics_inputs(wildcards):
 def cutoff_inputs(wildcards):
     """The diff of a plausibility suite (the dates its facts were added), for the model's cut-off."""
     suite = SUITES[wildcards.suite]
-    if suite.kind != "plausibility" or suite.source is not None:
+    if suite.kind != "plausibility" or suite.source.imported:
         return {}
     changes = rules.diff_dumps.output.changes.format(old=suite.diff_old, new=suite.dump)
     return {"changes": changes}

@@ -1,13 +1,20 @@
 # translate stage: sentence-level verbalization of multilingual suites (docs/contracts.md)
 TRANSLATE = CFG.translate
+TRANSLATE_LLM = TRANSLATE.llm if TRANSLATE.backend == "llm" else ""
+if TRANSLATE_LLM and TRANSLATE_LLM not in MODEL_ROWS:
+    raise WorkflowError(
+        f"translate.llm: {TRANSLATE_LLM!r} is not a row of {CFG.models} "
+        f"({sorted(MODEL_ROWS)}); add the model there or fix the name"
+    )
 
 
 # A GPU only when there is a model to run; without one the job just records "no_model".
-TRANSLATE_GPUS = 1 if (TRANSLATE.model or TRANSLATE.models) else 0
+TRANSLATE_GPUS = 1 if (TRANSLATE_LLM or TRANSLATE.model or TRANSLATE.models) else 0
 
 
 rule translate_prompts:
     input:
+        unpack(translate_inputs),
         facts=rules.build_probes.output.facts,
         prompts=rules.build_probes.output.prompts,
         forms=rules.build_probes.output.entity_forms,
@@ -33,5 +40,7 @@ rule translate_prompts:
         runtime=120,
     params:
         settings=S.plain(TRANSLATE),
+        llm=MODEL_PARAMS.get(TRANSLATE_LLM, {}),
+        no_space=NO_SPACE_LANGUAGES,
     script:
         "../scripts/translate_prompts.py"

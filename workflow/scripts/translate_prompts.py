@@ -9,9 +9,11 @@ from functools import partial
 import pandas as pd
 from factprobe import contracts
 from factprobe.io import atomic_path
+from factprobe.lm import HFCausalLM
 from factprobe.rulelog import rule_logger
 from factprobe.settings import Translate, load
-from factprobe.translate.mt import load_translator
+from factprobe.translate.llm import LLMTranslator
+from factprobe.translate.mt import TranslationCache, load_translator
 from factprobe.translate.sentence import (
     load_template_texts,
     sentence_verbalization,
@@ -28,18 +30,46 @@ templates = load_template_texts([template_files] if isinstance(template_files, s
 languages = target_languages(prompts, p.languages, p.source_lang)
 
 outputs = []
-# One model for all languages, or one per language (bilingual Marian models such as opus-mt-en-cs).
 by_model: dict[str, list[str]] = {}
-for lang in languages:
-    by_model.setdefault(p.models.get(lang) or p.model or "", []).append(lang)
+if p.backend == "llm":
+    # One causal LM of models.tsv, loaded from its prepared folder (rule prepare_model).
+    by_model[p.llm] = list(languages)
+else:
+    # One model for all languages, or one per language (bilingual Marian models such as opus-mt-en-cs).
+    for lang in languages:
+        by_model.setdefault(p.models.get(lang) or p.model or "", []).append(lang)
+has_source = bool((prompts["lang"] == p.source_lang).any())
+if not has_source:
+    log.info("no %s prompts (e.g. a released-prompts suite): nothing to translate", p.source_lang)
+
+
+def nothing_to_translate(requests):
+    raise RuntimeError("no source-language sentences, yet asked to translate")
+
+
 for model, langs in by_model.items():
     translator = None
-    if model:
+    if model and not has_source:
+        pass  # not loaded: the stats say no_sentences
+    elif model and p.backend == "llm":
+        lm = HFCausalLM.from_row(
+            dict(snakemake.params.llm),
+            model_dir=snakemake.input.llm,
+            no_space_langs=snakemake.params.no_space,
+        )
+        translator = LLMTranslator(model, lm, p, TranslationCache(p.cache))
+    elif model:
         translator = load_translator(model, p.device, p.dtype, p, p.cache, p.lang_codes)
     else:
         log.warning(
-            "no translation model for %s: template verbalization only (translate.model is empty)", langs
+            "no translation model for %s: template verbalization only (translate.%s is empty)",
+            langs,
+            "llm" if p.backend == "llm" else "model",
         )
+    if translator:
+        translate_fn = partial(translator.translate, progress=True)
+    else:
+        translate_fn = nothing_to_translate if model else None
     outputs.append(
         sentence_verbalization(
             prompts,
@@ -47,13 +77,15 @@ for model, langs in by_model.items():
             forms,
             templates,
             langs,
-            translate=partial(translator.translate, progress=True) if translator else None,
+            translate=translate_fn,
             model_name=model or "none",
             source_lang=p.source_lang,
             styles=p.styles,
             subject_mode=p.subject,
             object_mode=p.object,
             min_score=p.min_score,
+            backend=p.backend,
+            word_order=p.word_order,
         )
     )
 

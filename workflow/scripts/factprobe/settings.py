@@ -60,6 +60,7 @@ class TemplateSet:
     language: str = "en"
     gender: str = "MASC"
     functions: str = "skip"
+    checked_only: bool = False
 
     def files(self, languages: list[str]) -> list[str]:
         """Files the set reads for ``languages`` (the Snakemake inputs of ``build_probes``)."""
@@ -68,6 +69,8 @@ class TemplateSet:
             return [str(path / f"{lang}.yaml") for lang in languages]
         if self.format == "pararel":
             return sorted(str(p) for p in path.glob("P*.jsonl"))
+        if self.format == "mpararel":
+            return sorted(str(p) for lang in languages for p in (path / lang).glob("P*.jsonl"))
         return [str(path)]
 
 
@@ -124,16 +127,28 @@ class SuiteScoring:
 
 @dataclass(frozen=True)
 class SuiteSource:
-    """``suites.<s>.source``: a released benchmark imported instead of facts sampled from the dump
-    (``format: probelm``: PRobELM's ``{MMYYYY}.json`` groups and ``prompts.csv``, probes/released.py)."""
+    """``suites.<s>.source``: where a suite's facts and prompts come from.
 
-    format: str
-    path: str
+    ``dump`` (default): facts sampled from the dump, prompts from templates. ``fluent-mlama``: the
+    released Fluent-mLAMA sentences (``probes/fluent.py``) read by build_probes; the dump still
+    gives distractors. ``probelm``: PRobELM's ``{MMYYYY}.json`` groups and ``prompts.csv``
+    (``probes/released.py``), imported whole by rule import_released instead of build_probes and
+    retrieve_distractors (:attr:`imported`).
+    """
+
+    format: str = "dump"
+    path: str = ""
     months: list[str] = _default([])
+    verbalizations: list[str] = _default(["template", "gt", "chatgpt"])
+
+    @property
+    def imported(self) -> bool:
+        """Probes and candidates come whole from the release (rule import_released)."""
+        return self.format == "probelm"
 
     def files(self) -> list[str]:
-        """The released files read (Snakemake inputs): the months' data files, then prompts.csv;
-        no ``months`` = every ``MMYYYY.json`` in ``path``."""
+        """The released PRobELM files read (Snakemake inputs): the months' data files, then
+        prompts.csv; no ``months`` = every ``MMYYYY.json`` in ``path``."""
         folder = Path(self.path)
         months = list(self.months) or sorted(
             p.stem for p in folder.glob("*.json") if len(p.stem) == 6 and p.stem.isdigit()
@@ -170,7 +185,7 @@ class Suite:
     missing_relations: str = "error"
     # None = the kind's default (CORRECT_SET_DEFAULTS): fluent-mLAMA Table 1 for multilingual suites.
     correct_set: str | None = None
-    source: SuiteSource | None = None
+    source: SuiteSource = _default(SuiteSource())
 
 
 @dataclass(frozen=True)
@@ -358,10 +373,21 @@ class Report:
     confidence_level: float = 0.95
 
 
+#: Fluent-mLAMA Appendix A instruction; {source}/{target} are the languages' English names.
+LLM_INSTRUCTION = (
+    "You are a professional {source}-{target} translator. You are given {source} sentences about "
+    "subjects and objects. You are also given translations of subjects and objects separately. You "
+    "need to translate full sentences to {target}. When translating, you have to use the translated "
+    "subjects and objects. Pay special attention to grammatical agreement between the words in the "
+    "translated sentences. When translating, follow the examples:"
+)
+
+
 @dataclass(frozen=True)
 class Translate:
     """``translate``: sentence-level verbalization of multilingual suites."""
 
+    backend: str = "seq2seq"
     model: str | None = ""
     models: dict[str, str] = _default({})
     source_lang: str = "en"
@@ -377,6 +403,11 @@ class Translate:
     dtype: str = "float32"
     lang_codes: dict[str, str] = _default({})
     cache: str = "results/cache/translate"
+    llm: str = ""
+    few_shot: dict[str, list[dict[str, str]]] = _default({})
+    llm_instruction: str = LLM_INSTRUCTION
+    language_names: dict[str, str] = _default({})
+    word_order: str = "strict"
 
     def generation_key(self) -> str:
         """Decoding settings in the translation cache key (they change the output)."""
@@ -513,7 +544,7 @@ def suite_model_cutoff(cfg: Config, suite: str, model_row: dict) -> dict:
     §3.1: facts added after *the model's* cut-off), from models.tsv ``cutoff`` (YYYY-MM-DD), else
     the suite's own ``cutoff``; empty for other suite kinds."""
     block = cfg.suites[suite]
-    if block.kind != "plausibility" or block.source is not None:
+    if block.kind != "plausibility" or block.source.imported:
         # A released benchmark is chosen per cut-off already (PRobELM's {MMYYYY}.json files).
         return {}
     own = str(model_row.get("cutoff") or "").replace("-", "")
@@ -634,11 +665,11 @@ def check_cross_keys(cfg: Config, enabled: list[str], source: str = "config/conf
         for dump in suite.label_dumps or []:
             if dump not in enabled:
                 raise ConfigError(f"{where}.label_dumps: {dump} is not an enabled dump ({enabled})")
-        if suite.source is not None and suite.kind != "plausibility":
+        if suite.source.imported and suite.kind != "plausibility":
             raise ConfigError(
                 f"{where}.source: format {suite.source.format} is a plausibility benchmark; set kind: plausibility"
             )
-        if suite.kind == "plausibility" and suite.source is None:
+        if suite.kind == "plausibility" and not suite.source.imported:
             old, cut, new = suite.diff_old, suite.cutoff, suite.dump
             if old not in enabled:
                 raise ConfigError(f"{where}.diff_old: {old} is not an enabled dump ({enabled})")

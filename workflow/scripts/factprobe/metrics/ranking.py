@@ -72,3 +72,28 @@ def ranking_per_fact(
 def mean_rank(ranks: Sequence[float]) -> float:
     """Mean rank over facts (§3.3); NaN for an empty set."""
     return float(np.mean(ranks)) if len(ranks) else float("nan")
+
+
+def table1(summary: pd.DataFrame, ns: Sequence[int] = (1, 3), strategy: str | None = None) -> pd.DataFrame:
+    """Fluent-mLAMA Table 1 layout from a metrics summary (``pipeline.summarize`` rows): one row per
+    model × verbalization, one column per measure × language, ``R@n`` for ``ns`` then ``mean rank``
+    (§3.3: R@n and the mean rank of the best correct object average over the facts of a language ×
+    verbalization subset). Rows of other styles/shots or strategies are averaged only when the
+    summary mixes them; ``strategy`` picks one distractor strategy (e.g. ``pool``).
+    """
+    rows = summary[summary["measure"].isin(["recall", "mean_rank"])]
+    if "level" in rows.columns:
+        rows = rows[rows["level"] == "fact"]
+    if strategy is not None:
+        rows = rows[rows["strategy"] == strategy]
+    rows = rows[(rows["measure"] == "mean_rank") | rows["n"].isin(list(ns))]
+    if rows.empty:
+        return pd.DataFrame()
+    col = np.where(rows["measure"] == "recall", "R@" + rows["n"].astype(int).astype(str), "mean rank")
+    table = rows.assign(col=col).pivot_table(
+        index=["model", "verbalization"], columns=["col", "lang"], values="value", aggfunc="mean"
+    )
+    order = [f"R@{n}" for n in ns] + ["mean rank"]
+    langs = list(dict.fromkeys(rows["lang"]))
+    cols = [(c, lang) for c in order for lang in langs if (c, lang) in table.columns]
+    return table[cols]

@@ -21,7 +21,7 @@ from factprobe.settings import Suite, SuiteTemplates, TemplateSet, load
 from factprobe.wikidata.labels import label_table
 
 from .fewshot import DemoPool, context, parse_setting
-from .importers import import_lama, import_myriadlama, import_pararel, import_xfactr
+from .importers import import_lama, import_mpararel, import_myriadlama, import_pararel, import_xfactr
 from .layouts import check_layout, target_text
 from .layouts import usable as layout_usable
 from .select import (
@@ -55,6 +55,8 @@ def load_template_set(name: str, set_cfg: TemplateSet, languages: list[str]) -> 
         for line in skipped:
             log.info("template set %s: skipped %s", name, line)
         return found
+    if fmt == "mpararel":
+        return import_mpararel(path, languages, set_cfg.checked_only)
     lang = set_cfg.language
     if lang not in languages:
         return []
@@ -82,6 +84,28 @@ def select_templates(templates: list[Template], spec: SuiteTemplates, relations:
     return out
 
 
+def released_suite(name: str, suite: Suite) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Facts, prompts and forms of a suite read from the Fluent-mLAMA release (``probes/fluent.py``);
+    ``n_facts`` keeps that many facts per relation, the first in ``stable_hash(seed, fact_id)`` order."""
+    from factprobe.hashing import stable_hash
+
+    from .fluent import import_fluent_mlama
+
+    src = suite.source
+    facts, prompts, forms = import_fluent_mlama(
+        src.path, list(suite.languages), list(suite.relations), list(src.verbalizations), suite.seed
+    )
+    if facts.empty:
+        raise ValueError(f"suites.{name}: the release at {src.path} has no facts for {suite.relations}")
+    if suite.n_facts is not None:
+        order = facts["fact_id"].map(lambda f: stable_hash(suite.seed, f))
+        keep = facts.assign(_o=order).sort_values("_o").groupby("property").head(suite.n_facts)
+        facts = facts[facts["fact_id"].isin(set(keep["fact_id"]))].reset_index(drop=True)
+        prompts = prompts[prompts["fact_id"].isin(set(facts["fact_id"]))].reset_index(drop=True)
+    log.info("suite %s: %d facts, %d prompts from the Fluent-mLAMA release", name, len(facts), len(prompts))
+    return facts, prompts, forms
+
+
 def build_suite(
     name: str,
     suite: Suite | dict,
@@ -106,6 +130,8 @@ def build_suite(
         list(suite.relations),
     )
     seed, k_alias = suite.seed, suite.subject_aliases
+    if suite.source.format == "fluent-mlama":
+        return released_suite(name, suite)
     # Prompt layout (probes/layouts.py): cloze, mask_qa (BELIEF-ICL App. E) or qa (App. D).
     layout, mask = suite.layout, suite.mask_token
     check_layout(layout, f"suites.{name}.layout")

@@ -1,5 +1,5 @@
-"""Importers for external template sets: LAMA / ParaRel jsonl, X-FACTR ``TREx_prompts.csv`` and
-MyriadLAMA (belief-myriadlama §4; its released records, jsonl / json / csv / tsv / parquet).
+"""Importers for external template sets: LAMA / ParaRel jsonl, mParaRel (per-language ParaRel
+folders, the mLAMA templates), X-FACTR ``TREx_prompts.csv`` and MyriadLAMA (belief-myriadlama §4; its released records, jsonl / json / csv / tsv / parquet).
 
 They return the same :class:`~factprobe.probes.templates.Template` records as the YAML loader,
 so a suite can mix the team's templates with published ones (belief-myriadlama §2: more
@@ -74,6 +74,56 @@ def import_pararel(folder: str | Path, lang: str = "en") -> list[Template]:
                 "text": pattern,
             }
             out.append(_template(record, lang, str(path), where))
+    return out
+
+
+def import_mpararel(folder: str | Path, languages: list[str], checked_only: bool = False) -> list[Template]:
+    """mParaRel / mLAMA patterns (Fierro & Søgaard 2022; the templated verbalization of Fluent-mLAMA
+    §3.2): ``<folder>/<lang>/P<id>.jsonl``, one ``{"pattern": ..., "checked-by-human": bool}`` a line.
+
+    Ids are ``<relation>.<lang>.mpararel<line>``; every pattern is a statement. The released
+    patterns are lower-cased, so the first letter of a pattern that opens with a letter is
+    capitalised (a sentence start); ``[X]``/``[Y]`` openings are capitalised by the probe builder.
+    ``checked_only`` keeps the human-reviewed patterns only. A language without a folder raises.
+    """
+    folder = Path(folder)
+    out: list[Template] = []
+    for lang in languages:
+        if not LANG_RE.match(lang):
+            raise TemplateError(f"{folder}: {lang!r} is not a language code")
+        files = sorted(
+            (folder / lang).glob("P*.jsonl"), key=lambda p: int(p.stem[1:]) if p.stem[1:].isdigit() else 0
+        )
+        if not files:
+            raise TemplateError(
+                f"{folder / lang}: no mParaRel files <lang>/P<id>.jsonl for language {lang!r}; "
+                "fix templates.sets.*.path (the mpararel_reviewed/patterns folder) or the suite's languages"
+            )
+        for path in files:
+            relation = path.stem
+            for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+                if not line.strip():
+                    continue
+                where = f"{path}: line {lineno}"
+                try:
+                    row = json.loads(line)
+                    pattern = row["pattern"]
+                except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                    raise TemplateError(
+                        f"{where}: expected a JSON object with a 'pattern' key ({exc})"
+                    ) from exc
+                if checked_only and not row.get("checked-by-human"):
+                    continue
+                text = pattern.strip()
+                if text[:1].isalpha():
+                    text = text[0].upper() + text[1:]
+                record = {
+                    "id": f"{relation}.{lang}.mpararel{lineno}",
+                    "relation": relation,
+                    "style": "statement",
+                    "text": text,
+                }
+                out.append(_template(record, lang, str(path), where))
     return out
 
 

@@ -186,8 +186,15 @@ def align_sentence(
     object_forms: Sequence[tuple[str, str]],
     subject_forms: Sequence[tuple[str, str]] = (),
     min_score: float = 80.0,
+    word_order: str = "strict",
 ) -> Alignment:
-    """Find the object in a translated sentence, check it is final and cut the prompt before it.
+    """Find the object in a translated sentence, check its position and cut the prompt before it.
+
+    ``word_order="strict"`` keeps a sentence only when the object ends it (``object_not_final``
+    otherwise). ``"loose"`` is the paper's filter (§3.2: drop the facts whose translation "differs
+    significantly in word order (e.g. an object NE in the beginning of the sentence)"): an object
+    that opens the sentence or, when the subject was found, precedes it is dropped as
+    ``object_at_start``; words after the object are cut off with it (kept in ``rest``).
 
     ``object_forms``/``subject_forms`` are ``(form, via)`` pairs, e.g. the target-language label
     (``via="label"``), its aliases and the English label (``via="source"``). When a subject form is
@@ -220,6 +227,12 @@ def align_sentence(
     if start > 0 and not sentence[start - 1].isspace():
         return Alignment("object_glued", **common)
     prompt = sentence[:start].rstrip()
+    if word_order == "loose":
+        if not prompt or (subject is not None and match.start < subject.start):
+            return Alignment("object_at_start", prompt=prompt, **common)
+        return Alignment("kept", prompt=prompt, **common)
+    if word_order != "strict":
+        raise ValueError(f"translate.word_order must be strict or loose, not {word_order!r}")
     if not is_object_final(rest):
         return Alignment("object_not_final", prompt=prompt, **common)
     if not prompt:

@@ -89,12 +89,19 @@ CACHE_COLUMNS = ["key", "model", "src_lang", "tgt_lang", "text", "prefix", "tran
 
 @dataclass(frozen=True)
 class Request:
-    """One sentence to translate; ``prefix`` is forced as the start of the translation."""
+    """One sentence to translate; ``prefix`` is forced as the start of the translation.
+
+    ``subject``/``object`` are the target-language labels the LLM backend is told to use
+    (``llm.py``) and ``relation`` picks its few-shot examples; the seq2seq backend ignores them.
+    """
 
     text: str
     src_lang: str
     tgt_lang: str
     prefix: str = ""
+    subject: str = ""
+    object: str = ""
+    relation: str = ""
 
 
 class TranslationCache:

@@ -151,8 +151,11 @@ def translation_requests(
     source_lang: str = "en",
     subject_mode: str = "prefix",
     object_mode: str = "substitute",
+    backend: str = "seq2seq",
 ) -> tuple[list[dict], list[dict]]:
-    """Requests for one target language, with the Wikidata labels imposed as ``mt.py`` describes.
+    """Requests for one target language, with the Wikidata labels imposed as ``mt.py`` describes
+    (``backend="seq2seq"``) or, for ``backend="llm"`` (``llm.py``), the filled source sentence
+    as is with the target labels given as the forced subject and object translations.
 
     Returns ``(jobs, skipped)``: each job is the sentence row plus the ``Request`` and the target
     labels; sentences whose object has no ``lang`` label are skipped (``no_object_label``).
@@ -174,12 +177,24 @@ def translation_requests(
             else:
                 subject_in = subj_label
         object_in = obj_label if object_mode == "substitute" else s["object_source"]
-        text = fill(template, subject_in, object_in)
+        if backend == "llm":
+            # Appendix A: the English sentence stays English; the labels are given beside it.
+            request = Request(
+                text=s["source_text"],
+                src_lang=source_lang,
+                tgt_lang=lang,
+                subject=subj_label or s["subject_source"],
+                object=obj_label,
+                relation=s["property"],
+            )
+        else:
+            text = fill(template, subject_in, object_in)
+            request = Request(text=text, src_lang=source_lang, tgt_lang=lang, prefix=prefix)
         jobs.append(
             dict(
                 s,
                 lang=lang,
-                request=Request(text=text, src_lang=source_lang, tgt_lang=lang, prefix=prefix),
+                request=request,
                 subject_label=subj_label,
                 object_label=obj_label,
                 object_forms=[(obj_label, "label")]
@@ -205,6 +220,8 @@ def sentence_verbalization(
     subject_mode: str = "prefix",
     object_mode: str = "substitute",
     min_score: float = 80.0,
+    backend: str = "seq2seq",
+    word_order: str = "strict",
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Sentence-level prompts, inflected forms and per-language stats of one suite.
 
@@ -223,12 +240,16 @@ def sentence_verbalization(
             status = "no_model" if translate is None else "no_sentences"
             stats.append(_stats_row(lang, model_name, status, len(sentences), counts, 0, 0, n_template))
             continue
-        jobs, skipped = translation_requests(sentences, forms, lang, source_lang, subject_mode, object_mode)
+        jobs, skipped = translation_requests(
+            sentences, forms, lang, source_lang, subject_mode, object_mode, backend
+        )
         counts.update(s["reason"] for s in skipped)
         outputs = translate([j["request"] for j in jobs])
         lang_forms: Counter = Counter()
         for job, translation in zip(jobs, outputs, strict=True):
-            a = align_sentence(translation or "", job["object_forms"], job["subject_forms"], min_score)
+            a = align_sentence(
+                translation or "", job["object_forms"], job["subject_forms"], min_score, word_order
+            )
             counts[a.reason] += 1
             if not a.kept:
                 continue

@@ -1,0 +1,183 @@
+"""The released Fluent-mLAMA data as a suite: the paper's own prompts, facts and object forms.
+
+Fluent-mLAMA (fluent-mlama-disfluency, ZurichNLP/Fluent-mLAMA ``fixed_data/fixed_data.zip``):
+one TSV per language and relation, ``<lang>_<PID>_{20prompt|nogpt}.tsv``, one fact a row with
+``sub_uri, sub_label, obj_uri, obj_label``, the prompts of the three verbalizations of §3.2
+(``template_prompt`` = MLAMA template filled and cut before [Y]; ``gt_prompt`` = Google Translate
+sentence; ``chatgpt_prompt``, only in ``20prompt`` files = GPT-4o-mini with forced labels), the
+object as inflected in each sentence (``gt_infl_object``, ``chatgpt_infl_object``) and the
+object's Wikidata ``aliases`` (``|||``-separated). A sentence the authors could not split has
+``ERROR`` in its prompt and object columns; it is not imported (§3.2 "we filter such facts").
+
+Tables (docs/contracts.md layouts):
+
+* ``facts``: one row per (subject, relation, object) over all languages (``dump`` =
+  ``fluent-mlama``, ``popularity`` = 0, one stratum);
+* ``prompts``: one row per fact × language × verbalization, ``verbalization`` = ``template`` /
+  ``gt`` / ``chatgpt``, ``template_id`` = ``<PID>.<lang>.fluent-<verbalization>``, the text
+  right-stripped (the release keeps the space before the object);
+* ``entity_forms``: per language the subject and object labels (``label``), the object's aliases
+  (``alias``) and the inflected objects of the sentences (``inflected``). §3.2: "we consider all
+  forms (both non-inflected and possibly inflected) of object NEs as correct ones"; Table 1 counts
+  label and inflections, the wide setting (§5.2, App. E) adds the aliases.
+
+The release is research-only (no licence, built on mLAMA, CC-BY-NC): it is read from the path
+the config names, at run time, and never copied into the repository.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+import re
+import zipfile
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from factprobe import contracts
+
+from .select import assign_split
+
+log = logging.getLogger(__name__)
+
+FILE_RE = re.compile(r"(?:^|/)([a-z]{2,3}(?:-[a-z]+)?)_(P[1-9][0-9]*)_(20prompt|nogpt)\.tsv$")
+VERBALIZATIONS = {
+    "template": ("template_prompt", None),
+    "gt": ("gt_prompt", "gt_infl_object"),
+    "chatgpt": ("chatgpt_prompt", "chatgpt_infl_object"),
+}
+REQUIRED = ("sub_uri", "sub_label", "obj_uri", "obj_label", "template_prompt", "gt_prompt", "gt_infl_object")
+ERROR = "ERROR"
+QID_RE = re.compile(r"^Q[1-9][0-9]*$")
+
+
+class FluentError(ValueError):
+    """The release cannot be read; the message names the file and what to fix."""
+
+
+def release_files(path: str | Path) -> Iterator[tuple[str, str, str, str]]:
+    """``(lang, relation, file name, text)`` of every TSV of the release: the zip as published
+    (macOS ``__MACOSX`` entries skipped) or a folder it was unpacked into."""
+    path = Path(path)
+    if path.is_file() and zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            for name in sorted(archive.namelist()):
+                match = FILE_RE.search(name)
+                if match and "__MACOSX" not in name:
+                    yield match.group(1), match.group(2), f"{path}:{name}", archive.read(name).decode("utf-8")
+        return
+    if path.is_dir():
+        for file in sorted(path.rglob("*.tsv")):
+            match = FILE_RE.search(file.name)
+            if match and "__MACOSX" not in file.parts:
+                yield match.group(1), match.group(2), str(file), file.read_text(encoding="utf-8")
+        return
+    raise FluentError(
+        f"{path}: not the Fluent-mLAMA release (fixed_data.zip or its unpacked folder); "
+        "fix suites.<suite>.source.path"
+    )
+
+
+def _rows(name: str, text: str) -> tuple[list[dict], int]:
+    """Rows of one TSV and the count of malformed ones. Fields are CSV-quoted where a raw model
+    answer spans lines (``chatgpt_translation``); a row without entity ids is malformed."""
+    reader = csv.DictReader(io.StringIO(text), delimiter="\t")
+    missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+    if missing:
+        raise FluentError(f"{name}: missing column(s) {missing}; is this a Fluent-mLAMA TSV?")
+    rows, bad = [], 0
+    for row in reader:
+        if QID_RE.match(row.get("sub_uri") or "") and QID_RE.match(row.get("obj_uri") or ""):
+            rows.append(row)
+        else:
+            bad += 1
+    return rows, bad
+
+
+def _usable(value: str | None) -> str:
+    value = (value or "").strip()
+    return "" if value == ERROR else value
+
+
+def import_fluent_mlama(
+    path: str | Path,
+    languages: Sequence[str],
+    relations: Sequence[str] | None = None,
+    verbalizations: Sequence[str] = ("template", "gt", "chatgpt"),
+    seed: object = 0,
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``(facts, prompts, entity_forms)`` of the release for ``languages`` and ``relations``
+    (``None`` = every relation), with the asked ``verbalizations``; see the module docstring."""
+    unknown = [v for v in verbalizations if v not in VERBALIZATIONS]
+    if unknown:
+        raise FluentError(f"unknown verbalization(s) {unknown}; choose from {list(VERBALIZATIONS)}")
+    facts: dict[str, tuple[str, str, str]] = {}
+    prompts, forms = [], []
+    skipped: Counter = Counter()
+    seen_langs = set()
+    for lang, relation, name, text in release_files(path):
+        if lang not in languages or (relations is not None and relation not in relations):
+            continue
+        seen_langs.add(lang)
+        rows, bad = _rows(name, text)
+        if bad:
+            log.warning("%s: %d malformed rows (no sub_uri/obj_uri) skipped", name, bad)
+        for row in rows:
+            subject, obj = row["sub_uri"].strip(), row["obj_uri"].strip()
+            fact_id = f"{subject}|{relation}|{obj}"
+            facts.setdefault(fact_id, (subject, relation, obj))
+            sub_label, obj_label = row["sub_label"].strip(), row["obj_label"].strip()
+            forms += [(subject, lang, sub_label, "label"), (obj, lang, obj_label, "label")]
+            forms += [
+                (obj, lang, a.strip(), "alias") for a in (row.get("aliases") or "").split("|||") if a.strip()
+            ]
+            for verb in verbalizations:
+                prompt_col, infl_col = VERBALIZATIONS[verb]
+                prompt = _usable(row.get(prompt_col)).rstrip()
+                inflected = _usable(row.get(infl_col)) if infl_col else obj_label
+                if not prompt or not inflected:
+                    skipped[(lang, verb)] += 1
+                    continue
+                if infl_col:
+                    forms.append((obj, lang, inflected, "inflected"))
+                tid = f"{relation}.{lang}.fluent-{verb}"
+                prompts.append(
+                    (f"{fact_id}|{tid}|{lang}|0|none", fact_id, lang, tid, "statement", sub_label, prompt)
+                    + ("", verb, "none", 0, relation)
+                )
+    missing = sorted(set(languages) - seen_langs)
+    if missing:
+        raise FluentError(f"{path}: no file for language(s) {missing} (relations {relations or 'all'})")
+    if skipped:
+        log.info("Fluent-mLAMA: prompts marked ERROR in the release, not imported: %s", dict(skipped))
+    fact_table = pd.DataFrame(
+        [(fid, s, r, o, [o]) for fid, (s, r, o) in sorted(facts.items())],
+        columns=["fact_id", "subject", "property", "object", "objects"],
+    )
+    fact_table["popularity"] = 0
+    fact_table["stratum"] = 0
+    fact_table["split"] = assign_split(fact_table["fact_id"], seed)
+    fact_table["dump"] = "fluent-mlama"
+    prompt_table = pd.DataFrame(prompts, columns=contracts.columns("prompts")[:-1])
+    prompt_table["subject_form_index"] = prompt_table["subject_form_index"].astype("int32")
+    prompt_table["demos"] = [[] for _ in range(len(prompt_table))]
+    form_table = pd.DataFrame(forms, columns=["entity", "lang", "form", "source"])
+    # One row per (entity, lang, form): a label stays a label even where a sentence left it uninflected.
+    order = {"label": 0, "inflected": 1, "alias": 2}
+    form_table = (
+        form_table.assign(_o=form_table["source"].map(order))
+        .sort_values(["entity", "lang", "_o", "form"], kind="stable")
+        .drop_duplicates(["entity", "lang", "form"])
+        .drop(columns="_o")
+        .reset_index(drop=True)
+    )
+    log.info(
+        "Fluent-mLAMA: %d facts, prompts per language x verbalization %s",
+        len(fact_table),
+        prompt_table.groupby(["lang", "verbalization"]).size().to_dict(),
+    )
+    return fact_table, prompt_table, form_table
