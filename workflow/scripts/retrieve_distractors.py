@@ -14,7 +14,7 @@ from factprobe.settings import Retrieve, load
 
 log = rule_logger(snakemake)
 p = snakemake.params.settings
-facts, entity_forms, claims, omega = load_suite_omega(snakemake.input, p)
+facts, entity_forms, claims, omega = load_suite_omega(snakemake.input, p, snakemake.threads)
 settings = load(Retrieve, p, f"distractors of suite {snakemake.wildcards.suite}")
 index = None
 if "index" in snakemake.input.keys():

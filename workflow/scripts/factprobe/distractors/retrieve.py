@@ -18,6 +18,7 @@ from tqdm import tqdm
 
 from factprobe import contracts
 from factprobe.contracts import id_ints
+from factprobe.distractors import scan
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.omega import Omega, facts_valid, suite_omega  # noqa: F401 (re-export)
 from factprobe.distractors.pool import pool_distractors, relation_pools
@@ -162,19 +163,43 @@ def count_found(candidates: pd.DataFrame) -> pd.DataFrame:
     return d.groupby(["fact_id", "strategy"]).size().rename("found").reset_index()
 
 
-def load_suite_omega(inputs, settings: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, Omega]:
-    """Facts, entity forms, claims and Ω(f) of a suite from a rule's inputs (facts, entity_forms, claims,
-    types) and its settings (dump, valid_ranks, form_threshold); contract columns checked."""
+def load_suite_omega(
+    inputs, settings: dict, threads: int = 1
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, Omega]:
+    """Facts, entity forms, statements and Ω(f) of a suite from a rule's inputs (facts,
+    entity_forms, claims, types) and its settings (dump, valid_ranks, form_threshold, strategies).
+
+    Out of core (issue 15 item 2): DuckDB scans read only the rows Ω can ask about
+    (:mod:`factprobe.distractors.scan`): types and forms of the facts' subjects and objects and of
+    the entities sharing a declared type with them, statements of the suite's relations (of its
+    subjects only, unless co-occurrence fills the subject slot). The returned ``entity_forms`` and
+    statements are those restrictions; Ω answers as :func:`suite_omega` on the whole tables.
+    """
     facts = contracts.read("facts", inputs.facts)
-    entity_forms = contracts.read("entity_forms", inputs.entity_forms)
-    claims = contracts.read("claims", inputs.claims)
-    omega = suite_omega(
-        facts,
-        entity_forms,
-        claims,
-        inputs.types,
-        settings["dump"],
-        settings["valid_ranks"],
-        settings["form_threshold"],
+    con = scan.connect(threads)
+    anchor_ids = scan.anchors(facts)
+    relations = np.unique(id_ints(facts["property"]))
+    types = scan.scan_types(inputs.types, anchor_ids, con)
+    entity_forms = scan.scan_forms(inputs.entity_forms, np.union1d(types["id"].to_numpy(), anchor_ids), con)
+    strategies = settings.get("strategies", [])
+    subject_side = "cooccur" in strategies and "subject" in settings.get("cooccur_sides", [])
+    subjects = None if subject_side else id_ints(facts["subject"])
+    dump = int(settings["dump"])
+    valid = scan.scan_valid(inputs.claims, dump, settings["valid_ranks"], relations, subjects, con)
+    valid = pd.concat([valid, facts_valid(facts)]).drop_duplicates()
+    statements = (
+        scan.scan_statements(inputs.claims, relations, con)
+        if "cooccur" in strategies
+        else pd.DataFrame(columns=["subject", "property", "object", "rank"])
     )
-    return facts, entity_forms, claims, omega
+    con.close()
+    omega = Omega.from_tables(types, entity_forms, valid, settings["form_threshold"])
+    log.info(
+        "omega: %d facts, %d typed entities, %d forms, %d valid statements, %d co-occurrence statements",
+        len(facts),
+        types["id"].nunique(),
+        len(entity_forms),
+        len(valid),
+        len(statements),
+    )
+    return facts, entity_forms, statements, omega

@@ -1,0 +1,232 @@
+"""Scale benchmark: the DAG up to (not including) scoring on replicated demo dumps (issue 15 item 1).
+
+For each size in ``--sizes`` (items per dump), :mod:`scale_dumps` writes two replicated dumps
+(ids shifted per copy, hubs shared, pseudo-word labels per copy, ~3 % edits in the newer one), a
+working directory gets a copy of ``config/config.yaml`` pointing at them (every suite's
+``n_facts`` set to ``--facts``), and Snakemake runs every suite's ``candidates.parquet`` target:
+extraction, diff, temporal views, probes, semantic index and distractor retrieval (ApprOpt and
+translation load a model and are left out, like scoring). Snakemake's ``benchmark:`` files give
+per job wall seconds, CPU seconds and peak RSS.
+
+Growth: per rule (the sum of CPU-s and wall over its jobs, the max of their peak RSS), a
+least-squares fit of ``log y = a + b log n`` over the sizes gives the exponent ``b`` in entities
+``n``; the printed extrapolation multiplies the largest measurement by ``(110M / n)**b`` (and
+by the claims ratio to 1.5B). Facts-bound jobs (retrieval) are also scaled linearly from
+``--facts`` to 100k probed facts per suite: an assumption, stated in the output, not a fit.
+
+Not part of the test suite. On a shared machine keep the sizes small (the load average is
+printed with every run; wall times are inflated by load, CPU-s much less).
+
+    PYTHONPATH=workflow/scripts .venv/bin/python benchmarks/scale.py --sizes 2000 10000 20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scale_dumps import write_dumps  # noqa: E402
+
+FULL_ENTITIES = 110e6
+FULL_CLAIMS = 1.5e9
+FULL_FACTS = 100_000
+# Rules whose work grows with the number of probed facts rather than with the dump.
+FACTS_BOUND = ("retrieve_distractors",)
+
+
+def make_workdir(work: Path, items: int, facts: int) -> dict:
+    """Dumps, config and registry of one size under ``work``; returns the dump counts."""
+    stats_file = work / "dumps" / "stats.json"
+    if stats_file.exists():
+        stats = json.loads(stats_file.read_text())
+    else:
+        stats = write_dumps(items, work / "dumps")
+        stats_file.write_text(json.dumps(stats, indent=1))
+    (work / "config").mkdir(parents=True, exist_ok=True)
+    with open(work / "config" / "dumps.tsv", "w") as f:
+        f.write("dump\tenabled\tpath\turl\tchecksum\n")
+        for dump in ("20141201", "20190201"):
+            f.write(f"{dump}\ttrue\t{stats[dump]['path']}\t\t\n")
+    shutil.copy(ROOT / "config" / "models.tsv", work / "config" / "models.tsv")
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    config["dumps"] = "config/dumps.tsv"
+    config["models"] = "config/models.tsv"
+    for block in config["suites"].values():
+        block["n_facts"] = facts
+    (work / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    return stats
+
+
+def run_dag(work: Path, cores: int) -> tuple[float, str]:
+    """Snakemake up to every suite's candidates table; returns (wall seconds, log tail)."""
+    config = yaml.safe_load((work / "config" / "config.yaml").read_text())
+    targets = [f"results/probes/{s}/candidates.parquet" for s in config["suites"]]
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "workflow" / "scripts"))
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(ROOT / "workflow" / "Snakefile"),
+        "-d",
+        str(work),
+        "--configfile",
+        str(work / "config" / "config.yaml"),
+        "--cores",
+        str(cores),
+        *targets,
+    ]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode:
+        raise SystemExit(f"snakemake failed in {work}:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
+    return wall, proc.stderr[-500:]
+
+
+def read_benchmarks(work: Path) -> dict[str, dict]:
+    """Per rule: jobs, summed wall and CPU seconds, max peak RSS (MB), from the benchmark files."""
+    out: dict[str, dict] = defaultdict(lambda: {"jobs": 0, "wall_s": 0.0, "cpu_s": 0.0, "rss_mb": 0.0})
+    for path in sorted((work / "benchmarks").rglob("*.tsv")):
+        rule = path.relative_to(work / "benchmarks").parts[0]
+        with open(path) as f:
+            for row in csv.DictReader(f, delimiter="\t"):
+                r = out[rule]
+                r["jobs"] += 1
+                r["wall_s"] += float(row["s"])
+                r["cpu_s"] += float(row["cpu_time"]) if row["cpu_time"] not in ("", "NA", "-") else 0.0
+                rss = row["max_rss"]
+                r["rss_mb"] = max(r["rss_mb"], float(rss) if rss not in ("", "NA", "-") else 0.0)
+    return dict(out)
+
+
+def claims_rows(work: Path) -> int:
+    """Claims rows of the newer dump's extraction (for the 1.5B-claims extrapolation)."""
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(work / "results" / "wikidata" / "20190201" / "claims.parquet").metadata.num_rows
+
+
+def fit_exponent(xs: list[float], ys: list[float]) -> float | None:
+    """Least-squares slope of log y on log x (None with fewer than two usable points)."""
+    pts = [(math.log(x), math.log(y)) for x, y in zip(xs, ys, strict=True) if x > 0 and y > 0]
+    if len(pts) < 2:
+        return None
+    mx = sum(p[0] for p in pts) / len(pts)
+    my = sum(p[1] for p in pts) / len(pts)
+    sxx = sum((p[0] - mx) ** 2 for p in pts)
+    return sum((p[0] - mx) * (p[1] - my) for p in pts) / sxx if sxx else None
+
+
+def import_floor_mb() -> float:
+    """Peak RSS (MB) of a Python process that only imports the science stack: every job's floor."""
+    code = (
+        "import resource, pandas, pyarrow.parquet, scipy.sparse, duckdb, numpy;"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
+    )
+    return float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout)
+
+
+def report(runs: list[dict], facts: int, floor: float) -> str:
+    """The per-size table, the fitted exponents and the extrapolation (plain text)."""
+    lines = ["", "## Per job (sum over a rule's jobs; RSS = max job)", ""]
+    rules = sorted({r for run in runs for r in run["rules"]})
+    head = "| rule | " + " | ".join(f"{run['items']:,} items: wall s / CPU s / MB" for run in runs) + " |"
+    lines += [head, "|---" * (len(runs) + 1) + "|"]
+    for rule in rules:
+        cells = []
+        for run in runs:
+            r = run["rules"].get(rule)
+            cells.append(f"{r['wall_s']:.1f} / {r['cpu_s']:.1f} / {r['rss_mb']:.0f}" if r else "-")
+        lines.append(f"| {rule} | " + " | ".join(cells) + " |")
+    lines += ["", "| size | claims rows | DAG wall s | load avg before / after |", "|---|---|---|---|"]
+    for run in runs:
+        lines.append(
+            f"| {run['items']:,} | {run['claims']:,} | {run['wall_s']:.0f} | "
+            f"{run['load_before']:.2f} / {run['load_after']:.2f} |"
+        )
+    big = runs[-1]
+    n = [run["items"] for run in runs]
+    lines += [
+        "",
+        f"## Growth (exponent b of y ~ n^b over {len(runs)} sizes) and extrapolation",
+        f"to {FULL_ENTITIES:.3g} entities ({FULL_ENTITIES / big['items']:.0f}x the largest run) /"
+        f" {FULL_CLAIMS:.3g} claims, {FULL_FACTS:,} facts per suite ({FULL_FACTS / facts:.0f}x --facts;"
+        f" linear in facts assumed for {', '.join(FACTS_BOUND)})",
+        "",
+        "| rule | b(CPU) | b(RSS above floor) | CPU-h at full size | peak GB at full size |",
+        "|---|---|---|---|---|",
+    ]
+    for rule in rules:
+        if not all(rule in run["rules"] for run in runs):
+            continue
+        cpu = [run["rules"][rule]["cpu_s"] for run in runs]
+        # Memory above the import floor is what grows with the data.
+        rss = [max(run["rules"][rule]["rss_mb"] - floor, 1.0) for run in runs]
+        bc, br = fit_exponent(n, cpu), fit_exponent(n, rss)
+        scale = FULL_ENTITIES / big["items"]
+        fact_scale = FULL_FACTS / facts if rule in FACTS_BOUND else 1.0
+        cpu_full = cpu[-1] * scale ** (bc if bc is not None else 1.0) * fact_scale / 3600
+        rss_full = (floor + rss[-1] * scale ** max(br if br is not None else 1.0, 0.0)) / 1024
+        lines.append(
+            f"| {rule} | {bc if bc is None else round(bc, 2)} | {br if br is None else round(br, 2)} | "
+            f"{cpu_full:,.1f} | {rss_full:,.1f} |"
+        )
+    lines.append("")
+    lines.append(
+        f"RSS is fitted above the import floor ({floor:.0f} MB: Python + pandas/pyarrow/scipy/duckdb); "
+        "with one size the exponent defaults to 1 (linear). CPU-h of facts-bound rules include the "
+        "linear facts factor."
+    )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[2000, 10000, 20000], help="items per dump")
+    ap.add_argument("--facts", type=int, default=50, help="n_facts of every suite")
+    ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--work", type=Path, default=Path("/tmp/factprobe-scale"))
+    ap.add_argument("--keep", action="store_true", help="keep results of earlier runs (default: rerun all jobs)")
+    ap.add_argument("--json", type=Path, help="also write the measurements here")
+    args = ap.parse_args()
+    runs = []
+    for items in sorted(args.sizes):
+        work = args.work / f"n{items}"
+        stats = make_workdir(work, items, args.facts)
+        if not args.keep:
+            for sub in ("results", "benchmarks", "logs", ".snakemake"):
+                shutil.rmtree(work / sub, ignore_errors=True)
+        load_before = os.getloadavg()[0]
+        wall, _ = run_dag(work, args.cores)
+        run = {
+            "items": stats["20190201"]["items"] + stats["20190201"]["properties"],
+            "dumps": stats,
+            "wall_s": wall,
+            "load_before": load_before,
+            "load_after": os.getloadavg()[0],
+            "claims": claims_rows(work),
+            "rules": read_benchmarks(work),
+        }
+        runs.append(run)
+        print(f"{items} items: DAG {wall:.0f} s (load {load_before:.2f} -> {run['load_after']:.2f})", flush=True)
+    print(report(runs, args.facts, import_floor_mb()))
+    if args.json:
+        args.json.write_text(json.dumps(runs, indent=1))
+
+
+if __name__ == "__main__":
+    main()
