@@ -137,7 +137,7 @@ def scan_forms(
     _check(con, "entity_forms", entity_forms_path, cols)
     _ids_table(con, "_ids", ids)
     select = ", ".join(cols)
-    table = con.execute(
+    table = con.sql(
         f"SELECT {select} FROM read_parquet({_q(entity_forms_path)}, file_row_number = true) "
         "WHERE entity LIKE 'Q%' AND TRY_CAST(substr(entity, 2) AS BIGINT) IN (SELECT id FROM _ids) "
         "ORDER BY file_row_number"

@@ -1,0 +1,160 @@
+"""Out-of-core Ω loading (issue 15 item 2) answers as the whole-table pandas version.
+
+Hand-made claims/types/entity_forms tables in Parquet: the DuckDB scans of
+``factprobe.distractors.scan`` must return exactly the rows of the in-memory functions
+(``omega.load_types``, ``omega.valid_objects``, a whole read) restricted to what Ω asks about, and
+Ω built from them must give the same distractors, for every fact, as Ω built from the whole
+tables (``omega.suite_omega``, kept as the reference), with both validity rank modes and with the
+subject-side co-occurrence that needs other subjects' statements.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+from factprobe import contracts
+from factprobe.distractors import scan
+from factprobe.distractors.cooccur import Cooccurrence
+from factprobe.distractors.omega import load_types, suite_omega, valid_objects
+from factprobe.distractors.random import random_distractors
+from factprobe.distractors.retrieve import load_suite_omega
+
+NA = None
+# subject, property, object, rank, start, end, point_in_time
+CLAIMS = [
+    (1, 36, 10, 1, NA, NA, NA),  # current capital
+    (1, 36, 11, 1, 19000000, 19500000, NA),  # ended: not valid in 2014
+    (1, 36, 12, 2, NA, NA, NA),  # preferred: the only truthy one of (1, 36)
+    (1, 36, 13, 0, NA, NA, NA),  # deprecated
+    (2, 36, 14, 1, NA, NA, NA),
+    (2, 36, 15, 1, NA, NA, 20200101),  # point in time after the dump: not yet valid
+    (3, 36, 16, 1, NA, NA, NA),
+    (4, 36, 10, 1, NA, NA, NA),  # another subject with capital 10 (co-occurrence subject side)
+    (5, 36, 11, 1, NA, NA, NA),
+    (1, 47, 2, 1, NA, NA, NA),  # a relation no fact asks about
+    (2, 47, 3, 1, NA, NA, NA),
+    (6, 31, 100, 1, NA, NA, NA),
+]
+# id, type: two dumps; the newer one wins per entity (entity 12 is retyped, 18 only in the old one)
+TYPES_OLD = [(10, 500), (11, 500), (12, 500), (13, 500), (14, 500), (15, 500), (16, 500), (18, 500), (1, 600)]
+TYPES_NEW = [(10, 500), (11, 500), (12, 501), (14, 500), (16, 500), (17, 500), (1, 600), (2, 600), (3, 600)]
+TYPES_NEW += [(4, 600), (5, 600), (20, 700), (21, 700), (22, 701), (23, 702)]
+FORMS = [
+    ("Q10", "en", "Alpha", "label"),
+    ("Q11", "en", "Beta", "label"),
+    ("Q11", "en", "beta", "alias"),  # same key case-insensitively: kept once, first first
+    ("Q12", "en", "Gamma", "label"),
+    ("Q13", "en", "Delta", "label"),
+    ("Q14", "en", "Alphaa", "label"),  # fuzzy-equal to Alpha (ratio >= 90)
+    ("Q15", "en", "Epsilon", "label"),
+    ("Q16", "en", "Zeta", "label"),
+    ("Q17", "en", "Eta", "label"),
+    ("Q18", "en", "Theta", "label"),
+    ("Q1", "en", "Land One", "label"),
+    ("Q2", "en", "Land Two", "label"),
+    ("Q3", "en", "Land Three", "label"),
+    ("Q4", "en", "Land Four", "label"),
+    ("Q5", "en", "Country Five", "label"),
+    ("Q20", "en", "Unrelated", "label"),
+    ("Q22", "de", "Fremd", "label"),
+]
+FACTS = [("f1", "Q1", "P36", "Q10", ["Q12"]), ("f2", "Q2", "P36", "Q14", None), ("f3", "Q3", "P36", "Q16", None)]
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory):
+    root = tmp_path_factory.mktemp("scan")
+    claims = pd.DataFrame(CLAIMS, columns=["subject", "property", "object", "rank", "start", "end", "point_in_time"])
+    for col in ("start", "end", "point_in_time"):
+        claims[col] = claims[col].astype("Int64")
+    claims["rank"] = claims["rank"].astype("int8")
+    paths = {"claims": root / "claims.parquet", "types": []}
+    contracts.write("claims", claims, paths["claims"])
+    for dump, rows in (("20141201", TYPES_OLD), ("20190201", TYPES_NEW)):
+        (root / dump).mkdir()
+        t = pd.DataFrame(rows, columns=["id", "type"]).assign(via="P31")
+        contracts.write("types", t, root / dump / "types.parquet")
+        paths["types"].append(str(root / dump / "types.parquet"))
+    contracts.write("entity_forms", pd.DataFrame(FORMS, columns=contracts.columns("entity_forms")), root / "ef.parquet")
+    paths["entity_forms"] = root / "ef.parquet"
+    facts = pd.DataFrame(FACTS, columns=["fact_id", "subject", "property", "object", "objects"])
+    for col, value in (("popularity", 1), ("stratum", 0), ("split", "test"), ("dump", "20141201")):
+        facts[col] = value
+    contracts.write("facts", facts, root / "facts.parquet")
+    paths["facts"] = root / "facts.parquet"
+    return paths
+
+
+def test_scan_types_is_load_types_restricted_to_anchors_and_their_types(tables):
+    whole = load_types(tables["types"])
+    anchors = np.array([1, 10], dtype=np.int64)
+    got = scan.scan_types(tables["types"], anchors)
+    # Anchor types: 1 -> {600}, 10 -> {500}; entity 12 is retyped 501 by the newer dump and
+    # 18 keeps its old type 500 (no newer typing): both as in load_types.
+    want = whole[whole["id"].isin(anchors) | whole["type"].isin([500, 600])].reset_index(drop=True)
+    pd.testing.assert_frame_equal(got, want)
+    assert 12 not in set(got["id"]) and 18 in set(got["id"]) and 20 not in set(got["id"])
+
+
+@pytest.mark.parametrize("ranks", ["non_deprecated", "truthy"])
+def test_scan_valid_is_valid_objects_restricted(tables, ranks):
+    claims = contracts.read("claims", tables["claims"])
+    whole = valid_objects(claims, 20141201, ranks)
+    key = ["subject", "property", "object"]
+    got = scan.scan_valid(tables["claims"], 20141201, ranks, [36]).sort_values(key).reset_index(drop=True)
+    want = whole[whole["property"] == 36].sort_values(key).reset_index(drop=True)
+    pd.testing.assert_frame_equal(got, want)
+    by_hand = {(1, 36, 10), (1, 36, 12), (2, 36, 14), (3, 36, 16), (4, 36, 10), (5, 36, 11)}
+    if ranks == "truthy":
+        by_hand -= {(1, 36, 10)}
+    assert set(map(tuple, got[key].to_numpy().tolist())) == by_hand
+    some = scan.scan_valid(tables["claims"], 20141201, ranks, [36], subjects=[2])
+    assert set(map(tuple, some[key].to_numpy().tolist())) == {(2, 36, 14)}
+
+
+def test_scan_forms_keeps_file_order_of_the_wanted_entities(tables):
+    whole = contracts.read("entity_forms", tables["entity_forms"])
+    got = scan.scan_forms(tables["entity_forms"], [11, 2, 22])
+    want = whole[whole["entity"].isin(["Q11", "Q2", "Q22"])].reset_index(drop=True)
+    pd.testing.assert_frame_equal(got, want)
+    assert got["form"].tolist() == ["Beta", "beta", "Land Two", "Fremd"]
+
+
+@pytest.mark.parametrize("ranks", ["non_deprecated", "truthy"])
+@pytest.mark.parametrize("strategies", [["random"], ["cooccur"]])
+def test_out_of_core_omega_decides_as_the_whole_table_omega(tables, ranks, strategies):
+    settings = {
+        "dump": "20141201",
+        "valid_ranks": ranks,
+        "form_threshold": 90,
+        "strategies": strategies,
+        "cooccur_sides": ["object", "subject"],
+    }
+    inputs = SimpleNamespace(
+        facts=tables["facts"], entity_forms=tables["entity_forms"], claims=tables["claims"], types=tables["types"]
+    )
+    facts, forms, statements, new = load_suite_omega(inputs, settings)
+    claims = contracts.read("claims", tables["claims"])
+    whole_forms = contracts.read("entity_forms", tables["entity_forms"])
+    old = suite_omega(facts, whole_forms, claims, tables["types"], "20141201", ranks, 90)
+    everyone = list(range(0, 30))
+    for fid, s, r, o in zip(facts["fact_id"], facts["subject"], facts["property"], facts["object"], strict=True):
+        s, r, o = int(s[1:]), int(r[1:]), int(o[1:])
+        assert new.filter(s, r, o, everyone) == old.filter(s, r, o, everyone)
+        assert random_distractors(new, fid, s, r, o, 5) == random_distractors(old, fid, s, r, o, 5)
+        if strategies != ["cooccur"]:
+            # Other subjects' statements are read only when co-occurrence fills the subject slot.
+            continue
+        assert new.filter_subjects(s, r, o, everyone) == old.filter_subjects(s, r, o, everyone)
+        for side in ("object", "subject"):
+            assert Cooccurrence(statements).alternatives(new, fid, s, r, o, 5, side) == Cooccurrence(
+                claims[claims["rank"] >= 1]
+            ).alternatives(old, fid, s, r, o, 5, side)
+    # By hand for f1 = (Q1, P36, Q10): type 500 members, minus valid 10/12 (12 also retyped),
+    # minus 14 (Alphaa ~ Alpha), minus 13? no: deprecated is not valid, 13 has a form -> kept.
+    assert new.filter(1, 36, 10, everyone) == [11, 13, 15, 16, 17, 18]
+    # Forms read: anchors and entities of the anchors' types only (Q20/Q22 are of other types).
+    assert set(forms["entity"]) == {f"Q{i}" for i in (1, 2, 3, 4, 5, 10, 11, 13, 14, 15, 16, 17, 18)}
