@@ -158,3 +158,37 @@ def test_out_of_core_omega_decides_as_the_whole_table_omega(tables, ranks, strat
     assert new.filter(1, 36, 10, everyone) == [11, 13, 15, 16, 17, 18]
     # Forms read: anchors and entities of the anchors' types only (Q20/Q22 are of other types).
     assert set(forms["entity"]) == {f"Q{i}" for i in (1, 2, 3, 4, 5, 10, 11, 13, 14, 15, 16, 17, 18)}
+
+
+def test_exact_sem_inside_types_equals_the_search_against_every_entity(tmp_path):
+    """Sem with ``search: exact`` ranks only the entities sharing a type with o (issue 15 item 3);
+    the widened global search (the old path, still used for HNSW) must give the same lists."""
+    from factprobe.distractors.omega import Omega
+    from factprobe.distractors.semantic import build_index, load_index, sem_distractors
+
+    rng = np.random.default_rng(7)
+    n_ent = 400
+    subj = rng.integers(1, n_ent, 3000)
+    prop = rng.choice([17, 19, 27, 36, 47], 3000)
+    # Objects drawn from a skewed pool: shared objects give many equal cosines (ties by id).
+    obj = rng.choice(np.arange(1, 60), 3000, p=np.r_[np.full(10, 0.06), np.full(49, 0.4 / 49)])
+    claims = pd.DataFrame({"subject": subj, "property": prop, "object": obj, "rank": np.int8(1)})
+    build_index(claims, tmp_path / "idx", hnsw=False)
+    index = load_index(tmp_path / "idx", "exact")
+    assert index.hnsw is None and json_meta(tmp_path / "idx")["hnsw"] is None
+    types = pd.DataFrame({"id": np.arange(1, n_ent), "type": 900 + np.arange(1, n_ent) % 4})
+    types = pd.concat([types, pd.DataFrame({"id": np.arange(1, 40), "type": 950})], ignore_index=True)
+    forms = pd.DataFrame({"entity": np.arange(1, n_ent), "form": [f"name {i}" for i in range(1, n_ent)]})
+    valid = claims[["subject", "property", "object"]].drop_duplicates()
+    omega = Omega(types, forms, valid, form_threshold=None)
+    facts = [(int(s), int(p), int(o)) for s, p, o in valid.head(60).itertuples(index=False)]
+    per_type = sem_distractors(index, omega, facts, 10, "exact")
+    every = sem_distractors(index, omega, facts, 10, "hnsw")  # no graph: widened exact search
+    assert per_type == every
+    assert sum(len(x) for x in per_type) > 300  # the lists are not trivially empty
+
+
+def json_meta(folder):
+    import json
+
+    return json.loads((folder / "meta.json").read_text())

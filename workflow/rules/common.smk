@@ -87,6 +87,15 @@ MODEL_CUTOFFS = {
     for s in SUITES
 }
 SEM_INDEX_SETTINGS = S.sem_index(CFG)
+# Per dump: whether any suite searches its semantic index with HNSW (else the graph is not built).
+SEM_HNSW = {
+    dump: any(
+        r["search"] == "hnsw" and r["dump"] == dump
+        for r in RETRIEVE_SETTINGS.values()
+        if {"sem", "temp", "temp+sem"} & set(r["strategies"])
+    )
+    for dump in DUMP_ROWS
+}
 CONTROL_PARAMS = S.control_params(CFG)
 CONTROL_TAUGHT = {s: s in CFG.control.suites for s in SUITES}
 

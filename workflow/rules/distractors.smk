@@ -20,6 +20,7 @@ rule build_sem_index:
         disk_mb=input_size_mb(1.0),
     params:
         sem=SEM_INDEX_SETTINGS,
+        hnsw=lookup(dpath="{dump}", within=SEM_HNSW),
     script:
         "../scripts/build_sem_index.py"
 

@@ -232,6 +232,28 @@ class SemIndex:
         return out
 
 
+    def ranked_within(self, entity: int, candidates: np.ndarray) -> list[int]:
+        """Every candidate with cosine > 0 to ``entity`` (itself excluded), most similar first,
+        ties by entity id: exact search inside a set (the entities sharing a declared type).
+
+        The product is ``X[q] @ X[cands].T``, the orientation of :func:`exact_topk`, so each
+        cosine is the same float as in a search against every entity.
+        """
+        q = self.row_of(np.array([entity], np.int64))[0]
+        if q < 0:
+            return []
+        rows = self.row_of(np.asarray(candidates, np.int64))
+        rows = np.unique(rows[(rows >= 0) & (rows != q)])
+        if len(rows) == 0:
+            return []
+        sims = (self.X[[q]] @ self.X[rows].T.tocsr()).tocsr()
+        cols, vals = sims.indices, sims.data
+        keep = vals > 0
+        cols, vals = cols[keep], vals[keep]
+        order = np.lexsort((rows[cols], -vals))
+        return self.entities[rows[cols[order]]].tolist()
+
+
 def build_index(
     claims: pd.DataFrame,
     folder: str | Path,
@@ -247,12 +269,15 @@ def build_index(
     recall_queries: int = 1000,
     recall_k: int = 50,
     key: str = "",
+    hnsw: bool = True,
 ) -> dict:
     """Build and save the index of one dump's non-deprecated claims into ``folder``.
 
     Files: ``entities.npy`` (row -> entity id), ``features.npy`` (column -> code), ``idf.npy``,
     ``matrix.npz`` (scipy CSR, L2-normalised), ``hnsw.bin`` (+ ``.dat``, nmslib with data) and
     ``meta.json`` (settings, sizes, timings, recall@k of HNSW vs exact cosine on a sample).
+    ``hnsw=False`` (no suite searches this dump with ``search: hnsw``) skips the graph and the
+    recall check: the graph's build grows as n^1.3 and is the bulk of the job at scale (issue 15).
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -268,30 +293,35 @@ def build_index(
     np.save(folder / "features.npy", features)
     np.save(folder / "idf.npy", idf)
     sp.save_npz(folder / "matrix.npz", X, compressed=True)
-    index = build_hnsw(X, hnsw_m, ef_construction, post, threads, progress=X.shape[0] > 100_000)
-    t2 = time.perf_counter()
-    index.saveIndex(str(folder / "hnsw.bin"), save_data=True)
-    log.info("HNSW built in %.1fs (%.0f entities/s)", t2 - t1, X.shape[0] / max(t2 - t1, 1e-9))
-    q = sample_rows(X.shape[0], recall_queries, key)
-    k = min(recall_k, X.shape[0] - 1)
-    recall = None
-    if k > 0 and len(q):
-        ex_ids, ex_sims = exact_topk(X, q, k)
-        ap_ids, _ = hnsw_topk(index, X, q, k, ef_search, threads)
-        recall = recall_at(X, ap_ids, ex_ids, ex_sims, q)
-        log.info(
-            "recall@%d of HNSW (efSearch=%d) vs exact cosine on %d queries: %.4f",
-            k,
-            ef_search,
-            len(q),
-            recall,
-        )
+    t2, recall, k, q = t1, None, 0, np.empty(0, np.int64)
+    if hnsw:
+        index = build_hnsw(X, hnsw_m, ef_construction, post, threads, progress=X.shape[0] > 100_000)
+        t2 = time.perf_counter()
+        index.saveIndex(str(folder / "hnsw.bin"), save_data=True)
+        log.info("HNSW built in %.1fs (%.0f entities/s)", t2 - t1, X.shape[0] / max(t2 - t1, 1e-9))
+        q = sample_rows(X.shape[0], recall_queries, key)
+        k = min(recall_k, X.shape[0] - 1)
+        if k > 0 and len(q):
+            ex_ids, ex_sims = exact_topk(X, q, k)
+            ap_ids, _ = hnsw_topk(index, X, q, k, ef_search, threads)
+            recall = recall_at(X, ap_ids, ex_ids, ex_sims, q)
+            log.info(
+                "recall@%d of HNSW (efSearch=%d) vs exact cosine on %d queries: %.4f",
+                k,
+                ef_search,
+                len(q),
+                recall,
+            )
+    else:
+        log.info("no suite searches this index with HNSW: graph not built (exact search only)")
     meta = {
         "weighting": weighting,
         "reverse": reverse,
         "bm25_k1": bm25_k1,
         "bm25_b": bm25_b,
-        "hnsw": {"M": hnsw_m, "efConstruction": ef_construction, "post": post, "efSearch": ef_search},
+        "hnsw": {"M": hnsw_m, "efConstruction": ef_construction, "post": post, "efSearch": ef_search}
+        if hnsw
+        else None,
         "entities": int(X.shape[0]),
         "features": int(X.shape[1]),
         "nnz": int(X.nnz),
@@ -315,10 +345,15 @@ def load_index(
     X = sp.load_npz(folder / "matrix.npz").tocsr()
     hnsw = None
     if search == "hnsw":
+        if meta["hnsw"] is None:
+            raise RuntimeError(
+                f"{folder}: built without an HNSW graph (no suite had search: hnsw); "
+                "re-run rule build_sem_index for this dump"
+            )
         nmslib = _nmslib()
         hnsw = nmslib.init(method="hnsw", space="cosinesimil_sparse", data_type=nmslib.DataType.SPARSE_VECTOR)
         hnsw.loadIndex(str(folder / "hnsw.bin"), load_data=True)
-    return SemIndex(entities, X, hnsw, ef_search or meta["hnsw"]["efSearch"], threads)
+    return SemIndex(entities, X, hnsw, ef_search or (meta["hnsw"] or {}).get("efSearch", 200), threads)
 
 
 def sem_distractors(
@@ -329,10 +364,19 @@ def sem_distractors(
     Only entities with cosine > 0 (at least one shared feature) count: zero-similarity ones
     would be an arbitrary sample, so a fact may get fewer than ``n`` (the count is recorded).
 
-    One batched query for all facts at ``k = widen·n + 16``; facts still short of ``n`` after the
-    Ω filter are re-queried with k multiplied by ``widen`` until the index is exhausted.
+    ``search="exact"``: the ranking of the entities sharing a declared type with o (the only
+    ones Ω admits), by exact cosine, then Ω. ``"hnsw"``: one batched query for all facts at
+    ``k = widen·n + 16``; facts still short of ``n`` after the Ω filter are re-queried with k
+    multiplied by ``widen`` until the index is exhausted.
     """
     out: list[list[int]] = [[] for _ in facts]
+    if search == "exact":
+        # Ω admits only entities sharing a declared type with o: search inside them (one exact
+        # search per type set, the reference code's index per type), not against every entity.
+        for i, (s, r, o) in enumerate(facts):
+            cand = index.ranked_within(o, omega.members(omega.types_of(o)))
+            out[i] = omega.filter(s, r, o, cand, n)
+        return out
     todo = list(range(len(facts)))
     k = widen * n + 16
     total = len(index.entities)
