@@ -168,11 +168,13 @@ def test_exact_sem_inside_types_equals_the_search_against_every_entity(tmp_path)
 
     rng = np.random.default_rng(7)
     n_ent = 400
-    subj = rng.integers(1, n_ent, 3000)
-    prop = rng.choice([17, 19, 27, 36, 47], 3000)
-    # Objects drawn from a skewed pool: shared objects give many equal cosines (ties by id).
-    obj = rng.choice(np.arange(1, 60), 3000, p=np.r_[np.full(10, 0.06), np.full(49, 0.4 / 49)])
+    subj = rng.integers(1, 200, 1500)
+    prop = rng.choice([17, 19, 27, 36, 47], 1500)
+    obj = rng.choice(np.arange(1, 60), 1500, p=np.r_[np.full(10, 0.06), np.full(49, 0.4 / 49)])
     claims = pd.DataFrame({"subject": subj, "property": prop, "object": obj, "rank": np.int8(1)})
+    # Subjects 60..199 again as 260..399 with the same statements: equal cosines, ties by id.
+    twins = claims[claims["subject"] >= 60].assign(subject=lambda c: c["subject"] + 200)
+    claims = pd.concat([claims, twins], ignore_index=True)
     build_index(claims, tmp_path / "idx", hnsw=False)
     index = load_index(tmp_path / "idx", "exact")
     assert index.hnsw is None and json_meta(tmp_path / "idx")["hnsw"] is None
@@ -181,7 +183,9 @@ def test_exact_sem_inside_types_equals_the_search_against_every_entity(tmp_path)
     forms = pd.DataFrame({"entity": np.arange(1, n_ent), "form": [f"name {i}" for i in range(1, n_ent)]})
     valid = claims[["subject", "property", "object"]].drop_duplicates()
     omega = Omega(types, forms, valid, form_threshold=None)
-    facts = [(int(s), int(p), int(o)) for s, p, o in valid.head(60).itertuples(index=False)]
+    facts = [(int(s), int(p), int(o)) for s, p, o in valid.head(30).itertuples(index=False)]
+    # Queries that are subjects with a twin: their neighbours come in tied pairs.
+    facts += [(1, 99, e) for e in range(60, 90)]
     per_type = sem_distractors(index, omega, facts, 10, "exact")
     every = sem_distractors(index, omega, facts, 10, "hnsw")  # no graph: widened exact search
     assert per_type == every
