@@ -45,6 +45,9 @@ FULL_CLAIMS = 1.5e9
 FULL_FACTS = 100_000
 # Rules whose work grows with the number of probed facts rather than with the dump.
 FACTS_BOUND = ("retrieve_distractors",)
+# Differences below these are load noise on a shared machine, not growth.
+CPU_NOISE_S = 2.0
+RSS_NOISE_MB = 30.0
 
 
 def make_workdir(work: Path, items: int, facts: int) -> dict:
@@ -120,15 +123,32 @@ def claims_rows(work: Path) -> int:
     return pq.ParquetFile(work / "results" / "wikidata" / "20190201" / "claims.parquet").metadata.num_rows
 
 
-def fit_exponent(xs: list[float], ys: list[float]) -> float | None:
-    """Least-squares slope of log y on log x (None with fewer than two usable points)."""
-    pts = [(math.log(x), math.log(y)) for x, y in zip(xs, ys, strict=True) if x > 0 and y > 0]
+def increment_exponent(xs: list[float], ys: list[float], noise: float) -> float | None:
+    """Growth exponent of what a job adds above its smallest run: the least-squares slope of
+    log(y - y0) on log(x - x0) over the larger sizes (fixed costs - imports, start-up - cancel).
+    Increments below ``noise`` are left out; 0.0 when none is above it (flat), None (= linear
+    assumed) when only one is."""
+    pts = [
+        (math.log(x - xs[0]), math.log(y - ys[0]))
+        for x, y in zip(xs[1:], ys[1:], strict=True)
+        if x > xs[0] and y - ys[0] > noise
+    ]
+    if not pts:
+        return 0.0
     if len(pts) < 2:
         return None
     mx = sum(p[0] for p in pts) / len(pts)
     my = sum(p[1] for p in pts) / len(pts)
     sxx = sum((p[0] - mx) ** 2 for p in pts)
     return sum((p[0] - mx) * (p[1] - my) for p in pts) / sxx if sxx else None
+
+
+def extrapolate(xs: list[float], ys: list[float], full: float, b: float | None) -> float:
+    """``y0 + (y_last - y0) * ((full - x0) / (x_last - x0)) ** b`` (b = 1 when unknown)."""
+    if len(xs) < 2 or xs[-1] <= xs[0]:
+        return ys[-1] * full / xs[-1]
+    grow = max(ys[-1] - ys[0], 0.0)
+    return ys[0] + grow * ((full - xs[0]) / (xs[-1] - xs[0])) ** (1.0 if b is None else b)
 
 
 def import_floor_mb() -> float:
@@ -162,34 +182,36 @@ def report(runs: list[dict], facts: int, floor: float) -> str:
     n = [run["items"] for run in runs]
     lines += [
         "",
-        f"## Growth (exponent b of y ~ n^b over {len(runs)} sizes) and extrapolation",
-        f"to {FULL_ENTITIES:.3g} entities ({FULL_ENTITIES / big['items']:.0f}x the largest run) /"
-        f" {FULL_CLAIMS:.3g} claims, {FULL_FACTS:,} facts per suite ({FULL_FACTS / facts:.0f}x --facts;"
-        f" linear in facts assumed for {', '.join(FACTS_BOUND)})",
+        f"## Growth (y - y0 ~ (n - n0)^b over {len(runs)} sizes) and extrapolation",
+        f"to {FULL_ENTITIES:.3g} entities ({FULL_ENTITIES / big['items']:.0f}x the largest run; claims per"
+        f" entity here {big['claims'] / big['items']:.1f}, full Wikidata {FULL_CLAIMS / FULL_ENTITIES:.1f}:"
+        f" {FULL_CLAIMS:.3g} claims is {FULL_CLAIMS / big['claims']:.0f}x the largest run's claims)",
         "",
-        "| rule | b(CPU) | b(RSS above floor) | CPU-h at full size | peak GB at full size |",
+        "| rule | b(CPU) | b(RSS) | CPU-h at full size | peak GB at full size |",
         "|---|---|---|---|---|",
     ]
     for rule in rules:
         if not all(rule in run["rules"] for run in runs):
             continue
         cpu = [run["rules"][rule]["cpu_s"] for run in runs]
-        # Memory above the import floor is what grows with the data.
-        rss = [max(run["rules"][rule]["rss_mb"] - floor, 1.0) for run in runs]
-        bc, br = fit_exponent(n, cpu), fit_exponent(n, rss)
-        scale = FULL_ENTITIES / big["items"]
-        fact_scale = FULL_FACTS / facts if rule in FACTS_BOUND else 1.0
-        cpu_full = cpu[-1] * scale ** (bc if bc is not None else 1.0) * fact_scale / 3600
-        rss_full = (floor + rss[-1] * scale ** max(br if br is not None else 1.0, 0.0)) / 1024
+        rss = [run["rules"][rule]["rss_mb"] for run in runs]
+        bc, br = increment_exponent(n, cpu, CPU_NOISE_S), increment_exponent(n, rss, RSS_NOISE_MB)
+        cpu_full = extrapolate(n, cpu, FULL_ENTITIES, bc) / 3600
+        rss_full = extrapolate(n, rss, FULL_ENTITIES, br) / 1024
+        facts_note = ""
+        if rule in FACTS_BOUND:
+            facts_note = f" (x{FULL_FACTS / facts:.0f} for {FULL_FACTS:,} facts: {cpu_full * FULL_FACTS / facts:,.0f})"
         lines.append(
-            f"| {rule} | {bc if bc is None else round(bc, 2)} | {br if br is None else round(br, 2)} | "
-            f"{cpu_full:,.1f} | {rss_full:,.1f} |"
+            f"| {rule} | {'-' if bc is None else round(bc, 2)} | {'-' if br is None else round(br, 2)} | "
+            f"{cpu_full:,.2f}{facts_note} | {rss_full:,.1f} |"
         )
     lines.append("")
     lines.append(
-        f"RSS is fitted above the import floor ({floor:.0f} MB: Python + pandas/pyarrow/scipy/duckdb); "
-        "with one size the exponent defaults to 1 (linear). CPU-h of facts-bound rules include the "
-        "linear facts factor."
+        "Exponents are those of the increment above the smallest run (fixed costs cancel); increments "
+        f"below {CPU_NOISE_S} CPU-s / {RSS_NOISE_MB} MB are noise (b = 0 when all are); '-' = one usable "
+        f"increment, linear assumed. Peak RSS includes the interpreter and libraries (import floor {floor:.0f} MB). "
+        f"Facts-bound rules ({', '.join(FACTS_BOUND)}) ran with --facts per suite; the 100k-facts figure "
+        "multiplies the whole job, fixed costs included: an upper bound."
     )
     return "\n".join(lines)
 
@@ -202,7 +224,11 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path("/tmp/factprobe-scale"))
     ap.add_argument("--keep", action="store_true", help="keep results of earlier runs (default: rerun all jobs)")
     ap.add_argument("--json", type=Path, help="also write the measurements here")
+    ap.add_argument("--from-json", type=Path, help="only print the report of measurements saved with --json")
     args = ap.parse_args()
+    if args.from_json:
+        print(report(json.loads(args.from_json.read_text()), args.facts, import_floor_mb()))
+        return
     runs = []
     for items in sorted(args.sizes):
         work = args.work / f"n{items}"

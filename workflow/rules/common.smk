@@ -31,7 +31,7 @@ from factprobe.registry import (  # noqa: E402
     resolve_path,
 )
 from factprobe.wikidata.download import verify_local_dumps  # noqa: E402
-from factprobe.diskspace import input_size_mb  # noqa: E402
+from factprobe.diskspace import input_scaled, input_size_mb  # noqa: E402
 
 SCHEMAS = WORKFLOW_ROOT / "workflow" / "schemas"
 
@@ -87,6 +87,14 @@ MODEL_CUTOFFS = {
     for s in SUITES
 }
 SEM_INDEX_SETTINGS = S.sem_index(CFG)
+# Memory (MB) and runtime (min) of the jobs that grow with their inputs: floor + factor x input
+# MB, doubled on a retry. Factors: benchmarks/scale.py (config/README.md, "Profiles").
+probes_mem_mb = input_scaled("mem_mb", 40, 2000, "build_probes")
+probes_runtime = input_scaled("runtime", 0.2, 30, "build_probes")
+sem_index_mem_mb = input_scaled("mem_mb", 300, 2000, "build_sem_index")
+sem_index_runtime = input_scaled("runtime", 2, 30, "build_sem_index")
+retrieve_mem_mb = input_scaled("mem_mb", 4, 2000, "retrieve_distractors")
+retrieve_runtime = input_scaled("runtime", 0.05, 30, "retrieve_distractors")
 # Per dump: whether any suite searches its semantic index with HNSW (else the graph is not built).
 SEM_HNSW = {
     dump: any(

@@ -16,7 +16,8 @@ rule build_sem_index:
         "../../environment.yml"
     threads: 2
     resources:
-        mem_mb=4000,
+        mem_mb=sem_index_mem_mb,
+        runtime=sem_index_runtime,
         disk_mb=input_size_mb(1.0),
     params:
         sem=SEM_INDEX_SETTINGS,
@@ -38,7 +39,8 @@ rule retrieve_distractors:
     conda:
         "../../environment.yml"
     resources:
-        mem_mb=4000,
+        mem_mb=retrieve_mem_mb,
+        runtime=retrieve_runtime,
         disk_mb=input_size_mb(0.1),
     params:
         settings=lookup(dpath="{suite}", within=RETRIEVE_SETTINGS),
