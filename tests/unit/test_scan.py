@@ -1,7 +1,7 @@
 """Out-of-core Ω loading (issue 15 item 2) answers as the whole-table pandas version.
 
 Hand-made claims/types/entity_forms tables in Parquet: the DuckDB scans of
-``factprobe.distractors.scan`` must return exactly the rows of the in-memory functions
+``factprobe.scan`` must return exactly the rows of the in-memory functions
 (``omega.load_types``, ``omega.valid_objects``, a whole read) restricted to what Ω asks about, and
 Ω built from them must give the same distractors, for every fact, as Ω built from the whole
 tables (``omega.suite_omega``, kept as the reference), with both validity rank modes and with the
@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from factprobe import contracts
-from factprobe.distractors import scan
+from factprobe import scan
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.omega import load_types, suite_omega, valid_objects
 from factprobe.distractors.random import random_distractors
@@ -196,3 +196,11 @@ def json_meta(folder):
     import json
 
     return json.loads((folder / "meta.json").read_text())
+
+
+def test_claims_of_and_properties_in_are_the_whole_read_restricted(tables):
+    whole = contracts.read("claims", tables["claims"])
+    assert scan.properties_in(tables["claims"]) == {31, 36, 47}
+    got = scan.claims_of(tables["claims"], [36, 99])
+    want = whole[whole["property"] == 36].reset_index(drop=True)
+    pd.testing.assert_frame_equal(got.sort_values(["subject", "object"]).reset_index(drop=True), want)

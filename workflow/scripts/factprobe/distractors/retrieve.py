@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from factprobe import contracts
 from factprobe.contracts import id_ints
-from factprobe.distractors import scan
+from factprobe import scan
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.omega import Omega, facts_valid, suite_omega  # noqa: F401 (re-export)
 from factprobe.distractors.pool import pool_distractors, relation_pools
@@ -170,7 +170,7 @@ def load_suite_omega(
     entity_forms, claims, types) and its settings (dump, valid_ranks, form_threshold, strategies).
 
     Out of core (issue 15 item 2): DuckDB scans read only the rows Ω can ask about
-    (:mod:`factprobe.distractors.scan`): types and forms of the facts' subjects and objects and of
+    (:mod:`factprobe.scan`): types and forms of the facts' subjects and objects and of
     the entities sharing a declared type with them, statements of the suite's relations (of its
     subjects only, unless co-occurrence fills the subject slot). The returned ``entity_forms`` and
     statements are those restrictions; Ω answers as :func:`suite_omega` on the whole tables.

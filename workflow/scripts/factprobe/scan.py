@@ -145,3 +145,26 @@ def scan_forms(
     con.unregister("_ids")
     # Same dtypes as contracts.read (pandas from Arrow), so downstream code sees one frame type.
     return table.to_pandas()
+
+
+def properties_in(claims_path: str | Path, con: duckdb.DuckDBPyConnection | None = None) -> set[int]:
+    """Integer ids of the properties with at least one claim (one column scanned)."""
+    con = con or connect()
+    _check(con, "claims", claims_path, ["property"])
+    return {int(r[0]) for r in con.execute(f"SELECT DISTINCT property FROM read_parquet({_q(claims_path)})").fetchall()}
+
+
+def claims_of(
+    claims_path: str | Path, relations: Iterable[int], con: duckdb.DuckDBPyConnection | None = None
+) -> pd.DataFrame:
+    """Every claim (all contract columns, as :func:`contracts.read` types them) of ``relations``."""
+    con = con or connect()
+    cols = contracts.columns("claims")
+    _check(con, "claims", claims_path, cols)
+    _ids_table(con, "_rels", relations)
+    select = ", ".join(f'"{c}"' for c in cols)
+    table = con.sql(
+        f"SELECT {select} FROM read_parquet({_q(claims_path)}) WHERE property IN (SELECT id FROM _rels)"
+    ).to_arrow_table()
+    con.unregister("_rels")
+    return table.to_pandas()
