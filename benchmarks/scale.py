@@ -200,7 +200,9 @@ def report(runs: list[dict], facts: int, floor: float) -> str:
         rss_full = extrapolate(n, rss, FULL_ENTITIES, br) / 1024
         facts_note = ""
         if rule in FACTS_BOUND:
-            facts_note = f" (x{FULL_FACTS / facts:.0f} for {FULL_FACTS:,} facts: {cpu_full * FULL_FACTS / facts:,.0f})"
+            facts_note = (
+                f" (x{FULL_FACTS / facts:.0f} for {FULL_FACTS:,} facts: {cpu_full * FULL_FACTS / facts:,.0f})"
+            )
         lines.append(
             f"| {rule} | {'-' if bc is None else round(bc, 2)} | {'-' if br is None else round(br, 2)} | "
             f"{cpu_full:,.2f}{facts_note} | {rss_full:,.1f} |"
@@ -222,7 +224,9 @@ def main() -> None:
     ap.add_argument("--facts", type=int, default=50, help="n_facts of every suite")
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--work", type=Path, default=Path("/tmp/factprobe-scale"))
-    ap.add_argument("--keep", action="store_true", help="keep results of earlier runs (default: rerun all jobs)")
+    ap.add_argument(
+        "--keep", action="store_true", help="keep results of earlier runs (default: rerun all jobs)"
+    )
     ap.add_argument("--json", type=Path, help="also write the measurements here")
     ap.add_argument("--from-json", type=Path, help="only print the report of measurements saved with --json")
     args = ap.parse_args()
@@ -248,7 +252,9 @@ def main() -> None:
             "rules": read_benchmarks(work),
         }
         runs.append(run)
-        print(f"{items} items: DAG {wall:.0f} s (load {load_before:.2f} -> {run['load_after']:.2f})", flush=True)
+        print(
+            f"{items} items: DAG {wall:.0f} s (load {load_before:.2f} -> {run['load_after']:.2f})", flush=True
+        )
     print(report(runs, args.facts, import_floor_mb()))
     if args.json:
         args.json.write_text(json.dumps(runs, indent=1))

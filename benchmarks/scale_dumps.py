@@ -41,7 +41,9 @@ SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
 
 
 def _h(*parts: object) -> int:
-    return int.from_bytes(hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=8).digest(), "big")
+    return int.from_bytes(
+        hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=8).digest(), "big"
+    )
 
 
 def pseudo_word(*key: object) -> str:
@@ -101,9 +103,9 @@ def hubs_of(entities: list[dict]) -> set[int]:
 
 def _relabel(ent: dict, copy: int) -> None:
     num = ent["id"]
-    for field in ("labels",):
-        for lang, entry in ent.get(field, {}).items():
-            entry["value"] = pseudo_word(num, copy, "label")
+    # One pseudo-word per entity and copy in every language, like a proper name.
+    for entry in ent.get("labels", {}).values():
+        entry["value"] = pseudo_word(num, copy, "label")
     for lang, entries in ent.get("aliases", {}).items():
         for j, entry in enumerate(entries):
             entry["value"] = pseudo_word(num, copy, "alias", lang, j)

@@ -15,8 +15,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
-from factprobe import contracts
-from factprobe import scan
+from factprobe import contracts, scan
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.omega import load_types, suite_omega, valid_objects
 from factprobe.distractors.random import random_distractors
@@ -61,13 +60,19 @@ FORMS = [
     ("Q20", "en", "Unrelated", "label"),
     ("Q22", "de", "Fremd", "label"),
 ]
-FACTS = [("f1", "Q1", "P36", "Q10", ["Q12"]), ("f2", "Q2", "P36", "Q14", None), ("f3", "Q3", "P36", "Q16", None)]
+FACTS = [
+    ("f1", "Q1", "P36", "Q10", ["Q12"]),
+    ("f2", "Q2", "P36", "Q14", None),
+    ("f3", "Q3", "P36", "Q16", None),
+]
 
 
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory):
     root = tmp_path_factory.mktemp("scan")
-    claims = pd.DataFrame(CLAIMS, columns=["subject", "property", "object", "rank", "start", "end", "point_in_time"])
+    claims = pd.DataFrame(
+        CLAIMS, columns=["subject", "property", "object", "rank", "start", "end", "point_in_time"]
+    )
     for col in ("start", "end", "point_in_time"):
         claims[col] = claims[col].astype("Int64")
     claims["rank"] = claims["rank"].astype("int8")
@@ -78,7 +83,9 @@ def tables(tmp_path_factory):
         t = pd.DataFrame(rows, columns=["id", "type"]).assign(via="P31")
         contracts.write("types", t, root / dump / "types.parquet")
         paths["types"].append(str(root / dump / "types.parquet"))
-    contracts.write("entity_forms", pd.DataFrame(FORMS, columns=contracts.columns("entity_forms")), root / "ef.parquet")
+    contracts.write(
+        "entity_forms", pd.DataFrame(FORMS, columns=contracts.columns("entity_forms")), root / "ef.parquet"
+    )
     paths["entity_forms"] = root / "ef.parquet"
     facts = pd.DataFrame(FACTS, columns=["fact_id", "subject", "property", "object", "objects"])
     for col, value in (("popularity", 1), ("stratum", 0), ("split", "test"), ("dump", "20141201")):
@@ -134,14 +141,19 @@ def test_out_of_core_omega_decides_as_the_whole_table_omega(tables, ranks, strat
         "cooccur_sides": ["object", "subject"],
     }
     inputs = SimpleNamespace(
-        facts=tables["facts"], entity_forms=tables["entity_forms"], claims=tables["claims"], types=tables["types"]
+        facts=tables["facts"],
+        entity_forms=tables["entity_forms"],
+        claims=tables["claims"],
+        types=tables["types"],
     )
     facts, forms, statements, new = load_suite_omega(inputs, settings)
     claims = contracts.read("claims", tables["claims"])
     whole_forms = contracts.read("entity_forms", tables["entity_forms"])
     old = suite_omega(facts, whole_forms, claims, tables["types"], "20141201", ranks, 90)
     everyone = list(range(0, 30))
-    for fid, s, r, o in zip(facts["fact_id"], facts["subject"], facts["property"], facts["object"], strict=True):
+    for fid, s, r, o in zip(
+        facts["fact_id"], facts["subject"], facts["property"], facts["object"], strict=True
+    ):
         s, r, o = int(s[1:]), int(r[1:]), int(o[1:])
         assert new.filter(s, r, o, everyone) == old.filter(s, r, o, everyone)
         assert random_distractors(new, fid, s, r, o, 5) == random_distractors(old, fid, s, r, o, 5)

@@ -18,4 +18,6 @@ claims = contracts.read("claims", snakemake.input.claims, ["subject", "property"
 # Built beside the target and renamed at the end, so a killed job leaves no complete-looking index;
 # a failure removes the temporary folder, and a full disk is reported as such.
 with atomic_dir(out, snakemake.resources.get("disk_mb")) as tmp:
-    build_index(claims, tmp, threads=snakemake.threads, key=Path(out).name, hnsw=bool(snakemake.params.hnsw), **sem)
+    build_index(
+        claims, tmp, threads=snakemake.threads, key=Path(out).name, hnsw=bool(snakemake.params.hnsw), **sem
+    )

@@ -95,7 +95,9 @@ def scan_valid(
     con = con or connect()
     if ranks not in ("truthy", "non_deprecated"):
         raise ValueError(f"ranks must be 'truthy' or 'non_deprecated', not {ranks!r}")
-    _check(con, "claims", claims_path, ["subject", "property", "object", "rank", "start", "end", "point_in_time"])
+    _check(
+        con, "claims", claims_path, ["subject", "property", "object", "rank", "start", "end", "point_in_time"]
+    )
     _ids_table(con, "_rels", relations)
     where = [valid_sql(date), "property IN (SELECT id FROM _rels)"]
     if subjects is not None:
@@ -151,7 +153,10 @@ def properties_in(claims_path: str | Path, con: duckdb.DuckDBPyConnection | None
     """Integer ids of the properties with at least one claim (one column scanned)."""
     con = con or connect()
     _check(con, "claims", claims_path, ["property"])
-    return {int(r[0]) for r in con.execute(f"SELECT DISTINCT property FROM read_parquet({_q(claims_path)})").fetchall()}
+    return {
+        int(r[0])
+        for r in con.execute(f"SELECT DISTINCT property FROM read_parquet({_q(claims_path)})").fetchall()
+    }
 
 
 def claims_of(

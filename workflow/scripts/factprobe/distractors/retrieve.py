@@ -16,9 +16,8 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from factprobe import contracts
+from factprobe import contracts, scan
 from factprobe.contracts import id_ints
-from factprobe import scan
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.omega import Omega, facts_valid, suite_omega  # noqa: F401 (re-export)
 from factprobe.distractors.pool import pool_distractors, relation_pools

@@ -231,7 +231,6 @@ class SemIndex:
             out[i] = self.entities[got].tolist()
         return out
 
-
     def ranked_within(self, entity: int, candidates: np.ndarray) -> list[int]:
         """Every candidate with cosine > 0 to ``entity`` (itself excluded), most similar first,
         ties by entity id: exact search inside a set (the entities sharing a declared type).

@@ -77,7 +77,9 @@ class RequestCache:
         self._known: dict[str, tuple[float, int, float, float]] = {}
         self._searched: set[str] = set()
         self._buffer: list[tuple[str, float, int, float, float]] = []
-        self._shards = sorted(self.folder.glob("part-*.parquet")) if self.folder and self.folder.is_dir() else []
+        self._shards = (
+            sorted(self.folder.glob("part-*.parquet")) if self.folder and self.folder.is_dir() else []
+        )
         if self._shards:
             log.info("request cache %s: %d shards, read per lookup", self.folder, len(self._shards))
 
