@@ -216,3 +216,34 @@ def test_claims_of_and_properties_in_are_the_whole_read_restricted(tables):
     got = scan.claims_of(tables["claims"], [36, 99])
     want = whole[whole["property"] == 36].reset_index(drop=True)
     pd.testing.assert_frame_equal(got.sort_values(["subject", "object"]).reset_index(drop=True), want)
+
+
+@pytest.mark.parametrize("weighting", ["tfidf", "bm25"])
+@pytest.mark.parametrize("reverse", [True, False])
+def test_bags_counted_in_duckdb_equal_the_in_memory_bags_bit_for_bit(tmp_path, weighting, reverse):
+    """Sem features counted by DuckDB (issue 15 item 3): the same entities, features, idf and
+    matrix floats as feature_codes + weight_matrix on the distinct non-deprecated triples."""
+    from factprobe.distractors.semantic import bags_from_parquet, feature_codes, weigh, weight_matrix
+
+    rng = np.random.default_rng(11)
+    claims = pd.DataFrame(
+        {
+            "subject": rng.integers(1, 300, 4000),
+            "property": rng.choice([17, 31, 36, 47, 150], 4000),
+            "object": rng.integers(1, 80, 4000),
+            "rank": rng.choice(np.array([0, 1, 2], np.int8), 4000),
+            "start": pd.array([None] * 4000, dtype="Int64"),
+            "end": pd.array([None] * 4000, dtype="Int64"),
+            "point_in_time": pd.array([None] * 4000, dtype="Int64"),
+        }
+    )
+    contracts.write("claims", claims, tmp_path / "claims.parquet")
+    c = claims[claims["rank"] >= 1][["subject", "property", "object"]].drop_duplicates()
+    rows, codes = feature_codes(c["subject"], c["property"], c["object"], reverse)
+    ents, feats, X, idf = weight_matrix(rows, codes, weighting)
+    ents2, feats2, counts = bags_from_parquet(tmp_path / "claims.parquet", reverse, memory_mb=256)
+    X2, idf2 = weigh(counts, weighting)
+    assert np.array_equal(ents, ents2) and np.array_equal(feats, feats2) and np.array_equal(idf, idf2)
+    for part in ("indptr", "indices", "data"):
+        assert np.array_equal(getattr(X, part), getattr(X2, part)), part
+    assert X.nnz > 6_000

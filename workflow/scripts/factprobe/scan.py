@@ -12,6 +12,8 @@ compares them on hand-made tables.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -24,11 +26,14 @@ from factprobe.validity import valid_sql
 
 
 def connect(threads: int = 1, memory_mb: int | None = None) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection; ``memory_mb`` bounds it (it spills to a temp dir beyond)."""
+    """An in-memory DuckDB connection; ``memory_mb`` bounds it: beyond, it spills to the system
+    temp folder (``$TMPDIR``, which Snakemake sets to the job's ``tmpdir`` resource)."""
     con = duckdb.connect()
     con.execute(f"SET threads = {max(1, int(threads))}")
     if memory_mb:
         con.execute(f"SET memory_limit = '{int(memory_mb)}MB'")
+        spill = Path(tempfile.gettempdir()) / f"factprobe-duckdb-{os.getpid()}"
+        con.execute(f"SET temp_directory = {_q(spill)}")
     return con
 
 
@@ -36,7 +41,7 @@ def _q(path: str | Path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
 
-def _check(con: duckdb.DuckDBPyConnection, name: str, path: str | Path, cols: Sequence[str]) -> None:
+def check_columns(con: duckdb.DuckDBPyConnection, name: str, path: str | Path, cols: Sequence[str]) -> None:
     have = [row[0] for row in con.execute(f"DESCRIBE SELECT * FROM read_parquet({_q(path)})").fetchall()]
     contracts.check(have, name, path, list(cols))
 
@@ -63,7 +68,7 @@ def scan_types(
     if not files:
         return empty
     for path in files:
-        _check(con, "types", path, ["id", "type"])
+        check_columns(con, "types", path, ["id", "type"])
     union = " UNION ALL ".join(
         f"SELECT id, type, {_q(Path(p).parent.name)} AS dump FROM read_parquet({_q(p)})" for p in files
     )
@@ -95,7 +100,7 @@ def scan_valid(
     con = con or connect()
     if ranks not in ("truthy", "non_deprecated"):
         raise ValueError(f"ranks must be 'truthy' or 'non_deprecated', not {ranks!r}")
-    _check(
+    check_columns(
         con, "claims", claims_path, ["subject", "property", "object", "rank", "start", "end", "point_in_time"]
     )
     _ids_table(con, "_rels", relations)
@@ -120,7 +125,7 @@ def scan_statements(
 ) -> pd.DataFrame:
     """Non-deprecated ``subject, property, object, rank`` of ``relations`` (co-occurrence counts)."""
     con = con or connect()
-    _check(con, "claims", claims_path, ["subject", "property", "object", "rank"])
+    check_columns(con, "claims", claims_path, ["subject", "property", "object", "rank"])
     _ids_table(con, "_rels", relations)
     out = con.execute(
         f"SELECT subject, property, object, rank FROM read_parquet({_q(claims_path)}) "
@@ -136,7 +141,7 @@ def scan_forms(
     """Rows of an ``entity_forms`` table whose entity is in ``ids`` (ints), in file order."""
     con = con or connect()
     cols = contracts.columns("entity_forms")
-    _check(con, "entity_forms", entity_forms_path, cols)
+    check_columns(con, "entity_forms", entity_forms_path, cols)
     _ids_table(con, "_ids", ids)
     select = ", ".join(cols)
     table = con.sql(
@@ -152,7 +157,7 @@ def scan_forms(
 def properties_in(claims_path: str | Path, con: duckdb.DuckDBPyConnection | None = None) -> set[int]:
     """Integer ids of the properties with at least one claim (one column scanned)."""
     con = con or connect()
-    _check(con, "claims", claims_path, ["property"])
+    check_columns(con, "claims", claims_path, ["property"])
     return {
         int(r[0])
         for r in con.execute(f"SELECT DISTINCT property FROM read_parquet({_q(claims_path)})").fetchall()
@@ -165,7 +170,7 @@ def claims_of(
     """Every claim (all contract columns, as :func:`contracts.read` types them) of ``relations``."""
     con = con or connect()
     cols = contracts.columns("claims")
-    _check(con, "claims", claims_path, cols)
+    check_columns(con, "claims", claims_path, cols)
     _ids_table(con, "_rels", relations)
     select = ", ".join(f'"{c}"' for c in cols)
     table = con.sql(

@@ -76,6 +76,19 @@ def weight_matrix(
     n, m = len(entities), len(features)
     tf = sp.csr_matrix((np.ones(len(r), np.float32), (r, c)), shape=(n, m), dtype=np.float32)
     tf.sum_duplicates()
+    X, idf = weigh(tf, weighting, k1, b)
+    return entities, features, X, idf
+
+
+def weigh(
+    tf: sp.csr_matrix, weighting: str = "tfidf", k1: float = 1.2, b: float = 0.75
+) -> tuple[sp.csr_matrix, np.ndarray]:
+    """``(X, idf)`` of a canonical float32 CSR of raw counts (rows: entities, columns: features).
+
+    One code path for the in-memory bags (:func:`weight_matrix`) and the DuckDB ones
+    (:func:`bags_from_parquet`), so both give the same floats.
+    """
+    n, m = tf.shape
     df = np.bincount(tf.indices, minlength=m).astype(np.float64)
     if weighting == "tfidf":
         idf = np.log((1.0 + n) / (1.0 + df)) + 1.0
@@ -93,7 +106,73 @@ def weight_matrix(
     norms[norms == 0] = 1.0
     X = sp.csr_matrix(sp.diags(1.0 / norms).astype(np.float32) @ tf, dtype=np.float32)
     X.sort_indices()
-    return entities, features, X, idf
+    return X, idf
+
+
+def bags_from_parquet(
+    claims_path: str | Path, reverse: bool = True, threads: int = 1, memory_mb: int | None = None
+) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix]:
+    """``(entities, features, counts)`` of a claims Parquet file, counted in DuckDB (issue 15 item 3).
+
+    The same bags as :func:`feature_codes` + :func:`weight_matrix` on the non-deprecated distinct
+    triples, but the feature occurrences (7 per statement) are grouped and counted by DuckDB,
+    which spills to disk, instead of being materialised as int64 arrays and sorted in memory:
+    only the final CSR (4 + 4 bytes per non-zero) is held. ``counts`` is canonical float32.
+    """
+    from factprobe import scan
+
+    con = scan.connect(threads, memory_mb)
+    scan.check_columns(con, "claims", claims_path, ["subject", "property", "object", "rank"])
+    src = f"read_parquet('{str(claims_path).replace(chr(39), chr(39) * 2)}')"
+    con.execute(
+        f"CREATE TEMP TABLE c AS SELECT DISTINCT subject::BIGINT AS s, property::BIGINT AS p, "
+        f"object::BIGINT AS o FROM {src} WHERE rank >= 1"
+    )
+    top_id, top_p = con.execute("SELECT max(greatest(s, o)), max(p) FROM c").fetchone()
+    if top_id is not None and (top_id >= 1 << _ID_BITS or top_p >= 1 << (_TAG_SHIFT - _ID_BITS)):
+        raise ValueError("entity id >= 2**32 or property id >= 2**24: widen the feature code layout")
+
+    def code(tag: int, a: str, b: str) -> str:
+        return f"(({tag}::BIGINT << {_TAG_SHIFT}) | ({a} << {_ID_BITS}) | {b})"
+
+    parts = [
+        f"SELECT s AS e, {code(TAG_REL, '0', 'p')} AS f FROM c",
+        f"SELECT s, {code(TAG_OBJ, '0', 'o')} FROM c",
+        f"SELECT s, {code(TAG_REL_OBJ, 'p', 'o')} FROM c",
+    ]
+    selves = "SELECT DISTINCT s AS e FROM c"
+    if reverse:
+        parts += [
+            f"SELECT o, {code(TAG_INV_REL, '0', 'p')} FROM c",
+            f"SELECT o, {code(TAG_INV_SUBJ, '0', 's')} FROM c",
+            f"SELECT o, {code(TAG_INV_REL_SUBJ, 'p', 's')} FROM c",
+        ]
+        selves += " UNION SELECT o FROM c"
+    parts.append(f"SELECT e, {code(TAG_SELF, '0', 'e')} FROM ({selves})")
+    con.execute(
+        "CREATE TEMP TABLE tf AS SELECT e, f, count(*)::INTEGER AS n FROM ("
+        + " UNION ALL ".join(parts)
+        + ") GROUP BY e, f"
+    )
+    con.execute("DROP TABLE c")
+    per_row = con.execute("SELECT e, count(*) AS k FROM tf GROUP BY e ORDER BY e").fetchnumpy()
+    entities = per_row["e"].astype(np.int64)
+    features = con.execute("SELECT DISTINCT f FROM tf ORDER BY f").fetchnumpy()["f"].astype(np.int64)
+    indptr = np.zeros(len(entities) + 1, np.int64)
+    np.cumsum(per_row["k"], out=indptr[1:])
+    indices = np.empty(indptr[-1], np.int32)
+    data = np.empty(indptr[-1], np.float32)
+    lo = 0
+    # Streamed in row order: only one batch of (e, f, n) besides the CSR arrays.
+    for batch in con.sql("SELECT f, n FROM tf ORDER BY e, f").to_arrow_reader(1 << 20):
+        f = batch.column(0).to_numpy()
+        indices[lo : lo + len(f)] = np.searchsorted(features, f)
+        data[lo : lo + len(f)] = batch.column(1).to_numpy()
+        lo += len(f)
+    con.close()
+    counts = sp.csr_matrix((data, indices, indptr), shape=(len(entities), len(features)))
+    counts.has_canonical_format = True  # (e, f) unique from GROUP BY, sorted by the ORDER BY
+    return entities, features, counts
 
 
 def exact_topk(
@@ -254,7 +333,7 @@ class SemIndex:
 
 
 def build_index(
-    claims: pd.DataFrame,
+    claims: pd.DataFrame | str | Path,
     folder: str | Path,
     weighting: str = "tfidf",
     reverse: bool = True,
@@ -269,8 +348,12 @@ def build_index(
     recall_k: int = 50,
     key: str = "",
     hnsw: bool = True,
+    memory_mb: int | None = None,
 ) -> dict:
     """Build and save the index of one dump's non-deprecated claims into ``folder``.
+
+    ``claims``: a claims table, or the path of a claims Parquet file, whose bags are then counted
+    out of core by DuckDB (:func:`bags_from_parquet`, bounded by ``memory_mb``; same matrix).
 
     Files: ``entities.npy`` (row -> entity id), ``features.npy`` (column -> code), ``idf.npy``,
     ``matrix.npz`` (scipy CSR, L2-normalised), ``hnsw.bin`` (+ ``.dat``, nmslib with data) and
@@ -280,12 +363,16 @@ def build_index(
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    c = claims[claims["rank"] >= 1][["subject", "property", "object"]].drop_duplicates()
     t0 = time.perf_counter()
-    rows, codes = feature_codes(
-        c["subject"].to_numpy(), c["property"].to_numpy(), c["object"].to_numpy(), reverse
-    )
-    entities, features, X, idf = weight_matrix(rows, codes, weighting, bm25_k1, bm25_b)
+    if isinstance(claims, pd.DataFrame):
+        c = claims[claims["rank"] >= 1][["subject", "property", "object"]].drop_duplicates()
+        rows, codes = feature_codes(
+            c["subject"].to_numpy(), c["property"].to_numpy(), c["object"].to_numpy(), reverse
+        )
+        entities, features, X, idf = weight_matrix(rows, codes, weighting, bm25_k1, bm25_b)
+    else:
+        entities, features, counts = bags_from_parquet(claims, reverse, threads, memory_mb)
+        X, idf = weigh(counts, weighting, bm25_k1, bm25_b)
     t1 = time.perf_counter()
     log.info("bags: %d entities, %d features, %d nonzeros (%.1fs)", X.shape[0], X.shape[1], X.nnz, t1 - t0)
     np.save(folder / "entities.npy", entities)
