@@ -247,3 +247,51 @@ def test_bags_counted_in_duckdb_equal_the_in_memory_bags_bit_for_bit(tmp_path, w
     for part in ("indptr", "indices", "data"):
         assert np.array_equal(getattr(X, part), getattr(X2, part)), part
     assert X.nnz > 6_000
+
+
+@pytest.mark.parametrize("strategies", [["random"], ["cooccur"], ["pool"]])
+def test_retrieval_shards_gather_to_the_one_job_table(tables, strategies):
+    """Issue 15 item 4: facts split over shards by fact-id hash, gathered in fact order, give the
+    rows of one job (pools still see every fact of the relation)."""
+    from factprobe.distractors.retrieve import forms_of_candidates, gather_shards, retrieve, shard_of
+    from factprobe.settings import Retrieve
+
+    settings = {
+        "dump": "20141201",
+        "valid_ranks": "non_deprecated",
+        "form_threshold": 90,
+        "strategies": strategies,
+        "cooccur_sides": ["object", "subject"],
+    }
+    inputs = SimpleNamespace(
+        facts=tables["facts"],
+        entity_forms=tables["entity_forms"],
+        claims=tables["claims"],
+        types=tables["types"],
+    )
+    facts, forms, statements, omega = load_suite_omega(inputs, settings)
+    resolved = Retrieve(
+        strategies=strategies,
+        n=3,
+        pool_size=5,
+        search="exact",
+        languages=["en"],
+        dump="20141201",
+        cooccur_n=3,
+        cooccur_sides=["object", "subject"],
+        form_threshold=90,
+        valid_ranks="non_deprecated",
+        ef_search=200,
+    )
+    co = Cooccurrence(statements) if strategies == ["cooccur"] else None
+    whole = retrieve(facts, omega, resolved, cooccur=co, entity_forms=forms)
+    assert (whole["role"] == "distractor").sum() > 0
+    shard = shard_of(facts["fact_id"], 3)
+    assert len(set(shard)) == 2  # the three facts fall in two of three shards (one empty)
+    parts = [
+        retrieve(facts, omega, resolved, cooccur=co, entity_forms=forms, only=facts["fact_id"][shard == s])
+        for s in (0, 1, 2)
+    ]
+    cand, got_forms = gather_shards(facts, parts, [forms_of_candidates(p, forms) for p in parts])
+    pd.testing.assert_frame_equal(cand, whole, check_dtype=False)  # an empty shard is object-typed
+    pd.testing.assert_frame_equal(got_forms, forms_of_candidates(whole, forms))

@@ -269,6 +269,24 @@ def omega_inputs(suite):
 
 
 def retrieve_inputs(wildcards):
+    """One job (distractors.shards 1): as retrieve_shard_inputs; else the suite's shards and facts."""
+    if CFG.distractors.shards == 1:
+        return retrieve_shard_inputs(wildcards)
+    out = rules.retrieve_shard.output
+    shards = range(CFG.distractors.shards)
+    return {
+        "facts": rules.build_probes.output.facts.format(suite=wildcards.suite),
+        "shards": [
+            out.candidates.format(suite=wildcards.suite, shard=s) for s in shards
+        ],
+        "shard_forms": [
+            out.forms.format(suite=wildcards.suite, shard=s) for s in shards
+        ],
+        "lib": library("retrieve_distractors.py"),
+    }
+
+
+def retrieve_shard_inputs(wildcards):
     """Ω tables, plus the semantic index (sem, temp) and the temporal view (temp) when used."""
     files = omega_inputs(wildcards.suite)
     files["lib"] = library("retrieve_distractors.py")

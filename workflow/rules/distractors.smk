@@ -26,6 +26,33 @@ rule build_sem_index:
         "../scripts/build_sem_index.py"
 
 
+rule retrieve_shard:
+    input:
+        unpack(retrieve_shard_inputs),
+    output:
+        candidates=temp("results/probes/{suite}/shards/{shard}.candidates.parquet"),
+        forms=temp("results/probes/{suite}/shards/{shard}.forms.parquet"),
+    log:
+        "logs/retrieve_shard/{suite}/{shard}.log",
+    benchmark:
+        "benchmarks/retrieve_shard/{suite}/{shard}.tsv"
+    wildcard_constraints:
+        shard=r"\d+",
+    conda:
+        "../../environment.yml"
+    resources:
+        mem_mb=retrieve_mem_mb,
+        runtime=retrieve_runtime,
+        disk_mb=input_size_mb(0.1),
+    params:
+        settings=lookup(dpath="{suite}", within=RETRIEVE_SETTINGS),
+        shard="{shard}",
+        shards=CFG.distractors.shards,
+    script:
+        "../scripts/retrieve_distractors.py"
+
+
+# One job per suite, or (distractors.shards > 1) the gather of its retrieve_shard jobs.
 rule retrieve_distractors:
     input:
         unpack(retrieve_inputs),

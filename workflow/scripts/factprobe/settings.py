@@ -200,6 +200,7 @@ class Distractors:
     form_threshold: float | None = 90
     valid_ranks: str = "non_deprecated"
     pool_size: int = 50
+    shards: int = 1
     cooccur: Cooccur = _default(Cooccur())
     sem: Sem = _default(Sem())
     appropt: Appropt = _default(Appropt())

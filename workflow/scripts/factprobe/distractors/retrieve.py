@@ -11,6 +11,7 @@ ranked from 1 within (fact, strategy, side, lang).
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
@@ -24,6 +25,7 @@ from factprobe.distractors.pool import pool_distractors, relation_pools
 from factprobe.distractors.random import random_distractors
 from factprobe.distractors.semantic import SemIndex, sem_distractors
 from factprobe.distractors.temporal import temp_sem
+from factprobe.hashing import stable_hash
 from factprobe.settings import Retrieve
 
 log = logging.getLogger(__name__)
@@ -63,10 +65,16 @@ def retrieve(
     past: dict | None = None,
     cooccur: Cooccurrence | None = None,
     entity_forms: pd.DataFrame | None = None,
+    only: Iterable[str] | None = None,
 ) -> pd.DataFrame:
-    """The candidates table of one suite (see the module docstring for columns)."""
-    triples = fact_ids(facts)
-    ids = facts["fact_id"].tolist()
+    """The candidates table of one suite (see the module docstring for columns).
+
+    ``only``: the fact ids of one retrieval shard; the other facts still make the same-relation
+    pools (strategy ``pool``), so a shard's rows are those of the whole run for its facts.
+    """
+    mine = facts if only is None else facts[facts["fact_id"].isin(set(only))]
+    triples = fact_ids(mine)
+    ids = mine["fact_id"].tolist()
     rows: list[dict] = []
     top_relevance = float(settings.cooccur_n + 1) if "cooccur" in settings.strategies else None
     for fid, (_, _, o) in zip(ids, triples, strict=True):
@@ -154,6 +162,34 @@ def forms_of_candidates(candidates: pd.DataFrame, entity_forms: pd.DataFrame) ->
         .sort_values(["entity", "lang"], kind="stable")
         .reset_index(drop=True)
     )
+
+
+def shard_of(fact_ids: Iterable[str], shards: int) -> np.ndarray:
+    """Retrieval shard (0..shards-1) of each fact: a stable hash of its id, so shards are balanced
+    and a fact keeps its shard when other facts come and go."""
+    return np.array([stable_hash(f, "retrieve-shard") % shards for f in fact_ids], dtype=np.int64)
+
+
+def gather_shards(facts: pd.DataFrame, shards: list[pd.DataFrame], forms: list[pd.DataFrame]):
+    """``(candidates, forms)`` of the whole suite from its shards, in the row order of one job:
+    object rows of every fact first, then each fact's distractor rows, facts in table order."""
+    cand = pd.concat(shards, ignore_index=True)
+    position = pd.Series(np.arange(len(facts)), index=facts["fact_id"].to_numpy())
+    key = pd.DataFrame(
+        {
+            "_distractor": (cand["role"] != "object").to_numpy(),
+            "_fact": position.loc[cand["fact_id"]].to_numpy(),
+        }
+    )
+    order = key.sort_values(["_distractor", "_fact"], kind="stable").index
+    cand = cand.loc[order].reset_index(drop=True)
+    every = (
+        pd.concat(forms, ignore_index=True)
+        .drop_duplicates()
+        .sort_values(["entity", "lang"], kind="stable")
+        .reset_index(drop=True)
+    )
+    return cand, every
 
 
 def count_found(candidates: pd.DataFrame) -> pd.DataFrame:
