@@ -225,7 +225,10 @@ def main() -> None:
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--work", type=Path, default=Path("/tmp/factprobe-scale"))
     ap.add_argument(
-        "--keep", action="store_true", help="keep results of earlier runs (default: rerun all jobs)"
+        "--keep",
+        action="store_true",
+        help="keep results of earlier runs (default: rerun all jobs); per-job figures then come from "
+        "the earlier run, the DAG wall from this one",
     )
     ap.add_argument("--json", type=Path, help="also write the measurements here")
     ap.add_argument("--from-json", type=Path, help="only print the report of measurements saved with --json")
