@@ -15,7 +15,12 @@ from factprobe import contracts
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "contracts.md"
 #: Doc paths of files that share another table's schema.
-SAME_SCHEMA = {"{shard}.topk.parquet": "topk", "{model}.forms.parquet": "forms"}
+SAME_SCHEMA = {
+    "{shard}.topk.parquet": "topk",
+    "{model}.forms.parquet": "forms",
+    "{shard}.candidates.parquet": "candidates",
+    "{shard}.forms.parquet": "forms",
+}
 TYPE_WORDS = r"(?:str|int\d*|float\d*|bool|list<str>)"
 
 

@@ -31,7 +31,7 @@ from factprobe.registry import (  # noqa: E402
     resolve_path,
 )
 from factprobe.wikidata.download import verify_local_dumps  # noqa: E402
-from factprobe.diskspace import input_size_mb  # noqa: E402
+from factprobe.diskspace import input_scaled, input_size_mb  # noqa: E402
 
 SCHEMAS = WORKFLOW_ROOT / "workflow" / "schemas"
 
@@ -100,6 +100,23 @@ MODEL_CUTOFFS = {
     for s in SUITES
 }
 SEM_INDEX_SETTINGS = S.sem_index(CFG)
+# Memory (MB) and runtime (min) of the jobs that grow with their inputs: floor + factor x input
+# MB, doubled on a retry. Factors: benchmarks/scale.py (config/README.md, "Profiles").
+probes_mem_mb = input_scaled("mem_mb", 40, 2000, "build_probes")
+probes_runtime = input_scaled("runtime", 0.2, 30, "build_probes")
+sem_index_mem_mb = input_scaled("mem_mb", 300, 2000, "build_sem_index")
+sem_index_runtime = input_scaled("runtime", 2, 30, "build_sem_index")
+retrieve_mem_mb = input_scaled("mem_mb", 4, 2000, "retrieve_distractors")
+retrieve_runtime = input_scaled("runtime", 0.05, 30, "retrieve_distractors")
+# Per dump: whether any suite searches its semantic index with HNSW (else the graph is not built).
+SEM_HNSW = {
+    dump: any(
+        r["search"] == "hnsw" and r["dump"] == dump
+        for r in RETRIEVE_SETTINGS.values()
+        if {"sem", "temp", "temp+sem"} & set(r["strategies"])
+    )
+    for dump in DUMP_ROWS
+}
 CONTROL_PARAMS = S.control_params(CFG)
 CONTROL_TAUGHT = {s: s in CFG.control.suites for s in SUITES}
 
@@ -286,6 +303,24 @@ def omega_inputs(suite):
 
 
 def retrieve_inputs(wildcards):
+    """One job (distractors.shards 1): as retrieve_shard_inputs; else the suite's shards and facts."""
+    if CFG.distractors.shards == 1:
+        return retrieve_shard_inputs(wildcards)
+    out = rules.retrieve_shard.output
+    shards = range(CFG.distractors.shards)
+    return {
+        "facts": rules.build_probes.output.facts.format(suite=wildcards.suite),
+        "shards": [
+            out.candidates.format(suite=wildcards.suite, shard=s) for s in shards
+        ],
+        "shard_forms": [
+            out.forms.format(suite=wildcards.suite, shard=s) for s in shards
+        ],
+        "lib": library("retrieve_distractors.py"),
+    }
+
+
+def retrieve_shard_inputs(wildcards):
     """Ω tables, plus the semantic index (sem, temp) and the temporal view (temp) when used."""
     files = omega_inputs(wildcards.suite)
     files["lib"] = library("retrieve_distractors.py")

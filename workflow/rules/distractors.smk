@@ -16,14 +16,43 @@ rule build_sem_index:
         "../../environment.yml"
     threads: 2
     resources:
-        mem_mb=4000,
+        mem_mb=sem_index_mem_mb,
+        runtime=sem_index_runtime,
         disk_mb=input_size_mb(1.0),
     params:
         sem=SEM_INDEX_SETTINGS,
+        hnsw=lookup(dpath="{dump}", within=SEM_HNSW),
     script:
         "../scripts/build_sem_index.py"
 
 
+rule retrieve_shard:
+    input:
+        unpack(retrieve_shard_inputs),
+    output:
+        candidates=temp("results/probes/{suite}/shards/{shard}.candidates.parquet"),
+        forms=temp("results/probes/{suite}/shards/{shard}.forms.parquet"),
+    log:
+        "logs/retrieve_shard/{suite}/{shard}.log",
+    benchmark:
+        "benchmarks/retrieve_shard/{suite}/{shard}.tsv"
+    wildcard_constraints:
+        shard=r"\d+",
+    conda:
+        "../../environment.yml"
+    resources:
+        mem_mb=retrieve_mem_mb,
+        runtime=retrieve_runtime,
+        disk_mb=input_size_mb(0.1),
+    params:
+        settings=lookup(dpath="{suite}", within=RETRIEVE_SETTINGS),
+        shard="{shard}",
+        shards=CFG.distractors.shards,
+    script:
+        "../scripts/retrieve_distractors.py"
+
+
+# One job per suite, or (distractors.shards > 1) the gather of its retrieve_shard jobs.
 rule retrieve_distractors:
     input:
         unpack(retrieve_inputs),
@@ -39,7 +68,8 @@ rule retrieve_distractors:
     conda:
         "../../environment.yml"
     resources:
-        mem_mb=4000,
+        mem_mb=retrieve_mem_mb,
+        runtime=retrieve_runtime,
         disk_mb=input_size_mb(0.1),
     params:
         settings=lookup(dpath="{suite}", within=RETRIEVE_SETTINGS),

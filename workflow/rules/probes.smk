@@ -17,7 +17,8 @@ rule build_probes:
     conda:
         "../../environment.yml"
     resources:
-        mem_mb=4000,
+        mem_mb=probes_mem_mb,
+        runtime=probes_runtime,
         disk_mb=input_size_mb(1.0),
     params:
         suite=lookup(dpath="{suite}", within=SUITE_PARAMS),

@@ -1,4 +1,4 @@
-"""Rule script build_sem_index: TF-IDF bags of one dump + nmslib HNSW index, saved to a folder."""
+"""Rule script build_sem_index: TF-IDF bags of one dump (+ nmslib HNSW index when searched), saved to a folder."""
 
 import sys
 
@@ -6,7 +6,6 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 
 from pathlib import Path
 
-from factprobe import contracts
 from factprobe.diskspace import atomic_dir
 from factprobe.distractors.semantic import build_index
 from factprobe.rulelog import rule_logger
@@ -14,8 +13,17 @@ from factprobe.rulelog import rule_logger
 log = rule_logger(snakemake)
 sem = snakemake.params.sem
 out = snakemake.output.index
-claims = contracts.read("claims", snakemake.input.claims, ["subject", "property", "object", "rank"])
+# Bags are counted out of core from the Parquet file by DuckDB, within half the job's memory.
+memory_mb = int(snakemake.resources.get("mem_mb", 4000)) // 2
 # Built beside the target and renamed at the end, so a killed job leaves no complete-looking index;
 # a failure removes the temporary folder, and a full disk is reported as such.
 with atomic_dir(out, snakemake.resources.get("disk_mb")) as tmp:
-    build_index(claims, tmp, threads=snakemake.threads, key=Path(out).name, **sem)
+    build_index(
+        snakemake.input.claims,
+        tmp,
+        threads=snakemake.threads,
+        key=Path(out).name,
+        hnsw=bool(snakemake.params.hnsw),
+        memory_mb=memory_mb,
+        **sem,
+    )

@@ -1,4 +1,8 @@
-"""Rule script retrieve_distractors: candidates.parquet + forms.parquet of one suite."""
+"""Rule scripts retrieve_shard / retrieve_distractors: candidates.parquet + forms.parquet of one suite.
+
+With ``params.shard`` (rule retrieve_shard) the facts of one shard are retrieved; rule
+retrieve_distractors either retrieves every fact (``distractors.shards: 1``) or gathers the shards.
+"""
 
 import sys
 
@@ -6,7 +10,13 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 
 from factprobe import contracts
 from factprobe.distractors.cooccur import Cooccurrence
-from factprobe.distractors.retrieve import forms_of_candidates, load_suite_omega, retrieve
+from factprobe.distractors.retrieve import (
+    forms_of_candidates,
+    gather_shards,
+    load_suite_omega,
+    retrieve,
+    shard_of,
+)
 from factprobe.distractors.semantic import load_index
 from factprobe.distractors.temporal import past_objects
 from factprobe.rulelog import rule_logger
@@ -14,20 +24,34 @@ from factprobe.settings import Retrieve, load
 
 log = rule_logger(snakemake)
 p = snakemake.params.settings
-facts, entity_forms, claims, omega = load_suite_omega(snakemake.input, p)
-settings = load(Retrieve, p, f"distractors of suite {snakemake.wildcards.suite}")
-index = None
-if "index" in snakemake.input.keys():
-    index = load_index(snakemake.input.index, p["search"], p["ef_search"])
-past = None
-if "temporal" in snakemake.input.keys():
-    past = past_objects(
-        contracts.read("temporal", snakemake.input.temporal), p["dump"], p["temporal_earlier_dump"]
+if "shards" in snakemake.input.keys():
+    facts = contracts.read("facts", snakemake.input.facts)
+    candidates, forms = gather_shards(
+        facts,
+        [contracts.read("candidates", f) for f in snakemake.input.shards],
+        [contracts.read("forms", f) for f in snakemake.input.shard_forms],
     )
-cooccur = Cooccurrence(claims[claims["rank"] >= 1]) if "cooccur" in settings.strategies else None
-log.info("%d facts, %d entity forms, strategies %s", len(facts), len(entity_forms), settings.strategies)
-candidates = retrieve(facts, omega, settings, index, past, cooccur, entity_forms)
-forms = forms_of_candidates(candidates, entity_forms)
+    log.info("gathered %d shards: %d candidate rows", len(snakemake.input.shards), len(candidates))
+else:
+    facts, entity_forms, claims, omega = load_suite_omega(snakemake.input, p, snakemake.threads)
+    settings = load(Retrieve, p, f"distractors of suite {snakemake.wildcards.suite}")
+    only = None
+    if "shard" in snakemake.params.keys():
+        shard, shards = int(snakemake.params.shard), int(snakemake.params.shards)
+        only = facts["fact_id"][shard_of(facts["fact_id"], shards) == shard].tolist()
+        log.info("shard %d of %d: %d of %d facts", shard, shards, len(only), len(facts))
+    index = None
+    if "index" in snakemake.input.keys():
+        index = load_index(snakemake.input.index, p["search"], p["ef_search"])
+    past = None
+    if "temporal" in snakemake.input.keys():
+        past = past_objects(
+            contracts.read("temporal", snakemake.input.temporal), p["dump"], p["temporal_earlier_dump"]
+        )
+    cooccur = Cooccurrence(claims[claims["rank"] >= 1]) if "cooccur" in settings.strategies else None
+    log.info("%d facts, %d entity forms, strategies %s", len(facts), len(entity_forms), settings.strategies)
+    candidates = retrieve(facts, omega, settings, index, past, cooccur, entity_forms, only)
+    forms = forms_of_candidates(candidates, entity_forms)
 found = candidates[candidates["role"] == "distractor"].groupby(["strategy"]).size()
 log.info(
     "distractors per strategy: %s; %d forms of %d entities",

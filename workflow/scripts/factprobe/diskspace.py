@@ -110,3 +110,21 @@ def atomic_dir(target: str | os.PathLike, needed_mb: float | None = None) -> Ite
         raise
     shutil.rmtree(target, ignore_errors=True)
     tmp.rename(target)
+
+
+def input_scaled(unit: str, per_input_mb: float, floor: int, name: str) -> Callable:
+    """A Snakemake resource function ``floor + per_input_mb x (MB of all inputs)``, times the attempt.
+
+    For ``mem_mb`` and ``runtime`` (``unit`` is only for the function's name, which Snakemake
+    prints): a job whose work grows with its inputs asks for what its size needs (the factors
+    come from ``benchmarks/scale.py``, config/README.md "Profiles"), and a retry after an
+    out-of-memory or time-limit kill (``retries`` in profiles/slurm) asks for twice as much.
+    Like :func:`input_size_mb`, a missing input defers the evaluation until the job is ready.
+    """
+
+    def scaled(wildcards, input, attempt: int = 1) -> int:
+        size = sum(path_size(f) for f in _files(input)) / MB
+        return int(math.ceil((floor + per_input_mb * size) * max(1, attempt)))
+
+    scaled.__name__ = f"{name}_{unit}"
+    return scaled

@@ -249,6 +249,7 @@ class Distractors:
     pool_size: int = 50
     # fluent-mLAMA §3.1: the pool is every object of the relation in the dump ("suite": the suite's facts').
     pool_source: str = "relation"
+    shards: int = 1
     cooccur: Cooccur = _default(Cooccur())
     sem: Sem = _default(Sem())
     appropt: Appropt = _default(Appropt())

@@ -26,6 +26,8 @@ from factprobe.contracts import id_ints
 from factprobe.validity import valid_at
 
 CLAUSES = ("type", "not_valid", "no_shared_form", "has_form")
+# (subject, property) packed into one int64 key: subject ids < 2**39, property ids < 2**24.
+_PROP_BITS = 24
 
 
 def load_types(type_files: Iterable[str | Path]) -> pd.DataFrame:
@@ -86,8 +88,8 @@ class Omega:
     form_threshold: float | None = 90.0
     _by_id: tuple = field(init=False, repr=False)
     _by_type: tuple = field(init=False, repr=False)
-    _forms: dict = field(init=False, repr=False)
-    _valid: dict = field(init=False, repr=False)
+    _forms: tuple = field(init=False, repr=False)
+    _valid: tuple = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         t = self.types.sort_values(["id", "type"])
@@ -99,13 +101,17 @@ class Omega:
         ty_sorted, id_by_type = tys[order], ids[order]
         utype, tstart = np.unique(ty_sorted, return_index=True)
         self._by_type = (utype, np.append(tstart, len(ty_sorted)), id_by_type)
-        f = self.forms[["entity", "form"]].copy()
-        f["key"] = f["form"].astype(str).map(normalise_form)
-        self._forms = {int(e): tuple(dict.fromkeys(g)) for e, g in f.groupby("entity", sort=False)["key"]}
-        self._valid = {
-            (int(s), int(p)): set(g.tolist())
-            for (s, p), g in self.valid.groupby(["subject", "property"], sort=False)["object"]
-        }
+        # Per-entity and per-(s, r) state as sorted arrays, not Python dicts keyed per claim: forms
+        # are normalised lazily, only for the entities Ω is asked about (issue 15 item 2).
+        ent = self.forms["entity"].to_numpy(dtype=np.int64)
+        order = np.argsort(ent, kind="stable")
+        self._forms = (ent[order], self.forms["form"].to_numpy(dtype=object)[order], {})
+        self._form_ids = np.unique(ent)
+        s = self.valid["subject"].to_numpy(dtype=np.int64)
+        r = self.valid["property"].to_numpy(dtype=np.int64)
+        key = (s << _PROP_BITS) | r
+        order = np.argsort(key, kind="stable")
+        self._valid = (key[order], self.valid["object"].to_numpy(dtype=np.int64)[order])
 
     @classmethod
     def from_tables(
@@ -158,11 +164,27 @@ class Omega:
 
     def valid_for(self, s: int, r: int) -> set:
         """Objects valid for (s, r) at the dump date."""
-        return self._valid.get((s, r), set())
+        keys, objects = self._valid
+        key = (int(s) << _PROP_BITS) | int(r)
+        lo, hi = np.searchsorted(keys, key, "left"), np.searchsorted(keys, key, "right")
+        return set(objects[lo:hi].tolist())
 
     def forms_of(self, entity: int) -> tuple:
-        """Normalised forms of ``entity``."""
-        return self._forms.get(entity, ())
+        """Normalised forms of ``entity`` (distinct, first occurrence first)."""
+        ents, raw, memo = self._forms
+        entity = int(entity)
+        got = memo.get(entity)
+        if got is None:
+            lo, hi = np.searchsorted(ents, entity, "left"), np.searchsorted(ents, entity, "right")
+            got = tuple(dict.fromkeys(normalise_form(str(f)) for f in raw[lo:hi]))
+            if len(memo) > 1_000_000:
+                memo.clear()
+            memo[entity] = got
+        return got
+
+    def has_form(self, candidates: np.ndarray) -> np.ndarray:
+        """Clause 4, vectorised: which candidates have at least one form."""
+        return np.isin(np.asarray(candidates, dtype=np.int64), self._form_ids)
 
     def shares_form(self, o: int, candidates: np.ndarray) -> np.ndarray:
         """Clause 3 (negated), vectorised: which candidates share a form with ``o``."""
@@ -198,7 +220,7 @@ class Omega:
                 "type": self.same_type(o, cand),
                 "not_valid": ~np.isin(cand, np.fromiter(invalid, dtype=np.int64, count=len(invalid))),
                 "no_shared_form": ~self.shares_form(o, cand),
-                "has_form": np.array([bool(self.forms_of(e)) for e in cand.tolist()], dtype=bool),
+                "has_form": self.has_form(cand),
             }
         )
 
@@ -219,7 +241,7 @@ class Omega:
         keep = self.same_type(o, cand)
         keep &= ~np.isin(cand, np.fromiter(invalid, dtype=np.int64, count=len(invalid)))
         cand = cand[keep]
-        cand = cand[np.array([bool(self.forms_of(e)) for e in cand.tolist()], dtype=bool)]
+        cand = cand[self.has_form(cand)]
         out: list[int] = []
         chunk = max(64, 2 * (limit or 0))
         for lo in range(0, len(cand), chunk):
@@ -245,7 +267,7 @@ class Omega:
         cand = cand[np.sort(first)]
         keep = self.same_type(s, cand) & (cand != s)
         keep &= np.array([o not in self.valid_for(e, r) for e in cand.tolist()], dtype=bool)
-        keep &= np.array([bool(self.forms_of(e)) for e in cand.tolist()], dtype=bool)
+        keep &= self.has_form(cand)
         cand = cand[keep]
         cand = cand[~self.shares_form(s, cand)]
         return cand.tolist() if limit is None else cand[:limit].tolist()

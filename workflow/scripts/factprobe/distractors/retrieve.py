@@ -11,12 +11,13 @@ ranked from 1 within (fact, strategy, side, lang).
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from factprobe import contracts
+from factprobe import contracts, scan
 from factprobe.contracts import id_ints
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.omega import Omega, facts_valid, suite_omega  # noqa: F401 (re-export)
@@ -24,6 +25,7 @@ from factprobe.distractors.pool import pool_distractors, relation_pools
 from factprobe.distractors.random import random_distractors
 from factprobe.distractors.semantic import SemIndex, sem_distractors
 from factprobe.distractors.temporal import temp_sem
+from factprobe.hashing import stable_hash
 from factprobe.settings import Retrieve
 
 log = logging.getLogger(__name__)
@@ -63,10 +65,16 @@ def retrieve(
     past: dict | None = None,
     cooccur: Cooccurrence | None = None,
     entity_forms: pd.DataFrame | None = None,
+    only: Iterable[str] | None = None,
 ) -> pd.DataFrame:
-    """The candidates table of one suite (see the module docstring for columns)."""
-    triples = fact_ids(facts)
-    ids = facts["fact_id"].tolist()
+    """The candidates table of one suite (see the module docstring for columns).
+
+    ``only``: the fact ids of one retrieval shard; the other facts still make the same-relation
+    pools (strategy ``pool``), so a shard's rows are those of the whole run for its facts.
+    """
+    mine = facts if only is None else facts[facts["fact_id"].isin(set(only))]
+    triples = fact_ids(mine)
+    ids = mine["fact_id"].tolist()
     rows: list[dict] = []
     top_relevance = float(settings.cooccur_n + 1) if "cooccur" in settings.strategies else None
     for fid, (_, _, o) in zip(ids, triples, strict=True):
@@ -158,25 +166,77 @@ def forms_of_candidates(candidates: pd.DataFrame, entity_forms: pd.DataFrame) ->
     )
 
 
+def shard_of(fact_ids: Iterable[str], shards: int) -> np.ndarray:
+    """Retrieval shard (0..shards-1) of each fact: a stable hash of its id, so shards are balanced
+    and a fact keeps its shard when other facts come and go."""
+    return np.array([stable_hash(f, "retrieve-shard") % shards for f in fact_ids], dtype=np.int64)
+
+
+def gather_shards(facts: pd.DataFrame, shards: list[pd.DataFrame], forms: list[pd.DataFrame]):
+    """``(candidates, forms)`` of the whole suite from its shards, in the row order of one job:
+    object rows of every fact first, then each fact's distractor rows, facts in table order."""
+    cand = pd.concat(shards, ignore_index=True)
+    position = pd.Series(np.arange(len(facts)), index=facts["fact_id"].to_numpy())
+    key = pd.DataFrame(
+        {
+            "_distractor": (cand["role"] != "object").to_numpy(),
+            "_fact": position.loc[cand["fact_id"]].to_numpy(),
+        }
+    )
+    order = key.sort_values(["_distractor", "_fact"], kind="stable").index
+    cand = cand.loc[order].reset_index(drop=True)
+    every = (
+        pd.concat(forms, ignore_index=True)
+        .drop_duplicates()
+        .sort_values(["entity", "lang"], kind="stable")
+        .reset_index(drop=True)
+    )
+    return cand, every
+
+
 def count_found(candidates: pd.DataFrame) -> pd.DataFrame:
     """Distractors found per fact and strategy (may be below n: Ω can exhaust the type)."""
     d = candidates[candidates["role"] == "distractor"]
     return d.groupby(["fact_id", "strategy"]).size().rename("found").reset_index()
 
 
-def load_suite_omega(inputs, settings: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, Omega]:
-    """Facts, entity forms, claims and Ω(f) of a suite from a rule's inputs (facts, entity_forms, claims,
-    types) and its settings (dump, valid_ranks, form_threshold); contract columns checked."""
+def load_suite_omega(
+    inputs, settings: dict, threads: int = 1
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, Omega]:
+    """Facts, entity forms, statements and Ω(f) of a suite from a rule's inputs (facts,
+    entity_forms, claims, types) and its settings (dump, valid_ranks, form_threshold, strategies).
+
+    Out of core (issue 15 item 2): DuckDB scans read only the rows Ω can ask about
+    (:mod:`factprobe.scan`): types and forms of the facts' subjects and objects and of
+    the entities sharing a declared type with them, statements of the suite's relations (of its
+    subjects only, unless co-occurrence fills the subject slot). The returned ``entity_forms`` and
+    statements are those restrictions; Ω answers as :func:`suite_omega` on the whole tables.
+    """
     facts = contracts.read("facts", inputs.facts)
-    entity_forms = contracts.read("entity_forms", inputs.entity_forms)
-    claims = contracts.read("claims", inputs.claims)
-    omega = suite_omega(
-        facts,
-        entity_forms,
-        claims,
-        inputs.types,
-        settings["dump"],
-        settings["valid_ranks"],
-        settings["form_threshold"],
+    con = scan.connect(threads)
+    anchor_ids = scan.anchors(facts)
+    relations = np.unique(id_ints(facts["property"]))
+    types = scan.scan_types(inputs.types, anchor_ids, con)
+    entity_forms = scan.scan_forms(inputs.entity_forms, np.union1d(types["id"].to_numpy(), anchor_ids), con)
+    strategies = settings.get("strategies", [])
+    subject_side = "cooccur" in strategies and "subject" in settings.get("cooccur_sides", [])
+    subjects = None if subject_side else id_ints(facts["subject"])
+    dump = int(settings["dump"])
+    valid = scan.scan_valid(inputs.claims, dump, settings["valid_ranks"], relations, subjects, con)
+    valid = pd.concat([valid, facts_valid(facts)]).drop_duplicates()
+    statements = (
+        scan.scan_statements(inputs.claims, relations, con)
+        if "cooccur" in strategies
+        else pd.DataFrame(columns=["subject", "property", "object", "rank"])
     )
-    return facts, entity_forms, claims, omega
+    con.close()
+    omega = Omega.from_tables(types, entity_forms, valid, settings["form_threshold"])
+    log.info(
+        "omega: %d facts, %d typed entities, %d forms, %d valid statements, %d co-occurrence statements",
+        len(facts),
+        types["id"].nunique(),
+        len(entity_forms),
+        len(valid),
+        len(statements),
+    )
+    return facts, entity_forms, statements, omega

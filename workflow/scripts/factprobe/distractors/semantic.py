@@ -76,6 +76,19 @@ def weight_matrix(
     n, m = len(entities), len(features)
     tf = sp.csr_matrix((np.ones(len(r), np.float32), (r, c)), shape=(n, m), dtype=np.float32)
     tf.sum_duplicates()
+    X, idf = weigh(tf, weighting, k1, b)
+    return entities, features, X, idf
+
+
+def weigh(
+    tf: sp.csr_matrix, weighting: str = "tfidf", k1: float = 1.2, b: float = 0.75
+) -> tuple[sp.csr_matrix, np.ndarray]:
+    """``(X, idf)`` of a canonical float32 CSR of raw counts (rows: entities, columns: features).
+
+    One code path for the in-memory bags (:func:`weight_matrix`) and the DuckDB ones
+    (:func:`bags_from_parquet`), so both give the same floats.
+    """
+    n, m = tf.shape
     df = np.bincount(tf.indices, minlength=m).astype(np.float64)
     if weighting == "tfidf":
         idf = np.log((1.0 + n) / (1.0 + df)) + 1.0
@@ -93,7 +106,73 @@ def weight_matrix(
     norms[norms == 0] = 1.0
     X = sp.csr_matrix(sp.diags(1.0 / norms).astype(np.float32) @ tf, dtype=np.float32)
     X.sort_indices()
-    return entities, features, X, idf
+    return X, idf
+
+
+def bags_from_parquet(
+    claims_path: str | Path, reverse: bool = True, threads: int = 1, memory_mb: int | None = None
+) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix]:
+    """``(entities, features, counts)`` of a claims Parquet file, counted in DuckDB (issue 15 item 3).
+
+    The same bags as :func:`feature_codes` + :func:`weight_matrix` on the non-deprecated distinct
+    triples, but the feature occurrences (7 per statement) are grouped and counted by DuckDB,
+    which spills to disk, instead of being materialised as int64 arrays and sorted in memory:
+    only the final CSR (4 + 4 bytes per non-zero) is held. ``counts`` is canonical float32.
+    """
+    from factprobe import scan
+
+    con = scan.connect(threads, memory_mb)
+    scan.check_columns(con, "claims", claims_path, ["subject", "property", "object", "rank"])
+    src = f"read_parquet('{str(claims_path).replace(chr(39), chr(39) * 2)}')"
+    con.execute(
+        f"CREATE TEMP TABLE c AS SELECT DISTINCT subject::BIGINT AS s, property::BIGINT AS p, "
+        f"object::BIGINT AS o FROM {src} WHERE rank >= 1"
+    )
+    top_id, top_p = con.execute("SELECT max(greatest(s, o)), max(p) FROM c").fetchone()
+    if top_id is not None and (top_id >= 1 << _ID_BITS or top_p >= 1 << (_TAG_SHIFT - _ID_BITS)):
+        raise ValueError("entity id >= 2**32 or property id >= 2**24: widen the feature code layout")
+
+    def code(tag: int, a: str, b: str) -> str:
+        return f"(({tag}::BIGINT << {_TAG_SHIFT}) | ({a} << {_ID_BITS}) | {b})"
+
+    parts = [
+        f"SELECT s AS e, {code(TAG_REL, '0', 'p')} AS f FROM c",
+        f"SELECT s, {code(TAG_OBJ, '0', 'o')} FROM c",
+        f"SELECT s, {code(TAG_REL_OBJ, 'p', 'o')} FROM c",
+    ]
+    selves = "SELECT DISTINCT s AS e FROM c"
+    if reverse:
+        parts += [
+            f"SELECT o, {code(TAG_INV_REL, '0', 'p')} FROM c",
+            f"SELECT o, {code(TAG_INV_SUBJ, '0', 's')} FROM c",
+            f"SELECT o, {code(TAG_INV_REL_SUBJ, 'p', 's')} FROM c",
+        ]
+        selves += " UNION SELECT o FROM c"
+    parts.append(f"SELECT e, {code(TAG_SELF, '0', 'e')} FROM ({selves})")
+    con.execute(
+        "CREATE TEMP TABLE tf AS SELECT e, f, count(*)::INTEGER AS n FROM ("
+        + " UNION ALL ".join(parts)
+        + ") GROUP BY e, f"
+    )
+    con.execute("DROP TABLE c")
+    per_row = con.execute("SELECT e, count(*) AS k FROM tf GROUP BY e ORDER BY e").fetchnumpy()
+    entities = per_row["e"].astype(np.int64)
+    features = con.execute("SELECT DISTINCT f FROM tf ORDER BY f").fetchnumpy()["f"].astype(np.int64)
+    indptr = np.zeros(len(entities) + 1, np.int64)
+    np.cumsum(per_row["k"], out=indptr[1:])
+    indices = np.empty(indptr[-1], np.int32)
+    data = np.empty(indptr[-1], np.float32)
+    lo = 0
+    # Streamed in row order: only one batch of (e, f, n) besides the CSR arrays.
+    for batch in con.sql("SELECT f, n FROM tf ORDER BY e, f").to_arrow_reader(1 << 20):
+        f = batch.column(0).to_numpy()
+        indices[lo : lo + len(f)] = np.searchsorted(features, f)
+        data[lo : lo + len(f)] = batch.column(1).to_numpy()
+        lo += len(f)
+    con.close()
+    counts = sp.csr_matrix((data, indices, indptr), shape=(len(entities), len(features)))
+    counts.has_canonical_format = True  # (e, f) unique from GROUP BY, sorted by the ORDER BY
+    return entities, features, counts
 
 
 def exact_topk(
@@ -231,9 +310,30 @@ class SemIndex:
             out[i] = self.entities[got].tolist()
         return out
 
+    def ranked_within(self, entity: int, candidates: np.ndarray) -> list[int]:
+        """Every candidate with cosine > 0 to ``entity`` (itself excluded), most similar first,
+        ties by entity id: exact search inside a set (the entities sharing a declared type).
+
+        The product is ``X[q] @ X[cands].T``, the orientation of :func:`exact_topk`, so each
+        cosine is the same float as in a search against every entity.
+        """
+        q = self.row_of(np.array([entity], np.int64))[0]
+        if q < 0:
+            return []
+        rows = self.row_of(np.asarray(candidates, np.int64))
+        rows = np.unique(rows[(rows >= 0) & (rows != q)])
+        if len(rows) == 0:
+            return []
+        sims = (self.X[[q]] @ self.X[rows].T.tocsr()).tocsr()
+        cols, vals = sims.indices, sims.data
+        keep = vals > 0
+        cols, vals = cols[keep], vals[keep]
+        order = np.lexsort((rows[cols], -vals))
+        return self.entities[rows[cols[order]]].tolist()
+
 
 def build_index(
-    claims: pd.DataFrame,
+    claims: pd.DataFrame | str | Path,
     folder: str | Path,
     weighting: str = "tfidf",
     reverse: bool = True,
@@ -247,51 +347,67 @@ def build_index(
     recall_queries: int = 1000,
     recall_k: int = 50,
     key: str = "",
+    hnsw: bool = True,
+    memory_mb: int | None = None,
 ) -> dict:
     """Build and save the index of one dump's non-deprecated claims into ``folder``.
+
+    ``claims``: a claims table, or the path of a claims Parquet file, whose bags are then counted
+    out of core by DuckDB (:func:`bags_from_parquet`, bounded by ``memory_mb``; same matrix).
 
     Files: ``entities.npy`` (row -> entity id), ``features.npy`` (column -> code), ``idf.npy``,
     ``matrix.npz`` (scipy CSR, L2-normalised), ``hnsw.bin`` (+ ``.dat``, nmslib with data) and
     ``meta.json`` (settings, sizes, timings, recall@k of HNSW vs exact cosine on a sample).
+    ``hnsw=False`` (no suite searches this dump with ``search: hnsw``) skips the graph and the
+    recall check: the graph's build grows as n^1.3 and is the bulk of the job at scale (issue 15).
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    c = claims[claims["rank"] >= 1][["subject", "property", "object"]].drop_duplicates()
     t0 = time.perf_counter()
-    rows, codes = feature_codes(
-        c["subject"].to_numpy(), c["property"].to_numpy(), c["object"].to_numpy(), reverse
-    )
-    entities, features, X, idf = weight_matrix(rows, codes, weighting, bm25_k1, bm25_b)
+    if isinstance(claims, pd.DataFrame):
+        c = claims[claims["rank"] >= 1][["subject", "property", "object"]].drop_duplicates()
+        rows, codes = feature_codes(
+            c["subject"].to_numpy(), c["property"].to_numpy(), c["object"].to_numpy(), reverse
+        )
+        entities, features, X, idf = weight_matrix(rows, codes, weighting, bm25_k1, bm25_b)
+    else:
+        entities, features, counts = bags_from_parquet(claims, reverse, threads, memory_mb)
+        X, idf = weigh(counts, weighting, bm25_k1, bm25_b)
     t1 = time.perf_counter()
     log.info("bags: %d entities, %d features, %d nonzeros (%.1fs)", X.shape[0], X.shape[1], X.nnz, t1 - t0)
     np.save(folder / "entities.npy", entities)
     np.save(folder / "features.npy", features)
     np.save(folder / "idf.npy", idf)
     sp.save_npz(folder / "matrix.npz", X, compressed=True)
-    index = build_hnsw(X, hnsw_m, ef_construction, post, threads, progress=X.shape[0] > 100_000)
-    t2 = time.perf_counter()
-    index.saveIndex(str(folder / "hnsw.bin"), save_data=True)
-    log.info("HNSW built in %.1fs (%.0f entities/s)", t2 - t1, X.shape[0] / max(t2 - t1, 1e-9))
-    q = sample_rows(X.shape[0], recall_queries, key)
-    k = min(recall_k, X.shape[0] - 1)
-    recall = None
-    if k > 0 and len(q):
-        ex_ids, ex_sims = exact_topk(X, q, k)
-        ap_ids, _ = hnsw_topk(index, X, q, k, ef_search, threads)
-        recall = recall_at(X, ap_ids, ex_ids, ex_sims, q)
-        log.info(
-            "recall@%d of HNSW (efSearch=%d) vs exact cosine on %d queries: %.4f",
-            k,
-            ef_search,
-            len(q),
-            recall,
-        )
+    t2, recall, k, q = t1, None, 0, np.empty(0, np.int64)
+    if hnsw:
+        index = build_hnsw(X, hnsw_m, ef_construction, post, threads, progress=X.shape[0] > 100_000)
+        t2 = time.perf_counter()
+        index.saveIndex(str(folder / "hnsw.bin"), save_data=True)
+        log.info("HNSW built in %.1fs (%.0f entities/s)", t2 - t1, X.shape[0] / max(t2 - t1, 1e-9))
+        q = sample_rows(X.shape[0], recall_queries, key)
+        k = min(recall_k, X.shape[0] - 1)
+        if k > 0 and len(q):
+            ex_ids, ex_sims = exact_topk(X, q, k)
+            ap_ids, _ = hnsw_topk(index, X, q, k, ef_search, threads)
+            recall = recall_at(X, ap_ids, ex_ids, ex_sims, q)
+            log.info(
+                "recall@%d of HNSW (efSearch=%d) vs exact cosine on %d queries: %.4f",
+                k,
+                ef_search,
+                len(q),
+                recall,
+            )
+    else:
+        log.info("no suite searches this index with HNSW: graph not built (exact search only)")
     meta = {
         "weighting": weighting,
         "reverse": reverse,
         "bm25_k1": bm25_k1,
         "bm25_b": bm25_b,
-        "hnsw": {"M": hnsw_m, "efConstruction": ef_construction, "post": post, "efSearch": ef_search},
+        "hnsw": {"M": hnsw_m, "efConstruction": ef_construction, "post": post, "efSearch": ef_search}
+        if hnsw
+        else None,
         "entities": int(X.shape[0]),
         "features": int(X.shape[1]),
         "nnz": int(X.nnz),
@@ -315,10 +431,15 @@ def load_index(
     X = sp.load_npz(folder / "matrix.npz").tocsr()
     hnsw = None
     if search == "hnsw":
+        if meta["hnsw"] is None:
+            raise RuntimeError(
+                f"{folder}: built without an HNSW graph (no suite had search: hnsw); "
+                "re-run rule build_sem_index for this dump"
+            )
         nmslib = _nmslib()
         hnsw = nmslib.init(method="hnsw", space="cosinesimil_sparse", data_type=nmslib.DataType.SPARSE_VECTOR)
         hnsw.loadIndex(str(folder / "hnsw.bin"), load_data=True)
-    return SemIndex(entities, X, hnsw, ef_search or meta["hnsw"]["efSearch"], threads)
+    return SemIndex(entities, X, hnsw, ef_search or (meta["hnsw"] or {}).get("efSearch", 200), threads)
 
 
 def sem_distractors(
@@ -329,10 +450,19 @@ def sem_distractors(
     Only entities with cosine > 0 (at least one shared feature) count: zero-similarity ones
     would be an arbitrary sample, so a fact may get fewer than ``n`` (the count is recorded).
 
-    One batched query for all facts at ``k = widen·n + 16``; facts still short of ``n`` after the
-    Ω filter are re-queried with k multiplied by ``widen`` until the index is exhausted.
+    ``search="exact"``: the ranking of the entities sharing a declared type with o (the only
+    ones Ω admits), by exact cosine, then Ω. ``"hnsw"``: one batched query for all facts at
+    ``k = widen·n + 16``; facts still short of ``n`` after the Ω filter are re-queried with k
+    multiplied by ``widen`` until the index is exhausted.
     """
     out: list[list[int]] = [[] for _ in facts]
+    if search == "exact":
+        # Ω admits only entities sharing a declared type with o: search inside them (one exact
+        # search per type set, the reference code's index per type), not against every entity.
+        for i, (s, r, o) in enumerate(facts):
+            cand = index.ranked_within(o, omega.members(omega.types_of(o)))
+            out[i] = omega.filter(s, r, o, cand, n)
+        return out
     todo = list(range(len(facts)))
     k = widen * n + 16
     total = len(index.entities)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from factprobe.io import write_table
@@ -59,37 +60,72 @@ def request_key(model: str, revision: str, dtype: str, context: str, continuatio
 
 
 class RequestCache:
-    """Folder of Parquet shards mapping request keys to (logprob, n_tokens, first_logprob, end_logprob)."""
+    """Folder of Parquet shards mapping request keys to (logprob, n_tokens, first_logprob, end_logprob).
 
-    def __init__(self, folder: str | os.PathLike | None, flush_every: int = 50_000):
+    Shards are not loaded whole: :meth:`lookup` scans them batch by batch, keeping only the rows
+    whose key is asked for (``pyarrow.compute.is_in`` on the key column, the other columns read
+    for the matching rows only). A scoring shard therefore holds the entries of its own requests,
+    not the model's whole cache of every suite and earlier run (issue 15 item 5). On key collisions
+    across shards the later shard (sorted by name) wins, as when all were loaded in order.
+    """
+
+    def __init__(self, folder: str | os.PathLike | None, flush_every: int = 50_000, batch_rows: int = 65_536):
         self.folder = Path(folder) if folder else None
         self.flush_every = flush_every
+        self.batch_rows = batch_rows
+        # Entries of keys looked up (found on disk) or added by this process only.
         self._known: dict[str, tuple[float, int, float, float]] = {}
+        self._searched: set[str] = set()
         self._buffer: list[tuple[str, float, int, float, float]] = []
-        if self.folder and self.folder.is_dir():
-            for shard in sorted(self.folder.glob("part-*.parquet")):
-                try:
-                    table = pq.read_table(shard)
-                except (OSError, pa.ArrowInvalid) as exc:
-                    log.warning("%s: unreadable cache shard skipped (%s); delete it", shard, exc)
+        self._shards = (
+            sorted(self.folder.glob("part-*.parquet")) if self.folder and self.folder.is_dir() else []
+        )
+        if self._shards:
+            log.info("request cache %s: %d shards, read per lookup", self.folder, len(self._shards))
+
+    def _batches(self, shard: Path, columns: list[str]):
+        """Record batches of ``columns`` (those present) of one shard; unreadable shards are dropped."""
+        try:
+            pf = pq.ParquetFile(shard)
+            have = [c for c in columns if c in pf.schema_arrow.names]
+            yield from pf.iter_batches(columns=have, batch_size=self.batch_rows)
+        except (OSError, pa.ArrowInvalid) as exc:
+            log.warning("%s: unreadable cache shard skipped (%s); delete it", shard, exc)
+            self._shards = [s for s in self._shards if s != shard]
+
+    def _fetch(self, keys: Sequence[str]) -> None:
+        """Read the on-disk entries of ``keys`` not searched yet (streaming, predicate on key)."""
+        want = [k for k in dict.fromkeys(keys) if k not in self._searched]
+        if not want:
+            return
+        wanted = pa.array(want, pa.string())
+        cols = ["key", "logprob", "n_tokens", "first_logprob", "end_logprob"]
+        for shard in list(self._shards):
+            for batch in self._batches(shard, cols):
+                mask = pc.is_in(batch.column("key"), value_set=wanted)
+                if not pc.any(mask).as_py():
                     continue
-                cols = [table.column(c).to_pylist() for c in ("key", "logprob", "n_tokens", "first_logprob")]
+                hit = batch.filter(mask).to_pydict()
                 # Shards written before end_logprob existed: NaN, so score_texts recomputes them.
-                ends = (
-                    table.column("end_logprob").to_pylist()
-                    if "end_logprob" in table.column_names
-                    else [None] * table.num_rows
-                )
-                for key, lp, nt, fl, el in zip(*cols, ends, strict=True):
+                ends = hit.get("end_logprob", [None] * len(hit["key"]))
+                for key, lp, nt, fl, el in zip(
+                    hit["key"], hit["logprob"], hit["n_tokens"], hit["first_logprob"], ends, strict=True
+                ):
                     self._known[key] = (lp, nt, fl, float("nan") if el is None else el)
-            log.info("request cache %s: %d entries", self.folder, len(self._known))
+        self._searched.update(want)
 
     def __len__(self) -> int:
-        return len(self._known)
+        """Distinct keys on disk and in memory (scans the shards' key column)."""
+        keys = set(self._known)
+        for shard in list(self._shards):
+            for batch in self._batches(shard, ["key"]):
+                keys.update(batch.column("key").to_pylist())
+        return len(keys)
 
     def lookup(self, keys: Iterable[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(found mask, logprob, n_tokens, first_logprob) for ``keys``; missing entries are NaN/0."""
         keys = list(keys)
+        self._fetch(keys)
         found = np.zeros(len(keys), dtype=bool)
         lp = np.full(len(keys), np.nan)
         nt = np.zeros(len(keys), dtype=np.int32)
@@ -103,11 +139,14 @@ class RequestCache:
 
     def lookup_end(self, keys: Iterable[str]) -> np.ndarray:
         """end_logprob of ``keys`` (log-probability of the end marker); NaN where unknown."""
+        keys = list(keys)
+        self._fetch(keys)
         return np.array([self._known.get(key, (0, 0, 0, np.nan))[3] for key in keys], dtype=float)
 
     def add(self, keys: Iterable[str], logprob, n_tokens, first_logprob, end_logprob=None) -> None:
         """Record finished requests; flush a shard once the buffer is full."""
         keys = list(keys)
+        self._fetch(keys)
         if end_logprob is None:
             end_logprob = [float("nan")] * len(keys)
         for key, lp, nt, fl, el in zip(keys, logprob, n_tokens, first_logprob, end_logprob, strict=True):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
-from factprobe import contracts
+from factprobe import contracts, scan
 from factprobe.settings import Suite, SuiteTemplates, TemplateSet, load
 from factprobe.wikidata.labels import label_table
 
@@ -189,15 +189,19 @@ def build_suite(
     labels = label_table(label_files, languages)
     labelled = labelled_entities(labels, languages)
     sitelinks = item_sitelinks(contracts.read("entities", entities_path, ["id", "kind", "sitelinks"]))
-    claims = contracts.read("claims", claims_path)
+    # Out of core (issue 15 item 2): the property column to check the relations, then only the
+    # claims of the suite's relations (selection never looks at other properties).
+    con = scan.connect()
     present = relations_in_dump(
         name,
         dump,
         claims_path,
         relations,
-        set(claims["property"].unique().tolist()),
+        scan.properties_in(claims_path, con),
         suite.missing_relations,
     )
+    claims = scan.claims_of(claims_path, [int(r[1:]) for r in relations], con)
+    con.close()
     if len(present) < len(relations):
         log.warning(
             "suite %s: relations without any claim in dump %s are dropped (missing_relations: warn): %s",
@@ -208,7 +212,7 @@ def build_suite(
         covered = [r for r in covered if r in present]
     truthy = truthy_claims(claims, int(dump))
     log.info(
-        "suite %s: %d claims, %d truthy at %s, %d entities labelled in %s",
+        "suite %s: %d claims of its relations, %d truthy at %s, %d entities labelled in %s",
         name,
         len(claims),
         len(truthy),

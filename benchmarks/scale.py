@@ -1,0 +1,267 @@
+"""Scale benchmark: the DAG up to (not including) scoring on replicated demo dumps (issue 15 item 1).
+
+For each size in ``--sizes`` (items per dump), :mod:`scale_dumps` writes two replicated dumps
+(ids shifted per copy, hubs shared, pseudo-word labels per copy, ~3 % edits in the newer one), a
+working directory gets a copy of ``config/config.yaml`` pointing at them (every suite's
+``n_facts`` set to ``--facts``), and Snakemake runs every suite's ``candidates.parquet`` target:
+extraction, diff, temporal views, probes, semantic index and distractor retrieval (ApprOpt and
+translation load a model and are left out, like scoring). Snakemake's ``benchmark:`` files give
+per job wall seconds, CPU seconds and peak RSS.
+
+Growth: per rule (the sum of CPU-s and wall over its jobs, the max of their peak RSS), a
+least-squares fit of ``log y = a + b log n`` over the sizes gives the exponent ``b`` in entities
+``n``; the printed extrapolation multiplies the largest measurement by ``(110M / n)**b`` (and
+by the claims ratio to 1.5B). Facts-bound jobs (retrieval) are also scaled linearly from
+``--facts`` to 100k probed facts per suite: an assumption, stated in the output, not a fit.
+
+Not part of the test suite. On a shared machine keep the sizes small (the load average is
+printed with every run; wall times are inflated by load, CPU-s much less).
+
+    PYTHONPATH=workflow/scripts .venv/bin/python benchmarks/scale.py --sizes 2000 10000 20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scale_dumps import write_dumps  # noqa: E402
+
+FULL_ENTITIES = 110e6
+FULL_CLAIMS = 1.5e9
+FULL_FACTS = 100_000
+# Rules whose work grows with the number of probed facts rather than with the dump.
+FACTS_BOUND = ("retrieve_distractors",)
+# Differences below these are load noise on a shared machine, not growth.
+CPU_NOISE_S = 2.0
+RSS_NOISE_MB = 30.0
+
+
+def make_workdir(work: Path, items: int, facts: int) -> dict:
+    """Dumps, config and registry of one size under ``work``; returns the dump counts."""
+    stats_file = work / "dumps" / "stats.json"
+    if stats_file.exists():
+        stats = json.loads(stats_file.read_text())
+    else:
+        stats = write_dumps(items, work / "dumps")
+        stats_file.write_text(json.dumps(stats, indent=1))
+    (work / "config").mkdir(parents=True, exist_ok=True)
+    with open(work / "config" / "dumps.tsv", "w") as f:
+        f.write("dump\tenabled\tpath\turl\tchecksum\n")
+        for dump in ("20141201", "20190201"):
+            f.write(f"{dump}\ttrue\t{stats[dump]['path']}\t\t\n")
+    shutil.copy(ROOT / "config" / "models.tsv", work / "config" / "models.tsv")
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    config["dumps"] = "config/dumps.tsv"
+    config["models"] = "config/models.tsv"
+    for block in config["suites"].values():
+        block["n_facts"] = facts
+    (work / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    return stats
+
+
+def run_dag(work: Path, cores: int) -> tuple[float, str]:
+    """Snakemake up to every suite's candidates table; returns (wall seconds, log tail)."""
+    config = yaml.safe_load((work / "config" / "config.yaml").read_text())
+    targets = [f"results/probes/{s}/candidates.parquet" for s in config["suites"]]
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "workflow" / "scripts"))
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(ROOT / "workflow" / "Snakefile"),
+        "-d",
+        str(work),
+        "--configfile",
+        str(work / "config" / "config.yaml"),
+        "--cores",
+        str(cores),
+        *targets,
+    ]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode:
+        raise SystemExit(f"snakemake failed in {work}:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
+    return wall, proc.stderr[-500:]
+
+
+def read_benchmarks(work: Path) -> dict[str, dict]:
+    """Per rule: jobs, summed wall and CPU seconds, max peak RSS (MB), from the benchmark files."""
+    out: dict[str, dict] = defaultdict(lambda: {"jobs": 0, "wall_s": 0.0, "cpu_s": 0.0, "rss_mb": 0.0})
+    for path in sorted((work / "benchmarks").rglob("*.tsv")):
+        rule = path.relative_to(work / "benchmarks").parts[0]
+        with open(path) as f:
+            for row in csv.DictReader(f, delimiter="\t"):
+                r = out[rule]
+                r["jobs"] += 1
+                r["wall_s"] += float(row["s"])
+                r["cpu_s"] += float(row["cpu_time"]) if row["cpu_time"] not in ("", "NA", "-") else 0.0
+                rss = row["max_rss"]
+                r["rss_mb"] = max(r["rss_mb"], float(rss) if rss not in ("", "NA", "-") else 0.0)
+    return dict(out)
+
+
+def claims_rows(work: Path) -> int:
+    """Claims rows of the newer dump's extraction (for the 1.5B-claims extrapolation)."""
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(work / "results" / "wikidata" / "20190201" / "claims.parquet").metadata.num_rows
+
+
+def increment_exponent(xs: list[float], ys: list[float], noise: float) -> float | None:
+    """Growth exponent of what a job adds above its smallest run: the least-squares slope of
+    log(y - y0) on log(x - x0) over the larger sizes (fixed costs - imports, start-up - cancel).
+    Increments below ``noise`` are left out; 0.0 when none is above it (flat), None (= linear
+    assumed) when only one is."""
+    pts = [
+        (math.log(x - xs[0]), math.log(y - ys[0]))
+        for x, y in zip(xs[1:], ys[1:], strict=True)
+        if x > xs[0] and y - ys[0] > noise
+    ]
+    if not pts:
+        return 0.0
+    if len(pts) < 2:
+        return None
+    mx = sum(p[0] for p in pts) / len(pts)
+    my = sum(p[1] for p in pts) / len(pts)
+    sxx = sum((p[0] - mx) ** 2 for p in pts)
+    return sum((p[0] - mx) * (p[1] - my) for p in pts) / sxx if sxx else None
+
+
+def extrapolate(xs: list[float], ys: list[float], full: float, b: float | None) -> float:
+    """``y0 + (y_last - y0) * ((full - x0) / (x_last - x0)) ** b`` (b = 1 when unknown)."""
+    if len(xs) < 2 or xs[-1] <= xs[0]:
+        return ys[-1] * full / xs[-1]
+    grow = max(ys[-1] - ys[0], 0.0)
+    return ys[0] + grow * ((full - xs[0]) / (xs[-1] - xs[0])) ** (1.0 if b is None else b)
+
+
+def import_floor_mb() -> float:
+    """Peak RSS (MB) of a Python process that only imports the science stack: every job's floor."""
+    code = (
+        "import resource, pandas, pyarrow.parquet, scipy.sparse, duckdb, numpy;"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
+    )
+    return float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout)
+
+
+def report(runs: list[dict], facts: int, floor: float) -> str:
+    """The per-size table, the fitted exponents and the extrapolation (plain text)."""
+    lines = ["", "## Per job (sum over a rule's jobs; RSS = max job)", ""]
+    rules = sorted({r for run in runs for r in run["rules"]})
+    head = "| rule | " + " | ".join(f"{run['items']:,} items: wall s / CPU s / MB" for run in runs) + " |"
+    lines += [head, "|---" * (len(runs) + 1) + "|"]
+    for rule in rules:
+        cells = []
+        for run in runs:
+            r = run["rules"].get(rule)
+            cells.append(f"{r['wall_s']:.1f} / {r['cpu_s']:.1f} / {r['rss_mb']:.0f}" if r else "-")
+        lines.append(f"| {rule} | " + " | ".join(cells) + " |")
+    lines += ["", "| size | claims rows | DAG wall s | load avg before / after |", "|---|---|---|---|"]
+    for run in runs:
+        lines.append(
+            f"| {run['items']:,} | {run['claims']:,} | {run['wall_s']:.0f} | "
+            f"{run['load_before']:.2f} / {run['load_after']:.2f} |"
+        )
+    big = runs[-1]
+    n = [run["items"] for run in runs]
+    lines += [
+        "",
+        f"## Growth (y - y0 ~ (n - n0)^b over {len(runs)} sizes) and extrapolation",
+        f"to {FULL_ENTITIES:.3g} entities ({FULL_ENTITIES / big['items']:.0f}x the largest run; claims per"
+        f" entity here {big['claims'] / big['items']:.1f}, full Wikidata {FULL_CLAIMS / FULL_ENTITIES:.1f}:"
+        f" {FULL_CLAIMS:.3g} claims is {FULL_CLAIMS / big['claims']:.0f}x the largest run's claims)",
+        "",
+        "| rule | b(CPU) | b(RSS) | CPU-h at full size | peak GB at full size |",
+        "|---|---|---|---|---|",
+    ]
+    for rule in rules:
+        if not all(rule in run["rules"] for run in runs):
+            continue
+        cpu = [run["rules"][rule]["cpu_s"] for run in runs]
+        rss = [run["rules"][rule]["rss_mb"] for run in runs]
+        bc, br = increment_exponent(n, cpu, CPU_NOISE_S), increment_exponent(n, rss, RSS_NOISE_MB)
+        cpu_full = extrapolate(n, cpu, FULL_ENTITIES, bc) / 3600
+        rss_full = extrapolate(n, rss, FULL_ENTITIES, br) / 1024
+        facts_note = ""
+        if rule in FACTS_BOUND:
+            facts_note = (
+                f" (x{FULL_FACTS / facts:.0f} for {FULL_FACTS:,} facts: {cpu_full * FULL_FACTS / facts:,.0f})"
+            )
+        lines.append(
+            f"| {rule} | {'-' if bc is None else round(bc, 2)} | {'-' if br is None else round(br, 2)} | "
+            f"{cpu_full:,.2f}{facts_note} | {rss_full:,.1f} |"
+        )
+    lines.append("")
+    lines.append(
+        "Exponents are those of the increment above the smallest run (fixed costs cancel); increments "
+        f"below {CPU_NOISE_S} CPU-s / {RSS_NOISE_MB} MB are noise (b = 0 when all are); '-' = one usable "
+        f"increment, linear assumed. Peak RSS includes the interpreter and libraries (import floor {floor:.0f} MB). "
+        f"Facts-bound rules ({', '.join(FACTS_BOUND)}) ran with --facts per suite; the 100k-facts figure "
+        "multiplies the whole job, fixed costs included: an upper bound."
+    )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[2000, 10000, 20000], help="items per dump")
+    ap.add_argument("--facts", type=int, default=50, help="n_facts of every suite")
+    ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--work", type=Path, default=Path("/tmp/factprobe-scale"))
+    ap.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep results of earlier runs (default: rerun all jobs); per-job figures then come from "
+        "the earlier run, the DAG wall from this one",
+    )
+    ap.add_argument("--json", type=Path, help="also write the measurements here")
+    ap.add_argument("--from-json", type=Path, help="only print the report of measurements saved with --json")
+    args = ap.parse_args()
+    if args.from_json:
+        print(report(json.loads(args.from_json.read_text()), args.facts, import_floor_mb()))
+        return
+    runs = []
+    for items in sorted(args.sizes):
+        work = args.work / f"n{items}"
+        stats = make_workdir(work, items, args.facts)
+        if not args.keep:
+            for sub in ("results", "benchmarks", "logs", ".snakemake"):
+                shutil.rmtree(work / sub, ignore_errors=True)
+        load_before = os.getloadavg()[0]
+        wall, _ = run_dag(work, args.cores)
+        run = {
+            "items": stats["20190201"]["items"] + stats["20190201"]["properties"],
+            "dumps": stats,
+            "wall_s": wall,
+            "load_before": load_before,
+            "load_after": os.getloadavg()[0],
+            "claims": claims_rows(work),
+            "rules": read_benchmarks(work),
+        }
+        runs.append(run)
+        print(
+            f"{items} items: DAG {wall:.0f} s (load {load_before:.2f} -> {run['load_after']:.2f})", flush=True
+        )
+    print(report(runs, args.facts, import_floor_mb()))
+    if args.json:
+        args.json.write_text(json.dumps(runs, indent=1))
+
+
+if __name__ == "__main__":
+    main()

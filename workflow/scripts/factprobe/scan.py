@@ -1,0 +1,180 @@
+"""Out-of-core reads of the tables Ω(f) and retrieval need (issue 15 item 2).
+
+Every function is a DuckDB scan of Parquet files with the filters pushed down: only the
+columns a stage reads, only the rows of the suite's relations, of its facts' subjects and
+objects (the *anchors*) and of the entities that share a declared type with an anchor (the only
+entities Ω can admit). Memory then grows with the probed facts and their candidates, not with
+the dump. Each returns the same rows as the whole-table pandas function it replaces
+(:func:`factprobe.distractors.omega.load_types`, :func:`~factprobe.distractors.omega.valid_objects`,
+a whole ``entity_forms`` read), restricted to what Ω asks about: ``tests/unit/test_scan.py``
+compares them on hand-made tables.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from factprobe import contracts
+from factprobe.validity import valid_sql
+
+
+def connect(threads: int = 1, memory_mb: int | None = None) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection; ``memory_mb`` bounds it: beyond, it spills to the system
+    temp folder (``$TMPDIR``, which Snakemake sets to the job's ``tmpdir`` resource)."""
+    con = duckdb.connect()
+    con.execute(f"SET threads = {max(1, int(threads))}")
+    if memory_mb:
+        con.execute(f"SET memory_limit = '{int(memory_mb)}MB'")
+        spill = Path(tempfile.gettempdir()) / f"factprobe-duckdb-{os.getpid()}"
+        con.execute(f"SET temp_directory = {_q(spill)}")
+    return con
+
+
+def _q(path: str | Path) -> str:
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+def check_columns(con: duckdb.DuckDBPyConnection, name: str, path: str | Path, cols: Sequence[str]) -> None:
+    have = [row[0] for row in con.execute(f"DESCRIBE SELECT * FROM read_parquet({_q(path)})").fetchall()]
+    contracts.check(have, name, path, list(cols))
+
+
+def _ids_table(con: duckdb.DuckDBPyConnection, name: str, ids: Iterable[int]) -> None:
+    arr = np.unique(np.asarray(list(ids) if not isinstance(ids, np.ndarray) else ids, dtype=np.int64))
+    con.register(name, pd.DataFrame({"id": arr}))
+
+
+def anchors(facts: pd.DataFrame) -> np.ndarray:
+    """Sorted unique int ids of the facts' subjects and objects (the entities Ω asks types of)."""
+    ids = np.concatenate([contracts.id_ints(facts["subject"]), contracts.id_ints(facts["object"])])
+    return np.unique(ids.astype(np.int64))
+
+
+def scan_types(
+    type_files: Iterable[str | Path], anchor_ids: Iterable[int], con: duckdb.DuckDBPyConnection | None = None
+) -> pd.DataFrame:
+    """Declared types ``id, type`` (newest typing dump per entity, as :func:`omega.load_types`)
+    of the anchors and of every entity declaring a type of an anchor; sorted by (id, type)."""
+    con = con or connect()
+    files = [str(p) for p in type_files]
+    empty = pd.DataFrame({"id": pd.Series(dtype="int64"), "type": pd.Series(dtype="int64")})
+    if not files:
+        return empty
+    for path in files:
+        check_columns(con, "types", path, ["id", "type"])
+    union = " UNION ALL ".join(
+        f"SELECT id, type, {_q(Path(p).parent.name)} AS dump FROM read_parquet({_q(p)})" for p in files
+    )
+    _ids_table(con, "_anchors", anchor_ids)
+    sql = f"""
+        WITH t AS ({union}),
+        newest AS (SELECT id, type FROM t QUALIFY dump = max(dump) OVER (PARTITION BY id)),
+        anchor_types AS (SELECT DISTINCT type FROM newest WHERE id IN (SELECT id FROM _anchors))
+        SELECT DISTINCT id::BIGINT AS id, type::BIGINT AS type FROM newest
+        WHERE id IN (SELECT id FROM _anchors) OR type IN (SELECT type FROM anchor_types)
+        ORDER BY id, type
+    """
+    out = con.execute(sql).df()
+    con.unregister("_anchors")
+    return out.astype("int64").reset_index(drop=True) if len(out) else empty
+
+
+def scan_valid(
+    claims_path: str | Path,
+    date: int,
+    ranks: str,
+    relations: Iterable[int],
+    subjects: Iterable[int] | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> pd.DataFrame:
+    """``subject, property, object`` valid at ``date`` (:func:`omega.valid_objects`), only of
+    ``relations`` and, when given, ``subjects``: Ω asks ``valid_for(s, r)`` for the facts'
+    relations only, and for the facts' subjects only unless candidates fill the subject slot."""
+    con = con or connect()
+    if ranks not in ("truthy", "non_deprecated"):
+        raise ValueError(f"ranks must be 'truthy' or 'non_deprecated', not {ranks!r}")
+    check_columns(
+        con, "claims", claims_path, ["subject", "property", "object", "rank", "start", "end", "point_in_time"]
+    )
+    _ids_table(con, "_rels", relations)
+    where = [valid_sql(date), "property IN (SELECT id FROM _rels)"]
+    if subjects is not None:
+        _ids_table(con, "_subjects", subjects)
+        where.append("subject IN (SELECT id FROM _subjects)")
+    base = f"SELECT subject, property, object, rank FROM read_parquet({_q(claims_path)}) WHERE {' AND '.join(where)}"
+    if ranks == "truthy":
+        base = f"SELECT * FROM ({base}) QUALIFY rank = max(rank) OVER (PARTITION BY subject, property)"
+    out = con.execute(
+        f"SELECT DISTINCT subject::BIGINT AS subject, property::BIGINT AS property, object::BIGINT AS object FROM ({base})"
+    ).df()
+    for name in ("_rels", "_subjects"):
+        if subjects is not None or name == "_rels":
+            con.unregister(name)
+    return out.astype("int64").reset_index(drop=True)
+
+
+def scan_statements(
+    claims_path: str | Path, relations: Iterable[int], con: duckdb.DuckDBPyConnection | None = None
+) -> pd.DataFrame:
+    """Non-deprecated ``subject, property, object, rank`` of ``relations`` (co-occurrence counts)."""
+    con = con or connect()
+    check_columns(con, "claims", claims_path, ["subject", "property", "object", "rank"])
+    _ids_table(con, "_rels", relations)
+    out = con.execute(
+        f"SELECT subject, property, object, rank FROM read_parquet({_q(claims_path)}) "
+        "WHERE rank >= 1 AND property IN (SELECT id FROM _rels)"
+    ).df()
+    con.unregister("_rels")
+    return out
+
+
+def scan_forms(
+    entity_forms_path: str | Path, ids: Iterable[int], con: duckdb.DuckDBPyConnection | None = None
+) -> pd.DataFrame:
+    """Rows of an ``entity_forms`` table whose entity is in ``ids`` (ints), in file order."""
+    con = con or connect()
+    cols = contracts.columns("entity_forms")
+    check_columns(con, "entity_forms", entity_forms_path, cols)
+    _ids_table(con, "_ids", ids)
+    select = ", ".join(cols)
+    table = con.sql(
+        f"SELECT {select} FROM read_parquet({_q(entity_forms_path)}, file_row_number = true) "
+        "WHERE entity LIKE 'Q%' AND TRY_CAST(substr(entity, 2) AS BIGINT) IN (SELECT id FROM _ids) "
+        "ORDER BY file_row_number"
+    ).to_arrow_table()
+    con.unregister("_ids")
+    # Same dtypes as contracts.read (pandas from Arrow), so downstream code sees one frame type.
+    return table.to_pandas()
+
+
+def properties_in(claims_path: str | Path, con: duckdb.DuckDBPyConnection | None = None) -> set[int]:
+    """Integer ids of the properties with at least one claim (one column scanned)."""
+    con = con or connect()
+    check_columns(con, "claims", claims_path, ["property"])
+    return {
+        int(r[0])
+        for r in con.execute(f"SELECT DISTINCT property FROM read_parquet({_q(claims_path)})").fetchall()
+    }
+
+
+def claims_of(
+    claims_path: str | Path, relations: Iterable[int], con: duckdb.DuckDBPyConnection | None = None
+) -> pd.DataFrame:
+    """Every claim (all contract columns, as :func:`contracts.read` types them) of ``relations``."""
+    con = con or connect()
+    cols = contracts.columns("claims")
+    check_columns(con, "claims", claims_path, cols)
+    _ids_table(con, "_rels", relations)
+    select = ", ".join(f'"{c}"' for c in cols)
+    table = con.sql(
+        f"SELECT {select} FROM read_parquet({_q(claims_path)}) WHERE property IN (SELECT id FROM _rels)"
+    ).to_arrow_table()
+    con.unregister("_rels")
+    return table.to_pandas()
