@@ -382,8 +382,9 @@ def test_tiny_marian_through_the_pipeline(tiny_marian, tmp_path):
     assert tr.forced_ids("Ωμέγα") == [] and tr.forced_ids("Franz Kafka") != []
 
 
-def _run_rule_script(tmp_path, model, models=None):
-    """Run workflow/scripts/translate_prompts.py as Snakemake would, with a stand-in ``snakemake``."""
+def _run_rule_script(tmp_path, model, models=None, prepared=None):
+    """Run workflow/scripts/translate_prompts.py as Snakemake would, with a stand-in ``snakemake``;
+    ``prepared`` maps models.tsv rows to their prepared folders (input ``mt_models``)."""
     import runpy
     from pathlib import Path
     from types import SimpleNamespace
@@ -391,7 +392,7 @@ def _run_rule_script(tmp_path, model, models=None):
     import yaml
 
     facts, prompts, forms = suite_tables()
-    (tmp_path / "in").mkdir(exist_ok=True)
+    (tmp_path / "in").mkdir(parents=True, exist_ok=True)
     for name, frame in [("facts", facts), ("prompts", prompts), ("forms", forms)]:
         frame.to_parquet(tmp_path / "in" / f"{name}.parquet")
     records = [
@@ -405,6 +406,7 @@ def _run_rule_script(tmp_path, model, models=None):
             prompts=str(tmp_path / "in/prompts.parquet"),
             forms=str(tmp_path / "in/forms.parquet"),
             templates=[str(tmp_path / "in/en.yaml")],
+            mt_models=[str(f) for f in (prepared or {}).values()],
         ),
         output=SimpleNamespace(
             prompts=str(out / "translated_prompts.parquet"),
@@ -428,7 +430,8 @@ def _run_rule_script(tmp_path, model, models=None):
                 dtype="float32",
                 lang_codes={},
                 cache=str(tmp_path / "cache"),
-            )
+            ),
+            mt_rows=list(prepared or {}),
         ),
         log=[str(tmp_path / "translate.log")],
         wildcards=SimpleNamespace(suite="multilingual"),
@@ -459,6 +462,29 @@ def test_rule_script_with_per_language_model(tiny_marian, tmp_path):
     assert by_lang.loc["ru", "model"] == str(tiny_marian)
     assert len(list((tmp_path / "cache").glob("*.parquet"))) == 1
     assert set(prompts["lang"]) <= {"ru"} and len(prompts) == by_lang.loc["ru", "n_kept"]
+
+
+def test_rule_script_loads_a_models_tsv_row_from_its_prepared_folder(tiny_marian, tmp_path):
+    """Issue 12: translate.models names a models.tsv row; the job loads the row's prepared folder
+    and translates exactly as with the folder itself, recording the row's name."""
+    direct = _run_rule_script(tmp_path / "direct", "", models={"ru": str(tiny_marian)})
+    named = _run_rule_script(tmp_path / "named", "", models={"ru": "opus"}, prepared={"opus": tiny_marian})
+    stats = named[2].set_index("lang")
+    assert stats.loc["ru", "status"] == "translated" and stats.loc["ru", "model"] == "opus"
+    pd.testing.assert_frame_equal(
+        named[2].drop(columns="model"), direct[2].drop(columns="model"), check_like=True
+    )
+    # the same sentences were translated into the same outputs (the tiny model keeps none of them)
+    texts = [
+        pd.concat([pd.read_parquet(f) for f in (tmp_path / run / "cache").glob("*.parquet")])
+        for run in ("direct", "named")
+    ]
+    assert len(texts[0]) > 0
+    key = [c for c in texts[0].columns if c not in ("key", "model")]
+    pd.testing.assert_frame_equal(
+        texts[1][key].sort_values(key).reset_index(drop=True),
+        texts[0][key].sort_values(key).reset_index(drop=True),
+    )
 
 
 def test_nllb_style_model_forces_target_language_then_subject(tmp_path):

@@ -431,3 +431,33 @@ def test_translate_rule_takes_the_prepared_model_folder(tmp_path):
     assert "rule prepare_model" in out and "resources/models/smollm2" in out
     bad = _dry_run(tmp_path, {"backend": "llm", "llm": "nope"})
     assert bad.returncode != 0 and "translate.llm: 'nope' is not a row of" in bad.stdout + bad.stderr
+
+
+def test_seq2seq_translation_model_from_a_models_tsv_row_is_prepared_not_scored(tmp_path):
+    """Issue 12: a translation model named by a models.tsv row (here a hub id, never fetched by a
+    dry run) is made a prepared folder by rule prepare_model and fed to translate_prompts; the
+    workflow does not score it as a causal LM."""
+    import subprocess
+    import sys
+
+    models = tmp_path / "models.tsv"
+    rows = (ROOT / "config" / "models.tsv").read_text().splitlines()
+    models.write_text(
+        "\n".join([*rows, "opus\tHelsinki-NLP/opus-mt-en-cs\tmain\tfloat32\tauto\t\tfalse"]) + "\n"
+    )
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    config["models"] = str(models)
+    config["translate"].update({"backend": "seq2seq", "model": "", "models": {"cs": "opus"}})
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    env = dict(__import__("os").environ, PYTHONPATH=str(ROOT / "workflow" / "scripts"))
+    cmd = [sys.executable, "-m", "snakemake", "-n", "--forceall", "--configfile", str(path)]
+    cmd += ["--replace-workflow-config", "all"]
+    run = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out[-3000:]
+    assert "resources/models/opus" in out and "rule prepare_model" in out
+    translate = out[out.index("rule translate_prompts:") :].split("\n\n", 1)[0]
+    assert "resources/models/opus" in translate
+    assert "results/scores/multilingual/smollm2.parquet" in out  # the causal LMs still are scored
+    assert "/opus.parquet" not in out and "shards/opus/" not in out

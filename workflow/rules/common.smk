@@ -63,8 +63,15 @@ RELEASED_SUITES = "|".join(re.escape(s) for s in _RELEASED) or "no-released-suit
 BUILT_SUITES = (
     "|".join(re.escape(s) for s in SUITES if s not in _RELEASED) or "no-built-suite"
 )
-# Models scored on every suite: scoring.models, else every registry row (registry order).
-SCORE_MODELS = CFG.scoring.models or list(MODEL_ROWS)
+# Seq2seq translation models named by models.tsv rows: prepared by rule prepare_model like
+# every model (offline afterwards), and never scored as causal LMs.
+MT_ROWS = (
+    sorted({CFG.translate.model, *CFG.translate.models.values()} & set(MODEL_ROWS))
+    if CFG.translate.backend == "seq2seq"
+    else []
+)
+# Models scored on every suite: scoring.models, else every registry row but translators.
+SCORE_MODELS = CFG.scoring.models or [m for m in MODEL_ROWS if m not in MT_ROWS]
 # One list for every consumer of the encoding rule: scoring, ApprOpt, control training.
 NO_SPACE_LANGUAGES = CFG.scoring.no_space_languages
 
@@ -168,10 +175,15 @@ def model_folder(suite, model):
 
 
 def translate_inputs(wildcards):
-    """translate.backend llm: the translating model's folder (prepared, or the suite's control model)."""
-    if CFG.translate.backend != "llm" or not CFG.translate.llm:
+    """The translating models' folders: translate.backend llm, the causal LM's (prepared, or the
+    suite's control model); seq2seq, those of the models.tsv rows named in translate.model(s)."""
+    if CFG.translate.backend == "llm":
+        if not CFG.translate.llm:
+            return {}
+        return {"llm": model_folder(wildcards.suite, CFG.translate.llm)}
+    if not MT_ROWS:
         return {}
-    return {"llm": model_folder(wildcards.suite, CFG.translate.llm)}
+    return {"mt_models": [model_folder(wildcards.suite, m) for m in MT_ROWS]}
 
 
 def model_source_files(wildcards):

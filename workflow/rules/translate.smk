@@ -41,6 +41,7 @@ rule translate_prompts:
     params:
         settings=S.plain(TRANSLATE),
         llm=MODEL_PARAMS.get(TRANSLATE_LLM, {}),
+        mt_rows=MT_ROWS,
         no_space=NO_SPACE_LANGUAGES,
     script:
         "../scripts/translate_prompts.py"

@@ -30,6 +30,10 @@ templates = load_template_texts([template_files] if isinstance(template_files, s
 languages = target_languages(prompts, p.languages, p.source_lang)
 
 outputs = []
+# models.tsv rows named in translate.model(s) and their prepared folders (rule prepare_model).
+mt_folders = getattr(snakemake.input, "mt_models", [])
+mt_folders = [mt_folders] if isinstance(mt_folders, str) else list(mt_folders)
+prepared = dict(zip(getattr(snakemake.params, "mt_rows", []), mt_folders, strict=True))
 by_model: dict[str, list[str]] = {}
 if p.backend == "llm":
     # One causal LM of models.tsv, loaded from its prepared folder (rule prepare_model).
@@ -59,7 +63,9 @@ for model, langs in by_model.items():
         )
         translator = LLMTranslator(model, lm, p, TranslationCache(p.cache))
     elif model:
-        translator = load_translator(model, p.device, p.dtype, p, p.cache, p.lang_codes)
+        # A models.tsv row comes from its prepared folder; anything else is a local directory.
+        folder = prepared.get(model)
+        translator = load_translator(model, p.device, p.dtype, p, p.cache, p.lang_codes, folder)
     else:
         log.warning(
             "no translation model for %s: template verbalization only (translate.%s is empty)",

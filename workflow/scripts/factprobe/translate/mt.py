@@ -23,6 +23,7 @@ generation settings)``; a call translates only what the cache lacks.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import uuid
@@ -191,6 +192,9 @@ class Translator:
     settings: Translate = field(default_factory=Translate)
     cache: TranslationCache = field(default_factory=lambda: TranslationCache(None))
     lang_codes: dict[str, str] = field(default_factory=dict)
+    # What the cache keys on: the name, plus the prepared folder's fingerprint when there is one
+    # (a models.tsv row whose source or revision changed must not reuse old translations).
+    identity: str = ""
 
     def code(self, lang: str) -> str:
         """The model's code for ``lang`` (config ``lang_codes`` first, then the built-in tables)."""
@@ -230,7 +234,7 @@ class Translator:
 
     def translate(self, requests: Sequence[Request], progress: bool = False) -> list[str]:
         """Translations of ``requests`` in order; cached ones are not recomputed."""
-        keys = [cache_key(self.name, self.settings, r) for r in requests]
+        keys = [cache_key(self.identity or self.name, self.settings, r) for r in requests]
         todo: dict[str, Request] = {}
         for key, req in zip(keys, requests, strict=False):
             if self.cache.get(key) is None and key not in todo:
@@ -299,6 +303,14 @@ class Translator:
         return rows
 
 
+def _folder_identity(name: str, folder: str | os.PathLike | None) -> str:
+    """``name@fingerprint`` of a prepared folder (its manifest.json), else ``name``."""
+    manifest = Path(folder) / "manifest.json" if folder else None
+    if manifest is None or not manifest.exists():
+        return name
+    return f"{name}@{json.loads(manifest.read_text())['fingerprint']}"
+
+
 def load_translator(
     name: str,
     device: str = "auto",
@@ -306,8 +318,10 @@ def load_translator(
     settings: Translate | None = None,
     cache_dir: str | os.PathLike | None = None,
     lang_codes: dict[str, str] | None = None,
+    folder: str | os.PathLike | None = None,
 ) -> Translator:
-    """Load a seq2seq translation model from a local directory or hub id (offline: local only).
+    """Load a seq2seq translation model ``name``: from ``folder`` when given (the prepared folder
+    of a models.tsv row, rule prepare_model), else ``name`` itself as a local directory (offline).
 
     Raises a ``RuntimeError`` naming the model and the fix when it cannot be loaded.
     """
@@ -321,14 +335,16 @@ def load_translator(
         log.warning("translate.dtype %s on CPU: using float32", dtype)
         dtype = "float32"
     torch_dtype = DTYPES[dtype]
+    location = str(folder or name)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(name)
-        model = AutoModelForSeq2SeqLM.from_pretrained(name, dtype=torch_dtype)
+        tokenizer = AutoTokenizer.from_pretrained(location)
+        model = AutoModelForSeq2SeqLM.from_pretrained(location, dtype=torch_dtype)
     except (OSError, ValueError) as exc:
         raise RuntimeError(
             f"translate.model {name!r}: cannot load a seq2seq translation model ({exc}); "
-            "give a local model directory (e.g. a saved Helsinki-NLP/opus-mt-en-de or "
-            "facebook/nllb-200-distilled-600M) or leave translate.model empty"
+            "name a config/models.tsv row (its source, e.g. the hub id Helsinki-NLP/opus-mt-en-de "
+            "or a local folder, is prepared once by rule prepare_model) or give a local model "
+            "directory, or leave translate.model empty"
         ) from exc
     if tokenizer.pad_token is None:
         raise RuntimeError(f"translate.model {name!r}: the tokenizer has no pad token; batching needs one")
@@ -342,6 +358,7 @@ def load_translator(
         settings=settings or Translate(),
         cache=TranslationCache(cache_dir),
         lang_codes=dict(lang_codes or {}),
+        identity=_folder_identity(str(name), folder),
     )
     log.info("loaded %s (%s) on %s, %s", name, translator.kind, device, dtype)
     return translator
