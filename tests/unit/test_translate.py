@@ -467,8 +467,14 @@ def test_rule_script_with_per_language_model(tiny_marian, tmp_path):
 def test_rule_script_loads_a_models_tsv_row_from_its_prepared_folder(tiny_marian, tmp_path):
     """Issue 12: translate.models names a models.tsv row; the job loads the row's prepared folder
     and translates exactly as with the folder itself, recording the row's name."""
+    from factprobe.scoring.prepare import prepare_model
+
+    manifest = prepare_model({"name": "opus", "source": str(tiny_marian)}, tmp_path / "models/opus")
+    assert manifest["architecture"] == "MarianMTModel" and manifest["kind"] == "local"
     direct = _run_rule_script(tmp_path / "direct", "", models={"ru": str(tiny_marian)})
-    named = _run_rule_script(tmp_path / "named", "", models={"ru": "opus"}, prepared={"opus": tiny_marian})
+    named = _run_rule_script(
+        tmp_path / "named", "", models={"ru": "opus"}, prepared={"opus": tmp_path / "models/opus"}
+    )
     stats = named[2].set_index("lang")
     assert stats.loc["ru", "status"] == "translated" and stats.loc["ru", "model"] == "opus"
     pd.testing.assert_frame_equal(
