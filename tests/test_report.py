@@ -52,13 +52,14 @@ def synthetic_suite(kind, model, n_facts=12, langs=("en",), verbs=("template",),
                             u = hash_fraction(model, pid, e)
                             known = e == f"Q{100 + i}" and (split == "taught" or kind == "plausibility")
                             lp = -0.2 - 0.5 * u if known else -1.0 - 3 * u
-                            scores.append((pid, e, f"form {e}", lp, 1 + int(u * 3), lp))
+                            scores.append((pid, e, f"form {e}", lp, 1 + int(u * 3), lp, fid, lang))
                         gens.append(
                             (pid, 0, f"it is form Q{100 + i}" if split == "taught" else "no idea", -1.0)
                         )
                         gens.append((pid, 1, f"form Q{100 + i}", -1.2))
     scores = pd.DataFrame(
-        scores, columns=["prompt_id", "entity", "form", "logprob", "n_tokens", "first_logprob"]
+        scores,
+        columns=["prompt_id", "entity", "form", "logprob", "n_tokens", "first_logprob", "fact_id", "lang"],
     )
     scores["end_logprob"] = 0.0
     # Next-token table: the model's argmax is the object's name on taught facts (BELIEF §2.1).
@@ -91,8 +92,10 @@ def synthetic_suite(kind, model, n_facts=12, langs=("en",), verbs=("template",),
         candidates=pd.DataFrame(cands, columns=["fact_id", "entity", "role", "strategy", "rank"]),
         facts=pd.DataFrame(facts, columns=["fact_id", "subject", "property", "object", "objects", "split"]),
         generations=pd.DataFrame(gens, columns=["prompt_id", "sample", "text", "logprob"]),
+        # Every form a label, in every suite language: correct_set table1 (multilingual) keeps them.
         forms=pd.DataFrame(
-            [(f"Q{e}", "en", f"form Q{e}") for e in range(100, 300)], columns=["entity", "lang", "form"]
+            [(f"Q{e}", lang, f"form Q{e}", "label") for e in range(100, 300) for lang in langs],
+            columns=["entity", "lang", "form", "source"],
         ),
     )
 

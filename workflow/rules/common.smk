@@ -176,7 +176,8 @@ def model_folder(suite, model):
 
 def translate_inputs(wildcards):
     """The translating models' folders: translate.backend llm, the causal LM's (prepared, or the
-    suite's control model); seq2seq, those of the models.tsv rows named in translate.model(s)."""
+    suite's control model); seq2seq, those of the models.tsv rows named in translate.model(s).
+    """
     if CFG.translate.backend == "llm":
         if not CFG.translate.llm:
             return {}
