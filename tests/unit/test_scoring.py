@@ -159,6 +159,31 @@ def test_prefix_computed_once_per_prompt(tiny):
     assert calls[0][1] == prefix_len + sum(len(c) - 1 for _, c in requests)
 
 
+def test_long_rows_split_at_the_packed_token_cap_with_the_prefix_repeated(tiny, monkeypatch):
+    """Past ``PACKED_TOKENS`` continuation tokens a prompt's forms go to a second row that repeats
+    the prefix; the scores do not change."""
+    import factprobe.lm.packed as packed
+
+    _, model, tok = tiny
+    conts = [" Paris", " Berlin", " London", " William Shakespeare", " Paris.", " Lovelace"]
+    requests, _ = tokenize_pairs(tok, ["The capital of France is"] * len(conts), conts, "eos")
+    reference, _ = score_requests(model, requests, token_budget=4096)
+    body = sum(len(c) - 1 for _, c in requests)
+    monkeypatch.setattr(packed, "PACKED_TOKENS", body // 2)
+    widths = []
+    handle = model.register_forward_hook(
+        lambda m, a, k, o: widths.extend([k["input_ids"].shape[1]] * k["input_ids"].shape[0]),
+        with_kwargs=True,
+    )
+    try:
+        got, _ = score_requests(model, requests, token_budget=4096)
+    finally:
+        handle.remove()
+    prefix = len(requests[0][0])
+    assert len(widths) >= 2 and max(widths) <= prefix + body // 2 + max(len(c) for _, c in requests)
+    assert np.max(np.abs(got - reference)) < 1e-5
+
+
 def test_oom_halves_budget_and_continues(tiny, monkeypatch):
     _, model, tok = tiny
     prompts, conts = all_pairs()

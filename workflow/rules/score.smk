@@ -69,9 +69,7 @@ rule generate_shard:
         shard=r"\d+",
     conda:
         "../../environment.yml"
-    # Sampling runs many batch-of-`samples` forwards: on a CPU a second thread mostly waits
-    # (and stalls on busy cores); GPU jobs are unaffected.
-    threads: 1
+    threads: 2
     resources:
         gpu=1,
         mem_mb=8000,

@@ -202,7 +202,9 @@ class HFCausalLM(LM):
         out: list[list[GenerateResult]] = [[] for _ in requests]
         rows = [(i, -1) for i, r in enumerate(requests) if r.samples == 0]
         rows += [(i, j) for i, r in enumerate(requests) for j in range(r.samples)]
-        rows.sort(key=lambda row: (len(requests[row[0]].context.rstrip(" ")), row[1] >= 0))
+        # greedy rows first, then sampled ones, each by context length: a chunk never mixes the two
+        # (only sampled rows get noise), so interleaving them would cut every chunk to a few rows
+        rows.sort(key=lambda row: (row[1] >= 0, len(requests[row[0]].context.rstrip(" "))))
         results: dict[tuple[int, int], GenerateResult] = {}
         size = self.generation_batch_size
         bar = tqdm(total=len(rows), desc="generate", disable=not progress, mininterval=10)

@@ -1,7 +1,8 @@
 """The packed log-likelihood engine: exact, prefix-sharing scoring of token requests.
 
 Requests (``(prefix ids, continuation ids)``, from :func:`factprobe.lm.encoding.tokenize_pairs`)
-are grouped by prefix; each group becomes one packed row ``prefix + cont_1[:-1] + cont_2[:-1] + ...``
+are grouped by prefix; each group becomes a packed row ``prefix + cont_1[:-1] + cont_2[:-1] + ...``
+(several rows, each repeating the prefix, past :data:`PACKED_TOKENS` continuation tokens)
 with explicit position ids and a 4D attention mask in which every continuation sees the prefix and
 itself only. The prefix is computed once for all forms of all candidates; rows are sorted by length
 and batched up to a token budget (:class:`TokenBudget`: halved on out-of-memory); the vocabulary
@@ -58,8 +59,22 @@ class _Row:
         return len(self.prefix) + sum(len(c) - 1 for _, c in self.items)
 
 
-def _build_rows(requests: Sequence[tuple[tuple[int, ...], tuple[int, ...]]], max_row: int) -> list[_Row]:
-    """One row per prefix, split when a row would exceed ``max_row`` tokens (prefix repeated)."""
+#: Continuation tokens packed after one prefix. A packed row's attention is computed over the whole
+#: row (the mask only hides pairs), so its cost grows with the square of the row: past a few hundred
+#: tokens a second copy of the prefix is cheaper than a longer row. Measured on SmolLM2-135M, 2 CPU
+#: cores, 800 whole sentences behind BOS: 35.6 s in 4096-token rows, 16.9 s in 256-token ones.
+PACKED_TOKENS = 256
+
+
+def _build_rows(
+    requests: Sequence[tuple[tuple[int, ...], tuple[int, ...]]],
+    max_row: int,
+    packed_tokens: int | None = None,
+) -> list[_Row]:
+    """One row per prefix, split when a row would exceed ``max_row`` tokens or hold more than
+    ``packed_tokens`` (default :data:`PACKED_TOKENS`) continuation tokens (prefix repeated in the
+    next row)."""
+    packed_tokens = PACKED_TOKENS if packed_tokens is None else packed_tokens
     groups: dict[tuple[int, ...], list[tuple[int, tuple[int, ...]]]] = defaultdict(list)
     for i, (prefix, cont) in enumerate(requests):
         if not prefix:
@@ -71,8 +86,9 @@ def _build_rows(requests: Sequence[tuple[tuple[int, ...], tuple[int, ...]]], max
     for prefix, items in groups.items():
         items.sort(key=lambda item: (-len(item[1]), item[1]))
         row = _Row(prefix, [])
+        limit = min(max_row, len(prefix) + packed_tokens)
         for item in items:
-            if row.items and row.length + len(item[1]) - 1 > max_row:
+            if row.items and row.length + len(item[1]) - 1 > limit:
                 rows.append(row)
                 row = _Row(prefix, [])
             row.items.append(item)
