@@ -89,6 +89,7 @@ rule appropt_distractors:
         "benchmarks/appropt_distractors/{suite}/{model}.tsv"
     conda:
         "../../environment.yml"
+    threads: 2
     resources:
         mem_mb=8000,
         disk_mb=input_size_mb(0.1),

@@ -171,16 +171,23 @@ class HFCausalLM(LM):
             for b, i in enumerate(chunk):
                 ids[b, : len(seqs[i])] = torch.tensor(seqs[i])
                 mask[b, : len(seqs[i])] = 1
-            last = torch.tensor([len(seqs[i]) - 1 for i in chunk], device=self.device)
+            last = torch.tensor([len(seqs[i]) - 1 for i in chunk])
+            # the vocabulary projection only at the prompts' last positions (a few distinct ones)
+            keep = torch.unique(last)
             try:
-                logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
+                logits = self.model(
+                    input_ids=ids.to(self.device),
+                    attention_mask=mask.to(self.device),
+                    logits_to_keep=keep.to(self.device),
+                ).logits
             except Exception as exc:
                 if len(chunk) == 1:
                     raise
                 self.budget.shrink(exc, f"top-k of {len(chunk)} prompts x {width} tokens")
                 continue
             start += len(chunk)
-            logits = logits[torch.arange(len(chunk), device=self.device), last].float()
+            where = torch.searchsorted(keep, last).to(self.device)
+            logits = logits[torch.arange(len(chunk), device=self.device), where].float()
             k = max(requests[i].k for i in chunk)
             values, indices = torch.log_softmax(logits, -1).topk(min(k, logits.shape[-1]), dim=-1)
             for b, i in enumerate(chunk):
