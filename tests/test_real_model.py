@@ -114,7 +114,7 @@ def facts(demo_tables):
         _key=[_order(s + r) for s, r in zip(frame["subject"], frame["relation"], strict=True)]
     )
     frame = frame.sort_values("_key").groupby("relation").head(PER_RELATION)
-    return frame.drop(columns="_key").sort_values(["relation", "subject"]).reset_index(drop=True)
+    return frame.drop(columns="_key").sort_index().reset_index(drop=True)
 
 
 def _statement(relation: str):
@@ -163,14 +163,14 @@ def test_knowledge_well_above_chance_and_shuffled_not(smol, facts):
     fake = _k(smol, shuffled)
     print("real", real.mean().round(3).to_dict(), "\nshuffled", fake.mean().round(3).to_dict())
     # Chance for Avg@n under a random ranker is 0.5 (each comparison is a coin flip).
-    # Measured: real 0.915, shuffled 0.559 (SmolLM2 Q4_1, CPU fp32).
+    # Measured: real 0.917 over 36 facts, shuffled 0.529 over 17 (SmolLM2 Q4_1, CPU fp32).
     assert real["avg@5"].mean() >= 0.8
     assert fake["avg@5"].mean() <= 0.65
     assert real["avg@5"].mean() - fake["avg@5"].mean() >= 0.25
 
 
 def test_min_at_n_is_non_increasing(smol, facts):
-    means = _k(smol, facts.head(12)).mean()
+    means = _k(smol, facts).mean()
     mins = [means[f"min@{n}"] for n in range(1, N + 1)]
     assert all(a >= b for a, b in zip(mins, mins[1:], strict=False)), mins
     assert mins[0] > mins[-1]  # the real model does fail some larger Δn: the check is not vacuous
