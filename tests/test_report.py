@@ -1,6 +1,7 @@
 """The HTML report: rendered by the workflow's own rules from synthetic score tables, then loaded
 in headless Chromium, which must show every figure (naturalWidth > 0) and no empty section."""
 
+import io
 import json
 import re
 import shutil
@@ -178,7 +179,34 @@ def test_every_section_has_content(page):
         body = re.search(rf'<section id="{key}">(.*?)</section>', text, re.S).group(1)
         assert "<img" in body or "<table" in body, key
     assert text.count("<img") >= 8
-    assert "PLAUSIBILITY" in text and "R@5" in text and "acc_range" in text
+    assert "PLAUSIBILITY" in text and "R@3 en" in text and "acc_range" in text
+
+
+def test_ranking_table_has_the_fluent_mlama_table1_layout(page, built):
+    """fluent-mLAMA Table 1 (§3.3): one row per model x verbalization, R@1 / R@3 / mean rank per
+    language; its cells are the summary's recall values of that language and verbalization."""
+    text = page.read_text()
+    body = re.search(r'<section id="ranking">(.*?)</section>', text, re.S).group(1)
+    assert "Table 1 layout (fluent-mLAMA §3.3)" in body
+    tables = pd.read_html(io.StringIO(body))
+    # one table per distractor strategy, in name order: the first is "random"
+    assert "Table 1 layout (fluent-mLAMA §3.3), distractors random" in body
+    table = next(t for t in tables if "R@3 cs" in t.columns)
+    assert list(table.columns[:2]) == ["model", "verbalization"]
+    assert {"R@1 en", "R@1 cs", "R@3 en", "mean rank en", "mean rank cs"} <= set(table.columns)
+    assert sorted(table["verbalization"].unique()) == ["sentence", "template"]
+    summary = built[5]["multilingual"]
+    want = summary[
+        (summary["measure"] == "recall")
+        & (summary["n"] == 3)
+        & (summary["lang"] == "cs")
+        & (summary["verbalization"] == "sentence")
+        & (summary["model"] == "control")
+        & (summary["bin"] == -1)
+        & (summary["strategy"] == "random")
+    ]["value"].mean()
+    got = table[(table["model"] == "control") & (table["verbalization"] == "sentence")]["R@3 cs"].iloc[0]
+    assert abs(float(got) - want) < 1e-3
 
 
 def test_control_panel_reports_the_split(page):

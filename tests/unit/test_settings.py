@@ -60,7 +60,7 @@ def test_schemas_and_settings_agree_on_keys_and_defaults():
 
 def test_demo_config_loads_with_defaults_filled():
     cfg = read_config(_demo(), SCHEMAS / "config.schema.yaml")
-    assert cfg.scoring.shards == 2 and cfg.scoring.topk == 100  # set / default (the paper's largest n)
+    assert cfg.scoring.samples == 2 and cfg.scoring.topk == 100  # set / default (the paper's largest n)
     assert cfg.distractors.sem.search == "exact"  # one default everywhere (issue 11)
     assert cfg.suites["plausibility"].languages == ["en"]
     assert cfg.suites["knowledge"].templates.sets == ["team"]

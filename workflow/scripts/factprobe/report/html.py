@@ -18,6 +18,7 @@ import pandas as pd
 from factprobe.settings import Report
 
 from ..metrics.pipeline import coinciding_strategies
+from ..metrics.ranking import table1
 from . import figures
 
 CSS = """
@@ -186,6 +187,10 @@ def belief_section(summaries: Mapping[str, pd.DataFrame], figs: Figures) -> str:
     return "".join(parts) or _note("No suite computed BELIEF measures in this run.")
 
 
+#: R@n columns of the Table 1 layout (the paper's R@1 and R@3).
+TABLE1_NS = (1, 3)
+
+
 def ranking_section(summaries: Mapping[str, pd.DataFrame], figs: Figures) -> str:
     parts = []
     for suite, summary in summaries.items():
@@ -200,13 +205,15 @@ def ranking_section(summaries: Mapping[str, pd.DataFrame], figs: Figures) -> str
                 f"recall-{suite}",
             )
         )
-        rows = rows.assign(
-            col=np.where(rows["measure"] == "recall", "R@" + rows["n"].astype(str), "mean rank")
-        )
-        table = rows.pivot_table(
-            index=["model", "lang", "verbalization"], columns="col", values="value", aggfunc="mean"
-        )
-        parts.append(_table(table.reset_index()))
+        # fluent-mLAMA Table 1 (§3.3): model x verbalization rows, R@1 / R@3 / mean rank per language
+        for strategy, group in rows.groupby(rows["strategy"].fillna(""), sort=True):
+            table = table1(group, ns=TABLE1_NS)
+            if table.empty:
+                continue
+            table.columns = [f"{measure} {lang}" for measure, lang in table.columns]
+            label = f", distractors {strategy}" if strategy else ""
+            parts.append(f"<p>Table 1 layout (fluent-mLAMA §3.3){html.escape(label)}</p>")
+            parts.append(_table(table.reset_index()))
     return "".join(parts) or _note("No suite computed ranking measures in this run.")
 
 
