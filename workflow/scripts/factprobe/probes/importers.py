@@ -58,23 +58,30 @@ def import_pararel(folder: str | Path, lang: str = "en") -> list[Template]:
         raise TemplateError(f"{folder}: no ParaRel files named P<id>.jsonl found; fix templates.sets.*.path")
     out: list[Template] = []
     for path in files:
-        relation = path.stem
-        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            where = f"{path}: line {lineno}"
-            try:
-                pattern = json.loads(line)["pattern"]
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise TemplateError(f"{where}: expected a JSON object with a 'pattern' key ({exc})") from exc
+        for lineno, row, where in _pattern_lines(path):
             record = {
-                "id": f"{relation}.{lang}.pararel{lineno}",
-                "relation": relation,
+                "id": f"{path.stem}.{lang}.pararel{lineno}",
+                "relation": path.stem,
                 "style": "statement",
-                "text": pattern,
+                "text": row["pattern"],
             }
             out.append(_template(record, lang, str(path), where))
     return out
+
+
+def _pattern_lines(path: Path):
+    """``(line number, row, "<path>: line N")`` of each non-empty line of a (m)ParaRel JSONL file,
+    whose rows must be JSON objects with a ``pattern``."""
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}: line {lineno}"
+        try:
+            row = json.loads(line)
+            row["pattern"]
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise TemplateError(f"{where}: expected a JSON object with a 'pattern' key ({exc})") from exc
+        yield lineno, row, where
 
 
 def import_mpararel(folder: str | Path, languages: list[str], checked_only: bool = False) -> list[Template]:
@@ -100,26 +107,15 @@ def import_mpararel(folder: str | Path, languages: list[str], checked_only: bool
                 "fix templates.sets.*.path (the mpararel_reviewed/patterns folder) or the suite's languages"
             )
         for path in files:
-            relation = path.stem
-            for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-                if not line.strip():
-                    continue
-                where = f"{path}: line {lineno}"
-                try:
-                    row = json.loads(line)
-                    pattern = row["pattern"]
-                except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                    raise TemplateError(
-                        f"{where}: expected a JSON object with a 'pattern' key ({exc})"
-                    ) from exc
+            for lineno, row, where in _pattern_lines(path):
                 if checked_only and not row.get("checked-by-human"):
                     continue
-                text = pattern.strip()
+                text = row["pattern"].strip()
                 if text[:1].isalpha():
                     text = text[0].upper() + text[1:]
                 record = {
-                    "id": f"{relation}.{lang}.mpararel{lineno}",
-                    "relation": relation,
+                    "id": f"{path.stem}.{lang}.mpararel{lineno}",
+                    "relation": path.stem,
                     "style": "statement",
                     "text": text,
                 }
