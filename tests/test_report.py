@@ -23,7 +23,7 @@ from factprobe.metrics.pipeline import (
     paired_comparisons,
     summarize,
 )
-from factprobe.report.html import SECTIONS, Figures, build_report
+from factprobe.report.html import SECTIONS, Figures, build_report, models_section
 from factprobe.report.provenance import config_hash, dump_records, model_records
 from factprobe.settings import Metrics, Report
 
@@ -636,3 +636,20 @@ def test_snakemake_report_zip(workflow_run):
     )
     assert any("k_versus_n-" in n and n.endswith(".png") for n in names), names
     assert b"builds factual-knowledge probing benchmarks" in archive.read("report/report.html")
+
+
+def test_a_quantized_models_note_is_shown_next_to_its_values(built, tmp_path):
+    """Issue 12: scores of a dequantized 4-bit copy differ from the original release; the manifest's
+    note reaches the provenance records and is printed in the models section of that model only."""
+    text = (
+        "dequantized from m.Q4_1.gguf: a quantized copy, so scores differ slightly from the original release"
+    )
+    (tmp_path / "manifest.json").write_text(json.dumps({"source": "pypi:p/m.Q4_1.gguf", "note": text}))
+    records = model_records(
+        {"other": {"source": "pypi:p/m.Q4_1.gguf"}}, {"other": tmp_path / "manifest.json"}, {}
+    )
+    assert records[0]["note"] == text
+    board = built[1]
+    html_text = models_section(board, Figures(50, 0.95), None, {"other": text, "absent": "never shown"})
+    assert f"other: {text}" in html_text and "never shown" not in html_text
+    assert "quantized copy" not in models_section(board, Figures(50, 0.95), None, {})

@@ -245,7 +245,14 @@ def headline_label(row) -> str:
     return label
 
 
-def models_section(board: pd.DataFrame, figs: Figures, paired: pd.DataFrame | None = None) -> str:
+def models_section(
+    board: pd.DataFrame,
+    figs: Figures,
+    paired: pd.DataFrame | None = None,
+    model_notes: Mapping[str, str] | None = None,
+) -> str:
+    """Headline measures per model side by side; ``model_notes`` (model -> its manifest's note)
+    say next to the values when a model's weights are not the original release."""
     if board.empty:
         return _note("No model has metrics yet.")
     board = figures.headline_rows(board)
@@ -281,7 +288,13 @@ def models_section(board: pd.DataFrame, figs: Figures, paired: pd.DataFrame | No
         "distractors the label says how many were used; '= s' marks a strategy whose values equal strategy s."
     )
     chart = figs.img(figures.model_bars(board, figs.dpi, figs.level), "headline measures per model", "models")
-    return chart + note + _table(wide) + paired_section(paired, figs.level)
+    shown = set(board["model"])
+    caveats = "".join(
+        _note(f"{model}: {text}")
+        for model, text in sorted((model_notes or {}).items())
+        if model in shown and text
+    )
+    return chart + note + caveats + _table(wide) + paired_section(paired, figs.level)
 
 
 def paired_section(paired: pd.DataFrame | None, level: float = 0.95) -> str:
@@ -437,7 +450,12 @@ def build_report(
     figs = figs or Figures(settings.dpi, settings.confidence_level)
     bodies = {
         "provenance": provenance_section(provenance, settings),
-        "models": models_section(board, figs, paired),
+        "models": models_section(
+            board,
+            figs,
+            paired,
+            {str(m.get("model")): str(m.get("note") or "") for m in (provenance or {}).get("models") or []},
+        ),
         "knowledge": knowledge_section(summaries, figs, board),
         "belief": belief_section(summaries, figs),
         "ranking": ranking_section(summaries, figs),

@@ -16,7 +16,17 @@ from importlib import metadata
 from pathlib import Path
 
 #: Keys of ``resources/models/{model}/manifest.json`` (written when a hub/local model is prepared).
-MANIFEST_KEYS = ("source", "kind", "revision", "source_sha256", "dtype", "n_parameters", "fingerprint")
+#: ``note`` says when the weights are not the original release (e.g. a dequantized 4-bit GGUF).
+MANIFEST_KEYS = (
+    "source",
+    "kind",
+    "revision",
+    "source_sha256",
+    "dtype",
+    "n_parameters",
+    "fingerprint",
+    "note",
+)
 
 
 def config_hash(config: Mapping) -> str:
