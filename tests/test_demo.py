@@ -51,6 +51,8 @@ def test_demo_ends_in_report(demo_run):
     board = pd.read_csv(demo_run / "results/metrics/leaderboard.csv")
     assert {"control", "smollm2"} <= set(board["model"])
     assert "smollm2" in html and "control" in html
+    # the 4-bit copy is named as such next to its values (issue 12)
+    assert "smollm2: dequantized from SmolLM2-135M-Instruct.Q4_1.gguf: a quantized copy" in html
 
 
 def test_real_model_prepared_once_with_manifest(demo_run):
