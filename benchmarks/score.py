@@ -8,6 +8,9 @@ requests/s, the ratios and the largest score difference (nats).
     .venv/bin/python benchmarks/score.py [--threads 2] [--repeats 3]
 
 Targets (issue 6): >= 3x over lm-eval zero-shot, >= 10x with 4-shot prompts; identical scores.
+A last section scores 800 whole sentences behind one shared BOS (PROBELM's sentence mode) with the
+packed-row cap (``factprobe.lm.packed.PACKED_TOKENS``) against rows as long as the token budget,
+and prints the ratio: masked attention costs the square of a packed row.
 On busy shared cores prefer ``--threads 1``: multi-threaded small forwards stall on descheduled
 threads, which hits the engine's one short packed row harder than lm-eval's big padded batches.
 """
@@ -27,6 +30,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "workflow" / "scripts"), str(ROOT / "tests")]
 
+import factprobe.lm.packed as packed  # noqa: E402
 from factprobe.lm.encoding import tokenize_pairs  # noqa: E402
 from factprobe.lm.packed import score_requests  # noqa: E402
 from factprobe.scoring.control import train_bpe_tokenizer  # noqa: E402
@@ -138,7 +142,7 @@ def main() -> None:
             f"\n{label}: 1 prompt ({p_len} tokens) x {n} forms of 51 candidates "
             f"({sum(len(r[1]) for r in requests)} continuation tokens incl. EOS)"
         )
-        positions_engine = len(requests[0][0]) + sum(len(c) - 1 for _, c in requests)
+        positions_engine = sum(row.length for row in packed._build_rows(requests, 4096))
         positions_naive = sum(len(p) + len(c) - 1 for p, c in requests)
         print(f"  token positions computed: engine {positions_engine}, naive/lm-eval {positions_naive}")
         print(
@@ -156,6 +160,32 @@ def main() -> None:
             f"  max |engine - naive| = {np.max(np.abs(engine - naive)):.2e} nats, "
             f"max |engine - lm-eval| = {np.max(np.abs(engine - lm)):.2e} nats"
         )
+    sentence_rows(model, tokenizer, corpus, args.repeats)
+
+
+def sentence_rows(model, tokenizer, corpus: list[str], repeats: int, n: int = 800) -> None:
+    """Whole sentences behind one BOS: capped packed rows vs rows up to the 4096-token budget."""
+    requests = [((0,), tuple(tokenizer(s, add_special_tokens=False).input_ids) + (0,)) for s in corpus[:n]]
+    cap = packed.PACKED_TOKENS
+    times = {}
+    for label, tokens in (("capped", cap), ("uncapped", 4096)):
+        packed.PACKED_TOKENS = tokens
+        try:
+            times[label] = timed(
+                lambda: score_requests(model, requests, token_budget=4096)[0], max(1, repeats // 2)
+            )
+        finally:
+            packed.PACKED_TOKENS = cap
+    (t_cap, c_cap, a), (t_full, c_full, b) = times["capped"], times["uncapped"]
+    print(
+        f"\nsentences: {n} behind one BOS ({sum(len(c) for _, c in requests)} tokens), rows of at most "
+        f"{cap} vs 4096 continuation tokens"
+    )
+    print(
+        f"  capped {t_cap * 1e3:7.1f} ms wall ({c_cap * 1e3:7.1f} ms CPU), uncapped {t_full * 1e3:7.1f} ms wall "
+        f"({c_full * 1e3:7.1f} ms CPU): cap speed-up {t_full / t_cap:4.1f}x wall, {c_full / c_cap:4.1f}x CPU; "
+        f"max |difference| {np.max(np.abs(a - b)):.2e} nats"
+    )
 
 
 if __name__ == "__main__":

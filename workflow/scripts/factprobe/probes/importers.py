@@ -58,7 +58,7 @@ def import_pararel(folder: str | Path, lang: str = "en") -> list[Template]:
         raise TemplateError(f"{folder}: no ParaRel files named P<id>.jsonl found; fix templates.sets.*.path")
     out: list[Template] = []
     for path in files:
-        for lineno, row, where in _pattern_lines(path):
+        for lineno, row, where in _jsonl_rows(path):
             record = {
                 "id": f"{path.stem}.{lang}.pararel{lineno}",
                 "relation": path.stem,
@@ -69,18 +69,20 @@ def import_pararel(folder: str | Path, lang: str = "en") -> list[Template]:
     return out
 
 
-def _pattern_lines(path: Path):
-    """``(line number, row, "<path>: line N")`` of each non-empty line of a (m)ParaRel JSONL file,
-    whose rows must be JSON objects with a ``pattern``."""
+def _jsonl_rows(path: Path, keys: tuple[str, ...] = ("pattern",)):
+    """``(line number, row, "<path>: line N")`` of each non-empty line of a JSONL template file
+    ((m)ParaRel, LAMA), whose rows must be JSON objects with ``keys``."""
     for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
         where = f"{path}: line {lineno}"
         try:
             row = json.loads(line)
-            row["pattern"]
+            for key in keys:
+                row[key]
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise TemplateError(f"{where}: expected a JSON object with a 'pattern' key ({exc})") from exc
+            named = " and ".join(f"'{k}'" for k in keys)
+            raise TemplateError(f"{where}: expected a JSON object with {named} key(s) ({exc})") from exc
         yield lineno, row, where
 
 
@@ -107,7 +109,7 @@ def import_mpararel(folder: str | Path, languages: list[str], checked_only: bool
                 "fix templates.sets.*.path (the mpararel_reviewed/patterns folder) or the suite's languages"
             )
         for path in files:
-            for lineno, row, where in _pattern_lines(path):
+            for lineno, row, where in _jsonl_rows(path):
                 if checked_only and not row.get("checked-by-human"):
                     continue
                 text = row["pattern"].strip()
@@ -130,17 +132,8 @@ def import_lama(path: str | Path, lang: str = "en") -> list[Template]:
         raise TemplateError(f"{path}: LAMA relations file not found; fix templates.sets.*.path")
     out: list[Template] = []
     seen: set[str] = set()
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}: line {lineno}"
-        try:
-            row = json.loads(line)
-            relation, text = row["relation"], row["template"]
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise TemplateError(
-                f"{where}: expected JSON with 'relation' and 'template' keys ({exc})"
-            ) from exc
+    for lineno, row, where in _jsonl_rows(path, ("relation", "template")):
+        relation, text = row["relation"], row["template"]
         tid = f"{relation}.{lang}.lama"
         if tid in seen:  # LAMA has one template per relation; number any repeats
             tid = f"{tid}{lineno}"
