@@ -81,8 +81,8 @@ def _jsonl_rows(path: Path, keys: tuple[str, ...] = ("pattern",)):
             for key in keys:
                 row[key]
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            named = " and ".join(f"'{k}'" for k in keys)
-            raise TemplateError(f"{where}: expected a JSON object with {named} key(s) ({exc})") from exc
+            named = f"a '{keys[0]}' key" if len(keys) == 1 else " and ".join(f"'{k}'" for k in keys) + " keys"
+            raise TemplateError(f"{where}: expected a JSON object with {named} ({exc})") from exc
         yield lineno, row, where
 
 
