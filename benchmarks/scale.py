@@ -27,6 +27,7 @@ import csv
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -48,6 +49,21 @@ FACTS_BOUND = ("retrieve_distractors",)
 # Differences below these are load noise on a shared machine, not growth.
 CPU_NOISE_S = 2.0
 RSS_NOISE_MB = 30.0
+# Issue 15 item 6: at 1M entities on 2 cores, and on a 16-core / 128 GB node at full size.
+LOCAL_WALL_S, LOCAL_JOB_GB = 600, 4.0
+NODE_CORES, NODE_WALL_H, NODE_JOB_GB = 16, 3.0, 64.0
+# Cores a rule's jobs keep busy side by side on the node: jobs x threads (profiles/slurm:
+# extract_dump 4 per dump; the semantic index's DuckDB pass 2 per dump; one job per suite for
+# probes; retrieval split into NODE_CORES shards with distractors.shards).
+NODE_PARALLEL = {
+    "extract_dump": 8,
+    "diff_dumps": 1,
+    "temporal_view": 2,
+    "build_probes": 4,
+    "build_sem_index": 4,
+    "retrieve_distractors": NODE_CORES,
+}
+RETRIEVAL_LINE = re.compile(r"candidates: (\d+) facts in ([0-9.]+) s")
 
 
 def make_workdir(work: Path, items: int, facts: int) -> dict:
@@ -114,6 +130,17 @@ def read_benchmarks(work: Path) -> dict[str, dict]:
                 rss = row["max_rss"]
                 r["rss_mb"] = max(r["rss_mb"], float(rss) if rss not in ("", "NA", "-") else 0.0)
     return dict(out)
+
+
+def read_retrieval(work: Path) -> dict[str, dict]:
+    """Per suite: probed facts and seconds of the per-fact loop (the rule's log line), apart
+    from the job's loading of Ω tables, index and temporal view."""
+    out = {}
+    for path in sorted((work / "logs" / "retrieve_distractors").glob("*.log")):
+        found = RETRIEVAL_LINE.findall(path.read_text())
+        if found:
+            out[path.stem] = {"facts": int(found[-1][0]), "loop_s": float(found[-1][1])}
+    return out
 
 
 def claims_rows(work: Path) -> int:
@@ -207,6 +234,7 @@ def report(runs: list[dict], facts: int, floor: float) -> str:
             f"| {rule} | {'-' if bc is None else round(bc, 2)} | {'-' if br is None else round(br, 2)} | "
             f"{cpu_full:,.2f}{facts_note} | {rss_full:,.1f} |"
         )
+    lines += targets(runs)
     lines.append("")
     lines.append(
         "Exponents are those of the increment above the smallest run (fixed costs cancel); increments "
@@ -216,6 +244,81 @@ def report(runs: list[dict], facts: int, floor: float) -> str:
         "multiplies the whole job, fixed costs included: an upper bound."
     )
     return "\n".join(lines)
+
+
+def retrieval_full(runs: list[dict]) -> tuple[float, float]:
+    """``(fixed CPU-s, CPU-s per fact)`` of retrieval at full size, summed over suites: the job's
+    loading (its CPU minus the per-fact loop) and the per-fact loop time, each fitted in entities."""
+    n = [run["items"] for run in runs]
+    per_fact = [
+        sum(r["loop_s"] for r in run["retrieval"].values())
+        / max(sum(r["facts"] for r in run["retrieval"].values()), 1)
+        for run in runs
+    ]
+    loops = [sum(r["loop_s"] for r in run["retrieval"].values()) for run in runs]
+    fixed = [
+        max(run["rules"]["retrieve_distractors"]["cpu_s"] - loop, 0.0)
+        for run, loop in zip(runs, loops, strict=True)
+    ]
+    b_fact = increment_exponent(n, per_fact, 1e-3)
+    b_fixed = increment_exponent(n, fixed, CPU_NOISE_S)
+    return extrapolate(n, fixed, FULL_ENTITIES, b_fixed), extrapolate(n, per_fact, FULL_ENTITIES, b_fact)
+
+
+def targets(runs: list[dict]) -> list[str]:
+    """Issue 15 item 6: the largest run against the 2-core targets, and the node model at full size."""
+    big = runs[-1]
+    worst = max(big["rules"].items(), key=lambda kv: kv[1]["rss_mb"])
+    ok = {True: "met", False: "NOT met"}
+    lines = [
+        "",
+        f"## Targets (issue 15 item 6) at {big['items']:,} items on {big.get('cores', 2)} cores",
+        "",
+        f"- DAG before scoring: {big['wall_s']:.0f} s (target <= {LOCAL_WALL_S} s): "
+        f"{ok[big['wall_s'] <= LOCAL_WALL_S]}",
+        f"- largest job peak RSS: {worst[1]['rss_mb'] / 1024:.2f} GB ({worst[0]}; target <= {LOCAL_JOB_GB} GB): "
+        f"{ok[worst[1]['rss_mb'] / 1024 <= LOCAL_JOB_GB]}",
+    ]
+    if "retrieval" not in big or not big["retrieval"]:
+        return lines
+    n = [run["items"] for run in runs]
+    fixed, per_fact = retrieval_full(runs)
+    suites = len(big["retrieval"])
+    lines += [
+        "",
+        f"Full Wikidata ({FULL_ENTITIES:.3g} entities) and {FULL_FACTS:,} probed facts in each of the "
+        f"{suites} suites on a {NODE_CORES}-core node: each rule's extrapolated CPU over the cores its jobs "
+        "keep busy (NODE_PARALLEL), rules one after another (no overlap between stages: an upper bound). "
+        f"Retrieval: {NODE_CORES} shards, each loading the suite's tables (fixed {fixed / 3600:.2f} CPU-h "
+        f"summed over suites) and then {per_fact * 1000:.1f} ms per fact (all suites together: "
+        "the per-fact loop time of the logs, fitted in entities).",
+        "",
+        "| rule | CPU-h | cores | wall h | peak GB per job |",
+        "|---|---|---|---|---|",
+    ]
+    total_h, top_gb = 0.0, 0.0
+    for rule, cores in NODE_PARALLEL.items():
+        if not all(rule in run["rules"] for run in runs):
+            continue
+        cpu = [run["rules"][rule]["cpu_s"] for run in runs]
+        rss = [run["rules"][rule]["rss_mb"] for run in runs]
+        bc, br = increment_exponent(n, cpu, CPU_NOISE_S), increment_exponent(n, rss, RSS_NOISE_MB)
+        gb = extrapolate(n, rss, FULL_ENTITIES, br) / 1024
+        if rule == "retrieve_distractors":
+            cpu_h = (NODE_CORES * fixed + suites * FULL_FACTS * per_fact) / 3600
+            wall_h = (fixed + suites * FULL_FACTS * per_fact / NODE_CORES) / 3600
+        else:
+            cpu_h = extrapolate(n, cpu, FULL_ENTITIES, bc) / 3600
+            wall_h = cpu_h / min(cores, NODE_CORES)
+        total_h += wall_h
+        top_gb = max(top_gb, gb)
+        lines.append(f"| {rule} | {cpu_h:,.2f} | {min(cores, NODE_CORES)} | {wall_h:,.2f} | {gb:,.1f} |")
+    lines += [
+        "",
+        f"- node wall before scoring: {total_h:.2f} h (target <= {NODE_WALL_H} h): {ok[total_h <= NODE_WALL_H]}",
+        f"- largest job: {top_gb:.1f} GB (target <= {NODE_JOB_GB} GB): {ok[top_gb <= NODE_JOB_GB]}",
+    ]
+    return lines
 
 
 def main() -> None:
@@ -249,10 +352,12 @@ def main() -> None:
             "items": stats["20190201"]["items"] + stats["20190201"]["properties"],
             "dumps": stats,
             "wall_s": wall,
+            "cores": args.cores,
             "load_before": load_before,
             "load_after": os.getloadavg()[0],
             "claims": claims_rows(work),
             "rules": read_benchmarks(work),
+            "retrieval": read_retrieval(work),
         }
         runs.append(run)
         print(

@@ -19,6 +19,7 @@ from factprobe.distractors.pool import pool_distractors, relation_pools
 from factprobe.distractors.random import random_distractors
 from factprobe.distractors.retrieve import count_found, forms_of_candidates, retrieve
 from factprobe.distractors.semantic import (
+    TypeSlice,
     build_index,
     exact_topk,
     feature_codes,
@@ -156,6 +157,24 @@ def test_omega_filter_equals_the_definition_on_real_facts(demo_tables, suite):
         assert set(omega.filter(s, r, o, everyone)) == brute_omega(omega, demo_tables, facts, forms, s, r, o)
 
 
+def test_omega_filter_with_a_limit_is_the_prefix_of_the_whole_filter(suite):
+    # The limited filter reads the list in growing blocks: it must keep first occurrences in
+    # order across blocks and stop at the same entities as filtering everything then cutting.
+    facts, forms, omega = suite
+    everyone = qids(forms["entity"].unique())
+    rng = np.random.default_rng(7)
+    for fact in facts.groupby("property").head(2).itertuples():
+        s, r, o = (int(x[1:]) for x in fact.fact_id.split("|"))
+        cand = np.concatenate([everyone, everyone[: len(everyone) // 3]])
+        cand = cand[rng.permutation(len(cand))].tolist()
+        whole = omega.filter(s, r, o, cand)
+        assert len(whole) == len(set(whole))
+        for limit in (0, 1, 7, 100, 10_000):
+            assert omega.filter(s, r, o, cand, limit) == whole[:limit]
+        subjects = omega.filter_subjects(s, r, o, cand)
+        assert omega.filter_subjects(s, r, o, cand, 3) == subjects[:3]
+
+
 # --- strategies --------------------------------------------------------------------------------
 
 
@@ -261,6 +280,21 @@ def test_sem_returns_top_n_of_omega_by_exact_cosine(index, suite):
     assert checked >= 20
 
 
+def test_sem_ranks_a_prefix_and_falls_back_to_the_whole_type(index, suite):
+    # n = 30 against a 16-entity prefix (widen 0): Ω often needs the whole ranking. Every widen
+    # gives the list of ranking the whole type set then filtering (the definition).
+    facts, _, omega = suite
+    idx = load_index(index, "exact")
+    triples = [tuple(int(x[1:]) for x in fid.split("|")) for fid in facts["fact_id"]]
+    want = [
+        omega.filter(s, r, o, TypeSlice(idx, omega.members(omega.types_of(o))).ranked(o), 30)
+        for s, r, o in triples
+    ]
+    assert sum(len(w) > 16 for w in want) >= 5
+    for widen in (0, 1, 4):
+        assert sem_distractors(idx, omega, triples, 30, "exact", widen) == want
+
+
 def test_temp_sem_puts_past_objects_first(claims, suite, index):
     facts, forms, omega = suite
     # The temporal view of the real claims: statements whose end is before the dump date.
@@ -288,7 +322,16 @@ def test_cooccur_matches_algorithm_1_by_hand(claims, demo_tables, suite):
     statements = claims[claims["rank"] >= 1]
     co = Cooccurrence(statements)
     types = load_types([demo_tables[d] / "types.parquet" for d in demo_tables])
-    fact = facts[facts["property"] == "P530"].iloc[0]
+    # Several facts whose subjects share their types: the counts are memoised per type set and
+    # each fact takes its own subject's statements off.
+    found = [
+        check_algorithm_1(co, omega, types, statements, fact)
+        for fact in facts[facts["property"].isin(["P530", "P47"])].groupby("property").head(3).itertuples()
+    ]
+    assert len(found) == 6 and found.count(10) >= 2 and min(found) >= 1
+
+
+def check_algorithm_1(co, omega, types, statements, fact):
     s, r, o = (int(x[1:]) for x in fact.fact_id.split("|"))
     # Algorithm 1 with pandas: parents of s, siblings sharing one, objects of (sib, r, ·) counted.
     parents = set(types.loc[types["id"] == s, "type"])
@@ -298,9 +341,9 @@ def test_cooccur_matches_algorithm_1_by_hand(claims, demo_tables, suite):
     ranked = sorted(freq.index, key=lambda e: (-freq[e], stable_hash(fact.fact_id, "object", int(e))))
     want = omega.filter(s, r, o, ranked, 10)
     got = co.alternatives(omega, fact.fact_id, s, r, o, 10, "object")
-    assert [e for e, _, _ in got] == want and len(want) == 10
+    assert [e for e, _, _ in got] == want
     assert [f for _, f, _ in got] == [int(freq[e]) for e in want]
-    assert [g for _, _, g in got] == [10.0 - i for i in range(10)]
+    assert [g for _, _, g in got] == [10.0 - i for i in range(len(want))]
     assert [f for _, f, _ in got] == sorted([f for _, f, _ in got], reverse=True)
     # Subject side: siblings of o, subjects of (·, r, sib), Ω mirrored onto the subject.
     oparents = set(types.loc[types["id"] == o, "type"])
@@ -313,6 +356,7 @@ def test_cooccur_matches_algorithm_1_by_hand(claims, demo_tables, suite):
     assert [e for e, _, _ in got_s] == omega.filter_subjects(s, r, o, ranked_s, 10)
     for e, _, _ in got_s:
         assert o not in omega.valid_for(e, r) and e != s
+    return len(want)
 
 
 def test_pool_is_hash_ordered_same_relation_objects(suite):

@@ -49,6 +49,15 @@ def test_reference_order_by_distance_to_the_validity_interval():
     assert with_missing[(31, 6)] == [8]
 
 
+def test_past_objects_of_the_probed_pairs_only():
+    # (31, 6) is probed too, (30, 6) is not; (30, 7) is probed but has no past row.
+    facts = pd.DataFrame({"subject": ["Q31", "Q30"], "property": ["P6", "P7"]})
+    got = past_objects(TEMPORAL, "20141201", earlier_dump=True, facts=facts)
+    assert got == {(31, 6): [8]}
+    probed = pd.DataFrame({"subject": ["Q30", "Q31"], "property": ["P6", "P6"]})
+    assert past_objects(TEMPORAL, "20141201", True, probed) == past_objects(TEMPORAL, "20141201", True)
+
+
 def test_distance_not_recency_decides():
     # Ended 2013 but started 1950 (midpoint 1981) is farther than 2005-2007 (midpoint 2006).
     rows = view(

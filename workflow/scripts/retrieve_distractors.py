@@ -46,7 +46,10 @@ else:
     past = None
     if "temporal" in snakemake.input.keys():
         past = past_objects(
-            contracts.read("temporal", snakemake.input.temporal), p["dump"], p["temporal_earlier_dump"]
+            contracts.read("temporal", snakemake.input.temporal),
+            p["dump"],
+            p["temporal_earlier_dump"],
+            facts,
         )
     cooccur = Cooccurrence(claims[claims["rank"] >= 1]) if "cooccur" in settings.strategies else None
     log.info("%d facts, %d entity forms, strategies %s", len(facts), len(entity_forms), settings.strategies)

@@ -19,7 +19,14 @@ from factprobe.hashing import stable_hash
 
 
 class Cooccurrence:
-    """Statements grouped by property for fast sibling counts."""
+    """Statements grouped by property for fast sibling counts.
+
+    Counts over a sibling set are memoised per (relation, side, declared types of the anchor):
+    facts whose anchors share their types (most subjects of a relation) count once, and a fact
+    only takes its anchor's own statements off (Algorithm 1 excludes the anchor from its
+    siblings). Ranking is lazy, one frequency level at a time, so a fact hashes the ties of
+    the levels Ω reaches, not every alternative of a hub (issue 15).
+    """
 
     def __init__(self, statements: pd.DataFrame) -> None:
         st = (
@@ -31,31 +38,66 @@ class Cooccurrence:
             int(p): (g["subject"].to_numpy(np.int64), g["object"].to_numpy(np.int64))
             for p, g in st.groupby("property")
         }
+        self._counts: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        self._by_object: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def _columns(self, r: int, side: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(anchor column, found column)`` of relation ``r``, the anchor column sorted."""
+        if side not in ("object", "subject"):
+            raise ValueError(f"side must be 'object' or 'subject', not {side!r}")
+        subj, obj = self.by_property.get(r, (np.empty(0, np.int64), np.empty(0, np.int64)))
+        if side == "object":
+            return subj, obj
+        if r not in self._by_object:
+            order = np.argsort(obj, kind="stable")
+            self._by_object[r] = (obj[order], subj[order])
+        return self._by_object[r]
+
+    def counts(self, omega: Omega, s: int, r: int, o: int, side: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(entities, frequencies)`` of Algorithm 1 for one fact (sorted ids, frequency ≥ 1)."""
+        key_col, found_col = self._columns(r, side)
+        anchor = s if side == "object" else o
+        types = omega.types_of(anchor)
+        key = (r, side, tuple(types.tolist()))
+        if key not in self._counts:
+            if len(self._counts) > 4096:
+                self._counts.clear()
+            members = omega.members(types)
+            i = np.minimum(np.searchsorted(members, key_col), max(len(members) - 1, 0))
+            hit = members[i] == key_col if len(members) else np.zeros(len(key_col), bool)
+            self._counts[key] = np.unique(found_col[hit], return_counts=True)
+        ents, counts = self._counts[key]
+        lo, hi = np.searchsorted(key_col, anchor, "left"), np.searchsorted(key_col, anchor, "right")
+        if hi > lo and len(omega.members(types)):
+            own = found_col[lo:hi]
+            counts = counts.copy()
+            np.subtract.at(counts, np.searchsorted(ents, own), 1)
+            keep = counts > 0
+            ents, counts = ents[keep], counts[keep]
+        return ents, counts
+
+    def levels(self, omega: Omega, fact_id: str, s: int, r: int, o: int, side: str):
+        """The ranking of one side as lists of ``(entity, frequency)``, one per frequency level,
+        most frequent first; ties by ``stable_hash(fact_id, side, entity)`` (no Ω yet)."""
+        ents, counts = self.counts(omega, s, r, o, side)
+        for level in np.unique(counts)[::-1]:
+            tied = ents[counts == level].tolist()
+            tied.sort(key=lambda e: stable_hash(fact_id, side, e))
+            yield [(e, int(level)) for e in tied]
 
     def ranked(self, omega: Omega, fact_id: str, s: int, r: int, o: int, side: str) -> list[tuple[int, int]]:
         """All ``(entity, frequency)`` alternatives of one side, most frequent first (no Ω yet)."""
-        subj, obj = self.by_property.get(r, (np.empty(0, np.int64), np.empty(0, np.int64)))
-        anchor = s if side == "object" else o
-        siblings = omega.members(omega.types_of(anchor))
-        siblings = siblings[siblings != anchor]
-        if side == "object":
-            found = obj[np.isin(subj, siblings)]
-        elif side == "subject":
-            found = subj[np.isin(obj, siblings)]
-        else:
-            raise ValueError(f"side must be 'object' or 'subject', not {side!r}")
-        ents, counts = np.unique(found, return_counts=True)
-        order = sorted(range(len(ents)), key=lambda i: (-counts[i], stable_hash(fact_id, side, int(ents[i]))))
-        return [(int(ents[i]), int(counts[i])) for i in order]
+        return [pair for level in self.levels(omega, fact_id, s, r, o, side) for pair in level]
 
     def alternatives(
         self, omega: Omega, fact_id: str, s: int, r: int, o: int, n: int = 10, side: str = "object"
     ) -> list[tuple[int, int, float]]:
         """Top ``n`` Ω-valid alternatives ``(entity, frequency, relevance)``."""
-        ranked = self.ranked(omega, fact_id, s, r, o, side)
-        freq = dict(ranked)
-        cands = [e for e, _ in ranked]
-        keep = (
-            omega.filter(s, r, o, cands, n) if side == "object" else omega.filter_subjects(s, r, o, cands, n)
-        )
-        return [(e, freq[e], float(n + 1 - i)) for i, e in enumerate(keep, start=1)]
+        admit = omega.filter if side == "object" else omega.filter_subjects
+        found: list[tuple[int, int]] = []
+        for level in self.levels(omega, fact_id, s, r, o, side):
+            if len(found) >= n:
+                break
+            freq = dict(level)
+            found += [(e, freq[e]) for e in admit(s, r, o, [e for e, _ in level], n - len(found))]
+        return [(e, f, float(n + 1 - i)) for i, (e, f) in enumerate(found, start=1)]

@@ -160,7 +160,7 @@ class Omega:
 
     def same_type(self, o: int, candidates: np.ndarray) -> np.ndarray:
         """Clause 1, vectorised: which candidates share a declared type with ``o``."""
-        return np.isin(candidates, self.members(self.types_of(o)))
+        return _in_sorted(self.members(self.types_of(o)), candidates)
 
     def valid_for(self, s: int, r: int) -> set:
         """Objects valid for (s, r) at the dump date."""
@@ -184,7 +184,7 @@ class Omega:
 
     def has_form(self, candidates: np.ndarray) -> np.ndarray:
         """Clause 4, vectorised: which candidates have at least one form."""
-        return np.isin(np.asarray(candidates, dtype=np.int64), self._form_ids)
+        return _in_sorted(self._form_ids, candidates)
 
     def shares_form(self, o: int, candidates: np.ndarray) -> np.ndarray:
         """Clause 3 (negated), vectorised: which candidates share a form with ``o``."""
@@ -229,28 +229,20 @@ class Omega:
     ) -> list[int]:
         """Ω-valid candidates in their given order, de-duplicated, at most ``limit``.
 
-        The cheap clauses run on the whole list, the fuzzy form test only on survivors, in
-        chunks, so that a long ranked list stops as soon as ``limit`` are found.
+        The list is read in growing blocks, the cheap clauses first and the fuzzy form test on
+        their survivors, so a long ranked list (a whole type at 1M entities) stops as soon as
+        ``limit`` are found: the work is bounded by ``limit`` and Ω's rejections, not by the
+        length of the list (issue 15).
         """
-        cand = np.asarray(candidates, dtype=np.int64)
-        if len(cand) == 0:
-            return []
-        _, first = np.unique(cand, return_index=True)
-        cand = cand[np.sort(first)]
         invalid = self.valid_for(s, r) | {o}
-        keep = self.same_type(o, cand)
-        keep &= ~np.isin(cand, np.fromiter(invalid, dtype=np.int64, count=len(invalid)))
-        cand = cand[keep]
-        cand = cand[self.has_form(cand)]
-        out: list[int] = []
-        chunk = max(64, 2 * (limit or 0))
-        for lo in range(0, len(cand), chunk):
-            part = cand[lo : lo + chunk]
-            part = part[~self.shares_form(o, part)]
-            out.extend(part.tolist())
-            if limit is not None and len(out) >= limit:
-                return out[:limit]
-        return out
+        bad = np.sort(np.fromiter(invalid, dtype=np.int64, count=len(invalid)))
+
+        def admit(part: np.ndarray) -> np.ndarray:
+            part = part[self.same_type(o, part) & ~_in_sorted(bad, part)]
+            part = part[self.has_form(part)]
+            return part[~self.shares_form(o, part)]
+
+        return _first_admitted(candidates, admit, limit)
 
     def filter_subjects(
         self, s: int, r: int, o: int, candidates: Sequence[int], limit: int | None = None
@@ -260,17 +252,49 @@ class Omega:
         s* shares a declared type with s, (s*, r, o) is not valid at the dump date, s* shares
         no form with s and has a form.
         """
-        cand = np.asarray(candidates, dtype=np.int64)
-        if len(cand) == 0:
-            return []
-        _, first = np.unique(cand, return_index=True)
-        cand = cand[np.sort(first)]
-        keep = self.same_type(s, cand) & (cand != s)
-        keep &= np.array([o not in self.valid_for(e, r) for e in cand.tolist()], dtype=bool)
-        keep &= self.has_form(cand)
-        cand = cand[keep]
-        cand = cand[~self.shares_form(s, cand)]
-        return cand.tolist() if limit is None else cand[:limit].tolist()
+
+        def admit(part: np.ndarray) -> np.ndarray:
+            part = part[self.same_type(s, part) & (part != s)]
+            part = part[np.array([o not in self.valid_for(e, r) for e in part.tolist()], dtype=bool)]
+            part = part[self.has_form(part)]
+            return part[~self.shares_form(s, part)]
+
+        return _first_admitted(candidates, admit, limit)
+
+
+def _in_sorted(sorted_unique: np.ndarray, values: Sequence[int]) -> np.ndarray:
+    """Which ``values`` occur in a sorted unique int64 array: a binary search per value, so the
+    cost follows ``values``, not the (possibly type-sized) array, unlike ``np.isin``."""
+    values = np.asarray(values, dtype=np.int64)
+    if len(sorted_unique) == 0:
+        return np.zeros(len(values), dtype=bool)
+    i = np.minimum(np.searchsorted(sorted_unique, values), len(sorted_unique) - 1)
+    return sorted_unique[i] == values
+
+
+def _first_admitted(candidates: Sequence[int], admit, limit: int | None) -> list[int]:
+    """The first ``limit`` distinct candidates (first occurrence, given order) that ``admit``
+    keeps; ``admit`` maps a block of distinct candidates to its admitted ones, in order."""
+    cand = np.asarray(candidates, dtype=np.int64)
+    if limit is not None and limit <= 0:
+        return []
+    out: list[int] = []
+    seen = np.empty(0, dtype=np.int64)
+    block = max(64, 4 * (limit or 0))
+    lo = 0
+    while lo < len(cand):
+        part = cand[lo : lo + block] if limit is not None else cand
+        lo += len(part)
+        _, first = np.unique(part, return_index=True)
+        part = part[np.sort(first)]
+        part = part[~_in_sorted(seen, part)]
+        if limit is not None:
+            seen = np.union1d(seen, part)
+        out.extend(admit(part).tolist())
+        if limit is not None and len(out) >= limit:
+            return out[:limit]
+        block *= 2
+    return out
 
 
 def facts_valid(facts: pd.DataFrame) -> pd.DataFrame:

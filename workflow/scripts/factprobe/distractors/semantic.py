@@ -34,6 +34,13 @@ logging.getLogger("nmslib").setLevel(logging.WARNING)
 TAG_SELF, TAG_REL, TAG_OBJ, TAG_REL_OBJ, TAG_INV_REL, TAG_INV_SUBJ, TAG_INV_REL_SUBJ = range(7)
 _ID_BITS = 32
 _TAG_SHIFT = 56
+_ROW_BLOCK = 1 << 16
+
+
+def _nnz_chunks(m: sp.csr_matrix, size: int = 1 << 22):
+    """``(start, stop)`` spans of a sparse matrix's data, so temporaries stay ``size`` long."""
+    for a in range(0, m.nnz, size):
+        yield a, min(m.nnz, a + size)
 
 
 def _code(tag: int, a: np.ndarray | int, b: np.ndarray | int) -> np.ndarray:
@@ -92,7 +99,8 @@ def weigh(
     df = np.bincount(tf.indices, minlength=m).astype(np.float64)
     if weighting == "tfidf":
         idf = np.log((1.0 + n) / (1.0 + df)) + 1.0
-        tf.data *= idf[tf.indices].astype(np.float32)
+        for a, b in _nnz_chunks(tf):
+            tf.data[a:b] *= idf[tf.indices[a:b]].astype(np.float32)
     elif weighting == "bm25":
         idf = np.log1p((n - df + 0.5) / (df + 0.5))
         length = np.asarray(tf.sum(axis=1)).ravel()
@@ -102,9 +110,18 @@ def weigh(
         tf.data = (idf[tf.indices] * t * (k1 + 1) / (t + norm[row_of])).astype(np.float32)
     else:
         raise ValueError(f"weighting must be 'tfidf' or 'bm25', not {weighting!r}")
-    norms = np.sqrt(np.asarray(tf.multiply(tf).sum(axis=1)).ravel())
-    norms[norms == 0] = 1.0
-    X = sp.csr_matrix(sp.diags(1.0 / norms).astype(np.float32) @ tf, dtype=np.float32)
+    # L2 rows in place, a block of rows at a time: the same float32 operations as
+    # ``diags(1 / norms) @ tf`` (one product per entry) without the matrix's copies, which were
+    # the job's peak memory at scale (issue 15).
+    for lo in range(0, n, _ROW_BLOCK):
+        hi = min(n, lo + _ROW_BLOCK)
+        block = tf[lo:hi]
+        norms = np.sqrt(np.asarray(block.multiply(block).sum(axis=1)).ravel())
+        norms[norms == 0] = 1.0
+        scale = (1.0 / norms).astype(np.float32)
+        a, b = tf.indptr[lo], tf.indptr[hi]
+        tf.data[a:b] *= np.repeat(scale, np.diff(tf.indptr[lo : hi + 1]))
+    X = tf if tf.dtype == np.float32 else tf.astype(np.float32)
     X.sort_indices()
     return X, idf
 
@@ -312,24 +329,45 @@ class SemIndex:
 
     def ranked_within(self, entity: int, candidates: np.ndarray) -> list[int]:
         """Every candidate with cosine > 0 to ``entity`` (itself excluded), most similar first,
-        ties by entity id: exact search inside a set (the entities sharing a declared type).
+        ties by entity id: exact search inside a set (the entities sharing a declared type)."""
+        return TypeSlice(self, candidates).ranked(entity)
 
-        The product is ``X[q] @ X[cands].T``, the orientation of :func:`exact_topk`, so each
-        cosine is the same float as in a search against every entity.
-        """
-        q = self.row_of(np.array([entity], np.int64))[0]
-        if q < 0:
-            return []
-        rows = self.row_of(np.asarray(candidates, np.int64))
-        rows = np.unique(rows[(rows >= 0) & (rows != q)])
-        if len(rows) == 0:
-            return []
-        sims = (self.X[[q]] @ self.X[rows].T.tocsr()).tocsr()
-        cols, vals = sims.indices, sims.data
-        keep = vals > 0
-        cols, vals = cols[keep], vals[keep]
-        order = np.lexsort((rows[cols], -vals))
-        return self.entities[rows[cols[order]]].tolist()
+
+class TypeSlice:
+    """The rows of a set of candidates (one declared type set), sliced and transposed once so
+    that every query against the set costs its own postings, not the set's size (issue 15).
+
+    The product is ``X[q] @ X[cands].T``, the orientation of :func:`exact_topk`, so each cosine
+    is the same float as in a search against every entity (a row's sum runs over the query's
+    features in order, whatever the other columns).
+    """
+
+    def __init__(self, index: SemIndex, candidates: np.ndarray) -> None:
+        self.index = index
+        rows = index.row_of(np.asarray(candidates, np.int64))
+        self.rows = np.unique(rows[rows >= 0])
+        self.XT = index.X[self.rows].T.tocsr() if len(self.rows) else None
+
+    def scores(self, entity: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, cosines)`` of the candidates with cosine > 0 to ``entity``, itself excluded."""
+        q = self.index.row_of(np.array([entity], np.int64))[0]
+        if q < 0 or self.XT is None:
+            return np.empty(0, np.int64), np.empty(0, np.float32)
+        sims = (self.index.X[[q]] @ self.XT).tocsr()
+        rows, vals = self.rows[sims.indices], sims.data
+        keep = (vals > 0) & (rows != q)
+        return rows[keep], vals[keep]
+
+    def ranked(self, entity: int, top: int | None = None, scored=None) -> list[int]:
+        """Candidate ids most similar first, ties by id; ``top``: only those at least as similar
+        as the ``top``-th (a prefix of the whole ranking, ties kept whole)."""
+        rows, vals = scored if scored is not None else self.scores(entity)
+        if top is not None and len(vals) > top:
+            kth = np.partition(vals, len(vals) - top)[len(vals) - top]
+            keep = vals >= kth
+            rows, vals = rows[keep], vals[keep]
+        order = np.lexsort((rows, -vals))
+        return self.index.entities[rows[order]].tolist()
 
 
 def build_index(
@@ -459,9 +497,20 @@ def sem_distractors(
     if search == "exact":
         # Ω admits only entities sharing a declared type with o: search inside them (one exact
         # search per type set, the reference code's index per type), not against every entity.
-        for i, (s, r, o) in enumerate(facts):
-            cand = index.ranked_within(o, omega.members(omega.types_of(o)))
-            out[i] = omega.filter(s, r, o, cand, n)
+        by_types: dict[tuple, list[int]] = {}
+        for i, (_, _, o) in enumerate(facts):
+            by_types.setdefault(tuple(omega.types_of(o).tolist()), []).append(i)
+        for types, group in by_types.items():
+            within = TypeSlice(index, omega.members(np.array(types, np.int64)))
+            for i in group:
+                s, r, o = facts[i]
+                scored = within.scores(o)
+                # Ω keeps the first n of the ranking: rank a prefix, the whole set only if Ω
+                # rejects most of it (the same list either way).
+                prefix = within.ranked(o, widen * n + 16, scored)
+                out[i] = omega.filter(s, r, o, prefix, n)
+                if len(out[i]) < n and len(prefix) < len(scored[0]):
+                    out[i] = omega.filter(s, r, o, within.ranked(o, None, scored), n)
         return out
     todo = list(range(len(facts)))
     k = widen * n + 16

@@ -22,6 +22,8 @@ from datetime import date
 import numpy as np
 import pandas as pd
 
+from factprobe.contracts import id_ints
+from factprobe.distractors.omega import _PROP_BITS as _PAIR_BITS
 from factprobe.distractors.omega import Omega
 
 
@@ -41,13 +43,23 @@ def day_number(yyyymmdd: float) -> float:
 
 
 def past_objects(
-    temporal: pd.DataFrame, dump: str | int | None = None, earlier_dump: bool = False
+    temporal: pd.DataFrame,
+    dump: str | int | None = None,
+    earlier_dump: bool = False,
+    facts: pd.DataFrame | None = None,
 ) -> dict[tuple[int, int], list[int]]:
     """``(subject, property) -> past objects`` in the reference order (module docstring).
 
     ``dump`` is the present (YYYYMMDD; default: the latest ``last_seen``, else the latest end).
+    ``facts`` (``subject, property`` as Q/P ids): keep only their pairs, the only ones a suite
+    asks for, so the work follows the probed facts, not the dump's temporal view (issue 15).
     """
-    past = temporal[temporal["status"] == "past"].copy()
+    past = temporal[temporal["status"] == "past"]
+    if facts is not None:
+        want = np.unique((id_ints(facts["subject"]) << _PAIR_BITS) | id_ints(facts["property"]))
+        have = (past["subject"].to_numpy(np.int64) << _PAIR_BITS) | past["property"].to_numpy(np.int64)
+        past = past[np.isin(have, want)]
+    past = past.copy()
     if not earlier_dump and "source" in past.columns:
         past = past[past["source"].astype(str) != "earlier_dump"]
     if past.empty:
@@ -80,9 +92,14 @@ def past_objects(
         ["subject", "property", "_group", "_dist", "_end", "object"], na_position="last", kind="stable"
     )
     past = past.drop_duplicates(["subject", "property", "object"])
+    subj = past["subject"].to_numpy(np.int64)
+    prop = past["property"].to_numpy(np.int64)
+    obj = past["object"].to_numpy(np.int64).tolist()
+    # Rows are sorted by (subject, property): one slice per pair.
+    cuts = np.flatnonzero((subj[1:] != subj[:-1]) | (prop[1:] != prop[:-1])) + 1
+    starts, stops = np.r_[0, cuts], np.r_[cuts, len(subj)]
     return {
-        (int(s), int(p)): g.astype("int64").tolist()
-        for (s, p), g in past.groupby(["subject", "property"], sort=False)["object"]
+        (int(subj[a]), int(prop[a])): obj[a:b] for a, b in zip(starts.tolist(), stops.tolist(), strict=True)
     }
 
 

@@ -265,10 +265,18 @@ def build_suite(
         facts["property"].value_counts().sort_index().to_dict(),
     )
 
-    index = forms_index(labels)
-    label_of = {key: forms[0][0] for key, forms in index.items() if forms[0][1] == "label"}
-    pool = DemoPool(candidates[["fact_id", "subject", "property", "object"]], label_of, by_key)
     parsed = [(s, *parse_setting(s)) for s in settings]
+    with_demos = any(k for _, _, k in parsed)
+    # Forms of the entities prompts can name (subjects; with demonstrations, the pool's facts),
+    # not of every labelled entity: the dump-sized part of this job at scale (issue 15).
+    named = set(facts["subject"])
+    if with_demos:
+        named |= set(candidates["subject"]) | set(candidates["object"])
+    index = forms_index(labels[labels["entity"].isin(named)])
+    pool = None
+    if with_demos:
+        label_of = {key: forms[0][0] for key, forms in index.items() if forms[0][1] == "label"}
+        pool = DemoPool(candidates[["fact_id", "subject", "property", "object"]], label_of, by_key)
     rows = []
     short = Counter()
     for fact in tqdm(facts.itertuples(index=False), total=len(facts), desc=f"prompts {name}", mininterval=5):

@@ -104,6 +104,11 @@ def make_template(record: dict, lang: str, source: str, where: str) -> Template:
     return Template(tid, relation, lang, style, text, answer, final, source)
 
 
+# libyaml when PyYAML has it (same documents, marks included): the template files are parsed
+# by every probe job, and the pure-Python parser took seconds for them.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_templates(path: str | Path) -> list[Template]:
     """Read and validate one ``resources/templates/<lang>.yaml`` file.
 
@@ -114,12 +119,12 @@ def load_templates(path: str | Path) -> list[Template]:
     if not path.exists():
         raise TemplateError(f"{path}: template file not found; write it or fix templates.sets in config")
     try:
-        root = yaml.compose(path.read_text(encoding="utf-8"))
+        root = yaml.compose(path.read_text(encoding="utf-8"), Loader=_LOADER)
     except yaml.YAMLError as exc:
         raise TemplateError(f"{path}: not valid YAML: {exc}") from exc
     if not isinstance(root, yaml.MappingNode):
         raise TemplateError(f"{path}: expected a mapping with keys 'language' and 'templates'")
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)
     lang = data.get("language")
     if not isinstance(lang, str) or not LANG_RE.match(lang):
         raise TemplateError(f"{path}: 'language' must be a language code like 'en', not {lang!r}")
