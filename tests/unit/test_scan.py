@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from factprobe import contracts, scan
 from factprobe.distractors.cooccur import Cooccurrence
-from factprobe.distractors.omega import load_types, suite_omega, valid_objects
+from factprobe.distractors.omega import Omega, load_types, suite_omega, valid_objects
 from factprobe.distractors.random import random_distractors
 from factprobe.distractors.retrieve import load_suite_omega
 
@@ -241,12 +241,24 @@ def test_bags_counted_in_duckdb_equal_the_in_memory_bags_bit_for_bit(tmp_path, w
     c = claims[claims["rank"] >= 1][["subject", "property", "object"]].drop_duplicates()
     rows, codes = feature_codes(c["subject"], c["property"], c["object"], reverse)
     ents, feats, X, idf = weight_matrix(rows, codes, weighting)
-    ents2, feats2, counts = bags_from_parquet(tmp_path / "claims.parquet", reverse, memory_mb=256)
+    ents2, feats2, counts, corpus = bags_from_parquet(tmp_path / "claims.parquet", reverse, memory_mb=256)
     X2, idf2 = weigh(counts, weighting)
     assert np.array_equal(ents, ents2) and np.array_equal(feats, feats2) and np.array_equal(idf, idf2)
     for part in ("indptr", "indices", "data"):
         assert np.array_equal(getattr(X, part), getattr(X2, part)), part
     assert X.nnz > 6_000
+    # Candidate rows only (issue 15 item 3): each kept row has the floats of the whole index,
+    # its columns those of the features it has, IDF still counted over every entity.
+    keep = ents[::3][5:]
+    ents3, feats3, counts3, corpus3 = bags_from_parquet(tmp_path / "claims.parquet", reverse, rows=keep)
+    X3, idf3 = weigh(counts3, weighting, corpus=corpus3)
+    assert corpus3[0] == corpus[0] == len(ents) and np.array_equal(ents3, keep)
+    at = np.searchsorted(feats, feats3)
+    assert np.array_equal(feats[at], feats3) and np.array_equal(idf3, idf[at])
+    whole = X[np.searchsorted(ents, keep)][:, at]
+    assert len(feats3) < len(feats) and whole.nnz == X3.nnz
+    for part in ("indptr", "indices", "data"):
+        assert np.array_equal(getattr(whole, part), getattr(X3, part)), part
 
 
 @pytest.mark.parametrize("strategies", [["random"], ["cooccur"], ["pool"]])
@@ -295,3 +307,22 @@ def test_retrieval_shards_gather_to_the_one_job_table(tables, strategies):
     cand, got_forms = gather_shards(facts, parts, [forms_of_candidates(p, forms) for p in parts])
     pd.testing.assert_frame_equal(cand, whole, check_dtype=False)  # an empty shard is object-typed
     pd.testing.assert_frame_equal(got_forms, forms_of_candidates(whole, forms))
+
+
+def test_sem_candidates_are_the_members_of_the_objects_types_in_any_dump(tables):
+    """Issue 15 item 3: the index rows are the entities sharing a declared type (in any typing
+    dump) with an object of a searched relation: a superset of what Ω admits for those objects."""
+    got = scan.sem_candidates(tables["claims"], tables["types"], [36])
+    # Objects of P36: 10..16, types 500 and 501 (12 is retyped in the newer dump); 17 and 18 declare
+    # 500 in one dump only; nothing of type 600/700/701/702 can be a P36 candidate.
+    assert got.tolist() == [10, 11, 12, 13, 14, 15, 16, 17, 18]
+    whole = load_types(tables["types"])
+    omega = Omega(
+        whole,
+        pd.DataFrame({"entity": [], "form": []}),
+        pd.DataFrame(columns=["subject", "property", "object"]),
+    )
+    for o in range(10, 17):
+        assert set(omega.members(omega.types_of(o)).tolist()) <= set(got.tolist())
+    assert scan.sem_candidates(tables["claims"], tables["types"], [47]).tolist() == [1, 2, 3, 4, 5]
+    assert scan.sem_candidates(tables["claims"], tables["types"], [31]).tolist() == []  # untyped object

@@ -197,3 +197,14 @@ def test_end_marker_precedence_suite_over_mode_over_section():
     assert markers == {"k": "eos", "k2": "none", "p": ".", "own": "eos"}
     cfg = S.load(S.Config, CONFIG)
     assert {S.suite_end_marker(cfg, s) for s in cfg.suites} == {"eos"}  # the section default
+
+
+def test_sem_index_rows_are_bounded_by_the_searching_suites_relations():
+    cfg = S.load(S.Config, CONFIG)
+    # Only suite k searches 20190201 with sem; p (cooccur) and own (pool) do not bound any index.
+    assert S.sem_index_rows(cfg, "20190201") == {"relations": ["P1"], "type_dumps": ["20190201"]}
+    assert S.sem_index_rows(cfg, "20141201") == {"relations": [], "type_dumps": []}
+    demo = read_config(_demo(), SCHEMAS / "config.schema.yaml")
+    rows = S.sem_index_rows(demo, "20141201")
+    assert rows["relations"] == sorted(demo.suites["knowledge"].relations)
+    assert rows["type_dumps"] == ["20141201", "20190201"]  # knowledge's label_dumps

@@ -107,6 +107,8 @@ MODEL_CUTOFFS = {
     for s in SUITES
 }
 SEM_INDEX_SETTINGS = S.sem_index(CFG)
+# Per dump: the relations whose objects' types bound the index rows (None: every entity).
+SEM_ROWS = {dump: S.sem_index_rows(CFG, dump) for dump in DUMP_ROWS}
 # Memory (MB) and runtime (min) of the jobs that grow with their inputs: floor + factor x input
 # MB, doubled on a retry. Factors: benchmarks/scale.py (config/README.md, "Profiles").
 probes_mem_mb = input_scaled("mem_mb", 40, 2000, "build_probes")
@@ -256,11 +258,7 @@ def temporal_earlier(wildcards):
 
 def suite_dumps(suite):
     """Dumps whose labels and types a suite reads: ``label_dumps``, else its dump (+ diff_old)."""
-    block = SUITES[suite]
-    own = [block.dump] + (
-        [block.diff_old] if block.kind == "plausibility" and block.diff_old else []
-    )
-    return block.label_dumps or own
+    return S.suite_dumps(SUITES[suite])
 
 
 def released_inputs(wildcards):
@@ -313,6 +311,11 @@ def omega_inputs(suite):
         "types": [extract_table("types", d) for d in suite_dumps(suite)],
         "claims": extract_table("claims", SUITES[suite].dump),
     }
+
+
+def sem_index_types(wildcards):
+    """Types of the dumps the searching suites type entities from (the index's candidate rows)."""
+    return [extract_table("types", d) for d in SEM_ROWS[wildcards.dump]["type_dumps"]]
 
 
 def retrieve_inputs(wildcards):

@@ -5,6 +5,7 @@
 rule build_sem_index:
     input:
         claims=rules.extract_dump.output.claims,
+        types=sem_index_types,
         lib=library("build_sem_index.py"),
     output:
         index=directory("results/distractors/index/{dump}"),
@@ -22,6 +23,7 @@ rule build_sem_index:
     params:
         sem=SEM_INDEX_SETTINGS,
         hnsw=lookup(dpath="{dump}", within=SEM_HNSW),
+        relations=lookup(dpath="{dump}/relations", within=SEM_ROWS),
     script:
         "../scripts/build_sem_index.py"
 

@@ -86,6 +86,40 @@ def scan_types(
     return out.astype("int64").reset_index(drop=True) if len(out) else empty
 
 
+def sem_candidates(
+    claims_path: str | Path,
+    type_files: Iterable[str | Path],
+    relations: Iterable[int],
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> np.ndarray:
+    """Sorted ids of every entity that can be a Sem candidate of a fact of ``relations``
+    (issue 15 item 3): the entities declaring a type that some object of those relations
+    declares in any of ``type_files``. A superset of what Ω admits for any fact sampled from the
+    dump (Ω types an entity by its newest typing dump only), so an index over these rows ranks
+    every candidate as an index over all entities does."""
+    con = con or connect()
+    files = [str(p) for p in type_files]
+    if not files:
+        return np.empty(0, np.int64)
+    check_columns(con, "claims", claims_path, ["property", "object"])
+    for path in files:
+        check_columns(con, "types", path, ["id", "type"])
+    union = " UNION ALL ".join(f"SELECT id, type FROM read_parquet({_q(p)})" for p in files)
+    _ids_table(con, "_rels", relations)
+    sql = f"""
+        WITH t AS ({union}),
+        objects AS (
+            SELECT DISTINCT object AS id FROM read_parquet({_q(claims_path)})
+            WHERE property IN (SELECT id FROM _rels)
+        ),
+        object_types AS (SELECT DISTINCT type FROM t WHERE id IN (SELECT id FROM objects))
+        SELECT DISTINCT id::BIGINT AS id FROM t WHERE type IN (SELECT type FROM object_types) ORDER BY id
+    """
+    out = con.execute(sql).fetchnumpy()["id"]
+    con.unregister("_rels")
+    return np.asarray(out, np.int64)
+
+
 def scan_valid(
     claims_path: str | Path,
     date: int,

@@ -599,6 +599,32 @@ def suite_correct_set(cfg: Config, suite: str) -> str:
     return CORRECT_SET_DEFAULTS.get(block.kind, "wide")
 
 
+def sem_index_rows(cfg: Config, dump: str) -> dict:
+    """Which rows the semantic index of ``dump`` holds (issue 15 item 3): ``relations`` (P ids)
+    of the suites that search it, whose objects' types bound the candidates, and ``type_dumps``,
+    the dumps those suites type entities from; ``relations: None`` = every entity (a released
+    suite's facts need not come from the dump's claims)."""
+    relations: set[str] = set()
+    type_dumps: set[str] = set()
+    for name, suite in cfg.suites.items():
+        retrieve = suite_retrieve(cfg, name)
+        if str(retrieve["dump"]) != str(dump) or not {"sem", "temp", "temp+sem"} & set(
+            retrieve["strategies"]
+        ):
+            continue
+        if suite.source.format != "dump":
+            return {"relations": None, "type_dumps": []}
+        relations |= set(suite.relations)
+        type_dumps |= {str(d) for d in suite_dumps(suite)}
+    return {"relations": sorted(relations), "type_dumps": sorted(type_dumps)}
+
+
+def suite_dumps(suite: Suite) -> list[str]:
+    """Dumps whose labels and types a suite reads: ``label_dumps``, else its dump (+ diff_old)."""
+    own = [suite.dump] + ([suite.diff_old] if suite.kind == "plausibility" and suite.diff_old else [])
+    return suite.label_dumps or own
+
+
 def sem_index(cfg: Config) -> dict:
     """Keyword arguments of ``semantic.build_index`` (``distractors.sem``)."""
     sem = cfg.distractors.sem

@@ -88,15 +88,24 @@ def weight_matrix(
 
 
 def weigh(
-    tf: sp.csr_matrix, weighting: str = "tfidf", k1: float = 1.2, b: float = 0.75
+    tf: sp.csr_matrix,
+    weighting: str = "tfidf",
+    k1: float = 1.2,
+    b: float = 0.75,
+    corpus: tuple[int, np.ndarray, float] | None = None,
 ) -> tuple[sp.csr_matrix, np.ndarray]:
     """``(X, idf)`` of a canonical float32 CSR of raw counts (rows: entities, columns: features).
 
     One code path for the in-memory bags (:func:`weight_matrix`) and the DuckDB ones
-    (:func:`bags_from_parquet`), so both give the same floats.
+    (:func:`bags_from_parquet`), so both give the same floats. ``corpus``: ``(N, df per column,
+    mean bag length)`` of the whole dump when ``tf`` holds only some of its bags (the candidate
+    rows), so each row gets the weights it has in the whole index.
     """
     n, m = tf.shape
     df = np.bincount(tf.indices, minlength=m).astype(np.float64)
+    mean_length = None
+    if corpus is not None:
+        n, df, mean_length = corpus[0], np.asarray(corpus[1], np.float64), corpus[2]
     if weighting == "tfidf":
         idf = np.log((1.0 + n) / (1.0 + df)) + 1.0
         for a, b in _nnz_chunks(tf):
@@ -104,8 +113,9 @@ def weigh(
     elif weighting == "bm25":
         idf = np.log1p((n - df + 0.5) / (df + 0.5))
         length = np.asarray(tf.sum(axis=1)).ravel()
-        norm = k1 * (1 - b + b * length / max(length.mean(), 1e-9))
-        row_of = np.repeat(np.arange(n), np.diff(tf.indptr))
+        mean = length.mean() if mean_length is None else mean_length
+        norm = k1 * (1 - b + b * length / max(mean, 1e-9))
+        row_of = np.repeat(np.arange(tf.shape[0]), np.diff(tf.indptr))
         t = tf.data
         tf.data = (idf[tf.indices] * t * (k1 + 1) / (t + norm[row_of])).astype(np.float32)
     else:
@@ -113,8 +123,9 @@ def weigh(
     # L2 rows in place, a block of rows at a time: the same float32 operations as
     # ``diags(1 / norms) @ tf`` (one product per entry) without the matrix's copies, which were
     # the job's peak memory at scale (issue 15).
-    for lo in range(0, n, _ROW_BLOCK):
-        hi = min(n, lo + _ROW_BLOCK)
+    rows = tf.shape[0]
+    for lo in range(0, rows, _ROW_BLOCK):
+        hi = min(rows, lo + _ROW_BLOCK)
         block = tf[lo:hi]
         norms = np.sqrt(np.asarray(block.multiply(block).sum(axis=1)).ravel())
         norms[norms == 0] = 1.0
@@ -127,14 +138,22 @@ def weigh(
 
 
 def bags_from_parquet(
-    claims_path: str | Path, reverse: bool = True, threads: int = 1, memory_mb: int | None = None
-) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix]:
-    """``(entities, features, counts)`` of a claims Parquet file, counted in DuckDB (issue 15 item 3).
+    claims_path: str | Path,
+    reverse: bool = True,
+    threads: int = 1,
+    memory_mb: int | None = None,
+    rows: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix, tuple[int, np.ndarray, float]]:
+    """``(entities, features, counts, corpus)`` of a claims Parquet file, counted in DuckDB (issue 15 item 3).
 
     The same bags as :func:`feature_codes` + :func:`weight_matrix` on the non-deprecated distinct
     triples, but the feature occurrences (7 per statement) are grouped and counted by DuckDB,
     which spills to disk, instead of being materialised as int64 arrays and sorted in memory:
     only the final CSR (4 + 4 bytes per non-zero) is held. ``counts`` is canonical float32.
+
+    ``rows``: keep only these entities' bags (the candidates, :func:`factprobe.scan.sem_candidates`);
+    ``corpus`` = ``(N, df of each kept feature, mean bag length)`` is still counted over every
+    entity of the dump, so a kept row is weighted as in the whole index (:func:`weigh`).
     """
     from factprobe import scan
 
@@ -172,9 +191,23 @@ def bags_from_parquet(
         + ") GROUP BY e, f"
     )
     con.execute("DROP TABLE c")
+    n_all, total = con.execute("SELECT count(DISTINCT e), coalesce(sum(n), 0) FROM tf").fetchone()
+    if rows is not None:
+        con.execute("CREATE TEMP TABLE dfs AS SELECT f, count(*)::BIGINT AS df FROM tf GROUP BY f")
+        con.register("keep_rows", pd.DataFrame({"e": np.asarray(rows, np.int64)}))
+        con.execute("CREATE TEMP TABLE kept AS SELECT * FROM tf WHERE e IN (SELECT e FROM keep_rows)")
+        con.execute("DROP TABLE tf")
+        con.execute("ALTER TABLE kept RENAME TO tf")
     per_row = con.execute("SELECT e, count(*) AS k FROM tf GROUP BY e ORDER BY e").fetchnumpy()
     entities = per_row["e"].astype(np.int64)
-    features = con.execute("SELECT DISTINCT f FROM tf ORDER BY f").fetchnumpy()["f"].astype(np.int64)
+    if rows is None:
+        features = con.execute("SELECT DISTINCT f FROM tf ORDER BY f").fetchnumpy()["f"].astype(np.int64)
+        df = None
+    else:
+        got = con.execute(
+            "SELECT f, df FROM (SELECT DISTINCT f FROM tf) JOIN dfs USING (f) ORDER BY f"
+        ).fetchnumpy()
+        features, df = got["f"].astype(np.int64), got["df"].astype(np.float64)
     indptr = np.zeros(len(entities) + 1, np.int64)
     np.cumsum(per_row["k"], out=indptr[1:])
     indices = np.empty(indptr[-1], np.int32)
@@ -189,7 +222,9 @@ def bags_from_parquet(
     con.close()
     counts = sp.csr_matrix((data, indices, indptr), shape=(len(entities), len(features)))
     counts.has_canonical_format = True  # (e, f) unique from GROUP BY, sorted by the ORDER BY
-    return entities, features, counts
+    if df is None:
+        df = np.bincount(indices, minlength=len(features)).astype(np.float64)
+    return entities, features, counts, (int(n_all), df, float(total) / max(int(n_all), 1))
 
 
 def exact_topk(
@@ -387,6 +422,7 @@ def build_index(
     key: str = "",
     hnsw: bool = True,
     memory_mb: int | None = None,
+    rows: np.ndarray | None = None,
 ) -> dict:
     """Build and save the index of one dump's non-deprecated claims into ``folder``.
 
@@ -398,21 +434,28 @@ def build_index(
     ``meta.json`` (settings, sizes, timings, recall@k of HNSW vs exact cosine on a sample).
     ``hnsw=False`` (no suite searches this dump with ``search: hnsw``) skips the graph and the
     recall check: the graph's build grows as n^1.3 and is the bulk of the job at scale (issue 15).
+    ``rows`` (Parquet input only): index only these entities, weighted as in the whole dump.
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     if isinstance(claims, pd.DataFrame):
+        if rows is not None:
+            raise ValueError("candidate rows need the claims Parquet file (the DuckDB bags)")
         c = claims[claims["rank"] >= 1][["subject", "property", "object"]].drop_duplicates()
-        rows, codes = feature_codes(
+        occurrences, codes = feature_codes(
             c["subject"].to_numpy(), c["property"].to_numpy(), c["object"].to_numpy(), reverse
         )
-        entities, features, X, idf = weight_matrix(rows, codes, weighting, bm25_k1, bm25_b)
+        entities, features, X, idf = weight_matrix(occurrences, codes, weighting, bm25_k1, bm25_b)
     else:
-        entities, features, counts = bags_from_parquet(claims, reverse, threads, memory_mb)
-        X, idf = weigh(counts, weighting, bm25_k1, bm25_b)
+        entities, features, counts, corpus = bags_from_parquet(claims, reverse, threads, memory_mb, rows)
+        X, idf = weigh(counts, weighting, bm25_k1, bm25_b, corpus)
     t1 = time.perf_counter()
     log.info("bags: %d entities, %d features, %d nonzeros (%.1fs)", X.shape[0], X.shape[1], X.nnz, t1 - t0)
+    if rows is not None:
+        log.info(
+            "rows: the %d candidates of %d entities with a bag (IDF over all of them)", X.shape[0], corpus[0]
+        )
     np.save(folder / "entities.npy", entities)
     np.save(folder / "features.npy", features)
     np.save(folder / "idf.npy", idf)
@@ -447,6 +490,7 @@ def build_index(
         if hnsw
         else None,
         "entities": int(X.shape[0]),
+        "rows": "every entity" if rows is None else "candidates",
         "features": int(X.shape[1]),
         "nnz": int(X.nnz),
         "seconds_bags": round(t1 - t0, 3),
