@@ -111,11 +111,12 @@ SEM_INDEX_SETTINGS = S.sem_index(CFG)
 SEM_ROWS = {dump: S.sem_index_rows(CFG, dump) for dump in DUMP_ROWS}
 # Memory (MB) and runtime (min) of the jobs that grow with their inputs: floor + factor x input
 # MB, doubled on a retry. Factors: benchmarks/scale.py (config/README.md, "Profiles").
-probes_mem_mb = input_scaled("mem_mb", 40, 2000, "build_probes")
+# mem_mb is capped at 64 GB (issue 15's per-job bound; a retry asks twice that).
+probes_mem_mb = input_scaled("mem_mb", 40, 2000, "build_probes", 64000)
 probes_runtime = input_scaled("runtime", 0.2, 30, "build_probes")
-sem_index_mem_mb = input_scaled("mem_mb", 300, 2000, "build_sem_index")
+sem_index_mem_mb = input_scaled("mem_mb", 60, 2000, "build_sem_index", 64000)
 sem_index_runtime = input_scaled("runtime", 2, 30, "build_sem_index")
-retrieve_mem_mb = input_scaled("mem_mb", 4, 2000, "retrieve_distractors")
+retrieve_mem_mb = input_scaled("mem_mb", 4, 2000, "retrieve_distractors", 64000)
 retrieve_runtime = input_scaled("runtime", 0.05, 30, "retrieve_distractors")
 # Per dump: whether any suite searches its semantic index with HNSW (else the graph is not built).
 SEM_HNSW = {

@@ -112,8 +112,12 @@ def atomic_dir(target: str | os.PathLike, needed_mb: float | None = None) -> Ite
     tmp.rename(target)
 
 
-def input_scaled(unit: str, per_input_mb: float, floor: int, name: str) -> Callable:
-    """A Snakemake resource function ``floor + per_input_mb x (MB of all inputs)``, times the attempt.
+def input_scaled(unit: str, per_input_mb: float, floor: int, name: str, cap: int | None = None) -> Callable:
+    """A Snakemake resource function ``min(cap, floor + per_input_mb x (MB of all inputs))``, times the attempt.
+
+    ``cap``: the most a first attempt asks for. The DuckDB jobs bound their memory by what they
+    are given (they spill beyond), and Parquet of the full dump is tens of GB: without a cap a
+    factor fitted on small dumps asks for terabytes.
 
     For ``mem_mb`` and ``runtime`` (``unit`` is only for the function's name, which Snakemake
     prints): a job whose work grows with its inputs asks for what its size needs (the factors
@@ -124,7 +128,10 @@ def input_scaled(unit: str, per_input_mb: float, floor: int, name: str) -> Calla
 
     def scaled(wildcards, input, attempt: int = 1) -> int:
         size = sum(path_size(f) for f in _files(input)) / MB
-        return int(math.ceil((floor + per_input_mb * size) * max(1, attempt)))
+        first = floor + per_input_mb * size
+        if cap is not None:
+            first = min(first, cap)
+        return int(math.ceil(first * max(1, attempt)))
 
     scaled.__name__ = f"{name}_{unit}"
     return scaled
