@@ -123,7 +123,7 @@ SEM_HNSW = {
     dump: any(
         r["search"] == "hnsw" and r["dump"] == dump
         for r in RETRIEVE_SETTINGS.values()
-        if {"sem", "temp", "temp+sem"} & set(r["strategies"])
+        if S.SEM_STRATEGIES & set(r["strategies"])
     )
     for dump in DUMP_ROWS
 }
@@ -342,7 +342,7 @@ def retrieve_shard_inputs(wildcards):
     files = omega_inputs(wildcards.suite)
     files["lib"] = library("retrieve_distractors.py")
     settings = DISTRACTOR_SETTINGS[wildcards.suite]
-    if {"sem", "temp", "temp+sem"} & set(settings["strategies"]):
+    if S.SEM_STRATEGIES & set(settings["strategies"]):
         files["index"] = rules.build_sem_index.output.index.format(
             dump=settings["dump"]
         )

@@ -258,6 +258,8 @@ class Distractors:
 
 #: Strategies of rule retrieve_distractors (``appropt`` runs per model in appropt_distractors).
 STRATEGIES = ("random", "sem", "temp+sem", "cooccur", "pool")
+#: Strategies that read the dump's semantic index.
+SEM_STRATEGIES = frozenset({"sem", "temp", "temp+sem"})
 #: Former names: ``temp`` always was the Temp+Sem list (distractors paper §3.3).
 ALIASES = {"temp": "temp+sem"}
 
@@ -608,9 +610,7 @@ def sem_index_rows(cfg: Config, dump: str) -> dict:
     type_dumps: set[str] = set()
     for name, suite in cfg.suites.items():
         retrieve = suite_retrieve(cfg, name)
-        if str(retrieve["dump"]) != str(dump) or not {"sem", "temp", "temp+sem"} & set(
-            retrieve["strategies"]
-        ):
+        if str(retrieve["dump"]) != str(dump) or not SEM_STRATEGIES & set(retrieve["strategies"]):
             continue
         if suite.source.format != "dump":
             return {"relations": None, "type_dumps": []}

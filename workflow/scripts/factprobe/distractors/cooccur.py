@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from factprobe.distractors.omega import Omega
+from factprobe.distractors.omega import Omega, in_sorted
 from factprobe.hashing import stable_hash
 
 
@@ -62,13 +62,12 @@ class Cooccurrence:
         if key not in self._counts:
             if len(self._counts) > 4096:
                 self._counts.clear()
-            members = omega.members(types)
-            i = np.minimum(np.searchsorted(members, key_col), max(len(members) - 1, 0))
-            hit = members[i] == key_col if len(members) else np.zeros(len(key_col), bool)
+            hit = in_sorted(omega.members(types), key_col)
             self._counts[key] = np.unique(found_col[hit], return_counts=True)
         ents, counts = self._counts[key]
         lo, hi = np.searchsorted(key_col, anchor, "left"), np.searchsorted(key_col, anchor, "right")
-        if hi > lo and len(omega.members(types)):
+        # A typed anchor is one of its own siblings' set: take its statements off.
+        if hi > lo and len(types):
             own = found_col[lo:hi]
             counts = counts.copy()
             np.subtract.at(counts, np.searchsorted(ents, own), 1)

@@ -30,6 +30,11 @@ CLAUSES = ("type", "not_valid", "no_shared_form", "has_form")
 _PROP_BITS = 24
 
 
+def pair_keys(subjects, properties) -> np.ndarray:
+    """``(subject, property)`` pairs packed into int64 keys (one sortable array, no tuples)."""
+    return (np.asarray(subjects, dtype=np.int64) << _PROP_BITS) | np.asarray(properties, dtype=np.int64)
+
+
 def load_types(type_files: Iterable[str | Path]) -> pd.DataFrame:
     """Declared types ``id, type`` of every entity, from the newest dump that types it.
 
@@ -109,7 +114,7 @@ class Omega:
         self._form_ids = np.unique(ent)
         s = self.valid["subject"].to_numpy(dtype=np.int64)
         r = self.valid["property"].to_numpy(dtype=np.int64)
-        key = (s << _PROP_BITS) | r
+        key = pair_keys(s, r)
         order = np.argsort(key, kind="stable")
         self._valid = (key[order], self.valid["object"].to_numpy(dtype=np.int64)[order])
 
@@ -160,12 +165,12 @@ class Omega:
 
     def same_type(self, o: int, candidates: np.ndarray) -> np.ndarray:
         """Clause 1, vectorised: which candidates share a declared type with ``o``."""
-        return _in_sorted(self.members(self.types_of(o)), candidates)
+        return in_sorted(self.members(self.types_of(o)), candidates)
 
     def valid_for(self, s: int, r: int) -> set:
         """Objects valid for (s, r) at the dump date."""
         keys, objects = self._valid
-        key = (int(s) << _PROP_BITS) | int(r)
+        key = int(pair_keys(s, r))
         lo, hi = np.searchsorted(keys, key, "left"), np.searchsorted(keys, key, "right")
         return set(objects[lo:hi].tolist())
 
@@ -184,7 +189,7 @@ class Omega:
 
     def has_form(self, candidates: np.ndarray) -> np.ndarray:
         """Clause 4, vectorised: which candidates have at least one form."""
-        return _in_sorted(self._form_ids, candidates)
+        return in_sorted(self._form_ids, candidates)
 
     def shares_form(self, o: int, candidates: np.ndarray) -> np.ndarray:
         """Clause 3 (negated), vectorised: which candidates share a form with ``o``."""
@@ -238,7 +243,7 @@ class Omega:
         bad = np.sort(np.fromiter(invalid, dtype=np.int64, count=len(invalid)))
 
         def admit(part: np.ndarray) -> np.ndarray:
-            part = part[self.same_type(o, part) & ~_in_sorted(bad, part)]
+            part = part[self.same_type(o, part) & ~in_sorted(bad, part)]
             part = part[self.has_form(part)]
             return part[~self.shares_form(o, part)]
 
@@ -262,7 +267,7 @@ class Omega:
         return _first_admitted(candidates, admit, limit)
 
 
-def _in_sorted(sorted_unique: np.ndarray, values: Sequence[int]) -> np.ndarray:
+def in_sorted(sorted_unique: np.ndarray, values: Sequence[int]) -> np.ndarray:
     """Which ``values`` occur in a sorted unique int64 array: a binary search per value, so the
     cost follows ``values``, not the (possibly type-sized) array, unlike ``np.isin``."""
     values = np.asarray(values, dtype=np.int64)
@@ -287,7 +292,7 @@ def _first_admitted(candidates: Sequence[int], admit, limit: int | None) -> list
         lo += len(part)
         _, first = np.unique(part, return_index=True)
         part = part[np.sort(first)]
-        part = part[~_in_sorted(seen, part)]
+        part = part[~in_sorted(seen, part)]
         if limit is not None:
             seen = np.union1d(seen, part)
         out.extend(admit(part).tolist())

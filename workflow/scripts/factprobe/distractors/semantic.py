@@ -101,10 +101,10 @@ def weigh(
     mean bag length)`` of the whole dump when ``tf`` holds only some of its bags (the candidate
     rows), so each row gets the weights it has in the whole index.
     """
-    n, m = tf.shape
-    df = np.bincount(tf.indices, minlength=m).astype(np.float64)
-    mean_length = None
-    if corpus is not None:
+    if corpus is None:
+        n, m = tf.shape
+        df, mean_length = np.bincount(tf.indices, minlength=m).astype(np.float64), None
+    else:
         n, df, mean_length = corpus[0], np.asarray(corpus[1], np.float64), corpus[2]
     if weighting == "tfidf":
         idf = np.log((1.0 + n) / (1.0 + df)) + 1.0
@@ -191,8 +191,8 @@ def bags_from_parquet(
         + ") GROUP BY e, f"
     )
     con.execute("DROP TABLE c")
-    n_all, total = con.execute("SELECT count(DISTINCT e), coalesce(sum(n), 0) FROM tf").fetchone()
     if rows is not None:
+        n_all, total = con.execute("SELECT count(DISTINCT e), coalesce(sum(n), 0) FROM tf").fetchone()
         con.execute("CREATE TEMP TABLE dfs AS SELECT f, count(*)::BIGINT AS df FROM tf GROUP BY f")
         con.register("keep_rows", pd.DataFrame({"e": np.asarray(rows, np.int64)}))
         con.execute("CREATE TEMP TABLE kept AS SELECT * FROM tf WHERE e IN (SELECT e FROM keep_rows)")
@@ -222,7 +222,9 @@ def bags_from_parquet(
     con.close()
     counts = sp.csr_matrix((data, indices, indptr), shape=(len(entities), len(features)))
     counts.has_canonical_format = True  # (e, f) unique from GROUP BY, sorted by the ORDER BY
-    if df is None:
+    if rows is None:
+        # The matrix is the whole corpus: its statistics come from the arrays, no second scan.
+        n_all, total = len(entities), float(data.sum(dtype=np.float64))
         df = np.bincount(indices, minlength=len(features)).astype(np.float64)
     return entities, features, counts, (int(n_all), df, float(total) / max(int(n_all), 1))
 
@@ -449,7 +451,8 @@ def build_index(
         entities, features, X, idf = weight_matrix(occurrences, codes, weighting, bm25_k1, bm25_b)
     else:
         entities, features, counts, corpus = bags_from_parquet(claims, reverse, threads, memory_mb, rows)
-        X, idf = weigh(counts, weighting, bm25_k1, bm25_b, corpus)
+        # Corpus statistics only for candidate rows: a whole matrix weighs itself, as before.
+        X, idf = weigh(counts, weighting, bm25_k1, bm25_b, corpus if rows is not None else None)
     t1 = time.perf_counter()
     log.info("bags: %d entities, %d features, %d nonzeros (%.1fs)", X.shape[0], X.shape[1], X.nnz, t1 - t0)
     if rows is not None:

@@ -23,8 +23,7 @@ import numpy as np
 import pandas as pd
 
 from factprobe.contracts import id_ints
-from factprobe.distractors.omega import _PROP_BITS as _PAIR_BITS
-from factprobe.distractors.omega import Omega
+from factprobe.distractors.omega import Omega, pair_keys
 
 
 def day_number(yyyymmdd: float) -> float:
@@ -56,9 +55,8 @@ def past_objects(
     """
     past = temporal[temporal["status"] == "past"]
     if facts is not None:
-        want = np.unique((id_ints(facts["subject"]) << _PAIR_BITS) | id_ints(facts["property"]))
-        have = (past["subject"].to_numpy(np.int64) << _PAIR_BITS) | past["property"].to_numpy(np.int64)
-        past = past[np.isin(have, want)]
+        want = np.unique(pair_keys(id_ints(facts["subject"]), id_ints(facts["property"])))
+        past = past[np.isin(pair_keys(past["subject"], past["property"]), want)]
     past = past.copy()
     if not earlier_dump and "source" in past.columns:
         past = past[past["source"].astype(str) != "earlier_dump"]
