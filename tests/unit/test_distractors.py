@@ -196,6 +196,31 @@ def test_random_is_same_type_reproducible_and_hash_seeded(demo_tables, suite):
     assert other != got
 
 
+def test_random_in_a_type_above_the_full_shuffle_is_uniform_over_omega():
+    # 30,000 members of one type (> FULL_SHUFFLE_BELOW): a bounded draw, then Ω. Over 2,000
+    # facts every tenth of the valid members gets about a tenth of the picks, and the entities
+    # Ω rejects (the valid objects of (s, r), a member without a form) are never drawn.
+    from factprobe.distractors.random import FULL_SHUFFLE_BELOW
+
+    members = np.arange(1_000, 31_000)
+    assert len(members) > FULL_SHUFFLE_BELOW
+    types = pd.DataFrame({"id": members, "type": 5})
+    named = members[members != 1_001]
+    forms = pd.DataFrame({"entity": named, "form": [f"w{e}" for e in named]})
+    valid = pd.DataFrame({"subject": 7, "property": 36, "object": members[:500]})
+    omega = Omega(types, forms, valid, form_threshold=None)
+    picks = []
+    for i in range(2_000):
+        got = random_distractors(omega, f"f{i}", 7, 36, 20_000, 5)
+        assert len(got) == 5 == len(set(got))
+        assert got == random_distractors(omega, f"f{i}", 7, 36, 20_000, 5)
+        picks += got
+    picks = np.array(picks)
+    assert not np.isin(picks, [*members[:500].tolist(), 1_001, 20_000]).any()
+    counts = np.bincount((picks - 1_500) * 10 // 29_500, minlength=10)
+    assert counts.min() > 850 and counts.max() < 1_150, counts
+
+
 def test_features_and_tfidf_match_scikit_learn(claims):
     c = claims[claims["rank"] >= 1][["subject", "property", "object"]].drop_duplicates()
     rows, codes = feature_codes(c["subject"], c["property"], c["object"], reverse=False)
@@ -357,6 +382,80 @@ def check_algorithm_1(co, omega, types, statements, fact):
     for e, _, _ in got_s:
         assert o not in omega.valid_for(e, r) and e != s
     return len(want)
+
+
+def test_cooccur_big_ties_are_a_per_fact_rotation_of_one_hash_order(claims, demo_tables, suite):
+    # A tie level above big_tie entities is read as a rotation of the stable_hash(r, side, e)
+    # order from stable_hash(fact_id, side); at or below it, sorted by the per-fact hash. The
+    # naive ranking recounts Algorithm 1 with pandas and sorts every level by the documented key.
+    facts, forms, omega = suite
+    statements = claims[claims["rank"] >= 1]
+    types = load_types([demo_tables[d] / "types.parquet" for d in demo_tables])
+    picked = facts[facts["property"].isin(["P530", "P47", "P17"])].groupby("property").head(4)
+    rotated = 0
+    for big_tie in (0, 3, 10**9):
+        co = Cooccurrence(statements, big_tie=big_tie)
+        for fact in picked.itertuples():
+            s, r, o = (int(x[1:]) for x in fact.fact_id.split("|"))
+            for side, anchor, col, other in (
+                ("object", s, "subject", "object"),
+                ("subject", o, "object", "subject"),
+            ):
+                parents = set(types.loc[types["id"] == anchor, "type"])
+                siblings = set(types.loc[types["type"].isin(parents), "id"]) - {anchor}
+                st = statements[(statements["property"] == r) & statements[col].isin(siblings)]
+                freq = st.drop_duplicates(["subject", "property", "object"])[other].value_counts()
+                size = freq.value_counts()
+                offset = stable_hash(fact.fact_id, side)
+
+                def key(
+                    e, freq=freq, size=size, side=side, r=r, offset=offset, tie=big_tie, fid=fact.fact_id
+                ):
+                    f = int(freq[e])
+                    if size[f] <= tie:
+                        return (-f, stable_hash(fid, side, int(e)))
+                    rotated_key = (stable_hash(r, side, int(e)) - offset) % 2**64
+                    return (-f, rotated_key)
+
+                want = [(int(e), int(freq[e])) for e in sorted(freq.index, key=key)]
+                assert co.ranked(omega, fact.fact_id, s, r, o, side) == want, (big_tie, fact.fact_id, side)
+                rotated += big_tie == 3 and any(size > 3)
+                admit = omega.filter if side == "object" else omega.filter_subjects
+                got = co.alternatives(omega, fact.fact_id, s, r, o, 10, side)
+                assert [e for e, _, _ in got] == admit(s, r, o, [e for e, _ in want], 10)
+    assert rotated >= 10
+
+
+def test_cooccur_rotation_reads_a_long_tie_in_blocks():
+    # 3,000 typed subjects pointing at 6,000 objects: a tie of >1,000 objects at frequency 1
+    # (several 256-doubling blocks) and anchors whose own statements move objects down a level.
+    rng = np.random.default_rng(7)
+    subjects = np.arange(10_000, 13_000)
+    objects = rng.integers(1, 6_001, size=len(subjects) * 2)
+    st = pd.DataFrame({"subject": np.repeat(subjects, 2), "property": 27, "object": objects, "rank": 1})
+    types = pd.DataFrame({"id": np.concatenate([subjects, np.arange(1, 6_001)]), "type": 5})
+    omega = Omega(types, pd.DataFrame({"entity": [], "form": []}), st[["subject", "property", "object"]])
+    co = Cooccurrence(st, big_tie=50)
+    checked = 0
+    for s in subjects[:40].tolist():
+        fid = f"Q{s}|P27|Q1"
+        sib = st[st["subject"] != s].drop_duplicates(["subject", "object"])
+        freq = sib["object"].value_counts()
+        size = freq.value_counts()
+        offset = stable_hash(fid, "object")
+
+        def key(e, freq=freq, size=size, fid=fid, offset=offset):
+            f = int(freq[e])
+            if size[f] <= 50:
+                return (-f, stable_hash(fid, "object", int(e)))
+            return (-f, (stable_hash(27, "object", int(e)) - offset) % 2**64)
+
+        want = [(int(e), int(freq[e])) for e in sorted(freq.index, key=key)]
+        assert co.ranked(omega, fid, s, 27, 1, "object") == want
+        checked += int(size.max() > 1_000)
+    assert checked == 40
+    # An untyped anchor has no siblings: nothing to count.
+    assert co.ranked(omega, "Q99999|P27|Q1", 99_999, 27, 1, "object") == []
 
 
 def test_pool_is_hash_ordered_same_relation_objects(suite):

@@ -326,3 +326,94 @@ def test_sem_candidates_are_the_members_of_the_objects_types_in_any_dump(tables)
         assert set(omega.members(omega.types_of(o)).tolist()) <= set(got.tolist())
     assert scan.sem_candidates(tables["claims"], tables["types"], [47]).tolist() == [1, 2, 3, 4, 5]
     assert scan.sem_candidates(tables["claims"], tables["types"], [31]).tolist() == []  # untyped object
+
+
+# --- probe building out of core -----------------------------------------------------------------
+
+LABELS_OLD = [
+    (2, "en", "Two", False),
+    (2, "en", "Deux", True),
+    (10, "en", "Ten old", False),  # (10, en) is in the newer dump too: the newer forms win
+    (10, "de", "Zehn", False),  # (10, de) only here: kept
+    (3, "fr", "Trois", False),  # a language not asked for
+]
+LABELS_NEW = [
+    (10, "en", "Ten-ish", True),  # an alias listed before its label: labels sort first
+    (10, "en", "Ten", False),
+    (10, "en", "Ten", True),  # the label's own text as an alias: one row, the label
+    (10, "en", "Ten-ish", True),  # a repeated alias: one row
+    (7, "en", "Seven", True),  # only an alias: a form, but not labelled
+    (2, "de", "Zwei", False),
+]
+
+
+def write_labels(root, rows, dump):
+    path = root / dump / "labels.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame = pd.DataFrame(rows, columns=["id", "lang", "text", "is_alias"])
+    contracts.write("labels", frame, path)
+    return path
+
+
+def test_entity_forms_stream_the_label_tables_rows_in_order(tmp_path, demo_tables):
+    from factprobe.probes.select import labelled_entities
+    from factprobe.wikidata.labels import label_table
+
+    files = [write_labels(tmp_path, LABELS_NEW, "20190201"), write_labels(tmp_path, LABELS_OLD, "20141201")]
+    out = tmp_path / "forms.parquet"
+    assert scan.write_entity_forms(files, ["en", "de"], out, batch_rows=2) == 7
+    got = contracts.read("entity_forms", out)
+    want = [
+        ("Q10", "de", "Zehn", "label"),
+        ("Q10", "en", "Ten", "label"),
+        ("Q10", "en", "Ten-ish", "alias"),
+        ("Q2", "de", "Zwei", "label"),
+        ("Q2", "en", "Two", "label"),
+        ("Q2", "en", "Deux", "alias"),
+        ("Q7", "en", "Seven", "alias"),
+    ]
+    assert list(got.itertuples(index=False, name=None)) == want
+    pd.testing.assert_frame_equal(got, label_table(files, ["en", "de"]))
+    assert scan.labelled_ids(out, ["en", "de"], [2, 7, 10, 11]).tolist() == [2, 10]
+    assert scan.labelled_ids(out, ["en"], [2, 7]).tolist() == [2]
+    # The real demo labels of both dumps, five languages: the pandas table row for row.
+    langs = ["en", "de", "fr", "ru", "cs"]
+    real = [demo_tables[d] / "labels.parquet" for d in sorted(demo_tables)]
+    assert scan.write_entity_forms(real, langs, out) > 3_000
+    forms = contracts.read("entity_forms", out)
+    pd.testing.assert_frame_equal(forms, label_table(real, langs))
+    ids = contracts.id_ints(forms["entity"].unique())
+    for chosen in (langs, ["en", "de"]):
+        want_ids = sorted(contracts.id_ints(labelled_entities(forms, chosen)).tolist())
+        assert scan.labelled_ids(out, chosen, ids).tolist() == want_ids
+
+
+def test_sitelinks_changes_and_temporal_rows_of_the_suites_relations(tmp_path, demo_tables):
+    from factprobe.probes.select import item_sitelinks
+
+    newest = demo_tables["20190201"]
+    entities = contracts.read("entities", newest / "entities.parquet", ["id", "kind", "sitelinks"])
+    whole = item_sitelinks(entities)
+    some = whole.index.to_numpy()[::7]
+    got = scan.sitelinks_of(newest / "entities.parquet", np.append(some, [-5]))
+    pd.testing.assert_series_equal(got, whole.loc[np.sort(some)], check_names=False)
+    claims = contracts.read("claims", newest / "claims.parquet")
+    temporal = claims.assign(status="current", source="qualifier", truthy=True, last_seen="20190201")
+    temporal.loc[temporal.index % 3 == 0, "status"] = "past"
+    path = tmp_path / "temporal.parquet"
+    contracts.write("temporal", temporal[contracts.columns("temporal")], path)
+    cols = contracts.columns("temporal")
+    whole_t = contracts.read("temporal", path)
+    got_t = scan.table_of_relations("temporal", path, [36, 47], cols)
+    want_t = whole_t[whole_t["property"].isin([36, 47])].reset_index(drop=True)
+    assert len(want_t) > 100
+    pd.testing.assert_frame_equal(got_t, want_t)
+    # Past rows of some subjects (retrieval's read of the temporal view); no value at all: none.
+    subjects = want_t["subject"].unique()[::2]
+    got_p = scan.table_of_relations(
+        "temporal", path, [36, 47], cols, subjects=subjects, any_of={"status": ["past"]}
+    )
+    want_p = want_t[want_t["subject"].isin(subjects) & (want_t["status"] == "past")].reset_index(drop=True)
+    assert 0 < len(want_p) < len(want_t)
+    pd.testing.assert_frame_equal(got_p, want_p)
+    assert scan.table_of_relations("temporal", path, [36], cols, any_of={"status": []}).empty

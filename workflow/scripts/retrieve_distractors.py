@@ -8,7 +8,8 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
-from factprobe import contracts
+from factprobe import contracts, scan
+from factprobe.contracts import id_ints
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.retrieve import (
     forms_of_candidates,
@@ -33,7 +34,9 @@ if "shards" in snakemake.input.keys():
     )
     log.info("gathered %d shards: %d candidate rows", len(snakemake.input.shards), len(candidates))
 else:
-    facts, entity_forms, claims, omega = load_suite_omega(snakemake.input, p, snakemake.threads)
+    # DuckDB's scans get 3/4 of the job's memory (they spill beyond); the rest is Ω's arrays.
+    memory_mb = int(snakemake.resources.get("mem_mb", 4000)) * 3 // 4
+    facts, entity_forms, claims, omega = load_suite_omega(snakemake.input, p, snakemake.threads, memory_mb)
     settings = load(Retrieve, p, f"distractors of suite {snakemake.wildcards.suite}")
     only = None
     if "shard" in snakemake.params.keys():
@@ -45,13 +48,18 @@ else:
         index = load_index(snakemake.input.index, p["search"], p["ef_search"])
     past = None
     if "temporal" in snakemake.input.keys():
-        past = past_objects(
-            contracts.read("temporal", snakemake.input.temporal),
-            p["dump"],
-            p["temporal_earlier_dump"],
-            facts,
+        # Only the past rows of the probed subjects and relations (the temporal view is dump-sized).
+        temporal = scan.table_of_relations(
+            "temporal",
+            snakemake.input.temporal,
+            id_ints(facts["property"]),
+            contracts.columns("temporal"),
+            subjects=id_ints(facts["subject"]),
+            any_of={"status": ["past"]},
         )
-    cooccur = Cooccurrence(claims[claims["rank"] >= 1]) if "cooccur" in settings.strategies else None
+        past = past_objects(temporal, p["dump"], p["temporal_earlier_dump"], facts)
+    # scan_statements keeps non-deprecated statements only, distinct and sorted.
+    cooccur = Cooccurrence(claims) if "cooccur" in settings.strategies else None
     log.info("%d facts, %d entity forms, strategies %s", len(facts), len(entity_forms), settings.strategies)
     candidates = retrieve(facts, omega, settings, index, past, cooccur, entity_forms, only)
     forms = forms_of_candidates(candidates, entity_forms)

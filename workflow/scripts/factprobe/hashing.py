@@ -7,12 +7,26 @@ Python's salted ``hash()``.
 from __future__ import annotations
 
 import hashlib
+from hashlib import blake2b
+
+import numpy as np
 
 
 def stable_hash(*parts: object) -> int:
     """64-bit unsigned hash of ``parts`` joined by ``\\x1f``; stable across runs and machines."""
     key = "\x1f".join(str(p) for p in parts).encode("utf-8")
     return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big")
+
+
+def stable_hashes(parts: tuple, items) -> np.ndarray:
+    """``stable_hash(*parts, item)`` of every item, as uint64: one prefix encoded once, so a
+    large set (the tied entities of a co-occurrence level) hashes ~3x faster, same values."""
+    prefix = "".join(f"{p}\x1f" for p in parts).encode("utf-8")
+    out = np.fromiter(
+        (blake2b(prefix + str(e).encode("utf-8"), digest_size=8).digest() for e in items),
+        dtype="S8",
+    )
+    return out.view(">u8").astype(np.uint64)
 
 
 def hash_fraction(*parts: object) -> float:

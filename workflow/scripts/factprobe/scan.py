@@ -20,8 +20,10 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-from factprobe import contracts
+from factprobe import arrays, contracts, io
 from factprobe.validity import valid_sql
 
 
@@ -47,14 +49,14 @@ def check_columns(con: duckdb.DuckDBPyConnection, name: str, path: str | Path, c
 
 
 def _ids_table(con: duckdb.DuckDBPyConnection, name: str, ids: Iterable[int]) -> None:
-    arr = np.unique(np.asarray(list(ids) if not isinstance(ids, np.ndarray) else ids, dtype=np.int64))
+    arr = arrays.unique(np.asarray(list(ids) if not isinstance(ids, np.ndarray) else ids, dtype=np.int64))
     con.register(name, pd.DataFrame({"id": arr}))
 
 
 def anchors(facts: pd.DataFrame) -> np.ndarray:
     """Sorted unique int ids of the facts' subjects and objects (the entities Ω asks types of)."""
     ids = np.concatenate([contracts.id_ints(facts["subject"]), contracts.id_ints(facts["object"])])
-    return np.unique(ids.astype(np.int64))
+    return arrays.unique(ids.astype(np.int64))
 
 
 def scan_types(
@@ -157,16 +159,19 @@ def scan_valid(
 def scan_statements(
     claims_path: str | Path, relations: Iterable[int], con: duckdb.DuckDBPyConnection | None = None
 ) -> pd.DataFrame:
-    """Non-deprecated ``subject, property, object, rank`` of ``relations`` (co-occurrence counts)."""
+    """Distinct non-deprecated ``subject, property, object`` (int64) of ``relations``, sorted by
+    (property, subject, object): the co-occurrence counts' input, de-duplicated and sorted by
+    DuckDB so that :class:`~factprobe.distractors.cooccur.Cooccurrence` slices it without copies."""
     con = con or connect()
     check_columns(con, "claims", claims_path, ["subject", "property", "object", "rank"])
     _ids_table(con, "_rels", relations)
-    out = con.execute(
-        f"SELECT subject, property, object, rank FROM read_parquet({_q(claims_path)}) "
-        "WHERE rank >= 1 AND property IN (SELECT id FROM _rels)"
-    ).df()
+    got = con.execute(
+        "SELECT DISTINCT subject::BIGINT AS subject, property::BIGINT AS property, object::BIGINT AS object "
+        f"FROM read_parquet({_q(claims_path)}) WHERE rank >= 1 AND property IN (SELECT id FROM _rels) "
+        "ORDER BY property, subject, object"
+    ).fetchnumpy()
     con.unregister("_rels")
-    return out
+    return pd.DataFrame({c: np.asarray(got[c], dtype=np.int64) for c in ("subject", "property", "object")})
 
 
 def scan_forms(
@@ -212,3 +217,131 @@ def claims_of(
     ).to_arrow_table()
     con.unregister("_rels")
     return table.to_pandas()
+
+
+def write_entity_forms(
+    label_files: Iterable[str | Path],
+    languages: Sequence[str],
+    path: str | Path,
+    con: duckdb.DuckDBPyConnection | None = None,
+    batch_rows: int = 1 << 20,
+) -> int:
+    """Write the ``entity_forms`` table of :func:`factprobe.wikidata.labels.label_table` to
+    ``path`` (atomically) without holding it: DuckDB sorts (spilling past its memory limit) and
+    the rows stream into Parquet a batch at a time. Same rows, same order: per (entity, lang) the
+    newest dump that has a form, labels before aliases, then file order; one row per distinct
+    form. Returns the number of rows."""
+    con = con or connect()
+    files = [str(p) for p in label_files]
+    schema = contracts.SCHEMAS["entity_forms"]
+    with io.atomic_path(path) as tmp, pq.ParquetWriter(tmp, schema, compression=io.COMPRESSION) as out:
+        if not files:
+            return 0
+        for f in files:
+            check_columns(con, "labels", f, ["id", "lang", "text", "is_alias"])
+        union = " UNION ALL ".join(
+            f"SELECT id, lang, text, is_alias, {_q(Path(p).parent.name)} AS dump, {i} AS f, file_row_number AS rn "
+            f"FROM read_parquet({_q(p)}, file_row_number = true)"
+            for i, p in enumerate(files)
+        )
+        langs = ", ".join(_q(lang) for lang in languages) or "NULL"
+        reader = con.sql(
+            f"""
+            WITH l AS ({union}),
+            newest AS (SELECT * FROM l WHERE lang IN ({langs})
+                       QUALIFY dump = max(dump) OVER (PARTITION BY id, lang)),
+            firsts AS (SELECT * FROM newest
+                       QUALIFY row_number() OVER (PARTITION BY id, lang, text ORDER BY is_alias, f, rn) = 1)
+            SELECT 'Q' || id AS entity, lang, text AS form,
+                   CASE WHEN is_alias THEN 'alias' ELSE 'label' END AS source
+            FROM firsts ORDER BY entity, lang, is_alias, f, rn
+            """
+        ).to_arrow_reader(batch_rows)
+        rows = 0
+        for batch in reader:
+            table = contracts.conform(pa.Table.from_batches([batch]), "entity_forms", path)
+            out.write_table(table.select(schema.names), row_group_size=batch_rows)
+            rows += batch.num_rows
+    return rows
+
+
+def labelled_ids(
+    forms_path: str | Path,
+    languages: Sequence[str],
+    ids: Iterable[int],
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> np.ndarray:
+    """Sorted int ids among ``ids`` with a label (not only an alias) in every language of
+    ``languages`` in an ``entity_forms`` table (:func:`factprobe.probes.select.labelled_entities`)."""
+    con = con or connect()
+    check_columns(con, "entity_forms", forms_path, ["entity", "lang", "source"])
+    _ids_table(con, "_ids", ids)
+    langs = ", ".join(_q(lang) for lang in dict.fromkeys(languages)) or "NULL"
+    got = con.execute(
+        f"""
+        SELECT e FROM (
+            SELECT TRY_CAST(substr(entity, 2) AS BIGINT) AS e, lang FROM read_parquet({_q(forms_path)})
+            WHERE source = 'label' AND lang IN ({langs}) AND entity LIKE 'Q%'
+        ) WHERE e IN (SELECT id FROM _ids)
+        GROUP BY e HAVING count(DISTINCT lang) = {len(set(languages))} ORDER BY e
+        """
+    ).fetchnumpy()["e"]
+    con.unregister("_ids")
+    return np.asarray(got, dtype=np.int64)
+
+
+def sitelinks_of(
+    entities_path: str | Path, ids: Iterable[int], con: duckdb.DuckDBPyConnection | None = None
+) -> pd.Series:
+    """Sitelink count per integer item id among ``ids`` (:func:`factprobe.probes.select.item_sitelinks`
+    restricted to them: the first row of an id)."""
+    con = con or connect()
+    check_columns(con, "entities", entities_path, ["id", "kind", "sitelinks"])
+    _ids_table(con, "_ids", ids)
+    got = con.sql(
+        f"""
+        SELECT id, sitelinks FROM read_parquet({_q(entities_path)}, file_row_number = true)
+        WHERE kind = 'item' AND id IN (SELECT id FROM _ids)
+        QUALIFY row_number() OVER (PARTITION BY id ORDER BY file_row_number) = 1 ORDER BY id
+        """
+    ).to_arrow_table()
+    con.unregister("_ids")
+    frame = got.to_pandas()
+    return frame.set_index("id")["sitelinks"]
+
+
+def table_of_relations(
+    name: str,
+    path: str | Path,
+    relations: Iterable[int],
+    cols: Sequence[str],
+    con: duckdb.DuckDBPyConnection | None = None,
+    subjects: Iterable[int] | None = None,
+    any_of: dict[str, Sequence[str]] | None = None,
+) -> pd.DataFrame:
+    """Columns ``cols`` of the rows of table ``name`` (changes, temporal) whose property is in
+    ``relations`` (and, when given, subject in ``subjects`` and some column of ``any_of`` one of
+    its values), in file order, typed as :func:`contracts.read` types them."""
+    con = con or connect()
+    check_columns(con, name, path, [*cols, *(any_of or {})])
+    _ids_table(con, "_rels", relations)
+    where = "property IN (SELECT id FROM _rels)"
+    if subjects is not None:
+        _ids_table(con, "_subjects", subjects)
+        where += " AND subject IN (SELECT id FROM _subjects)"
+    if any_of:
+        tests = [
+            f'"{col}" IN ({", ".join(_q(v) for v in values)})' for col, values in any_of.items() if values
+        ]
+        where += f" AND ({' OR '.join(tests) or 'FALSE'})"
+    select = ", ".join(f'"{c}"' for c in cols)
+    table = con.sql(
+        f"SELECT {select} FROM read_parquet({_q(path)}, file_row_number = true) "
+        f"WHERE {where} ORDER BY file_row_number"
+    ).to_arrow_table()
+    con.unregister("_rels")
+    if subjects is not None:
+        con.unregister("_subjects")
+    # The file's own column types, as contracts.read gives them.
+    file_schema = pq.read_schema(path)
+    return table.cast(pa.schema([file_schema.field(c) for c in cols])).to_pandas()

@@ -4,41 +4,69 @@ Object side: the parents P of s are its declared classes (P279, and P31 because 
 are instances; Appendix B names "subclass of"); the siblings S are the other entities declaring a
 parent in P; every object of (sib, r, ·) for sib ∈ S is counted, and objects are ranked by that
 frequency. Subject side ("repeat with o fixed"): siblings of o through o's parents, the subjects
-of (·, r, sib) ranked by frequency. Ties break by ``stable_hash(fact_id, side, entity)``. The
+of (·, r, sib) ranked by frequency. Ties break by ``stable_hash(fact_id, side, entity)``; a tie level of more than
+``big_tie`` entities (the subjects of a relation whose objects are hubs: millions of people tied
+at frequency 1 in a full dump) is read instead as a per-fact rotation of one fixed hash order,
+ascending ``(stable_hash(r, side, entity) - stable_hash(fact_id, side)) mod 2^64``: a fact still
+gets a pseudo-random, order-independent window of the tie, for O(n) work rather than
+hashing and sorting the whole level for every fact (issue 15; the paper leaves ties open). The
 alternative ranked i of n gets relevance ``n + 1 - i`` and the true triple ``n + 1``, the graded
 ranks 1..n+1 of the PROBELM data turned into NDCG gains.
 """
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pandas as pd
 
+from factprobe import arrays
 from factprobe.distractors.omega import Omega, in_sorted
-from factprobe.hashing import stable_hash
+from factprobe.hashing import stable_hash, stable_hashes
+
+# Tie levels up to this size are sorted by the per-fact hash (the largest level of the 20k-entity
+# replicated demo, benchmarks/scale_dumps.py, holds 494 entities).
+BIG_TIE = 1024
+# Entities held by the memoised levels before the memo is emptied (a few GB at most).
+_MEMO_ENTITIES = 50_000_000
 
 
 class Cooccurrence:
     """Statements grouped by property for fast sibling counts.
 
-    Counts over a sibling set are memoised per (relation, side, declared types of the anchor):
-    facts whose anchors share their types (most subjects of a relation) count once, and a fact
-    only takes its anchor's own statements off (Algorithm 1 excludes the anchor from its
-    siblings). Ranking is lazy, one frequency level at a time, so a fact hashes the ties of
-    the levels Ω reaches, not every alternative of a hub (issue 15).
+    Counts over a sibling set are memoised per (relation, side, declared types of the anchor),
+    grouped into frequency levels once: facts whose anchors share their types (most subjects of
+    a relation) count once, and a fact only moves its anchor's own statements one level down
+    (Algorithm 1 excludes the anchor from its siblings). Ranking is lazy, one level at a time,
+    so a fact's work follows the levels Ω reaches, not the size of the sibling set (issue 15).
     """
 
-    def __init__(self, statements: pd.DataFrame) -> None:
-        st = (
-            statements[["subject", "property", "object"]]
-            .drop_duplicates()
-            .sort_values(["property", "subject"])
+    def __init__(self, statements: pd.DataFrame, big_tie: int = BIG_TIE) -> None:
+        subj, prop, obj = (statements[c].to_numpy(np.int64) for c in ("subject", "property", "object"))
+        if not _distinct_sorted(prop, subj, obj):
+            st = (
+                statements[["subject", "property", "object"]]
+                .drop_duplicates()
+                .sort_values(["property", "subject", "object"])
+            )
+            subj, prop, obj = (st[c].to_numpy(np.int64) for c in ("subject", "property", "object"))
+        # One slice (a view) per property: scan.scan_statements already de-duplicates and sorts.
+        cuts = np.flatnonzero(prop[1:] != prop[:-1]) + 1
+        starts, stops = np.r_[0, cuts], np.r_[cuts, len(prop)]
+        self.by_property = (
+            {
+                int(prop[a]): (subj[a:b], obj[a:b])
+                for a, b in zip(starts.tolist(), stops.tolist(), strict=True)
+            }
+            if len(prop)
+            else {}
         )
-        self.by_property = {
-            int(p): (g["subject"].to_numpy(np.int64), g["object"].to_numpy(np.int64))
-            for p, g in st.groupby("property")
-        }
-        self._counts: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        self.big_tie = big_tie
+        # Seconds and count of memoised structures built (per type set and big level): the
+        # retrieval log separates them from the per-fact cost (benchmarks/scale.py).
+        self.built_s, self.built = 0.0, 0
+        self._counts: dict[tuple, _Levels] = {}
         self._by_object: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def _columns(self, r: int, side: str) -> tuple[np.ndarray, np.ndarray]:
@@ -53,36 +81,56 @@ class Cooccurrence:
             self._by_object[r] = (obj[order], subj[order])
         return self._by_object[r]
 
-    def counts(self, omega: Omega, s: int, r: int, o: int, side: str) -> tuple[np.ndarray, np.ndarray]:
-        """``(entities, frequencies)`` of Algorithm 1 for one fact (sorted ids, frequency ≥ 1)."""
+    def _levels_of(self, omega: Omega, anchor: int, r: int, side: str) -> tuple[_Levels, np.ndarray]:
+        """The memoised levels of the anchor's sibling set and the anchor's own found entities."""
         key_col, found_col = self._columns(r, side)
-        anchor = s if side == "object" else o
         types = omega.types_of(anchor)
         key = (r, side, tuple(types.tolist()))
         if key not in self._counts:
-            if len(self._counts) > 4096:
+            if len(self._counts) > 4096 or sum(len(v.ents) for v in self._counts.values()) > _MEMO_ENTITIES:
                 self._counts.clear()
-            hit = in_sorted(omega.members(types), key_col)
-            self._counts[key] = np.unique(found_col[hit], return_counts=True)
-        ents, counts = self._counts[key]
+            started = time.perf_counter()
+            rows = _rows_of(omega.members(types), key_col)
+            self._counts[key] = _Levels(*np.unique(found_col[rows], return_counts=True))
+            self.built_s += time.perf_counter() - started
+            self.built += 1
         lo, hi = np.searchsorted(key_col, anchor, "left"), np.searchsorted(key_col, anchor, "right")
-        # A typed anchor is one of its own siblings' set: take its statements off.
-        if hi > lo and len(types):
-            own = found_col[lo:hi]
-            counts = counts.copy()
-            np.subtract.at(counts, np.searchsorted(ents, own), 1)
-            keep = counts > 0
-            ents, counts = ents[keep], counts[keep]
-        return ents, counts
+        # A typed anchor is one of its own siblings: its statements come off the counts.
+        own = found_col[lo:hi] if len(types) else found_col[:0]
+        return self._counts[key], own
+
+    def counts(self, omega: Omega, s: int, r: int, o: int, side: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(entities, frequencies)`` of Algorithm 1 for one fact (sorted ids, frequency ≥ 1)."""
+        lv, own = self._levels_of(omega, s if side == "object" else o, r, side)
+        counts = lv.counts.copy()
+        np.subtract.at(counts, np.searchsorted(lv.ents, own), 1)
+        keep = counts > 0
+        return lv.ents[keep], counts[keep]
 
     def levels(self, omega: Omega, fact_id: str, s: int, r: int, o: int, side: str):
-        """The ranking of one side as lists of ``(entity, frequency)``, one per frequency level,
-        most frequent first; ties by ``stable_hash(fact_id, side, entity)`` (no Ω yet)."""
-        ents, counts = self.counts(omega, s, r, o, side)
-        for level in np.unique(counts)[::-1]:
-            tied = ents[counts == level].tolist()
-            tied.sort(key=lambda e: stable_hash(fact_id, side, e))
-            yield [(e, int(level)) for e in tied]
+        """The ranking of one side as lists of ``(entity, frequency)``, most frequent first (no
+        Ω yet): one list per frequency level, ties by ``stable_hash(fact_id, side, entity)``; a
+        level above ``big_tie`` entities in blocks of its per-fact rotation (module docstring)."""
+        lv, own = self._levels_of(omega, s if side == "object" else o, r, side)
+        moved, by = np.unique(own, return_counts=True)
+        base = lv.counts[np.searchsorted(lv.ents, moved)] if len(moved) else moved
+        now = base - by
+        for level in arrays.union(lv.values, now[now > 0])[::-1].tolist():
+            members = lv.level(level)
+            gone = moved[base == level]
+            come = moved[now == level]
+            size = len(members) - len(gone) + len(come)
+            if size <= 0:
+                continue
+            if size <= self.big_tie:
+                tied = arrays.union(members[~in_sorted(gone, members)], come)
+                hashed = stable_hashes((fact_id, side), tied.tolist())
+                yield [(int(e), level) for e in tied[np.argsort(hashed, kind="stable")].tolist()]
+            else:
+                started = time.perf_counter()
+                order = lv.hash_order(level, r, side)
+                self.built_s += time.perf_counter() - started
+                yield from lv.rotation(level, order, (r, side), stable_hash(fact_id, side), gone, come)
 
     def ranked(self, omega: Omega, fact_id: str, s: int, r: int, o: int, side: str) -> list[tuple[int, int]]:
         """All ``(entity, frequency)`` alternatives of one side, most frequent first (no Ω yet)."""
@@ -100,3 +148,86 @@ class Cooccurrence:
             freq = dict(level)
             found += [(e, freq[e]) for e in admit(s, r, o, [e for e, _ in level], n - len(found))]
         return [(e, f, float(n + 1 - i)) for i, (e, f) in enumerate(found, start=1)]
+
+
+def _distinct_sorted(*columns: np.ndarray) -> bool:
+    """Whether rows of ``columns`` are strictly ascending (sorted lexicographically, distinct)."""
+    if len(columns[0]) < 2:
+        return True
+    greater = np.zeros(len(columns[0]) - 1, dtype=bool)
+    equal = np.ones(len(columns[0]) - 1, dtype=bool)
+    for col in columns:
+        greater |= equal & (col[1:] > col[:-1])
+        equal &= col[1:] == col[:-1]
+    return bool(greater.all())
+
+
+def _rows_of(members: np.ndarray, key_col: np.ndarray) -> np.ndarray:
+    """Rows of the sorted ``key_col`` whose value is one of the sorted ``members``: a scan of the
+    column or a binary search per member, whichever is shorter (a type may be far smaller than a
+    relation, or the reverse)."""
+    if len(members) * 20 >= len(key_col):
+        return np.flatnonzero(in_sorted(members, key_col))
+    lo, hi = np.searchsorted(key_col, members, "left"), np.searchsorted(key_col, members, "right")
+    has = hi > lo
+    lo, hi = lo[has], hi[has]
+    width = hi - lo
+    return np.repeat(lo - np.concatenate([[0], np.cumsum(width)[:-1]]), width) + np.arange(width.sum())
+
+
+class _Levels:
+    """Algorithm 1's counts over one sibling set, grouped by frequency once."""
+
+    def __init__(self, ents: np.ndarray, counts: np.ndarray) -> None:
+        self.ents, self.counts = ents, counts
+        order = np.lexsort((ents, -counts))
+        self.by_level = ents[order]
+        self.values, first = np.unique(-counts[order], return_index=True)
+        self.values = -self.values
+        ends = np.append(first[1:], len(order))[: len(first)]
+        self.bounds = dict(
+            zip(self.values.tolist(), zip(first.tolist(), ends.tolist(), strict=True), strict=True)
+        )
+        self._hashed: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+
+    def level(self, value: int) -> np.ndarray:
+        """Entities of frequency ``value`` (sorted ids; empty when none)."""
+        lo, hi = self.bounds.get(value, (0, 0))
+        return self.by_level[lo:hi]
+
+    def hash_order(self, value: int, r: int, side: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(hashes, entities)`` of level ``value`` ascending by ``stable_hash(r, side, e)``
+        (memoised: every fact reading this big level shares it)."""
+        key = (value, r, side)
+        if key not in self._hashed:
+            members = self.level(value)
+            h = stable_hashes((r, side), members.tolist())
+            order = np.argsort(h, kind="stable")
+            self._hashed[key] = (h[order], members[order])
+        return self._hashed[key]
+
+    def rotation(
+        self, value: int, order: tuple, parts: tuple, offset: int, gone: np.ndarray, come: np.ndarray
+    ):
+        """A big level in blocks, ascending ``(stable_hash(*parts, e) - offset) mod 2^64`` (``order``
+        from :meth:`hash_order`, ``parts`` = ``(r, side)``), without ``gone`` and with ``come``
+        (the anchor's own entities moving levels)."""
+        h, ents = order
+        off = np.uint64(offset)
+        start, size = int(np.searchsorted(h, off)), len(h)
+        # Read from the first hash at or above the offset, wrapping round: keys stay ascending.
+        extra = stable_hashes(parts, come.tolist()) - off
+        block, lo = 256, 0
+        while lo < size or len(come):
+            hi = min(lo + block, size)
+            idx = (start + np.arange(lo, hi)) % max(size, 1)
+            part_e, part_h = ents[idx], h[idx] - off
+            last = part_h[-1] if 0 < hi < size else np.uint64(2**64 - 1)
+            keep = ~in_sorted(gone, part_e)
+            take = extra <= last
+            part_e = np.concatenate([part_e[keep], come[take]])
+            part_h = np.concatenate([part_h[keep], extra[take]])
+            come, extra = come[~take], extra[~take]
+            if len(part_e):
+                yield [(int(e), value) for e in part_e[np.argsort(part_h, kind="stable")].tolist()]
+            lo, block = hi, block * 2

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from rapidfuzz import fuzz, process
 
-from factprobe import contracts
+from factprobe import arrays, contracts
 from factprobe.contracts import id_ints
 from factprobe.validity import valid_at
 
@@ -111,7 +111,7 @@ class Omega:
         ent = self.forms["entity"].to_numpy(dtype=np.int64)
         order = np.argsort(ent, kind="stable")
         self._forms = (ent[order], self.forms["form"].to_numpy(dtype=object)[order], {})
-        self._form_ids = np.unique(ent)
+        self._form_ids = arrays.unique(ent)
         s = self.valid["subject"].to_numpy(dtype=np.int64)
         r = self.valid["property"].to_numpy(dtype=np.int64)
         key = pair_keys(s, r)
@@ -161,7 +161,7 @@ class Omega:
         ]
         if not parts:
             return np.empty(0, dtype=np.int64)
-        return np.unique(np.concatenate(parts))
+        return arrays.unique(np.concatenate(parts))
 
     def same_type(self, o: int, candidates: np.ndarray) -> np.ndarray:
         """Clause 1, vectorised: which candidates share a declared type with ``o``."""
@@ -294,7 +294,7 @@ def _first_admitted(candidates: Sequence[int], admit, limit: int | None) -> list
         part = part[np.sort(first)]
         part = part[~in_sorted(seen, part)]
         if limit is not None:
-            seen = np.union1d(seen, part)
+            seen = arrays.union(seen, part)
         out.extend(admit(part).tolist())
         if limit is not None and len(out) >= limit:
             return out[:limit]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from factprobe import arrays
 from factprobe.contracts import id_int, id_ints
 from factprobe.distractors.omega import Omega
 from factprobe.hashing import stable_hash
@@ -50,7 +51,7 @@ def relation_pools(
     for prop, group in facts.groupby("property", sort=True):
         own = id_ints(group["object"])
         dump = by_property.get(id_int(prop), np.empty(0, np.int64))
-        objects = np.unique(np.concatenate([own, dump]))
+        objects = arrays.unique(np.concatenate([own, dump]))
         for lang in languages:
             keep = [e for e in objects.tolist() if e in have.get(lang, ())]
             keep.sort(key=lambda e: stable_hash(prop, lang, f"Q{e}"))

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from factprobe import arrays
 from factprobe.hashing import stable_hash
 
 log = logging.getLogger(__name__)
@@ -57,14 +58,14 @@ def feature_codes(
     s, p, o = (np.asarray(x, np.int64) for x in (subject, prop, obj))
     if len(s) and (max(s.max(), o.max()) >= 1 << _ID_BITS or p.max() >= 1 << (_TAG_SHIFT - _ID_BITS)):
         raise ValueError("entity id >= 2**32 or property id >= 2**24: widen the feature code layout")
-    ents = [np.unique(s)]
+    ents = [arrays.unique(s)]
     rows = [s, s, s]
     codes = [_code(TAG_REL, 0, p), _code(TAG_OBJ, 0, o), _code(TAG_REL_OBJ, p, o)]
     if reverse:
-        ents.append(np.unique(o))
+        ents.append(arrays.unique(o))
         rows += [o, o, o]
         codes += [_code(TAG_INV_REL, 0, p), _code(TAG_INV_SUBJ, 0, s), _code(TAG_INV_REL_SUBJ, p, s)]
-    selves = np.unique(np.concatenate(ents))
+    selves = arrays.unique(np.concatenate(ents))
     rows.append(selves)
     codes.append(_code(TAG_SELF, 0, selves))
     return np.concatenate(rows), np.concatenate(codes)
@@ -382,7 +383,7 @@ class TypeSlice:
     def __init__(self, index: SemIndex, candidates: np.ndarray) -> None:
         self.index = index
         rows = index.row_of(np.asarray(candidates, np.int64))
-        self.rows = np.unique(rows[rows >= 0])
+        self.rows = arrays.unique(rows[rows >= 0])
         self.XT = index.X[self.rows].T.tocsr() if len(self.rows) else None
 
     def scores(self, entity: int) -> tuple[np.ndarray, np.ndarray]:
@@ -528,7 +529,13 @@ def load_index(
 
 
 def sem_distractors(
-    index: SemIndex, omega, facts: list[tuple[int, int, int]], n: int, search: str = "hnsw", widen: int = 4
+    index: SemIndex,
+    omega,
+    facts: list[tuple[int, int, int]],
+    n: int,
+    search: str = "hnsw",
+    widen: int = 4,
+    built: dict | None = None,
 ) -> list[list[int]]:
     """Top ``n`` Ω-valid neighbours of each fact's object, widening k until n are found.
 
@@ -539,6 +546,8 @@ def sem_distractors(
     ones Ω admits), by exact cosine, then Ω. ``"hnsw"``: one batched query for all facts at
     ``k = widen·n + 16``; facts still short of ``n`` after the Ω filter are re-queried with k
     multiplied by ``widen`` until the index is exhausted.
+
+    ``built``: ``{"s": seconds, "n": count}`` to which the type slices' building is added.
     """
     out: list[list[int]] = [[] for _ in facts]
     if search == "exact":
@@ -548,7 +557,11 @@ def sem_distractors(
         for i, (_, _, o) in enumerate(facts):
             by_types.setdefault(tuple(omega.types_of(o).tolist()), []).append(i)
         for types, group in by_types.items():
+            started = time.perf_counter()
             within = TypeSlice(index, omega.members(np.array(types, np.int64)))
+            if built is not None:
+                built["s"] += time.perf_counter() - started
+                built["n"] += 1
             for i in group:
                 s, r, o = facts[i]
                 scored = within.scores(o)

@@ -22,6 +22,7 @@ from datetime import date
 import numpy as np
 import pandas as pd
 
+from factprobe import arrays
 from factprobe.contracts import id_ints
 from factprobe.distractors.omega import Omega, pair_keys
 
@@ -55,7 +56,7 @@ def past_objects(
     """
     past = temporal[temporal["status"] == "past"]
     if facts is not None:
-        want = np.unique(pair_keys(id_ints(facts["subject"]), id_ints(facts["property"])))
+        want = arrays.unique(pair_keys(id_ints(facts["subject"]), id_ints(facts["property"])))
         past = past[np.isin(pair_keys(past["subject"], past["property"]), want)]
     past = past.copy()
     if not earlier_dump and "source" in past.columns:

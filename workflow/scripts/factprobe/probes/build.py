@@ -13,12 +13,12 @@ import logging
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from factprobe import contracts, scan
+from factprobe import arrays, contracts, scan
 from factprobe.settings import Suite, SuiteTemplates, TemplateSet, load
-from factprobe.wikidata.labels import label_table
 
 from .fewshot import DemoPool, context, parse_setting
 from .importers import import_lama, import_mpararel, import_myriadlama, import_pararel, import_xfactr
@@ -27,13 +27,10 @@ from .layouts import usable as layout_usable
 from .select import (
     candidate_facts,
     finish_facts,
-    item_sitelinks,
-    labelled_entities,
     new_since,
     no_facts_error,
     relations_in_dump,
     sample_facts,
-    truthy_claims,
 )
 from .templates import Template, TemplateError, check_unique, load_templates
 from .verbalize import forms_index, subject_forms
@@ -115,12 +112,39 @@ def build_suite(
     label_files: list[str],
     changes_path: str | None = None,
     temporal_path: str | None = None,
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    forms_path: str | Path | None = None,
+    memory_mb: int | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
     """Facts, prompts and entity forms of suite ``name`` (config ``suites.<name>``, as settings or a mapping).
 
     ``temporal_only: true`` (with ``temporal_path``, the dump's temporal view) samples from the
     facts that have a temporal distractor: the distractors paper's S′ (§4.1, Fig. 2).
+
+    Out of core (issue 15 item 2): the entity forms of every labelled entity stream from the
+    label tables into ``forms_path`` through DuckDB (bounded by ``memory_mb``, spilling beyond),
+    and the job reads back only what it needs: which of its relations' entities are labelled,
+    the sitelinks of their subjects, the forms of the entities its prompts name, the changes and
+    temporal rows of its relations. With ``forms_path`` the returned forms are ``None``; without
+    it they are written to a temporary file and returned as a frame.
     """
+    if forms_path is None:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="factprobe-forms-") as tmp:
+            facts, prompts, _ = build_suite(
+                name,
+                suite,
+                sets,
+                claims_path,
+                entities_path,
+                label_files,
+                changes_path,
+                temporal_path,
+                Path(tmp) / "entity_forms.parquet",
+                memory_mb,
+            )
+            forms = contracts.read("entity_forms", Path(tmp) / "entity_forms.parquet")
+        return facts, prompts, forms
     suite = load(Suite, suite, f"suites.{name}")
     sets = {key: load(TemplateSet, value, f"templates.sets.{key}") for key, value in sets.items()}
     kind, dump, languages, relations = (
@@ -131,7 +155,9 @@ def build_suite(
     )
     seed, k_alias = suite.seed, suite.subject_aliases
     if suite.source.format == "fluent-mlama":
-        return released_suite(name, suite)
+        facts, prompts, forms = released_suite(name, suite)
+        contracts.write("entity_forms", forms, forms_path)
+        return facts, prompts, None
     # Prompt layout (probes/layouts.py): cloze, mask_qa (BELIEF-ICL App. E) or qa (App. D).
     layout, mask = suite.layout, suite.mask_token
     check_layout(layout, f"suites.{name}.layout")
@@ -186,12 +212,11 @@ def build_suite(
             f"language {languages}; add templates or change relations/styles/ids"
         )
 
-    labels = label_table(label_files, languages)
-    labelled = labelled_entities(labels, languages)
-    sitelinks = item_sitelinks(contracts.read("entities", entities_path, ["id", "kind", "sitelinks"]))
-    # Out of core (issue 15 item 2): the property column to check the relations, then only the
-    # claims of the suite's relations (selection never looks at other properties).
-    con = scan.connect()
+    # Out of core (issue 15 item 2): the forms stream to their output; the property column to
+    # check the relations, then only the truthy statements of the suite's relations (selection
+    # never looks at other properties) and the labels and sitelinks of their entities.
+    con = scan.connect(memory_mb=memory_mb)
+    n_forms = scan.write_entity_forms(label_files, languages, forms_path, con)
     present = relations_in_dump(
         name,
         dump,
@@ -200,8 +225,16 @@ def build_suite(
         scan.properties_in(claims_path, con),
         suite.missing_relations,
     )
-    claims = scan.claims_of(claims_path, [int(r[1:]) for r in relations], con)
-    con.close()
+    rel_ids = [int(r[1:]) for r in relations]
+    # truthy_claims in DuckDB (the same rule as Ω's truthy validity: scan.scan_valid).
+    truthy = (
+        scan.scan_valid(claims_path, int(dump), "truthy", rel_ids, None, con)
+        .sort_values(["property", "subject", "object"])
+        .reset_index(drop=True)
+    )
+    subjects = truthy["subject"].to_numpy(np.int64)
+    labelled = scan.labelled_ids(forms_path, languages, arrays.union(subjects, truthy["object"]), con)
+    sitelinks = scan.sitelinks_of(entities_path, arrays.unique(subjects), con)
     if len(present) < len(relations):
         log.warning(
             "suite %s: relations without any claim in dump %s are dropped (missing_relations: warn): %s",
@@ -210,11 +243,11 @@ def build_suite(
             [r for r in relations if r not in present],
         )
         covered = [r for r in covered if r in present]
-    truthy = truthy_claims(claims, int(dump))
     log.info(
-        "suite %s: %d claims of its relations, %d truthy at %s, %d entities labelled in %s",
+        "suite %s: %d forms written; %d truthy statements of its relations at %s, %d of their "
+        "entities labelled in %s",
         name,
-        len(claims),
+        n_forms,
         len(truthy),
         dump,
         len(labelled),
@@ -223,12 +256,16 @@ def build_suite(
 
     allowed = None
     if kind == "plausibility":
-        changes = contracts.read(
+        picks = suite.changes
+        # Only the rows new_since can pick (its status or rule test), of the suite's relations.
+        changes = scan.table_of_relations(
             "changes",
             changes_path,
+            rel_ids,
             ["subject", "property", "object", "status", "rule", "start", "point_in_time"],
+            con,
+            any_of={"status": list(picks.statuses), "rule": list(picks.rules)},
         )
-        picks = suite.changes
         new = new_since(changes, int(suite.cutoff), tuple(picks.statuses), tuple(picks.rules))
         allowed = set(contracts.fact_ids_of(new))
         log.info(
@@ -245,7 +282,10 @@ def build_suite(
         if temporal_path is None:
             raise ValueError(f"suites.{name}.temporal_only needs the temporal view of dump {dump}")
         before = len(candidates)
-        candidates = with_temporal_distractors(candidates, contracts.read("temporal", temporal_path))
+        temporal = scan.table_of_relations(
+            "temporal", temporal_path, rel_ids, contracts.columns("temporal"), con
+        )
+        candidates = with_temporal_distractors(candidates, temporal)
         log.info(
             "suite %s: S′ keeps %d of %d candidate facts (with a temporal distractor)",
             name,
@@ -272,7 +312,8 @@ def build_suite(
     named = set(facts["subject"])
     if with_demos:
         named |= set(candidates["subject"]) | set(candidates["object"])
-    index = forms_index(labels[labels["entity"].isin(named)])
+    index = forms_index(scan.scan_forms(forms_path, contracts.id_ints(sorted(named)), con))
+    con.close()
     pool = None
     if with_demos:
         label_of = {key: forms[0][0] for key, forms in index.items() if forms[0][1] == "label"}
@@ -323,5 +364,4 @@ def build_suite(
         len(prompts),
         prompts.groupby(["lang", "style", "shots"]).size().to_dict(),
     )
-    forms = labels[["entity", "lang", "form", "source"]].reset_index(drop=True)
-    return facts, prompts, forms
+    return facts, prompts, None

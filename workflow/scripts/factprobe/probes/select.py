@@ -49,17 +49,25 @@ def labelled_entities(labels: pd.DataFrame, languages: list[str]) -> set[str]:
     return set(counts[counts == len(set(languages))].index)
 
 
+def _labelled_ints(labelled: set[str] | np.ndarray) -> np.ndarray:
+    """Integer item ids of a labelled set given as string ids or already as ints."""
+    if isinstance(labelled, np.ndarray):
+        return labelled.astype(np.int64, copy=False)
+    return id_ints(e for e in labelled if e.startswith("Q"))
+
+
 def candidate_facts(
     truthy: pd.DataFrame,
     relations: list[str],
-    labelled: set[str],
+    labelled: set[str] | np.ndarray,
     sitelinks: pd.Series,
     seed: object = 0,
     allowed: set[str] | None = None,
 ) -> pd.DataFrame:
     """Every probe-able fact: one row per (subject, relation) with a labelled subject and object.
 
-    ``truthy`` uses integer ids (extraction tables); ``sitelinks`` maps integer subject id to
+    ``truthy`` uses integer ids (extraction tables); ``labelled``: string ids or an int array
+    (:func:`factprobe.scan.labelled_ids`); ``sitelinks`` maps integer subject id to
     its sitelink count; ``allowed`` (fact ids), when given, limits the object chosen for a fact
     (plausibility suites: only new facts) while ``objects`` still lists every valid object.
     Returns the ``facts`` columns except ``stratum`` and ``split``.
@@ -67,7 +75,7 @@ def candidate_facts(
     props = [id_int(r) for r in relations]
     rows = truthy[truthy["property"].isin(props)][["subject", "property", "object"]]
     # Integer work first: string ids are only built for the chosen facts.
-    ids = id_ints(e for e in labelled if e.startswith("Q"))
+    ids = _labelled_ints(labelled)
     # A fact whose object is its subject (a country's P17 is itself) would print the answer in the prompt.
     ok = rows[rows["subject"].isin(ids) & rows["object"].isin(ids) & (rows["subject"] != rows["object"])]
     if allowed is not None:
@@ -212,7 +220,7 @@ def no_facts_error(
     claims_path: str,
     relations: list[str],
     truthy: pd.DataFrame,
-    labelled: set[str],
+    labelled: set[str] | np.ndarray,
     languages: list[str],
     allowed: set[str] | None = None,
 ) -> SelectionError:
@@ -220,7 +228,7 @@ def no_facts_error(
     props = [int(r[1:]) for r in relations]
     rows = truthy[truthy["property"].isin(props)]
     per_relation = {f"P{p}": int(n) for p, n in rows["property"].value_counts().sort_index().items()}
-    ids = {int(e[1:]) for e in labelled if e.startswith("Q")}
+    ids = _labelled_ints(labelled)
     both = int((rows["subject"].isin(ids) & rows["object"].isin(ids)).sum())
     parts = [
         f"suites.{suite}: 0 facts selected from dump {dump} ({claims_path}) for relations {relations}.",

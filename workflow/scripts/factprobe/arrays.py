@@ -1,0 +1,28 @@
+"""Set operations on int64 id arrays, sort-based.
+
+NumPy 2.3+ answers ``np.unique(x)`` (no ``return_*``) with a hash table that is ~17x slower
+than sorting for millions of distinct ids (2M ids: 2.3 s against 0.13 s on this machine, NumPy
+2.4), and ``np.union1d`` goes through it. Ω, retrieval and the semantic index take unions
+of type members and relation objects at dump scale (issue 15), so they use these instead:
+same results (sorted, distinct), sort cost.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def unique(values) -> np.ndarray:
+    """Sorted distinct values of ``values`` (``np.unique`` without its hash path)."""
+    s = np.sort(np.asarray(values).ravel())
+    if len(s) < 2:
+        return s
+    keep = np.empty(len(s), dtype=bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
+def union(a, b) -> np.ndarray:
+    """Sorted distinct values of ``a`` and ``b`` together (``np.union1d``)."""
+    return unique(np.concatenate([np.asarray(a).ravel(), np.asarray(b).ravel()]))
