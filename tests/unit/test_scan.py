@@ -210,12 +210,20 @@ def json_meta(folder):
     return json.loads((folder / "meta.json").read_text())
 
 
-def test_claims_of_and_properties_in_are_the_whole_read_restricted(tables):
-    whole = contracts.read("claims", tables["claims"])
+def test_properties_in_and_truthy_statements_are_the_whole_read_restricted(tables, demo_tables):
+    from factprobe.probes.select import truthy_claims
+
     assert scan.properties_in(tables["claims"]) == {31, 36, 47}
-    got = scan.claims_of(tables["claims"], [36, 99])
-    want = whole[whole["property"] == 36].reset_index(drop=True)
-    pd.testing.assert_frame_equal(got.sort_values(["subject", "object"]).reset_index(drop=True), want)
+    # Probe building's truthy statements (scan_valid "truthy") are truthy_claims of its relations.
+    for path, date, rels in (
+        (tables["claims"], 20141201, [36, 99]),
+        (demo_tables["20190201"] / "claims.parquet", 20190201, [17, 36, 47, 530]),
+    ):
+        claims = contracts.read("claims", path)
+        want = truthy_claims(claims[claims["property"].isin(rels)], date).astype("int64")
+        got = scan.scan_valid(path, date, "truthy", rels).sort_values(["property", "subject", "object"])
+        assert len(want) > 0
+        pd.testing.assert_frame_equal(got.reset_index(drop=True), want)
 
 
 @pytest.mark.parametrize("weighting", ["tfidf", "bm25"])

@@ -8,8 +8,7 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
-from factprobe import contracts, scan
-from factprobe.contracts import id_ints
+from factprobe import contracts
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.retrieve import (
     forms_of_candidates,
@@ -19,7 +18,7 @@ from factprobe.distractors.retrieve import (
     shard_of,
 )
 from factprobe.distractors.semantic import load_index
-from factprobe.distractors.temporal import past_objects
+from factprobe.distractors.temporal import past_of_facts
 from factprobe.rulelog import rule_logger
 from factprobe.settings import Retrieve, load
 
@@ -48,16 +47,7 @@ else:
         index = load_index(snakemake.input.index, p["search"], p["ef_search"])
     past = None
     if "temporal" in snakemake.input.keys():
-        # Only the past rows of the probed subjects and relations (the temporal view is dump-sized).
-        temporal = scan.table_of_relations(
-            "temporal",
-            snakemake.input.temporal,
-            id_ints(facts["property"]),
-            contracts.columns("temporal"),
-            subjects=id_ints(facts["subject"]),
-            any_of={"status": ["past"]},
-        )
-        past = past_objects(temporal, p["dump"], p["temporal_earlier_dump"], facts)
+        past = past_of_facts(snakemake.input.temporal, facts, p["dump"], p["temporal_earlier_dump"])
     # scan_statements keeps non-deprecated statements only, distinct and sorted.
     cooccur = Cooccurrence(claims) if "cooccur" in settings.strategies else None
     log.info("%d facts, %d entity forms, strategies %s", len(facts), len(entity_forms), settings.strategies)

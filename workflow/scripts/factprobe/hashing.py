@@ -7,7 +7,6 @@ Python's salted ``hash()``.
 from __future__ import annotations
 
 import hashlib
-from hashlib import blake2b
 
 import numpy as np
 
@@ -20,10 +19,10 @@ def stable_hash(*parts: object) -> int:
 
 def stable_hashes(parts: tuple, items) -> np.ndarray:
     """``stable_hash(*parts, item)`` of every item, as uint64: one prefix encoded once, so a
-    large set (the tied entities of a co-occurrence level) hashes ~3x faster, same values."""
+    large set (the tied entities of a co-occurrence level) hashes about twice as fast (0.6 against 1.25 µs per id), same values."""
     prefix = "".join(f"{p}\x1f" for p in parts).encode("utf-8")
     out = np.fromiter(
-        (blake2b(prefix + str(e).encode("utf-8"), digest_size=8).digest() for e in items),
+        (hashlib.blake2b(prefix + str(e).encode("utf-8"), digest_size=8).digest() for e in items),
         dtype="S8",
     )
     return out.view(">u8").astype(np.uint64)

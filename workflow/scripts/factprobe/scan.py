@@ -203,22 +203,6 @@ def properties_in(claims_path: str | Path, con: duckdb.DuckDBPyConnection | None
     }
 
 
-def claims_of(
-    claims_path: str | Path, relations: Iterable[int], con: duckdb.DuckDBPyConnection | None = None
-) -> pd.DataFrame:
-    """Every claim (all contract columns, as :func:`contracts.read` types them) of ``relations``."""
-    con = con or connect()
-    cols = contracts.columns("claims")
-    check_columns(con, "claims", claims_path, cols)
-    _ids_table(con, "_rels", relations)
-    select = ", ".join(f'"{c}"' for c in cols)
-    table = con.sql(
-        f"SELECT {select} FROM read_parquet({_q(claims_path)}) WHERE property IN (SELECT id FROM _rels)"
-    ).to_arrow_table()
-    con.unregister("_rels")
-    return table.to_pandas()
-
-
 def write_entity_forms(
     label_files: Iterable[str | Path],
     languages: Sequence[str],

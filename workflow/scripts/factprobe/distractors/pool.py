@@ -24,7 +24,7 @@ import pandas as pd
 from factprobe import arrays
 from factprobe.contracts import id_int, id_ints
 from factprobe.distractors.omega import Omega
-from factprobe.hashing import stable_hash
+from factprobe.hashing import stable_hashes
 
 POOL_SOURCES = ("relation", "suite")
 
@@ -53,9 +53,9 @@ def relation_pools(
         dump = by_property.get(id_int(prop), np.empty(0, np.int64))
         objects = arrays.unique(np.concatenate([own, dump]))
         for lang in languages:
-            keep = [e for e in objects.tolist() if e in have.get(lang, ())]
-            keep.sort(key=lambda e: stable_hash(prop, lang, f"Q{e}"))
-            pools[(prop, lang)] = np.asarray(keep, dtype=np.int64)
+            keep = np.asarray([e for e in objects.tolist() if e in have.get(lang, ())], dtype=np.int64)
+            hashed = stable_hashes((prop, lang), [f"Q{e}" for e in keep.tolist()])
+            pools[(prop, lang)] = keep[np.argsort(hashed, kind="stable")]
     return pools
 
 

@@ -18,11 +18,12 @@ reference implementation (DistFactAssessLM ``SimilarityDistractorFinder.find`` w
 from __future__ import annotations
 
 from datetime import date
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from factprobe import arrays
+from factprobe import arrays, contracts, scan
 from factprobe.contracts import id_ints
 from factprobe.distractors.omega import Omega, pair_keys
 
@@ -100,6 +101,22 @@ def past_objects(
     return {
         (int(subj[a]), int(prop[a])): obj[a:b] for a, b in zip(starts.tolist(), stops.tolist(), strict=True)
     }
+
+
+def past_of_facts(
+    temporal_path: str | Path, facts: pd.DataFrame, dump: str | int | None, earlier_dump: bool = False
+) -> dict[tuple[int, int], list[int]]:
+    """:func:`past_objects` of the facts' pairs, reading from the dump-sized temporal view only
+    the past rows of the facts' subjects and relations (a DuckDB scan, issue 15)."""
+    temporal = scan.table_of_relations(
+        "temporal",
+        temporal_path,
+        id_ints(facts["property"]),
+        contracts.columns("temporal"),
+        subjects=id_ints(facts["subject"]),
+        any_of={"status": ["past"]},
+    )
+    return past_objects(temporal, dump, earlier_dump, facts)
 
 
 def temp_sem(

@@ -10,6 +10,7 @@ The kinds share one pipeline and differ in where facts come from and in their de
 from __future__ import annotations
 
 import logging
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -128,8 +129,6 @@ def build_suite(
     it they are written to a temporary file and returned as a frame.
     """
     if forms_path is None:
-        import tempfile
-
         with tempfile.TemporaryDirectory(prefix="factprobe-forms-") as tmp:
             facts, prompts, _ = build_suite(
                 name,
