@@ -79,11 +79,15 @@ NODE_DEPS = {
 # that grows with the input (common.smk) shows up as growth in peak RSS; --mem-mb gives them all
 # one request at every size, and the RSS fit then sees only what grows with the data. Not the
 # semantic index: its bag aggregation does not spill (1M items with 1 GB: DuckDB out of memory).
-DUCKDB_RULES = ("diff_dumps", "temporal_view", "build_probes", "retrieve_distractors")
+DUCKDB_RULES = ("diff_dumps", "temporal_view", "build_probes", "retrieve_distractors", "retrieve_shard")
 RETRIEVAL_LINE = re.compile(r"candidates: (\d+) facts in ([0-9.]+) s")
+STATE_LINE = re.compile(r"resident after retrieval: (\d+) MB")
+# A retrieval job's DuckDB limit at full size: 1/4 of its request (retrieve_distractors.py), which
+# reaches common.smk's 64 GB cap there. Its scans spill beyond it.
+FULL_RETRIEVAL_DUCKDB_GB = 64.0 / 4
 
 
-def make_workdir(work: Path, items: int, facts: int) -> dict:
+def make_workdir(work: Path, items: int, facts: int, shards: int = 1) -> dict:
     """Dumps, config and registry of one size under ``work``; returns the dump counts."""
     stats_file = work / "dumps" / "stats.json"
     if stats_file.exists():
@@ -102,6 +106,7 @@ def make_workdir(work: Path, items: int, facts: int) -> dict:
     config["models"] = "config/models.tsv"
     for block in config["suites"].values():
         block["n_facts"] = facts
+    config.setdefault("distractors", {})["shards"] = shards
     (work / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     return stats
 
@@ -141,6 +146,8 @@ def read_benchmarks(work: Path) -> dict[str, dict]:
     out: dict[str, dict] = defaultdict(lambda: {"jobs": 0, "wall_s": 0.0, "cpu_s": 0.0, "rss_mb": 0.0})
     for path in sorted((work / "benchmarks").rglob("*.tsv")):
         rule = path.relative_to(work / "benchmarks").parts[0]
+        # Retrieval shards and their gather are one stage (retrieve_distractors) in the model.
+        rule = "retrieve_distractors" if rule == "retrieve_shard" else rule
         with open(path) as f:
             for row in csv.DictReader(f, delimiter="\t"):
                 r = out[rule]
@@ -154,17 +161,39 @@ def read_benchmarks(work: Path) -> dict[str, dict]:
 
 def read_retrieval(work: Path) -> dict[str, dict]:
     """Per suite: probed facts and seconds of the per-fact loop (the rule's log line), apart
-    from the job's loading of Ω tables, index and temporal view."""
-    out = {}
-    for path in sorted((work / "logs" / "retrieve_distractors").glob("*.log")):
-        found = RETRIEVAL_LINE.findall(path.read_text())
-        if found:
-            out[path.stem] = {"facts": int(found[-1][0]), "loop_s": float(found[-1][1])}
-            bench = work / "benchmarks" / "retrieve_distractors" / f"{path.stem}.tsv"
-            if bench.exists():
-                with open(bench) as f:
-                    row = next(csv.DictReader(f, delimiter="\t"))
-                out[path.stem]["cpu_s"] = float(row["cpu_time"])
+    from the job's loading of Ω tables, index and temporal view; summed over the suite's shards
+    (``distractors.shards`` > 1: rule retrieve_shard), with ``fixed_s`` the largest loading and
+    building time of one of its jobs (CPU minus loop) and ``shards`` the jobs that retrieved."""
+    out: dict[str, dict] = {}
+    logs = work / "logs"
+    found_logs = [
+        (p.stem, p, work / "benchmarks" / "retrieve_distractors" / f"{p.stem}.tsv")
+        for p in sorted((logs / "retrieve_distractors").glob("*.log"))
+    ]
+    found_logs += [
+        (p.parent.name, p, work / "benchmarks" / "retrieve_shard" / p.parent.name / f"{p.stem}.tsv")
+        for p in sorted((logs / "retrieve_shard").glob("*/*.log"))
+    ]
+    for suite, path, bench in found_logs:
+        text = path.read_text()
+        found = RETRIEVAL_LINE.findall(text)
+        if not found:
+            continue  # the gather job of a sharded suite
+        r = out.setdefault(
+            suite, {"facts": 0, "loop_s": 0.0, "cpu_s": 0.0, "fixed_s": 0.0, "shards": 0, "state_mb": 0.0}
+        )
+        state = STATE_LINE.findall(text)
+        r["state_mb"] = max(r["state_mb"], float(state[-1]) if state else 0.0)
+        facts, loop = int(found[-1][0]), float(found[-1][1])
+        cpu = loop
+        if bench.exists():
+            with open(bench) as f:
+                cpu = float(next(csv.DictReader(f, delimiter="\t"))["cpu_time"])
+        r["facts"] += facts
+        r["loop_s"] += loop
+        r["cpu_s"] += cpu
+        r["fixed_s"] = max(r["fixed_s"], cpu - loop)
+        r["shards"] += 1
     return out
 
 
@@ -283,7 +312,8 @@ def retrieval_full(runs: list[dict]) -> dict[str, tuple[float, float]]:
             r = run["retrieval"][suite]
             cpu = r.get("cpu_s", run["rules"]["retrieve_distractors"]["cpu_s"] / len(run["retrieval"]))
             per_fact.append(r["loop_s"] / max(r["facts"], 1))
-            fixed.append(max(cpu - r["loop_s"], 0.0))
+            # One job's loading and building: a shard's (its own relations) when sharded.
+            fixed.append(max(r.get("fixed_s", cpu - r["loop_s"]), 0.0))
         b_fact = increment_exponent(n, per_fact, 1e-4)
         b_fixed = increment_exponent(n, fixed, CPU_NOISE_S / len(runs[-1]["retrieval"]))
         out[suite] = (
@@ -321,8 +351,13 @@ def targets(runs: list[dict]) -> list[str]:
         f"{suites} suites on a {NODE_CORES}-core node: each rule's extrapolated CPU over the cores its jobs "
         "keep busy (NODE_PARALLEL); the wall is the longest chain of rules (NODE_DEPS: independent rules "
         "run side by side), the sum of every rule's wall an upper bound. "
-        f"Retrieval: {shards} shards per suite side by side, each loading its suite's tables and "
-        "building its pools, type slices and co-occurrence levels (fixed, per suite: "
+        f"Retrieval: {shards} shards per suite side by side, each loading "
+        + (
+            f"the tables of its own relations (measured with {big['retrieval_shards']} shards per suite)"
+            if big.get("retrieval_shards", 1) > 1
+            else "its suite's tables (measured unsharded)"
+        )
+        + " and building its pools, type slices and co-occurrence levels (fixed, per job: "
         + ", ".join(f"{k} {f / 3600:.2f} h" for k, (f, _) in per_suite.items())
         + ") and then its share of the facts (ms per fact: "
         + ", ".join(f"{k} {p * 1000:.1f}" for k, (_, p) in per_suite.items())
@@ -331,7 +366,7 @@ def targets(runs: list[dict]) -> list[str]:
         "| rule | CPU-h | cores | wall h | peak GB per job |",
         "|---|---|---|---|---|",
     ]
-    total_h, top_gb, walls = 0.0, 0.0, {}
+    total_h, top_gb, walls, lines_after = 0.0, 0.0, {}, []
     for rule, cores in NODE_PARALLEL.items():
         if not all(rule in run["rules"] for run in runs):
             continue
@@ -341,6 +376,22 @@ def targets(runs: list[dict]) -> list[str]:
         # A job that reads the whole dump is at least linear in it, whatever a noisy fit says.
         bc = max(1.0 if bc is None else bc, 1.0)
         gb = extrapolate(n, rss, FULL_ENTITIES, br) / 1024
+        if rule == "retrieve_distractors" and all(
+            max((r.get("state_mb", 0.0) for r in run["retrieval"].values()), default=0.0) > 0 for run in runs
+        ):
+            # A job's state (resident after retrieval: Ω, co-occurrence, type slices) is fitted apart
+            # from its peak, which also holds DuckDB's scan memory: at full size that is bounded by
+            # DuckDB's limit (it spills beyond), whatever a fit of the peak makes of it.
+            state = [max(r["state_mb"] for r in run["retrieval"].values()) for run in runs]
+            b_state = increment_exponent(n, state, RSS_NOISE_MB)
+            state_gb = extrapolate(n, state, FULL_ENTITIES, b_state) / 1024
+            lines_after.append(
+                f"- retrieval: largest job's state (resident after retrieval) {state[0]:.0f} -> {state[-1]:.0f} MB "
+                f"over the sizes, b = {1.0 if b_state is None else b_state:.2f}: {state_gb:.1f} GB at full size; "
+                f"with DuckDB's limit there ({FULL_RETRIEVAL_DUCKDB_GB:.0f} GB, 1/4 of the capped request) "
+                f"at most {state_gb + FULL_RETRIEVAL_DUCKDB_GB:.1f} GB per job (the fit of the peak: {gb:.1f} GB)"
+            )
+            gb = state_gb + FULL_RETRIEVAL_DUCKDB_GB
         if rule == "retrieve_distractors":
             cpu_h = (shards * fixed + suites * FULL_FACTS * per_fact) / 3600
             wall_h = max(f + FULL_FACTS * p / shards for f, p in per_suite.values()) / 3600
@@ -360,6 +411,7 @@ def targets(runs: list[dict]) -> list[str]:
         f"- node wall before scoring, longest chain of the DAG ({' -> '.join(chain[1])}): {chain[0]:.2f} h "
         f"(target <= {NODE_WALL_H} h): {ok[chain[0] <= NODE_WALL_H]}",
         f"- largest job: {top_gb:.1f} GB (target <= {NODE_JOB_GB} GB): {ok[top_gb <= NODE_JOB_GB]}",
+        *lines_after,
     ]
     return lines
 
@@ -393,6 +445,13 @@ def main() -> None:
         help="keep results of earlier runs (default: rerun all jobs); per-job figures then come from "
         "the earlier run, the DAG wall from this one",
     )
+    ap.add_argument(
+        "--retrieval-shards",
+        type=int,
+        default=1,
+        help="distractors.shards of every run: retrieval jobs per suite, each loading its own relations "
+        f"(the node model assumes {NODE_CORES} cores over the suites' shards)",
+    )
     ap.add_argument("--json", type=Path, help="also write the measurements here")
     ap.add_argument("--from-json", type=Path, help="only print the report of measurements saved with --json")
     args = ap.parse_args()
@@ -402,7 +461,7 @@ def main() -> None:
     runs = []
     for items in sorted(args.sizes):
         work = args.work / f"n{items}"
-        stats = make_workdir(work, items, args.facts)
+        stats = make_workdir(work, items, args.facts, args.retrieval_shards)
         if not args.keep:
             for sub in ("results", "benchmarks", "logs", ".snakemake"):
                 shutil.rmtree(work / sub, ignore_errors=True)
@@ -414,6 +473,7 @@ def main() -> None:
             "wall_s": wall,
             "cores": args.cores,
             "mem_mb": args.mem_mb,
+            "retrieval_shards": args.retrieval_shards,
             "load_before": load_before,
             "load_after": os.getloadavg()[0],
             "claims": claims_rows(work),

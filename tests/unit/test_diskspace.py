@@ -73,7 +73,9 @@ def test_index_is_renamed_into_place(tmp_path):
         "hnsw.bin",
         "hnsw.bin.dat",
         "idf.npy",
-        "matrix.npz",
+        "matrix.data.npy",
+        "matrix.indices.npy",
+        "matrix.indptr.npy",
         "meta.json",
     ]
     assert sorted(p.name for p in target.parent.iterdir()) == ["20190201"]

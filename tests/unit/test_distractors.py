@@ -54,6 +54,23 @@ def index(demo_tables, claims, tmp_path_factory):
     return folder
 
 
+def demo_settings(strategies: list[str], n: int, pool_size: int) -> Retrieve:
+    """Retrieval settings over the demo dump: exact Sem, both co-occurrence sides, en + de pools."""
+    return Retrieve(
+        strategies=strategies,
+        n=n,
+        pool_size=pool_size,
+        search="exact",
+        languages=["en", "de"],
+        dump=DUMP,
+        cooccur_n=n,
+        cooccur_sides=["object", "subject"],
+        form_threshold=90,
+        valid_ranks="non_deprecated",
+        ef_search=200,
+    )
+
+
 # --- Ω(f) -------------------------------------------------------------------------------------
 
 
@@ -277,6 +294,31 @@ def test_index_saved_loaded_and_exact_matches_brute_force(index):
     assert idx.neighbours(np.array([10**9]), 10)[0] == []  # no bag in this dump
 
 
+def test_index_matrix_is_mapped_and_equals_the_built_one(index, claims, tmp_path):
+    """Issue 15: load_index maps the CSR arrays (a job reads the rows it ranks only); the mapped
+    matrix is the one build_index weighed, and a folder without the arrays names the rule."""
+    from factprobe.distractors.semantic import load_matrix
+
+    idx = load_index(index, "exact")
+    assert isinstance(np.load(index / "matrix.data.npy", mmap_mode="r"), np.memmap)
+    assert idx.X.data.base is not None  # a view of the mapped file, not a copy
+    c = claims[claims["rank"] >= 1][["subject", "property", "object"]].drop_duplicates()
+    rows, codes = feature_codes(
+        c["subject"].to_numpy(), c["property"].to_numpy(), c["object"].to_numpy(), True
+    )
+    ents, _, X, _ = weight_matrix(rows, codes, "tfidf")
+    assert (ents == idx.entities).all()
+    assert idx.X.shape == X.shape
+    assert abs(idx.X - X).max() < 1e-6
+    sub = load_matrix(index, len(idx.entities))[0][[0, 5, 7]]
+    assert abs(sub - X[[0, 5, 7]]).max() < 1e-6
+    (tmp_path / "old").mkdir()
+    for name in ("entities.npy", "features.npy", "meta.json"):
+        (tmp_path / "old" / name).write_bytes((index / name).read_bytes())
+    with pytest.raises(RuntimeError, match="re-run rule build_sem_index"):
+        load_index(tmp_path / "old", "exact")
+
+
 def test_sem_returns_top_n_of_omega_by_exact_cosine(index, suite):
     facts, _, omega = suite
     idx = load_index(index, "exact")
@@ -479,19 +521,7 @@ def test_pool_is_hash_ordered_same_relation_objects(suite):
 
 def test_retrieve_end_to_end_every_row_in_omega(demo_tables, claims, suite, index):
     facts, forms, omega = suite
-    settings = Retrieve(
-        strategies=["random", "sem", "temp", "cooccur", "pool"],
-        n=10,
-        pool_size=50,
-        search="exact",
-        languages=["en", "de"],
-        dump=DUMP,
-        cooccur_n=10,
-        cooccur_sides=["object", "subject"],
-        form_threshold=90,
-        valid_ranks="non_deprecated",
-        ef_search=200,
-    )
+    settings = demo_settings(["random", "sem", "temp", "cooccur", "pool"], n=10, pool_size=50)
     past = past_objects(
         claims[(claims["rank"] >= 1) & (claims["end"].astype("Float64") < int(DUMP))].assign(status="past")
     )
@@ -544,3 +574,118 @@ def test_bad_input_names_the_file_and_the_fix(suite):
         qids(["Q64", "Berlin"])
     with pytest.raises(ConfigError, match="unknown distractor strategies"):
         Retrieve(["sem", "nearest"], 10, 50, "exact", ["en"], DUMP, 10, ["object"], 90, "truthy", 200)
+
+
+# --- retrieval shards (issue 15 item 4) --------------------------------------------------------
+
+
+def _facts_of(sizes: dict[str, int]) -> pd.DataFrame:
+    rows = [(f"{p}-{i}", p) for p, n in sizes.items() for i in range(n)]
+    return pd.DataFrame(rows, columns=["fact_id", "property"])
+
+
+def test_shard_plan_keeps_relations_whole_and_balances_facts_by_hand():
+    from factprobe.distractors.retrieve import shard_plan
+
+    facts = _facts_of({"P1": 5, "P2": 3, "P3": 1})
+    # Parts, largest first, to the emptiest shard: P1 (5) -> 0, P2 (3) -> 1, P3 (1) -> 1.
+    plan = shard_plan(facts, 2)
+    assert plan.tolist() == [0] * 5 + [1] * 3 + [1]
+    assert shard_plan(facts, 1).tolist() == [0] * 9
+    # Five shards for three relations: P1 is cut first (5 facts a part), then P2 (3 against 2.5).
+    plan = shard_plan(facts, 5)
+    parts = {p: sorted(set(plan[facts["property"] == p].tolist())) for p in ("P1", "P2", "P3")}
+    assert [len(parts[p]) for p in ("P1", "P2", "P3")] == [2, 2, 1]
+    assert not set(parts["P1"]) & set(parts["P2"]) and not set(parts["P3"]) & (
+        set(parts["P1"]) | set(parts["P2"])
+    )
+    assert sorted(set(plan.tolist())) == [0, 1, 2, 3, 4]
+    # Inside a cut relation a fact's part is its fact-id hash modulo the parts.
+    p1 = facts["property"] == "P1"
+    hashed = [stable_hash(f, "retrieve-shard") % 2 for f in facts.loc[p1, "fact_id"]]
+    by_part = {h: s for h, s in zip(hashed, plan[p1].tolist(), strict=True)}
+    assert [by_part[h] for h in hashed] == plan[p1].tolist() and len(set(by_part.values())) == 2
+    # A relation is never cut below one fact a part: one fact and four shards leave three empty.
+    assert shard_plan(_facts_of({"P9": 1}), 4).tolist() == [0]
+
+
+@pytest.mark.parametrize("strategies", [["random", "cooccur"], ["pool"]])
+def test_relation_shards_load_their_relations_only_and_gather_to_the_one_job_table(
+    demo_tables, suite, tmp_path, strategies
+):
+    """Each shard reads the facts, statements, types and forms of its own relations
+    (load_suite_omega(relations=...)), on real demo facts of five relations; gathered in fact
+    order they are the rows of one job over the whole suite."""
+    from types import SimpleNamespace
+
+    from factprobe import contracts
+    from factprobe.distractors.retrieve import gather_shards, load_suite_omega, shard_plan
+
+    facts, forms, _ = suite
+    contracts.write("facts", facts, tmp_path / "facts.parquet")
+    contracts.write("entity_forms", forms, tmp_path / "forms.parquet")
+    inputs = SimpleNamespace(
+        facts=tmp_path / "facts.parquet",
+        entity_forms=tmp_path / "forms.parquet",
+        claims=demo_tables[DUMP] / "claims.parquet",
+        types=[demo_tables[d] / "types.parquet" for d in sorted(demo_tables)],
+    )
+    p = {
+        "dump": DUMP,
+        "valid_ranks": "non_deprecated",
+        "form_threshold": 90,
+        "strategies": strategies,
+        "cooccur_sides": ["object", "subject"],
+    }
+    settings = demo_settings(strategies, n=4, pool_size=6)
+
+    def run(relations=None, only=None):
+        f, ef, st, om = load_suite_omega(inputs, p, relations=relations)
+        co = Cooccurrence(st) if "cooccur" in strategies else None
+        return f, ef, retrieve(f, om, settings, cooccur=co, entity_forms=ef, only=only)
+
+    every, whole_forms, whole = run()
+    assert (whole["role"] == "distractor").sum() > 50
+    # The out-of-core job decides as Ω over the whole tables (pools: every object of the
+    # relation in the dump, whoever its subject; fluent-mLAMA §3.1).
+    claims = pq.read_table(demo_tables[DUMP] / "claims.parquet").to_pandas()
+    co = Cooccurrence(claims[claims["rank"] >= 1]) if "cooccur" in strategies else None
+    old = retrieve(facts, demo_omega(demo_tables, facts, forms), settings, cooccur=co, entity_forms=forms)
+    pd.testing.assert_frame_equal(whole, old)
+    plan = shard_plan(every, 3)
+    parts, part_forms, loaded = [], [], []
+    for shard in range(3):
+        mine = every[plan == shard]
+        relations = sorted(set(mine["property"]))
+        f, ef, got = run(relations, mine["fact_id"].tolist())
+        assert set(f["property"]) == set(relations)  # the shard's state: its relations only
+        loaded.append(ef.num_rows)
+        parts.append(got)
+        part_forms.append(forms_of_candidates(got, ef))
+    assert len(set(every["property"])) == 5 and max(loaded) < whole_forms.num_rows
+    cand, got_forms = gather_shards(every, parts, part_forms)
+    pd.testing.assert_frame_equal(cand, whole, check_dtype=False)
+    pd.testing.assert_frame_equal(got_forms, forms_of_candidates(whole, whole_forms))
+
+
+def test_type_slice_in_blocks_ranks_as_one_block(index, suite, monkeypatch):
+    """A type slice transposed in blocks of rows (SLICE_ROWS) gives the same cosines and ranking
+    as one block, and the mapped pages it released are read again on the next query."""
+    import factprobe.distractors.semantic as semantic
+
+    _, _, omega = suite
+    idx = load_index(index, "exact")
+    members = omega.members(omega.types_of(GERMANY))
+    assert len(members) == 35  # the demo's countries
+    whole = TypeSlice(idx, members)
+    monkeypatch.setattr(semantic, "SLICE_ROWS", 7)
+    cut = TypeSlice(idx, members)
+    assert (cut.rows == whole.rows).all() and len(cut.rows) == 35  # five blocks of seven rows
+    assert (cut.XT != whole.XT).nnz == 0
+    for entity in (GERMANY, CHINA, MALI):
+        a, b = whole.scores(entity), cut.scores(entity)
+        order_a, order_b = np.argsort(a[0]), np.argsort(b[0])
+        assert (a[0][order_a] == b[0][order_b]).all() and (a[1][order_a] == b[1][order_b]).all()
+        assert whole.ranked(entity) == cut.ranked(entity) == cut.ranked(entity, None, b)
+    idx.release_pages()
+    assert cut.ranked(GERMANY, 5) == whole.ranked(GERMANY, 5)

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from factprobe import contracts, scan
 from factprobe.distractors.cooccur import Cooccurrence
@@ -130,6 +131,23 @@ def test_scan_forms_keeps_file_order_of_the_wanted_entities(tables):
     assert got["form"].tolist() == ["Beta", "beta", "Land Two", "Fremd"]
 
 
+def test_scan_forms_table_is_scan_forms_sorted_by_entity_in_file_order(tables):
+    ids = [11, 2, 22, 1, 14]
+    got = scan.scan_forms_table(tables["entity_forms"], ids)
+    assert got.schema.field("lang").type == pa.dictionary(pa.int32(), pa.string())
+    frame = scan.scan_forms(tables["entity_forms"], ids)
+    want = (
+        frame.assign(_id=contracts.id_ints(frame["entity"]))
+        .sort_values("_id", kind="stable")
+        .drop(columns="_id")
+        .reset_index(drop=True)
+    )
+    pd.testing.assert_frame_equal(scan.forms_frame(got), want)
+    assert got["id"].to_pylist() == sorted(got["id"].to_pylist())
+    # Q2 before Q11 (by id, not by string), and Q11's two forms in file order.
+    assert scan.forms_frame(got)["form"].tolist()[:1] == want["form"].tolist()[:1]
+
+
 @pytest.mark.parametrize("ranks", ["non_deprecated", "truthy"])
 @pytest.mark.parametrize("strategies", [["random"], ["cooccur"]])
 def test_out_of_core_omega_decides_as_the_whole_table_omega(tables, ranks, strategies):
@@ -169,7 +187,7 @@ def test_out_of_core_omega_decides_as_the_whole_table_omega(tables, ranks, strat
     # minus 14 (Alphaa ~ Alpha), minus 13? no: deprecated is not valid, 13 has a form -> kept.
     assert new.filter(1, 36, 10, everyone) == [11, 13, 15, 16, 17, 18]
     # Forms read: anchors and entities of the anchors' types only (Q20/Q22 are of other types).
-    assert set(forms["entity"]) == {f"Q{i}" for i in (1, 2, 3, 4, 5, 10, 11, 13, 14, 15, 16, 17, 18)}
+    assert set(forms["id"].to_pylist()) == {1, 2, 3, 4, 5, 10, 11, 13, 14, 15, 16, 17, 18}
 
 
 def test_exact_sem_inside_types_equals_the_search_against_every_entity(tmp_path):
@@ -271,9 +289,9 @@ def test_bags_counted_in_duckdb_equal_the_in_memory_bags_bit_for_bit(tmp_path, w
 
 @pytest.mark.parametrize("strategies", [["random"], ["cooccur"], ["pool"]])
 def test_retrieval_shards_gather_to_the_one_job_table(tables, strategies):
-    """Issue 15 item 4: facts split over shards by fact-id hash, gathered in fact order, give the
-    rows of one job (pools still see every fact of the relation)."""
-    from factprobe.distractors.retrieve import forms_of_candidates, gather_shards, retrieve, shard_of
+    """Issue 15 item 4: one relation cut over shards by fact-id hash, gathered in fact order,
+    gives the rows of one job (pools still see every fact of the relation)."""
+    from factprobe.distractors.retrieve import forms_of_candidates, gather_shards, retrieve, shard_plan
     from factprobe.settings import Retrieve
 
     settings = {
@@ -306,8 +324,9 @@ def test_retrieval_shards_gather_to_the_one_job_table(tables, strategies):
     co = Cooccurrence(statements) if strategies == ["cooccur"] else None
     whole = retrieve(facts, omega, resolved, cooccur=co, entity_forms=forms)
     assert (whole["role"] == "distractor").sum() > 0
-    shard = shard_of(facts["fact_id"], 3)
-    assert len(set(shard)) == 2  # the three facts fall in two of three shards (one empty)
+    shard = shard_plan(facts, 3)
+    # One relation cut in three hash parts: two facts share a part, one part (shard 2) is empty.
+    assert sorted(shard.tolist()) == [0, 0, 1]
     parts = [
         retrieve(facts, omega, resolved, cooccur=co, entity_forms=forms, only=facts["fact_id"][shard == s])
         for s in (0, 1, 2)

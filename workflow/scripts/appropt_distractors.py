@@ -5,7 +5,7 @@ import sys
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 import torch
-from factprobe import contracts
+from factprobe import contracts, scan
 from factprobe.distractors.appropt import appropt_distractors
 from factprobe.distractors.retrieve import forms_of_candidates, load_suite_omega
 from factprobe.lm import HFCausalLM
@@ -14,7 +14,8 @@ from factprobe.rulelog import rule_logger
 log = rule_logger(snakemake)
 p = snakemake.params.settings
 torch.set_num_threads(max(1, snakemake.threads))
-facts, entity_forms, _claims, omega = load_suite_omega(snakemake.input, p)
+facts, forms_table, _claims, omega = load_suite_omega(snakemake.input, p)
+entity_forms = scan.forms_frame(forms_table)
 prompts = contracts.read("prompts", snakemake.input.prompts)
 lm = HFCausalLM.from_row(
     p["model"], snakemake.input.model, no_space_langs=snakemake.params.no_space_languages

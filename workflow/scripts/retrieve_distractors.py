@@ -15,11 +15,11 @@ from factprobe.distractors.retrieve import (
     gather_shards,
     load_suite_omega,
     retrieve,
-    shard_of,
+    shard_plan,
 )
 from factprobe.distractors.semantic import load_index
 from factprobe.distractors.temporal import past_of_facts
-from factprobe.rulelog import rule_logger
+from factprobe.rulelog import resident_mb, rule_logger
 from factprobe.settings import Retrieve, load
 
 log = rule_logger(snakemake)
@@ -33,15 +33,23 @@ if "shards" in snakemake.input.keys():
     )
     log.info("gathered %d shards: %d candidate rows", len(snakemake.input.shards), len(candidates))
 else:
-    # DuckDB's scans get 3/4 of the job's memory (they spill beyond); the rest is Ω's arrays.
-    memory_mb = int(snakemake.resources.get("mem_mb", 4000)) * 3 // 4
-    facts, entity_forms, claims, omega = load_suite_omega(snakemake.input, p, snakemake.threads, memory_mb)
-    settings = load(Retrieve, p, f"distractors of suite {snakemake.wildcards.suite}")
-    only = None
+    # DuckDB's scans get 1/4 of the job's memory and spill beyond: the rest is the state of Ω,
+    # co-occurrence and type slices, which grows with the relations (benchmarks/scale.py).
+    memory_mb = int(snakemake.resources.get("mem_mb", 4000)) // 4
+    only = relations = None
     if "shard" in snakemake.params.keys():
+        # A shard loads the state of its own relations only (shard_plan).
+        every = contracts.read("facts", snakemake.input.facts)
         shard, shards = int(snakemake.params.shard), int(snakemake.params.shards)
-        only = facts["fact_id"][shard_of(facts["fact_id"], shards) == shard].tolist()
-        log.info("shard %d of %d: %d of %d facts", shard, shards, len(only), len(facts))
+        mine = every[shard_plan(every, shards) == shard]
+        only, relations = mine["fact_id"].tolist(), sorted(set(mine["property"]))
+        log.info(
+            "shard %d of %d: %d of %d facts, relations %s", shard, shards, len(only), len(every), relations
+        )
+    facts, entity_forms, claims, omega = load_suite_omega(
+        snakemake.input, p, snakemake.threads, memory_mb, relations
+    )
+    settings = load(Retrieve, p, f"distractors of suite {snakemake.wildcards.suite}")
     index = None
     if "index" in snakemake.input.keys():
         index = load_index(snakemake.input.index, p["search"], p["ef_search"])
@@ -53,6 +61,8 @@ else:
     log.info("%d facts, %d entity forms, strategies %s", len(facts), len(entity_forms), settings.strategies)
     candidates = retrieve(facts, omega, settings, index, past, cooccur, entity_forms, only)
     forms = forms_of_candidates(candidates, entity_forms)
+    # benchmarks/scale.py reads this line: the job's state, apart from DuckDB's scan memory.
+    log.info("resident after retrieval: %.0f MB (DuckDB limit %d MB)", resident_mb(), memory_mb)
 found = candidates[candidates["role"] == "distractor"].groupby(["strategy"]).size()
 log.info(
     "distractors per strategy: %s; %d forms of %d entities",

@@ -32,6 +32,21 @@ def output_count(path: str | Path) -> str:
     return f"{path.stat().st_size} bytes"
 
 
+def resident_mb() -> float:
+    """The process's resident memory now (MB; Linux ``VmRSS``, else the peak so far): jobs log
+    it after loading so that benchmarks/scale.py can fit their state apart from DuckDB's peak."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def _files(named) -> list[str]:
     """Paths of a Snakemake Namedlist, or of a stand-in namespace (tests run scripts with one)."""
     values = list(named) if hasattr(named, "__iter__") else list(vars(named).values())

@@ -14,11 +14,11 @@ Entities are int64 ids (Q42 -> 42) inside this module; string ids only at the ta
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from rapidfuzz import fuzz, process
 
 from factprobe import arrays, contracts
@@ -78,55 +78,72 @@ def normalise_form(form: str) -> str:
     return form.casefold().strip()
 
 
-@dataclass
 class Omega:
     """Ω(f) membership tests over integer ids; build with :meth:`from_tables`.
 
-    ``types``: ``id, type`` (declared). ``forms``: ``entity`` (int), ``form``. ``valid``:
+    ``types``: ``id, type`` (declared). ``forms``: ``entity`` (int), ``form``, or the Arrow table
+    of :func:`factprobe.scan.scan_forms_table` (``id``, ``form``, sorted by id). ``valid``:
     ``subject, property, object`` valid at the dump date (all ints). ``form_threshold``:
     rapidfuzz ratio (0–100) at or above which two forms count as shared; ``None`` = exact only.
+
+    Only sorted arrays are kept, not the tables (issue 15: the state of one retrieval job is
+    the types, forms and valid statements of its relations; a second copy as frames doubled it).
     """
 
-    types: pd.DataFrame
-    forms: pd.DataFrame
-    valid: pd.DataFrame
-    form_threshold: float | None = 90.0
-    _by_id: tuple = field(init=False, repr=False)
-    _by_type: tuple = field(init=False, repr=False)
-    _forms: tuple = field(init=False, repr=False)
-    _valid: tuple = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        t = self.types.sort_values(["id", "type"])
+    def __init__(
+        self,
+        types: pd.DataFrame,
+        forms: pd.DataFrame | pa.Table,
+        valid: pd.DataFrame,
+        form_threshold: float | None = 90.0,
+    ) -> None:
+        self.form_threshold = form_threshold
+        t = types.sort_values(["id", "type"])
         ids = t["id"].to_numpy(dtype=np.int64)
         tys = t["type"].to_numpy(dtype=np.int64)
+        del t
         uid, start = np.unique(ids, return_index=True)
         self._by_id = (uid, np.append(start, len(ids)), tys)
         order = np.lexsort((ids, tys))
         ty_sorted, id_by_type = tys[order], ids[order]
         utype, tstart = np.unique(ty_sorted, return_index=True)
         self._by_type = (utype, np.append(tstart, len(ty_sorted)), id_by_type)
-        # Per-entity and per-(s, r) state as sorted arrays, not Python dicts keyed per claim: forms
-        # are normalised lazily, only for the entities Ω is asked about (issue 15 item 2).
-        ent = self.forms["entity"].to_numpy(dtype=np.int64)
-        order = np.argsort(ent, kind="stable")
-        self._forms = (ent[order], self.forms["form"].to_numpy(dtype=object)[order], {})
+        # Forms are normalised lazily, only for the entities Ω is asked about (issue 15 item 2).
+        if isinstance(forms, pa.Table):
+            ent = forms["id"].to_numpy()
+            raw = forms["form"].combine_chunks()
+            if len(ent) > 1 and not (np.diff(ent) >= 0).all():
+                raise ValueError("Omega: an Arrow forms table must be sorted by id (scan_forms_table)")
+        else:
+            ent = forms["entity"].to_numpy(dtype=np.int64)
+            order = np.argsort(ent, kind="stable")
+            ent, raw = ent[order], pa.array(forms["form"].to_numpy(dtype=object)[order], pa.string())
+        self._forms = (ent, raw, {})
         self._form_ids = arrays.unique(ent)
-        s = self.valid["subject"].to_numpy(dtype=np.int64)
-        r = self.valid["property"].to_numpy(dtype=np.int64)
-        key = pair_keys(s, r)
+        key = pair_keys(valid["subject"].to_numpy(dtype=np.int64), valid["property"].to_numpy(dtype=np.int64))
         order = np.argsort(key, kind="stable")
-        self._valid = (key[order], self.valid["object"].to_numpy(dtype=np.int64)[order])
+        self._valid = (key[order], valid["object"].to_numpy(dtype=np.int64)[order])
+
+    @property
+    def valid(self) -> pd.DataFrame:
+        """The valid statements ``subject, property, object`` (ints), in (subject, property) order."""
+        keys, objects = self._valid
+        return pd.DataFrame(
+            {"subject": keys >> _PROP_BITS, "property": keys & ((1 << _PROP_BITS) - 1), "object": objects}
+        )
 
     @classmethod
     def from_tables(
         cls,
         types: pd.DataFrame,
-        entity_forms: pd.DataFrame,
+        entity_forms: pd.DataFrame | pa.Table,
         valid: pd.DataFrame,
         form_threshold: float | None = 90.0,
     ) -> Omega:
-        """From ``load_types``, an ``entity_forms`` table (string ids) and ``valid_objects``."""
+        """From ``load_types``, an ``entity_forms`` table (string ids, or the Arrow table of
+        :func:`factprobe.scan.scan_forms_table`) and ``valid_objects``."""
+        if isinstance(entity_forms, pa.Table):
+            return cls(types, entity_forms, valid, form_threshold)
         forms = pd.DataFrame(
             {"entity": id_ints(entity_forms["entity"]), "form": entity_forms["form"].to_numpy()}
         )
@@ -181,7 +198,7 @@ class Omega:
         got = memo.get(entity)
         if got is None:
             lo, hi = np.searchsorted(ents, entity, "left"), np.searchsorted(ents, entity, "right")
-            got = tuple(dict.fromkeys(normalise_form(str(f)) for f in raw[lo:hi]))
+            got = tuple(dict.fromkeys(normalise_form(str(f)) for f in raw[lo:hi].to_pylist()))
             if len(memo) > 1_000_000:
                 memo.clear()
             memo[entity] = got

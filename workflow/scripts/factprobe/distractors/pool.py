@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from factprobe import arrays
 from factprobe.contracts import id_int, id_ints
-from factprobe.distractors.omega import Omega
+from factprobe.distractors.omega import Omega, in_sorted
 from factprobe.hashing import stable_hashes
 
 POOL_SOURCES = ("relation", "suite")
@@ -31,7 +33,7 @@ POOL_SOURCES = ("relation", "suite")
 
 def relation_pools(
     facts: pd.DataFrame,
-    forms: pd.DataFrame,
+    forms: pd.DataFrame | pa.Table,
     languages: list[str],
     statements: pd.DataFrame | None = None,
 ) -> dict[tuple[str, str], np.ndarray]:
@@ -41,7 +43,7 @@ def relation_pools(
     of the suite's relations in the dump (``pool_source: relation``); ``None`` keeps the pool to
     the suite's facts (``pool_source: suite``).
     """
-    have = {lang: set(id_ints(g["entity"].unique())) for lang, g in forms.groupby("lang")}
+    have = _labelled(forms)
     by_property: dict[int, np.ndarray] = {}
     if statements is not None and len(statements):
         wanted = [id_int(p) for p in facts["property"].unique()]
@@ -53,10 +55,22 @@ def relation_pools(
         dump = by_property.get(id_int(prop), np.empty(0, np.int64))
         objects = arrays.unique(np.concatenate([own, dump]))
         for lang in languages:
-            keep = np.asarray([e for e in objects.tolist() if e in have.get(lang, ())], dtype=np.int64)
+            keep = objects[in_sorted(have.get(lang, np.empty(0, np.int64)), objects)]
             hashed = stable_hashes((prop, lang), [f"Q{e}" for e in keep.tolist()])
             pools[(prop, lang)] = keep[np.argsort(hashed, kind="stable")]
     return pools
+
+
+def _labelled(forms: pd.DataFrame | pa.Table) -> dict[str, np.ndarray]:
+    """Sorted unique ids of the entities with a form, per language (contract frame or the
+    Arrow table of :func:`factprobe.scan.scan_forms_table`)."""
+    if isinstance(forms, pa.Table):
+        lang, ids = forms["lang"].cast(pa.string()), forms["id"]
+        return {
+            k: arrays.unique(ids.filter(pc.equal(lang, k)).to_numpy()) for k in pc.unique(lang).to_pylist()
+        }
+    lang, ids = forms["lang"].to_numpy(dtype=object), id_ints(forms["entity"])
+    return {str(k): arrays.unique(ids[lang == k]) for k in pd.unique(lang)}
 
 
 def pool_distractors(omega: Omega, pool: np.ndarray, s: int, r: int, o: int, n: int = 50) -> list[int]:

@@ -10,12 +10,15 @@ ranked from 1 within (fact, strategy, side, lang).
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import time
 from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from tqdm import tqdm
 
 from factprobe import arrays, contracts, scan
@@ -65,7 +68,7 @@ def retrieve(
     index: SemIndex | None = None,
     past: dict | None = None,
     cooccur: Cooccurrence | None = None,
-    entity_forms: pd.DataFrame | None = None,
+    entity_forms: pd.DataFrame | pa.Table | None = None,
     only: Iterable[str] | None = None,
 ) -> pd.DataFrame:
     """The candidates table of one suite (see the module docstring for columns).
@@ -179,8 +182,14 @@ def retrieve(
     return out
 
 
-def forms_of_candidates(candidates: pd.DataFrame, entity_forms: pd.DataFrame) -> pd.DataFrame:
-    """Every form (``entity, lang, form, source``) of every candidate entity, objects included."""
+def forms_of_candidates(candidates: pd.DataFrame, entity_forms: pd.DataFrame | pa.Table) -> pd.DataFrame:
+    """Every form (``entity, lang, form, source``) of every candidate entity, objects included.
+
+    ``entity_forms``: the contract frame, or the Arrow table of :func:`scan.scan_forms_table`
+    (sorted by entity, file order within one, so the rows and order below are the same)."""
+    if isinstance(entity_forms, pa.Table):
+        wanted = arrays.unique(id_ints(candidates["entity"].unique()))
+        entity_forms = scan.forms_frame(entity_forms.filter(pc.is_in(entity_forms["id"], pa.array(wanted))))
     keep = entity_forms[entity_forms["entity"].isin(set(candidates["entity"]))]
     return (
         keep[["entity", "lang", "form", "source"]]
@@ -190,10 +199,41 @@ def forms_of_candidates(candidates: pd.DataFrame, entity_forms: pd.DataFrame) ->
     )
 
 
-def shard_of(fact_ids: Iterable[str], shards: int) -> np.ndarray:
-    """Retrieval shard (0..shards-1) of each fact: a stable hash of its id, so shards are balanced
-    and a fact keeps its shard when other facts come and go."""
-    return np.array([stable_hash(f, "retrieve-shard") % shards for f in fact_ids], dtype=np.int64)
+def shard_plan(facts: pd.DataFrame, shards: int) -> np.ndarray:
+    """Retrieval shard (0..shards-1) of each fact: relations whole where there are enough of
+    them, so that a shard loads the statements, types and forms of its own relations only
+    (issue 15 item 4: a job's state is its relations', not the suite's).
+
+    A relation is cut into parts by a stable hash of the fact id while there are fewer parts
+    than shards (the relation with the most facts per part is cut again first); parts go,
+    largest first, to the shard with the fewest facts so far (ties: the lower relation id, part
+    and shard). The plan depends on the facts table only, so every shard job computes the same.
+    """
+    if shards < 1:
+        raise ValueError(f"distractors.shards must be >= 1, not {shards}")
+    prop = id_ints(facts["property"])
+    relations, counts = np.unique(prop, return_counts=True)
+    parts = dict.fromkeys(relations.tolist(), 1)
+    size = dict(zip(relations.tolist(), counts.tolist(), strict=True))
+    while sum(parts.values()) < shards and any(size[r] > parts[r] for r in parts):
+        r = max(parts, key=lambda r: (size[r] / parts[r], -r))
+        parts[r] += 1
+    hashed = np.array([stable_hash(f, "retrieve-shard") for f in facts["fact_id"]], dtype=np.uint64)
+    part = np.zeros(len(facts), dtype=np.int64)
+    for r, k in parts.items():
+        mine = prop == r
+        part[mine] = (hashed[mine] % np.uint64(k)).astype(np.int64)
+    pieces = sorted(
+        ((int(((prop == r) & (part == i)).sum()), r, i) for r, k in parts.items() for i in range(k)),
+        key=lambda t: (-t[0], t[1], t[2]),
+    )
+    load = [0] * shards
+    out = np.zeros(len(facts), dtype=np.int64)
+    for n, r, i in pieces:
+        s = min(range(shards), key=lambda j: (load[j], j))
+        load[s] += n
+        out[(prop == r) & (part == i)] = s
+    return out
 
 
 def gather_shards(facts: pd.DataFrame, shards: list[pd.DataFrame], forms: list[pd.DataFrame]):
@@ -225,43 +265,74 @@ def count_found(candidates: pd.DataFrame) -> pd.DataFrame:
 
 
 def load_suite_omega(
-    inputs, settings: dict, threads: int = 1, memory_mb: int | None = None
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, Omega]:
+    inputs,
+    settings: dict,
+    threads: int = 1,
+    memory_mb: int | None = None,
+    relations: Iterable[str] | None = None,
+) -> tuple[pd.DataFrame, pa.Table, pd.DataFrame, Omega]:
     """Facts, entity forms, statements and Ω(f) of a suite from a rule's inputs (facts,
     entity_forms, claims, types) and its settings (dump, valid_ranks, form_threshold, strategies).
 
     Out of core (issue 15 item 2): DuckDB scans read only the rows Ω can ask about
     (:mod:`factprobe.scan`): types and forms of the facts' subjects and objects and of
     the entities sharing a declared type with them, statements of the suite's relations (of its
-    subjects only, unless co-occurrence fills the subject slot). The returned ``entity_forms`` and
-    statements are those restrictions; Ω answers as :func:`suite_omega` on the whole tables.
-    DuckDB stays within ``memory_mb`` (the job's share; it spills beyond).
+    subjects only, unless co-occurrence fills the subject slot). The returned ``entity_forms``
+    (the Arrow table of :func:`scan.scan_forms_table`; :func:`scan.forms_frame` makes it the
+    contract frame) and statements are those restrictions; Ω answers as :func:`suite_omega` on the whole tables.
+    DuckDB stays within ``memory_mb`` (the job's share; it spills beyond). ``relations``
+    (property ids): only the facts of these relations and their state (a retrieval shard).
     """
     facts = contracts.read("facts", inputs.facts)
+    if relations is not None:
+        facts = facts[facts["property"].isin(set(relations))].reset_index(drop=True)
     con = scan.connect(threads, memory_mb)
     anchor_ids = scan.anchors(facts)
     relations = arrays.unique(id_ints(facts["property"]))
-    types = scan.scan_types(inputs.types, anchor_ids, con)
-    entity_forms = scan.scan_forms(inputs.entity_forms, arrays.union(types["id"].to_numpy(), anchor_ids), con)
     strategies = settings.get("strategies", [])
-    subject_side = "cooccur" in strategies and "subject" in settings.get("cooccur_sides", [])
-    subjects = None if subject_side else id_ints(facts["subject"])
-    dump = int(settings["dump"])
-    valid = scan.scan_valid(inputs.claims, dump, settings["valid_ranks"], relations, subjects, con)
-    valid = pd.concat([valid, facts_valid(facts)]).drop_duplicates()
+    # The largest scans first: their DuckDB working memory then adds to little of Ω's state.
     statements = (
         scan.scan_statements(inputs.claims, relations, con)
         if "cooccur" in strategies
         else pd.DataFrame(columns=["subject", "property", "object"])
     )
+    subject_side = "cooccur" in strategies and "subject" in settings.get("cooccur_sides", [])
+    # Same-relation pools (pool_source: relation) take every object of the relation in the dump,
+    # whoever its subject (fluent-mLAMA §3.1), and so does the subject side of co-occurrence.
+    every_subject = subject_side or (
+        "pool" in strategies and settings.get("pool_source", "relation") == "relation"
+    )
+    subjects = None if every_subject else id_ints(facts["subject"])
+    dump = int(settings["dump"])
+    valid = scan.scan_valid(inputs.claims, dump, settings["valid_ranks"], relations, subjects, con)
+    # Ω reads valid objects as sets per (s, r): a repeated row changes nothing, and de-duplicating
+    # millions of rows in pandas cost more memory than the rows themselves.
+    valid = pd.concat([valid, facts_valid(facts)], ignore_index=True)
+    types = scan.scan_types(inputs.types, anchor_ids, con)
+    entity_forms = scan.scan_forms_table(
+        inputs.entity_forms, arrays.union(types["id"].to_numpy(), anchor_ids), con
+    )
     con.close()
     omega = Omega.from_tables(types, entity_forms, valid, settings["form_threshold"])
+    typed, valid_rows = types["id"].nunique(), len(valid)
+    del types, valid
+    _trim_heap()
     log.info(
         "omega: %d facts, %d typed entities, %d forms, %d valid statements, %d co-occurrence statements",
         len(facts),
-        types["id"].nunique(),
-        len(entity_forms),
-        len(valid),
+        typed,
+        entity_forms.num_rows,
+        valid_rows,
         len(statements),
     )
     return facts, entity_forms, statements, omega
+
+
+def _trim_heap() -> None:
+    """Hand the heap's freed pages back to the system (glibc ``malloc_trim``): the scans'
+    temporaries are freed by then, but glibc keeps their pages, and a retrieval job's RSS would
+    carry them through the per-fact loop (about 90 MB of 570 in a 1M-entity shard)."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass  # not glibc: nothing to trim

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import mmap
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -334,6 +335,17 @@ class SemIndex:
     hnsw: object | None = None
     ef_search: int = 200
     threads: int = 1
+    # The memory maps under X (load_index), whose read pages release_pages hands back.
+    maps: tuple = ()
+
+    def release_pages(self) -> None:
+        """Drop the mapped matrix pages read so far from the process (clean file pages, read
+        again on the next access): a job that ranked a large type does not keep its rows
+        resident, so its peak RSS is its own arrays (issue 15)."""
+        for m in self.maps:
+            mm = getattr(m, "_mmap", None)
+            if mm is not None:
+                mm.madvise(mmap.MADV_DONTNEED)
 
     def row_of(self, entities: np.ndarray) -> np.ndarray:
         """Row of each entity, ``-1`` when it has no bag in this dump."""
@@ -384,7 +396,17 @@ class TypeSlice:
         self.index = index
         rows = index.row_of(np.asarray(candidates, np.int64))
         self.rows = arrays.unique(rows[rows >= 0])
-        self.XT = index.X[self.rows].T.tocsr() if len(self.rows) else None
+        # Read in blocks of rows, releasing the mapped pages each block touched: a large type's
+        # rows are spread over the whole matrix, and one read of them all would hold every page
+        # of it. The product X[q] @ XT gives each cosine the float of a search against every
+        # entity (a column's sum runs over the query's features, whatever the other columns).
+        blocks = []
+        for lo in range(0, len(self.rows), SLICE_ROWS):
+            blocks.append(index.X[self.rows[lo : lo + SLICE_ROWS]])
+            index.release_pages()
+        rows = blocks[0] if len(blocks) == 1 else sp.vstack(blocks, format="csr") if blocks else None
+        del blocks
+        self.XT = rows.T.tocsr() if rows is not None else None
 
     def scores(self, entity: int) -> tuple[np.ndarray, np.ndarray]:
         """``(rows, cosines)`` of the candidates with cosine > 0 to ``entity``, itself excluded."""
@@ -433,7 +455,8 @@ def build_index(
     out of core by DuckDB (:func:`bags_from_parquet`, bounded by ``memory_mb``; same matrix).
 
     Files: ``entities.npy`` (row -> entity id), ``features.npy`` (column -> code), ``idf.npy``,
-    ``matrix.npz`` (scipy CSR, L2-normalised), ``hnsw.bin`` (+ ``.dat``, nmslib with data) and
+    ``matrix.{data,indices,indptr}.npy`` (scipy CSR, L2-normalised; plain arrays so that
+    :func:`load_index` maps them and reads only the rows a job ranks), ``hnsw.bin`` (+ ``.dat``, nmslib with data) and
     ``meta.json`` (settings, sizes, timings, recall@k of HNSW vs exact cosine on a sample).
     ``hnsw=False`` (no suite searches this dump with ``search: hnsw``) skips the graph and the
     recall check: the graph's build grows as n^1.3 and is the bulk of the job at scale (issue 15).
@@ -463,7 +486,7 @@ def build_index(
     np.save(folder / "entities.npy", entities)
     np.save(folder / "features.npy", features)
     np.save(folder / "idf.npy", idf)
-    sp.save_npz(folder / "matrix.npz", X, compressed=True)
+    save_matrix(folder, X)
     t2, recall, k, q = t1, None, 0, np.empty(0, np.int64)
     if hnsw:
         index = build_hnsw(X, hnsw_m, ef_construction, post, threads, progress=X.shape[0] > 100_000)
@@ -505,6 +528,37 @@ def build_index(
     return meta
 
 
+MATRIX_PARTS = ("data", "indices", "indptr")
+# Rows of a type slice read at once (TypeSlice): at most a few MB of mapped pages each.
+SLICE_ROWS = 4096
+
+
+def save_matrix(folder: Path, X: sp.csr_matrix) -> None:
+    """The CSR arrays of ``X`` as ``matrix.{part}.npy`` (uncompressed: mappable)."""
+    X = X.tocsr()
+    for part in MATRIX_PARTS:
+        np.save(folder / f"matrix.{part}.npy", getattr(X, part))
+
+
+def load_matrix(folder: Path, rows: int) -> tuple[sp.csr_matrix, tuple]:
+    """The index's CSR matrix over memory-mapped arrays, and the maps: a retrieval job ranks the members of
+    its anchors' types only, so only their rows are read (issue 15: the whole matrix of a full
+    dump is tens of GB). The column count is that of ``features.npy``."""
+    missing = [p for p in MATRIX_PARTS if not (folder / f"matrix.{p}.npy").exists()]
+    if missing:
+        raise RuntimeError(
+            f"{folder}: no matrix.{missing[0]}.npy (an index from before the mapped format, or an "
+            "interrupted build); re-run rule build_sem_index for this dump"
+        )
+    data, indices, indptr = (np.load(folder / f"matrix.{p}.npy", mmap_mode="r") for p in MATRIX_PARTS)
+    if len(indptr) != rows + 1:
+        raise RuntimeError(
+            f"{folder}: matrix has {len(indptr) - 1} rows for {rows} entities; re-run build_sem_index"
+        )
+    cols = len(np.load(folder / "features.npy", mmap_mode="r"))
+    return sp.csr_matrix((data, indices, indptr), shape=(rows, cols), copy=False), (data, indices, indptr)
+
+
 def load_index(
     folder: str | Path, search: str = "hnsw", ef_search: int | None = None, threads: int = 1
 ) -> SemIndex:
@@ -514,7 +568,7 @@ def load_index(
         raise RuntimeError(f"{folder}: no meta.json; re-run rule build_sem_index for this dump")
     meta = json.loads((folder / "meta.json").read_text())
     entities = np.load(folder / "entities.npy")
-    X = sp.load_npz(folder / "matrix.npz").tocsr()
+    X, maps = load_matrix(folder, len(entities))
     hnsw = None
     if search == "hnsw":
         if meta["hnsw"] is None:
@@ -525,7 +579,7 @@ def load_index(
         nmslib = _nmslib()
         hnsw = nmslib.init(method="hnsw", space="cosinesimil_sparse", data_type=nmslib.DataType.SPARSE_VECTOR)
         hnsw.loadIndex(str(folder / "hnsw.bin"), load_data=True)
-    return SemIndex(entities, X, hnsw, ef_search or (meta["hnsw"] or {}).get("efSearch", 200), threads)
+    return SemIndex(entities, X, hnsw, ef_search or (meta["hnsw"] or {}).get("efSearch", 200), threads, maps)
 
 
 def sem_distractors(
