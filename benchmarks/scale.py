@@ -376,13 +376,14 @@ def targets(runs: list[dict]) -> list[str]:
         # A job that reads the whole dump is at least linear in it, whatever a noisy fit says.
         bc = max(1.0 if bc is None else bc, 1.0)
         gb = extrapolate(n, rss, FULL_ENTITIES, br) / 1024
-        if rule == "retrieve_distractors" and all(
-            max((r.get("state_mb", 0.0) for r in run["retrieval"].values()), default=0.0) > 0 for run in runs
-        ):
+        state = [
+            max((r.get("state_mb", 0.0) for r in run.get("retrieval", {}).values()), default=0.0)
+            for run in runs
+        ]
+        if rule == "retrieve_distractors" and all(state):
             # A job's state (resident after retrieval: Ω, co-occurrence, type slices) is fitted apart
             # from its peak, which also holds DuckDB's scan memory: at full size that is bounded by
             # DuckDB's limit (it spills beyond), whatever a fit of the peak makes of it.
-            state = [max(r["state_mb"] for r in run["retrieval"].values()) for run in runs]
             b_state = increment_exponent(n, state, RSS_NOISE_MB)
             state_gb = extrapolate(n, state, FULL_ENTITIES, b_state) / 1024
             lines_after.append(

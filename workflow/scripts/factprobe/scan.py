@@ -35,8 +35,6 @@ def connect(threads: int = 1, memory_mb: int | None = None) -> duckdb.DuckDBPyCo
     con.execute(f"SET threads = {max(1, int(threads))}")
     if memory_mb:
         con.execute(f"SET memory_limit = '{int(memory_mb)}MB'")
-        con.execute("SET allocator_flush_threshold = '32MB'")
-        con.execute("SET allocator_bulk_deallocation_flush_threshold = '32MB'")
         spill = Path(tempfile.gettempdir()) / f"factprobe-duckdb-{os.getpid()}"
         con.execute(f"SET temp_directory = {_q(spill)}")
     return con

@@ -189,8 +189,9 @@ def forms_of_candidates(candidates: pd.DataFrame, entity_forms: pd.DataFrame | p
     (sorted by entity, file order within one, so the rows and order below are the same)."""
     if isinstance(entity_forms, pa.Table):
         wanted = arrays.unique(id_ints(candidates["entity"].unique()))
-        entity_forms = scan.forms_frame(entity_forms.filter(pc.is_in(entity_forms["id"], pa.array(wanted))))
-    keep = entity_forms[entity_forms["entity"].isin(set(candidates["entity"]))]
+        keep = scan.forms_frame(entity_forms.filter(pc.is_in(entity_forms["id"], pa.array(wanted))))
+    else:
+        keep = entity_forms[entity_forms["entity"].isin(set(candidates["entity"]))]
     return (
         keep[["entity", "lang", "form", "source"]]
         .drop_duplicates()
@@ -223,16 +224,16 @@ def shard_plan(facts: pd.DataFrame, shards: int) -> np.ndarray:
     for r, k in parts.items():
         mine = prop == r
         part[mine] = (hashed[mine] % np.uint64(k)).astype(np.int64)
+    members = {(r, i): (prop == r) & (part == i) for r, k in parts.items() for i in range(k)}
     pieces = sorted(
-        ((int(((prop == r) & (part == i)).sum()), r, i) for r, k in parts.items() for i in range(k)),
-        key=lambda t: (-t[0], t[1], t[2]),
+        ((int(m.sum()), r, i) for (r, i), m in members.items()), key=lambda t: (-t[0], t[1], t[2])
     )
     load = [0] * shards
     out = np.zeros(len(facts), dtype=np.int64)
     for n, r, i in pieces:
         s = min(range(shards), key=lambda j: (load[j], j))
         load[s] += n
-        out[(prop == r) & (part == i)] = s
+        out[members[(r, i)]] = s
     return out
 
 
@@ -277,7 +278,8 @@ def load_suite_omega(
     Out of core (issue 15 item 2): DuckDB scans read only the rows Ω can ask about
     (:mod:`factprobe.scan`): types and forms of the facts' subjects and objects and of
     the entities sharing a declared type with them, statements of the suite's relations (of its
-    subjects only, unless co-occurrence fills the subject slot). The returned ``entity_forms``
+    subjects only, unless co-occurrence fills the subject slot or same-relation pools take every
+    object of the relation). The returned ``entity_forms``
     (the Arrow table of :func:`scan.scan_forms_table`; :func:`scan.forms_frame` makes it the
     contract frame) and statements are those restrictions; Ω answers as :func:`suite_omega` on the whole tables.
     DuckDB stays within ``memory_mb`` (the job's share; it spills beyond). ``relations``
@@ -288,11 +290,11 @@ def load_suite_omega(
         facts = facts[facts["property"].isin(set(relations))].reset_index(drop=True)
     con = scan.connect(threads, memory_mb)
     anchor_ids = scan.anchors(facts)
-    relations = arrays.unique(id_ints(facts["property"]))
+    rel_ids = arrays.unique(id_ints(facts["property"]))
     strategies = settings.get("strategies", [])
     # The largest scans first: their DuckDB working memory then adds to little of Ω's state.
     statements = (
-        scan.scan_statements(inputs.claims, relations, con)
+        scan.scan_statements(inputs.claims, rel_ids, con)
         if "cooccur" in strategies
         else pd.DataFrame(columns=["subject", "property", "object"])
     )
@@ -304,7 +306,7 @@ def load_suite_omega(
     )
     subjects = None if every_subject else id_ints(facts["subject"])
     dump = int(settings["dump"])
-    valid = scan.scan_valid(inputs.claims, dump, settings["valid_ranks"], relations, subjects, con)
+    valid = scan.scan_valid(inputs.claims, dump, settings["valid_ranks"], rel_ids, subjects, con)
     # Ω reads valid objects as sets per (s, r): a repeated row changes nothing, and de-duplicating
     # millions of rows in pandas cost more memory than the rows themselves.
     valid = pd.concat([valid, facts_valid(facts)], ignore_index=True)
