@@ -398,6 +398,30 @@ def test_cooccur_matches_algorithm_1_by_hand(claims, demo_tables, suite):
     assert len(found) == 6 and found.count(10) >= 2 and min(found) >= 1
 
 
+def test_cooccur_int32_columns_answer_as_int64(claims, suite):
+    # Statements are held as int32 when every id fits, int64 otherwise (one id past 2**31 in an
+    # unrelated relation): both answer every fact alike, and big anchors are never found.
+    facts, forms, omega = suite
+    statements = claims[claims["rank"] >= 1][["subject", "property", "object"]]
+    wide = pd.concat(
+        [statements, pd.DataFrame({"subject": [2**33], "property": [999_999], "object": [2**33 + 1]})],
+        ignore_index=True,
+    )
+    narrow, broad = Cooccurrence(statements), Cooccurrence(wide)
+    assert narrow.dtype == np.int32 and broad.dtype == np.int64
+    assert narrow.by_property[530][0].dtype == np.int32
+    picked = facts[facts["property"].isin(["P530", "P47", "P17"])].groupby("property").head(3)
+    compared = 0
+    for fact in picked.itertuples():
+        s, r, o = (int(x[1:]) for x in fact.fact_id.split("|"))
+        for side in ("object", "subject"):
+            got = narrow.alternatives(omega, fact.fact_id, s, r, o, 10, side)
+            assert got == broad.alternatives(omega, fact.fact_id, s, r, o, 10, side)
+            compared += len(got)
+    assert compared > 50
+    assert narrow.counts(omega, 2**40, 530, 2**41, "object")[0].size == 0
+
+
 def check_algorithm_1(co, omega, types, statements, fact):
     s, r, o = (int(x[1:]) for x in fact.fact_id.split("|"))
     # Algorithm 1 with pandas: parents of s, siblings sharing one, objects of (sib, r, ·) counted.

@@ -167,3 +167,44 @@ def test_pararel_set_mixes_with_team_templates(demo_tables):
     # team: s1, s2 (s3 not final); ParaRel P36 lines 1-3: line 3 "[Y] is the capital of [X]." not final
     assert mine.template_id.tolist() == ["P36.en.s1", "P36.en.s2", "P36.en.pararel1", "P36.en.pararel2"]
     assert mine.text.tolist()[2:] == ["The capital of Portugal is", "The capital city of Portugal is"]
+
+
+def test_relation_at_a_time_candidates_are_the_whole_suites(demo_tables, tmp_path):
+    """build_suite reads one relation at a time (issue 15): the candidates of each relation,
+    put together, are candidate_facts over every relation at once from whole pandas tables."""
+    from factprobe import contracts, scan
+    from factprobe.probes.build import relation_candidates
+    from factprobe.probes.select import candidate_facts, item_sitelinks, labelled_entities, truthy_claims
+
+    dump, rels = "20190201", ["P17", "P36", "P47", "P530"]
+    claims_path = demo_tables[dump] / "claims.parquet"
+    entities_path = demo_tables[dump] / "entities.parquet"
+    forms_path = tmp_path / "forms.parquet"
+    scan.write_entity_forms(
+        [str(demo_tables[d] / "labels.parquet") for d in sorted(demo_tables)], ["en"], forms_path
+    )
+    con = scan.connect()
+    got = pd.concat(
+        [
+            relation_candidates(
+                "t", r, dump, str(claims_path), str(entities_path), str(forms_path), ["en"], 7, con
+            )
+            for r in rels
+        ],
+        ignore_index=True,
+    )
+    claims = contracts.read("claims", claims_path)
+    truthy = truthy_claims(claims[claims["property"].isin([int(r[1:]) for r in rels])], int(dump))
+    forms = contracts.read("entity_forms", forms_path)
+    want = candidate_facts(
+        truthy.astype("int64"),
+        rels,
+        labelled_entities(forms, ["en"]),
+        item_sitelinks(contracts.read("entities", entities_path)),
+        7,
+    )
+    assert len(want) > 50 and set(want["property"]) == set(rels)
+    key = ["fact_id"]
+    pd.testing.assert_frame_equal(
+        got.sort_values(key).reset_index(drop=True), want.sort_values(key).reset_index(drop=True)
+    )

@@ -6,9 +6,10 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 
 from factprobe import contracts
 from factprobe.probes.build import build_suite
-from factprobe.rulelog import rule_logger
+from factprobe.rulelog import log_resident, rule_logger
 
 log = rule_logger(snakemake)
+mem_mb = int(snakemake.resources.mem_mb)
 # entity_forms streams to its output inside build_suite; DuckDB gets 3/4 of the job's memory.
 facts, prompts, _ = build_suite(
     snakemake.wildcards.suite,
@@ -20,7 +21,8 @@ facts, prompts, _ = build_suite(
     snakemake.input.get("changes"),
     snakemake.input.get("temporal"),
     forms_path=snakemake.output.entity_forms,
-    memory_mb=int(snakemake.resources.mem_mb) * 3 // 4,
+    memory_mb=mem_mb * 3 // 4,
 )
+log_resident(log, "building the suite", mem_mb * 3 // 4, mem_mb)
 contracts.write("facts", facts, snakemake.output.facts)
 contracts.write("prompts", prompts, snakemake.output.prompts)

@@ -6,7 +6,7 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 
 from factprobe.diff.engine import DiffInputs, diff_claims
 from factprobe.diff.single_value import single_value_properties
-from factprobe.rulelog import rule_logger
+from factprobe.rulelog import log_resident, rule_logger
 
 log = rule_logger(snakemake)
 inp = snakemake.input
@@ -36,3 +36,4 @@ diff_claims(
     rows_per_partition=mem_mb * 10_000,
     temp_dir=snakemake.resources.get("tmpdir"),
 )
+log_resident(log, "the diff", mem_mb * 3 // 4, mem_mb)

@@ -19,7 +19,7 @@ from factprobe.distractors.retrieve import (
 )
 from factprobe.distractors.semantic import load_index
 from factprobe.distractors.temporal import past_of_facts
-from factprobe.rulelog import resident_mb, rule_logger
+from factprobe.rulelog import log_resident, rule_logger
 from factprobe.settings import Retrieve, load
 
 log = rule_logger(snakemake)
@@ -35,7 +35,8 @@ if "shards" in snakemake.input.keys():
 else:
     # DuckDB's scans get 1/4 of the job's memory and spill beyond: the rest is the state of Ω,
     # co-occurrence and type slices, which grows with the relations (benchmarks/scale.py).
-    memory_mb = int(snakemake.resources.get("mem_mb", 4000)) // 4
+    mem_mb = int(snakemake.resources.get("mem_mb", 4000))
+    memory_mb = mem_mb // 4
     only = relations = None
     if "shard" in snakemake.params.keys():
         # A shard loads the state of its own relations only (shard_plan).
@@ -58,11 +59,11 @@ else:
         past = past_of_facts(snakemake.input.temporal, facts, p["dump"], p["temporal_earlier_dump"])
     # scan_statements keeps non-deprecated statements only, distinct and sorted.
     cooccur = Cooccurrence(claims) if "cooccur" in settings.strategies else None
+    del claims  # Cooccurrence keeps its own compact copy
     log.info("%d facts, %d entity forms, strategies %s", len(facts), len(entity_forms), settings.strategies)
     candidates = retrieve(facts, omega, settings, index, past, cooccur, entity_forms, only)
     forms = forms_of_candidates(candidates, entity_forms)
-    # benchmarks/scale.py reads this line: the job's state, apart from DuckDB's scan memory.
-    log.info("resident after retrieval: %.0f MB (DuckDB limit %d MB)", resident_mb(), memory_mb)
+    log_resident(log, "retrieval", memory_mb, mem_mb)
 found = candidates[candidates["role"] == "distractor"].groupby(["strategy"]).size()
 log.info(
     "distractors per strategy: %s; %d forms of %d entities",

@@ -7,9 +7,10 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 from pathlib import Path
 
 from factprobe.diff.temporal import temporal_view
-from factprobe.rulelog import rule_logger
+from factprobe.rulelog import log_resident, rule_logger
 
 log = rule_logger(snakemake)
+mem_mb = int(snakemake.resources.mem_mb)
 earlier = {Path(p).parent.name: p for p in snakemake.input.earlier}
 temporal_view(
     snakemake.wildcards.dump,
@@ -17,7 +18,8 @@ temporal_view(
     snakemake.input.entities,
     earlier,
     snakemake.output.temporal,
-    memory_mb=int(snakemake.resources.mem_mb) * 3 // 4,
+    memory_mb=mem_mb * 3 // 4,
     threads=snakemake.threads,
     temp_dir=snakemake.resources.get("tmpdir"),
 )
+log_resident(log, "the temporal view", mem_mb * 3 // 4, mem_mb)

@@ -47,6 +47,19 @@ def resident_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def log_resident(log: logging.Logger, after: str, memory_mb: int, mem_mb: int) -> None:
+    """Log the job's resident memory once its DuckDB connection is closed, with the DuckDB limit
+    it ran under and the job's request: benchmarks/scale.py bounds a DuckDB job's peak at full
+    size by this state (fitted over the sizes) plus DuckDB's limit there (it spills beyond)."""
+    log.info(
+        "resident after %s: %.0f MB (DuckDB limit %d MB of mem_mb %d)",
+        after,
+        resident_mb(),
+        memory_mb,
+        mem_mb,
+    )
+
+
 def _files(named) -> list[str]:
     """Paths of a Snakemake Namedlist, or of a stand-in namespace (tests run scripts with one)."""
     values = list(named) if hasattr(named, "__iter__") else list(vars(named).values())

@@ -28,6 +28,7 @@ from factprobe.hashing import stable_hash, stable_hashes
 # Tie levels up to this size are sorted by the per-fact hash (the largest level of the 20k-entity
 # replicated demo, benchmarks/scale_dumps.py, holds 494 entities).
 BIG_TIE = 1024
+_INT32_MAX = np.iinfo(np.int32).max
 # Entities held by the memoised levels before the memo is emptied (a few GB at most).
 _MEMO_ENTITIES = 50_000_000
 
@@ -51,12 +52,15 @@ class Cooccurrence:
                 .sort_values(["property", "subject", "object"])
             )
             subj, prop, obj = (st[c].to_numpy(np.int64) for c in ("subject", "property", "object"))
-        # One slice (a view) per property: scan.scan_statements already de-duplicates and sorts.
+        # One slice per property (scan.scan_statements already de-duplicates and sorts), copied as
+        # int32 when every id fits (Wikidata's do): the statements of a relation are most of a
+        # retrieval job's state, and the statements table need not outlive this (issue 15).
+        self.dtype = np.int32 if max(subj.max(initial=0), obj.max(initial=0)) <= _INT32_MAX else np.int64
         cuts = np.flatnonzero(prop[1:] != prop[:-1]) + 1
         starts, stops = np.r_[0, cuts], np.r_[cuts, len(prop)]
         self.by_property = (
             {
-                int(prop[a]): (subj[a:b], obj[a:b])
+                int(prop[a]): (subj[a:b].astype(self.dtype), obj[a:b].astype(self.dtype))
                 for a, b in zip(starts.tolist(), stops.tolist(), strict=True)
             }
             if len(prop)
@@ -73,7 +77,7 @@ class Cooccurrence:
         """``(anchor column, found column)`` of relation ``r``, the anchor column sorted."""
         if side not in ("object", "subject"):
             raise ValueError(f"side must be 'object' or 'subject', not {side!r}")
-        subj, obj = self.by_property.get(r, (np.empty(0, np.int64), np.empty(0, np.int64)))
+        subj, obj = self.by_property.get(r, (np.empty(0, self.dtype), np.empty(0, self.dtype)))
         if side == "object":
             return subj, obj
         if r not in self._by_object:
@@ -90,13 +94,16 @@ class Cooccurrence:
             if len(self._counts) > 4096 or sum(len(v.ents) for v in self._counts.values()) > _MEMO_ENTITIES:
                 self._counts.clear()
             started = time.perf_counter()
-            rows = _rows_of(omega.members(types), key_col)
+            rows = _rows_of(_fitting(omega.members(types), key_col.dtype), key_col)
             self._counts[key] = _Levels(*np.unique(found_col[rows], return_counts=True))
             self.built_s += time.perf_counter() - started
             self.built += 1
-        lo, hi = np.searchsorted(key_col, anchor, "left"), np.searchsorted(key_col, anchor, "right")
         # A typed anchor is one of its own siblings: its statements come off the counts.
-        own = found_col[lo:hi] if len(types) else found_col[:0]
+        own = found_col[:0]
+        if len(types) and anchor <= np.iinfo(key_col.dtype).max:
+            # The anchor in the column's own dtype: a Python int would make searchsorted copy it.
+            at = key_col.dtype.type(anchor)
+            own = found_col[np.searchsorted(key_col, at, "left") : np.searchsorted(key_col, at, "right")]
         return self._counts[key], own
 
     def counts(self, omega: Omega, s: int, r: int, o: int, side: str) -> tuple[np.ndarray, np.ndarray]:
@@ -160,6 +167,11 @@ def _distinct_sorted(*columns: np.ndarray) -> bool:
         greater |= equal & (col[1:] > col[:-1])
         equal &= col[1:] == col[:-1]
     return bool(greater.all())
+
+
+def _fitting(sorted_ids: np.ndarray, dtype) -> np.ndarray:
+    """Sorted ids as ``dtype``, without those too large for it (they cannot be in its column)."""
+    return sorted_ids[: np.searchsorted(sorted_ids, np.iinfo(dtype).max, "right")].astype(dtype, copy=False)
 
 
 def _rows_of(members: np.ndarray, key_col: np.ndarray) -> np.ndarray:

@@ -287,7 +287,11 @@ class Omega:
 def in_sorted(sorted_unique: np.ndarray, values: Sequence[int]) -> np.ndarray:
     """Which ``values`` occur in a sorted unique int64 array: a binary search per value, so the
     cost follows ``values``, not the (possibly type-sized) array, unlike ``np.isin``."""
-    values = np.asarray(values, dtype=np.int64)
+    values = np.asarray(values)
+    if values.dtype != sorted_unique.dtype or values.dtype.kind != "i":
+        # Lists and mixed widths compare as int64; arrays of the same width (int32 columns of
+        # Cooccurrence) as they are, since searchsorted copies the wider side.
+        values = values.astype(np.int64)
     if len(sorted_unique) == 0:
         return np.zeros(len(values), dtype=bool)
     i = np.minimum(np.searchsorted(sorted_unique, values), len(sorted_unique) - 1)

@@ -601,7 +601,9 @@ def sem_distractors(
     ``k = widen·n + 16``; facts still short of ``n`` after the Ω filter are re-queried with k
     multiplied by ``widen`` until the index is exhausted.
 
-    ``built``: ``{"s": seconds, "n": count}`` to which the type slices' building is added.
+    ``built``: ``{"s": seconds, "n": count}`` to which the type slices' building is added, and
+    ``"search_s"``, the seconds of the exact products and rankings (their cost follows the size of
+    the type, benchmarks/scale.py).
     """
     out: list[list[int]] = [[] for _ in facts]
     if search == "exact":
@@ -618,10 +620,13 @@ def sem_distractors(
                 built["n"] += 1
             for i in group:
                 s, r, o = facts[i]
+                started = time.perf_counter()
                 scored = within.scores(o)
                 # Ω keeps the first n of the ranking: rank a prefix, the whole set only if Ω
                 # rejects most of it (the same list either way).
                 prefix = within.ranked(o, widen * n + 16, scored)
+                if built is not None:
+                    built["search_s"] = built.get("search_s", 0.0) + time.perf_counter() - started
                 out[i] = omega.filter(s, r, o, prefix, n)
                 if len(out[i]) < n and len(prefix) < len(scored[0]):
                     out[i] = omega.filter(s, r, o, within.ranked(o, None, scored), n)

@@ -224,16 +224,6 @@ def build_suite(
         scan.properties_in(claims_path, con),
         suite.missing_relations,
     )
-    rel_ids = [int(r[1:]) for r in relations]
-    # truthy_claims in DuckDB (the same rule as Ω's truthy validity: scan.scan_valid).
-    truthy = (
-        scan.scan_valid(claims_path, int(dump), "truthy", rel_ids, None, con)
-        .sort_values(["property", "subject", "object"])
-        .reset_index(drop=True)
-    )
-    subjects = truthy["subject"].to_numpy(np.int64)
-    labelled = scan.labelled_ids(forms_path, languages, arrays.union(subjects, truthy["object"]), con)
-    sitelinks = scan.sitelinks_of(entities_path, arrays.unique(subjects), con)
     if len(present) < len(relations):
         log.warning(
             "suite %s: relations without any claim in dump %s are dropped (missing_relations: warn): %s",
@@ -242,70 +232,67 @@ def build_suite(
             [r for r in relations if r not in present],
         )
         covered = [r for r in covered if r in present]
-    log.info(
-        "suite %s: %d forms written; %d truthy statements of its relations at %s, %d of their "
-        "entities labelled in %s",
-        name,
-        n_forms,
-        len(truthy),
-        dump,
-        len(labelled),
-        languages,
-    )
-
-    allowed = None
-    if kind == "plausibility":
-        picks = suite.changes
-        # Only the rows new_since can pick (its status or rule test), of the suite's relations.
-        changes = scan.table_of_relations(
-            "changes",
-            changes_path,
-            rel_ids,
-            ["subject", "property", "object", "status", "rule", "start", "point_in_time"],
+    log.info("suite %s: %d forms written", name, n_forms)
+    parsed = [(s, *parse_setting(s)) for s in settings]
+    with_demos = any(k for _, _, k in parsed)
+    # Candidates, strata and the sample are per relation (select.py), so the relations are read
+    # one at a time: the job holds one relation's truthy statements, not the suite's (issue 15).
+    # Demonstration pools need every relation's candidates and keep them.
+    picks = suite.changes if kind == "plausibility" else None
+    if suite.temporal_only and temporal_path is None:
+        raise ValueError(f"suites.{name}.temporal_only needs the temporal view of dump {dump}")
+    sampled, pools, n_candidates = [], [], 0
+    for rel in covered:
+        candidates = relation_candidates(
+            name,
+            rel,
+            dump,
+            claims_path,
+            entities_path,
+            forms_path,
+            languages,
+            seed,
             con,
-            any_of={"status": list(picks.statuses), "rule": list(picks.rules)},
-        )
-        new = new_since(changes, int(suite.cutoff), tuple(picks.statuses), tuple(picks.rules))
-        allowed = set(contracts.fact_ids_of(new))
-        log.info(
-            "suite %s: %d facts new in the diff (%s) and not dated before the cut-off %s",
-            name,
-            len(allowed),
             picks,
+            changes_path,
             suite.cutoff,
+            temporal_path if suite.temporal_only else None,
         )
-    candidates = candidate_facts(truthy, covered, labelled, sitelinks, seed, allowed=allowed)
-    if suite.temporal_only:
-        from factprobe.distractors.temporal import with_temporal_distractors
-
-        if temporal_path is None:
-            raise ValueError(f"suites.{name}.temporal_only needs the temporal view of dump {dump}")
-        before = len(candidates)
-        temporal = scan.table_of_relations(
-            "temporal", temporal_path, rel_ids, contracts.columns("temporal"), con
-        )
-        candidates = with_temporal_distractors(candidates, temporal)
-        log.info(
-            "suite %s: S′ keeps %d of %d candidate facts (with a temporal distractor)",
-            name,
-            len(candidates),
-            before,
-        )
-    facts = sample_facts(candidates, suite.n_facts, suite.strata, seed)
+        n_candidates += len(candidates)
+        sampled.append(sample_facts(candidates, suite.n_facts, suite.strata, seed))
+        if with_demos:
+            pools.append(candidates)
+        del candidates
+    facts = pd.concat(sampled, ignore_index=True) if sampled else pd.DataFrame()
     if facts.empty:
         # Fail here, naming the cause, rather than with an empty table in a later stage.
+        rel_ids = [int(r[1:]) for r in covered]
+        truthy = scan.scan_valid(claims_path, int(dump), "truthy", rel_ids, None, con)
+        labelled = scan.labelled_ids(
+            forms_path, languages, arrays.union(truthy["subject"], truthy["object"]), con
+        )
+        allowed = None
+        if picks is not None:
+            allowed = set()
+            for rel in covered:
+                allowed |= allowed_facts(rel, changes_path, picks, suite.cutoff, con)
         raise no_facts_error(name, dump, claims_path, covered, truthy, labelled, languages, allowed)
     facts = finish_facts(facts, dump, seed)
     log.info(
         "suite %s: %d candidate facts, %d sampled; per relation: %s",
         name,
-        len(candidates),
+        n_candidates,
         len(facts),
         facts["property"].value_counts().sort_index().to_dict(),
     )
-
-    parsed = [(s, *parse_setting(s)) for s in settings]
-    with_demos = any(k for _, _, k in parsed)
+    if with_demos:
+        # In candidate_facts' order over every relation: (integer subject, property).
+        candidates = pd.concat(pools, ignore_index=True)
+        del pools
+        order = np.lexsort(
+            (candidates["property"].str[1:].astype(int), candidates["subject"].str[1:].astype(int))
+        )
+        candidates = candidates.iloc[order].reset_index(drop=True)
     # Forms of the entities prompts can name (subjects; with demonstrations, the pool's facts),
     # not of every labelled entity: the dump-sized part of this job at scale (issue 15).
     named = set(facts["subject"])
@@ -364,3 +351,78 @@ def build_suite(
         prompts.groupby(["lang", "style", "shots"]).size().to_dict(),
     )
     return facts, prompts, None
+
+
+def allowed_facts(rel: str, changes_path: str, picks, cutoff, con) -> set[str]:
+    """Fact ids of relation ``rel`` that a plausibility suite may pick: new in the diff and not
+    dated on or before the cut-off (probelm-plausibility §3, :func:`select.new_since`)."""
+    changes = scan.table_of_relations(
+        "changes",
+        changes_path,
+        [int(rel[1:])],
+        ["subject", "property", "object", "status", "rule", "start", "point_in_time"],
+        con,
+        any_of={"status": list(picks.statuses), "rule": list(picks.rules)},
+    )
+    new = new_since(changes, int(cutoff), tuple(picks.statuses), tuple(picks.rules))
+    return set(contracts.fact_ids_of(new))
+
+
+def relation_candidates(
+    name: str,
+    rel: str,
+    dump: str,
+    claims_path: str,
+    entities_path: str,
+    forms_path: str,
+    languages: list[str],
+    seed: object,
+    con,
+    picks=None,
+    changes_path: str | None = None,
+    cutoff=None,
+    temporal_path: str | None = None,
+) -> pd.DataFrame:
+    """Every probe-able fact of one relation (:func:`select.candidate_facts`): its truthy
+    statements (the same rule as Ω's truthy validity, :func:`scan.scan_valid`), with the labels
+    and sitelinks of their entities; ``picks`` (plausibility): only facts new in the diff after
+    ``cutoff``; ``temporal_path`` (``temporal_only``): only facts with a temporal distractor (S′)."""
+    truthy = (
+        scan.scan_valid(claims_path, int(dump), "truthy", [int(rel[1:])], None, con)
+        .sort_values(["property", "subject", "object"])
+        .reset_index(drop=True)
+    )
+    subjects = truthy["subject"].to_numpy(np.int64)
+    labelled = scan.labelled_ids(forms_path, languages, arrays.union(subjects, truthy["object"]), con)
+    sitelinks = scan.sitelinks_of(entities_path, arrays.unique(subjects), con)
+    allowed = None
+    if picks is not None:
+        allowed = allowed_facts(rel, changes_path, picks, cutoff, con)
+    candidates = candidate_facts(truthy, [rel], labelled, sitelinks, seed, allowed=allowed)
+    log.info(
+        "suite %s, %s: %d truthy statements at %s, %d of their entities labelled in %s, %d candidate facts%s",
+        name,
+        rel,
+        len(truthy),
+        dump,
+        len(labelled),
+        languages,
+        len(candidates),
+        "" if allowed is None else f" ({len(allowed)} new in the diff after the cut-off, {picks})",
+    )
+    if temporal_path is not None:
+        from factprobe.distractors.temporal import with_temporal_distractors
+
+        temporal = scan.table_of_relations(
+            "temporal", temporal_path, [int(rel[1:])], contracts.columns("temporal"), con
+        )
+        before = len(candidates)
+        candidates = with_temporal_distractors(candidates, temporal)
+        log.info(
+            "suite %s, %s: S′ keeps %d of %d candidate facts (with a temporal distractor)",
+            name,
+            rel,
+            len(candidates),
+            before,
+        )
+    return candidates
