@@ -10,6 +10,7 @@ from factprobe.rulelog import log_resident, rule_logger
 
 log = rule_logger(snakemake)
 mem_mb = int(snakemake.resources.mem_mb)
+duckdb_mb = mem_mb * 3 // 4
 # entity_forms streams to its output inside build_suite; DuckDB gets 3/4 of the job's memory.
 facts, prompts, _ = build_suite(
     snakemake.wildcards.suite,
@@ -21,8 +22,8 @@ facts, prompts, _ = build_suite(
     snakemake.input.get("changes"),
     snakemake.input.get("temporal"),
     forms_path=snakemake.output.entity_forms,
-    memory_mb=mem_mb * 3 // 4,
+    memory_mb=duckdb_mb,
 )
-log_resident(log, "building the suite", mem_mb * 3 // 4, mem_mb)
+log_resident(log, "building the suite", duckdb_mb, mem_mb)
 contracts.write("facts", facts, snakemake.output.facts)
 contracts.write("prompts", prompts, snakemake.output.prompts)

@@ -17,6 +17,7 @@ single_value = single_value_properties(
 )
 log.info("%d single-value properties (%s)", len(single_value), snakemake.params.single_value)
 mem_mb = int(snakemake.resources.mem_mb)
+duckdb_mb = mem_mb * 3 // 4
 diff_claims(
     DiffInputs(
         inp.old_claims,
@@ -30,10 +31,10 @@ diff_claims(
     snakemake.output.changes,
     snakemake.output.stats,
     # DuckDB gets 3/4 of the job's memory; the rest covers Python and Parquet buffers.
-    memory_mb=mem_mb * 3 // 4,
+    memory_mb=duckdb_mb,
     threads=snakemake.threads,
     # ~100 bytes of DuckDB memory per claim keeps a bucket's aggregate and join in RAM.
     rows_per_partition=mem_mb * 10_000,
     temp_dir=snakemake.resources.get("tmpdir"),
 )
-log_resident(log, "the diff", mem_mb * 3 // 4, mem_mb)
+log_resident(log, "the diff", duckdb_mb, mem_mb)

@@ -11,6 +11,7 @@ from factprobe.rulelog import log_resident, rule_logger
 
 log = rule_logger(snakemake)
 mem_mb = int(snakemake.resources.mem_mb)
+duckdb_mb = mem_mb * 3 // 4
 earlier = {Path(p).parent.name: p for p in snakemake.input.earlier}
 temporal_view(
     snakemake.wildcards.dump,
@@ -18,8 +19,8 @@ temporal_view(
     snakemake.input.entities,
     earlier,
     snakemake.output.temporal,
-    memory_mb=mem_mb * 3 // 4,
+    memory_mb=duckdb_mb,
     threads=snakemake.threads,
     temp_dir=snakemake.resources.get("tmpdir"),
 )
-log_resident(log, "the temporal view", mem_mb * 3 // 4, mem_mb)
+log_resident(log, "the temporal view", duckdb_mb, mem_mb)
