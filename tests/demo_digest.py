@@ -1,18 +1,31 @@
-"""Content digest of the demo's output tables, independent of Parquet byte layout.
+"""Content digest of the demo's output tables, and the tolerance policy that compares two runs.
 
-`tests/test_demo.py` compares a fresh demo run against the checked-in `tests/data/demo_digest.json`.
-After an *intentional* change of outputs, regenerate it from a finished demo run and commit it:
+`tests/test_demo.py` compares a fresh demo run against the checked-in digest, two files:
+`tests/data/demo_digest.json` (per table: rows, columns, a SHA-256 of the exact cells) and
+`tests/data/demo_digest.values.npz` (every float of every table, in a fixed row order). After an
+*intentional* change of outputs (or a new lock file), regenerate both from a finished demo run and
+commit them:
 
-    PYTHONPATH=workflow/scripts .venv/bin/python tests/demo_digest.py results > tests/data/demo_digest.json
+    PYTHONPATH=workflow/scripts .venv/bin/python tests/demo_digest.py results tests/data/demo_digest
 
-Per table: the row count, the column names, a SHA-256 over the non-float cells of every row
-rendered as text and sorted (so neither row order, row groups nor compression matter), and for each
-float column a few numbers compared with a tolerance: the count of non-finite values, the sum of
-absolute values and three random projections (each value weighted by a pseudo-random weight in
-[-1, 1] drawn from its row's non-float cells). A model's last bits differ between CPUs (the CI
-machine's SIMD kernels are not this one's), so floats cannot be hashed, even rounded: a value next
-to a rounding boundary flips. A real change of one value by more than ~1e-5 of the column's total
-mass still moves a projection past the tolerance.
+The policy (README.md, "Reproducibility"), each part with its reason:
+
+- **Exact** for every non-float cell: ids, counts, categorical columns, strings. Row order,
+  row groups and compression do not matter (the cells of each row are rendered as text and the
+  rows sorted before hashing). A dropped row or one changed distractor changes the hash.
+- **Floats** value by value, in the rows' sorted order: ``|a - b| <= FLOAT_ATOL + FLOAT_RTOL * |a|``
+  and the same non-finite values in the same places. A model's last bits differ between CPUs (the
+  x86 kernels for AVX2, AVX-512 and AMX sum in different orders), so floats cannot be hashed, even
+  rounded. The tolerance (``FLOAT_ATOL``, 2e-3) is ~7x the largest difference measured between
+  runs on different instruction sets and 5x below the smallest change the check must catch (0.01
+  nats on one score).
+- **Top-k tables** (``*.topk.parquet``: the k most probable next tokens of each prompt) by
+  prompt: the same prompts exactly; a token's log-probability within ``FLOAT_ATOL``; a token may
+  appear on one side only when it sits at the k-th boundary (within ``FLOAT_ATOL`` of the other
+  side's k-th log-probability), so ranks may swap only between tokens tied within the tolerance.
+- **first_rank** (a form's first-token rank, derived from the top-k table) may move only inside
+  the window its reference top-k list allows: between 1 + #(tokens more probable by more than
+  the tolerance) and 1 + #(tokens within the tolerance or more probable), ``inf`` past k.
 """
 
 from __future__ import annotations
@@ -20,10 +33,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import random
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
@@ -31,17 +45,38 @@ import pyarrow.parquet as pq
 # Outputs that are not tables (report HTML, model folders, nmslib index) or are caches are left out.
 SKIP_PARTS = ("cache", "models", "report", "distractors/index")
 SUFFIXES = (".parquet", ".csv", ".tsv")
+TOPK_SUFFIX = ".topk.parquet"
+
+# Largest difference measured between two demo runs on different instruction sets (this AVX-512
+# + AMX machine, and the same machine restricted to AVX2 kernels: README "Reproducibility"):
+# 3.0e-4 nats, a SmolLM2 log-probability of a multi-token form; the control model's tables agreed
+# bit for bit. The tolerance is ~7x that and 5x below the 0.01 nats the check must catch.
+FLOAT_ATOL = 2e-3
+# No relative part: 0.01 nats must be caught at every magnitude (forms reach -300 nats).
+FLOAT_RTOL = 0.0
+SEP = "\x1f"
 
 
-N_PROJECTIONS = 3
-# Relative to the column's sum of |values|; last-bit noise of float32 sums stays orders below it.
-RTOL = 1e-5
+@dataclass
+class Digest:
+    """Per-table metadata (JSON) and the float values of every table (NumPy arrays)."""
 
+    tables: dict[str, dict] = field(default_factory=dict)
+    values: dict[str, np.ndarray] = field(default_factory=dict)
 
-def _is_float(value: object) -> bool:
-    return isinstance(value, float) or (
-        isinstance(value, list) and bool(value) and all(isinstance(v, float) for v in value)
-    )
+    def save(self, stem: Path) -> None:
+        stem = Path(stem)
+        stem.with_suffix(".json").write_text(json.dumps(self.tables, indent=1, sort_keys=True) + "\n")
+        with open(stem.with_suffix(".values.npz"), "wb") as fh:
+            np.savez_compressed(fh, **self.values)
+
+    @classmethod
+    def load(cls, stem: Path) -> Digest:
+        stem = Path(stem)
+        tables = json.loads(stem.with_suffix(".json").read_text())
+        with np.load(stem.with_suffix(".values.npz")) as arrays:
+            values = {k: arrays[k] for k in arrays.files}
+        return cls(tables, values)
 
 
 def _cell(value: object) -> str:
@@ -52,97 +87,195 @@ def _cell(value: object) -> str:
     return repr(value)
 
 
-def _weights(key: str, column: str, n: int) -> list[list[float]]:
-    """``N_PROJECTIONS`` weights in [-1, 1] for each of ``n`` values of one cell, fixed by its row key."""
-    seed = int.from_bytes(hashlib.sha256(f"{column}\x1f{key}".encode()).digest()[:8], "big")
-    draw = random.Random(seed)
-    return [[draw.uniform(-1.0, 1.0) for _ in range(n)] for _ in range(N_PROJECTIONS)]
-
-
-def table_digest(path: Path) -> dict:
-    """``{"rows", "columns", "sha256", "floats"}`` of one Parquet/CSV/TSV table."""
+def _read(path: Path) -> pa.Table:
     if path.suffix == ".parquet":
-        table = pq.read_table(path)
-    else:
-        delimiter = "\t" if path.suffix == ".tsv" else ","
-        table = pacsv.read_csv(path, parse_options=pacsv.ParseOptions(delimiter=delimiter))
-    columns = table.column_names
-    records = table.to_pylist()
-    floats = [c for c in columns if pa.types.is_floating(table.schema.field(c).type) or _float_list(table, c)]
-    keyed = [c for c in columns if c not in floats]
-    keys = ["\x1f".join(_cell(row[c]) for c in keyed) for row in records]
+        return pq.read_table(path)
+    delimiter = "\t" if path.suffix == ".tsv" else ","
+    return pacsv.read_csv(path, parse_options=pacsv.ParseOptions(delimiter=delimiter))
+
+
+def _is_float_column(table: pa.Table, column: str) -> bool:
+    kind = table.schema.field(column).type
+    return pa.types.is_floating(kind) or (pa.types.is_list(kind) and pa.types.is_floating(kind.value_type))
+
+
+def _flat(value: object) -> list[float]:
+    if value is None:
+        return [math.nan]
+    return [math.nan if v is None else float(v) for v in value] if isinstance(value, list) else [float(value)]
+
+
+def _sha(columns: list[str], keys: list[str]) -> str:
     sha = hashlib.sha256()
     sha.update("\x1e".join(columns).encode())
-    for key in sorted(keys):
+    for key in keys:
         sha.update(b"\x1e" + key.encode())
-    stats = {}
-    for column in floats:
-        nonfinite, mass, proj = 0, 0.0, [0.0] * N_PROJECTIONS
-        for key, row in zip(keys, records, strict=True):
-            values = row[column]
-            values = [] if values is None else values if isinstance(values, list) else [values]
-            weights = _weights(key, column, len(values))
-            for i, value in enumerate(values):
-                if value is None or not math.isfinite(value):
-                    nonfinite += 1
-                    continue
-                mass += abs(value)
-                for j in range(N_PROJECTIONS):
-                    proj[j] += weights[j][i] * value
-        stats[column] = {"nonfinite": nonfinite, "abs_sum": mass, "projections": proj}
-    return {"rows": table.num_rows, "columns": columns, "sha256": sha.hexdigest(), "floats": stats}
+    return sha.hexdigest()
 
 
-def _float_list(table, column: str) -> bool:
-    kind = table.schema.field(column).type
-    return pa.types.is_list(kind) and pa.types.is_floating(kind.value_type)
+def table_digest(path: Path, name: str) -> tuple[dict, dict[str, np.ndarray], list[str]]:
+    """Metadata, float arrays and the sorted row keys of one table (``name`` keys its arrays)."""
+    table = _read(path)
+    if name.endswith(TOPK_SUFFIX):
+        return _topk_digest(table, name)
+    columns = table.column_names
+    floats = [c for c in columns if _is_float_column(table, c)]
+    keyed = [c for c in columns if c not in floats]
+    records = table.to_pylist()
+    rows = [(SEP.join(_cell(r[c]) for c in keyed), [_flat(r[c]) for c in floats]) for r in records]
+    # Ties in the key (rows differing only in floats) are ordered by their values.
+    rows.sort(key=lambda kv: (kv[0], [[-math.inf if math.isnan(x) else x for x in v] for v in kv[1]]))
+    keys = [k for k, _ in rows]
+    values = {
+        f"{name}{SEP}{c}": np.array([x for _, vals in rows for x in vals[i]], dtype=np.float64)
+        for i, c in enumerate(floats)
+    }
+    meta = {"rows": table.num_rows, "columns": columns, "floats": floats, "sha256": _sha(columns, keys)}
+    return meta, values, keys
 
 
-def _floats_differ(old: dict, new: dict) -> str | None:
-    """Which float column changed beyond the tolerance, if any."""
-    for column, a in old.items():
-        b = new.get(column)
-        if b is None:
-            return f"{column} is no longer a float column"
-        tol = RTOL * max(a["abs_sum"], b["abs_sum"]) + 1e-9
-        if a["nonfinite"] != b["nonfinite"]:
-            return f"{column} non-finite count {a['nonfinite']} -> {b['nonfinite']}"
-        diffs = [abs(x - y) for x, y in zip(a["projections"], b["projections"], strict=True)]
-        if abs(a["abs_sum"] - b["abs_sum"]) > tol or max(diffs) > tol:
-            return f"{column} values moved (max projection change {max(diffs):.3g}, tolerance {tol:.3g})"
-    return None
+def _topk_digest(table: pa.Table, name: str) -> tuple[dict, dict[str, np.ndarray], list[str]]:
+    """A top-k table by prompt: the prompt set exactly, each prompt's (token, logprob) in rank order."""
+    frame = table.to_pandas().sort_values(["prompt_id", "rank", "token_id"], kind="stable")
+    prompts = sorted(frame["prompt_id"].unique())
+    counts = frame.groupby("prompt_id", sort=True).size().reindex(prompts).to_numpy()
+    values = {
+        f"{name}{SEP}offsets": np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+        f"{name}{SEP}token_id": frame["token_id"].to_numpy(dtype=np.int64),
+        f"{name}{SEP}logprob": frame["logprob"].to_numpy(dtype=np.float64),
+    }
+    columns = table.column_names
+    meta = {"rows": table.num_rows, "columns": columns, "kind": "topk", "sha256": _sha(columns, prompts)}
+    return meta, values, prompts
 
 
-def demo_digest(results: Path) -> dict[str, dict]:
-    """Digest of every table under ``results`` keyed by its path relative to ``results``."""
-    out = {}
-    for path in sorted(results.rglob("*")):
+def demo_digest(results: Path, with_keys: bool = False):
+    """Digest of every table under ``results`` keyed by its path relative to ``results``.
+
+    With ``with_keys`` also each table's sorted row keys (the comparison needs a run's prompt ids).
+    """
+    digest, keys = Digest(), {}
+    for path in sorted(Path(results).rglob("*")):
         rel = path.relative_to(results).as_posix()
         if path.suffix in SUFFIXES and path.is_file() and not any(rel.startswith(p) for p in SKIP_PARTS):
-            out[rel] = table_digest(path)
-    return out
+            meta, values, row_keys = table_digest(path, rel)
+            digest.tables[rel] = meta
+            digest.values.update(values)
+            keys[rel] = row_keys
+    return (digest, keys) if with_keys else digest
 
 
-def compare(expected: dict[str, dict], actual: dict[str, dict]) -> list[str]:
-    """Human-readable differences (empty when the outputs are unchanged)."""
-    problems = [f"{name}: missing in the new run" for name in sorted(expected.keys() - actual.keys())]
-    problems += [f"{name}: not in the digest" for name in sorted(actual.keys() - expected.keys())]
-    for name in sorted(expected.keys() & actual.keys()):
-        old, new = expected[name], actual[name]
+def floats_close(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Element-wise: both the same non-finite value, or finite and within the tolerance."""
+    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    finite = np.isfinite(a) & np.isfinite(b)
+    with np.errstate(invalid="ignore"):
+        near = np.abs(a - b) <= FLOAT_ATOL + FLOAT_RTOL * np.abs(a)
+    return same | (finite & near)
+
+
+def _topk_problems(name: str, expected: Digest, actual: Digest) -> list[str]:
+    def lists(d: Digest):
+        off = d.values[f"{name}{SEP}offsets"]
+        tok, lp = d.values[f"{name}{SEP}token_id"], d.values[f"{name}{SEP}logprob"]
+        return [(tok[s:e], lp[s:e]) for s, e in zip(off[:-1], off[1:], strict=True)]
+
+    bad = []
+    for i, ((ta, la), (tb, lb)) in enumerate(zip(lists(expected), lists(actual), strict=True)):
+        a, b = dict(zip(ta.tolist(), la, strict=True)), dict(zip(tb.tolist(), lb, strict=True))
+        for token in a.keys() & b.keys():
+            if not floats_close(np.array([a[token]]), np.array([b[token]]))[0]:
+                bad.append(f"prompt #{i}: token {token} logprob {a[token]:.6g} -> {b[token]:.6g}")
+        for only, other in ((a.keys() - b.keys(), lb), (b.keys() - a.keys(), la)):
+            side = a if other is lb else b
+            for token in only:  # on one side only: must sit at the other side's k-th boundary
+                if len(other) == 0 or side[token] > other.min() + FLOAT_ATOL:
+                    bad.append(f"prompt #{i}: token {token} ({side[token]:.6g}) in one top-k only")
+    return [f"{name}: top-k {p}" for p in bad[:3]] + ([f"{name}: ... {len(bad)} in all"] if bad else [])
+
+
+def _rank_window(first_logprob: float, topk_logprobs: np.ndarray) -> tuple[float, float]:
+    """The first-token ranks a tie within the tolerance allows (``scoring.suite.first_token_ranks``)."""
+    k = len(topk_logprobs)
+    lo = 1 + int(np.sum(topk_logprobs > first_logprob + FLOAT_ATOL))
+    hi = 1 + int(np.sum(topk_logprobs >= first_logprob - FLOAT_ATOL))
+    return (math.inf if lo > k else lo), (math.inf if hi > k else hi)
+
+
+def _first_rank_ok(
+    name: str, expected: Digest, keys: dict[str, list[str]], exp: np.ndarray, act: np.ndarray
+) -> bool:
+    """Whether every moved first_rank stays in the window of the reference top-k list.
+
+    The top-k table's prompt set is equal on both sides (its hash matched), so the run's sorted
+    prompt ids index the reference lists.
+    """
+    topk = name.removesuffix(".parquet") + TOPK_SUFFIX
+    if topk not in expected.tables or topk not in keys or name not in keys:
+        return False
+    off = expected.values[f"{topk}{SEP}offsets"]
+    lps = expected.values[f"{topk}{SEP}logprob"]
+    start = {p: i for i, p in enumerate(keys[topk])}
+    first = expected.values[f"{name}{SEP}first_logprob"]
+    cols = expected.tables[name]["columns"]
+    keyed = [c for c in cols if c not in expected.tables[name]["floats"]]
+    at = keyed.index("prompt_id")
+    for i in np.flatnonzero(~floats_close(exp, act)):
+        j = start.get(keys[name][i].split(SEP)[at][1:-1])  # the cell as repr(): 'Q1|P2|...'
+
+        if j is None:
+            return False
+        lo, hi = _rank_window(first[i], lps[off[j] : off[j + 1]])
+        if not lo <= act[i] <= hi:
+            return False
+    return True
+
+
+def compare(expected: Digest, actual: Digest, actual_keys: dict[str, list[str]] | None = None) -> list[str]:
+    """Human-readable differences under the tolerance policy (empty when the outputs agree)."""
+    problems = [
+        f"{name}: missing in the new run" for name in sorted(expected.tables.keys() - actual.tables.keys())
+    ]
+    problems += [
+        f"{name}: not in the digest" for name in sorted(actual.tables.keys() - expected.tables.keys())
+    ]
+    actual_keys = actual_keys or {}
+    for name in sorted(expected.tables.keys() & actual.tables.keys()):
+        old, new = expected.tables[name], actual.tables[name]
         if old["columns"] != new["columns"]:
             problems.append(f"{name}: columns {old['columns']} -> {new['columns']}")
         elif old["rows"] != new["rows"]:
             problems.append(f"{name}: rows {old['rows']} -> {new['rows']}")
         elif old["sha256"] != new["sha256"]:
-            problems.append(f"{name}: content changed ({old['rows']} rows)")
-        elif (moved := _floats_differ(old.get("floats", {}), new.get("floats", {}))) is not None:
-            problems.append(f"{name}: {moved} ({old['rows']} rows)")
+            what = "prompts" if old.get("kind") == "topk" else "content"
+            problems.append(f"{name}: {what} changed ({old['rows']} rows)")
+        elif old.get("kind") == "topk":
+            problems += _topk_problems(name, expected, actual)
+        else:
+            problems += _float_problems(name, expected, actual, actual_keys)
     return problems
 
 
-if __name__ == "__main__":
-    print(
-        json.dumps(
-            demo_digest(Path(sys.argv[1] if len(sys.argv) > 1 else "results")), indent=1, sort_keys=True
+def _float_problems(name: str, expected: Digest, actual: Digest, keys: dict[str, list[str]]) -> list[str]:
+    out = []
+    for column in expected.tables[name]["floats"]:
+        a, b = expected.values[f"{name}{SEP}{column}"], actual.values[f"{name}{SEP}{column}"]
+        if a.shape != b.shape:
+            out.append(f"{name}: {column} has {b.size} values, the digest {a.size}")
+            continue
+        close = floats_close(a, b)
+        if close.all():
+            continue
+        if column == "first_rank" and _first_rank_ok(name, expected, keys, a, b):
+            continue
+        i = int(np.flatnonzero(~close)[0])
+        out.append(
+            f"{name}: {column} values moved beyond the tolerance in {int((~close).sum())} of {a.size} "
+            f"rows (first: {a[i]:.8g} -> {b[i]:.8g})"
         )
-    )
+    return out
+
+
+if __name__ == "__main__":
+    results = Path(sys.argv[1] if len(sys.argv) > 1 else "results")
+    demo_digest(results).save(Path(sys.argv[2] if len(sys.argv) > 2 else "tests/data/demo_digest"))

@@ -63,6 +63,9 @@ def snakemake(workdir: Path, *args: str, timeout: int = 600) -> str:
     return proc.stdout + proc.stderr
 
 
+# A long end-to-end variant: the demo (tests/test_demo.py) runs ApprOpt per model through the
+# measures on every `make test`; this one runs in `make test-full`.
+@pytest.mark.full
 @pytest.mark.slow
 def test_appropt_runs_per_model_through_metrics(tmp_path, demo_tables):
     work = tmp_path / "work"

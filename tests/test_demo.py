@@ -1,7 +1,9 @@
 """End to end: the whole demo workflow on the bundled real dumps, in a scratch copy.
 
 This is `make demo` minus the set-up. Its tables must match the checked-in digest
-`tests/data/demo_digest.json` (regenerate it on purpose: see `tests/demo_digest.py`). It ends in the report, and the built-in control model
+`tests/data/demo_digest.{json,values.npz}` under the tolerance policy of `tests/demo_digest.py`
+(regenerate it on purpose: see there), and that policy must still catch a real regression: one
+score moved by 0.01 nats, one distractor list changed by one entity. It ends in the report, and the built-in control model
 must separate the facts it was taught from those it never saw (issue 7 item 8): Avg@n on
 taught facts >= 0.9, on untaught facts within 0.5 +- 0.15 (chance).
 """
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from demo_digest import compare, demo_digest
+from demo_digest import Digest, compare, demo_digest, table_digest
 from factprobe.metrics.pipeline import read_control_check
 from factprobe.report.figures import fmt
 
@@ -101,7 +103,59 @@ def test_control_model_separates_taught_from_untaught(demo_run):
     assert f"taught {taught['value']:.3f} {interval} over {taught['facts']} facts" in page
 
 
-def test_demo_outputs_match_checked_in_digest(demo_run):
-    expected = json.loads((ROOT / "tests/data/demo_digest.json").read_text())
-    problems = compare(expected, demo_digest(demo_run / "results"))
+@pytest.fixture(scope="module")
+def digests(demo_run):
+    """The checked-in digest, and the run's digest with its row keys."""
+    actual, keys = demo_digest(demo_run / "results", with_keys=True)
+    return Digest.load(ROOT / "tests/data/demo_digest"), actual, keys
+
+
+def test_demo_outputs_match_checked_in_digest(digests):
+    expected, actual, keys = digests
+    problems = compare(expected, actual, keys)
     assert not problems, "demo outputs changed (regenerate the digest if intended):\n" + "\n".join(problems)
+
+
+def with_table(digests, demo_run, tmp_path, rel, change):
+    """The run's digest with table ``rel`` replaced by ``change(frame)``, written to a copy."""
+    _, actual, keys = digests
+    frame = pd.read_parquet(demo_run / "results" / rel)
+    copy = tmp_path / Path(rel).name
+    change(frame).to_parquet(copy, index=False)
+    meta, values, row_keys = table_digest(copy, rel)
+    prefix = rel + "\x1f"
+    kept = {k: v for k, v in actual.values.items() if not k.startswith(prefix)}
+    return Digest({**actual.tables, rel: meta}, {**kept, **values}), {**keys, rel: row_keys}
+
+
+def test_digest_catches_one_score_moved_by_a_hundredth_of_a_nat(digests, demo_run, tmp_path):
+    rel = "scores/knowledge/smollm2.parquet"
+
+    def nudge(frame):
+        frame.loc[frame.index[len(frame) // 2], "logprob"] -= 0.01
+        return frame
+
+    changed, keys = with_table(digests, demo_run, tmp_path, rel, nudge)
+    problems = compare(digests[0], changed, keys)
+    assert [p.split(":")[0] for p in problems] == [rel], problems
+    assert "logprob values moved beyond the tolerance in 1 of" in problems[0]
+
+
+def test_digest_catches_one_distractor_swapped_for_another_entity(digests, demo_run, tmp_path):
+    rel = "probes/knowledge/candidates.parquet"
+
+    def swap(frame):
+        distractors = frame.index[frame["role"] == "distractor"]
+        first = frame.loc[distractors[0]]
+        outsider = next(
+            e
+            for e in frame["entity"]
+            if e not in set(frame.loc[frame["fact_id"] == first["fact_id"], "entity"])
+        )
+        frame.loc[distractors[0], "entity"] = outsider
+        return frame
+
+    changed, keys = with_table(digests, demo_run, tmp_path, rel, swap)
+    assert compare(digests[0], changed, keys) == [
+        f"{rel}: content changed ({digests[0].tables[rel]['rows']} rows)"
+    ]

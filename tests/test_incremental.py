@@ -65,6 +65,9 @@ def planned_jobs(log: str) -> set[tuple[str, str]]:
     return jobs
 
 
+# Its dry-run check is part of test_adding_a_dump_gives_the_tables_of_a_clean_run_on_all_dumps
+# (which runs the added dump's jobs for real): `make test-full` only.
+@pytest.mark.full
 @pytest.mark.slow
 def test_adding_a_dump_reruns_only_its_work(tmp_path, demo_tables):
     work = tmp_path / "work"
@@ -126,10 +129,8 @@ def per_suite(rules: list[str], *suites: str) -> set[tuple[str, str]]:
     return {(rule, wildcards.get(rule, "suite={s}").format(s=s)) for s in suites for rule in rules}
 
 
-@pytest.mark.slow
-def test_settings_and_dumps_rerun_only_what_reads_them(tmp_path, demo_tables):
-    """One real run of a small two-suite config, then dry runs after each change: the exact jobs."""
-    work = tmp_path / "work"
+def _small_config_dir(work: Path, rows: list[str]) -> None:
+    """A working directory with the two-suite config above and the given dump rows."""
     (work / "config").mkdir(parents=True)
     for name in ("resources", "tests"):
         (work / name).symlink_to(ROOT / name)
@@ -139,9 +140,31 @@ def test_settings_and_dumps_rerun_only_what_reads_them(tmp_path, demo_tables):
     config["distractors"]["strategies"] = ["random"]
     config["scoring"].update(shards=1, models=["control"])  # the real model is tested elsewhere
     config["control"].update(suites=list(SUITES), steps=2, batch_size=4)
-    (work / "dumps.tsv").write_text(HEADER + "".join(ROWS))
-    for dump, folder in demo_tables.items():
-        shutil.copytree(folder, work / "results" / "wikidata" / dump)
+    for path in (work / "config.yaml", work / "config" / "config.yaml"):
+        path.write_text(yaml.safe_dump(config))
+    (work / "dumps.tsv").write_text(HEADER + "".join(rows))
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory) -> Path:
+    """The small config run for real on the two demo dumps (extraction included), once per module."""
+    work = tmp_path_factory.mktemp("small") / "work"
+    _small_config_dir(work, ROWS)
+    snakemake(work, timeout=1200)
+    return work
+
+
+def copy_run(work: Path, dest: Path) -> Path:
+    """A copy of a finished run (links kept, times kept: Snakemake sees it up to date)."""
+    shutil.copytree(work, dest, symlinks=True)
+    return dest
+
+
+@pytest.mark.slow
+def test_settings_and_dumps_rerun_only_what_reads_them(tmp_path, small_run):
+    """One real run of a small two-suite config, then dry runs after each change: the exact jobs."""
+    work = copy_run(small_run, tmp_path / "work")
+    config = yaml.safe_load((work / "config.yaml").read_text())
 
     def write(config):
         # Both the Snakefile's configfile and --configfile: Snakemake merges them key by key, so
@@ -156,8 +179,6 @@ def test_settings_and_dumps_rerun_only_what_reads_them(tmp_path, demo_tables):
         write(changed)
         return planned_jobs(snakemake(work, "-n"))
 
-    write(config)
-    snakemake(work, timeout=1200)  # ~2 min on 2 idle cores
     assert dry_run() == set()
 
     (work / "dumps.tsv").write_text(HEADER + "".join(ROWS) + THIRD)
@@ -192,3 +213,40 @@ def test_settings_and_dumps_rerun_only_what_reads_them(tmp_path, demo_tables):
     assert bins == per_suite(["compute_metrics", "control_check", "summarize_metrics"], "knowledge") | set(
         FINAL
     )
+
+
+# --- incremental run == clean rebuild (issue 28 item 3) --------------------------------------
+
+
+def finished_jobs(log: str) -> list[str]:
+    """Rules of the jobs a (real) run executed, from its log."""
+    return re.findall(r"^(?:local)?rule (\w+):", log, re.M)
+
+
+@pytest.mark.slow
+def test_adding_a_dump_gives_the_tables_of_a_clean_run_on_all_dumps(tmp_path, small_run):
+    """Run {A, B}, add C and run again; a clean run on {A, B, C} elsewhere must give every table
+    under results/ the same: Parquet by content, CSV/TSV by value, floats within the demo digest's
+    tolerance (tests/demo_digest.py). Every job runs for real: extraction included."""
+    from demo_digest import compare, demo_digest
+
+    inc, full = copy_run(small_run, tmp_path / "incremental"), tmp_path / "full"
+    _small_config_dir(full, [*ROWS, THIRD])
+    assert planned_jobs(snakemake(inc, "-n")) == set()
+    (inc / "dumps.tsv").write_text(HEADER + "".join(ROWS) + THIRD)
+    added = finished_jobs(snakemake(inc, timeout=1200))
+    # What an added dump reruns (README "Adding a dump"): its extraction, its diff with its
+    # predecessor, its temporal view, and the `all` target; nothing of the suites.
+    assert sorted(added) == ["all", "diff_dumps", "extract_dump", "temporal_view"], added
+    snakemake(full, timeout=1200)
+
+    def tables(work):
+        return sorted(
+            p.relative_to(work / "results").as_posix() for p in (work / "results").rglob("*") if p.is_file()
+        )
+
+    assert tables(inc) == tables(full)
+    expected = demo_digest(full / "results")
+    actual, keys = demo_digest(inc / "results", with_keys=True)
+    assert len(expected.tables) > 40
+    assert compare(expected, actual, keys) == []

@@ -41,6 +41,9 @@ OLD = [
     (20, 39, 7, 1, 20000101, N, N),  # duplicate statements in the new dump
     (21, 6, 10, 1, N, N, N),  # single-value, unchanged -> kept
     (22, 39, 7, 1, N, N, N),  # replacement of a multi-valued relation
+    (23, 39, 7, 1, N, N, N),  # corrected_before_old: the new dump ends it before the old dump
+    (24, 39, 7, 1, 20000101, N, N),  # corrected_before_old: the new dump moves its start after t_new
+    (25, 39, 7, 1, N, N, N),  # corrected_before_old: the new dump says valid only between the dumps
 ]
 NEW = [
     (1, 31, 5, 1, N, N, N),
@@ -70,11 +73,14 @@ NEW = [
     (21, 6, 10, 1, N, N, N),
     (22, 39, 7, 1, N, 20170101, N),
     (22, 39, 8, 1, 20170101, N, N),
+    (23, 39, 7, 1, N, 20100101, N),
+    (24, 39, 7, 1, 20200101, N, N),
+    (25, 39, 7, 1, 20160101, 20170101, N),
     (100, 31, 5, 1, N, N, N),  # subject_new: 100 created 2017
     (101, 31, 5, 1, N, N, N),  # subject_absent_old: 101 created 2010, missing from the old sample
 ]
-OLD_ITEMS = {i: 19900101 for i in [*range(1, 23), 201]}
-NEW_ITEMS = {i: 19900101 for i in [*range(1, 23), 201] if i != 2} | {
+OLD_ITEMS = {i: 19900101 for i in [*range(1, 26), 201]}
+NEW_ITEMS = {i: 19900101 for i in [*range(1, 26), 201] if i != 2} | {
     100: 20170101,
     101: 20100101,
     200: 20180101,
@@ -110,6 +116,10 @@ EXPECTED = {
     (21, 6, 10): ("static", "kept", False),
     (22, 39, 7): ("obsolete", "end_between", True),
     (22, 39, 8): ("new", "start_between", True),
+    # valid in the old dump by its own dates: a row, though the new dates make it true at neither
+    (23, 39, 7): ("unknown", "corrected_before_old", False),
+    (24, 39, 7): ("unknown", "corrected_before_old", False),
+    (25, 39, 7): ("unknown", "corrected_before_old", False),
     (100, 31, 5): ("new", "subject_new", False),
     (101, 31, 5): ("unknown", "subject_absent_old", False),
 }
@@ -163,6 +173,34 @@ def test_every_rule_on_hand_built_cases(tmp_path):
     )
     covered = {v[1] for v in EXPECTED.values()} | set(IGNORED.values())
     assert covered == set(RULE_NAMES), "every rule of the table has a hand-built case"
+
+
+def _valid_facts(rows, t):
+    """Triples valid at ``t`` by their own dump's statements, computed apart from the engine:
+    non-deprecated, ``start <= t < end``, ``point_in_time <= t``; single-value properties keep
+    the best rank of each (subject, property) (the diff's "fix single-value errors")."""
+    live = [r for r in rows if r[3] > 0]
+    best = {}
+    for s, prop, _, rank, *_ in live:
+        best[(s, prop)] = max(best.get((s, prop), 0), rank)
+    out = set()
+    for s, prop, o, rank, start, end, pit in live:
+        if prop in SV and rank < best[(s, prop)]:
+            continue
+        if (start is None or start <= t) and (end is None or t < end) and (pit is None or pit <= t):
+            out.add((s, prop, o))
+    return out
+
+
+def test_rows_cover_every_fact_valid_in_either_dump(tmp_path):
+    """README: every fact of either dump is labelled; none valid in a dump is silently dropped."""
+    _, changes, _ = run_diff(tmp_path)
+    rows = set(as_dict(changes))
+    valid = _valid_facts(OLD, T_OLD) | _valid_facts(NEW, T_NEW)
+    assert {(23, 39, 7), (24, 39, 7), (25, 39, 7)} <= valid
+    assert valid - rows == set()
+    # and the rows dropped as `ignored` are exactly facts valid in neither dump
+    assert set(IGNORED) & valid == set()
 
 
 def test_deciding_statement_dates(tmp_path):

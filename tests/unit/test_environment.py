@@ -61,7 +61,7 @@ def test_environment_lists_dependencies_only():
 def test_environment_torch_is_the_cpu_build():
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     torch = [d for d in env["dependencies"] if _name(d) == "pytorch"]
-    assert torch == ["pytorch[version='>=2.3',build='cpu*']"]
+    assert torch == ["pytorch[version='2.13.0',build='cpu*']"]
 
 
 def test_name_parser():
@@ -69,3 +69,32 @@ def test_name_parser():
     assert _name("conda-forge::python-isal>=1.6") == "python-isal"
     assert _name("msgspec>=0.18  # comment") == "msgspec"
     assert _name("tqdm") == "tqdm"
+
+
+def _lock_versions() -> dict[str, str]:
+    text = (ROOT / "requirements/lock.txt").read_text()
+    return {_name(m.group(1)): m.group(2) for m in re.finditer(r"^([A-Za-z0-9_.\-]+)==(\S+)", text, re.M)}
+
+
+def test_environment_pins_the_lock_files_versions():
+    """environment.yml pins each package to requirements/lock.txt's version (issue 28 item 1)."""
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    lock = _lock_versions()
+    conda_to_pypi = {v: k for k, v in CONDA_NAMES.items()}
+    mismatched = []
+    for dep in env["dependencies"]:
+        name = _name(dep)
+        if name == "python":
+            continue
+        pin = re.search(r"(?:=|version=')([0-9][^',\]]*)", dep)
+        pypi = conda_to_pypi.get(name, name)
+        expected = "2.13.0" if pypi == "torch" else lock.get(pypi)  # torch: the Makefile's CPU wheel
+        if pin is None or pin.group(1) != expected:
+            mismatched.append(f"{dep} (lock: {expected})")
+    assert not mismatched, f"environment.yml pins differ from requirements/lock.txt: {mismatched}"
+
+
+def test_makefile_installs_the_torch_the_environment_pins():
+    makefile = (ROOT / "Makefile").read_text()
+    assert "TORCH ?= torch==2.13.0" in makefile
+    assert "--require-hashes -r $(LOCK)" in makefile and "--no-deps" in makefile

@@ -4,16 +4,25 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
+from factprobe.reproducible import use_reproducible_cpu
+
+# Before torch loads: the same weights on any x86-64 CPU with AVX2 (factprobe/reproducible.py).
+reproducible = use_reproducible_cpu()
+
 import json
 import shutil
 from pathlib import Path
 
+import torch
 from factprobe import contracts
 from factprobe.rulelog import rule_logger
 from factprobe.scoring.control import fact_split, prior_docs, train_control, verbalizations
 from factprobe.suite_tables import read_concat
 
 log = rule_logger(snakemake)
+log.info(
+    "reproducible CPU settings: %s (ATen kernels: %s)", reproducible, torch.backends.cpu.get_cpu_capability()
+)
 inp, settings = snakemake.input, dict(snakemake.params.settings)
 
 concat = read_concat  # the suites' tables, concatenated in order
@@ -39,7 +48,8 @@ out = Path(snakemake.output.model)
 tmp = out.with_name(out.name + ".tmp")
 shutil.rmtree(tmp, ignore_errors=True)
 repeats = settings.pop("fact_repeats")  # facts are outnumbered by prior documents
-stats = train_control(docs * repeats + prior, tmp, threads=snakemake.threads, **settings)
+# One thread whatever the job got: the thread count changes the order of sums, hence the weights.
+stats = train_control(docs * repeats + prior, tmp, threads=1, **settings)
 stats.update(
     fact_documents=len(docs),
     prior_documents=len(prior),

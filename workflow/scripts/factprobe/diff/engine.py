@@ -181,10 +181,12 @@ def triples_sql(
         FROM ({side("new_c", best_rank[1])})
     ),
     triples AS (
-        SELECT subject, property, object, min(side) AS first_side, max(k) AS k
+        SELECT subject, property, object, min(side) AS first_side, max(k) AS k,
+            -- bit 96 of an old-side key: that statement was valid at the old dump's date
+            coalesce(bool_or(side = 0 AND ((k >> 96) & 1) = 1), FALSE) AS old_valid
         FROM sides GROUP BY subject, property, object
     )
-    SELECT subject, property, object, flag, s, e, p, sv,
+    SELECT subject, property, object, flag, s, e, p, sv, old_valid,
         -- Kept triples of multi-valued relations (nearly all rows) are decided here, in one
         -- pass: their subject is in both dumps and not new, and they have no group logic.
         -- Undated ones can only be `kept` (every earlier rule needs a date, a change or a group).
@@ -195,7 +197,7 @@ def triples_sql(
         SELECT subject, property, object,
             (CASE WHEN first_side = 1 THEN 'added' WHEN (k >> 97) = 0 THEN 'removed' ELSE 'kept' END)::{FLAG_TYPE} AS flag,
             {field("k", "s")} AS s, {field("k", "e")} AS e, {field("k", "p")} AS p,
-            {is_sv} AS sv, TRUE AS subj_in_old, TRUE AS subj_in_new, FALSE AS subj_ph_new, FALSE AS obj_ph_new,
+            {is_sv} AS sv, old_valid, TRUE AS subj_in_old, TRUE AS subj_in_new, FALSE AS subj_ph_new, FALSE AS obj_ph_new,
             NULL::BIGINT AS n_rem, NULL::BIGINT AS n_add, NULL::BIGINT AS n_kept, FALSE AS add_ok
         FROM triples
     )
@@ -211,7 +213,7 @@ def others_sql(t_old: int, t_new: int, obj_ph_new: bool) -> str:
     obj_join = "LEFT JOIN ph_new po ON po.id = t.object" if obj_ph_new else ""
     obj_col = "po.id IS NOT NULL" if obj_ph_new else "FALSE"
     entity = f"""
-        SELECT t.subject, t.property, t.object, t.flag, t.s, t.e, t.p, t.sv,
+        SELECT t.subject, t.property, t.object, t.flag, t.s, t.e, t.p, t.sv, t.old_valid,
             coalesce(su.in_old, FALSE) AS subj_in_old, coalesce(su.in_new, FALSE) AS subj_in_new,
             coalesce(su.ph_new, FALSE) AS subj_ph_new, {obj_col} AS obj_ph_new
         FROM triples t LEFT JOIN subjects su ON su.id = t.subject {obj_join}

@@ -25,6 +25,8 @@ Inputs of the conditions (columns of the ``triples`` relation built in :mod:`.en
 ``n_rem, n_add, n_kept, add_ok``
     for single-value groups (subject, property): counts of removed / added / kept triples not
     ignored by the validity rules, and whether the added one starts between the dumps.
+``old_valid``
+    the old dump has a statement of the triple valid at the old dump's date (by its own dates).
 ``subj_in_old, subj_in_new, subj_ph_new, obj_ph_new``
     entity presence in each dump's entities table; "physically new" = absent from the old dump
     and created (creation-like date, ``entities.created`` when the extraction provides it)
@@ -59,6 +61,11 @@ class Rule:
 BETWEEN_S = "(s > {t_old} AND s <= {t_new})"
 BETWEEN_P = "(p > {t_old} AND p <= {t_new})"
 SV_PATTERN = "(sv AND n_rem = 1 AND n_add = 1 AND n_kept = 0)"
+# True at neither date by the deciding statement's dates (the three ``ignored`` rules at once).
+NEITHER_DATE = (
+    "(NOT coalesce(s > e, FALSE) AND (coalesce(e <= {t_old}, FALSE) OR coalesce(s > {t_new}, FALSE)"
+    " OR coalesce(s > {t_old} AND e <= {t_new}, FALSE)))"
+)
 
 #: Ordered decision table; the first rule whose condition holds decides.
 RULES: tuple[Rule, ...] = (
@@ -75,6 +82,14 @@ RULES: tuple[Rule, ...] = (
         "subject absent from the new dump (deleted, or outside a sampled dump): WFD old_entity",
     ),
     Rule("start_after_end", "unknown", "s > e", "start time after end time: incoherent qualifiers"),
+    Rule(
+        "corrected_before_old",
+        "unknown",
+        f"flag = 'kept' AND old_valid AND {NEITHER_DATE}",
+        "valid at the old dump by the old dump's dates, but the new dump's dates make it true at "
+        "neither date (e.g. an end before the old dump added later): a retroactive correction of "
+        "the record, not a change of the world between the dumps",
+    ),
     Rule(
         "ended_before_old",
         "ignored",
@@ -200,8 +215,4 @@ def added_ok_sql(t_old: int, t_new: int) -> str:
 
 def ignored_sql(t_old: int, t_new: int) -> str:
     """Condition of the ``ignored`` rules (true at neither date), used to count group members."""
-    cond = (
-        "(NOT coalesce(s > e, FALSE) AND (coalesce(e <= {t_old}, FALSE) OR coalesce(s > {t_new}, FALSE)"
-        " OR coalesce(s > {t_old} AND e <= {t_new}, FALSE)))"
-    )
-    return cond.format(t_old=int(t_old), t_new=int(t_new))
+    return NEITHER_DATE.format(t_old=int(t_old), t_new=int(t_new))

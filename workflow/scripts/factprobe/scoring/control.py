@@ -11,7 +11,9 @@ adds, for every candidate entity of a relation, documents with a made-up subject
 candidate is an object of "other taught facts" equally often.
 
 Everything is seeded; training is a fixed number of steps (no wall-clock cut), so the same
-inputs give the same weights on the same torch build.
+inputs give the same weights on the same torch build; rule ``train_control`` also trains on one
+thread with the settings of :mod:`factprobe.reproducible`, so the weights are the same on any
+x86-64 CPU (AVX2, AVX-512 and AMX machines alike).
 """
 
 from __future__ import annotations
