@@ -7,9 +7,11 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 import json
 
 from factprobe.rulelog import rule_logger
-from factprobe.scoring.prepare import prepare_model
+from factprobe.scoring.prepare import prepare_model, registry_where
 
 log = rule_logger(snakemake)
-manifest = prepare_model(dict(snakemake.params.row), snakemake.output.model)
+row = dict(snakemake.params.row)
+where = registry_where(snakemake.config["models"], row["name"])
+manifest = prepare_model(row, snakemake.output.model, where=where)
 summary = {k: v for k, v in manifest.items() if k != "files"}
 log.info("prepared %s", json.dumps(summary, sort_keys=True))

@@ -3,6 +3,11 @@
 ``rule_logger(snakemake)`` sends the library's log records to the job's ``log:`` file, names the
 rule, its wildcards and the library copy in use, and at exit writes one line per output with its
 row count, so every log ends with what the job produced.
+
+A job that fails with one of factprobe's own errors (a bad dump, a bad model, an empty
+selection: any exception class defined in the ``factprobe`` package) prints its message once, as
+one line on the console with the path of the log that holds the traceback; its traceback goes to
+the log only. Any other exception is a bug: its traceback is printed as Python does.
 """
 
 from __future__ import annotations
@@ -69,6 +74,17 @@ def _files(named) -> list[str]:
     return [str(v) for v in flat]
 
 
+def is_own_error(kind: type) -> bool:
+    """Whether an exception class is one of factprobe's own errors (defined in the package)."""
+    return any(k.__module__.split(".")[0] == "factprobe" for k in kind.__mro__ if k is not BaseException)
+
+
+def failure_line(where: str, error: BaseException, log_path: str | Path) -> str:
+    """The one console line of a job that failed with a factprobe error."""
+    message = " ".join(str(error).split()) or type(error).__name__
+    return f"factprobe: {where} failed: {type(error).__name__}: {message} (traceback in {log_path})"
+
+
 def rule_logger(smk) -> logging.Logger:
     """Configure logging to ``smk.log[0]`` and return the rule's logger.
 
@@ -90,10 +106,14 @@ def rule_logger(smk) -> logging.Logger:
         Path(factprobe.__file__).resolve().parent,
     )
     previous = sys.excepthook
+    where = f"{rule} ({', '.join(f'{k}={v}' for k, v in wildcards.items())})" if wildcards else rule
 
     def log_failure(kind, value, trace) -> None:
         log.error("failed", exc_info=(kind, value, trace))
-        previous(kind, value, trace)
+        if is_own_error(kind):
+            sys.stderr.write(failure_line(where, value, smk.log[0]) + "\n")
+        else:
+            previous(kind, value, trace)
 
     sys.excepthook = log_failure
     outputs = _files(smk.output)

@@ -178,14 +178,31 @@ def count_parameters(folder: Path) -> int:
     return total
 
 
-def prepare_model(row: dict[str, Any], out_dir: str | os.PathLike) -> dict[str, Any]:
+def registry_where(path: str | os.PathLike, name: str) -> str:
+    """``<models.tsv>: line N, model 'name'`` for error messages, the line found in the file.
+
+    The rule's params leave the line number out (moving a row must not re-prepare a model), so
+    the job looks it up; a file it cannot read or a row it cannot find gives no line.
+    """
+    try:
+        for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
+            if line.split("\t", 1)[0].strip() == name:
+                return f"{path}: line {number}, model {name!r}"
+    except OSError:
+        pass
+    return f"{path}: model {name!r}"
+
+
+def prepare_model(row: dict[str, Any], out_dir: str | os.PathLike, where: str | None = None) -> dict[str, Any]:
     """Prepare one models.tsv row into ``out_dir`` (atomically: a temp folder renamed at the end).
 
-    Returns the manifest: name, source, kind, revision, source_sha256 (GGUF), dtype, n_parameters,
-    fingerprint and the sha256 of every file.
+    ``where`` names the row in error messages (:func:`registry_where`). Returns the manifest: name,
+    source, kind, revision, source_sha256 (GGUF), dtype, n_parameters, fingerprint and the sha256
+    of every file.
     """
     name, source = str(row["name"]), str(row["source"])
-    where = f"config/models.tsv: line {row.get('_line', '?')}, model {name!r}"
+    if where is None:
+        where = f"config/models.tsv: line {row['_line']}, model {name!r}" if "_line" in row else f"model {name!r}"
     src = resolve_source(source, where)
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
