@@ -136,3 +136,37 @@ def test_cpu_job_asks_for_its_threads_and_no_gpu(submitted):
     assert option(args, "--cpus-per-task") == "1", args
     assert option(args, "--mem") == "4000", args
     assert option(args, "-t") == "60", args
+
+
+def test_profile_flag_is_refused_before_any_submission(tmp_path):
+    """`snakemake --profile profiles/slurm` (what Snakemake users type) would also load
+    profiles/default as the workflow profile (a one-GPU cap for the whole cluster run, CPU jobs
+    without their partition): it stops at start-up with the flag that is right, submitting nothing.
+    `--workflow-profile profiles/slurm` is the run of the fixture above (issue 30 item 1)."""
+    pytest.importorskip("snakemake_executor_plugin_slurm")
+    for name in ("config", "workflow", "resources", "tests", "profiles"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sbatch").write_text(FAKE_SBATCH.format(python=sys.executable))
+    (bin_dir / "sacct").write_text("#!/bin/sh\nexit 0\n")
+    for tool in ("sbatch", "sacct"):
+        (bin_dir / tool).chmod(0o755)
+    env = dict(
+        os.environ,
+        PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        FAKE_SBATCH_LOG=str(tmp_path / "sbatch.log"),
+        PWD=str(tmp_path),
+    )
+    proc = subprocess.run(
+        [str(SNAKEMAKE), "--profile", "profiles/slurm", "--retries", "0"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "run `snakemake --workflow-profile profiles/slurm` instead" in out, out[-3000:]
+    assert not (tmp_path / "sbatch.log").exists()

@@ -32,8 +32,19 @@ from factprobe.registry import (  # noqa: E402
 )
 from factprobe.wikidata.download import verify_local_dumps  # noqa: E402
 from factprobe.diskspace import input_scaled, input_size_mb  # noqa: E402
+from factprobe.profiles import auto_loaded_default, profile_mix_error  # noqa: E402
 
 SCHEMAS = WORKFLOW_ROOT / "workflow" / "schemas"
+
+# `--profile profiles/slurm` would run the cluster job with the local profile on top of it.
+_MIX = profile_mix_error(
+    sys.argv,
+    os.environ,
+    [Path("~/.config/snakemake").expanduser()],
+    auto_loaded_default(os.environ, Path.cwd()),
+)
+if _MIX is not None:
+    raise WorkflowError(_MIX)
 
 # Everything is validated here, at parse time, so bad config fails before any job runs.
 CFG = read_config(
