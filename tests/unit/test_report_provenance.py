@@ -12,6 +12,7 @@ from factprobe.report.provenance import (
     factprobe_version,
     model_records,
     read_manifest,
+    registry_path,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,3 +74,22 @@ def test_broken_manifest_names_the_file(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(ValueError, match="manifest.json: not valid JSON"):
         read_manifest(bad)
+
+
+def test_paths_under_the_workflow_or_working_directory_become_relative(tmp_path):
+    demo = str(ROOT / "resources/demo/wikidata-20141201-sample.json.bz2")
+    assert registry_path(demo, [tmp_path, ROOT]) == "resources/demo/wikidata-20141201-sample.json.bz2"
+    mine = str(tmp_path / "dumps" / "latest.json.gz")
+    assert registry_path(mine, [tmp_path, ROOT]) == "dumps/latest.json.gz"
+    assert registry_path("/data/wikidata/latest.json.gz", [tmp_path, ROOT]) == "/data/wikidata/latest.json.gz"
+    assert registry_path("relative/as/given.json", [tmp_path]) == "relative/as/given.json"
+
+
+def test_dump_records_use_the_registry_path_or_the_url(tmp_path):
+    rows = {
+        "20141201": {"path": str(ROOT / "resources/demo/a.json.bz2"), "checksum": "sha1:x"},
+        "20190201": {"path": "", "url": "https://example.org/b.json.gz"},
+    }
+    records = dump_records(rows, ["20190201", "20141201"], [tmp_path, ROOT])
+    assert [r["source"] for r in records] == ["resources/demo/a.json.bz2", "https://example.org/b.json.gz"]
+    assert records[0]["date"] == "2014-12-01" and records[0]["checksum"] == "sha1:x"

@@ -517,7 +517,7 @@ def report_provenance():
     return {
         "version": P.factprobe_version(SCRIPTS.parents[1]),
         "config_hash": P.config_hash(S.plain(CFG)),
-        "dumps": P.dump_records(DUMP_ROWS, used),
+        "dumps": P.dump_records(DUMP_ROWS, used, [Path.cwd(), WORKFLOW_ROOT]),
         "suites": [
             {
                 "suite": suite,

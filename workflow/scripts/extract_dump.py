@@ -14,7 +14,7 @@ from factprobe.wikidata.reader import extract_dump
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 log = rule_logger(snakemake)
 try:
-    extract_dump(
+    stats = extract_dump(
         snakemake.input.dump,
         Path(snakemake.output.entities).parent,
         snakemake.params.languages,
@@ -25,3 +25,6 @@ try:
 except Exception:
     log.exception("extraction of %s failed", snakemake.input.dump)
     raise
+summary = stats.malformed_summary(snakemake.input.dump, snakemake.log[0])
+if summary:
+    print(summary, file=sys.stderr)  # the console, besides the job log

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from importlib import metadata
@@ -56,16 +57,33 @@ def dump_date(dump: str) -> str:
     return f"{dump[:4]}-{dump[4:6]}-{dump[6:8]}" if len(dump) == 8 and dump.isdigit() else dump
 
 
-def dump_records(rows: Mapping[str, Mapping], used: Iterable[str]) -> list[dict]:
-    """The dumps.tsv rows of the dumps ``used`` by the suites: id, date, where from, checksum."""
+def registry_path(path: str, roots: Iterable[str | Path] = ()) -> str:
+    """A dump path as the registry names it: relative to the first of ``roots`` (the working
+    directory, the workflow's folder) that holds it, else as given. The report then names
+    ``resources/demo/...`` rather than where one machine keeps its clone."""
+    if not path or not os.path.isabs(path):
+        return path
+    for root in roots:
+        root = os.path.abspath(root)
+        if os.path.commonpath([root, os.path.abspath(path)]) == root:
+            return os.path.relpath(path, root)
+    return path
+
+
+def dump_records(
+    rows: Mapping[str, Mapping], used: Iterable[str], roots: Iterable[str | Path] = ()
+) -> list[dict]:
+    """The dumps.tsv rows of the dumps ``used`` by the suites: id, date, where from (a path by
+    :func:`registry_path` of ``roots``, or the URL), checksum."""
     out = []
+    roots = list(roots)
     for dump in sorted(set(used)):
         row = rows[dump]
         out.append(
             {
                 "dump": dump,
                 "date": dump_date(dump),
-                "source": str(row.get("path") or row.get("url") or ""),
+                "source": registry_path(str(row.get("path") or ""), roots) or str(row.get("url") or ""),
                 "checksum": str(row.get("checksum") or ""),
             }
         )

@@ -193,7 +193,9 @@ def registry_where(path: str | os.PathLike, name: str) -> str:
     return f"{path}: model {name!r}"
 
 
-def prepare_model(row: dict[str, Any], out_dir: str | os.PathLike, where: str | None = None) -> dict[str, Any]:
+def prepare_model(
+    row: dict[str, Any], out_dir: str | os.PathLike, where: str | None = None
+) -> dict[str, Any]:
     """Prepare one models.tsv row into ``out_dir`` (atomically: a temp folder renamed at the end).
 
     ``where`` names the row in error messages (:func:`registry_where`). Returns the manifest: name,
@@ -202,7 +204,9 @@ def prepare_model(row: dict[str, Any], out_dir: str | os.PathLike, where: str | 
     """
     name, source = str(row["name"]), str(row["source"])
     if where is None:
-        where = f"config/models.tsv: line {row['_line']}, model {name!r}" if "_line" in row else f"model {name!r}"
+        where = (
+            f"config/models.tsv: line {row['_line']}, model {name!r}" if "_line" in row else f"model {name!r}"
+        )
     src = resolve_source(source, where)
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)

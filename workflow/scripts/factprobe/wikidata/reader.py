@@ -55,6 +55,17 @@ class ExtractStats:
         """Items and properties written to the tables."""
         return self.kinds.get("item", 0) + self.kinds.get("property", 0)
 
+    def malformed_summary(self, path: str | Path, log_path: str | Path) -> str | None:
+        """One console line for malformed lines skipped (count, first line number and reason),
+        ``None`` when there were none: the job log alone was easy to miss (issue 30)."""
+        if not self.bad:
+            return None
+        line, reason = self.bad_lines[0] if self.bad_lines else (0, "")
+        return (
+            f"factprobe: {path}: skipped {self.bad} malformed line(s) of {self.lines} "
+            f"(under extract.max_bad_fraction), the first at line {line}: {reason} (all in {log_path})"
+        )
+
     @property
     def skipped(self) -> dict[str, int]:
         """Entities of other kinds (lexeme, mediainfo, missing ...) that were only counted."""
