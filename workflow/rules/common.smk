@@ -23,6 +23,7 @@ from factprobe import settings as S  # noqa: E402
 from factprobe.registry import (  # noqa: E402
     check_dumps,
     check_models,
+    config_source,
     library_modules,
     read_config,
     read_registry,
@@ -36,8 +37,16 @@ from factprobe.diskspace import input_scaled, input_size_mb  # noqa: E402
 SCHEMAS = WORKFLOW_ROOT / "workflow" / "schemas"
 
 # Everything is validated here, at parse time, so bad config fails before any job runs.
+# Errors name the config file(s) actually given (--configfile), not always config/config.yaml.
+CONFIG_SOURCE = config_source(
+    workflow.overwrite_configfiles,
+    workflow.configfiles,
+    replaced=workflow.config_settings.replace_workflow_config,
+)
 CFG = read_config(
-    resolve_config_paths(config, WORKFLOW_ROOT), SCHEMAS / "config.schema.yaml"
+    resolve_config_paths(config, WORKFLOW_ROOT),
+    SCHEMAS / "config.schema.yaml",
+    CONFIG_SOURCE,
 )
 DUMPS = check_dumps(
     resolve_dump_paths(
@@ -53,7 +62,8 @@ MODELS = check_models(
 ENABLED = [row["dump"] for row in DUMPS if row["enabled"]]
 DUMP_ROWS = {row["dump"]: row for row in DUMPS}
 MODEL_ROWS = {row["name"]: row for row in MODELS}
-S.check_cross_keys(CFG, ENABLED)
+S.check_cross_keys(CFG, ENABLED, CONFIG_SOURCE)
+S.check_languages(CFG, CONFIG_SOURCE)
 SUITES = CFG.suites
 MULTILINGUAL_SUITES = [s for s, block in SUITES.items() if block.kind == "multilingual"]
 # Suites imported from a released benchmark (rule import_released) vs built from the dump
