@@ -215,3 +215,13 @@ def test_bad_dates_and_remote_code_rows_fail_at_start_up(workdir):
     out = _fails_before_jobs(workdir)
     assert f"config/models.tsv: line 4 (model custom): {custom} needs its own modelling code" in out
     assert "set trust_remote_code=true on that line" in out
+
+
+def test_headline_tables_are_targets_of_rule_all():
+    """summary.csv per suite, leaderboard.csv and paired.csv are inputs of `all` itself."""
+    proc = snakemake("--rulegraph", "--forceall", "--quiet", "all")
+    labels = dict(re.findall(r'^\s*(\d+)\[label = "([^"]+)"', proc.stdout, re.M))
+    into_all = {
+        labels[a] for a, b in re.findall(r"^\s*(\d+) -> (\d+)", proc.stdout, re.M) if labels[b] == "all"
+    }
+    assert {"summarize_metrics", "leaderboard", "render_report"} <= into_all, proc.stdout
