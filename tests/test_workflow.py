@@ -99,8 +99,9 @@ def test_one_min_version_equal_to_the_pyproject_pin():
 
 def test_rules_import_only_the_light_settings_modules():
     """The Snakefile parses without the science stack (issue 11 item 8): the rules import only
-    factprobe.settings and factprobe.registry, plus the parse-time dump checksum check and the
-    disk-size helper; none imports pandas/numpy/torch/tqdm/pyarrow (tests/unit/test_settings.py)."""
+    factprobe.settings and factprobe.registry, plus the disk-size helper; none imports
+    pandas/numpy/torch/tqdm/pyarrow (tests/unit/test_settings.py). Dumps are hashed by their
+    extraction job, not while parsing (issue 30)."""
     sources = [ROOT / "workflow/Snakefile", *sorted((ROOT / "workflow/rules").glob("*.smk"))]
     imported = {
         m for p in sources for m in re.findall(r"^\s*(?:from|import) (factprobe[\w.]*)", p.read_text(), re.M)
@@ -108,7 +109,6 @@ def test_rules_import_only_the_light_settings_modules():
     assert imported == {
         "factprobe",
         "factprobe.registry",
-        "factprobe.wikidata.download",
         "factprobe.diskspace",
         "factprobe.report",  # report.provenance: standard library only
     }
@@ -154,3 +154,81 @@ def test_unquoted_dump_date_and_missing_file_fail(workdir):
     assert "line 3 (dump 20190201): file resources/demo/wikidata-20190201-missing.json.bz2 not found" in (
         out.stdout + out.stderr
     )
+
+
+# --- issue 30: every setting checked before the first job; headline targets; dry runs stay dry ---
+
+
+def _fails_before_jobs(workdir, *args):
+    """The one-line error of a dry run that must stop while parsing."""
+    proc = snakemake("-n", "--cores", "1", *args, cwd=workdir, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Job stats" not in out, out[-3000:]
+    return out
+
+
+def test_suite_language_without_templates_fails_at_start_up(workdir):
+    config = workdir / "config/config.yaml"
+    _edit(
+        config, "languages: [en, de, fr, ru, cs]\n  # Fail", "languages: [en, de, fr, ru, cs, zz]\n  # Fail"
+    )
+    _edit(
+        config,
+        "languages: [en, de, fr, ru, cs]\n    relations",
+        "languages: [en, de, fr, ru, cs, zz]\n    relations",
+    )
+    out = _fails_before_jobs(workdir)
+    assert "MissingInputException" not in out
+    assert (
+        "config/config.yaml: suites.multilingual.languages: template set 'team' "
+        "(resources/templates) has no templates for ['zz']; supported languages: "
+        "['cs', 'de', 'en', 'fr', 'ru']"
+    ) in out
+
+
+def test_config_errors_name_the_config_file_given(workdir):
+    other = workdir / "other.yaml"
+    shutil.copy(workdir / "config/config.yaml", other)
+    _edit(other, "languages: [en, de, fr, ru, cs]\n  # Fail", "languages: [en, de, fr, ru, cs, xx]\n  # Fail")
+    out = _fails_before_jobs(workdir, "--configfile", "other.yaml")
+    assert "other.yaml (merged over config/config.yaml): extract.languages: unknown language(s) ['xx']" in out
+    _edit(other, "  languages: [en, de, fr, ru, cs, xx]", "  langauges: [en, de, fr, ru, cs]")
+    out = _fails_before_jobs(workdir, "--configfile", "other.yaml", "--replace-workflow-config")
+    assert "other.yaml: invalid configuration" in out and "langauges" in out
+
+
+def test_bad_dates_and_remote_code_rows_fail_at_start_up(workdir):
+    _edit(workdir / "config/dumps.tsv", "20190201\ttrue", "20191301\ttrue")
+    out = _fails_before_jobs(workdir)
+    assert "config/dumps.tsv: line 3 (dump 20191301): 20191301 is not a calendar date" in out
+    _edit(workdir / "config/dumps.tsv", "20191301\ttrue", "20190201\ttrue")
+    models = workdir / "config/models.tsv"
+    _edit(models, "2016-01-01", "2016-13-45")
+    out = _fails_before_jobs(workdir)
+    assert "config/models.tsv: line 2 (model control): cutoff 2016-13-45 is not a calendar date" in out
+    _edit(models, "2016-13-45", "2016-01-01")
+    custom = workdir / "custom-model"
+    custom.mkdir()
+    (custom / "config.json").write_text('{"auto_map": {"AutoModelForCausalLM": "modeling.X"}}')
+    with open(models, "a") as fh:
+        fh.write(f"custom\t{custom}\t\tfloat32\tauto\t\tfalse\n")
+    out = _fails_before_jobs(workdir)
+    assert f"config/models.tsv: line 4 (model custom): {custom} needs its own modelling code" in out
+    assert "set trust_remote_code=true on that line" in out
+
+
+def test_headline_tables_are_targets_of_rule_all():
+    """summary.csv per suite, leaderboard.csv and paired.csv are inputs of `all` itself."""
+    proc = snakemake("--rulegraph", "--forceall", "--quiet", "all")
+    labels = dict(re.findall(r'^\s*(\d+)\[label = "([^"]+)"', proc.stdout, re.M))
+    into_all = {
+        labels[a] for a, b in re.findall(r"^\s*(\d+) -> (\d+)", proc.stdout, re.M) if labels[b] == "all"
+    }
+    assert {"summarize_metrics", "leaderboard", "render_report"} <= into_all, proc.stdout
+
+
+@pytest.mark.parametrize("mode", [["-n", "--cores", "1"], ["--lint"]])
+def test_dry_run_and_lint_write_nothing_under_results(workdir, mode):
+    """No dump is hashed and no checksum stamp written while parsing (issue 30 item 3)."""
+    snakemake(*mode, cwd=workdir)
+    assert not (workdir / "results").exists()

@@ -269,25 +269,30 @@ def test_demo_rows_carry_correct_checksums():
         assert digest == hashlib.new(algo, (ROOT / row["path"]).read_bytes()).hexdigest(), row
 
 
-def test_wrong_local_checksum_fails_at_parse_time(tmp_path):
+def test_wrong_local_checksum_fails_the_extraction_job_not_the_dry_run(tmp_path):
+    """Dumps are hashed by the first job that reads them (issue 30): a dry run reads none."""
     import subprocess
     import sys
 
     scratch_workflow(tmp_path, "http://127.0.0.1:9/x.json.bz2", "")
     tsv = tmp_path / "config" / "dumps.tsv"
     tsv.write_text(tsv.read_text().replace("d14a7864de5e19ad1d5fc02640af80b91c51320b", "1" * 40))
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--cores", "1"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    out = proc.stdout + proc.stderr
+
+    def snakemake(*args):
+        cmd = [sys.executable, "-m", "snakemake", "--cores", "1", *args]
+        return subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+
+    dry = snakemake("-n")
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    assert not (tmp_path / "results").exists()
+    targets = [f"results/wikidata/{d}/entities.parquet" for d in ("20141201", "20190201")]
+    proc = snakemake("--keep-going", *targets)
     assert proc.returncode != 0
-    assert "wikidata-20190201-sample.json.bz2: sha1 is d14a7864de5e19ad1d5fc02640af80b91c51320b" in out, out[
+    log = (tmp_path / "logs/extract_dump/20190201.log").read_text()
+    assert "wikidata-20190201-sample.json.bz2: sha1 is d14a7864de5e19ad1d5fc02640af80b91c51320b" in log, log[
         -2000:
     ]
-    assert "line 3 (dump 20190201)" in out
+    assert "config/dumps.tsv (dump 20190201)" in log and "fix (or empty) the row's checksum" in log
+    assert not (tmp_path / targets[1]).exists() and (tmp_path / targets[0]).exists()
     # The good row was remembered, the bad one not.
     assert sorted(p.name for p in (tmp_path / "results/cache/checksums").iterdir()) == ["20141201.json"]

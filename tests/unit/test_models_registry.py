@@ -107,3 +107,50 @@ def test_unreachable_hub_hint_names_a_command_that_exists(monkeypatch):
     hf = Path(sys.executable).with_name("hf")
     proc = subprocess.run([str(hf), "download", "--help"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "--local-dir" in proc.stdout
+
+
+def test_cutoff_must_be_a_calendar_date(tmp_path):
+    tsv = tmp_path / "models.tsv"
+    tsv.write_text("name\tsource\tcutoff\nok\tgpt2\t2016-01-01\nbad\tgpt2\t2016-13-45\n")
+    rows = read_registry(tsv, SCHEMA, key="name")
+    with pytest.raises(ConfigError) as err:
+        check_models(rows, tsv)
+    assert (
+        str(err.value)
+        == f"{tsv}: line 3 (model bad): cutoff 2016-13-45 is not a calendar date; write it as YYYY-MM-DD"
+    )
+
+
+def _remote_code_model(folder):
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text('{"model_type": "x", "auto_map": {"AutoModelForCausalLM": "m.X"}}')
+    return folder
+
+
+def test_local_model_with_custom_code_needs_trust_remote_code(tmp_path):
+    model = _remote_code_model(tmp_path / "custom")
+    tsv = tmp_path / "models.tsv"
+    tsv.write_text(
+        f"name\tsource\ttrust_remote_code\nplain\tbuiltin:control\tfalse\ncustom\t{model}\tfalse\n"
+    )
+    with pytest.raises(ConfigError) as err:
+        check_models(read_registry(tsv, SCHEMA, key="name"), tsv)
+    message = str(err.value)
+    assert message.startswith(f"{tsv}: line 3 (model custom): {model} needs its own modelling code")
+    assert message.endswith("set trust_remote_code=true on that line if you trust that code")
+    assert "\n" not in message
+    tsv.write_text(f"name\tsource\ttrust_remote_code\ncustom\t{model}\ttrue\n")
+    rows = read_registry(tsv, SCHEMA, key="name")
+    assert check_models(rows, tsv) == rows
+
+
+def test_cached_hub_model_with_custom_code_needs_trust_remote_code(tmp_path, monkeypatch):
+    repo = tmp_path / "hub" / "models--org--custom"
+    _remote_code_model(repo / "snapshots" / "abc123")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("abc123")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    rows, tsv = rows_of(tmp_path, "org/custom", "org/not-cached")
+    with pytest.raises(ConfigError, match=r"line 2 \(model m0\): org/custom needs its own modelling code"):
+        check_models(rows, tsv)
+    assert check_models(rows[1:], tsv) == rows[1:]

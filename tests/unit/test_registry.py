@@ -89,3 +89,34 @@ def test_precision_beyond_topk_is_rejected():
     config["metrics"]["precision_ns"] = [1, 150]
     with pytest.raises(ConfigError, match=r"Precision@150 but scoring.topk is 100"):
         check_cross_keys(load(Config, config), enabled)
+
+
+def test_dump_date_must_be_a_calendar_date(tmp_path):
+    path = _write(tmp_path, "dump\tenabled\tpath\n20141201\tfalse\ta.json\n20141301\tfalse\tb.json\n")
+    rows = read_registry(path, SCHEMAS / "dumps.schema.yaml", "dump")
+    with pytest.raises(ConfigError) as err:
+        check_dumps(rows, path, tmp_path)
+    assert str(err.value) == (
+        f"{path}: line 3 (dump 20141301): 20141301 is not a calendar date; write the dump date as YYYYMMDD"
+    )
+
+
+@pytest.mark.parametrize(
+    "given, loaded, expected",
+    [
+        ([], ["config/config.yaml"], "config/config.yaml"),
+        (["other.yaml"], ["other.yaml", "config/config.yaml"], "other.yaml (merged over config/config.yaml)"),
+        (["other.yaml"], ["other.yaml"], "other.yaml"),
+        ([], [], "config/config.yaml"),
+    ],
+)
+def test_config_source_names_the_files_given(tmp_path, given, loaded, expected):
+    from factprobe.registry import config_source
+
+    # Snakemake keeps --configfile paths absolute and the Snakefile's configfile as written.
+    given = [tmp_path / f for f in given]
+    assert config_source(given, [*given, *loaded[len(given) :]], tmp_path) == expected
+    if given:  # --replace-workflow-config: the Snakefile's own configfile no longer counts
+        assert config_source(given, [*given, *loaded[len(given) :]], tmp_path, replaced=True) == "other.yaml"
+    outside = tmp_path.parent / "elsewhere.yaml"
+    assert config_source([outside], [outside], tmp_path) == str(outside)

@@ -208,3 +208,77 @@ def test_sem_index_rows_are_bounded_by_the_searching_suites_relations():
     rows = S.sem_index_rows(demo, "20141201")
     assert rows["relations"] == sorted(demo.suites["knowledge"].relations)
     assert rows["type_dumps"] == ["20141201", "20190201"]  # knowledge's label_dumps
+
+
+# --- languages checked at start-up (issue 30) ------------------------------------------------
+
+
+def _languages_config(tmp_path, extract, suite_languages, sets=None):
+    """A loaded config whose one suite probes ``suite_languages`` with yaml templates en, de."""
+    folder = tmp_path / "templates"
+    folder.mkdir(exist_ok=True)
+    for lang in ("en", "de"):
+        (folder / f"{lang}.yaml").write_text(f"language: {lang}\ntemplates: []\n")
+    config = {
+        **CONFIG,
+        "extract": {**CONFIG["extract"], "languages": extract},
+        "templates": {"sets": sets or {"team": {"format": "yaml", "path": str(folder)}}},
+        "suites": {
+            "s": {"kind": "knowledge", "dump": "20190201", "relations": ["P1"], "languages": suite_languages}
+        },
+    }
+    return S.load(S.Config, config), folder
+
+
+def test_languages_with_templates_and_extracted_pass(tmp_path):
+    cfg, _ = _languages_config(tmp_path, ["en", "de"], ["en", "de"])
+    S.check_languages(cfg, "my.yaml")
+    assert S.known_languages(cfg) == ["de", "en"]
+
+
+def test_suite_language_not_extracted_names_key_and_fix(tmp_path):
+    cfg, _ = _languages_config(tmp_path, ["en"], ["en", "de"])
+    with pytest.raises(ConfigError) as err:
+        S.check_languages(cfg, "my.yaml")
+    assert str(err.value) == (
+        "my.yaml: suites.s.languages: ['de'] not in extract.languages ['en']; add them to extract.languages"
+    )
+
+
+def test_suite_language_without_templates_lists_the_supported_ones(tmp_path):
+    cfg, folder = _languages_config(tmp_path, ["en", "zz"], ["en", "zz"])
+    with pytest.raises(ConfigError) as err:
+        S.check_languages(cfg, "my.yaml")
+    assert str(err.value) == (
+        f"my.yaml: suites.s.languages: template set 'team' ({folder}) has no templates for ['zz']; "
+        "supported languages: ['de', 'en']; add templates for them or remove them from the suite"
+    )
+    # A single-language set (ParaRel, English) cannot serve German alone.
+    sets = {"pararel": {"format": "pararel", "path": str(folder), "language": "en"}}
+    cfg, _ = _languages_config(tmp_path, ["en", "de"], ["en", "de"], sets)
+    cfg = S.load(
+        S.Config,
+        {**S.plain(cfg), "suites": {"s": {**S.plain(cfg.suites["s"]), "templates": {"sets": ["pararel"]}}}},
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"suites\.s\.languages: no template set .* has templates for \['de'\]; supported languages: \['en'\]",
+    ):
+        S.check_languages(cfg)
+
+
+def test_unknown_extraction_language_is_refused_with_the_known_ones(tmp_path):
+    cfg, _ = _languages_config(tmp_path, ["en", "de", "xx"], ["en"])
+    with pytest.raises(ConfigError) as err:
+        S.check_languages(cfg, "my.yaml")
+    assert str(err.value) == (
+        "my.yaml: extract.languages: unknown language(s) ['xx']; known (with templates, a suite or a "
+        "translation target): ['de', 'en']; fix the code or add templates for it"
+    )
+
+
+def test_shipped_configs_pass_the_language_checks():
+    for path in (ROOT / "config/config.yaml", ROOT / ".test/config/config.yaml"):
+        S.check_languages(
+            read_config(yaml.safe_load(path.read_text()), SCHEMAS / "config.schema.yaml"), str(path)
+        )

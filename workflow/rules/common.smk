@@ -23,6 +23,7 @@ from factprobe import settings as S  # noqa: E402
 from factprobe.registry import (  # noqa: E402
     check_dumps,
     check_models,
+    config_source,
     library_modules,
     read_config,
     read_registry,
@@ -30,7 +31,6 @@ from factprobe.registry import (  # noqa: E402
     resolve_dump_paths,
     resolve_path,
 )
-from factprobe.wikidata.download import verify_local_dumps  # noqa: E402
 from factprobe.diskspace import input_scaled, input_size_mb  # noqa: E402
 from factprobe.profiles import auto_loaded_default, profile_mix_error  # noqa: E402
 
@@ -47,8 +47,16 @@ if _MIX is not None:
     raise WorkflowError(_MIX)
 
 # Everything is validated here, at parse time, so bad config fails before any job runs.
+# Errors name the config file(s) actually given (--configfile), not always config/config.yaml.
+CONFIG_SOURCE = config_source(
+    workflow.overwrite_configfiles,
+    workflow.configfiles,
+    replaced=workflow.config_settings.replace_workflow_config,
+)
 CFG = read_config(
-    resolve_config_paths(config, WORKFLOW_ROOT), SCHEMAS / "config.schema.yaml"
+    resolve_config_paths(config, WORKFLOW_ROOT),
+    SCHEMAS / "config.schema.yaml",
+    CONFIG_SOURCE,
 )
 DUMPS = check_dumps(
     resolve_dump_paths(
@@ -57,14 +65,14 @@ DUMPS = check_dumps(
     ),
     CFG.dumps,
 )
-verify_local_dumps(DUMPS, CFG.dumps, "results/cache/checksums")
 MODELS = check_models(
     read_registry(CFG.models, SCHEMAS / "models.schema.yaml", key="name"), CFG.models
 )
 ENABLED = [row["dump"] for row in DUMPS if row["enabled"]]
 DUMP_ROWS = {row["dump"]: row for row in DUMPS}
 MODEL_ROWS = {row["name"]: row for row in MODELS}
-S.check_cross_keys(CFG, ENABLED)
+S.check_cross_keys(CFG, ENABLED, CONFIG_SOURCE)
+S.check_languages(CFG, CONFIG_SOURCE)
 SUITES = CFG.suites
 MULTILINGUAL_SUITES = [s for s, block in SUITES.items() if block.kind == "multilingual"]
 # Suites imported from a released benchmark (rule import_released) vs built from the dump
@@ -222,6 +230,14 @@ def dump_file(wildcards):
     return rules.download_dump.output.dump.format(
         dump=wildcards.dump, ext=dump_ext(row["url"])
     )
+
+
+def local_dump_checksum(wildcards):
+    """Checksum of a dump used in place (``path`` row), verified by its extraction job: parsing
+    (and so ``snakemake -n``) never reads a dump. Downloads are verified by download_dump.
+    """
+    row = DUMP_ROWS[wildcards.dump]
+    return row.get("checksum", "") if "path" in row else ""
 
 
 def dump_ext(name):

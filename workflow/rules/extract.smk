@@ -26,5 +26,8 @@ rule extract_dump:
         languages=CFG.extract.languages,
         max_bad_fraction=CFG.extract.max_bad_fraction,
         chunk_mb=CFG.extract.chunk_mb,
+        # A dump used in place is hashed here, by the first job that reads it (then remembered
+        # in results/cache/checksums/ by size and mtime); a download was verified as it arrived.
+        checksum=local_dump_checksum,
     script:
         "../scripts/extract_dump.py"

@@ -8,12 +8,21 @@ import signal
 from pathlib import Path
 
 from factprobe.rulelog import rule_logger
+from factprobe.wikidata.download import verify_local
 from factprobe.wikidata.reader import extract_dump
 
 # Snakemake stops jobs with SIGTERM: exit through Python so the temp tables are removed.
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 log = rule_logger(snakemake)
 try:
+    dump = snakemake.wildcards.dump
+    # Verified before the first byte is parsed: a damaged dump fails here, naming its registry.
+    verify_local(
+        snakemake.input.dump,
+        snakemake.params.checksum,
+        Path("results/cache/checksums") / f"{dump}.json",
+        f"{snakemake.config.get('dumps', 'config/dumps.tsv')} (dump {dump})",
+    )
     stats = extract_dump(
         snakemake.input.dump,
         Path(snakemake.output.entities).parent,

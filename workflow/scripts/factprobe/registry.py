@@ -7,6 +7,9 @@ file fails before any job runs, with an error that names the key or the row.
 from __future__ import annotations
 
 import csv
+import datetime
+import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -19,6 +22,7 @@ from factprobe.settings import Config, ConfigError, load
 __all__ = [
     "ConfigError",
     "check_dumps",
+    "config_source",
     "read_config",
     "read_registry",
     "resolve_config_paths",
@@ -105,10 +109,24 @@ def read_registry(path: str | Path, schema_path: str | Path, key: str) -> list[d
     return rows
 
 
+def is_calendar_date(text: str, fmt: str) -> bool:
+    """Whether ``text`` is a real date in ``fmt`` (``%Y%m%d``, ``%Y-%m-%d``): not 20141301, not 2016-02-30."""
+    try:
+        datetime.datetime.strptime(text, fmt)
+    except ValueError:
+        return False
+    return True
+
+
 def check_dumps(rows: list[dict], path: str | Path, root: str | Path = ".") -> list[dict]:
-    """Each enabled dump needs exactly one of ``path`` (existing file) or ``url``; dates ascend."""
+    """Each enabled dump needs exactly one of ``path`` (existing file) or ``url``; dump ids are
+    real dates; dates ascend."""
     for row in rows:
         where = f"{path}: line {row['_line']} (dump {row['dump']})"
+        if not is_calendar_date(row["dump"], "%Y%m%d"):
+            raise ConfigError(
+                f"{where}: {row['dump']} is not a calendar date; write the dump date as YYYYMMDD"
+            )
         if ("path" in row) == ("url" in row):
             raise ConfigError(f"{where}: give exactly one of 'path' or 'url'")
         if row.get("enabled") and "path" in row and not (Path(root) / row["path"]).exists():
@@ -180,6 +198,27 @@ def resolve_dump_paths(rows: list[dict], workflow_root: str | Path, workdir: str
     ]
 
 
+def config_source(
+    given: list[str | Path], loaded: list[str | Path], workdir: str | Path = ".", replaced: bool = False
+) -> str:
+    """How error messages name the config: the files given with ``--configfile`` (Snakemake's
+    ``workflow.overwrite_configfiles``), said to be merged over the Snakefile's own
+    ``configfile:`` when that was loaded too (``workflow.configfiles``) and not ``replaced``
+    (``--replace-workflow-config``), relative to ``workdir`` where they lie inside it;
+    ``config/config.yaml`` when Snakemake loaded none (a module's config)."""
+
+    def name(file: str | Path) -> str:
+        full = Path(os.path.abspath(Path(workdir) / file))
+        base = Path(os.path.abspath(workdir))
+        return str(full.relative_to(base)) if full.is_relative_to(base) else str(full)
+
+    cli = list(dict.fromkeys(name(f) for f in given))
+    rest = [f for f in dict.fromkeys(name(f) for f in loaded) if f not in cli and not (cli and replaced)]
+    if not cli:
+        return ", ".join(rest) or "config/config.yaml"
+    return ", ".join(cli) + (f" (merged over {', '.join(rest)})" if rest else "")
+
+
 def read_config(config: dict, schema_path: str | Path, source: str = "config/config.yaml") -> Config:
     """The validated config as typed settings (``factprobe.settings.Config``, defaults filled in)."""
     validate_config(config, schema_path, source)
@@ -249,6 +288,9 @@ def check_models(rows: list[dict], path: str | Path, root: str | Path = ".") -> 
     for row in rows:
         where = f"{path}: line {row['_line']} (model {row['name']})"
         source = row["source"]
+        cutoff = row.get("cutoff")
+        if cutoff and not is_calendar_date(cutoff, "%Y-%m-%d"):
+            raise ConfigError(f"{where}: cutoff {cutoff} is not a calendar date; write it as YYYY-MM-DD")
         if source.startswith("builtin:"):
             if source != BUILTIN_CONTROL:
                 raise ConfigError(
@@ -268,6 +310,7 @@ def check_models(rows: list[dict], path: str | Path, root: str | Path = ".") -> 
                 raise ConfigError(str(exc)) from None
             continue
         if local.is_dir():
+            _check_remote_code(row, local / "config.json", where)
             continue
         if Path(source).is_absolute() or source.startswith((".", "~")) or source.count("/") > 1:
             raise ConfigError(f"{where}: local model directory {source} not found; fix the source column")
@@ -282,4 +325,40 @@ def check_models(rows: list[dict], path: str | Path, root: str | Path = ".") -> 
                 f"{where}: source {source!r} is neither an existing directory nor a hub id "
                 "(`name` or `org/name`: letters, digits, - _ ., at most 96 characters)"
             )
+        cached = hub_cached_config(source, row.get("revision"))
+        if cached is not None:
+            _check_remote_code(row, cached, where)
     return rows
+
+
+def _check_remote_code(row: dict, config_json: Path, where: str) -> None:
+    """A model whose ``config.json`` maps its classes to its own code (``auto_map``) loads only with
+    ``trust_remote_code``; say so now rather than when prepare_model or scoring loads it."""
+    if row.get("trust_remote_code"):
+        return
+    try:
+        auto_map = "auto_map" in json.loads(config_json.read_text())
+    except (OSError, ValueError, TypeError):
+        return  # no readable config.json: prepare_model reports what is missing
+    if auto_map:
+        raise ConfigError(
+            f"{where}: {row['source']} needs its own modelling code ({config_json} has auto_map) but "
+            "trust_remote_code is false; set trust_remote_code=true on that line if you trust that code"
+        )
+
+
+def hub_cached_config(repo_id: str, revision: str | None = None) -> Path | None:
+    """The ``config.json`` of a hub id in the local Hugging Face cache (``HF_HUB_CACHE``, else
+    ``HF_HOME/hub``, else ``~/.cache/huggingface/hub``) at ``revision`` (a commit, or a branch or
+    tag resolved through ``refs/``; default ``main``); None when it is not cached."""
+    home = os.environ.get("HF_HOME", os.path.join(os.path.expanduser("~"), ".cache", "huggingface"))
+    cache = Path(os.environ.get("HF_HUB_CACHE", os.path.join(home, "hub")))
+    repo = cache / ("models--" + repo_id.replace("/", "--"))
+    revision = revision or "main"
+    ref = repo / "refs" / revision
+    try:
+        commit = ref.read_text().strip() if ref.is_file() else revision
+    except OSError:
+        return None
+    found = repo / "snapshots" / commit / "config.json"
+    return found if found.is_file() else None

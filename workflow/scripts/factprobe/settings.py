@@ -13,6 +13,7 @@ scientific stack.
 from __future__ import annotations
 
 import copy
+import csv
 import types
 import typing
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
@@ -72,6 +73,27 @@ class TemplateSet:
         if self.format == "mpararel":
             return sorted(str(p) for lang in languages for p in (path / lang).glob("P*.jsonl"))
         return [str(path)]
+
+    def languages(self) -> list[str] | None:
+        """Languages the set has templates for, read from its files: ``yaml`` the ``<lang>.yaml``
+        files, ``mpararel`` the ``<lang>/`` folders holding ``P*.jsonl``, ``xfactr`` the CSV's
+        language columns, the single-language formats their ``language``; None when a folder or
+        file of a ``mpararel`` / ``xfactr`` set is absent (its job names it)."""
+        path = Path(self.path)
+        if self.format == "yaml":
+            return sorted(p.stem for p in path.glob("*.yaml"))
+        if self.format == "mpararel":
+            if not path.is_dir():
+                return None
+            return sorted(p.name for p in path.iterdir() if p.is_dir() and any(p.glob("P*.jsonl")))
+        if self.format == "xfactr":
+            try:
+                with open(path, newline="", encoding="utf-8") as fh:
+                    header = next(csv.reader(fh), [])
+            except OSError:
+                return None
+            return [c.strip() for c in header[2:]]  # columns pid, relation, <lang>...
+        return [self.language]
 
 
 @dataclass(frozen=True)
@@ -707,4 +729,64 @@ def check_cross_keys(cfg: Config, enabled: list[str], source: str = "config/conf
         raise ConfigError(
             f"{source}: metrics.precision_ns asks for Precision@{precision} but scoring.topk is "
             f"{cfg.scoring.topk}; first-token ranks are only known within the top-k, so raise scoring.topk"
+        )
+
+
+#: Template formats that read one file or folder per suite language: a language they lack fails
+#: (yaml: Snakemake's MissingInputException on ``<lang>.yaml``; mpararel, xfactr: the job).
+PER_LANGUAGE_FORMATS = ("yaml", "mpararel", "xfactr")
+
+
+def known_languages(cfg: Config) -> list[str]:
+    """Languages ``extract.languages`` may name: those some configured template set has templates
+    for, those of the suites (a released source brings its own) and the translation targets;
+    any other language would only be extracted, never probed (config/README.md, ``extract``)."""
+    known = {lang for ts in cfg.templates.sets.values() for lang in ts.languages() or []}
+    known |= {lang for suite in cfg.suites.values() for lang in suite.languages}
+    known |= {*cfg.translate.languages, cfg.translate.source_lang}
+    return sorted(known)
+
+
+def check_languages(cfg: Config, source: str = "config/config.yaml") -> None:
+    """Every suite language is extracted and has templates; every extracted language is known.
+
+    A suite built from the dump needs, for each of its languages, the file or folder of every
+    per-language template set it uses, and at least one of its sets for that language.
+    """
+    extracted = list(cfg.extract.languages)
+    for name, suite in cfg.suites.items():
+        where = f"{source}: suites.{name}.languages"
+        missing = [lang for lang in suite.languages if lang not in extracted]
+        if missing:
+            raise ConfigError(
+                f"{where}: {missing} not in extract.languages {extracted}; add them to extract.languages"
+            )
+        if suite.source.format != "dump":
+            continue  # prompts come from the released benchmark
+        covered: set[str] = set()
+        for set_name in suite.templates.sets:
+            entry = cfg.templates.sets.get(set_name)
+            langs = entry.languages() if entry is not None else None
+            if langs is None:
+                covered |= set(suite.languages)  # unknown here: the job checks it
+                continue
+            covered |= set(langs)
+            lacking = [lang for lang in suite.languages if lang not in langs]
+            if entry.format in PER_LANGUAGE_FORMATS and lacking:
+                raise ConfigError(
+                    f"{where}: template set {set_name!r} ({entry.path}) has no templates for {lacking}; "
+                    f"supported languages: {langs}; add templates for them or remove them from the suite"
+                )
+        uncovered = [lang for lang in suite.languages if lang not in covered]
+        if uncovered:
+            raise ConfigError(
+                f"{where}: no template set of suites.{name}.templates.sets {list(suite.templates.sets)} "
+                f"has templates for {uncovered}; supported languages: {sorted(covered)}"
+            )
+    known = known_languages(cfg)
+    unknown = [lang for lang in extracted if lang not in known]
+    if unknown:
+        raise ConfigError(
+            f"{source}: extract.languages: unknown language(s) {unknown}; known (with templates, "
+            f"a suite or a translation target): {known}; fix the code or add templates for it"
         )
