@@ -111,6 +111,7 @@ def test_rules_import_only_the_light_settings_modules():
         "factprobe.registry",
         "factprobe.diskspace",
         "factprobe.report",  # report.provenance: standard library only
+        "factprobe.profiles",  # the --profile/--workflow-profile check: standard library and yaml
     }
     assert re.search(
         r"^from factprobe import settings as S", (ROOT / "workflow/rules/common.smk").read_text(), re.M
