@@ -81,6 +81,10 @@ def test_schema_rejects(config, schema, change, message):
         ),
         (lambda s: s["plausibility"].update(cutoff="20190301"), "need diff_old <= cutoff < dump"),
         (
+            lambda s: s["plausibility"].update(cutoff="20161345"),
+            "suites.plausibility.cutoff: 20161345 is not a calendar date",
+        ),
+        (
             lambda s: s["knowledge"].update(templates={"sets": ["nope"]}),
             "'nope' is not defined in templates.sets",
         ),

@@ -701,6 +701,17 @@ def control_params(cfg: Config) -> dict:
 # --- cross-key checks (what one section's JSON schema cannot express) ----------------------
 
 
+def _is_date(text: str) -> bool:
+    """``YYYYMMDD`` naming a real day (not 20161345)."""
+    import datetime
+
+    try:
+        datetime.datetime.strptime(text, "%Y%m%d")
+    except ValueError:
+        return False
+    return True
+
+
 def check_cross_keys(cfg: Config, enabled: list[str], source: str = "config/config.yaml") -> None:
     """Suites' dumps enabled and template sets defined, plausibility dates ordered, Precision@n
     within the top-k."""
@@ -720,6 +731,8 @@ def check_cross_keys(cfg: Config, enabled: list[str], source: str = "config/conf
             )
         if suite.kind == "plausibility" and not suite.source.imported:
             old, cut, new = suite.diff_old, suite.cutoff, suite.dump
+            if cut and not _is_date(str(cut)):
+                raise ConfigError(f"{where}.cutoff: {cut} is not a calendar date; write YYYYMMDD (quoted)")
             if old not in enabled:
                 raise ConfigError(f"{where}.diff_old: {old} is not an enabled dump ({enabled})")
             if not old <= cut < new:
