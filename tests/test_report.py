@@ -506,6 +506,13 @@ def workflow_run(tmp_path_factory):
                 changes[col] = pd.array([None] * len(changes), dtype="Int32")
             diff = f"results/diff/{settings['diff_old']}_{settings['dump']}/changes.parquet"
             contracts.write("changes", changes, work / diff)
+    # What extraction recorded of each dump (provenance: malformed lines skipped).
+    for dump, bad in (("20141201", 0), ("20190201", 2)):
+        stats = work / f"results/wikidata/{dump}/extract_stats.json"
+        stats.parent.mkdir(parents=True, exist_ok=True)
+        record = {"lines": 1000, "entities": 1000 - bad, "malformed": bad}
+        record.update(first_malformed_line=7 if bad else None, first_malformed_reason="cut" if bad else None)
+        stats.write_text(json.dumps(record))
     # The trained control model folders (fingerprinted in the provenance block), written last so
     # that they are newer than the probe tables train_control reads.
     for suite in config["suites"]:
@@ -587,6 +594,10 @@ def test_workflow_report_provenance_and_intervals(workflow_run):
     for dump in {v["dump"] for v in config["suites"].values()}:
         assert f"<td>{dump}</td>" in block and f"<td>{dump[:4]}-{dump[4:6]}-{dump[6:]}</td>" in block
         assert f"<td>{dumps[dump][4]}</td>" in block  # its checksum
+    # malformed lines skipped per dump (extract_stats.json), dumps named by their registry path
+    assert "<th>malformed lines skipped</th>" in block
+    assert "<td>2 of 1000 lines (first at line 7)</td>" in block and "<td>0 of 1000 lines</td>" in block
+    assert "<td>resources/demo/wikidata-20141201-sample.json.bz2</td>" in block and str(ROOT) not in block
     for suite in config["suites"]:
         n = len(pd.read_parquet(work / f"results/probes/{suite}/facts.parquet"))
         assert re.search(

@@ -402,6 +402,9 @@ def test_malformed_lines_are_skipped_and_reported_with_line_numbers(tmp_path, ca
     assert summary.startswith(f"factprobe: {path}: skipped 3 malformed line(s) of 635 ")
     assert "the first at line 7: " in summary and summary.endswith("(all in logs/extract_dump/x.log)")
     assert "\n" not in summary
+    record = stats.summary_record()  # extract_stats.json
+    assert record["malformed"] == 3 and record["lines"] == 635 and record["entities"] == 632
+    assert record["first_malformed_line"] == 7 and record["first_malformed_reason"] == stats.bad_lines[0][1]
 
 
 def test_too_many_malformed_lines_fail_and_leave_nothing(tmp_path):

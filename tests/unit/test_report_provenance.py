@@ -10,9 +10,11 @@ from factprobe.report.provenance import (
     dump_date,
     dump_records,
     factprobe_version,
+    malformed_cell,
     model_records,
     read_manifest,
     registry_path,
+    with_malformed,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,3 +95,12 @@ def test_dump_records_use_the_registry_path_or_the_url(tmp_path):
     records = dump_records(rows, ["20190201", "20141201"], [tmp_path, ROOT])
     assert [r["source"] for r in records] == ["resources/demo/a.json.bz2", "https://example.org/b.json.gz"]
     assert records[0]["date"] == "2014-12-01" and records[0]["checksum"] == "sha1:x"
+
+
+def test_malformed_lines_cell_per_dump():
+    assert malformed_cell(None) == ""
+    assert malformed_cell({"lines": 635, "malformed": 0}) == "0 of 635 lines"
+    bad = {"lines": 635, "malformed": 3, "first_malformed_line": 7}
+    assert malformed_cell(bad) == "3 of 635 lines (first at line 7)"
+    rows = with_malformed([{"dump": "20141201"}, {"dump": "20190201"}], {"20190201": bad})
+    assert [r["malformed lines skipped"] for r in rows] == ["", "3 of 635 lines (first at line 7)"]

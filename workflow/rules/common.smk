@@ -518,18 +518,36 @@ def report_control_model_suites():
     return list(SUITES) if any(is_control(m) for m in SCORE_MODELS) else []
 
 
-def report_provenance():
-    """Parse-time part of the report's provenance block: dumps.tsv rows the suites use, suites,
-    models.tsv rows, manifest paths, factprobe version, config hash (render adds fact counts,
-    manifests and the control model's fingerprint)."""
-    from factprobe.report import provenance as P
-
+def report_dumps():
+    """The dumps the suites read (their dump, label dumps, a plausibility suite's older dump)."""
     used = set()
     for suite, block in SUITES.items():
         used.update(suite_dumps(suite), [block.dump])
         used.update(
             [block.diff_old] if block.kind == "plausibility" and block.diff_old else []
         )
+    return sorted(used)
+
+
+def extracted_report_dumps():
+    """The report's dumps that the run extracts (suites built from a dump, not imported ones)."""
+    built = [s for s, block in SUITES.items() if not block.source.imported]
+    used = {d for s in built for d in [*suite_dumps(s), SUITES[s].dump]}
+    used.update(
+        SUITES[s].diff_old
+        for s in built
+        if SUITES[s].kind == "plausibility" and SUITES[s].diff_old
+    )
+    return [d for d in report_dumps() if d in used]
+
+
+def report_provenance():
+    """Parse-time part of the report's provenance block: dumps.tsv rows the suites use, suites,
+    models.tsv rows, manifest paths, factprobe version, config hash (render adds fact counts,
+    malformed lines skipped per dump, manifests and the control model's fingerprint)."""
+    from factprobe.report import provenance as P
+
+    used = report_dumps()
     return {
         "version": P.factprobe_version(SCRIPTS.parents[1]),
         "config_hash": P.config_hash(S.plain(CFG)),
@@ -564,5 +582,8 @@ def report_inputs(wildcards):
         ),
         "lib": library("render_report.py"),
         "human": HUMAN_TARGETS,
+        "extract_stats": expand(
+            rules.extract_dump.output.stats, dump=extracted_report_dumps()
+        ),
     }
     return files

@@ -11,6 +11,8 @@ rule extract_dump:
         claims="results/wikidata/{dump}/claims.parquet",
         types="results/wikidata/{dump}/types.parquet",
         properties="results/wikidata/{dump}/properties.parquet",
+        # lines read and malformed lines skipped (the report's provenance shows them)
+        stats="results/wikidata/{dump}/extract_stats.json",
     log:
         "logs/extract_dump/{dump}.log",
     benchmark:

@@ -4,9 +4,11 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
+import json
 import signal
 from pathlib import Path
 
+from factprobe.io import atomic_path
 from factprobe.rulelog import rule_logger
 from factprobe.wikidata.download import verify_local
 from factprobe.wikidata.reader import extract_dump
@@ -37,3 +39,5 @@ except Exception:
 summary = stats.malformed_summary(snakemake.input.dump, snakemake.log[0])
 if summary:
     print(summary, file=sys.stderr)  # the console, besides the job log
+with atomic_path(snakemake.output.stats) as tmp:
+    tmp.write_text(json.dumps(stats.summary_record(), indent=1) + "\n")

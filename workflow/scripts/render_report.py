@@ -6,6 +6,7 @@ import sys
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 import base64
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -14,7 +15,7 @@ import pandas as pd
 from factprobe.io import atomic_path, read_table
 from factprobe.metrics.pipeline import read_control_check, read_summary
 from factprobe.report.html import Figures, build_report
-from factprobe.report.provenance import model_records
+from factprobe.report.provenance import model_records, with_malformed
 from factprobe.rulelog import rule_logger
 from factprobe.settings import Report, load
 
@@ -35,6 +36,10 @@ human = {Path(p).parent.name: pd.read_csv(p, keep_default_na=False) for p in sna
 provenance = dict(snakemake.params.provenance)
 counts = {s: read_table(p).num_rows for s, p in zip(suites, snakemake.input.facts, strict=True)}
 provenance["suites"] = [{**row, "facts": counts.get(row["suite"], "")} for row in provenance["suites"]]
+extract = {
+    Path(p).parent.name: json.loads(Path(p).read_text()) for p in snakemake.input.get("extract_stats", [])
+}
+provenance["dumps"] = with_malformed(provenance["dumps"], extract)
 control_dirs = dict(
     zip(snakemake.params.control_dir_suites, snakemake.input.get("control_models", []), strict=True)
 )

@@ -90,6 +90,21 @@ def dump_records(
     return out
 
 
+def malformed_cell(record: Mapping | None) -> str:
+    """The provenance cell of a dump's skipped malformed lines (from ``extract_stats.json``)."""
+    if not record:
+        return ""
+    n = int(record.get("malformed") or 0)
+    if n == 0:
+        return f"0 of {record.get('lines', 0)} lines"
+    return f"{n} of {record.get('lines', 0)} lines (first at line {record.get('first_malformed_line')})"
+
+
+def with_malformed(dumps: list[dict], stats: Mapping[str, Mapping]) -> list[dict]:
+    """The dump records with a ``malformed lines skipped`` column (``stats``: dump -> record)."""
+    return [{**row, "malformed lines skipped": malformed_cell(stats.get(row["dump"]))} for row in dumps]
+
+
 def read_manifest(path: str | Path) -> dict:
     """The ``MANIFEST_KEYS`` of a model's manifest.json, or {} when there is none."""
     path = Path(path)

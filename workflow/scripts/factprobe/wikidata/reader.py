@@ -55,6 +55,18 @@ class ExtractStats:
         """Items and properties written to the tables."""
         return self.kinds.get("item", 0) + self.kinds.get("property", 0)
 
+    def summary_record(self) -> dict:
+        """What ``extract_stats.json`` keeps: lines read, entities written, malformed lines skipped
+        and the first of them (the report's provenance shows them per dump)."""
+        line, reason = self.bad_lines[0] if self.bad_lines else (None, None)
+        return {
+            "lines": self.lines,
+            "entities": self.entities,
+            "malformed": self.bad,
+            "first_malformed_line": line,
+            "first_malformed_reason": reason,
+        }
+
     def malformed_summary(self, path: str | Path, log_path: str | Path) -> str | None:
         """One console line for malformed lines skipped (count, first line number and reason),
         ``None`` when there were none: the job log alone was easy to miss (issue 30)."""
