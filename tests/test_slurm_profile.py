@@ -50,13 +50,8 @@ def option(args: list[str], name: str) -> str | None:
     return None
 
 
-@pytest.fixture(scope="module")
-def submitted(tmp_path_factory) -> dict[str, list[str]]:
-    """sbatch arguments per job (keyed by the plugin's ``--comment``, rule + wildcards)."""
-    pytest.importorskip(
-        "snakemake_executor_plugin_slurm", reason="pip install snakemake-executor-plugin-slurm"
-    )
-    work = tmp_path_factory.mktemp("slurm")
+def fake_cluster(work: Path) -> dict[str, str]:
+    """A scratch copy of the workflow (symlinks) and fake sbatch/sacct first on PATH: the env."""
     for name in ("config", "workflow", "resources", "tests", "profiles"):
         (work / name).symlink_to(ROOT / name)
     bin_dir = work / "bin"
@@ -65,6 +60,22 @@ def submitted(tmp_path_factory) -> dict[str, list[str]]:
     (bin_dir / "sacct").write_text("#!/bin/sh\nexit 0\n")
     for tool in ("sbatch", "sacct"):
         (bin_dir / tool).chmod(0o755)
+    return dict(
+        os.environ,
+        PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        FAKE_SBATCH_LOG=str(work / "sbatch.log"),
+        PWD=str(work),
+    )
+
+
+@pytest.fixture(scope="module")
+def submitted(tmp_path_factory) -> dict[str, list[str]]:
+    """sbatch arguments per job (keyed by the plugin's ``--comment``, rule + wildcards)."""
+    pytest.importorskip(
+        "snakemake_executor_plugin_slurm", reason="pip install snakemake-executor-plugin-slurm"
+    )
+    work = tmp_path_factory.mktemp("slurm")
+    env = fake_cluster(work)
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     suites = list(config["suites"])
     gpu_suite, cpu_suite = suites[0], suites[1]
@@ -86,11 +97,6 @@ def submitted(tmp_path_factory) -> dict[str, list[str]]:
         (shards / f"{shard}.topk.parquet").touch()
     targets = [f"results/scores/{gpu_suite}/shards/control/{s}.parquet" for s in range(n_shards)]
     targets.append(f"results/scores/{cpu_suite}/control.parquet")
-    env = dict(
-        os.environ,
-        PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        FAKE_SBATCH_LOG=str(work / "sbatch.log"),
-    )
     proc = subprocess.run(
         [str(SNAKEMAKE), "--workflow-profile", "profiles/slurm", "--keep-going", "--retries", "0"]
         + ["--slurm-init-seconds-before-status-checks", "1"]
@@ -144,20 +150,7 @@ def test_profile_flag_is_refused_before_any_submission(tmp_path):
     without their partition): it stops at start-up with the flag that is right, submitting nothing.
     `--workflow-profile profiles/slurm` is the run of the fixture above (issue 30 item 1)."""
     pytest.importorskip("snakemake_executor_plugin_slurm")
-    for name in ("config", "workflow", "resources", "tests", "profiles"):
-        (tmp_path / name).symlink_to(ROOT / name)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "sbatch").write_text(FAKE_SBATCH.format(python=sys.executable))
-    (bin_dir / "sacct").write_text("#!/bin/sh\nexit 0\n")
-    for tool in ("sbatch", "sacct"):
-        (bin_dir / tool).chmod(0o755)
-    env = dict(
-        os.environ,
-        PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        FAKE_SBATCH_LOG=str(tmp_path / "sbatch.log"),
-        PWD=str(tmp_path),
-    )
+    env = fake_cluster(tmp_path)
     proc = subprocess.run(
         [str(SNAKEMAKE), "--profile", "profiles/slurm", "--retries", "0"],
         cwd=tmp_path,
