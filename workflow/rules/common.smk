@@ -518,10 +518,11 @@ def report_control_model_suites():
     return list(SUITES) if any(is_control(m) for m in SCORE_MODELS) else []
 
 
-def report_dumps():
-    """The dumps the suites read (their dump, label dumps, a plausibility suite's older dump)."""
+def dumps_read_by(suites):
+    """The dumps ``suites`` read (their dump, label dumps, a plausibility suite's older dump)."""
     used = set()
-    for suite, block in SUITES.items():
+    for suite in suites:
+        block = SUITES[suite]
         used.update(suite_dumps(suite), [block.dump])
         used.update(
             [block.diff_old] if block.kind == "plausibility" and block.diff_old else []
@@ -529,16 +530,16 @@ def report_dumps():
     return sorted(used)
 
 
+def report_dumps():
+    """The dumps of the report's provenance: those every suite reads."""
+    return dumps_read_by(SUITES)
+
+
 def extracted_report_dumps():
     """The report's dumps that the run extracts (suites built from a dump, not imported ones)."""
-    built = [s for s, block in SUITES.items() if not block.source.imported]
-    used = {d for s in built for d in [*suite_dumps(s), SUITES[s].dump]}
-    used.update(
-        SUITES[s].diff_old
-        for s in built
-        if SUITES[s].kind == "plausibility" and SUITES[s].diff_old
+    return dumps_read_by(
+        [s for s, block in SUITES.items() if not block.source.imported]
     )
-    return [d for d in report_dumps() if d in used]
 
 
 def report_provenance():

@@ -25,17 +25,13 @@ PROFILE_FILES = ("config.v9+.yaml", "config.v8+.yaml", "profile.yaml", "config.y
 
 
 def _values(argv: Sequence[str], flag: str) -> list[str]:
-    """Values of ``flag`` in an argument list (``--flag a b``, ``--flag=a``), in order."""
+    """Values of ``flag`` in an argument list (``--flag a``, ``--flag=a``), in order."""
     out: list[str] = []
-    for i, arg in enumerate(argv):
+    for arg, following in zip(argv, [*argv[1:], ""], strict=True):
         if arg.startswith(flag + "="):
             out.append(arg.split("=", 1)[1])
-        elif arg == flag:
-            for value in argv[i + 1 :]:
-                if value.startswith("-"):
-                    break
-                out.append(value)
-                break
+        elif arg == flag and following and not following.startswith("-"):
+            out.append(following)
     return out
 
 

@@ -7,7 +7,6 @@ file fails before any job runs, with an error that names the key or the row.
 from __future__ import annotations
 
 import csv
-import datetime
 import json
 import os
 import re
@@ -17,7 +16,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from factprobe.settings import Config, ConfigError, load
+from factprobe.settings import Config, ConfigError, is_calendar_date, load
 
 __all__ = [
     "ConfigError",
@@ -107,15 +106,6 @@ def read_registry(path: str | Path, schema_path: str | Path, key: str) -> list[d
             row["_line"] = lineno
             rows.append(row)
     return rows
-
-
-def is_calendar_date(text: str, fmt: str) -> bool:
-    """Whether ``text`` is a real date in ``fmt`` (``%Y%m%d``, ``%Y-%m-%d``): not 20141301, not 2016-02-30."""
-    try:
-        datetime.datetime.strptime(text, fmt)
-    except ValueError:
-        return False
-    return True
 
 
 def check_dumps(rows: list[dict], path: str | Path, root: str | Path = ".") -> list[dict]:

@@ -76,7 +76,7 @@ def _files(named) -> list[str]:
 
 def is_own_error(kind: type) -> bool:
     """Whether an exception class is one of factprobe's own errors (defined in the package)."""
-    return any(k.__module__.split(".")[0] == "factprobe" for k in kind.__mro__ if k is not BaseException)
+    return any(k.__module__.split(".")[0] == "factprobe" for k in kind.__mro__)
 
 
 def failure_line(where: str, error: BaseException, log_path: str | Path) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import datetime
 import types
 import typing
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
@@ -701,12 +702,10 @@ def control_params(cfg: Config) -> dict:
 # --- cross-key checks (what one section's JSON schema cannot express) ----------------------
 
 
-def _is_date(text: str) -> bool:
-    """``YYYYMMDD`` naming a real day (not 20161345)."""
-    import datetime
-
+def is_calendar_date(text: str, fmt: str = "%Y%m%d") -> bool:
+    """Whether ``text`` is a real date in ``fmt`` (``%Y%m%d``, ``%Y-%m-%d``): not 20141301, not 2016-02-30."""
     try:
-        datetime.datetime.strptime(text, "%Y%m%d")
+        datetime.datetime.strptime(text, fmt)
     except ValueError:
         return False
     return True
@@ -731,7 +730,7 @@ def check_cross_keys(cfg: Config, enabled: list[str], source: str = "config/conf
             )
         if suite.kind == "plausibility" and not suite.source.imported:
             old, cut, new = suite.diff_old, suite.cutoff, suite.dump
-            if cut and not _is_date(str(cut)):
+            if cut and not is_calendar_date(str(cut)):
                 raise ConfigError(f"{where}.cutoff: {cut} is not a calendar date; write YYYYMMDD (quoted)")
             if old not in enabled:
                 raise ConfigError(f"{where}.diff_old: {old} is not an enabled dump ({enabled})")

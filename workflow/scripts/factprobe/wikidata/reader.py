@@ -72,10 +72,11 @@ class ExtractStats:
         ``None`` when there were none: the job log alone was easy to miss (issue 30)."""
         if not self.bad:
             return None
-        line, reason = self.bad_lines[0] if self.bad_lines else (0, "")
+        record = self.summary_record()
         return (
             f"factprobe: {path}: skipped {self.bad} malformed line(s) of {self.lines} "
-            f"(under extract.max_bad_fraction), the first at line {line}: {reason} (all in {log_path})"
+            f"(under extract.max_bad_fraction), the first at line {record['first_malformed_line']}: "
+            f"{record['first_malformed_reason']} (all in {log_path})"
         )
 
     @property
