@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from factprobe.contracts import SCHEMAS
 from factprobe.diff.engine import DiffInputs, diff_claims
-from factprobe.diff.rules import RULE_NAMES, RULES, STATUSES
+from factprobe.diff.rules import RULE_NAMES, RULES, STATUSES, new_since
 from factprobe.diff.single_value import read_list, single_value_properties
 
 T_OLD, T_NEW = 20150101, 20190101
@@ -321,3 +321,40 @@ def test_missing_table_names_the_file_and_the_rule(tmp_path):
         FileNotFoundError, match=r"nope.parquet: missing extraction table; run the extract_dump"
     ):
         diff_claims(inputs, SV, tmp_path / "c.parquet")
+
+
+NaN = float("nan")
+
+
+def test_new_since_cutoff():
+    changes = pd.DataFrame(
+        {
+            "subject": [1, 2, 3, 4, 5],
+            "property": [36, 36, 36, 36, 36],
+            "object": [10, 20, 30, 40, 50],
+            "status": ["new", "new", "new", "static", "new"],
+            "start": [NaN, 20100101, 20170301, NaN, NaN],
+            "end": [NaN] * 5,
+            "point_in_time": [NaN, NaN, NaN, NaN, 20150000],
+        }
+    )
+    got = new_since(changes, 20160101)
+    assert sorted(got["subject"]) == [1, 3]
+
+
+def test_new_since_admits_rules():
+    changes = pd.DataFrame(
+        {
+            "subject": [1, 2, 3],
+            "property": [530, 530, 530],
+            "object": [10, 20, 30],
+            "status": ["new", "unknown", "unknown"],
+            "rule": ["start_between", "added_undated", "removed"],
+            "start": [20170101, NaN, NaN],
+            "end": [NaN] * 3,
+            "point_in_time": [NaN] * 3,
+        }
+    )
+    assert sorted(new_since(changes, 20160101)["subject"]) == [1]
+    assert sorted(new_since(changes, 20160101, rules=("added_undated",))["subject"]) == [1, 2]
+    assert sorted(new_since(changes, 20160101, statuses=("unknown",))["subject"]) == [2, 3]

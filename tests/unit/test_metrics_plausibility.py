@@ -341,7 +341,7 @@ def test_subject_swaps_fill_the_subject_slot_and_are_ranked_on_their_own():
     -1.25 beats the true "Marcelo ... Spain" -8/6 = -1.333, which beats "Kaka ... Spain" -11/6:
     the true scenario is 2nd of 3, RR 0.5.
     """
-    from factprobe.probes.swaps import SUBJECT_SWAP, TRUE_SUBJECT
+    from factprobe.contracts import SUBJECT_SWAP, TRUE_SUBJECT
     from factprobe.scoring.suite import build_pairs, score_pairs
 
     lm = WordLM(

@@ -10,7 +10,6 @@ from factprobe.probes.select import (
     candidate_facts,
     item_sitelinks,
     labelled_entities,
-    new_since,
     sample_facts,
     stratify,
     truthy_claims,
@@ -155,41 +154,7 @@ def test_split_is_hash_half():
     assert 150 < (split == "taught").sum() < 250
 
 
-def test_new_since_cutoff():
-    changes = pd.DataFrame(
-        {
-            "subject": [1, 2, 3, 4, 5],
-            "property": [36, 36, 36, 36, 36],
-            "object": [10, 20, 30, 40, 50],
-            "status": ["new", "new", "new", "static", "new"],
-            "start": [NaN, 20100101, 20170301, NaN, NaN],
-            "end": [NaN] * 5,
-            "point_in_time": [NaN, NaN, NaN, NaN, 20150000],
-        }
-    )
-    got = new_since(changes, 20160101)
-    assert sorted(got["subject"]) == [1, 3]
-
-
 @pytest.mark.parametrize("date,expected", [(20100101, [10]), (20200101, [11])])
 def test_truthy_depends_on_dump_date(date, expected):
     table = claims([(1, 36, 10, 1, NaN, 20150000, NaN), (1, 36, 11, 1, 20150000, NaN, NaN)])
     assert truthy_claims(table, date)["object"].tolist() == expected
-
-
-def test_new_since_admits_rules():
-    changes = pd.DataFrame(
-        {
-            "subject": [1, 2, 3],
-            "property": [530, 530, 530],
-            "object": [10, 20, 30],
-            "status": ["new", "unknown", "unknown"],
-            "rule": ["start_between", "added_undated", "removed"],
-            "start": [20170101, NaN, NaN],
-            "end": [NaN] * 3,
-            "point_in_time": [NaN] * 3,
-        }
-    )
-    assert sorted(new_since(changes, 20160101)["subject"]) == [1]
-    assert sorted(new_since(changes, 20160101, rules=("added_undated",))["subject"]) == [1, 2]
-    assert sorted(new_since(changes, 20160101, statuses=("unknown",))["subject"]) == [2, 3]

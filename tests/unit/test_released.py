@@ -12,7 +12,7 @@ import pytest
 from factprobe import settings as S
 from factprobe.metrics.pipeline import SuiteInputs, compute_suite_metrics
 from factprobe.probes.released import ReleasedDataError, build_released, read_groups, read_prompts
-from factprobe.probes.swaps import SUBJECT_SWAP, TRUE_SUBJECT
+from factprobe.contracts import SUBJECT_SWAP, TRUE_SUBJECT
 from factprobe.scoring.suite import build_pairs
 
 ROOT = Path(__file__).resolve().parents[2]

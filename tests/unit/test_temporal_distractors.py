@@ -4,7 +4,8 @@ in the reference order, objects missing from a later dump only on request, S′ 
 import numpy as np
 import pandas as pd
 import pytest
-from factprobe.distractors.temporal import day_number, past_objects, with_temporal_distractors
+from factprobe.diff.temporal import with_temporal_distractors
+from factprobe.distractors.temporal import day_number, past_objects
 from factprobe.settings import ConfigError, Metrics, Retrieve
 
 

@@ -307,3 +307,22 @@ def split_fact_id(key: str) -> tuple[str, str, str]:
 def pair_key(subject, prop):
     """Key of a (subject, property) pair, ``"Q155|P36"``; strings or string Series."""
     return subject + "|" + prop
+
+
+# The two slots of PROBELM Algorithm 1 (§3.2, Appendix B): object swaps and subject swaps. A
+# ``candidates`` row with ``side == "subject"`` replaces the prompt's subject ("repeat with o
+# fixed"), so its scenario is another sentence; the scores table keeps those sentences under the
+# names below (docs/contracts.md, ``score_suite``), which scoring writes and metrics reads.
+
+#: Suffix of the prompt id under which a prompt's subject-swap scenarios are scored.
+SUBJECT_SWAP = "#subject-swap"
+#: Entity of the true scenario in a subject-swap group: the prompt's own subject, scored with the
+#: same object form as the swaps (so only the subject differs between the group's sentences).
+TRUE_SUBJECT = "=subject"
+
+
+def is_subject_side(candidates: pd.DataFrame) -> pd.Series:
+    """Rows that are subject-side alternatives (``side == "subject"``, cooccur's swapped subjects)."""
+    if "side" not in candidates.columns:
+        return pd.Series(False, index=candidates.index)
+    return candidates["side"].fillna("object").astype(str) == "subject"

@@ -44,6 +44,10 @@ with an end after the new dump is ``new`` (WFD labels it keep). Date-valued rela
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 STATUSES = ("new", "obsolete", "static", "unknown", "ignored")
 
@@ -216,3 +220,24 @@ def added_ok_sql(t_old: int, t_new: int) -> str:
 def ignored_sql(t_old: int, t_new: int) -> str:
     """Condition of the ``ignored`` rules (true at neither date), used to count group members."""
     return NEITHER_DATE.format(t_old=int(t_old), t_new=int(t_new))
+
+
+def new_since(
+    changes: pd.DataFrame, cutoff: int, statuses: tuple[str, ...] = ("new",), rules: tuple[str, ...] = ()
+) -> pd.DataFrame:
+    """Facts the diff marks ``new`` (or decides by one of ``rules``) not dated on or before ``cutoff``.
+
+    probelm-plausibility §3: plausible scenarios are Wikidata edits after the model's training
+    cut-off. ``rules`` admits rows by the diff's deciding rule whatever their status, e.g.
+    ``added_undated`` (a statement added between the dumps without a date, status ``unknown``),
+    which is what PROBELM's revision history counts as an edit. A statement whose own start or
+    point in time is on or before the cut-off was only recorded late (the model may have seen
+    it), so it is dropped. Returns integer ``subject, property, object``.
+    """
+    pick = changes["status"].isin(list(statuses))
+    if rules:
+        pick |= changes["rule"].isin(list(rules))
+    new = changes[pick]
+    dated = new["start"].where(new["start"].notna(), new["point_in_time"])
+    new = new[~(dated.notna() & (dated <= cutoff))]
+    return new[["subject", "property", "object"]].drop_duplicates()

@@ -24,6 +24,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
 from factprobe import contracts
 from factprobe.diff.engine import (
     PARQUET,
@@ -127,3 +130,42 @@ def temporal_view(
         shutil.rmtree(work, ignore_errors=True)
     log.info("temporal view %s (earlier dumps %s): %s", dump, sorted(earlier), counts)
     return counts
+
+
+def counted_past(temporal: pd.DataFrame, earlier_dump: bool = False) -> pd.DataFrame:
+    """The ``past`` rows of a temporal view that count as temporal distractors (§3.3).
+
+    Points (no end, or start == end) are left out, as in the reference implementation; rows
+    known only from an earlier dump (``source == "earlier_dump"``) carry no date and count only
+    with ``earlier_dump`` (distractors paper §3.3; :mod:`factprobe.distractors.temporal`).
+    """
+    past = temporal[temporal["status"] == "past"]
+    if not earlier_dump and "source" in past.columns:
+        past = past[past["source"].astype(str) != "earlier_dump"]
+    from_earlier = (
+        past["source"].astype(str).eq("earlier_dump").to_numpy()
+        if "source" in past.columns
+        else np.zeros(len(past), bool)
+    )
+    start = past["start"].astype("Float64").astype(float).to_numpy()
+    end = past["end"].astype("Float64").astype(float).to_numpy()
+    point = ~from_earlier & (np.isnan(end) | (start == end))
+    return past[~point]
+
+
+def with_temporal_distractors(
+    candidates: pd.DataFrame, temporal: pd.DataFrame, earlier_dump: bool = False
+) -> pd.DataFrame:
+    """The paper's S′ (§4.1, Fig. 2): candidate facts whose (s, r) has a temporal distractor.
+
+    ``candidates`` has string ids (``subject`` "Q..", ``property`` "P.."); sampling then proceeds
+    as for S. A past object that is also the fact's current object cannot happen (it would not
+    be ``past``), but Ω may still reject a past object later, so S′ is a superset of the facts
+    whose Temp+Sem list really starts with a temporal distractor (``source`` says which do).
+    """
+    past = counted_past(temporal, earlier_dump)
+    pairs = set(zip(past["subject"].astype("int64"), past["property"].astype("int64"), strict=True))
+    subjects = contracts.id_ints(candidates["subject"]).tolist()
+    properties = contracts.id_ints(candidates["property"]).tolist()
+    keep = [k in pairs for k in zip(subjects, properties, strict=True)]
+    return candidates[keep].reset_index(drop=True)

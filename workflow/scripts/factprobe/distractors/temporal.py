@@ -25,6 +25,7 @@ import pandas as pd
 
 from factprobe import arrays, contracts, scan
 from factprobe.contracts import id_ints
+from factprobe.diff.temporal import counted_past
 from factprobe.distractors.omega import Omega, pair_keys
 
 
@@ -55,13 +56,10 @@ def past_objects(
     ``facts`` (``subject, property`` as Q/P ids): keep only their pairs, the only ones a suite
     asks for, so the work follows the probed facts, not the dump's temporal view (issue 15).
     """
-    past = temporal[temporal["status"] == "past"]
+    past = counted_past(temporal, earlier_dump)
     if facts is not None:
         want = arrays.unique(pair_keys(id_ints(facts["subject"]), id_ints(facts["property"])))
         past = past[np.isin(pair_keys(past["subject"], past["property"]), want)]
-    past = past.copy()
-    if not earlier_dump and "source" in past.columns:
-        past = past[past["source"].astype(str) != "earlier_dump"]
     if past.empty:
         return {}
     start = past["start"].astype("Float64").astype(float)
@@ -71,11 +69,6 @@ def past_objects(
         if "source" in past.columns
         else np.zeros(len(past), bool)
     )
-    # A point (no interval, or start == end) is not a temporal distractor in the reference.
-    point = ~from_earlier & (np.isnan(end.to_numpy()) | (start.to_numpy() == end.to_numpy()))
-    past, start, end, from_earlier = past[~point], start[~point], end[~point], from_earlier[~point]
-    if past.empty:
-        return {}
     if dump is None:
         seen = pd.to_numeric(past.get("last_seen", pd.Series(dtype=float)), errors="coerce")
         dump = seen.max() if seen.notna().any() else np.nanmax(end.to_numpy())
@@ -128,25 +121,3 @@ def temp_sem(
     return [(e, "temporal") for e in first] + [
         (e, "sem") for e in omega.filter(s, r, o, rest, n - len(first))
     ]
-
-
-def temporal_pairs(temporal: pd.DataFrame, earlier_dump: bool = False) -> set[tuple[int, int]]:
-    """(subject, property) pairs that have at least one temporal distractor (the paper's S′, Fig. 2)."""
-    return set(past_objects(temporal, None, earlier_dump))
-
-
-def with_temporal_distractors(
-    candidates: pd.DataFrame, temporal: pd.DataFrame, earlier_dump: bool = False
-) -> pd.DataFrame:
-    """The paper's S′ (§4.1, Fig. 2): candidate facts whose (s, r) has a temporal distractor.
-
-    ``candidates`` has string ids (``subject`` "Q..", ``property`` "P.."); sampling then proceeds
-    as for S. A past object that is also the fact's current object cannot happen (it would not
-    be ``past``), but Ω may still reject a past object later, so S′ is a superset of the facts
-    whose Temp+Sem list really starts with a temporal distractor (``source`` says which do).
-    """
-    pairs = temporal_pairs(temporal, earlier_dump)
-    keys = zip(
-        candidates["subject"].str[1:].astype(int), candidates["property"].str[1:].astype(int), strict=True
-    )
-    return candidates[[k in pairs for k in keys]].reset_index(drop=True)

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from factprobe import contracts
-from factprobe.probes.swaps import SUBJECT_SWAP, TRUE_SUBJECT, is_subject_side
+from factprobe.contracts import SUBJECT_SWAP, TRUE_SUBJECT, is_subject_side
 
 from .common import GROUP_KEYS, average_per_fact, candidates_for_prompts
 
@@ -220,7 +220,7 @@ def facts_new_to_model(
     ``plausible_facts`` (kept), ``facts_seen_by_model`` (dropped), ``cutoff_after_dump`` (1 when
     the model's cut-off is on or after the newer dump: nothing in the diff is new to it).
     """
-    from factprobe.probes.select import new_since
+    from factprobe.diff.rules import new_since
 
     cut, dump = int(cutoff["cutoff"]), int(cutoff["dump"])
     new = new_since(changes, cut, tuple(cutoff["statuses"]), tuple(cutoff["rules"]))

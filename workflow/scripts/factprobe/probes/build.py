@@ -19,6 +19,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from factprobe import arrays, contracts, scan
+from factprobe.diff.rules import new_since
 from factprobe.settings import Suite, SuiteTemplates, TemplateSet, load
 
 from .fewshot import DemoPool, context, parse_setting
@@ -28,7 +29,6 @@ from .layouts import usable as layout_usable
 from .select import (
     candidate_facts,
     finish_facts,
-    new_since,
     no_facts_error,
     relations_in_dump,
     sample_facts,
@@ -355,7 +355,7 @@ def build_suite(
 
 def allowed_facts(rel: str, changes_path: str, picks, cutoff, con) -> set[str]:
     """Fact ids of relation ``rel`` that a plausibility suite may pick: new in the diff and not
-    dated on or before the cut-off (probelm-plausibility §3, :func:`select.new_since`)."""
+    dated on or before the cut-off (probelm-plausibility §3, :func:`factprobe.diff.rules.new_since`)."""
     changes = scan.table_of_relations(
         "changes",
         changes_path,
@@ -411,7 +411,7 @@ def relation_candidates(
         "" if allowed is None else f" ({len(allowed)} new in the diff after the cut-off, {picks})",
     )
     if temporal_path is not None:
-        from factprobe.distractors.temporal import with_temporal_distractors
+        from factprobe.diff.temporal import with_temporal_distractors
 
         temporal = scan.table_of_relations(
             "temporal", temporal_path, [int(rel[1:])], contracts.columns("temporal"), con

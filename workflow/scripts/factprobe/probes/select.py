@@ -155,27 +155,6 @@ def assign_split(fact_ids: pd.Series, seed: object = 0) -> pd.Series:
     )
 
 
-def new_since(
-    changes: pd.DataFrame, cutoff: int, statuses: tuple[str, ...] = ("new",), rules: tuple[str, ...] = ()
-) -> pd.DataFrame:
-    """Facts the diff marks ``new`` (or decides by one of ``rules``) not dated on or before ``cutoff``.
-
-    probelm-plausibility §3: plausible scenarios are Wikidata edits after the model's training
-    cut-off. ``rules`` admits rows by the diff's deciding rule whatever their status, e.g.
-    ``added_undated`` (a statement added between the dumps without a date, status ``unknown``),
-    which is what PROBELM's revision history counts as an edit. A statement whose own start or
-    point in time is on or before the cut-off was only recorded late (the model may have seen
-    it), so it is dropped. Returns integer ``subject, property, object``.
-    """
-    pick = changes["status"].isin(list(statuses))
-    if rules:
-        pick |= changes["rule"].isin(list(rules))
-    new = changes[pick]
-    dated = new["start"].where(new["start"].notna(), new["point_in_time"])
-    new = new[~(dated.notna() & (dated <= cutoff))]
-    return new[["subject", "property", "object"]].drop_duplicates()
-
-
 def finish_facts(facts: pd.DataFrame, dump: str, seed: object = 0) -> pd.DataFrame:
     """Add ``split`` and ``dump`` and put the ``facts`` contract columns first, sorted by fact_id."""
     facts = facts.sort_values("fact_id").reset_index(drop=True)

@@ -18,10 +18,10 @@ import numpy as np
 import pandas as pd
 
 from factprobe import contracts
+from factprobe.contracts import SUBJECT_SWAP, TRUE_SUBJECT, is_subject_side
 from factprobe.hashing import stable_hash
 from factprobe.lm import LM, NO_SPACE_LANGS, LoglikRequest, SentenceRequest, TopkRequest
 from factprobe.lm.encoding import continuation_text
-from factprobe.probes.swaps import SUBJECT_SWAP, TRUE_SUBJECT, is_subject_side
 
 log = logging.getLogger(__name__)
 
