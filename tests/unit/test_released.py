@@ -10,9 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from factprobe import settings as S
+from factprobe.contracts import SUBJECT_SWAP, TRUE_SUBJECT
 from factprobe.metrics.pipeline import SuiteInputs, compute_suite_metrics
 from factprobe.probes.released import ReleasedDataError, build_released, read_groups, read_prompts
-from factprobe.contracts import SUBJECT_SWAP, TRUE_SUBJECT
 from factprobe.scoring.suite import build_pairs
 
 ROOT = Path(__file__).resolve().parents[2]

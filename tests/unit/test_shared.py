@@ -5,7 +5,7 @@ import os
 import pyarrow as pa
 import pytest
 from factprobe.hashing import hash_fraction, stable_hash
-from factprobe.io import atomic_path, read_table, write_table
+from factprobe.io import atomic_dir, atomic_path, read_table, write_table
 from factprobe.wikidata.labels import label_table
 
 
@@ -29,6 +29,36 @@ def test_atomic_path_leaves_nothing_on_failure(tmp_path):
     write_table(pa.table({"a": [1, 2]}), target)
     assert read_table(target).column("a").to_pylist() == [1, 2]
     assert os.listdir(tmp_path) == ["out.parquet"]
+
+
+def test_atomic_file_and_folder_get_the_umask_permissions(tmp_path):
+    """One permission behaviour for every atomic output: what the umask grants (not mkstemp's 0600
+    nor mkdtemp's 0700), so a shared results folder stays readable."""
+    old = os.umask(0o027)
+    try:
+        with atomic_path(tmp_path / "f.txt") as tmp:
+            tmp.write_text("x")
+        with atomic_dir(tmp_path / "d") as tmp:
+            (tmp / "inner.txt").write_text("y")
+        with atomic_dir(tmp_path / "d") as tmp:  # replaces an existing folder whole
+            (tmp / "other.txt").write_text("z")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "f.txt").stat().st_mode & 0o777 == 0o640
+    assert (tmp_path / "d").stat().st_mode & 0o777 == 0o750
+    assert sorted(p.name for p in (tmp_path / "d").iterdir()) == ["other.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d", "f.txt"]
+
+
+def test_atomic_dir_leaves_nothing_on_failure(tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "old.txt").write_text("kept")
+    with pytest.raises(RuntimeError):
+        with atomic_dir(tmp_path / "d") as tmp:
+            (tmp / "half.txt").write_text("x")
+            raise RuntimeError("killed")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]
+    assert [p.name for p in (tmp_path / "d").iterdir()] == ["old.txt"]
 
 
 def test_read_table_names_broken_file(tmp_path):

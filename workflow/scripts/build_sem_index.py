@@ -7,8 +7,8 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 from pathlib import Path
 
 from factprobe import scan
-from factprobe.diskspace import atomic_dir
 from factprobe.distractors.semantic import build_index
+from factprobe.io import atomic_dir
 from factprobe.rulelog import rule_logger
 
 log = rule_logger(snakemake)

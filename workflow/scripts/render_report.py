@@ -7,12 +7,10 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 
 import base64
 import json
-import shutil
-import tempfile
 from pathlib import Path
 
 import pandas as pd
-from factprobe.io import atomic_path, read_table
+from factprobe.io import atomic_dir, atomic_path, read_table
 from factprobe.metrics.pipeline import read_control_check, read_summary
 from factprobe.report.html import Figures, build_report
 from factprobe.report.provenance import model_records, with_malformed
@@ -62,12 +60,6 @@ log.info(
 with atomic_path(snakemake.output.html) as tmp:
     tmp.write_text(page, encoding="utf-8")
 # The figures folder appears whole or not at all: written beside it, then renamed.
-folder = Path(snakemake.output.figures)
-folder.parent.mkdir(parents=True, exist_ok=True)
-tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
-for name, uri in figs.drawn.items():
-    (tmp / f"{name}.png").write_bytes(base64.b64decode(uri.split(",", 1)[1]))
-if folder.exists():
-    shutil.rmtree(folder)
-tmp.chmod(0o755)
-tmp.rename(folder)
+with atomic_dir(snakemake.output.figures) as tmp:
+    for name, uri in figs.drawn.items():
+        (tmp / f"{name}.png").write_bytes(base64.b64decode(uri.split(",", 1)[1]))

@@ -10,11 +10,11 @@ from factprobe.reproducible import use_reproducible_cpu
 reproducible = use_reproducible_cpu()
 
 import json
-import shutil
 from pathlib import Path
 
 import torch
 from factprobe import contracts
+from factprobe.io import atomic_dir
 from factprobe.rulelog import rule_logger
 from factprobe.scoring.control import fact_split, prior_docs, train_control, verbalizations
 from factprobe.suite_tables import read_concat
@@ -45,19 +45,16 @@ prior = prior_docs(
 )
 log.info("%d fact documents (taught half), %d prior-balancing documents", len(docs), len(prior))
 out = Path(snakemake.output.model)
-tmp = out.with_name(out.name + ".tmp")
-shutil.rmtree(tmp, ignore_errors=True)
 repeats = settings.pop("fact_repeats")  # facts are outnumbered by prior documents
 # One thread whatever the job got: the thread count changes the order of sums, hence the weights.
-stats = train_control(docs * repeats + prior, tmp, threads=1, **settings)
-stats.update(
-    fact_documents=len(docs),
-    prior_documents=len(prior),
-    taught=int((split["split"] == "taught").sum()),
-    untaught=int((split["split"] == "untaught").sum()),
-)
-(tmp / "training.json").write_text(json.dumps(stats, indent=2))
-contracts.write("split", split, tmp / "split.parquet")
-shutil.rmtree(out, ignore_errors=True)
-tmp.rename(out)  # the directory appears complete or not at all
+with atomic_dir(out) as tmp:  # the directory appears complete or not at all
+    stats = train_control(docs * repeats + prior, tmp, threads=1, **settings)
+    stats.update(
+        fact_documents=len(docs),
+        prior_documents=len(prior),
+        taught=int((split["split"] == "taught").sum()),
+        untaught=int((split["split"] == "untaught").sum()),
+    )
+    (tmp / "training.json").write_text(json.dumps(stats, indent=2))
+    contracts.write("split", split, tmp / "split.parquet")
 log.info("control model: %s", stats)

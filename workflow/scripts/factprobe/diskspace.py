@@ -4,7 +4,7 @@ Rules that write large outputs declare ``disk_mb=input_size_mb(factor)`` (``comm
 scheduler (SLURM ``--tmp``, ``--resources disk_mb=...``) sees the need before the job starts.
 When a disk still fills up, the writers fail with ``OSError(ENOSPC)`` (Python, pyarrow) or, from
 C++ streams (nmslib's ``saveIndex``), with a bare ``basic_ios::clear: iostream error``;
-:func:`atomic_dir` turns both into an :class:`OutOfSpaceError` naming the output, the bytes the
+:func:`factprobe.io.atomic_dir` turns both into an :class:`OutOfSpaceError` naming the output, the bytes the
 rule expected to need and the bytes free, and removes its temporary folder.
 """
 
@@ -13,9 +13,7 @@ from __future__ import annotations
 import errno
 import math
 import os
-import shutil
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 #: errno values that mean "the disk (or the quota) is full".
@@ -84,32 +82,6 @@ def out_of_space_error(
         f"{free_bytes:,} bytes ({free_bytes / MB:,.0f} MB) are free there. The partial output was removed; "
         f"free space or put results/ on a bigger disk, then re-run. (Original error: {exc})",
     )
-
-
-@contextmanager
-def atomic_dir(target: str | os.PathLike, needed_mb: float | None = None) -> Iterator[Path]:
-    """Yield an empty temporary sibling folder of ``target``; rename it onto ``target`` on success.
-
-    On any failure the temporary folder is removed (no stale ``.<name>.tmp`` is left) and a
-    full disk is re-raised as :class:`OutOfSpaceError`; ``needed_mb`` (the rule's ``disk_mb``)
-    goes into its message.
-    """
-    target = Path(target)
-    tmp = target.with_name(f".{target.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    needed = int(needed_mb * MB) if needed_mb else None
-    try:
-        yield tmp
-    except BaseException as exc:
-        # Measured before the partial output is removed: that is what the writer saw.
-        free = shutil.disk_usage(tmp).free
-        shutil.rmtree(tmp, ignore_errors=True)
-        if is_out_of_space(exc, free, needed):
-            raise out_of_space_error(target, exc, free, needed) from exc
-        raise
-    shutil.rmtree(target, ignore_errors=True)
-    tmp.rename(target)
 
 
 def input_scaled(unit: str, per_input_mb: float, floor: int, name: str, cap: int | None = None) -> Callable:

@@ -1,8 +1,14 @@
-"""Atomic, zstd-compressed Parquet I/O shared by every stage."""
+"""Atomic outputs (files and folders) and zstd-compressed Parquet I/O shared by every stage.
+
+The one home of atomic writing: :func:`atomic_path` (a file) and :func:`atomic_dir` (a folder)
+write beside the target and rename onto it only when the block succeeds, and both give the
+output the permissions the umask grants (:func:`publish`), whoever wrote it.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,6 +18,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 COMPRESSION = "zstd"
+
+
+def publish(tmp: Path, target: Path) -> None:
+    """Give ``tmp`` the permissions the umask grants and rename it onto ``target``.
+
+    ``mkstemp``/``mkdtemp`` create 0600 files and 0700 folders; an output readable only by its
+    writer breaks shared result folders, so every atomic writer ends here. A folder replaces
+    an existing one (``os.replace`` cannot overwrite a non-empty folder).
+    """
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, (0o777 if tmp.is_dir() else 0o666) & ~umask)
+    if tmp.is_dir() and target.exists():
+        shutil.rmtree(target)
+    os.replace(tmp, target)
 
 
 @contextmanager
@@ -27,13 +48,39 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
-        # mkstemp creates 0600 files; give outputs the permissions the umask grants.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp_path, 0o666 & ~umask)
-        os.replace(tmp_path, target)
+        publish(tmp_path, target)
     except BaseException:
         tmp_path.unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def atomic_dir(path: str | os.PathLike, needed_mb: float | None = None) -> Iterator[Path]:
+    """Yield an empty temporary sibling folder of ``path``; it replaces ``path`` only on success.
+
+    On any failure the temporary folder is removed (no stale ``.<name>.*.tmp`` is left) and a
+    full disk is re-raised as :class:`factprobe.diskspace.OutOfSpaceError`; ``needed_mb`` (the
+    rule's ``disk_mb``) goes into its message.
+    """
+    from factprobe import diskspace
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    needed = int(needed_mb * diskspace.MB) if needed_mb else None
+    try:
+        yield tmp
+    except BaseException as exc:
+        # Measured before the partial output is removed: that is what the writer saw.
+        free = shutil.disk_usage(tmp).free
+        shutil.rmtree(tmp, ignore_errors=True)
+        if diskspace.is_out_of_space(exc, free, needed):
+            raise diskspace.out_of_space_error(target, exc, free, needed) from exc
+        raise
+    try:
+        publish(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 

@@ -40,7 +40,7 @@ import pandas as pd
 import yaml
 
 from factprobe import __version__
-from factprobe.export.common import atomic_folder
+from factprobe.io import atomic_dir
 from factprobe.metrics.common import CORRECT_FORM_SOURCES
 from factprobe.scoring.suite import NO_SPACE_LANGS, build_pairs
 
@@ -273,7 +273,7 @@ def write_task(
     if not docs:
         raise ValueError(f"suite {suite}: no lm-eval doc to write (no prompt has an object and a distractor)")
     strategies = sorted({d["strategy"] for d in docs})
-    with atomic_folder(folder) as tmp:
+    with atomic_dir(folder) as tmp:
         with open(tmp / DOCS_FILE, "w", encoding="utf-8") as handle:
             for doc in docs:
                 handle.write(json.dumps(doc, ensure_ascii=False) + "\n")

@@ -17,8 +17,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from factprobe import __version__
-from factprobe.export.common import atomic_folder
-from factprobe.io import read_table
+from factprobe.io import atomic_dir, read_table
 
 CONFIGS = ("facts", "prompts", "candidates", "forms")
 
@@ -190,7 +189,7 @@ def dataset_card(
 
 def write_hf_dataset(tables: dict[str, pa.Table], card: str, folder: str | os.PathLike) -> None:
     """Write ``data/<config>.parquet`` and README.md atomically into ``folder``."""
-    with atomic_folder(folder) as tmp:
+    with atomic_dir(folder) as tmp:
         (tmp / "data").mkdir()
         for name in CONFIGS:
             pq.write_table(tables[name], tmp / "data" / f"{name}.parquet", compression="zstd")

@@ -21,7 +21,6 @@ import math
 import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -208,10 +207,9 @@ def prepare_model(
             f"config/models.tsv: line {row['_line']}, model {name!r}" if "_line" in row else f"model {name!r}"
         )
     src = resolve_source(source, where)
-    out = Path(out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    from factprobe.io import atomic_dir  # pyarrow: not at parse time (registry imports this module)
+
+    with atomic_dir(out_dir) as tmp:
         info: dict[str, Any] = {
             "name": name,
             "source": source,
@@ -235,13 +233,7 @@ def prepare_model(
         info["dtype"] = _stored_dtype(tmp)
         info["n_parameters"] = count_parameters(tmp)
         manifest = write_manifest(tmp, info)
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)
-        return manifest
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+    return manifest
 
 
 def _package_version(source: str, wanted: str, where: str) -> str:

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 
 from factprobe.contracts import EXTRACT_TABLES as TABLES
 from factprobe.contracts import SCHEMAS
-from factprobe.io import COMPRESSION
+from factprobe.io import COMPRESSION, publish
 
 
 class TableSet:
@@ -54,10 +54,8 @@ class TableSet:
             self._flush(name)
         for writer in self.writers.values():
             writer.close()
-        mode = 0o666 & ~_umask()  # mkstemp makes 0600 files; outputs get the usual mode
         for name in TABLES:
-            os.chmod(self.tmp[name], mode)
-            os.replace(self.tmp[name], self.outdir / f"{name}.parquet")
+            publish(self.tmp[name], self.outdir / f"{name}.parquet")
 
     def discard(self) -> None:
         for writer in self.writers.values():
@@ -67,9 +65,3 @@ class TableSet:
                 pass
         for tmp in self.tmp.values():
             tmp.unlink(missing_ok=True)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
