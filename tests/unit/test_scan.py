@@ -444,3 +444,24 @@ def test_sitelinks_changes_and_temporal_rows_of_the_suites_relations(tmp_path, d
     assert 0 < len(want_p) < len(want_t)
     pd.testing.assert_frame_equal(got_p, want_p)
     assert scan.table_of_relations("temporal", path, [36], cols, any_of={"status": []}).empty
+
+
+def test_one_duckdb_connection_helper_and_share(tmp_path):
+    """scan.connect is the library's only DuckDB connection (issue 25: one home, one memory share)."""
+    import re
+    from pathlib import Path
+
+    import factprobe
+    from factprobe import scan
+
+    lib = Path(factprobe.__file__).parent
+    callers = sorted(
+        str(p.relative_to(lib)) for p in lib.rglob("*.py") if re.search(r"duckdb\.connect\(", p.read_text())
+    )
+    assert callers == ["scan.py"]
+    assert scan.duckdb_mb(6000) == 3000
+    con = scan.connect(2, scan.duckdb_mb(1000), tmp_path / "spill", keep_order=False)
+    limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    assert limit.replace(" ", "") in {"500.0MB", "476.8MiB", "500MB"}, limit
+    assert con.execute("SELECT current_setting('preserve_insertion_order')").fetchone()[0] is False
+    assert Path(con.execute("SELECT current_setting('temp_directory')").fetchone()[0]) == tmp_path / "spill"

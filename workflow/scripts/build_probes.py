@@ -4,14 +4,14 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
-from factprobe import contracts
+from factprobe import contracts, scan
 from factprobe.probes.build import build_suite
 from factprobe.rulelog import log_resident, rule_logger
 
 log = rule_logger(snakemake)
 mem_mb = int(snakemake.resources.mem_mb)
-duckdb_mb = mem_mb * 3 // 4
-# entity_forms streams to its output inside build_suite; DuckDB gets 3/4 of the job's memory.
+duckdb_mb = scan.duckdb_mb(mem_mb)
+# entity_forms streams to its output inside build_suite.
 facts, prompts, _ = build_suite(
     snakemake.wildcards.suite,
     dict(snakemake.params.suite),

@@ -14,8 +14,8 @@ from factprobe.rulelog import rule_logger
 log = rule_logger(snakemake)
 sem = snakemake.params.sem
 out = snakemake.output.index
-# Bags are counted out of core from the Parquet file by DuckDB, within half the job's memory.
-memory_mb = int(snakemake.resources.get("mem_mb", 4000)) // 2
+# Bags are counted out of core from the Parquet file by DuckDB, within its share of the job's memory.
+memory_mb = scan.duckdb_mb(snakemake.resources.get("mem_mb", 4000))
 rows = None
 if snakemake.params.relations is not None:
     # Only entities that can be candidates: those sharing a declared type with an object of a

@@ -4,6 +4,7 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
+from factprobe import scan
 from factprobe.diff.engine import DiffInputs, diff_claims
 from factprobe.diff.single_value import single_value_properties
 from factprobe.rulelog import log_resident, rule_logger
@@ -17,7 +18,7 @@ single_value = single_value_properties(
 )
 log.info("%d single-value properties (%s)", len(single_value), snakemake.params.single_value)
 mem_mb = int(snakemake.resources.mem_mb)
-duckdb_mb = mem_mb * 3 // 4
+duckdb_mb = scan.duckdb_mb(mem_mb)
 diff_claims(
     DiffInputs(
         inp.old_claims,
@@ -30,7 +31,6 @@ diff_claims(
     single_value,
     snakemake.output.changes,
     snakemake.output.stats,
-    # DuckDB gets 3/4 of the job's memory; the rest covers Python and Parquet buffers.
     memory_mb=duckdb_mb,
     threads=snakemake.threads,
     # ~100 bytes of DuckDB memory per claim keeps a bucket's aggregate and join in RAM.

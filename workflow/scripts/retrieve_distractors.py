@@ -8,7 +8,7 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
-from factprobe import contracts
+from factprobe import contracts, scan
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.retrieve import (
     forms_of_candidates,
@@ -33,10 +33,10 @@ if "shards" in snakemake.input.keys():
     )
     log.info("gathered %d shards: %d candidate rows", len(snakemake.input.shards), len(candidates))
 else:
-    # DuckDB's scans get 1/4 of the job's memory and spill beyond: the rest is the state of Ω,
-    # co-occurrence and type slices, which grows with the relations (benchmarks/scale.py).
+    # DuckDB's scans get their share of the job's memory and spill beyond: the rest is the state
+    # of Ω, co-occurrence and type slices, which grows with the relations (benchmarks/scale.py).
     mem_mb = int(snakemake.resources.get("mem_mb", 4000))
-    memory_mb = mem_mb // 4
+    memory_mb = scan.duckdb_mb(mem_mb)
     only = relations = None
     if "shard" in snakemake.params.keys():
         # A shard loads the state of its own relations only (shard_plan).

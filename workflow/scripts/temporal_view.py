@@ -6,12 +6,13 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 
 from pathlib import Path
 
+from factprobe import scan
 from factprobe.diff.temporal import temporal_view
 from factprobe.rulelog import log_resident, rule_logger
 
 log = rule_logger(snakemake)
 mem_mb = int(snakemake.resources.mem_mb)
-duckdb_mb = mem_mb * 3 // 4
+duckdb_mb = scan.duckdb_mb(mem_mb)
 earlier = {Path(p).parent.name: p for p in snakemake.input.earlier}
 temporal_view(
     snakemake.wildcards.dump,

@@ -27,25 +27,58 @@ import pyarrow.parquet as pq
 from factprobe import arrays, contracts, io
 from factprobe.validity import valid_sql
 
+#: Share of a job's ``mem_mb`` that its DuckDB connection may hold (the one setting for every
+#: rule): DuckDB spills beyond it, so a smaller share costs only speed, and the other half is left
+#: to Python (Ω, embeddings, Arrow buffers) and Parquet writers.
+DUCKDB_SHARE = 0.5
 
-def connect(threads: int = 1, memory_mb: int | None = None) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection; ``memory_mb`` bounds it: beyond, it spills to the system
-    temp folder (``$TMPDIR``, which Snakemake sets to the job's ``tmpdir`` resource)."""
+
+def duckdb_mb(mem_mb: int | float) -> int:
+    """DuckDB's memory limit in MB for a job given ``mem_mb`` (:data:`DUCKDB_SHARE` of it)."""
+    return int(int(mem_mb) * DUCKDB_SHARE)
+
+
+def connect(
+    threads: int = 1,
+    memory_mb: int | None = None,
+    temp_dir: str | Path | None = None,
+    keep_order: bool = True,
+) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection, the only one of the library.
+
+    ``memory_mb`` bounds it (:func:`duckdb_mb` of the job's memory): beyond, it spills to
+    ``temp_dir``, by default a folder under the system temp folder (``$TMPDIR``, which Snakemake
+    sets to the job's ``tmpdir`` resource). ``keep_order=False`` lets DuckDB drop insertion
+    order, which large COPYs need to stay within the limit (the diff and the temporal view sort
+    or partition explicitly).
+    """
     con = duckdb.connect()
     con.execute(f"SET threads = {max(1, int(threads))}")
     if memory_mb:
         con.execute(f"SET memory_limit = '{int(memory_mb)}MB'")
-        spill = Path(tempfile.gettempdir()) / f"factprobe-duckdb-{os.getpid()}"
-        con.execute(f"SET temp_directory = {_q(spill)}")
+        spill = (
+            Path(temp_dir)
+            if temp_dir is not None
+            else Path(tempfile.gettempdir()) / f"factprobe-duckdb-{os.getpid()}"
+        )
+        con.execute(f"SET temp_directory = {quote(spill)}")
+    if not keep_order:
+        con.execute("SET preserve_insertion_order = false")
     return con
 
 
-def _q(path: str | Path) -> str:
+def quote(path: str | Path) -> str:
+    """``path`` as a DuckDB string literal."""
     return "'" + str(path).replace("'", "''") + "'"
 
 
+def parquet_columns(con: duckdb.DuckDBPyConnection, path: str | Path) -> list[str]:
+    """Column names of a Parquet file, read by DuckDB without scanning it."""
+    return [row[0] for row in con.execute(f"DESCRIBE SELECT * FROM read_parquet({quote(path)})").fetchall()]
+
+
 def check_columns(con: duckdb.DuckDBPyConnection, name: str, path: str | Path, cols: Sequence[str]) -> None:
-    have = [row[0] for row in con.execute(f"DESCRIBE SELECT * FROM read_parquet({_q(path)})").fetchall()]
+    have = parquet_columns(con, path)
     contracts.check(have, name, path, list(cols))
 
 
@@ -73,7 +106,7 @@ def scan_types(
     for path in files:
         check_columns(con, "types", path, ["id", "type"])
     union = " UNION ALL ".join(
-        f"SELECT id, type, {int(Path(p).parent.name)} AS dump FROM read_parquet({_q(p)})" for p in files
+        f"SELECT id, type, {int(Path(p).parent.name)} AS dump FROM read_parquet({quote(p)})" for p in files
     )
     _ids_table(con, "_anchors", anchor_ids)
     # The newest dump is decided among the rows of the wanted entities only (an entity with an
@@ -119,12 +152,12 @@ def sem_candidates(
     check_columns(con, "claims", claims_path, ["property", "object"])
     for path in files:
         check_columns(con, "types", path, ["id", "type"])
-    union = " UNION ALL ".join(f"SELECT id, type FROM read_parquet({_q(p)})" for p in files)
+    union = " UNION ALL ".join(f"SELECT id, type FROM read_parquet({quote(p)})" for p in files)
     _ids_table(con, "_rels", relations)
     sql = f"""
         WITH t AS ({union}),
         objects AS (
-            SELECT DISTINCT object AS id FROM read_parquet({_q(claims_path)})
+            SELECT DISTINCT object AS id FROM read_parquet({quote(claims_path)})
             WHERE property IN (SELECT id FROM _rels)
         ),
         object_types AS (SELECT DISTINCT type FROM t WHERE id IN (SELECT id FROM objects))
@@ -157,7 +190,7 @@ def scan_valid(
     if subjects is not None:
         _ids_table(con, "_subjects", subjects)
         where.append("subject IN (SELECT id FROM _subjects)")
-    base = f"SELECT subject, property, object, rank FROM read_parquet({_q(claims_path)}) WHERE {' AND '.join(where)}"
+    base = f"SELECT subject, property, object, rank FROM read_parquet({quote(claims_path)}) WHERE {' AND '.join(where)}"
     if ranks == "truthy":
         base = f"SELECT * FROM ({base}) QUALIFY rank = max(rank) OVER (PARTITION BY subject, property)"
     out = con.execute(
@@ -180,7 +213,7 @@ def scan_statements(
     _ids_table(con, "_rels", relations)
     got = con.execute(
         "SELECT DISTINCT subject::BIGINT AS subject, property::BIGINT AS property, object::BIGINT AS object "
-        f"FROM read_parquet({_q(claims_path)}) WHERE rank >= 1 AND property IN (SELECT id FROM _rels) "
+        f"FROM read_parquet({quote(claims_path)}) WHERE rank >= 1 AND property IN (SELECT id FROM _rels) "
         "ORDER BY property, subject, object"
     ).fetchnumpy()
     con.unregister("_rels")
@@ -197,7 +230,7 @@ def scan_forms(
     _ids_table(con, "_ids", ids)
     select = ", ".join(cols)
     table = con.sql(
-        f"SELECT {select} FROM read_parquet({_q(entity_forms_path)}, file_row_number = true) "
+        f"SELECT {select} FROM read_parquet({quote(entity_forms_path)}, file_row_number = true) "
         "WHERE entity LIKE 'Q%' AND TRY_CAST(substr(entity, 2) AS BIGINT) IN (SELECT id FROM _ids) "
         "ORDER BY file_row_number"
     ).to_arrow_table()
@@ -218,7 +251,7 @@ def scan_forms_table(
     _ids_table(con, "_ids", ids)
     table = con.sql(
         "SELECT id, lang, form, source FROM (SELECT TRY_CAST(substr(entity, 2) AS BIGINT) AS id, "
-        f"lang, form, source, file_row_number FROM read_parquet({_q(entity_forms_path)}, "
+        f"lang, form, source, file_row_number FROM read_parquet({quote(entity_forms_path)}, "
         "file_row_number = true) WHERE entity LIKE 'Q%') WHERE id IN (SELECT id FROM _ids) "
         "ORDER BY id, file_row_number"
     ).to_arrow_table()
@@ -253,7 +286,7 @@ def properties_in(claims_path: str | Path, con: duckdb.DuckDBPyConnection | None
     check_columns(con, "claims", claims_path, ["property"])
     return {
         int(r[0])
-        for r in con.execute(f"SELECT DISTINCT property FROM read_parquet({_q(claims_path)})").fetchall()
+        for r in con.execute(f"SELECT DISTINCT property FROM read_parquet({quote(claims_path)})").fetchall()
     }
 
 
@@ -278,11 +311,11 @@ def write_entity_forms(
         for f in files:
             check_columns(con, "labels", f, ["id", "lang", "text", "is_alias"])
         union = " UNION ALL ".join(
-            f"SELECT id, lang, text, is_alias, {_q(Path(p).parent.name)} AS dump, {i} AS f, file_row_number AS rn "
-            f"FROM read_parquet({_q(p)}, file_row_number = true)"
+            f"SELECT id, lang, text, is_alias, {quote(Path(p).parent.name)} AS dump, {i} AS f, file_row_number AS rn "
+            f"FROM read_parquet({quote(p)}, file_row_number = true)"
             for i, p in enumerate(files)
         )
-        langs = ", ".join(_q(lang) for lang in languages) or "NULL"
+        langs = ", ".join(quote(lang) for lang in languages) or "NULL"
         reader = con.sql(
             f"""
             WITH l AS ({union}),
@@ -314,11 +347,11 @@ def labelled_ids(
     con = con or connect()
     check_columns(con, "entity_forms", forms_path, ["entity", "lang", "source"])
     _ids_table(con, "_ids", ids)
-    langs = ", ".join(_q(lang) for lang in dict.fromkeys(languages)) or "NULL"
+    langs = ", ".join(quote(lang) for lang in dict.fromkeys(languages)) or "NULL"
     got = con.execute(
         f"""
         SELECT e FROM (
-            SELECT TRY_CAST(substr(entity, 2) AS BIGINT) AS e, lang FROM read_parquet({_q(forms_path)})
+            SELECT TRY_CAST(substr(entity, 2) AS BIGINT) AS e, lang FROM read_parquet({quote(forms_path)})
             WHERE source = 'label' AND lang IN ({langs}) AND entity LIKE 'Q%'
         ) WHERE e IN (SELECT id FROM _ids)
         GROUP BY e HAVING count(DISTINCT lang) = {len(set(languages))} ORDER BY e
@@ -338,7 +371,7 @@ def sitelinks_of(
     _ids_table(con, "_ids", ids)
     got = con.sql(
         f"""
-        SELECT id, sitelinks FROM read_parquet({_q(entities_path)}, file_row_number = true)
+        SELECT id, sitelinks FROM read_parquet({quote(entities_path)}, file_row_number = true)
         WHERE kind = 'item' AND id IN (SELECT id FROM _ids)
         QUALIFY row_number() OVER (PARTITION BY id ORDER BY file_row_number) = 1 ORDER BY id
         """
@@ -369,12 +402,12 @@ def table_of_relations(
         where += " AND subject IN (SELECT id FROM _subjects)"
     if any_of:
         tests = [
-            f'"{col}" IN ({", ".join(_q(v) for v in values)})' for col, values in any_of.items() if values
+            f'"{col}" IN ({", ".join(quote(v) for v in values)})' for col, values in any_of.items() if values
         ]
         where += f" AND ({' OR '.join(tests) or 'FALSE'})"
     select = ", ".join(f'"{c}"' for c in cols)
     table = con.sql(
-        f"SELECT {select} FROM read_parquet({_q(path)}, file_row_number = true) "
+        f"SELECT {select} FROM read_parquet({quote(path)}, file_row_number = true) "
         f"WHERE {where} ORDER BY file_row_number"
     ).to_arrow_table()
     con.unregister("_rels")

@@ -36,6 +36,7 @@ from factprobe.diff.rules import (
     sql_list,
 )
 from factprobe.io import atomic_path
+from factprobe.scan import connect, parquet_columns, quote
 from factprobe.validity import valid_sql
 
 log = logging.getLogger(__name__)
@@ -70,24 +71,6 @@ class DiffResult:
     rules: dict[str, int] = field(default_factory=dict)
 
 
-def connect(memory_mb: int, threads: int, temp_dir: str | Path) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection that spills to ``temp_dir`` beyond ``memory_mb``."""
-    con = duckdb.connect()
-    con.execute(f"SET memory_limit = '{int(memory_mb)}MB'")
-    con.execute(f"SET threads = {max(1, int(threads))}")
-    con.execute(f"SET temp_directory = '{Path(temp_dir).as_posix()}'")
-    con.execute("SET preserve_insertion_order = false")
-    return con
-
-
-def _quote(path: str | Path) -> str:
-    return "'" + str(path).replace("'", "''") + "'"
-
-
-def _columns(con: duckdb.DuckDBPyConnection, path: str | Path) -> list[str]:
-    return [row[0] for row in con.execute(f"DESCRIBE SELECT * FROM read_parquet({_quote(path)})").fetchall()]
-
-
 def _check_inputs(con: duckdb.DuckDBPyConnection, inputs: DiffInputs) -> bool:
     """Fail early, naming the file, when a table lacks a contract column; True if ``created`` exists."""
     created = True
@@ -99,7 +82,7 @@ def _check_inputs(con: duckdb.DuckDBPyConnection, inputs: DiffInputs) -> bool:
     ):
         if not Path(path).exists():
             raise FileNotFoundError(f"{path}: missing {kind} table; run the extract_dump rule for this dump")
-        cols = set(_columns(con, path))
+        cols = set(parquet_columns(con, path))
         contracts.check(cols, kind, path, None if kind == "claims" else ["id", "kind"])
         if kind == "entities":
             created &= "created" in cols
@@ -290,7 +273,7 @@ def output_sql() -> str:
 def _entity_sql(path: str | Path, created: bool) -> str:
     col = "created" if created else "NULL::INTEGER AS created"
     # Items and properties share the integer id space; claims have item subjects only.
-    return f"SELECT id, {col} FROM read_parquet({_quote(path)}) WHERE kind = 'item'"
+    return f"SELECT id, {col} FROM read_parquet({quote(path)}) WHERE kind = 'item'"
 
 
 def _subjects_sql(old_e: str, new_e: str, t_old: int) -> str:
@@ -333,7 +316,7 @@ def diff_claims(
     result.partitions = n_partitions(result.rows_in, rows_per_partition)
     work = Path(tempfile.mkdtemp(prefix="factprobe-diff-", dir=temp_dir))
     try:
-        con = connect(memory_mb, threads, work / "spill")
+        con = connect(threads, memory_mb, work / "spill", keep_order=False)
         created = _check_inputs(con, inputs)
         old_e = _entity_sql(inputs.old_entities, created)
         new_e = _entity_sql(inputs.new_entities, created)
@@ -366,7 +349,7 @@ def diff_claims(
             # Each replacement group writes exactly two is_replace rows (its new and obsolete one).
             con.execute("INSERT INTO replace_n SELECT property, 2 * count(*) FROM replaced GROUP BY ALL")
             part = work / f"part-{k:05d}.parquet"
-            con.execute(f"COPY (SELECT {cols} FROM ({output})) TO {_quote(part)} {PARQUET}")
+            con.execute(f"COPY (SELECT {cols} FROM ({output})) TO {quote(part)} {PARQUET}")
             con.execute("DROP VIEW decided")
             con.execute("DROP TABLE triples")
             con.execute("DROP TABLE others")
@@ -376,8 +359,8 @@ def diff_claims(
             if len(parts) == 1:
                 shutil.move(parts[0], tmp)
             else:
-                files = "[" + ", ".join(_quote(p) for p in parts) + "]"
-                con.execute(f"COPY (SELECT * FROM read_parquet({files})) TO {_quote(tmp)} {PARQUET}")
+                files = "[" + ", ".join(quote(p) for p in parts) + "]"
+                con.execute(f"COPY (SELECT * FROM read_parquet({files})) TO {quote(tmp)} {PARQUET}")
         stats = con.execute(
             f"SELECT property, {sql_list(RULE_STATUSES)}[rule_id + 1] AS status, "
             f"{sql_list(RULE_NAMES)}[rule_id + 1] AS rule, sum(n)::BIGINT AS n FROM stats GROUP BY ALL"
@@ -423,7 +406,7 @@ def _single_rank(path: str | Path) -> bool:
 
 
 def _read(path: str | Path) -> str:
-    return f"SELECT * FROM read_parquet({_quote(path)})"
+    return f"SELECT * FROM read_parquet({quote(path)})"
 
 
 def _repartition(
@@ -440,7 +423,7 @@ def _repartition(
     for name, (sql, key) in sources.items():
         folder = work / name
         con.execute(
-            f"COPY (SELECT *, ({key} % {n})::INTEGER AS bucket FROM ({sql})) TO {_quote(folder)} "
+            f"COPY (SELECT *, ({key} % {n})::INTEGER AS bucket FROM ({sql})) TO {quote(folder)} "
             "(FORMAT parquet, PARTITION_BY (bucket))"
         )
         empty[name] = f"SELECT * FROM ({sql}) LIMIT 0"
@@ -452,7 +435,7 @@ def _repartition(
             if folder.exists():
                 # hive_partitioning off: the bucket column is not needed downstream.
                 row.append(
-                    f"SELECT * FROM read_parquet({_quote(folder / '*.parquet')}, hive_partitioning = false)"
+                    f"SELECT * FROM read_parquet({quote(folder / '*.parquet')}, hive_partitioning = false)"
                 )
             else:
                 row.append(empty[name])

@@ -30,14 +30,12 @@ import pandas as pd
 from factprobe import contracts
 from factprobe.diff.engine import (
     PARQUET,
-    _columns,
-    _quote,
-    connect,
     decode_sql,
     statement_key_sql,
     valid_dates_sql,
 )
 from factprobe.io import atomic_path
+from factprobe.scan import connect, parquet_columns, quote
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +57,7 @@ def temporal_sql(dump: str, earlier: dict[str, str]) -> str:
             dkey = statement_key_sql(str(int(date)), valid_dates_sql(date))
             parts.append(
                 f"SELECT subject, property, object, {dkey} AS k FROM (SELECT subject, property, object, "
-                f'start AS s, "end" AS e, point_in_time AS p FROM read_parquet({_quote(path)}) WHERE rank > 0)'
+                f'start AS s, "end" AS e, point_in_time AS p FROM read_parquet({quote(path)}) WHERE rank > 0)'
             )
         before = f"""
         SELECT b.subject, b.property, b.object, max(b.k) AS k
@@ -107,22 +105,22 @@ def temporal_view(
     earlier = {str(d): str(p) for d, p in earlier.items() if int(d) < int(dump)}
     work = Path(tempfile.mkdtemp(prefix="factprobe-temporal-", dir=temp_dir))
     try:
-        con = connect(memory_mb, threads, work / "spill")
+        con = connect(threads, memory_mb, work / "spill", keep_order=False)
         for path in [claims, *earlier.values()]:
-            contracts.check(_columns(con, path), "claims", path)
-        con.execute(f"CREATE TEMP VIEW cur_c AS SELECT * FROM read_parquet({_quote(claims)})")
+            contracts.check(parquet_columns(con, path), "claims", path)
+        con.execute(f"CREATE TEMP VIEW cur_c AS SELECT * FROM read_parquet({quote(claims)})")
         con.execute(
-            f"CREATE TEMP VIEW cur_e AS SELECT id FROM read_parquet({_quote(entities)}) WHERE kind = 'item'"
+            f"CREATE TEMP VIEW cur_e AS SELECT id FROM read_parquet({quote(entities)}) WHERE kind = 'item'"
         )
         cols = ", ".join(f'"{c}"' for c in contracts.columns("temporal"))
         with atomic_path(out_path) as tmp:
             con.execute(
-                f"COPY (SELECT {cols} FROM ({temporal_sql(dump, earlier)})) TO {_quote(tmp)} {PARQUET}"
+                f"COPY (SELECT {cols} FROM ({temporal_sql(dump, earlier)})) TO {quote(tmp)} {PARQUET}"
             )
         counts = dict(
             (f"{s}/{src}", n)
             for s, src, n in con.execute(
-                f"SELECT status, source, count(*) FROM read_parquet({_quote(out_path)}) GROUP BY ALL ORDER BY ALL"
+                f"SELECT status, source, count(*) FROM read_parquet({quote(out_path)}) GROUP BY ALL ORDER BY ALL"
             ).fetchall()
         )
         con.close()

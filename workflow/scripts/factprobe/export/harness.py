@@ -41,12 +41,13 @@ import yaml
 
 from factprobe import __version__
 from factprobe.io import atomic_dir
+from factprobe.lm.encoding import END_MARKERS
 from factprobe.metrics.common import CORRECT_FORM_SOURCES
 from factprobe.scoring.suite import NO_SPACE_LANGS, build_pairs
 
 log = logging.getLogger(__name__)
 
-END_MARKERS = ("eos", ".", "none")
+
 DOCS_FILE = "docs.jsonl"
 LOADER_FILE = "factprobe_docs.py"
 PROMPT_FIELDS = ("lang", "template_id", "style", "shots", "verbalization", "subject_form")

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+#: The one list of scoring.end_marker values (export and the schema check read it from here).
 END_MARKERS = ("eos", ".", "none")
 #: Languages written without spaces between words: forms follow the prompt directly.
 NO_SPACE_LANGS = ("zh", "ja", "th", "lo", "km", "my", "bo")
