@@ -19,6 +19,7 @@ WORKFLOW_ROOT = Path(_HERE).resolve().parents[1]
 SCRIPTS = WORKFLOW_ROOT / "workflow" / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 # Only the light settings/registry modules (stdlib, pyyaml, jsonschema): parsing needs no science stack.
+from factprobe import run_settings as R  # noqa: E402
 from factprobe import settings as S  # noqa: E402
 from factprobe.registry import (  # noqa: E402
     check_dumps,
@@ -77,57 +78,30 @@ SUITES = CFG.suites
 MULTILINGUAL_SUITES = [s for s, block in SUITES.items() if block.kind == "multilingual"]
 # Suites imported from a released benchmark (rule import_released) vs built from the dump
 # (build_probes + retrieve_distractors): disjoint wildcard constraints pick the rule.
-_RELEASED = [s for s, block in SUITES.items() if block.source.imported]
-RELEASED_SUITES = "|".join(re.escape(s) for s in _RELEASED) or "no-released-suite"
-BUILT_SUITES = (
-    "|".join(re.escape(s) for s in SUITES if s not in _RELEASED) or "no-built-suite"
-)
-# Seq2seq translation models named by models.tsv rows: prepared by rule prepare_model like
-# every model (offline afterwards), and never scored as causal LMs.
-MT_ROWS = (
-    sorted({CFG.translate.model, *CFG.translate.models.values()} & set(MODEL_ROWS))
-    if CFG.translate.backend == "seq2seq"
-    else []
-)
-# Models scored on every suite: scoring.models, else every registry row but translators.
-SCORE_MODELS = CFG.scoring.models or [m for m in MODEL_ROWS if m not in MT_ROWS]
+RELEASED_SUITES = R.suite_pattern(R.released_suites(CFG), "no-released-suite")
+BUILT_SUITES = R.suite_pattern(R.built_suites(CFG), "no-built-suite")
 # One list for every consumer of the encoding rule: scoring, ApprOpt, control training.
 NO_SPACE_LANGUAGES = CFG.scoring.no_space_languages
 
-# Settings resolved once and handed to rules as plain dicts with lookup(): a changed setting
-# reruns only the jobs that read it (Snakemake's params trigger sees builtin types only).
-MODEL_PARAMS = {
-    m: {k: v for k, v in row.items() if k != "_line"} for m, row in MODEL_ROWS.items()
-}
-# What decides a prepared folder's weights: a change to dtype, device or cutoff must not rerun
-# (and so trip over the protected output of) prepare_model.
-PREPARE_PARAMS = {
-    m: {k: row.get(k, "") for k in ("name", "source", "revision")}
-    for m, row in MODEL_ROWS.items()
-}
-SUITE_PARAMS = {s: S.plain(block) for s, block in SUITES.items()}
-SUITE_TEMPLATE_SETS = {s: S.suite_template_sets(CFG, s) for s in SUITES}
-DISTRACTOR_SETTINGS = {s: S.suite_distractors(CFG, s) for s in SUITES}
-RETRIEVE_SETTINGS = {s: S.suite_retrieve(CFG, s) for s in SUITES}
-APPROPT_SETTINGS = {
-    s: {m: S.suite_appropt(CFG, s, row) for m, row in MODEL_ROWS.items()}
-    for s in SUITES
-}
-METRICS_SETTINGS = {s: S.suite_metrics(CFG, s) for s in SUITES}
-# Forms of a correct object that count (fluent-mLAMA Table 1 vs §5.2 "wide").
-CORRECT_SETS = {s: S.suite_correct_set(CFG, s) for s in SUITES}
-# Per suite: "sentence" (whole-sentence log-likelihood, PROBELM §4.1) or "continuation", and the
-# end marker (suites.<s>.scoring over scoring.by_mode.<mode> over scoring; settings.suite_end_marker).
-SCORING_MODES = {s: S.suite_scoring_mode(CFG, s) for s in SUITES}
-END_MARKERS = {s: S.suite_end_marker(CFG, s) for s in SUITES}
-# Per (plausibility suite, model): the model's own cut-off (PROBELM §3.1).
-MODEL_CUTOFFS = {
-    s: {m: S.suite_model_cutoff(CFG, s, row) for m, row in MODEL_ROWS.items()}
-    for s in SUITES
-}
-SEM_INDEX_SETTINGS = S.sem_index(CFG)
-# Per dump: the relations whose objects' types bound the index rows (None: every entity).
-SEM_ROWS = {dump: S.sem_index_rows(CFG, dump) for dump in DUMP_ROWS}
+# Settings resolved once in the library (factprobe.run_settings, tested in Python) and handed
+# to rules as plain dicts with lookup().
+RUN = R.resolve(CFG, DUMP_ROWS, MODEL_ROWS)
+MT_ROWS = RUN.mt_rows
+SCORE_MODELS = RUN.score_models
+MODEL_PARAMS = RUN.model_params
+PREPARE_PARAMS = RUN.prepare_params
+SUITE_PARAMS = RUN.suite_params
+SUITE_TEMPLATE_SETS = RUN.template_sets
+DISTRACTOR_SETTINGS = RUN.distractors
+RETRIEVE_SETTINGS = RUN.retrieve
+APPROPT_SETTINGS = RUN.appropt
+METRICS_SETTINGS = RUN.metrics
+CORRECT_SETS = RUN.correct_sets
+SCORING_MODES = RUN.scoring_modes
+END_MARKERS = RUN.end_markers
+MODEL_CUTOFFS = RUN.model_cutoffs
+SEM_INDEX_SETTINGS = RUN.sem_index
+SEM_ROWS = RUN.sem_rows
 # Memory (MB) and runtime (min) of the jobs that grow with their inputs: floor + factor x input
 # MB, doubled on a retry. Factors: benchmarks/scale.py (config/README.md, "Profiles").
 # mem_mb is capped at 64 GB (issue 15's per-job bound; a retry asks twice that).
@@ -146,8 +120,8 @@ SEM_HNSW = {
     )
     for dump in DUMP_ROWS
 }
-CONTROL_PARAMS = S.control_params(CFG)
-CONTROL_TAUGHT = {s: s in CFG.control.suites for s in SUITES}
+CONTROL_PARAMS = RUN.control
+CONTROL_TAUGHT = RUN.control_taught
 
 
 wildcard_constraints:
@@ -499,18 +473,14 @@ def report_control_suites():
     ]
 
 
-BOOTSTRAP_KEYS = ("bootstrap_samples", "bootstrap_seed", "confidence_level")
-
-
 def bootstrap_settings():
     """Config report keys of the bootstrap intervals (leaderboard, control check)."""
-    return {k: v for k, v in S.plain(CFG.report).items() if k in BOOTSTRAP_KEYS}
+    return R.report_settings(CFG, R.BOOTSTRAP_KEYS)
 
 
 def control_check_settings():
     """Config report keys the control check reads (so report.dpi does not rerun it)."""
-    keys = ("control_strategy", "taught_target", "chance_band", *BOOTSTRAP_KEYS)
-    return {k: v for k, v in S.plain(CFG.report).items() if k in keys}
+    return R.report_settings(CFG, R.CONTROL_CHECK_KEYS)
 
 
 def report_control_model_suites():
@@ -518,28 +488,14 @@ def report_control_model_suites():
     return list(SUITES) if any(is_control(m) for m in SCORE_MODELS) else []
 
 
-def dumps_read_by(suites):
-    """The dumps ``suites`` read (their dump, label dumps, a plausibility suite's older dump)."""
-    used = set()
-    for suite in suites:
-        block = SUITES[suite]
-        used.update(suite_dumps(suite), [block.dump])
-        used.update(
-            [block.diff_old] if block.kind == "plausibility" and block.diff_old else []
-        )
-    return sorted(used)
-
-
 def report_dumps():
     """The dumps of the report's provenance: those every suite reads."""
-    return dumps_read_by(SUITES)
+    return R.dumps_read_by(CFG, SUITES)
 
 
 def extracted_report_dumps():
     """The report's dumps that the run extracts (suites built from a dump, not imported ones)."""
-    return dumps_read_by(
-        [s for s, block in SUITES.items() if not block.source.imported]
-    )
+    return R.dumps_read_by(CFG, R.built_suites(CFG))
 
 
 def report_provenance():

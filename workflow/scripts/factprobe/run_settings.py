@@ -1,0 +1,122 @@
+"""The run's settings, resolved once at parse time for the rules (``workflow/rules/common.smk``).
+
+Every rule receives its settings as plain dicts through ``lookup()``: Snakemake's params trigger
+compares builtin types only, so a changed setting reruns just the jobs that read it
+(config/README.md, "When jobs rerun"). The per-suite rules of precedence live in
+:mod:`factprobe.settings` (``suite_*``); this module applies them to every suite, model and dump
+of one run. Light (stdlib + settings): it is imported while the workflow parses.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from factprobe import settings as S
+from factprobe.settings import Config
+
+#: Config ``report`` keys of the bootstrap intervals (leaderboard, control check).
+BOOTSTRAP_KEYS = ("bootstrap_samples", "bootstrap_seed", "confidence_level")
+#: Config ``report`` keys the control check reads (so ``report.dpi`` does not rerun it).
+CONTROL_CHECK_KEYS = ("control_strategy", "taught_target", "chance_band", *BOOTSTRAP_KEYS)
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What the rules read, per suite / model / dump (names of ``common.smk`` in brackets)."""
+
+    mt_rows: list[str]  # MT_ROWS: seq2seq translators among models.tsv rows
+    score_models: list[str]  # SCORE_MODELS
+    model_params: dict[str, dict]  # MODEL_PARAMS: models.tsv rows without bookkeeping
+    prepare_params: dict[str, dict]  # PREPARE_PARAMS: what decides a prepared folder
+    suite_params: dict[str, dict]  # SUITE_PARAMS
+    template_sets: dict[str, dict]  # SUITE_TEMPLATE_SETS
+    distractors: dict[str, dict]  # DISTRACTOR_SETTINGS
+    retrieve: dict[str, dict]  # RETRIEVE_SETTINGS
+    appropt: dict[str, dict[str, dict]]  # APPROPT_SETTINGS: suite -> model -> settings
+    metrics: dict[str, dict]  # METRICS_SETTINGS
+    correct_sets: dict[str, str]  # CORRECT_SETS
+    scoring_modes: dict[str, str]  # SCORING_MODES
+    end_markers: dict[str, str]  # END_MARKERS (per suite)
+    model_cutoffs: dict[str, dict[str, dict]]  # MODEL_CUTOFFS: suite -> model -> cut-off
+    sem_index: dict  # SEM_INDEX_SETTINGS
+    sem_rows: dict[str, dict]  # SEM_ROWS: dump -> index rows
+    control: dict  # CONTROL_PARAMS
+    control_taught: dict[str, bool]  # CONTROL_TAUGHT
+
+
+def translation_models(cfg: Config, model_rows: dict[str, dict]) -> list[str]:
+    """Seq2seq translation models named by models.tsv rows: prepared like every model (offline
+    afterwards) and never scored as causal LMs; none with ``translate.backend`` ``llm``."""
+    if cfg.translate.backend != "seq2seq":
+        return []
+    return sorted({cfg.translate.model, *cfg.translate.models.values()} & set(model_rows))
+
+
+def scored_models(cfg: Config, model_rows: dict[str, dict], mt_rows: list[str]) -> list[str]:
+    """Models scored on every suite: ``scoring.models``, else every registry row but translators."""
+    return cfg.scoring.models or [m for m in model_rows if m not in mt_rows]
+
+
+def suite_pattern(names: list[str], none: str) -> str:
+    """A wildcard constraint matching exactly ``names`` (``none``, which no suite is called, if empty)."""
+    return "|".join(re.escape(s) for s in names) or none
+
+
+def released_suites(cfg: Config) -> list[str]:
+    """Suites imported from a released benchmark (rule import_released), in config order."""
+    return [s for s, block in cfg.suites.items() if block.source.imported]
+
+
+def built_suites(cfg: Config) -> list[str]:
+    """Suites built from a dump (build_probes + retrieve_distractors), in config order."""
+    return [s for s, block in cfg.suites.items() if not block.source.imported]
+
+
+def resolve(cfg: Config, dump_rows: dict[str, dict], model_rows: dict[str, dict]) -> RunSettings:
+    """Every per-suite, per-model and per-dump setting of one run (``common.smk`` reads these)."""
+    suites = cfg.suites
+    mt_rows = translation_models(cfg, model_rows)
+    return RunSettings(
+        mt_rows=mt_rows,
+        score_models=scored_models(cfg, model_rows, mt_rows),
+        model_params={m: {k: v for k, v in row.items() if k != "_line"} for m, row in model_rows.items()},
+        # A change to dtype, device or cutoff must not rerun (and so trip over the protected
+        # output of) prepare_model: only these decide a prepared folder's weights.
+        prepare_params={
+            m: {k: row.get(k, "") for k in ("name", "source", "revision")} for m, row in model_rows.items()
+        },
+        suite_params={s: S.plain(block) for s, block in suites.items()},
+        template_sets={s: S.suite_template_sets(cfg, s) for s in suites},
+        distractors={s: S.suite_distractors(cfg, s) for s in suites},
+        retrieve={s: S.suite_retrieve(cfg, s) for s in suites},
+        appropt={s: {m: S.suite_appropt(cfg, s, row) for m, row in model_rows.items()} for s in suites},
+        metrics={s: S.suite_metrics(cfg, s) for s in suites},
+        correct_sets={s: S.suite_correct_set(cfg, s) for s in suites},
+        scoring_modes={s: S.suite_scoring_mode(cfg, s) for s in suites},
+        end_markers={s: S.suite_end_marker(cfg, s) for s in suites},
+        model_cutoffs={
+            s: {m: S.suite_model_cutoff(cfg, s, row) for m, row in model_rows.items()} for s in suites
+        },
+        sem_index=S.sem_index(cfg),
+        sem_rows={dump: S.sem_index_rows(cfg, dump) for dump in dump_rows},
+        control=S.control_params(cfg),
+        control_taught={s: s in cfg.control.suites for s in suites},
+    )
+
+
+def dumps_read_by(cfg: Config, suites) -> list[str]:
+    """The dumps ``suites`` read (their dump, label dumps, a plausibility suite's older dump)."""
+    used: set[str] = set()
+    for suite in suites:
+        block = cfg.suites[suite]
+        used.update(S.suite_dumps(block), [block.dump])
+        if block.kind == "plausibility" and block.diff_old:
+            used.add(block.diff_old)
+    return sorted(used)
+
+
+def report_settings(cfg: Config, keys: tuple[str, ...]) -> dict:
+    """The config ``report`` keys ``keys`` (what one rule reads of the section, so the others
+    do not rerun it)."""
+    return {k: v for k, v in S.plain(cfg.report).items() if k in keys}
