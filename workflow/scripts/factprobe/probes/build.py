@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import tempfile
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -104,6 +105,27 @@ def released_suite(name: str, suite: Suite) -> tuple[pd.DataFrame, pd.DataFrame,
     return facts, prompts, forms
 
 
+@dataclass(frozen=True)
+class SuitePlan:
+    """What a suite's settings and templates decide before any table is read."""
+
+    name: str
+    suite: Suite
+    languages: list[str]
+    instructions: dict[str, str]
+    #: ``(setting, mode, k)`` of each few-shot setting (:func:`fewshot.parse_setting`).
+    shots: list[tuple[str, str, int]]
+    #: Usable templates by ``(lang, relation, style)`` (demonstrations) and ``(lang, relation)``.
+    by_key: dict[tuple[str, str, str], list[Template]]
+    by_lang_rel: dict[tuple[str, str], list[Template]]
+    #: Relations with a usable template in every language.
+    covered: list[str]
+
+    @property
+    def with_demos(self) -> bool:
+        return any(k for _, _, k in self.shots)
+
+
 def build_suite(
     name: str,
     suite: Suite | dict,
@@ -130,37 +152,45 @@ def build_suite(
     """
     if forms_path is None:
         with tempfile.TemporaryDirectory(prefix="factprobe-forms-") as tmp:
-            facts, prompts, _ = build_suite(
-                name,
-                suite,
-                sets,
-                claims_path,
-                entities_path,
-                label_files,
-                changes_path,
-                temporal_path,
-                Path(tmp) / "entity_forms.parquet",
-                memory_mb,
-            )
-            forms = contracts.read("entity_forms", Path(tmp) / "entity_forms.parquet")
-        return facts, prompts, forms
+            forms_file = Path(tmp) / "entity_forms.parquet"
+            paths = (claims_path, entities_path, label_files, changes_path, temporal_path)
+            facts, prompts, _ = build_suite(name, suite, sets, *paths, forms_file, memory_mb)
+            return facts, prompts, contracts.read("entity_forms", forms_file)
     suite = load(Suite, suite, f"suites.{name}")
     sets = {key: load(TemplateSet, value, f"templates.sets.{key}") for key, value in sets.items()}
-    kind, dump, languages, relations = (
-        suite.kind,
-        str(suite.dump),
-        list(suite.languages),
-        list(suite.relations),
-    )
-    seed, k_alias = suite.seed, suite.subject_aliases
     if suite.source.format == "fluent-mlama":
         facts, prompts, forms = released_suite(name, suite)
         contracts.write("entity_forms", forms, forms_path)
         return facts, prompts, None
-    # Prompt layout (probes/layouts.py): cloze, mask_qa (BELIEF-ICL App. E) or qa (App. D).
-    layout, mask = suite.layout, suite.mask_token
-    check_layout(layout, f"suites.{name}.layout")
-    settings, instruction = list(suite.few_shot.settings), suite.few_shot.instruction
+    # Templates first: a misnamed file should fail before any table is read.
+    plan = plan_suite(name, suite, sets)
+    # Out of core (issue 15 item 2): the forms stream to their output; the property column to
+    # check the relations, then only the truthy statements of the suite's relations (selection
+    # never looks at other properties) and the labels and sitelinks of their entities.
+    con = scan.connect(memory_mb=memory_mb)
+    n_forms = scan.write_entity_forms(label_files, plan.languages, forms_path, con)
+    covered = relations_present(plan, claims_path, con)
+    log.info("suite %s: %d forms written", name, n_forms)
+    paths = SelectionPaths(claims_path, entities_path, str(forms_path), changes_path, temporal_path)
+    facts, candidates = sample_suite(plan, covered, paths, con)
+    # Forms of the entities prompts can name (subjects; with demonstrations, the pool's facts),
+    # not of every labelled entity: the dump-sized part of this job at scale (issue 15).
+    named = set(facts["subject"])
+    if candidates is not None:
+        named |= set(candidates["subject"]) | set(candidates["object"])
+    index = forms_index(scan.scan_forms(forms_path, contracts.id_ints(sorted(named)), con))
+    con.close()
+    return facts, suite_prompts(plan, facts, candidates, index), None
+
+
+def plan_suite(name: str, suite: Suite, sets: dict[str, TemplateSet]) -> SuitePlan:
+    """The suite's layout checked, its instructions per language and its usable templates.
+
+    Prompt layout (probes/layouts.py): cloze, mask_qa (BELIEF-ICL App. E) or qa (App. D).
+    """
+    languages, relations = list(suite.languages), list(suite.relations)
+    check_layout(suite.layout, f"suites.{name}.layout")
+    instruction = suite.few_shot.instruction
     if isinstance(instruction, str):
         instructions = dict.fromkeys(languages, instruction)
     else:
@@ -168,30 +198,7 @@ def build_suite(
         if missing:
             raise ValueError(f"suites.{name}.few_shot.instruction: no instruction for language(s) {missing}")
         instructions = dict(instruction)
-
-    # Templates first: a misnamed file should fail before any table is read.
-    spec = suite.templates
-    chosen: list[Template] = []
-    for set_name in spec.sets:
-        if set_name not in sets:
-            raise TemplateError(
-                f"suites.{name}.templates.sets: {set_name!r} is not in templates.sets ({sorted(sets)})"
-            )
-        chosen.extend(
-            select_templates(load_template_set(set_name, sets[set_name], languages), spec, relations)
-        )
-    check_unique(chosen)
-    usable = [t for t in chosen if layout_usable(t, layout)]
-    skipped = [t for t in chosen if not layout_usable(t, layout)]
-    log.info(
-        "suite %s: %d templates selected, %d usable in layout %s, %d skipped: %s",
-        name,
-        len(chosen),
-        len(usable),
-        layout,
-        len(skipped),
-        [t.id for t in skipped],
-    )
+    usable = usable_templates(name, suite, sets)
     by_key: dict[tuple[str, str, str], list[Template]] = {}
     by_lang_rel: dict[tuple[str, str], list[Template]] = {}
     for t in usable:
@@ -210,19 +217,44 @@ def build_suite(
             f"suites.{name}: no relation of {relations} has a usable template in every "
             f"language {languages}; add templates or change relations/styles/ids"
         )
+    shots = [(s, *parse_setting(s)) for s in suite.few_shot.settings]
+    return SuitePlan(name, suite, languages, instructions, shots, by_key, by_lang_rel, covered)
 
-    # Out of core (issue 15 item 2): the forms stream to their output; the property column to
-    # check the relations, then only the truthy statements of the suite's relations (selection
-    # never looks at other properties) and the labels and sitelinks of their entities.
-    con = scan.connect(memory_mb=memory_mb)
-    n_forms = scan.write_entity_forms(label_files, languages, forms_path, con)
-    present = relations_in_dump(
+
+def usable_templates(name: str, suite: Suite, sets: dict[str, TemplateSet]) -> list[Template]:
+    """The templates ``suites.<name>.templates`` selects from its sets that the layout can use."""
+    spec, languages, relations = suite.templates, list(suite.languages), list(suite.relations)
+    chosen: list[Template] = []
+    for set_name in spec.sets:
+        if set_name not in sets:
+            raise TemplateError(
+                f"suites.{name}.templates.sets: {set_name!r} is not in templates.sets ({sorted(sets)})"
+            )
+        chosen.extend(
+            select_templates(load_template_set(set_name, sets[set_name], languages), spec, relations)
+        )
+    check_unique(chosen)
+    usable = [t for t in chosen if layout_usable(t, suite.layout)]
+    skipped = [t for t in chosen if not layout_usable(t, suite.layout)]
+    log.info(
+        "suite %s: %d templates selected, %d usable in layout %s, %d skipped: %s",
         name,
-        dump,
-        claims_path,
-        relations,
-        scan.properties_in(claims_path, con),
-        suite.missing_relations,
+        len(chosen),
+        len(usable),
+        suite.layout,
+        len(skipped),
+        [t.id for t in skipped],
+    )
+    return usable
+
+
+def relations_present(plan: SuitePlan, claims_path: str, con) -> list[str]:
+    """The covered relations that have claims in the dump (``missing_relations`` decides whether
+    a missing one fails or is dropped with a warning)."""
+    name, suite, relations = plan.name, plan.suite, list(plan.suite.relations)
+    dump = str(suite.dump)
+    present = relations_in_dump(
+        name, dump, claims_path, relations, scan.properties_in(claims_path, con), suite.missing_relations
     )
     if len(present) < len(relations):
         log.warning(
@@ -231,52 +263,63 @@ def build_suite(
             dump,
             [r for r in relations if r not in present],
         )
-        covered = [r for r in covered if r in present]
-    log.info("suite %s: %d forms written", name, n_forms)
-    parsed = [(s, *parse_setting(s)) for s in settings]
-    with_demos = any(k for _, _, k in parsed)
-    # Candidates, strata and the sample are per relation (select.py), so the relations are read
-    # one at a time: the job holds one relation's truthy statements, not the suite's (issue 15).
-    # Demonstration pools need every relation's candidates and keep them.
-    picks = suite.changes if kind == "plausibility" else None
-    if suite.temporal_only and temporal_path is None:
+        return [r for r in plan.covered if r in present]
+    return list(plan.covered)
+
+
+@dataclass(frozen=True)
+class SelectionPaths:
+    """The tables fact selection reads: the dump's claims and entities, the forms written so far,
+    the diff (plausibility) and the temporal view (``temporal_only``)."""
+
+    claims: str
+    entities: str
+    forms: str
+    changes: str | None = None
+    temporal: str | None = None
+
+
+def sample_suite(
+    plan: SuitePlan, covered: list[str], paths: SelectionPaths, con
+) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """The suite's sampled facts and, with demonstrations, every relation's candidates (the pool).
+
+    Candidates, strata and the sample are per relation (select.py), so the relations are read
+    one at a time: the job holds one relation's truthy statements, not the suite's (issue 15).
+    Demonstration pools need every relation's candidates and keep them.
+    """
+    name, suite = plan.name, plan.suite
+    dump, seed = str(suite.dump), suite.seed
+    picks = suite.changes if suite.kind == "plausibility" else None
+    if suite.temporal_only and paths.temporal is None:
         raise ValueError(f"suites.{name}.temporal_only needs the temporal view of dump {dump}")
+    temporal = paths.temporal if suite.temporal_only else None
     sampled, pools, n_candidates = [], [], 0
     for rel in covered:
         candidates = relation_candidates(
             name,
             rel,
             dump,
-            claims_path,
-            entities_path,
-            forms_path,
-            languages,
+            paths.claims,
+            paths.entities,
+            paths.forms,
+            plan.languages,
             seed,
             con,
             picks,
-            changes_path,
+            paths.changes,
             suite.cutoff,
-            temporal_path if suite.temporal_only else None,
+            temporal,
         )
         n_candidates += len(candidates)
         sampled.append(sample_facts(candidates, suite.n_facts, suite.strata, seed))
-        if with_demos:
+        if plan.with_demos:
             pools.append(candidates)
         del candidates
     facts = pd.concat(sampled, ignore_index=True) if sampled else pd.DataFrame()
     if facts.empty:
         # Fail here, naming the cause, rather than with an empty table in a later stage.
-        rel_ids = [int(r[1:]) for r in covered]
-        truthy = scan.scan_valid(claims_path, int(dump), "truthy", rel_ids, None, con)
-        labelled = scan.labelled_ids(
-            forms_path, languages, arrays.union(truthy["subject"], truthy["object"]), con
-        )
-        allowed = None
-        if picks is not None:
-            allowed = set()
-            for rel in covered:
-                allowed |= allowed_facts(rel, changes_path, picks, suite.cutoff, con)
-        raise no_facts_error(name, dump, claims_path, covered, truthy, labelled, languages, allowed)
+        raise explain_no_facts(plan, covered, paths, picks, con)
     facts = finish_facts(facts, dump, seed)
     log.info(
         "suite %s: %d candidate facts, %d sampled; per relation: %s",
@@ -285,72 +328,91 @@ def build_suite(
         len(facts),
         facts["property"].value_counts().sort_index().to_dict(),
     )
-    if with_demos:
-        # In candidate_facts' order over every relation: (integer subject, property).
-        candidates = pd.concat(pools, ignore_index=True)
-        del pools
-        order = np.lexsort(
-            (candidates["property"].str[1:].astype(int), candidates["subject"].str[1:].astype(int))
-        )
-        candidates = candidates.iloc[order].reset_index(drop=True)
-    # Forms of the entities prompts can name (subjects; with demonstrations, the pool's facts),
-    # not of every labelled entity: the dump-sized part of this job at scale (issue 15).
-    named = set(facts["subject"])
-    if with_demos:
-        named |= set(candidates["subject"]) | set(candidates["object"])
-    index = forms_index(scan.scan_forms(forms_path, contracts.id_ints(sorted(named)), con))
-    con.close()
+    if not plan.with_demos:
+        return facts, None
+    # In candidate_facts' order over every relation: (integer subject, property).
+    pool = pd.concat(pools, ignore_index=True)
+    order = np.lexsort((contracts.id_ints(pool["property"]), contracts.id_ints(pool["subject"])))
+    return facts, pool.iloc[order].reset_index(drop=True)
+
+
+def explain_no_facts(plan: SuitePlan, covered: list[str], paths: SelectionPaths, picks, con) -> ValueError:
+    """The error of a suite that sampled no fact, with the counts that say why (:func:`no_facts_error`)."""
+    dump = str(plan.suite.dump)
+    rel_ids = [contracts.id_int(r) for r in covered]
+    truthy = scan.scan_valid(paths.claims, int(dump), "truthy", rel_ids, None, con)
+    labelled = scan.labelled_ids(
+        paths.forms, plan.languages, arrays.union(truthy["subject"], truthy["object"]), con
+    )
+    allowed = None
+    if picks is not None:
+        allowed = set()
+        for rel in covered:
+            allowed |= allowed_facts(rel, paths.changes, picks, plan.suite.cutoff, con)
+    return no_facts_error(plan.name, dump, paths.claims, covered, truthy, labelled, plan.languages, allowed)
+
+
+def suite_prompts(
+    plan: SuitePlan, facts: pd.DataFrame, candidates: pd.DataFrame | None, index: dict
+) -> pd.DataFrame:
+    """The ``prompts`` table: every fact × language × template × few-shot setting × subject form.
+
+    ``candidates`` (with demonstrations) is the pool the demonstrations are drawn from;
+    ``index`` the forms of the entities prompts name (:func:`verbalize.forms_index`).
+    """
     pool = None
-    if with_demos:
+    if candidates is not None:
         label_of = {key: forms[0][0] for key, forms in index.items() if forms[0][1] == "label"}
-        pool = DemoPool(candidates[["fact_id", "subject", "property", "object"]], label_of, by_key)
-    rows = []
-    short = Counter()
-    for fact in tqdm(facts.itertuples(index=False), total=len(facts), desc=f"prompts {name}", mininterval=5):
-        for lang in languages:
-            forms = subject_forms(index, fact.subject, lang, k_alias)
-            for template in by_lang_rel.get((lang, fact.property), []):
-                for shots, mode, k in parsed:
-                    key = (seed, fact.fact_id, template.id, lang, shots)
-                    demos = (
-                        pool.draw(mode, k, template, fact.subject, fact.property, lang, key, layout, mask)
-                        if k
-                        else []
-                    )
-                    if len(demos) < k:
-                        short[shots] += 1
-                    ctx = context(instructions[lang], demos, mode)
-                    for i, form in enumerate(forms):
-                        rows.append(
-                            (
-                                f"{fact.fact_id}|{template.id}|{lang}|{i}|{shots}",
-                                fact.fact_id,
-                                lang,
-                                template.id,
-                                template.style,
-                                form,
-                                target_text(template, form, layout, mask),
-                                ctx,
-                                "template",
-                                shots,
-                                i,
-                                fact.property,
-                                [d.fact_id for d in demos],
-                            )
-                        )
+        pool = DemoPool(candidates[["fact_id", "subject", "property", "object"]], label_of, plan.by_key)
+    rows, short = [], Counter()
+    for fact in tqdm(
+        facts.itertuples(index=False), total=len(facts), desc=f"prompts {plan.name}", mininterval=5
+    ):
+        for lang in plan.languages:
+            rows += fact_prompt_rows(plan, fact, lang, index, pool, short)
     if short:
         log.warning(
-            "suite %s: fewer demonstrations than asked (pool too small) for %s prompts", name, dict(short)
+            "suite %s: fewer demonstrations than asked (pool too small) for %s prompts",
+            plan.name,
+            dict(short),
         )
     prompts = pd.DataFrame(rows, columns=contracts.columns("prompts"))
     prompts["subject_form_index"] = prompts["subject_form_index"].astype("int32")
     log.info(
         "suite %s: %d prompts (%s)",
-        name,
+        plan.name,
         len(prompts),
         prompts.groupby(["lang", "style", "shots"]).size().to_dict(),
     )
-    return facts, prompts, None
+    return prompts
+
+
+def fact_prompt_rows(plan: SuitePlan, fact, lang: str, index: dict, pool, short: Counter) -> list[tuple]:
+    """The prompt rows of one fact in one language (``short`` counts settings the pool could not fill)."""
+    suite = plan.suite
+    layout, mask, seed = suite.layout, suite.mask_token, suite.seed
+    forms = subject_forms(index, fact.subject, lang, suite.subject_aliases)
+    rows = []
+    for template in plan.by_lang_rel.get((lang, fact.property), []):
+        for shots, mode, k in plan.shots:
+            key = (seed, fact.fact_id, template.id, lang, shots)
+            demos = (
+                pool.draw(mode, k, template, fact.subject, fact.property, lang, key, layout, mask)
+                if k
+                else []
+            )
+            if len(demos) < k:
+                short[shots] += 1
+            ctx = context(plan.instructions[lang], demos, mode)
+            demo_ids = [d.fact_id for d in demos]
+            for i, form in enumerate(forms):
+                text = target_text(template, form, layout, mask)
+                prompt_id = f"{fact.fact_id}|{template.id}|{lang}|{i}|{shots}"
+                rows.append(
+                    (prompt_id, fact.fact_id, lang, template.id, template.style, form, text, ctx)
+                    + ("template", shots, i, fact.property, demo_ids)
+                )
+    return rows
 
 
 def allowed_facts(rel: str, changes_path: str, picks, cutoff, con) -> set[str]:
@@ -359,7 +421,7 @@ def allowed_facts(rel: str, changes_path: str, picks, cutoff, con) -> set[str]:
     changes = scan.table_of_relations(
         "changes",
         changes_path,
-        [int(rel[1:])],
+        [contracts.id_int(rel)],
         ["subject", "property", "object", "status", "rule", "start", "point_in_time"],
         con,
         any_of={"status": list(picks.statuses), "rule": list(picks.rules)},
@@ -388,7 +450,7 @@ def relation_candidates(
     and sitelinks of their entities; ``picks`` (plausibility): only facts new in the diff after
     ``cutoff``; ``temporal_path`` (``temporal_only``): only facts with a temporal distractor (S′)."""
     truthy = (
-        scan.scan_valid(claims_path, int(dump), "truthy", [int(rel[1:])], None, con)
+        scan.scan_valid(claims_path, int(dump), "truthy", [contracts.id_int(rel)], None, con)
         .sort_values(["property", "subject", "object"])
         .reset_index(drop=True)
     )
@@ -414,7 +476,7 @@ def relation_candidates(
         from factprobe.diff.temporal import with_temporal_distractors
 
         temporal = scan.table_of_relations(
-            "temporal", temporal_path, [int(rel[1:])], contracts.columns("temporal"), con
+            "temporal", temporal_path, [contracts.id_int(rel)], contracts.columns("temporal"), con
         )
         before = len(candidates)
         candidates = with_temporal_distractors(candidates, temporal)

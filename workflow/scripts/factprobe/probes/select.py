@@ -183,7 +183,7 @@ def relations_in_dump(
     default, ``suites.<s>.missing_relations``) it raises :class:`SelectionError`; with
     ``mode="warn"`` the caller logs the returned difference and drops it.
     """
-    absent = [r for r in relations if int(r[1:]) not in present]
+    absent = [r for r in relations if id_int(r) not in present]
     if absent and mode != "warn":
         raise SelectionError(
             f"suites.{suite}: relation(s) {absent} have no claim in dump {dump} ({claims_path}). "
@@ -204,7 +204,7 @@ def no_facts_error(
     allowed: set[str] | None = None,
 ) -> SelectionError:
     """The error for a suite that selected 0 facts, with the count at each filter so the cause shows."""
-    props = [int(r[1:]) for r in relations]
+    props = [id_int(r) for r in relations]
     rows = truthy[truthy["property"].isin(props)]
     per_relation = {f"P{p}": int(n) for p, n in rows["property"].value_counts().sort_index().items()}
     ids = _labelled_ints(labelled)
