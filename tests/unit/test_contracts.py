@@ -114,3 +114,48 @@ def test_id_helpers():
     with pytest.raises(ValueError, match="not a fact id"):
         contracts.split_fact_id("Q155|P36")
     assert contracts.pair_key("Q155", "P36") == "Q155|P36"
+
+
+def test_text_tables_round_trip_with_their_dtypes(tmp_path):
+    """CSV/TSV contracts: separator from the suffix, contract dtypes on read, empty strings kept."""
+    matches = pd.DataFrame(
+        {
+            "n_candidates": [2, 0],
+            "kind": ["entity", "entity"],
+            "text": ["Paris", "Nowhere"],
+            "id": ["Q90", ""],
+            "matched_by": ["label", ""],
+            "note": ["x", "y"],
+        }
+    )
+    path = tmp_path / "released_matches.csv"
+    contracts.write_text("released_matches", matches, path)
+    # Contract columns first, in contract order; the extra column after them.
+    assert path.read_text().splitlines()[0] == "kind,text,id,matched_by,n_candidates,note"
+    back = contracts.read_text("released_matches", path)
+    assert back["id"].tolist() == ["Q90", ""] and back["n_candidates"].dtype == np.int64
+    stats = pd.DataFrame({"property": ["P17"], **{c: [1] for c in contracts.columns("diff_stats")[1:]}})
+    contracts.write_text("diff_stats", stats, tmp_path / "stats.tsv")
+    assert "\t" in (tmp_path / "stats.tsv").read_text().splitlines()[0]
+    assert contracts.read_text("diff_stats", tmp_path / "stats.tsv")["total"].tolist() == [1]
+
+
+def test_text_tables_name_the_file_on_bad_values(tmp_path):
+    path = tmp_path / "released_matches.csv"
+    path.write_text("kind,text,id,matched_by,n_candidates\nentity,Paris,Q90,label,many\n")
+    with pytest.raises(contracts.ContractError, match=r"released_matches.csv: released_matches.n_candidates"):
+        contracts.read_text("released_matches", path)
+    path.write_text("kind,text\nentity,Paris\n")
+    with pytest.raises(
+        contracts.ContractError, match=r"lacks column\(s\) \['id', 'matched_by', 'n_candidates'\]"
+    ):
+        contracts.read_text("released_matches", path)
+
+
+def test_translate_stats_contract_names_every_drop_reason():
+    from factprobe.translate.sentence import REASONS, STATS_COLUMNS
+
+    assert contracts.columns("translate_stats") == ["suite", *STATS_COLUMNS]
+    assert [
+        c[len("dropped_") :] for c in STATS_COLUMNS if c.startswith("dropped_") and c != "dropped_share"
+    ] == list(REASONS)

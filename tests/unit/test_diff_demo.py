@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from factprobe import contracts
 from factprobe.diff.engine import DiffInputs, diff_claims
 from factprobe.diff.single_value import single_value_properties
 
@@ -38,7 +39,7 @@ def demo_diff(demo_tables, tmp_path_factory):
     return (
         res,
         changes,
-        pd.read_csv(out / "stats.tsv", sep="\t"),
+        contracts.read_text("diff_stats", out / "stats.tsv"),
         changes.set_index(["subject", "property", "object"]),
     )
 

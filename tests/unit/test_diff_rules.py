@@ -11,6 +11,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from factprobe import contracts
 from factprobe.contracts import SCHEMAS
 from factprobe.diff.engine import DiffInputs, diff_claims
 from factprobe.diff.rules import RULE_NAMES, RULES, STATUSES, new_since
@@ -154,7 +155,11 @@ def run_diff(tmp_path, created=True, **kw):
         T_NEW,
     )
     res = diff_claims(inputs, SV, tmp_path / "changes.parquet", tmp_path / "stats.tsv", **kw)
-    return res, pd.read_parquet(tmp_path / "changes.parquet"), pd.read_csv(tmp_path / "stats.tsv", sep="\t")
+    return (
+        res,
+        pd.read_parquet(tmp_path / "changes.parquet"),
+        contracts.read_text("diff_stats", tmp_path / "stats.tsv"),
+    )
 
 
 def as_dict(changes):

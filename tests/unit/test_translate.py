@@ -7,6 +7,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 import torch
+from factprobe import contracts
 from factprobe.contracts import SCHEMAS
 from factprobe.settings import Translate
 from factprobe.translate.mt import (
@@ -443,7 +444,7 @@ def _run_rule_script(tmp_path, model, models=None, prepared=None):
     return (
         pd.read_parquet(out / "translated_prompts.parquet"),
         pd.read_parquet(out / "translated_forms.parquet"),
-        pd.read_csv(out / "translate_stats.tsv", sep="\t"),
+        contracts.read_text("translate_stats", out / "translate_stats.tsv"),
     )
 
 

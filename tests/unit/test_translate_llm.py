@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
+from factprobe import contracts
 from factprobe.lm import HFCausalLM
 from factprobe.settings import LLM_INSTRUCTION, Translate
 from factprobe.translate.align import align_sentence
@@ -343,7 +344,7 @@ def test_rule_script_with_llm_backend(tiny_folder, tmp_path):
     script = ROOT / "workflow" / "scripts" / "translate_prompts.py"
     smk.scriptdir = str(script.parent)
     runpy.run_path(str(script), init_globals={"snakemake": smk})
-    stats = pd.read_csv(out / "translate_stats.tsv", sep="\t")
+    stats = contracts.read_text("translate_stats", out / "translate_stats.tsv")
     row = stats.iloc[0]
     assert (row["lang"], row["model"], row["status"], row["n_sentences"]) == ("cs", "tiny", "translated", 3)
     # every sentence is either kept or counted under one drop reason

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pandas as pd
 from factprobe import contracts
-from factprobe.io import atomic_path
 from factprobe.probes.released import build_released, read_groups, read_prompts
 from factprobe.rulelog import rule_logger
 from factprobe.settings import Suite, load
@@ -38,5 +37,4 @@ tables = build_released(
 )
 for table in ("facts", "prompts", "entity_forms", "candidates", "forms"):
     contracts.write(table, tables[table], getattr(snakemake.output, table))
-with atomic_path(snakemake.output.matches) as tmp:
-    tables["matches"].to_csv(tmp, index=False)
+contracts.write_text("released_matches", tables["matches"], snakemake.output.matches)

@@ -8,7 +8,6 @@ from functools import partial
 
 import pandas as pd
 from factprobe import contracts
-from factprobe.io import atomic_path
 from factprobe.lm import HFCausalLM
 from factprobe.rulelog import rule_logger
 from factprobe.settings import Translate, load
@@ -101,8 +100,7 @@ stats = pd.concat([o[2] for o in outputs], ignore_index=True).sort_values("lang"
 stats.insert(0, "suite", snakemake.wildcards.suite)
 contracts.write("translated_prompts", out_prompts, snakemake.output.prompts)
 contracts.write("translated_forms", out_forms, snakemake.output.forms)
-with atomic_path(snakemake.output.stats) as tmp:
-    stats.to_csv(tmp, sep="\t", index=False, float_format="%.4f")
+contracts.write_text("translate_stats", stats, snakemake.output.stats, float_format="%.4f")
 log.info(
     "wrote %d prompts (%s), %d inflected forms",
     len(out_prompts),

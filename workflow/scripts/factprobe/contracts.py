@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from factprobe.io import read_table, write_table
+from factprobe.io import atomic_path, read_table, write_table
 
 S, I8, I32, I64, F64, B = pa.string(), pa.int8(), pa.int32(), pa.int64(), pa.float64(), pa.bool_()
 DATES = [("start", I32), ("end", I32), ("point_in_time", I32)]
@@ -139,6 +139,44 @@ SCHEMAS: dict[str, pa.Schema] = {
     ),
 }
 
+# CSV/TSV outputs of the diff, probes and translate stages (docs/contracts.md), written and
+# read through :func:`write_text` / :func:`read_text` (the separator follows the suffix).
+_COUNTS = ("new", "obsolete", "static", "unknown", "ignored", "replace", "total")
+_TRANSLATE_DROPS = (
+    "no_object_label",
+    "empty_translation",
+    "object_not_found",
+    "object_not_final",
+    "object_at_start",
+    "object_glued",
+)
+SCHEMAS.update(
+    {
+        # diff_dumps: results/diff/{old}_{new}/stats.tsv, one row per property
+        "diff_stats": pa.schema([("property", S), *[(c, I64) for c in _COUNTS]]),
+        # translate_prompts: results/probes/{suite}/translate_stats.tsv, one row per language
+        "translate_stats": pa.schema(
+            [
+                ("suite", S),
+                ("lang", S),
+                ("model", S),
+                ("status", S),
+                ("n_sentences", I64),
+                ("n_kept", I64),
+                *[(f"dropped_{r}", I64) for r in _TRANSLATE_DROPS],
+                ("dropped_share", F64),
+                ("subject_missing", I64),
+                ("n_inflected_forms", I64),
+                ("n_template_prompts", I64),
+            ]
+        ),
+        # import_released: results/probes/{suite}/released_matches.csv, one row per released text
+        "released_matches": pa.schema(
+            [("kind", S), ("text", S), ("id", S), ("matched_by", S), ("n_candidates", I64)]
+        ),
+    }
+)
+
 #: The five tables of one extracted dump, in the order the extraction writes them.
 EXTRACT_TABLES = ("entities", "labels", "claims", "types", "properties")
 
@@ -167,6 +205,13 @@ PATHS: dict[str, str] = {
     "fact_metrics": "results/metrics/{suite}/{model}.parquet",
     "suite_metrics": "results/metrics/{suite}/{model}.suite.parquet",
 }
+PATHS.update(
+    {
+        "diff_stats": "results/diff/{old}_{new}/stats.tsv",
+        "translate_stats": "results/probes/{suite}/translate_stats.tsv",
+        "released_matches": "results/probes/{suite}/released_matches.csv",
+    }
+)
 
 
 class ContractError(ValueError):
@@ -225,6 +270,57 @@ def write(name: str, frame: pd.DataFrame | pa.Table, path: str | os.PathLike) ->
     """Write table ``name`` atomically as zstd Parquet, contract columns checked and cast."""
     table = frame if isinstance(frame, pa.Table) else pa.Table.from_pandas(frame, preserve_index=False)
     write_table(conform(table, name, path), path)
+
+
+def _text_sep(path: str | os.PathLike) -> str:
+    return "\t" if str(path).endswith(".tsv") else ","
+
+
+def conform_frame(frame: pd.DataFrame, name: str, source: object = "table") -> pd.DataFrame:
+    """``frame`` with its contract columns in contract order first and cast to the contract
+    dtypes (int64 / float64; strings are left as they are, missing values included); other
+    columns kept after them. A value that does not fit is a :class:`ContractError`."""
+    check(frame, name, source)
+    out = frame.copy()
+    for field in SCHEMAS[name]:
+        if pa.types.is_string(field.type):
+            continue
+        dtype = field.type.to_pandas_dtype()
+        if out[field.name].dtype != dtype:
+            try:
+                out[field.name] = out[field.name].astype(dtype)
+            except (TypeError, ValueError) as exc:
+                raise ContractError(f"{source}: {name}.{field.name} is not {field.type} ({exc})") from exc
+    cols = columns(name)
+    return out[cols + [c for c in out.columns if c not in cols]]
+
+
+def write_text(
+    name: str, frame: pd.DataFrame, path: str | os.PathLike, float_format: str | None = None
+) -> None:
+    """Write CSV/TSV table ``name`` atomically (tab-separated for ``.tsv``), contract columns
+    checked, cast and first; ``float_format`` as pandas takes it."""
+    table = conform_frame(frame, name, path)
+    with atomic_path(path) as tmp:
+        table.to_csv(tmp, sep=_text_sep(path), index=False, float_format=float_format)
+
+
+def read_text(name: str, path: str | os.PathLike) -> pd.DataFrame:
+    """CSV/TSV table ``name`` at ``path``, checked against its contract and read with its dtypes
+    (strings as written: an empty cell is ``""``, not missing; numbers with empty cells as NaN)."""
+    schema = SCHEMAS[name]
+    strings = [f.name for f in schema if pa.types.is_string(f.type)]
+    try:
+        frame = pd.read_csv(
+            path, sep=_text_sep(path), dtype=dict.fromkeys(strings, str), keep_default_na=False, na_values={}
+        )
+    except (OSError, ValueError) as exc:
+        raise ContractError(f"{path}: cannot read {name} ({exc}); re-run the rule that makes it") from exc
+    numeric = [f.name for f in schema if not pa.types.is_string(f.type) and f.name in frame.columns]
+    for col in numeric:
+        if not pd.api.types.is_numeric_dtype(frame[col]):  # an empty cell (keep_default_na=False) is missing
+            frame[col] = frame[col].astype(object).replace("", np.nan)
+    return conform_frame(frame, name, path)
 
 
 def empty(name: str) -> pd.DataFrame:

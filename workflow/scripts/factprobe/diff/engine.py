@@ -373,8 +373,7 @@ def diff_claims(
     result.rules = stats.groupby("rule")["n"].sum().astype(int).to_dict()
     result.counts = {s: int(table[s].sum()) for s in STATUSES}
     if stats_path is not None:
-        with atomic_path(stats_path) as tmp:
-            table.to_csv(tmp, sep="\t", index=False)
+        contracts.write_text("diff_stats", table, stats_path)
     log.info(
         "diff %s -> %s: %d claims in, %s, %d partition(s)",
         inputs.t_old,

@@ -65,7 +65,7 @@ SLOT_RE = re.compile(r"<(subject|object)>")
 MONTH_RE = re.compile(r"^(0[1-9]|1[0-2])[0-9]{4}$")
 TEXT_KEY = "text:"
 STYLES = ("statement", "question")
-MATCH_COLUMNS = ["kind", "text", "id", "matched_by", "n_candidates"]
+MATCH_COLUMNS = contracts.columns("released_matches")
 
 
 class ReleasedDataError(ValueError):

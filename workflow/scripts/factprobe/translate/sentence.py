@@ -32,11 +32,9 @@ log = logging.getLogger(__name__)
 
 # Reasons a sentence is not translated or not kept, in the stats column order.
 REASONS = ("no_object_label",) + DROP_REASONS
-STATS_COLUMNS = (
-    ["lang", "model", "status", "n_sentences", "n_kept"]
-    + [f"dropped_{r}" for r in REASONS]
-    + ["dropped_share", "subject_missing", "n_inflected_forms", "n_template_prompts"]
-)
+#: Columns of one suite's translate_stats rows: the contract's (docs/contracts.md) but ``suite``,
+#: which the rule script adds.
+STATS_COLUMNS = contracts.columns("translate_stats")[1:]
 
 
 Translate = Callable[[Sequence[Request]], list[str]]
