@@ -257,84 +257,111 @@ def build_released(
         ignore_index=True,
     )
     rel_rows = matches[matches["kind"] == "relation"]
-    pid_of = dict(zip(rel_rows["text"], rel_rows["id"], strict=True))
-    keys = entity_keys(matches)
+    rows = ReleasedRows(entity_keys(matches), dict(zip(rel_rows["text"], rel_rows["id"], strict=True)))
     wanted = set(relations)
-    facts: list[tuple] = []
-    prompts: list[tuple] = []
-    cands: list[tuple] = []
-    counts = dict.fromkeys(("duplicates", "copies", "skipped_templates", "other_relations"), 0)
     for month, i, group in all_groups:
-        true = group[0]
-        relation = true["relation"]
-        prop = pid_of.get(relation) or relation
+        relation = group[0]["relation"]
+        prop = rows.pid_of.get(relation) or relation
         if relation not in templates or (wanted and prop not in wanted):
-            counts["other_relations"] += 1
+            rows.counts["other_relations"] += 1
             continue
-        s_text, o_text = str(true["subject"]), str(true["object"])
-        base_id = f"probelm/{month}/{true.get('id', i)}"
-        # Algorithm 1's two lists, best released rank per alternative.
-        swaps: dict[str, dict[str, int]] = {"subject": {}, "object": {}}
-        for alt in group[1:]:
-            if str(alt["object"]) == o_text and str(alt["subject"]) == s_text:
-                # The release repeats the plausible scenario as an alternative now and then
-                # (label 0): the same sentence cannot be ranked against itself.
-                counts["copies"] += 1
-                continue
-            if str(alt["object"]) == o_text and str(alt["subject"]) != s_text:
-                side, text = "subject", str(alt["subject"])
-            elif str(alt["subject"]) == s_text and str(alt["object"]) != o_text:
-                side, text = "object", str(alt["object"])
-            else:
-                raise ReleasedDataError(
-                    f"{month}.json: group {i}: scenario {alt} swaps neither only the subject nor only the object"
-                )
-            if text in swaps[side]:
-                counts["duplicates"] += 1
-            swaps[side][text] = min(int(alt["rank"]), swaps[side].get(text, DEPTH + 1))
+        swaps = group_swaps(month, i, group, rows.counts)
         for style in styles:
-            template = templates[relation][style]
-            if template.last is None:
-                counts["skipped_templates"] += 1
-                continue
-            reversed_ = template.last == "subject"
-            fact_id = base_id + ("/reversed" if reversed_ else "")
-            end_text, inner_text = (s_text, o_text) if reversed_ else (o_text, s_text)
-            inner = "object" if reversed_ else "subject"
-            if not any(f[0] == fact_id for f in facts[-2:]):
-                facts.append((fact_id, keys[inner_text], prop, keys[end_text], [keys[end_text]], month))
-                cands.append((fact_id, keys[end_text], "object", "object", 0, float(DEPTH + 1 - 1), "object"))
-                # The end slot's alternatives are the object side of this orientation.
-                for side in ("object", "subject"):
-                    released_side = {"object": "subject", "subject": "object"}[side] if reversed_ else side
-                    ranked = sorted(swaps[released_side].items(), key=lambda kv: (kv[1], kv[0]))
-                    for pos, (text, rank) in enumerate(ranked, start=1):
-                        cands.append(
-                            (fact_id, keys[text], "distractor", "cooccur", pos, float(DEPTH + 1 - rank), side)
-                        )
-            slug = re.sub(r"[^0-9a-z]+", "_", relation.casefold()).strip("_")
-            prompts.append(
-                (
-                    f"{fact_id}|probelm.{style}.{slug}|en|0|none",
-                    fact_id,
-                    "en",
-                    f"probelm.{style}.{slug}",
-                    style,
-                    inner_text,
-                    _prompt_text(template, inner, inner_text),
-                    "",
-                    "template",
-                    "none",
-                    0,
-                    prop,
-                    [],
-                )
-            )
-    if not facts:
+            rows.add(month, i, group, templates[relation][style], prop, swaps)
+    if not rows.facts:
         raise ReleasedDataError(
             f"suites.{name}: no released group is left (relations {sorted(wanted) or 'all'}, styles {styles})"
         )
-    fact_table = pd.DataFrame(facts, columns=["fact_id", "subject", "property", "object", "objects", "month"])
+    tables = released_tables(rows, dump, seed)
+    log_released(name, groups, tables, matches, rows.counts)
+    return {**tables, "matches": matches}
+
+
+def group_swaps(month: str, i: int, group: list[dict], counts: dict[str, int]) -> dict[str, dict[str, int]]:
+    """Algorithm 1's two lists of one released group: ``side -> alternative text -> best rank``.
+
+    ``counts`` tallies the copies of the plausible scenario dropped and the duplicates merged.
+    """
+    s_text, o_text = str(group[0]["subject"]), str(group[0]["object"])
+    swaps: dict[str, dict[str, int]] = {"subject": {}, "object": {}}
+    for alt in group[1:]:
+        if str(alt["object"]) == o_text and str(alt["subject"]) == s_text:
+            # The release repeats the plausible scenario as an alternative now and then
+            # (label 0): the same sentence cannot be ranked against itself.
+            counts["copies"] += 1
+            continue
+        if str(alt["object"]) == o_text and str(alt["subject"]) != s_text:
+            side, text = "subject", str(alt["subject"])
+        elif str(alt["subject"]) == s_text and str(alt["object"]) != o_text:
+            side, text = "object", str(alt["object"])
+        else:
+            raise ReleasedDataError(
+                f"{month}.json: group {i}: scenario {alt} swaps neither only the subject nor only the object"
+            )
+        if text in swaps[side]:
+            counts["duplicates"] += 1
+        swaps[side][text] = min(int(alt["rank"]), swaps[side].get(text, DEPTH + 1))
+    return swaps
+
+
+class ReleasedRows:
+    """The fact, prompt and candidate rows of the released groups, one template at a time."""
+
+    def __init__(self, keys: dict[str, str], pid_of: dict[str, str]):
+        self.keys, self.pid_of = keys, pid_of
+        self.facts: list[tuple] = []
+        self.prompts: list[tuple] = []
+        self.cands: list[tuple] = []
+        self.counts = dict.fromkeys(("duplicates", "copies", "skipped_templates", "other_relations"), 0)
+
+    def add(
+        self, month: str, i: int, group: list[dict], template: ReleasedTemplate, prop: str, swaps: dict
+    ) -> None:
+        """Rows of one group in one template's orientation (module docstring, "Slots")."""
+        if template.last is None:
+            self.counts["skipped_templates"] += 1
+            return
+        true, keys = group[0], self.keys
+        s_text, o_text = str(true["subject"]), str(true["object"])
+        reversed_ = template.last == "subject"
+        fact_id = f"probelm/{month}/{true.get('id', i)}" + ("/reversed" if reversed_ else "")
+        end_text, inner_text = (s_text, o_text) if reversed_ else (o_text, s_text)
+        inner = "object" if reversed_ else "subject"
+        if not any(f[0] == fact_id for f in self.facts[-2:]):
+            self.facts.append((fact_id, keys[inner_text], prop, keys[end_text], [keys[end_text]], month))
+            self.cands.append(
+                (fact_id, keys[end_text], "object", "object", 0, float(DEPTH + 1 - 1), "object")
+            )
+            # The end slot's alternatives are the object side of this orientation.
+            for side in ("object", "subject"):
+                released_side = {"object": "subject", "subject": "object"}[side] if reversed_ else side
+                ranked = sorted(swaps[released_side].items(), key=lambda kv: (kv[1], kv[0]))
+                for pos, (text, rank) in enumerate(ranked, start=1):
+                    self.cands.append(
+                        (fact_id, keys[text], "distractor", "cooccur", pos, float(DEPTH + 1 - rank), side)
+                    )
+        slug = re.sub(r"[^0-9a-z]+", "_", template.relation.casefold()).strip("_")
+        template_id = f"probelm.{template.style}.{slug}"
+        text = _prompt_text(template, inner, inner_text)
+        self.prompts.append(
+            (
+                f"{fact_id}|{template_id}|en|0|none",
+                fact_id,
+                "en",
+                template_id,
+                template.style,
+                inner_text,
+                text,
+            )
+            + ("", "template", "none", 0, prop, [])
+        )
+
+
+def released_tables(rows: ReleasedRows, dump: str, seed: object) -> dict[str, pd.DataFrame]:
+    """``facts``, ``prompts``, ``entity_forms``, ``candidates`` and ``forms`` of the collected rows."""
+    fact_table = pd.DataFrame(
+        rows.facts, columns=["fact_id", "subject", "property", "object", "objects", "month"]
+    )
     fact_table = fact_table.drop_duplicates("fact_id")
     fact_table["popularity"] = np.int64(0)
     fact_table["stratum"] = np.int64(0)
@@ -342,10 +369,10 @@ def build_released(
     fact_table["dump"] = dump
     cols = contracts.columns("facts")
     fact_table = fact_table[cols + ["month"]].sort_values("fact_id").reset_index(drop=True)
-    prompt_table = pd.DataFrame(prompts, columns=contracts.columns("prompts"))
+    prompt_table = pd.DataFrame(rows.prompts, columns=contracts.columns("prompts"))
     prompt_table["subject_form_index"] = prompt_table["subject_form_index"].astype("int32")
     cand_table = pd.DataFrame(
-        cands, columns=["fact_id", "entity", "role", "strategy", "rank", "relevance", "side"]
+        rows.cands, columns=["fact_id", "entity", "role", "strategy", "rank", "relevance", "side"]
     ).drop_duplicates(["fact_id", "entity", "role", "side"])
     cand_table["rank"] = cand_table["rank"].astype("int32")
     cand_table["source"] = pd.Series("probelm", index=cand_table.index, dtype="string")
@@ -354,12 +381,25 @@ def build_released(
     cand_table["side"] = cand_table["side"].astype("string")
     cand_table = cand_table[contracts.columns("candidates")].reset_index(drop=True)
     forms = pd.DataFrame(
-        [(key, "en", text, "label") for text, key in sorted(keys.items())],
+        [(key, "en", text, "label") for text, key in sorted(rows.keys.items())],
         columns=contracts.columns("entity_forms"),
     )
     used = set(cand_table["entity"])
     cand_forms = forms[forms["entity"].isin(used)].reset_index(drop=True)
     forms = forms[forms["entity"].isin(used | set(fact_table["subject"]))].reset_index(drop=True)
+    return {
+        "facts": fact_table,
+        "prompts": prompt_table,
+        "entity_forms": forms,
+        "candidates": cand_table,
+        "forms": cand_forms,
+    }
+
+
+def log_released(
+    name: str, groups: dict, tables: dict[str, pd.DataFrame], matches: pd.DataFrame, counts: dict[str, int]
+) -> None:
+    """What the import kept, merged, dropped and matched (the rule's log)."""
     ent = matches[matches["kind"] == "entity"]
     rel = matches[matches["kind"] == "relation"]
     log.info(
@@ -367,11 +407,11 @@ def build_released(
         "merged, %d copies of the plausible scenario dropped, %d templates skipped (not splittable "
         "before their last slot), %d groups of other relations",
         name,
-        len(all_groups),
+        sum(len(g) for g in groups.values()),
         {m: len(g) for m, g in groups.items()},
-        len(fact_table),
-        len(prompt_table),
-        len(cand_table),
+        len(tables["facts"]),
+        len(tables["prompts"]),
+        len(tables["candidates"]),
         counts["duplicates"],
         counts["copies"],
         counts["skipped_templates"],
@@ -386,11 +426,3 @@ def build_released(
         int((rel["id"] != "").sum()),
         len(rel),
     )
-    return {
-        "facts": fact_table,
-        "prompts": prompt_table,
-        "entity_forms": forms,
-        "candidates": cand_table,
-        "forms": cand_forms,
-        "matches": matches,
-    }
