@@ -400,6 +400,7 @@ class LineDecoder:
         extend_columns(cols, rows)
 
     def _item_rows(self, ent: Any, cols: Columns) -> None:
+        """The entities, labels, claims and types rows of one item (contracts.md, extract_dump)."""
         num = _numeric(ent.id)
         sitelinks = ent.sitelinks
         e_id, e_kind, e_sitelinks, e_modified, e_created = cols["entities"]
@@ -407,131 +408,153 @@ class LineDecoder:
         e_kind.append("item")
         e_sitelinks.append(len(sitelinks) if isinstance(sitelinks, dict) else 0)
         e_modified.append(ent.modified)
-
-        labels, aliases = ent.labels, ent.aliases
-        l_id, l_lang, l_text, l_alias = cols["labels"]
         if self._names is None:
-            if isinstance(labels, dict):
-                for lang, lab in labels.items():
-                    if lab.value:
-                        l_id.append(num)
-                        l_lang.append(lang)
-                        l_text.append(lab.value)
-                        l_alias.append(False)
-            if isinstance(aliases, dict):
-                for lang, group in aliases.items():
-                    for al in group.values() if isinstance(group, dict) else group or ():
-                        if al.value:
-                            l_id.append(num)
-                            l_lang.append(lang)
-                            l_text.append(al.value)
-                            l_alias.append(True)
+            _all_label_rows(num, ent.labels, ent.aliases, cols["labels"])
         else:
-            langs = self.languages
-            # astuple: all configured languages in one C call instead of one getattr each.
-            if labels is not None and not isinstance(labels, list):
-                for lang, lab in zip(langs, astuple(labels), strict=True):
-                    if lab is not None and lab.value:
+            _language_label_rows(num, self.languages, ent.labels, ent.aliases, cols["labels"])
+        claims = ent.claims
+        e_created.append(_claim_rows(num, claims, cols) if isinstance(claims, dict) else None)
+
+
+def _all_label_rows(num: int, labels: Any, aliases: Any, label_cols: list[list]) -> None:
+    """Labels and aliases in every language (no language filter: generic structs)."""
+    l_id, l_lang, l_text, l_alias = label_cols
+    if isinstance(labels, dict):
+        for lang, lab in labels.items():
+            if lab.value:
+                l_id.append(num)
+                l_lang.append(lang)
+                l_text.append(lab.value)
+                l_alias.append(False)
+    if isinstance(aliases, dict):
+        for lang, group in aliases.items():
+            for al in group.values() if isinstance(group, dict) else group or ():
+                if al.value:
+                    l_id.append(num)
+                    l_lang.append(lang)
+                    l_text.append(al.value)
+                    l_alias.append(True)
+
+
+def _language_label_rows(
+    num: int, langs: list[str], labels: Any, aliases: Any, label_cols: list[list]
+) -> None:
+    """Labels and aliases of the configured languages (structs with one field per language)."""
+    l_id, l_lang, l_text, l_alias = label_cols
+    # astuple: all configured languages in one C call instead of one getattr each.
+    if labels is not None and not isinstance(labels, list):
+        for lang, lab in zip(langs, astuple(labels), strict=True):
+            if lab is not None and lab.value:
+                l_id.append(num)
+                l_lang.append(lang)
+                l_text.append(lab.value)
+                l_alias.append(False)
+    if aliases is not None and not isinstance(aliases, list):
+        for lang, group in zip(langs, astuple(aliases), strict=True):
+            if group:
+                for al in group.values() if isinstance(group, dict) else group:
+                    if al.value:
                         l_id.append(num)
                         l_lang.append(lang)
-                        l_text.append(lab.value)
-                        l_alias.append(False)
-            if aliases is not None and not isinstance(aliases, list):
-                for lang, group in zip(langs, astuple(aliases), strict=True):
-                    if group:
-                        for al in group.values() if isinstance(group, dict) else group:
-                            if al.value:
-                                l_id.append(num)
-                                l_lang.append(lang)
-                                l_text.append(al.value)
-                                l_alias.append(True)
+                        l_text.append(al.value)
+                        l_alias.append(True)
 
-        claims = ent.claims
-        if not isinstance(claims, dict):
-            e_created.append(None)
-            return
-        created = None
-        c_subject, c_property, c_object, c_rank, c_start, c_end, c_point = cols["claims"]
-        t_id, t_type, t_via = cols["types"]
-        ranks = RANKS
-        creation = CREATION_PROPERTIES
-        value_type = _Value
-        typed_date = _typed_date
-        for pid, statements in claims.items():
-            if not statements:
-                continue
-            if pid in creation:
-                for st in statements:
-                    snak = st.mainsnak
-                    if st.rank == "deprecated" or snak is None or snak.snaktype != "value":
-                        continue
-                    dv = snak.datavalue
-                    if dv is None:
-                        continue
-                    value = dv.value
-                    if isinstance(value, value_type):
-                        date = parse_time_text(value.time)
-                        if date is not None and (created is None or date < created):
-                            created = date
-                continue
-            # A property has one datatype, so its first snak decides for all its statements
-            # (most statements are strings, external ids, quantities ...).
-            first = statements[0].mainsnak
-            if first is not None and first.datatype is not None and first.datatype != "wikibase-item":
-                continue
-            prop = None
-            is_type = pid == "P31" or pid == "P279"
-            for st in statements:
-                snak = st.mainsnak
-                if snak is None or snak.snaktype != "value":
-                    continue
-                dv = snak.datavalue
-                if dv is None:
-                    continue
-                datatype = snak.datatype
-                value = dv.value
-                if datatype is None:
-                    # 2014 dumps: no datatype on snaks; an item value is an entityid of type item.
-                    if dv.type != "wikibase-entityid" or not isinstance(value, value_type):
-                        continue
-                    if (value.entity_type or "item") != "item":
-                        continue
-                elif datatype != "wikibase-item" or not isinstance(value, value_type):
-                    continue
-                obj = value.numeric_id
-                if obj is None:
-                    ident = value.id
-                    if not ident or ident[0] not in "QP" or not ident[1:].isdigit():
-                        continue
-                    obj = int(ident[1:])
-                if prop is None:
-                    if pid[1:].isdigit() and pid[0] == "P":
-                        prop = int(pid[1:])
-                    else:
-                        prop = _numeric(pid)  # raises BadEntity with the reason
-                rank = ranks.get(st.rank, 1)
-                quals = st.qualifiers
-                if quals is None or quals.__class__ is list:
-                    start = end = point = None
-                else:
-                    snaks = quals.P580
-                    start = typed_date(snaks) if snaks else None
-                    snaks = quals.P582
-                    end = typed_date(snaks) if snaks else None
-                    snaks = quals.P585
-                    point = typed_date(snaks) if snaks else None
-                c_subject.append(num)
-                c_property.append(prop)
-                c_object.append(obj)
-                c_rank.append(rank)
-                c_start.append(start)
-                c_end.append(end)
-                c_point.append(point)
-                if rank and is_type:
-                    t_id.append(num)
-                    t_type.append(obj)
-                    t_via.append(pid)
-        e_created.append(created)
+
+def _claim_rows(num: int, claims: dict, cols: Columns) -> int | None:
+    """Claims and types rows of one item's wikibase-item statements; returns its creation date
+    (the earliest date of the non-deprecated main snaks of :data:`CREATION_PROPERTIES`)."""
+    created = None
+    for pid, statements in claims.items():
+        if not statements:
+            continue
+        if pid in CREATION_PROPERTIES:
+            date = _earliest_date(statements)
+            if date is not None and (created is None or date < created):
+                created = date
+            continue
+        # A property has one datatype, so its first snak decides for all its statements
+        # (most statements are strings, external ids, quantities ...).
+        first = statements[0].mainsnak
+        if first is not None and first.datatype is not None and first.datatype != "wikibase-item":
+            continue
+        _statement_rows(num, pid, statements, cols)
+    return created
+
+
+def _earliest_date(statements: list) -> int | None:
+    """The earliest time value of the non-deprecated value snaks of one property."""
+    created = None
+    for st in statements:
+        snak = st.mainsnak
+        if st.rank == "deprecated" or snak is None or snak.snaktype != "value":
+            continue
+        dv = snak.datavalue
+        if dv is None:
+            continue
+        value = dv.value
+        if isinstance(value, _Value):
+            date = parse_time_text(value.time)
+            if date is not None and (created is None or date < created):
+                created = date
+    return created
+
+
+def _item_value(snak: Any) -> int | None:
+    """The item id of a wikibase-item value snak, None for any other snak."""
+    if snak is None or snak.snaktype != "value":
+        return None
+    dv = snak.datavalue
+    if dv is None:
+        return None
+    datatype, value = snak.datatype, dv.value
+    if datatype is None:
+        # 2014 dumps: no datatype on snaks; an item value is an entityid of type item.
+        if dv.type != "wikibase-entityid" or not isinstance(value, _Value):
+            return None
+        if (value.entity_type or "item") != "item":
+            return None
+    elif datatype != "wikibase-item" or not isinstance(value, _Value):
+        return None
+    obj = value.numeric_id
+    if obj is None:
+        obj = id_int_or_none(value.id)
+    return obj
+
+
+def _statement_rows(num: int, pid: str, statements: list, cols: Columns) -> None:
+    """Claims rows (and types rows for P31/P279) of one property's statements."""
+    c_subject, c_property, c_object, c_rank, c_start, c_end, c_point = cols["claims"]
+    t_id, t_type, t_via = cols["types"]
+    prop = None
+    is_type = pid == "P31" or pid == "P279"
+    for st in statements:
+        obj = _item_value(st.mainsnak)
+        if obj is None:
+            continue
+        if prop is None:
+            prop = _numeric(pid)  # raises BadEntity with the reason
+        rank = RANKS.get(st.rank, 1)
+        quals = st.qualifiers
+        if quals is None or quals.__class__ is list:
+            start = end = point = None
+        else:
+            snaks = quals.P580
+            start = _typed_date(snaks) if snaks else None
+            snaks = quals.P582
+            end = _typed_date(snaks) if snaks else None
+            snaks = quals.P585
+            point = _typed_date(snaks) if snaks else None
+        c_subject.append(num)
+        c_property.append(prop)
+        c_object.append(obj)
+        c_rank.append(rank)
+        c_start.append(start)
+        c_end.append(end)
+        c_point.append(point)
+        if rank and is_type:
+            t_id.append(num)
+            t_type.append(obj)
+            t_via.append(pid)
 
 
 def _is_wrapper(obj: Any) -> bool:
