@@ -335,32 +335,14 @@ def diff_claims(
         else:
             buckets = _repartition(con, inputs, created, n, work)
         parts: list[Path] = []
-        cols = ", ".join(f'"{c}"' for c in contracts.columns("changes"))
-        for k, (old_c, new_c, oe, ne) in enumerate(tqdm(buckets, desc="diff buckets", disable=n == 1)):
-            con.execute(f"CREATE OR REPLACE TEMP VIEW old_c AS {old_c}")
-            con.execute(f"CREATE OR REPLACE TEMP VIEW new_c AS {new_c}")
-            con.execute(f"CREATE OR REPLACE TEMP TABLE subjects AS {_subjects_sql(oe, ne, inputs.t_old)}")
-            con.execute(f"CREATE OR REPLACE TEMP TABLE triples AS {triples}")
-            con.execute(f"CREATE OR REPLACE TEMP TABLE others AS {others}")
-            # A view: two scans of `triples` cost less than materializing every row again.
-            con.execute(f"CREATE OR REPLACE TEMP VIEW decided AS {DECIDED_VIEW}")
-            con.execute(f"CREATE OR REPLACE TEMP TABLE replaced AS {replaced_sql()}")
-            con.execute("INSERT INTO stats SELECT property, rule_id, count(*) FROM decided GROUP BY ALL")
-            # Each replacement group writes exactly two is_replace rows (its new and obsolete one).
-            con.execute("INSERT INTO replace_n SELECT property, 2 * count(*) FROM replaced GROUP BY ALL")
-            part = work / f"part-{k:05d}.parquet"
-            con.execute(f"COPY (SELECT {cols} FROM ({output})) TO {quote(part)} {PARQUET}")
-            con.execute("DROP VIEW decided")
-            con.execute("DROP TABLE triples")
-            con.execute("DROP TABLE others")
-            parts.append(part)
+        for k, bucket in enumerate(tqdm(buckets, desc="diff buckets", disable=n == 1)):
+            parts.append(
+                _diff_bucket(
+                    con, bucket, (triples, others, output), inputs.t_old, work / f"part-{k:05d}.parquet"
+                )
+            )
             log.info("diff bucket %d/%d done", k + 1, n)
-        with atomic_path(changes_path) as tmp:
-            if len(parts) == 1:
-                shutil.move(parts[0], tmp)
-            else:
-                files = "[" + ", ".join(quote(p) for p in parts) + "]"
-                con.execute(f"COPY (SELECT * FROM read_parquet({files})) TO {quote(tmp)} {PARQUET}")
+        _gather_parts(con, parts, changes_path)
         stats = con.execute(
             f"SELECT property, {sql_list(RULE_STATUSES)}[rule_id + 1] AS status, "
             f"{sql_list(RULE_NAMES)}[rule_id + 1] AS rule, sum(n)::BIGINT AS n FROM stats GROUP BY ALL"
@@ -383,6 +365,43 @@ def diff_claims(
         result.partitions,
     )
     return result
+
+
+def _diff_bucket(
+    con: duckdb.DuckDBPyConnection, bucket: tuple, sql: tuple[str, str, str], t_old: int, part: Path
+) -> Path:
+    """Decide one bucket's triples into the Parquet file ``part``; its counts go to the ``stats``
+    and ``replace_n`` tables. ``bucket``: old and new claims and entities SQL; ``sql``: the
+    triples, others and output queries."""
+    old_c, new_c, oe, ne = bucket
+    triples, others, output = sql
+    cols = ", ".join(f'"{c}"' for c in contracts.columns("changes"))
+    con.execute(f"CREATE OR REPLACE TEMP VIEW old_c AS {old_c}")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW new_c AS {new_c}")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE subjects AS {_subjects_sql(oe, ne, t_old)}")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE triples AS {triples}")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE others AS {others}")
+    # A view: two scans of `triples` cost less than materializing every row again.
+    con.execute(f"CREATE OR REPLACE TEMP VIEW decided AS {DECIDED_VIEW}")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE replaced AS {replaced_sql()}")
+    con.execute("INSERT INTO stats SELECT property, rule_id, count(*) FROM decided GROUP BY ALL")
+    # Each replacement group writes exactly two is_replace rows (its new and obsolete one).
+    con.execute("INSERT INTO replace_n SELECT property, 2 * count(*) FROM replaced GROUP BY ALL")
+    con.execute(f"COPY (SELECT {cols} FROM ({output})) TO {quote(part)} {PARQUET}")
+    con.execute("DROP VIEW decided")
+    con.execute("DROP TABLE triples")
+    con.execute("DROP TABLE others")
+    return part
+
+
+def _gather_parts(con: duckdb.DuckDBPyConnection, parts: list[Path], changes_path: str | Path) -> None:
+    """The buckets' Parquet files as one ``changes`` table, written atomically."""
+    with atomic_path(changes_path) as tmp:
+        if len(parts) == 1:
+            shutil.move(parts[0], tmp)
+        else:
+            files = "[" + ", ".join(quote(p) for p in parts) + "]"
+            con.execute(f"COPY (SELECT * FROM read_parquet({files})) TO {quote(tmp)} {PARQUET}")
 
 
 def _single_rank(path: str | Path) -> bool:

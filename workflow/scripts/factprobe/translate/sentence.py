@@ -252,31 +252,7 @@ def sentence_verbalization(
             if not a.kept:
                 continue
             counts["subject_missing"] += not a.subject_found
-            rows.append(
-                dict(
-                    prompt_id=f"{job['source_prompt_id']}|sentence|{lang}",
-                    fact_id=job["fact_id"],
-                    lang=lang,
-                    template_id=job["template_id"],
-                    style=job["style"],
-                    subject_form=job["subject_label"] or job["subject_source"],
-                    text=a.prompt,
-                    context="",
-                    verbalization="sentence",
-                    shots=job["shots"],
-                    subject_form_index=job["subject_form_index"],
-                    property=job["property"],
-                    source_prompt_id=job["source_prompt_id"],
-                    source_text=job["source_text"],
-                    mt_input=job["request"].text,
-                    translation=translation,
-                    object_form=a.form,
-                    object_score=a.score,
-                    object_via=a.via,
-                    subject_found=a.subject_found,
-                    mt_model=model_name,
-                )
-            )
+            rows.append(_sentence_row(job, translation, a, lang, model_name))
             if (job["object"], lang, a.form) not in existing:
                 lang_forms[(job["object"], a.form)] += 1
         new_forms.extend(
@@ -304,6 +280,33 @@ def sentence_verbalization(
         {"n_sentences": "int32"}
     )
     return out_prompts, out_forms, pd.DataFrame(stats, columns=STATS_COLUMNS)
+
+
+def _sentence_row(job: dict, translation: str, a, lang: str, model_name: str) -> dict:
+    """The ``translated_prompts`` row of one kept translation (``a``: its :class:`factprobe.translate.align.Alignment`)."""
+    return dict(
+        prompt_id=f"{job['source_prompt_id']}|sentence|{lang}",
+        fact_id=job["fact_id"],
+        lang=lang,
+        template_id=job["template_id"],
+        style=job["style"],
+        subject_form=job["subject_label"] or job["subject_source"],
+        text=a.prompt,
+        context="",
+        verbalization="sentence",
+        shots=job["shots"],
+        subject_form_index=job["subject_form_index"],
+        property=job["property"],
+        source_prompt_id=job["source_prompt_id"],
+        source_text=job["source_text"],
+        mt_input=job["request"].text,
+        translation=translation,
+        object_form=a.form,
+        object_score=a.score,
+        object_via=a.via,
+        subject_found=a.subject_found,
+        mt_model=model_name,
+    )
 
 
 def _stats_row(lang, model, status, n_sentences, counts, n_kept, n_forms, n_template) -> dict:
