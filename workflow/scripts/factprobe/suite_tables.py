@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from . import contracts
 from .io import read_table
 
 #: Input names of each merged table, in concatenation order (rule inputs in workflow/rules).
@@ -21,6 +22,16 @@ PARTS = {
     "prompts": ("prompts", "translated_prompts"),
     "candidates": ("candidates", "appropt"),
     "forms": ("forms", "translated_forms", "appropt_forms"),
+}
+#: The contract (docs/contracts.md) each input is read and checked with.
+CONTRACT = {
+    "prompts": "prompts",
+    "translated_prompts": "translated_prompts",
+    "candidates": "candidates",
+    "appropt": "appropt",
+    "forms": "forms",
+    "translated_forms": "translated_forms",
+    "appropt_forms": "forms",
 }
 
 
@@ -33,14 +44,23 @@ class SuiteTables:
     forms: pd.DataFrame
 
 
-def read_concat(paths: str | Path | Iterable[str | Path] | None) -> pd.DataFrame | None:
-    """Parquet file(s) read and concatenated in order; None when no path is given."""
+def read_concat(
+    paths: str | Path | Iterable[str | Path] | None, names: str | Iterable[str] | None = None
+) -> pd.DataFrame | None:
+    """Parquet file(s) read and concatenated in order; None when no path is given.
+
+    ``names``: the contract (docs/contracts.md) of every file, or one per file, checked on read;
+    None reads the files as they are."""
     if paths is None:
         return None
     items = [paths] if isinstance(paths, (str, Path)) else list(paths)
     if not items:
         return None
-    frames = [read_table(p).to_pandas() for p in items]
+    if names is None:
+        frames = [read_table(p).to_pandas() for p in items]
+    else:
+        contract = [names] * len(items) if isinstance(names, str) else list(names)
+        frames = [contracts.read(name, p) for name, p in zip(contract, items, strict=True)]
     return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
 
@@ -55,10 +75,12 @@ def load_suite_tables(inputs: Mapping) -> SuiteTables:
     for table, parts in PARTS.items():
         if table not in names:
             raise ValueError(f"suite tables: input {table!r} is required (have {sorted(names)})")
-        paths = []
+        paths, contract = [], []
         for part in parts:
             if part in names:
                 value = inputs[part]
-                paths.extend([value] if isinstance(value, (str, Path)) else list(value))
-        merged[table] = read_concat(paths)
+                files = [value] if isinstance(value, (str, Path)) else list(value)
+                paths += files
+                contract += [CONTRACT[part]] * len(files)
+        merged[table] = read_concat(paths, contract)
     return SuiteTables(**merged)

@@ -409,10 +409,8 @@ def _single_rank(path: str | Path) -> bool:
     of the claims table has the same rank (max rank <= 1), so best-rank filtering is a no-op.
     False when in doubt (missing statistics)."""
     meta = pq.ParquetFile(path).metadata
-    names = [meta.schema.column(i).name for i in range(meta.num_columns)]
-    if "rank" not in names:
-        return False
-    col = names.index("rank")
+    # The claims contract has ``rank`` (checked by :func:`_check_inputs` before this runs).
+    col = [meta.schema.column(i).name for i in range(meta.num_columns)].index("rank")
     for i in range(meta.num_row_groups):
         chunk = meta.row_group(i).column(col)
         stats = chunk.statistics
@@ -476,6 +474,6 @@ def stats_table(stats: pd.DataFrame, replace: pd.DataFrame) -> pd.DataFrame:
     wide["replace"] = replace.set_index("property")["n"].reindex(wide.index).fillna(0).astype("int64")
     wide["total"] = wide[list(STATUSES)].sum(axis=1)
     wide = wide.sort_values("total", ascending=False, kind="stable").reset_index()
-    wide["property"] = "P" + wide["property"].astype(str)
+    wide["property"] = contracts.pid_series(wide["property"])
     wide.columns.name = None
     return wide

@@ -138,13 +138,9 @@ def counted_past(temporal: pd.DataFrame, earlier_dump: bool = False) -> pd.DataF
     with ``earlier_dump`` (distractors paper §3.3; :mod:`factprobe.distractors.temporal`).
     """
     past = temporal[temporal["status"] == "past"]
-    if not earlier_dump and "source" in past.columns:
+    if not earlier_dump:
         past = past[past["source"].astype(str) != "earlier_dump"]
-    from_earlier = (
-        past["source"].astype(str).eq("earlier_dump").to_numpy()
-        if "source" in past.columns
-        else np.zeros(len(past), bool)
-    )
+    from_earlier = past["source"].astype(str).eq("earlier_dump").to_numpy()
     start = past["start"].astype("Float64").astype(float).to_numpy()
     end = past["end"].astype("Float64").astype(float).to_numpy()
     point = ~from_earlier & (np.isnan(end) | (start == end))

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from factprobe.contracts import fact_id, id_int, id_ints, pid_series, qid_series
+from factprobe.contracts import fact_id, id_int, id_ints, pid, pid_series, qid, qid_series
 from factprobe.hashing import hash_fraction, stable_hash
 from factprobe.validity import valid_at
 
@@ -85,7 +85,7 @@ def candidate_facts(
     several = ok.groupby(["subject", "property"])["object"].transform("size").to_numpy() > 1
     h = np.zeros(len(ok), dtype=np.uint64)
     h[several] = [
-        stable_hash(seed, "object", f"Q{s}", f"P{p}", f"Q{o}")
+        stable_hash(seed, "object", qid(s), pid(p), qid(o))
         for s, p, o in zip(
             ok["subject"][several], ok["property"][several], ok["object"][several], strict=True
         )
@@ -109,7 +109,7 @@ def candidate_facts(
             "subject": s_ids,
             "property": p_ids,
             "object": o_ids,
-            "objects": [[f"Q{o}" for o in objs] for objs in ok["object_list"]],
+            "objects": [[qid(o) for o in objs] for objs in ok["object_list"]],
             "popularity": ok["subject"].map(sitelinks).fillna(0).astype("int64").to_numpy(),
         }
     )
@@ -206,7 +206,7 @@ def no_facts_error(
     """The error for a suite that selected 0 facts, with the count at each filter so the cause shows."""
     props = [id_int(r) for r in relations]
     rows = truthy[truthy["property"].isin(props)]
-    per_relation = {f"P{p}": int(n) for p, n in rows["property"].value_counts().sort_index().items()}
+    per_relation = {pid(p): int(n) for p, n in rows["property"].value_counts().sort_index().items()}
     ids = _labelled_ints(labelled)
     both = int((rows["subject"].isin(ids) & rows["object"].isin(ids)).sum())
     parts = [

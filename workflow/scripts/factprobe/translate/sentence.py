@@ -102,9 +102,8 @@ def english_sentences(
     """
     sel = prompts[(prompts["lang"] == source_lang) & prompts["style"].isin(list(styles))]
     sel = sel[sel["context"].fillna("") == ""]
-    if "subject_form_index" in sel:
-        # The target subject is always its label, so English alias variants would only repeat it.
-        sel = sel[sel["subject_form_index"] == 0]
+    # The target subject is always its label, so English alias variants would only repeat it.
+    sel = sel[sel["subject_form_index"] == 0]
     obj_of = dict(zip(facts["fact_id"], facts["object"], strict=False))
     subj_of = dict(zip(facts["fact_id"], facts["subject"], strict=False))
     label, _ = _labels(forms)
@@ -126,7 +125,7 @@ def english_sentences(
                 fact_id=p.fact_id,
                 subject=subj_of.get(p.fact_id),
                 object=obj,
-                property=getattr(p, "property", p.fact_id.split("|")[1]),
+                property=p.property,
                 template_id=p.template_id,
                 template=text,
                 style=p.style,
