@@ -459,8 +459,8 @@ def test_one_duckdb_connection_helper_and_share(tmp_path):
         str(p.relative_to(lib)) for p in lib.rglob("*.py") if re.search(r"duckdb\.connect\(", p.read_text())
     )
     assert callers == ["scan.py"]
-    assert scan.duckdb_mb(6000) == 3000
-    con = scan.connect(2, scan.duckdb_mb(1000), tmp_path / "spill", keep_order=False)
+    assert scan.duckdb_mb(6000) == 1500
+    con = scan.connect(2, scan.duckdb_mb(2000), tmp_path / "spill", keep_order=False)
     limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
     assert limit.replace(" ", "") in {"500.0MB", "476.8MiB", "500MB"}, limit
     assert con.execute("SELECT current_setting('preserve_insertion_order')").fetchone()[0] is False

@@ -34,7 +34,7 @@ diff_claims(
     memory_mb=duckdb_mb,
     threads=snakemake.threads,
     # ~100 bytes of DuckDB memory per claim keeps a bucket's aggregate and join in RAM.
-    rows_per_partition=mem_mb * 10_000,
+    rows_per_partition=duckdb_mb * 10_000,
     temp_dir=snakemake.resources.get("tmpdir"),
 )
 log_resident(log, "the diff", duckdb_mb, mem_mb)
