@@ -426,19 +426,35 @@ def test_plausible_facts_are_those_after_the_models_own_cutoff():
     was seen, 3 stay. Cut-off 2018-01-01: the 2017 one too, 2 stay (2019-06 and the undated one,
     added at an unknown time between the dumps). Cut-off 2019-03-01, after the newer dump: the
     undated addition was already in the 2019-02-01 dump, only the 2019-06 statement is new."""
+    from factprobe.contracts import ContractError
+    from factprobe.diff.rules import new_since, statement_date
     from factprobe.metrics.plausibility import facts_new_to_model
 
-    facts = pd.DataFrame({"fact_id": [f"Q{i}|P27|Q{i * 10}" for i in (1, 2, 3, 4)]})
+    # The facts table carries each fact's date and status (the probes stage's reading of the diff).
+    changes = _changes()
+    picked = changes.merge(
+        new_since(changes, 0, ("new",), ("added_undated",)), on=["subject", "property", "object"]
+    )
+    facts = pd.DataFrame(
+        {
+            "fact_id": [f"Q{s}|P27|Q{o}" for s, o in zip(picked["subject"], picked["object"], strict=True)],
+            "date": statement_date(picked),
+            "status": picked["status"],
+        }
+    )
+    assert facts["fact_id"].tolist() == [f"Q{i}|P27|Q{i * 10}" for i in (1, 2, 3, 4)]
     base = {"dump": "20190201", "diff_old": "20141201", "statuses": ["new"], "rules": ["added_undated"]}
     kept = {}
     for cut in ("20160101", "20180101", "20190301"):
-        out, rows = facts_new_to_model(facts, _changes(), {**base, "cutoff": cut})
+        out, rows = facts_new_to_model(facts, {**base, "cutoff": cut})
         kept[cut] = sorted(out["fact_id"])
         assert rows["plausible_facts"] + rows["facts_seen_by_model"] == 4
         assert rows["cutoff_after_dump"] == float(cut >= "20190201")
     assert kept["20160101"] == ["Q2|P27|Q20", "Q3|P27|Q30", "Q4|P27|Q40"]
     assert kept["20180101"] == ["Q3|P27|Q30", "Q4|P27|Q40"]
     assert kept["20190301"] == ["Q3|P27|Q30"]
+    with pytest.raises(ContractError, match=r"lacks column\(s\) \['date'\]"):
+        facts_new_to_model(facts.drop(columns="date"), {**base, "cutoff": "20160101"})
 
 
 def test_model_cutoff_setting_comes_from_models_tsv_else_the_suite():

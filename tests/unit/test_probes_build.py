@@ -128,7 +128,7 @@ def test_plausibility_keeps_new_facts_after_cutoff(demo_tables, tmp_path):
             "status": ["new", "new", "static"],
             "rule": ["", "", ""],
             "is_replace": [False, False, False],
-            "start": [float("nan"), float("nan"), float("nan")],
+            "start": [20170301.0, float("nan"), float("nan")],
             "end": [float("nan")] * 3,
             "point_in_time": [float("nan")] * 3,
         }
@@ -146,6 +146,8 @@ def test_plausibility_keeps_new_facts_after_cutoff(demo_tables, tmp_path):
     facts, prompts, _ = build(demo_tables, suite, str(path))
     # Q31 -> Q239 (Brussels) is new but unlabelled; Q1201 -> Q1724 is static.
     assert facts.fact_id.tolist() == ["Q45|P36|Q597"]
+    # Each fact carries its statement's date and diff status, so metrics need not read the diff.
+    assert facts[["date", "status"]].values.tolist() == [[20170301, "new"]]
     assert prompts.text.tolist() == ["The capital of Portugal is", "Portugal has its seat of government in"]
 
 

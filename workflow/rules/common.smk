@@ -439,15 +439,6 @@ def metrics_inputs(wildcards):
     return files
 
 
-def cutoff_inputs(wildcards):
-    """The diff of a plausibility suite (the dates its facts were added), for the model's cut-off."""
-    suite = SUITES[wildcards.suite]
-    if suite.kind != "plausibility" or suite.source.imported:
-        return {}
-    changes = rules.diff_dumps.output.changes.format(old=suite.diff_old, new=suite.dump)
-    return {"changes": changes}
-
-
 def suite_metric_tables(wildcards):
     """Per-fact and suite-level tables of every model on one suite."""
     out = rules.compute_metrics.output

@@ -5,7 +5,6 @@
 rule compute_metrics:
     input:
         unpack(metrics_inputs),
-        unpack(cutoff_inputs),
     output:
         per_fact="results/metrics/{suite}/{model}.parquet",
         suite="results/metrics/{suite}/{model}.suite.parquet",

@@ -21,9 +21,7 @@ if cutoff:
     import pandas as pd
     from factprobe.metrics.plausibility import facts_new_to_model
 
-    cols = ["subject", "property", "object", "status", "rule", "start", "point_in_time"]
-    changes = contracts.read("changes", snakemake.input.changes, cols)
-    inputs.facts, counts = facts_new_to_model(inputs.facts, changes, cutoff)
+    inputs.facts, counts = facts_new_to_model(inputs.facts, cutoff)
     model = snakemake.wildcards.model
     if counts["cutoff_after_dump"]:
         log.warning(

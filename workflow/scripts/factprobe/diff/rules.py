@@ -238,6 +238,12 @@ def new_since(
     if rules:
         pick |= changes["rule"].isin(list(rules))
     new = changes[pick]
-    dated = new["start"].where(new["start"].notna(), new["point_in_time"])
+    dated = statement_date(new)
     new = new[~(dated.notna() & (dated <= cutoff))]
     return new[["subject", "property", "object"]].drop_duplicates()
+
+
+def statement_date(changes: pd.DataFrame) -> pd.Series:
+    """The date a ``changes`` row's statement carries (YYYYMMDD): its start, else its point in
+    time; missing for an undated statement (probelm-plausibility §3: the edit's date)."""
+    return changes["start"].where(changes["start"].notna(), changes["point_in_time"])

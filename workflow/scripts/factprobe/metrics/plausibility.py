@@ -205,32 +205,28 @@ def plausibility_score(style_means: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def facts_new_to_model(
-    facts: pd.DataFrame, changes: pd.DataFrame, cutoff: dict
-) -> tuple[pd.DataFrame, dict[str, float]]:
+def facts_new_to_model(facts: pd.DataFrame, cutoff: dict) -> tuple[pd.DataFrame, dict[str, float]]:
     """The suite's facts that are new to one model: added after *its* training cut-off (§3.1).
 
     ``cutoff`` (``settings.suite_model_cutoff``): ``cutoff`` (YYYYMMDD of the model, or the
-    suite's when the models.tsv row has none), ``dump`` and ``diff_old`` (the newer and older dump
-    of the suite's diff), ``statuses``/``rules`` (the suite's ``changes``). A fact stays when the
-    diff picks it and neither its statement's start nor point in time is on or before the
-    cut-off; an undated one stays only when the cut-off is before the newer dump (it was added
-    between the dumps, after a cut-off that precedes the older dump, or at an unknown time in
-    between, as the suite's own rule assumes). Returns the kept facts and suite-level rows:
-    ``plausible_facts`` (kept), ``facts_seen_by_model`` (dropped), ``cutoff_after_dump`` (1 when
-    the model's cut-off is on or after the newer dump: nothing in the diff is new to it).
+    suite's when the models.tsv row has none) and ``dump`` (the newer dump of the suite's diff).
+    The facts table carries each fact's ``date`` (its statement's start or point in time, the
+    probes stage's reading of the diff, :func:`factprobe.diff.rules.statement_date`). A fact
+    stays when that date is not on or before the cut-off; an undated one stays only when the
+    cut-off is before the newer dump (it was added between the dumps, after a cut-off that
+    precedes the older dump, or at an unknown time in between, as the suite's own rule assumes).
+    Returns the kept facts and suite-level rows: ``plausible_facts`` (kept),
+    ``facts_seen_by_model`` (dropped), ``cutoff_after_dump`` (1 when the model's cut-off is on or
+    after the newer dump: nothing in the diff is new to it).
     """
-    from factprobe.diff.rules import new_since
-
+    contracts.check(facts, "facts", "the suite's facts table (plausibility)", ["fact_id", "date"])
     cut, dump = int(cutoff["cutoff"]), int(cutoff["dump"])
-    new = new_since(changes, cut, tuple(cutoff["statuses"]), tuple(cutoff["rules"]))
+    date = pd.to_numeric(facts["date"], errors="coerce")
+    keep = ~(date.notna() & (date <= cut))
     if cut >= dump:
         # The newer dump holds every undated addition already: only later-dated statements count.
-        picked = changes.merge(new, on=["subject", "property", "object"])
-        dated = picked["start"].where(picked["start"].notna(), picked["point_in_time"])
-        new = picked[dated.notna() & (dated > cut)][["subject", "property", "object"]]
-    ids = set(contracts.fact_ids_of(new))
-    keep = facts["fact_id"].astype(str).isin(ids)
+        keep &= date.notna() & (date > cut)
+    keep = keep.to_numpy(dtype=bool)
     rows = {
         "plausible_facts": float(keep.sum()),
         "facts_seen_by_model": float((~keep).sum()),

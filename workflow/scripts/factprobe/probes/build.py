@@ -20,7 +20,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from factprobe import arrays, contracts, scan
-from factprobe.diff.rules import new_since
+from factprobe.diff.rules import new_since, statement_date
 from factprobe.settings import Suite, SuiteTemplates, TemplateSet, load
 
 from .fewshot import DemoPool, context, parse_setting
@@ -294,8 +294,12 @@ def sample_suite(
     if suite.temporal_only and paths.temporal is None:
         raise ValueError(f"suites.{name}.temporal_only needs the temporal view of dump {dump}")
     temporal = paths.temporal if suite.temporal_only else None
-    sampled, pools, n_candidates = [], [], 0
+    sampled, pools, dated, n_candidates = [], [], [], 0
     for rel in covered:
+        allowed = None
+        if picks is not None:
+            allowed = allowed_facts(rel, paths.changes, picks, suite.cutoff, con)
+            dated.append(allowed)
         candidates = relation_candidates(
             name,
             rel,
@@ -306,9 +310,7 @@ def sample_suite(
             plan.languages,
             seed,
             con,
-            picks,
-            paths.changes,
-            suite.cutoff,
+            allowed,
             temporal,
         )
         n_candidates += len(candidates)
@@ -321,6 +323,9 @@ def sample_suite(
         # Fail here, naming the cause, rather than with an empty table in a later stage.
         raise explain_no_facts(plan, covered, paths, picks, con)
     facts = finish_facts(facts, dump, seed)
+    if dated:
+        # Plausibility: each fact's date and diff status (docs/contracts.md, facts).
+        facts = facts.merge(pd.concat(dated, ignore_index=True), on="fact_id", how="left")
     log.info(
         "suite %s: %d candidate facts, %d sampled; per relation: %s",
         name,
@@ -348,7 +353,7 @@ def explain_no_facts(plan: SuitePlan, covered: list[str], paths: SelectionPaths,
     if picks is not None:
         allowed = set()
         for rel in covered:
-            allowed |= allowed_facts(rel, paths.changes, picks, plan.suite.cutoff, con)
+            allowed |= set(allowed_facts(rel, paths.changes, picks, plan.suite.cutoff, con)["fact_id"])
     return no_facts_error(plan.name, dump, paths.claims, covered, truthy, labelled, plan.languages, allowed)
 
 
@@ -415,9 +420,14 @@ def fact_prompt_rows(plan: SuitePlan, fact, lang: str, index: dict, pool, short:
     return rows
 
 
-def allowed_facts(rel: str, changes_path: str, picks, cutoff, con) -> set[str]:
-    """Fact ids of relation ``rel`` that a plausibility suite may pick: new in the diff and not
-    dated on or before the cut-off (probelm-plausibility §3, :func:`factprobe.diff.rules.new_since`)."""
+def allowed_facts(rel: str, changes_path: str, picks, cutoff, con) -> pd.DataFrame:
+    """Facts of relation ``rel`` that a plausibility suite may pick: new in the diff and not
+    dated on or before the cut-off (probelm-plausibility §3, :func:`factprobe.diff.rules.new_since`).
+
+    Returns ``fact_id``, ``date`` (the statement's start or point in time, YYYYMMDD; missing when
+    undated) and ``status`` (the diff's): the facts table carries them so that the metrics stage
+    can apply each model's own cut-off without reading the diff.
+    """
     changes = scan.table_of_relations(
         "changes",
         changes_path,
@@ -427,7 +437,16 @@ def allowed_facts(rel: str, changes_path: str, picks, cutoff, con) -> set[str]:
         any_of={"status": list(picks.statuses), "rule": list(picks.rules)},
     )
     new = new_since(changes, int(cutoff), tuple(picks.statuses), tuple(picks.rules))
-    return set(contracts.fact_ids_of(new))
+    rows = changes.merge(new, on=["subject", "property", "object"]).drop_duplicates(
+        ["subject", "property", "object"]
+    )
+    return pd.DataFrame(
+        {
+            "fact_id": contracts.fact_ids_of(rows).to_numpy(),
+            "date": statement_date(rows).astype("Int32").to_numpy(),
+            "status": rows["status"].astype(str).to_numpy(),
+        }
+    )
 
 
 def relation_candidates(
@@ -440,15 +459,14 @@ def relation_candidates(
     languages: list[str],
     seed: object,
     con,
-    picks=None,
-    changes_path: str | None = None,
-    cutoff=None,
+    allowed: pd.DataFrame | None = None,
     temporal_path: str | None = None,
 ) -> pd.DataFrame:
     """Every probe-able fact of one relation (:func:`select.candidate_facts`): its truthy
     statements (the same rule as Ω's truthy validity, :func:`scan.scan_valid`), with the labels
-    and sitelinks of their entities; ``picks`` (plausibility): only facts new in the diff after
-    ``cutoff``; ``temporal_path`` (``temporal_only``): only facts with a temporal distractor (S′)."""
+    and sitelinks of their entities; ``allowed`` (plausibility, :func:`allowed_facts`): only facts
+    new in the diff after the cut-off; ``temporal_path`` (``temporal_only``): only facts with a
+    temporal distractor (S′)."""
     truthy = (
         scan.scan_valid(claims_path, int(dump), "truthy", [contracts.id_int(rel)], None, con)
         .sort_values(["property", "subject", "object"])
@@ -457,10 +475,8 @@ def relation_candidates(
     subjects = truthy["subject"].to_numpy(np.int64)
     labelled = scan.labelled_ids(forms_path, languages, arrays.union(subjects, truthy["object"]), con)
     sitelinks = scan.sitelinks_of(entities_path, arrays.unique(subjects), con)
-    allowed = None
-    if picks is not None:
-        allowed = allowed_facts(rel, changes_path, picks, cutoff, con)
-    candidates = candidate_facts(truthy, [rel], labelled, sitelinks, seed, allowed=allowed)
+    allowed_ids = None if allowed is None else set(allowed["fact_id"])
+    candidates = candidate_facts(truthy, [rel], labelled, sitelinks, seed, allowed=allowed_ids)
     log.info(
         "suite %s, %s: %d truthy statements at %s, %d of their entities labelled in %s, %d candidate facts%s",
         name,
@@ -470,7 +486,7 @@ def relation_candidates(
         len(labelled),
         languages,
         len(candidates),
-        "" if allowed is None else f" ({len(allowed)} new in the diff after the cut-off, {picks})",
+        "" if allowed is None else f" ({len(allowed)} new in the diff after the cut-off)",
     )
     if temporal_path is not None:
         from factprobe.diff.temporal import with_temporal_distractors
