@@ -547,7 +547,9 @@ def test_retrieve_end_to_end_every_row_in_omega(demo_tables, claims, suite, inde
     facts, forms, omega = suite
     settings = demo_settings(["random", "sem", "temp", "cooccur", "pool"], n=10, pool_size=50)
     past = past_objects(
-        claims[(claims["rank"] >= 1) & (claims["end"].astype("Float64") < int(DUMP))].assign(status="past")
+        claims[(claims["rank"] >= 1) & (claims["end"].astype("Float64") < int(DUMP))].assign(
+            status="past", source="qualifier"
+        )
     )
     cand = retrieve(
         facts,
