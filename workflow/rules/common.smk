@@ -227,9 +227,8 @@ def dump_file(wildcards):
     row = DUMP_ROWS[wildcards.dump]
     if "path" in row:
         return row["path"]
-    return rules.download_dump.output.dump.format(
-        dump=wildcards.dump, ext=dump_ext(row["url"])
-    )
+    ext = dump_ext(row["url"]) if "url" in row else row["format"]  # a `source` row
+    return rules.download_dump.output.dump.format(dump=wildcards.dump, ext=ext)
 
 
 def local_dump_checksum(wildcards):
@@ -552,7 +551,9 @@ def report_provenance():
     return {
         "version": P.factprobe_version(SCRIPTS.parents[1]),
         "config_hash": P.config_hash(S.plain(CFG)),
-        "dumps": P.dump_records(DUMP_ROWS, used, [Path.cwd(), WORKFLOW_ROOT]),
+        "dumps": P.dump_records(
+            DUMP_ROWS, used, [Path.cwd(), WORKFLOW_ROOT], dump_resolutions()
+        ),
         "suites": [
             {
                 "suite": suite,

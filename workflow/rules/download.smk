@@ -2,6 +2,22 @@
 # (common.smk's dump_file uses the file in place).
 
 
+def dump_resolutions():
+    """Resolution record of each dumps.tsv row named by date (`source`), beside its download;
+    the report shows the URL and checksum it holds (factprobe.report.provenance)."""
+    from factprobe.wikidata.resolve import record_path
+
+    return {
+        dump: str(
+            record_path(
+                rules.download_dump.output.dump.format(dump=dump, ext=row["format"])
+            )
+        )
+        for dump, row in DUMP_ROWS.items()
+        if "source" in row
+    }
+
+
 rule download_dump:
     input:
         lib=library("download_dump.py"),
@@ -20,8 +36,16 @@ rule download_dump:
         "../../environment.yml"
     resources:
         mem_mb=500,
+    # A `url` row is downloaded as given; a `source` row (wikimedia, archive, auto) is first
+    # resolved by date to a URL and a published checksum, recorded once in
+    # resources/dumps/{dump}/wikidata-{dump}.{ext}.resolved.json and reused by reruns. Base URLs:
+    # FACTPROBE_WIKIMEDIA_DUMPS_URL, FACTPROBE_ARCHIVE_URL (config/README.md, the dumps section).
     params:
-        url=lookup(dpath="{dump}/url", within=DUMP_ROWS),
+        url=lookup(dpath="{dump}/url", within=DUMP_ROWS, default=""),
         checksum=lookup(dpath="{dump}/checksum", within=DUMP_ROWS, default=""),
+        source=lookup(dpath="{dump}/source", within=DUMP_ROWS, default=""),
+        item=lookup(dpath="{dump}/item", within=DUMP_ROWS, default=""),
+        format=lookup(dpath="{dump}/format", within=DUMP_ROWS, default=""),
+        registry=CFG.dumps,
     script:
         "../scripts/download_dump.py"
