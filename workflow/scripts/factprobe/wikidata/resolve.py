@@ -137,7 +137,7 @@ def _get(
 
 # --- Wikimedia's dump server -----------------------------------------------------------------
 
-_HREF = re.compile(r'<a href="([^"]+)">[^<]*</a>\s*([^\n]*)')
+_HREF = re.compile(r'<a href="([^"]+)">[^<]*</a>[ \t]*([^\n]*)')
 
 
 def parse_listing(html: str) -> dict[str, int | None]:
@@ -299,10 +299,6 @@ def resolve_row(row: Mapping, where: str, sources: Sources, http: requests.Sessi
         if isinstance(found, Resolution):
             return _pin(found, req, where)
         reasons.append(found)
-        root = _get(http, sources.wikimedia)
-        served = dated_dirs(root.text) if root is not None else []
-        if served:
-            hints.append(f"Wikimedia serves {', '.join(nearest(date, served))}")
     if req["source"] in ("archive", "auto"):
         found, served = from_archive(date, fmt, req["item"], sources.archive, http)
         if isinstance(found, Resolution):
@@ -310,6 +306,11 @@ def resolve_row(row: Mapping, where: str, sources: Sources, http: requests.Sessi
         reasons.append(found)
         if served:
             hints.append(f"the Internet Archive holds {', '.join(nearest(date, served))}")
+    if req["source"] in ("wikimedia", "auto"):
+        root = _get(http, sources.wikimedia)
+        served = dated_dirs(root.text) if root is not None else []
+        if served:
+            hints.insert(0, f"Wikimedia serves {', '.join(nearest(date, served))}")
     near = f" Nearest dates: {'; '.join(hints)}." if hints else ""
     raise ResolveError(
         f"{where}: no {fmt} dump of {date} from source {req['source']}: {'; '.join(reasons)}.{near} "
