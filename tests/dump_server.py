@@ -69,7 +69,9 @@ class DumpServer:
         base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.wikimedia, self.archive = f"{base}/wikimedia/", f"{base}/ia/"
         self.env = {"FACTPROBE_WIKIMEDIA_DUMPS_URL": self.wikimedia, "FACTPROBE_ARCHIVE_URL": self.archive}
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self.thread.start()
         return self
 

@@ -84,9 +84,15 @@ def test_missing_date_names_the_row_what_was_asked_and_the_nearest_dates(server)
 @pytest.mark.parametrize(
     ("asked", "expected"),
     [
-        (row("20190201", "archive", "json.gz"), "has no wikidata-20190201-all.json.gz (it holds wikidata-20190201-all.json.bz2)"),
+        (
+            row("20190201", "archive", "json.gz"),
+            "has no wikidata-20190201-all.json.gz (it holds wikidata-20190201-all.json.bz2)",
+        ),
         (row("20261118", "wikimedia", "json.gz"), "lists no checksum for wikidata-20261118-all.json.gz yet"),
-        (row("20201005", "archive", item="wikibase-wikidatawiki-20201006"), "has no item wikibase-wikidatawiki-20201006"),
+        (
+            row("20201005", "archive", item="wikibase-wikidatawiki-20201006"),
+            "has no item wikibase-wikidatawiki-20201006",
+        ),
         (row("20190201", "wikimedia"), "has no directory 20190201/"),
     ],
 )
@@ -145,8 +151,15 @@ def test_record_is_written_atomically_and_reused(server, tmp_path, monkeypatch):
 
 def test_url_rows_are_used_as_given_without_network_or_record(tmp_path):
     url_row = {"dump": "20200101", "url": "https://example.org/x.json.gz", "checksum": "sha1:" + "a" * 40}
-    res = R.resolve(url_row, tmp_path / "x.json.gz", "w", R.Sources("http://127.0.0.1:9/", "http://127.0.0.1:9/"))
-    assert (res.source, res.url, res.checksum, res.checksum_from) == ("url", url_row["url"], url_row["checksum"], "w")
+    res = R.resolve(
+        url_row, tmp_path / "x.json.gz", "w", R.Sources("http://127.0.0.1:9/", "http://127.0.0.1:9/")
+    )
+    assert (res.source, res.url, res.checksum, res.checksum_from) == (
+        "url",
+        url_row["url"],
+        url_row["checksum"],
+        "w",
+    )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -226,3 +239,40 @@ def test_listing_and_sums_parsers_read_every_entry():
     sums = R.parse_sums((fixtures / "20261116" / "wikidata-20261116-sha1sums.txt").read_text())
     assert len(sums) == 6 and sums["wikidata-20261116-all.json.bz2"] == SHA1
     assert R.parse_sums(f"{SHA1.upper()} *a.json.gz\nnot a line\n") == {"a.json.gz": SHA1}
+
+
+def test_download_rule_resolves_a_date_row_through_the_environment(server, tmp_path):
+    """The rule end to end: a `source` row is resolved against the base URLs of the environment,
+    recorded beside the dump and downloaded with the recorded checksum."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    for name in ("workflow", "config", "environment.yml"):
+        src = ROOT / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
+    (tmp_path / "resources").mkdir()
+    for name in ("demo", "templates", "properties"):
+        (tmp_path / "resources" / name).symlink_to(ROOT / "resources" / name)
+    tsv = tmp_path / "config" / "dumps.tsv"
+    lines = tsv.read_text().splitlines()
+    lines = [lines[0] + "\tsource\titem\tformat"] + [line + "\t\t\t" for line in lines[1:]]
+    tsv.write_text("\n".join([*lines, "20261116\tfalse\t\t\t\tauto\t\tjson.bz2", ""]))
+    target = "resources/dumps/20261116/wikidata-20261116.json.bz2"
+    env = {**os.environ, **server.env, "PYTHONPATH": str(ROOT / "workflow" / "scripts")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "1", target],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / target).read_bytes() == DEMO
+    record = json.loads((tmp_path / (target + ".resolved.json")).read_text())
+    assert record["url"] == server.wikimedia + "20261116/wikidata-20261116-all.json.bz2"
+    assert record["checksum"] == f"sha1:{SHA1}"
+    log = (tmp_path / "logs" / "download_dump" / "20261116.json.bz2.log").read_text()
+    assert "config/dumps.tsv: line 4 (dump 20261116)" in log and "recorded in" in log

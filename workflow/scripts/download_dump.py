@@ -11,7 +11,10 @@ from factprobe.wikidata.resolve import record_path, registry_where, resolve
 log = rule_logger(snakemake)
 dump = snakemake.wildcards.dump
 where = registry_where(snakemake.params.registry, dump)
-row = {"dump": dump, **{k: getattr(snakemake.params, k) for k in ("url", "checksum", "source", "item", "format")}}
+row = {
+    "dump": dump,
+    **{k: getattr(snakemake.params, k) for k in ("url", "checksum", "source", "item", "format")},
+}
 res = resolve(row, snakemake.output.dump, where)
 try:
     download(res.url, snakemake.output.dump, res.checksum or None, checksum_from=res.checksum_from)

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import requests
 
-from factprobe.wikidata.download import DownloadError, TRANSIENT
+from factprobe.wikidata.download import TRANSIENT, DownloadError
 
 log = logging.getLogger(__name__)
 
@@ -276,15 +276,15 @@ def nearest(date: str, dates: list[str], n: int = 3) -> list[str]:
 
     def days(d: str) -> int:
         return abs(
-            (
-                datetime.datetime.strptime(d, "%Y%m%d") - datetime.datetime.strptime(date, "%Y%m%d")
-            ).days
+            (datetime.datetime.strptime(d, "%Y%m%d") - datetime.datetime.strptime(date, "%Y%m%d")).days
         )
 
     return sorted(sorted(set(dates), key=days)[:n])
 
 
-def resolve_row(row: Mapping, where: str, sources: Sources, http: requests.Session | None = None) -> Resolution:
+def resolve_row(
+    row: Mapping, where: str, sources: Sources, http: requests.Session | None = None
+) -> Resolution:
     """Ask the row's source(s) for its dump; raises :class:`ResolveError` naming ``where``
     (the dumps.tsv file, line and dump), what was asked and the nearest dates served."""
     req = request_of(row)
@@ -369,7 +369,11 @@ def write_record(res: Resolution, path: str | Path) -> None:
 
 
 def resolve(
-    row: Mapping, dest: str | Path, where: str, sources: Sources | None = None, http: requests.Session | None = None
+    row: Mapping,
+    dest: str | Path,
+    where: str,
+    sources: Sources | None = None,
+    http: requests.Session | None = None,
 ) -> Resolution:
     """The resolution of ``row`` for dump file ``dest``: its record when one exists for the same
     request (no network), else a fresh one, recorded before any byte is downloaded. URL rows
