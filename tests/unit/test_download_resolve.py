@@ -191,9 +191,11 @@ def test_registry_accepts_date_rows_and_rejects_mixed_ones(tmp_path):
 def test_report_shows_the_recorded_url_and_checksum(server, tmp_path):
     from factprobe.report.provenance import dump_records, with_resolutions
 
-    dest = tmp_path / "wikidata-20190201.json.bz2"
     rows = {"20190201": row("20190201"), "20141201": {"path": "a.json.bz2"}}
-    records = dump_records(rows, ["20190201", "20141201"], [], {"20190201": str(R.record_path(dest))})
+    paths = R.record_paths(rows, str(tmp_path / "{dump}" / "wikidata-{dump}.{ext}"))
+    dest = tmp_path / "20190201" / "wikidata-20190201.json.bz2"
+    assert paths == {"20190201": str(R.record_path(dest))}
+    records = dump_records(rows, ["20190201", "20141201"], [], paths)
     assert with_resolutions(records)[1]["source"] == "auto by date (not resolved yet)"
     res = R.resolve(rows["20190201"], dest, "w", server.sources)
     shown = with_resolutions(records)

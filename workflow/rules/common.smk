@@ -546,13 +546,17 @@ def report_provenance():
     models.tsv rows, manifest paths, factprobe version, config hash (render adds fact counts,
     malformed lines skipped per dump, manifests and the control model's fingerprint)."""
     from factprobe.report import provenance as P
+    from factprobe.wikidata.resolve import record_paths
 
     used = report_dumps()
     return {
         "version": P.factprobe_version(SCRIPTS.parents[1]),
         "config_hash": P.config_hash(S.plain(CFG)),
         "dumps": P.dump_records(
-            DUMP_ROWS, used, [Path.cwd(), WORKFLOW_ROOT], dump_resolutions()
+            DUMP_ROWS,
+            used,
+            [Path.cwd(), WORKFLOW_ROOT],
+            record_paths(DUMP_ROWS, rules.download_dump.output.dump),
         ),
         "suites": [
             {

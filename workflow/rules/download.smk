@@ -2,22 +2,6 @@
 # (common.smk's dump_file uses the file in place).
 
 
-def dump_resolutions():
-    """Resolution record of each dumps.tsv row named by date (`source`), beside its download;
-    the report shows the URL and checksum it holds (factprobe.report.provenance)."""
-    from factprobe.wikidata.resolve import record_path
-
-    return {
-        dump: str(
-            record_path(
-                rules.download_dump.output.dump.format(dump=dump, ext=row["format"])
-            )
-        )
-        for dump, row in DUMP_ROWS.items()
-        if "source" in row
-    }
-
-
 rule download_dump:
     input:
         lib=library("download_dump.py"),

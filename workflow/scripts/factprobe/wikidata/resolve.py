@@ -351,6 +351,16 @@ def record_path(dest: str | Path) -> Path:
     return dest.with_name(dest.name + ".resolved.json")
 
 
+def record_paths(rows: Mapping[str, Mapping], pattern: str) -> dict[str, str]:
+    """{dump: resolution record} of the registry ``rows`` named by date, the download path being
+    ``pattern`` (``{dump}``, ``{ext}``) formatted with the row's format."""
+    return {
+        dump: str(record_path(pattern.format(dump=dump, ext=row["format"])))
+        for dump, row in rows.items()
+        if row.get("source")
+    }
+
+
 def read_record(path: str | Path) -> Resolution | None:
     """The record at ``path``; None when absent or unreadable (then the dump resolves again)."""
     try:
