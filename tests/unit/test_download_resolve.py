@@ -260,21 +260,28 @@ def test_download_rule_resolves_a_date_row_through_the_environment(server, tmp_p
     tsv = tmp_path / "config" / "dumps.tsv"
     lines = tsv.read_text().splitlines()
     lines = [lines[0] + "\tsource\titem\tformat"] + [line + "\t\t\t" for line in lines[1:]]
-    tsv.write_text("\n".join([*lines, "20261116\tfalse\t\t\t\tauto\t\tjson.bz2", ""]))
+    extra = ["20200601\tfalse\t\t\t\tauto\t\t", "20261116\tfalse\t\t\t\tauto\t\tjson.bz2"]
+    tsv.write_text("\n".join([*lines, *extra, ""]))
     target = "resources/dumps/20261116/wikidata-20261116.json.bz2"
     env = {**os.environ, **server.env, "PYTHONPATH": str(ROOT / "workflow" / "scripts")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--cores", "1", target],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
+
+    def snakemake(target):
+        cmd = [sys.executable, "-m", "snakemake", "--cores", "1", target]
+        return subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+
+    proc = snakemake(target)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / target).read_bytes() == DEMO
     record = json.loads((tmp_path / (target + ".resolved.json")).read_text())
     assert record["url"] == server.wikimedia + "20261116/wikidata-20261116-all.json.bz2"
     assert record["checksum"] == f"sha1:{SHA1}"
     log = (tmp_path / "logs" / "download_dump" / "20261116.json.bz2.log").read_text()
-    assert "config/dumps.tsv: line 4 (dump 20261116)" in log and "recorded in" in log
+    assert "config/dumps.tsv: line 5 (dump 20261116)" in log and "recorded in" in log
+    # A date neither server has: the job fails with the row and the nearest dates, writes nothing.
+    missing = "resources/dumps/20200601/wikidata-20200601.json.gz"
+    proc = snakemake(missing)
+    assert proc.returncode != 0
+    log = (tmp_path / "logs" / "download_dump" / "20200601.json.gz.log").read_text()
+    assert "config/dumps.tsv: line 4 (dump 20200601): no json.gz dump of 20200601 from source auto" in log
+    assert "Nearest dates: Wikimedia serves" in log
+    assert not (tmp_path / missing).parent.exists() or not any((tmp_path / missing).parent.iterdir())
