@@ -201,9 +201,8 @@ def dump_file(wildcards):
     row = DUMP_ROWS[wildcards.dump]
     if "path" in row:
         return row["path"]
-    return rules.download_dump.output.dump.format(
-        dump=wildcards.dump, ext=dump_ext(row["url"])
-    )
+    ext = dump_ext(row["url"]) if "url" in row else row["format"]  # a `source` row
+    return rules.download_dump.output.dump.format(dump=wildcards.dump, ext=ext)
 
 
 def local_dump_checksum(wildcards):
@@ -494,12 +493,18 @@ def report_provenance():
     models.tsv rows, manifest paths, factprobe version, config hash (render adds fact counts,
     malformed lines skipped per dump, manifests and the control model's fingerprint)."""
     from factprobe.report import provenance as P
+    from factprobe.wikidata.resolve import record_paths
 
     used = report_dumps()
     return {
         "version": P.factprobe_version(SCRIPTS.parents[1]),
         "config_hash": P.config_hash(S.plain(CFG)),
-        "dumps": P.dump_records(DUMP_ROWS, used, [Path.cwd(), WORKFLOW_ROOT]),
+        "dumps": P.dump_records(
+            DUMP_ROWS,
+            used,
+            [Path.cwd(), WORKFLOW_ROOT],
+            record_paths(DUMP_ROWS, rules.download_dump.output.dump),
+        ),
         "suites": [
             {
                 "suite": suite,

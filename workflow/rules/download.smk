@@ -20,8 +20,16 @@ rule download_dump:
         "../../environment.yml"
     resources:
         mem_mb=500,
+    # A `url` row is downloaded as given; a `source` row (wikimedia, archive, auto) is first
+    # resolved by date to a URL and a published checksum, recorded once in
+    # resources/dumps/{dump}/wikidata-{dump}.{ext}.resolved.json and reused by reruns. Base URLs:
+    # FACTPROBE_WIKIMEDIA_DUMPS_URL, FACTPROBE_ARCHIVE_URL (config/README.md, the dumps section).
     params:
-        url=lookup(dpath="{dump}/url", within=DUMP_ROWS),
+        url=lookup(dpath="{dump}/url", within=DUMP_ROWS, default=""),
         checksum=lookup(dpath="{dump}/checksum", within=DUMP_ROWS, default=""),
+        source=lookup(dpath="{dump}/source", within=DUMP_ROWS, default=""),
+        item=lookup(dpath="{dump}/item", within=DUMP_ROWS, default=""),
+        format=lookup(dpath="{dump}/format", within=DUMP_ROWS, default=""),
+        registry=CFG.dumps,
     script:
         "../scripts/download_dump.py"

@@ -13,7 +13,7 @@ import pandas as pd
 from factprobe.io import atomic_dir, atomic_path, read_table
 from factprobe.metrics.pipeline import read_control_check, read_summary
 from factprobe.report.html import Figures, build_report
-from factprobe.report.provenance import model_records, with_malformed
+from factprobe.report.provenance import model_records, with_malformed, with_resolutions
 from factprobe.rulelog import rule_logger
 from factprobe.settings import Report, load
 
@@ -37,7 +37,7 @@ provenance["suites"] = [{**row, "facts": counts.get(row["suite"], "")} for row i
 extract = {
     Path(p).parent.name: json.loads(Path(p).read_text()) for p in snakemake.input.get("extract_stats", [])
 }
-provenance["dumps"] = with_malformed(provenance["dumps"], extract)
+provenance["dumps"] = with_malformed(with_resolutions(provenance["dumps"]), extract)
 control_dirs = dict(
     zip(snakemake.params.control_dir_suites, snakemake.input.get("control_models", []), strict=True)
 )

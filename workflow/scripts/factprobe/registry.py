@@ -109,16 +109,29 @@ def read_registry(path: str | Path, schema_path: str | Path, key: str) -> list[d
 
 
 def check_dumps(rows: list[dict], path: str | Path, root: str | Path = ".") -> list[dict]:
-    """Each enabled dump needs exactly one of ``path`` (existing file) or ``url``; dump ids are
-    real dates; dates ascend."""
+    """Each enabled dump needs exactly one of ``path`` (existing file), ``url`` or ``source`` (a dump
+    resolved by its date: factprobe.wikidata.resolve); ``item``/``format`` only with ``source``
+    (``format`` filled with its default, json.gz); dump ids are real dates; dates ascend."""
     for row in rows:
         where = f"{path}: line {row['_line']} (dump {row['dump']})"
         if not is_calendar_date(row["dump"], "%Y%m%d"):
             raise ConfigError(
                 f"{where}: {row['dump']} is not a calendar date; write the dump date as YYYYMMDD"
             )
-        if ("path" in row) == ("url" in row):
-            raise ConfigError(f"{where}: give exactly one of 'path' or 'url'")
+        if sum(k in row for k in ("path", "url", "source")) != 1:
+            raise ConfigError(
+                f"{where}: give exactly one of 'path' or 'url' or 'source' (wikimedia, archive or "
+                "auto: the dump of this date from Wikimedia or the Internet Archive)"
+            )
+        if "source" not in row:
+            extra = [k for k in ("item", "format") if k in row]
+            if extra:
+                raise ConfigError(f"{where}: {' and '.join(extra)} only go with 'source'")
+        else:
+            if "item" in row and row["source"] == "wikimedia":
+                raise ConfigError(f"{where}: item names an Internet Archive item; use source archive or auto")
+            row.setdefault("format", "json.gz")
+            continue
         if row.get("enabled") and "path" in row and not (Path(root) / row["path"]).exists():
             raise ConfigError(f"{where}: file {row['path']} not found; fix the path or set enabled=false")
         name = row.get("path") or row.get("url", "")

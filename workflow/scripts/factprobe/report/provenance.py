@@ -71,22 +71,47 @@ def registry_path(path: str, roots: Iterable[str | Path] = ()) -> str:
 
 
 def dump_records(
-    rows: Mapping[str, Mapping], used: Iterable[str], roots: Iterable[str | Path] = ()
+    rows: Mapping[str, Mapping],
+    used: Iterable[str],
+    roots: Iterable[str | Path] = (),
+    resolutions: Mapping[str, str] | None = None,
 ) -> list[dict]:
     """The dumps.tsv rows of the dumps ``used`` by the suites: id, date, where from (a path by
-    :func:`registry_path` of ``roots``, or the URL), checksum."""
+    :func:`registry_path` of ``roots``, the URL, or for a row resolved by date its ``source``
+    and, under ``resolution``, the path of its resolution record from ``resolutions``, which
+    :func:`with_resolutions` reads at render time), checksum."""
     out = []
     roots = list(roots)
     for dump in sorted(set(used)):
         row = rows[dump]
-        out.append(
-            {
-                "dump": dump,
-                "date": dump_date(dump),
-                "source": registry_path(str(row.get("path") or ""), roots) or str(row.get("url") or ""),
-                "checksum": str(row.get("checksum") or ""),
-            }
-        )
+        record = {
+            "dump": dump,
+            "date": dump_date(dump),
+            "source": registry_path(str(row.get("path") or ""), roots) or str(row.get("url") or ""),
+            "checksum": str(row.get("checksum") or ""),
+        }
+        if row.get("source"):
+            record["source"] = f"{row['source']} by date (not resolved yet)"
+            record["resolution"] = str((resolutions or {}).get(dump, ""))
+        out.append(record)
+    return out
+
+
+def with_resolutions(dumps: list[dict]) -> list[dict]:
+    """The dump records with the URL and checksum a date-resolved dump was downloaded with (its
+    resolution record, written by download_dump; factprobe.wikidata.resolve)."""
+    out = []
+    for row in dumps:
+        row = dict(row)
+        path = row.pop("resolution", None)
+        try:
+            record = json.loads(Path(path).read_text()) if path else {}
+        except (OSError, ValueError):
+            record = {}
+        if record.get("url"):
+            row["source"] = record["url"]
+            row["checksum"] = f"{record.get('checksum', '')} (from {record.get('checksum_from', '?')})"
+        out.append(row)
     return out
 
 

@@ -100,6 +100,7 @@ def download(
     chunk_size: int = 1 << 18,
     progress: bool = True,
     session: requests.Session | None = None,
+    checksum_from: str = "config/dumps.tsv",
 ) -> Path:
     """Download ``url`` to ``dest``, resuming and verifying; returns ``dest``.
 
@@ -156,8 +157,8 @@ def download(
                 if resp.status_code >= 400:
                     raise DownloadError(
                         f"{url}: HTTP {resp.status_code} {resp.reason}. Check the `url` of this dump in "
-                        "config/dumps.tsv (Wikimedia keeps dumps for a few months only; "
-                        "older ones are on the Internet Archive)."
+                        "config/dumps.tsv (Wikimedia keeps dumps for a few months only; older ones are "
+                        "on the Internet Archive: name the dump by date with `source` archive or auto)."
                     )
                 if offset and resp.status_code == 206:
                     start, total = _total_from_content_range(resp.headers.get("Content-Range"))
@@ -224,10 +225,11 @@ def download(
         if got != expected.hexdigest:
             part.unlink(missing_ok=True)
             raise ChecksumError(
-                f"{url}: {expected.algorithm} of the downloaded file is {got}, but config/dumps.tsv "
+                f"{url}: {expected.algorithm} of the downloaded file is {got}, but {checksum_from} "
                 f"says {expected.hexdigest}. The partial file was deleted; re-run to download again, "
                 "or fix the checksum in config/dumps.tsv (Wikimedia publishes them in "
-                "*-sha1sums.txt / *-md5sums.txt next to the dump)."
+                "*-sha1sums.txt / *-md5sums.txt next to the dump, the Internet Archive in its item's "
+                "metadata)."
             )
         log.info("%s: %s verified (%s)", dest, expected.algorithm, got)
     os.replace(part, dest)
