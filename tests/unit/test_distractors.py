@@ -50,7 +50,8 @@ def claims(demo_tables):
 @pytest.fixture(scope="module")
 def index(demo_tables, claims, tmp_path_factory):
     folder = tmp_path_factory.mktemp("semidx") / DUMP
-    build_index(claims, folder, recall_queries=300, recall_k=10, key=DUMP)
+    # Reverse features on, as config/config.yaml (a small dump: most objects are never subjects).
+    build_index(claims, folder, reverse=True, recall_queries=300, recall_k=10, key=DUMP)
     return folder
 
 
@@ -321,7 +322,9 @@ def test_index_matrix_is_mapped_and_equals_the_built_one(index, claims, tmp_path
     assert isinstance(np.load(index / "matrix.data.npy", mmap_mode="r"), np.memmap)
     assert idx.X.data.base is not None  # a view of the mapped file, not a copy
     c = claims[claims["rank"] >= 1][["subject", "property", "object"]].drop_duplicates()
-    rows, codes = feature_codes(c["subject"].to_numpy(), c["property"].to_numpy(), c["object"].to_numpy())
+    rows, codes = feature_codes(
+        c["subject"].to_numpy(), c["property"].to_numpy(), c["object"].to_numpy(), reverse=True
+    )
     ents, _, X, _ = weight_matrix(rows, codes, "tfidf")
     assert (ents == idx.entities).all()
     assert idx.X.shape == X.shape
