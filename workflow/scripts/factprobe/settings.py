@@ -195,6 +195,8 @@ class Suite:
     n_facts: int | None = None
     label_dumps: list[str] | None = None
     strata: int = 1
+    # probes/sample.py: relation_strata (per relation, equal-count bins) or popularity_bins (paper 1's reference).
+    sampler: str = "relation_strata"
     seed: int | str = 0
     templates: SuiteTemplates = _default(SuiteTemplates())
     subject_aliases: int = 0

@@ -25,13 +25,13 @@ from .fewshot import DemoPool, context, parse_setting
 from .importers import import_lama, import_mpararel, import_myriadlama, import_pararel, import_xfactr
 from .layouts import check_layout, target_text
 from .layouts import usable as layout_usable
+from .sample import sampler_for
 from .select import (
     candidate_facts,
     finish_facts,
     new_since,
     no_facts_error,
     relations_in_dump,
-    sample_facts,
 )
 from .templates import Template, TemplateError, check_unique, load_templates
 from .verbalize import forms_index, subject_forms
@@ -241,7 +241,8 @@ def build_suite(
     picks = suite.changes if kind == "plausibility" else None
     if suite.temporal_only and temporal_path is None:
         raise ValueError(f"suites.{name}.temporal_only needs the temporal view of dump {dump}")
-    sampled, pools, n_candidates = [], [], 0
+    pools, n_candidates = [], 0
+    sampler = sampler_for(suite, seed, entities_path, con)  # probes/sample.py (suites.<s>.sampler)
     for rel in covered:
         candidates = relation_candidates(
             name,
@@ -259,10 +260,11 @@ def build_suite(
             temporal_path if suite.temporal_only else None,
         )
         n_candidates += len(candidates)
-        sampled.append(sample_facts(candidates, suite.n_facts, suite.strata, seed))
+        sampler.add(candidates)
         if with_demos:
             pools.append(candidates)
         del candidates
+    sampled = sampler.finish()
     facts = pd.concat(sampled, ignore_index=True) if sampled else pd.DataFrame()
     if facts.empty:
         # Fail here, naming the cause, rather than with an empty table in a later stage.
