@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from factprobe.metrics.meta import (
+    PAPER_GRID_NS,
     alignment_for_models,
     configuration_grid,
-    PAPER_GRID_NS,
     cross_validated_tau,
     human_alignment,
     kendall_tau,

@@ -504,7 +504,18 @@ class TypeSlice:
         return self.index.entities[rows[order]].tolist()
 
 
-def _weighted_bags(claims, weighting, reverse, bm25_k1, bm25_b, threads, memory_mb, rows, bag, namespace):
+def _weighted_bags(
+    claims: pd.DataFrame | str | Path,
+    weighting: str,
+    reverse: bool,
+    bm25_k1: float,
+    bm25_b: float,
+    threads: int,
+    memory_mb: int | None,
+    rows: np.ndarray | None,
+    bag: str,
+    namespace: str,
+) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix, np.ndarray, tuple | None]:
     """``(entities, features, X, idf, corpus or None)`` of :func:`build_index`'s claims: a table
     in memory, or a Parquet file counted by DuckDB (:func:`bags_from_parquet`)."""
     if isinstance(claims, pd.DataFrame):
@@ -525,8 +536,18 @@ def _weighted_bags(claims, weighting, reverse, bm25_k1, bm25_b, threads, memory_
 
 
 def _hnsw_with_recall(
-    X, folder, t1, hnsw_m, ef_construction, ef_search, post, threads, recall_queries, recall_k, key
-):
+    X: sp.csr_matrix,
+    folder: Path,
+    t1: float,
+    hnsw_m: int,
+    ef_construction: int,
+    ef_search: int,
+    post: int,
+    threads: int,
+    recall_queries: int,
+    recall_k: int,
+    key: str,
+) -> tuple[float, float | None, int, np.ndarray]:
     """Build and save the HNSW graph of ``X``; ``(end time, recall@k vs exact cosine, k, query rows)``."""
     index = build_hnsw(X, hnsw_m, ef_construction, post, threads, progress=X.shape[0] > 100_000)
     t2 = time.perf_counter()
