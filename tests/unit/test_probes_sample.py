@@ -145,3 +145,27 @@ def test_sampler_setting_picks_the_sampler(entities):
     strata.add(_candidates("P36", 30, 500))
     got = pd.concat(strata.finish())
     assert got["property"].value_counts().to_dict() == {"P17": 5, "P36": 5}
+
+
+def test_popularity_bins_on_the_real_demo_dump(demo_tables):
+    """build_suite with ``sampler: popularity_bins`` on the real 2019 demo sample: n_facts in all
+    (not per relation), drawn from the suite's candidates, each fact's stratum its bin of
+    ln(1 + subject sitelinks) + ln(1 + object sitelinks) over every candidate (binned here with
+    pandas.cut from the entities table, independently of probes/sample.py), and reproducible."""
+    import pyarrow.parquet as pq
+    from test_probes_build import build
+
+    suite = {"kind": "knowledge", "dump": "20190201", "relations": ["P36", "P47", "P17"], "strata": 10}
+    every, _, _ = build(demo_tables, suite)
+    paper = {**suite, "n_facts": 20, "sampler": "popularity_bins"}
+    facts, prompts, _ = build(demo_tables, paper)
+    assert len(facts) == 20 and set(facts["fact_id"]) <= set(every["fact_id"])
+    assert facts["property"].nunique() > 1 and set(prompts["fact_id"]) == set(facts["fact_id"])
+    ents = pq.read_table(demo_tables["20190201"] / "entities.parquet").to_pandas()
+    links = ents[ents["kind"] == "item"].drop_duplicates("id").set_index("id")["sitelinks"]
+    obj = every["object"].str[1:].astype(int).map(links).fillna(0)
+    pop = np.log1p(every["popularity"].astype(float)) + np.log1p(obj.astype(float))
+    want = dict(zip(every["fact_id"], pd.cut(pop, 10, labels=False), strict=True))
+    assert facts["stratum"].tolist() == [want[f] for f in facts["fact_id"]]
+    again, _, _ = build(demo_tables, paper)
+    assert again["fact_id"].tolist() == facts["fact_id"].tolist()
