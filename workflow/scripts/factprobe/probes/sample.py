@@ -106,7 +106,8 @@ class PopularityBins:
 
     Relations come one at a time (a job holds one relation's candidates, issue 15): each is
     written to a temporary Parquet file and only its popularity and uniform draw are kept
-    (16 bytes per candidate); :meth:`finish` bins them all, draws, and reads the drawn rows back.
+    (16 bytes per candidate, about 60 during the draw's sort); :meth:`finish` bins them all,
+    draws, and reads the drawn rows back.
     """
 
     def __init__(self, n_facts: int | None, bins: int, seed: object, entities_path: str, con=None):
