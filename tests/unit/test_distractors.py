@@ -50,7 +50,8 @@ def claims(demo_tables):
 @pytest.fixture(scope="module")
 def index(demo_tables, claims, tmp_path_factory):
     folder = tmp_path_factory.mktemp("semidx") / DUMP
-    build_index(claims, folder, recall_queries=300, recall_k=10, key=DUMP)
+    # Reverse features on, as config/config.yaml (a small dump: most objects are never subjects).
+    build_index(claims, folder, reverse=True, recall_queries=300, recall_k=10, key=DUMP)
     return folder
 
 
@@ -239,10 +240,12 @@ def test_random_in_a_type_above_the_full_shuffle_is_uniform_over_omega():
 
 
 def test_features_and_tfidf_match_scikit_learn(claims):
+    """The named variant ``bag="counts"``, ``namespace="tagged"`` (the former default): bags keep
+    repeats and tag each kind of feature (the paper's sets: tests/unit/test_sem_features.py)."""
     c = claims[claims["rank"] >= 1][["subject", "property", "object"]].drop_duplicates()
-    rows, codes = feature_codes(c["subject"], c["property"], c["object"], reverse=False)
-    ents, feats, X, _ = weight_matrix(rows, codes, "tfidf")
-    # Independent bags of strings, exactly the paper's four kinds.
+    rows, codes = feature_codes(c["subject"], c["property"], c["object"], reverse=False, namespace="tagged")
+    ents, feats, X, _ = weight_matrix(rows, codes, "tfidf", bag="counts")
+    # Independent bags of strings, the paper's four kinds, with repeats and kinds tagged.
     bags = {}
     for s, p, o in c.itertuples(index=False):
         bags.setdefault(s, [f"e{s}"]).extend([f"r{p}", f"o{o}", f"r{p}={o}"])
@@ -259,10 +262,26 @@ def test_features_and_tfidf_match_scikit_learn(claims):
     assert (rows == GERMANY).sum() == 1 + 3 * n_stmts
 
 
+def test_paper_bags_match_scikit_learn_on_sets_of_id_strings(claims):
+    """The default (§3.3, reference): each bag a set of id strings in one namespace."""
+    c = claims[claims["rank"] >= 1][["subject", "property", "object"]].drop_duplicates()
+    rows, codes = feature_codes(c["subject"], c["property"], c["object"])
+    ents, feats, X, _ = weight_matrix(rows, codes, "tfidf")
+    bags = {}
+    for s, p, o in c.itertuples(index=False):
+        bags.setdefault(s, set()).update({f"Q{s}", f"P{p}", f"Q{o}", f"P{p}_Q{o}"})
+    order = sorted(bags)
+    assert list(ents) == order
+    vec = TfidfVectorizer(analyzer=sorted, norm="l2", lowercase=False)
+    ref = vec.fit_transform([bags[e] for e in order])
+    assert X.shape[1] == len(vec.vocabulary_)
+    assert np.abs((X @ X.T).toarray() - (ref @ ref.T).toarray()).max() < 1e-5
+
+
 def test_bm25_weights_by_hand(claims):
     c = claims[claims["rank"] >= 1].drop_duplicates(["subject", "property", "object"])
-    rows, codes = feature_codes(c["subject"], c["property"], c["object"], reverse=False)
-    ents, feats, X, idf = weight_matrix(rows, codes, "bm25", k1=1.2, b=0.75)
+    rows, codes = feature_codes(c["subject"], c["property"], c["object"], reverse=False, namespace="tagged")
+    ents, feats, X, idf = weight_matrix(rows, codes, "bm25", k1=1.2, b=0.75, bag="counts")
     i = int(np.searchsorted(ents, GERMANY))
     j = int(np.searchsorted(feats, codes[(rows == GERMANY)][1]))  # Germany's first relation feature
     tf = int(((rows == GERMANY) & (codes == feats[j])).sum())
@@ -304,7 +323,7 @@ def test_index_matrix_is_mapped_and_equals_the_built_one(index, claims, tmp_path
     assert idx.X.data.base is not None  # a view of the mapped file, not a copy
     c = claims[claims["rank"] >= 1][["subject", "property", "object"]].drop_duplicates()
     rows, codes = feature_codes(
-        c["subject"].to_numpy(), c["property"].to_numpy(), c["object"].to_numpy(), True
+        c["subject"].to_numpy(), c["property"].to_numpy(), c["object"].to_numpy(), reverse=True
     )
     ents, _, X, _ = weight_matrix(rows, codes, "tfidf")
     assert (ents == idx.entities).all()

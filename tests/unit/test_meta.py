@@ -7,14 +7,18 @@ import numpy as np
 import pandas as pd
 import pytest
 from factprobe.metrics.meta import (
+    PAPER_GRID_NS,
     alignment_for_models,
     configuration_grid,
     cross_validated_tau,
-    fold_of,
+    human_alignment,
     kendall_tau,
+    measure_families,
     read_human,
     read_human_scores,
     robustness_tau,
+    shuffled_folds,
+    values_for,
     verbalization_robustness,
 )
 
@@ -47,12 +51,86 @@ def test_read_human_scores_and_errors(tmp_path):
         read_human_scores(path)
 
 
-def test_folds_are_balanced_and_order_free():
-    keys = [f"f{i}" for i in range(10)]
-    folds = fold_of(keys, 3)
-    assert sorted(np.bincount(folds).tolist()) == [3, 3, 4]
-    again = fold_of(keys[::-1], 3)[::-1]
-    assert folds.tolist() == again.tolist()
+def test_folds_are_the_references_shuffled_kfold():
+    """§4.2 "K = 3 folds" as the reference splits them: KFold(3, shuffle=True, random_state=42).
+    RandomState(42).permutation(9) = [7 1 5 0 8 2 4 3 6]: fold 0 = {7, 1, 5}, 1 = {0, 8, 2},
+    2 = {4, 3, 6}; with 10 items the first fold takes 4 (permutation(10) starts 8 1 5 0)."""
+    from sklearn.model_selection import KFold
+
+    assert shuffled_folds(9, 3).tolist() == [1, 0, 1, 2, 2, 0, 2, 0, 1]
+    for n in (9, 10, 77):
+        folds = shuffled_folds(n, 3)
+        for fold, (_, test) in enumerate(KFold(3, shuffle=True, random_state=42).split(np.arange(n))):
+            assert np.flatnonzero(folds == fold).tolist() == test.tolist()
+    assert sorted(np.bincount(shuffled_folds(10, 3)).tolist()) == [3, 3, 4]
+    assert shuffled_folds(9, 3, seed=7).tolist() != shuffled_folds(9, 3).tolist()
+
+
+def test_fold_sd_is_the_sample_sd():
+    """Table 3's SD over folds is pandas' std (ddof = 1). Nine facts, human scores 0..8 in file
+    order, one configuration (folds of the test above):
+    fold 0 = facts 1, 5, 7, values 1, 5, 7: every pair concordant, τ = 1;
+    fold 1 = facts 0, 2, 8, values 0, 2, 1: (0,2) +, (0,8) +, (2,8) -, τ = 1/3;
+    fold 2 = facts 3, 4, 6, values 3, 6, 2.5: (3,4) +, (3,6) -, (4,6) -, τ = -1/3.
+    Mean 1/3; sample SD √(((2/3)² + 0 + (2/3)²) / 2) = 2/3 (the population SD would be 0.544)."""
+    human = pd.DataFrame({"fact_id": [f"f{i}" for i in range(9)], "score": np.arange(9.0)})
+    values = {0: 0, 1: 1, 2: 2, 3: 3, 4: 6, 5: 5, 6: 2.5, 7: 7, 8: 1}
+    per_fact = pd.DataFrame(
+        [(f"f{i}", "probability", "", 0, v) for i, v in values.items()],
+        columns=["fact_id", "measure", "strategy", "n", "value"],
+    )
+    result = cross_validated_tau(per_fact, human, [{"measure": "probability", "strategy": "", "n": 0}], k=3)
+    assert [f["test_tau"] for f in result["folds"]] == pytest.approx([1, 1 / 3, -1 / 3])
+    assert result["mean"] == pytest.approx(1 / 3) and result["std"] == pytest.approx(2 / 3)
+
+
+def test_grid_is_the_papers_n_and_short_lists_take_the_largest_defined_n():
+    """§4.2 grid n ∈ {1, 2, 5, 10} ∪ {20, 40, ..., 200}: a table with n = 1..200 gives 14 n per
+    aggregation. A fact with 3 distractors has K undefined at n ≥ 4 (no row); at n = 5 and 200
+    the reference scores it with K at n = 3, its largest defined n (Fig. 1 keeps it undefined)."""
+    assert PAPER_GRID_NS == (1, 2, 5, 10, 20, 40, 60, 80, 100, 120, 140, 160, 180, 200)
+    rows = [("long", "k_min", "sem", n, 1.0 / n) for n in range(1, 201)]
+    rows += [("short", "k_min", "sem", n, [0.9, 0.6, 0.4][n - 1]) for n in (1, 2, 3)]
+    rows += [("short", "probability", "", 0, 0.5)]
+    table = pd.DataFrame(rows, columns=["fact_id", "measure", "strategy", "n", "value"])
+    families = measure_families(table)
+    assert [c["n"] for c in families["dist:sem"]] == list(PAPER_GRID_NS)
+    assert families["probability"] == [{"measure": "probability", "strategy": "", "n": 0}]
+    assert len(measure_families(table, None)["dist:sem"]) == 200
+    at5 = values_for(table, {"measure": "k_min", "strategy": "sem", "n": 5})
+    assert at5.to_dict() == pytest.approx({"long": 0.2, "short": 0.4})
+    at200 = values_for(table, {"measure": "k_min", "strategy": "sem", "n": 200})
+    assert at200.to_dict() == pytest.approx({"long": 0.005, "short": 0.4})
+    assert values_for(table, {"measure": "k_min", "strategy": "sem", "n": 2})["short"] == pytest.approx(0.6)
+    strict = values_for(table, {"measure": "k_min", "strategy": "sem", "n": 5}, "undefined")
+    assert strict.to_dict() == pytest.approx({"long": 0.2})
+
+
+def test_largest_defined_n_is_taken_per_group_before_the_mean():
+    """Two verbalizations of one fact: template has K up to n = 2 (0.8, 0.6), sentence up to
+    n = 1 (0.2). At n = 5: mean of 0.6 (template, n = 2) and 0.2 (sentence, n = 1) = 0.4."""
+    table = pd.DataFrame(
+        [
+            ("f", "k_avg", "sem", 1, 0.8, "template"),
+            ("f", "k_avg", "sem", 2, 0.6, "template"),
+            ("f", "k_avg", "sem", 1, 0.2, "sentence"),
+        ],
+        columns=["fact_id", "measure", "strategy", "n", "value", "verbalization"],
+    )
+    assert values_for(table, {"measure": "k_avg", "strategy": "sem", "n": 5})["f"] == pytest.approx(0.4)
+
+
+def test_human_alignment_passes_the_conventions_on():
+    """A short-listed fact is in the folds (largest defined n), so the family keeps 6 facts."""
+    human = pd.DataFrame({"fact_id": [f"f{i}" for i in range(6)], "score": np.arange(6.0)})
+    rows = [(f"f{i}", "k_min", "sem", n, i + n / 10) for i in range(5) for n in (1, 5)]
+    rows += [("f5", "k_min", "sem", 1, 9.0)]  # one distractor only: no row at n = 5
+    table = pd.DataFrame(rows, columns=["fact_id", "measure", "strategy", "n", "value"])
+    out = human_alignment(table, human)
+    summary = out[out["fold"] == -1].iloc[0]
+    assert summary["n_facts"] == 6 and summary["test_tau"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="short_n"):
+        values_for(table, {"measure": "k_min", "strategy": "sem", "n": 5}, "drop")
 
 
 def per_fact_table(human):

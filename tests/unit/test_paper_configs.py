@@ -38,18 +38,25 @@ def test_paper_config_validates(path):
 
 
 def test_distractors_protocol():
-    """§4.1 Fig. 1: Min@n for n = 1..100 over 1000 facts; Fig. 2: S′; §4.2: 3-fold CV; Table 2 baselines."""
+    """§4.1 Fig. 1: Min@n for n = 1..100 over 1000 facts; Fig. 2: S′; §4.2: 3-fold CV over the grid
+    n ∈ {1, 2, 5, 10} ∪ {20, ..., 200} (Fig. 3 up to 200 too); Table 2 baselines; §3.3 Sem bags."""
+    from factprobe.metrics.meta import PAPER_GRID_NS
+
     config = load(ROOT / "config" / "papers" / "distractors.yaml")
     metrics, suites = config["metrics"], config["suites"]
-    assert metrics["ns"] == list(range(1, 101)) and config["distractors"]["n"] == 100
-    assert config["scoring"]["topk"] >= max(metrics["precision_ns"]) == 100
+    assert metrics["ns"] == list(range(1, 201)) and config["distractors"]["n"] == 200
+    assert metrics["precision_ns"] == list(PAPER_GRID_NS)
+    assert config["scoring"]["topk"] >= max(metrics["precision_ns"]) == 200
     assert set(config["distractors"]["strategies"]) >= {"random", "sem", "temp+sem", "appropt"}
-    # n_facts counts per relation: about 1000 facts over the relations, as S and S′.
+    # S and S′: 1000 facts in all, the reference's popularity-balanced sampler over 10 bins.
     for name in ("knowledge", "knowledge_temporal"):
-        assert 950 <= suites[name]["n_facts"] * len(suites[name]["relations"]) <= 1050
+        assert suites[name]["n_facts"] == 1000 and suites[name]["strata"] == 10
+        assert suites[name]["sampler"] == "popularity_bins"
     assert suites["knowledge_temporal"]["temporal_only"] is True
     assert config["scoring"]["end_marker"] == "eos" and metrics["short_lists"] == "undefined"
     assert metrics["human_alignment"]["folds"] == 3
+    sem = config["distractors"]["sem"]
+    assert (sem["bag"], sem["namespace"], sem["reverse_features"]) == ("sets", "shared", False)
 
 
 def test_probelm_protocol():

@@ -245,8 +245,18 @@ def test_properties_in_and_truthy_statements_are_the_whole_read_restricted(table
 
 
 @pytest.mark.parametrize("weighting", ["tfidf", "bm25"])
-@pytest.mark.parametrize("reverse", [True, False])
-def test_bags_counted_in_duckdb_equal_the_in_memory_bags_bit_for_bit(tmp_path, weighting, reverse):
+@pytest.mark.parametrize(
+    ("reverse", "bag", "namespace"),
+    [
+        (True, "counts", "tagged"),
+        (False, "counts", "tagged"),
+        (True, "sets", "shared"),
+        (False, "sets", "shared"),
+    ],
+)
+def test_bags_counted_in_duckdb_equal_the_in_memory_bags_bit_for_bit(
+    tmp_path, weighting, reverse, bag, namespace
+):
     """Sem features counted by DuckDB (issue 15 item 3): the same entities, features, idf and
     matrix floats as feature_codes + weight_matrix on the distinct non-deprecated triples."""
     from factprobe.distractors.semantic import bags_from_parquet, feature_codes, weigh, weight_matrix
@@ -265,9 +275,11 @@ def test_bags_counted_in_duckdb_equal_the_in_memory_bags_bit_for_bit(tmp_path, w
     )
     contracts.write("claims", claims, tmp_path / "claims.parquet")
     c = claims[claims["rank"] >= 1][["subject", "property", "object"]].drop_duplicates()
-    rows, codes = feature_codes(c["subject"], c["property"], c["object"], reverse)
-    ents, feats, X, idf = weight_matrix(rows, codes, weighting)
-    ents2, feats2, counts, corpus = bags_from_parquet(tmp_path / "claims.parquet", reverse, memory_mb=256)
+    rows, codes = feature_codes(c["subject"], c["property"], c["object"], reverse, namespace)
+    ents, feats, X, idf = weight_matrix(rows, codes, weighting, bag=bag)
+    ents2, feats2, counts, corpus = bags_from_parquet(
+        tmp_path / "claims.parquet", reverse, memory_mb=256, bag=bag, namespace=namespace
+    )
     X2, idf2 = weigh(counts, weighting)
     assert np.array_equal(ents, ents2) and np.array_equal(feats, feats2) and np.array_equal(idf, idf2)
     for part in ("indptr", "indices", "data"):
@@ -276,7 +288,9 @@ def test_bags_counted_in_duckdb_equal_the_in_memory_bags_bit_for_bit(tmp_path, w
     # Candidate rows only (issue 15 item 3): each kept row has the floats of the whole index,
     # its columns those of the features it has, IDF still counted over every entity.
     keep = ents[::3][5:]
-    ents3, feats3, counts3, corpus3 = bags_from_parquet(tmp_path / "claims.parquet", reverse, rows=keep)
+    ents3, feats3, counts3, corpus3 = bags_from_parquet(
+        tmp_path / "claims.parquet", reverse, rows=keep, bag=bag, namespace=namespace
+    )
     X3, idf3 = weigh(counts3, weighting, corpus=corpus3)
     assert corpus3[0] == corpus[0] == len(ents) and np.array_equal(ents3, keep)
     at = np.searchsorted(feats, feats3)

@@ -195,6 +195,8 @@ class Suite:
     n_facts: int | None = None
     label_dumps: list[str] | None = None
     strata: int = 1
+    # probes/sample.py: relation_strata (per relation, equal-count bins) or popularity_bins (paper 1's reference).
+    sampler: str = "relation_strata"
     seed: int | str = 0
     templates: SuiteTemplates = _default(SuiteTemplates())
     subject_aliases: int = 0
@@ -226,7 +228,9 @@ class Sem:
     """``distractors.sem``: the semantic index and its search."""
 
     weighting: str = "tfidf"
-    reverse_features: bool = True
+    reverse_features: bool = False
+    bag: str = "sets"
+    namespace: str = "shared"
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
     search: str = "exact"
@@ -654,6 +658,8 @@ def sem_index(cfg: Config) -> dict:
     return {
         "weighting": sem.weighting,
         "reverse": sem.reverse_features,
+        "bag": sem.bag,
+        "namespace": sem.namespace,
         "bm25_k1": sem.bm25_k1,
         "bm25_b": sem.bm25_b,
         "hnsw_m": sem.hnsw.M,

@@ -1,17 +1,30 @@
 """Semantic distractors, Sem (distractors paper §3.3, "Semantic Distractors").
 
-Every entity is a bag of features: (i) the entity itself, (ii) each relation r with (e, r, ·),
-(iii) each object o with (e, ·, o), (iv) each pair (r, o) with (e, r, o). With
-``reverse=True`` (the reference implementation's optional reverse features, anchors.md §3.2)
-an entity that is an object also gets (v) each r with (·, r, e), (vi) each subject s with
-(s, ·, e) and (vii) each (r, s): objects that are never subjects (most objects of a small dump)
-would otherwise have no features but themselves.
+Every entity is a bag of features (§3.3): (i) the entity itself, (ii) each relation r with
+(e, r, ·), (iii) each object o with (e, ·, o), (iv) each pair (r, o) with (e, r, o). The paper's
+bag is a *set* in *one* namespace, as the reference implementation (DistFactAssessLM,
+``SimilarityDistractorFinder``) builds it: a Python ``set`` of id strings per entity, so a relation
+repeated 47 times (P150 subdivisions) counts once, and the entity "Q1" of its own bag (i) and the
+object "Q1" in another entity's bag (iii) are the same feature. These are the defaults
+(``bag="sets"``, ``namespace="shared"``, ``reverse=False``). Named variants, kept for earlier
+results: ``bag="counts"`` keeps repeats as term frequencies; ``namespace="tagged"`` keeps (i),
+(iii) and the reverse features in separate namespaces; ``reverse=True`` (the reference's optional
+``use_reverse_features``, off in its experiments and not listed by the paper) gives an object also
+(v) each r with (·, r, e), (vi) each subject s with (s, ·, e) and (vii) each (s, r): in the shared
+namespace (v) is the relation feature of (ii) and (vi) the entity feature of (i)/(iii), as in the
+reference's strings.
+
+Weighting (footnote ‡ allows BM25 as an option): the reference fits scikit-learn's
+``TfidfVectorizer(analyzer=identity, norm=None)`` on those sets, i.e. ``use_idf``, ``smooth_idf``
+(idf = ln((1+N)/(1+df)) + 1 over the N entities with a bag), no sublinear tf, tf = 1 for every
+feature of a set; vectors are stored unnormalised and compared in nmslib's
+``cosinesimil_sparse`` space, which normalises. Here rows are L2-normalised once so that cosine
+is a dot product: the same cosines.
 
 Features are int64 codes ``tag << 56 | a << 32 | b`` (tag = kind of feature), made unique with
 ``np.unique``: no Python dict of strings, so the vocabulary scales to hundreds of millions of
-features. Bags become TF-IDF vectors (footnote ‡: BM25 as an option), L2-normalised so cosine is a
-dot product, indexed once per dump with nmslib HNSW ``cosinesimil_sparse`` (footnote §) and saved
-with the side files; exact search (scipy sparse product) is the reference and the fallback.
+features. Bags are indexed once per dump with nmslib HNSW ``cosinesimil_sparse`` (footnote §) and
+saved with the side files; exact search (scipy sparse product) is the reference and the fallback.
 """
 
 from __future__ import annotations
@@ -34,6 +47,10 @@ log = logging.getLogger(__name__)
 logging.getLogger("nmslib").setLevel(logging.WARNING)
 
 TAG_SELF, TAG_REL, TAG_OBJ, TAG_REL_OBJ, TAG_INV_REL, TAG_INV_SUBJ, TAG_INV_REL_SUBJ = range(7)
+#: ``distractors.sem.bag``: sets (the paper's bag, tf 1) or counts (repeats as term frequency).
+BAGS = ("sets", "counts")
+#: ``distractors.sem.namespace``: shared (the reference's one namespace of id strings) or tagged.
+NAMESPACES = ("shared", "tagged")
 _ID_BITS = 32
 _TAG_SHIFT = 56
 _ROW_BLOCK = 1 << 16
@@ -49,42 +66,83 @@ def _code(tag: int, a: np.ndarray | int, b: np.ndarray | int) -> np.ndarray:
     return (np.int64(tag) << _TAG_SHIFT) | (np.asarray(a, np.int64) << _ID_BITS) | np.asarray(b, np.int64)
 
 
+def feature_tags(namespace: str = "shared") -> dict[int, int]:
+    """The tag each kind of feature is coded with.
+
+    ``shared`` (§3.3 as the reference codes it, one string per id): an entity is one feature
+    whether it is the bag's own entity (i), an object (iii) or a reverse subject (vi), and a
+    relation one feature whether forward (ii) or reverse (v); (r, o) and (s, r) pairs stay apart
+    (the reference writes them ``r_o`` and ``s_r``). ``tagged``: every kind apart.
+    """
+    if namespace not in NAMESPACES:
+        raise ValueError(f"distractors.sem.namespace must be one of {NAMESPACES}, not {namespace!r}")
+    kinds = (TAG_SELF, TAG_REL, TAG_OBJ, TAG_REL_OBJ, TAG_INV_REL, TAG_INV_SUBJ, TAG_INV_REL_SUBJ)
+    if namespace == "tagged":
+        return {k: k for k in kinds}
+    same = {TAG_SELF: TAG_OBJ, TAG_INV_SUBJ: TAG_OBJ, TAG_INV_REL: TAG_REL}
+    return {k: same.get(k, k) for k in kinds}
+
+
+def _check_bag(bag: str) -> None:
+    if bag not in BAGS:
+        raise ValueError(f"distractors.sem.bag must be one of {BAGS}, not {bag!r}")
+
+
 def feature_codes(
-    subject: np.ndarray, prop: np.ndarray, obj: np.ndarray, reverse: bool = True
+    subject: np.ndarray,
+    prop: np.ndarray,
+    obj: np.ndarray,
+    reverse: bool = False,
+    namespace: str = "shared",
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(entity, feature code)`` pairs, one per feature occurrence (a bag keeps repeats).
+    """``(entity, feature code)`` pairs, one per feature occurrence (repeats are kept here;
+    :func:`weight_matrix` makes each bag a set or counts them, ``bag``).
 
     Entity and object ids must be below 2**32, property ids below 2**24 (true of Wikidata).
     """
     s, p, o = (np.asarray(x, np.int64) for x in (subject, prop, obj))
     if len(s) and (max(s.max(), o.max()) >= 1 << _ID_BITS or p.max() >= 1 << (_TAG_SHIFT - _ID_BITS)):
         raise ValueError("entity id >= 2**32 or property id >= 2**24: widen the feature code layout")
+    tag = feature_tags(namespace)
     ents = [arrays.unique(s)]
     rows = [s, s, s]
-    codes = [_code(TAG_REL, 0, p), _code(TAG_OBJ, 0, o), _code(TAG_REL_OBJ, p, o)]
+    codes = [_code(tag[TAG_REL], 0, p), _code(tag[TAG_OBJ], 0, o), _code(tag[TAG_REL_OBJ], p, o)]
     if reverse:
         ents.append(arrays.unique(o))
         rows += [o, o, o]
-        codes += [_code(TAG_INV_REL, 0, p), _code(TAG_INV_SUBJ, 0, s), _code(TAG_INV_REL_SUBJ, p, s)]
+        codes += [
+            _code(tag[TAG_INV_REL], 0, p),
+            _code(tag[TAG_INV_SUBJ], 0, s),
+            _code(tag[TAG_INV_REL_SUBJ], p, s),
+        ]
     selves = arrays.unique(np.concatenate(ents))
     rows.append(selves)
-    codes.append(_code(TAG_SELF, 0, selves))
+    codes.append(_code(tag[TAG_SELF], 0, selves))
     return np.concatenate(rows), np.concatenate(codes)
 
 
 def weight_matrix(
-    rows: np.ndarray, codes: np.ndarray, weighting: str = "tfidf", k1: float = 1.2, b: float = 0.75
+    rows: np.ndarray,
+    codes: np.ndarray,
+    weighting: str = "tfidf",
+    k1: float = 1.2,
+    b: float = 0.75,
+    bag: str = "sets",
 ) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix, np.ndarray]:
     """``(entities, features, X, idf)``: L2-normalised weighted bags, one row per entity.
 
-    ``tfidf`` is scikit-learn's smooth TF-IDF (raw counts × (ln((1+N)/(1+df)) + 1));
+    ``bag="sets"``: tf is 1 for every feature of a bag (§3.3); ``"counts"``: the number of
+    occurrences. ``tfidf`` is scikit-learn's smooth TF-IDF (tf × (ln((1+N)/(1+df)) + 1));
     ``bm25`` uses idf ln(1 + (N-df+0.5)/(df+0.5)) and saturated tf with k1, b.
     """
+    _check_bag(bag)
     entities, r = np.unique(rows, return_inverse=True)
     features, c = np.unique(codes, return_inverse=True)
     n, m = len(entities), len(features)
     tf = sp.csr_matrix((np.ones(len(r), np.float32), (r, c)), shape=(n, m), dtype=np.float32)
     tf.sum_duplicates()
+    if bag == "sets":
+        tf.data[:] = 1.0
     X, idf = weigh(tf, weighting, k1, b)
     return entities, features, X, idf
 
@@ -141,17 +199,20 @@ def weigh(
 
 def bags_from_parquet(
     claims_path: str | Path,
-    reverse: bool = True,
+    reverse: bool = False,
     threads: int = 1,
     memory_mb: int | None = None,
     rows: np.ndarray | None = None,
+    bag: str = "sets",
+    namespace: str = "shared",
 ) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix, tuple[int, np.ndarray, float]]:
     """``(entities, features, counts, corpus)`` of a claims Parquet file, counted in DuckDB (issue 15 item 3).
 
     The same bags as :func:`feature_codes` + :func:`weight_matrix` on the non-deprecated distinct
-    triples, but the feature occurrences (7 per statement) are grouped and counted by DuckDB,
+    triples, but the feature occurrences are grouped (and counted, ``bag="counts"``) by DuckDB,
     which spills to disk, instead of being materialised as int64 arrays and sorted in memory:
-    only the final CSR (4 + 4 bytes per non-zero) is held. ``counts`` is canonical float32.
+    only the final CSR (4 + 4 bytes per non-zero) is held. ``counts`` is canonical float32
+    (1 for every feature of a bag with ``bag="sets"``).
 
     ``rows``: keep only these entities' bags (the candidates, :func:`factprobe.scan.sem_candidates`);
     ``corpus`` = ``(N, df of each kept feature, mean bag length)`` is still counted over every
@@ -159,6 +220,7 @@ def bags_from_parquet(
     """
     from factprobe import scan
 
+    _check_bag(bag)
     con = scan.connect(threads, memory_mb)
     scan.check_columns(con, "claims", claims_path, ["subject", "property", "object", "rank"])
     src = f"read_parquet('{str(claims_path).replace(chr(39), chr(39) * 2)}')"
@@ -169,9 +231,34 @@ def bags_from_parquet(
     top_id, top_p = con.execute("SELECT max(greatest(s, o)), max(p) FROM c").fetchone()
     if top_id is not None and (top_id >= 1 << _ID_BITS or top_p >= 1 << (_TAG_SHIFT - _ID_BITS)):
         raise ValueError("entity id >= 2**32 or property id >= 2**24: widen the feature code layout")
+    tf = "count(*)::INTEGER" if bag == "counts" else "1::INTEGER"
+    con.execute(
+        f"CREATE TEMP TABLE tf AS SELECT e, f, {tf} AS n FROM ({_feature_sql(reverse, namespace)}) GROUP BY e, f"
+    )
+    con.execute("DROP TABLE c")
+    n_all = total = None
+    if rows is not None:
+        n_all, total = con.execute("SELECT count(DISTINCT e), coalesce(sum(n), 0) FROM tf").fetchone()
+        con.execute("CREATE TEMP TABLE dfs AS SELECT f, count(*)::BIGINT AS df FROM tf GROUP BY f")
+        con.register("keep_rows", pd.DataFrame({"e": np.asarray(rows, np.int64)}))
+        con.execute("CREATE TEMP TABLE kept AS SELECT * FROM tf WHERE e IN (SELECT e FROM keep_rows)")
+        con.execute("DROP TABLE tf")
+        con.execute("ALTER TABLE kept RENAME TO tf")
+    entities, features, df, counts = _read_bags(con, rows is not None)
+    con.close()
+    if rows is None:
+        # The matrix is the whole corpus: its statistics come from the arrays, no second scan.
+        n_all, total = len(entities), float(counts.data.sum(dtype=np.float64))
+        df = np.bincount(counts.indices, minlength=len(features)).astype(np.float64)
+    return entities, features, counts, (int(n_all), df, float(total) / max(int(n_all), 1))
 
-    def code(tag: int, a: str, b: str) -> str:
-        return f"(({tag}::BIGINT << {_TAG_SHIFT}) | ({a} << {_ID_BITS}) | {b})"
+
+def _feature_sql(reverse: bool, namespace: str) -> str:
+    """The ``(e, f)`` occurrences of :func:`feature_codes` as one DuckDB query over table ``c``."""
+    tag = feature_tags(namespace)
+
+    def code(kind: int, a: str, b: str) -> str:
+        return f"(({tag[kind]}::BIGINT << {_TAG_SHIFT}) | ({a} << {_ID_BITS}) | {b})"
 
     parts = [
         f"SELECT s AS e, {code(TAG_REL, '0', 'p')} AS f FROM c",
@@ -187,24 +274,16 @@ def bags_from_parquet(
         ]
         selves += " UNION SELECT o FROM c"
     parts.append(f"SELECT e, {code(TAG_SELF, '0', 'e')} FROM ({selves})")
-    con.execute(
-        "CREATE TEMP TABLE tf AS SELECT e, f, count(*)::INTEGER AS n FROM ("
-        + " UNION ALL ".join(parts)
-        + ") GROUP BY e, f"
-    )
-    con.execute("DROP TABLE c")
-    if rows is not None:
-        n_all, total = con.execute("SELECT count(DISTINCT e), coalesce(sum(n), 0) FROM tf").fetchone()
-        con.execute("CREATE TEMP TABLE dfs AS SELECT f, count(*)::BIGINT AS df FROM tf GROUP BY f")
-        con.register("keep_rows", pd.DataFrame({"e": np.asarray(rows, np.int64)}))
-        con.execute("CREATE TEMP TABLE kept AS SELECT * FROM tf WHERE e IN (SELECT e FROM keep_rows)")
-        con.execute("DROP TABLE tf")
-        con.execute("ALTER TABLE kept RENAME TO tf")
+    return " UNION ALL ".join(parts)
+
+
+def _read_bags(con, with_dfs: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, sp.csr_matrix]:
+    """``(entities, features, df or None, counts)`` of DuckDB table ``tf`` (e, f, n), as a CSR."""
     per_row = con.execute("SELECT e, count(*) AS k FROM tf GROUP BY e ORDER BY e").fetchnumpy()
     entities = per_row["e"].astype(np.int64)
-    if rows is None:
+    df = None
+    if not with_dfs:
         features = con.execute("SELECT DISTINCT f FROM tf ORDER BY f").fetchnumpy()["f"].astype(np.int64)
-        df = None
     else:
         got = con.execute(
             "SELECT f, df FROM (SELECT DISTINCT f FROM tf) JOIN dfs USING (f) ORDER BY f"
@@ -221,14 +300,9 @@ def bags_from_parquet(
         indices[lo : lo + len(f)] = np.searchsorted(features, f)
         data[lo : lo + len(f)] = batch.column(1).to_numpy()
         lo += len(f)
-    con.close()
     counts = sp.csr_matrix((data, indices, indptr), shape=(len(entities), len(features)))
     counts.has_canonical_format = True  # (e, f) unique from GROUP BY, sorted by the ORDER BY
-    if rows is None:
-        # The matrix is the whole corpus: its statistics come from the arrays, no second scan.
-        n_all, total = len(entities), float(data.sum(dtype=np.float64))
-        df = np.bincount(indices, minlength=len(features)).astype(np.float64)
-    return entities, features, counts, (int(n_all), df, float(total) / max(int(n_all), 1))
+    return entities, features, df, counts
 
 
 def exact_topk(
@@ -430,11 +504,77 @@ class TypeSlice:
         return self.index.entities[rows[order]].tolist()
 
 
+def _weighted_bags(
+    claims: pd.DataFrame | str | Path,
+    weighting: str,
+    reverse: bool,
+    bm25_k1: float,
+    bm25_b: float,
+    threads: int,
+    memory_mb: int | None,
+    rows: np.ndarray | None,
+    bag: str,
+    namespace: str,
+) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix, np.ndarray, tuple | None]:
+    """``(entities, features, X, idf, corpus or None)`` of :func:`build_index`'s claims: a table
+    in memory, or a Parquet file counted by DuckDB (:func:`bags_from_parquet`)."""
+    if isinstance(claims, pd.DataFrame):
+        if rows is not None:
+            raise ValueError("candidate rows need the claims Parquet file (the DuckDB bags)")
+        c = claims[claims["rank"] >= 1][["subject", "property", "object"]].drop_duplicates()
+        occurrences, codes = feature_codes(
+            c["subject"].to_numpy(), c["property"].to_numpy(), c["object"].to_numpy(), reverse, namespace
+        )
+        entities, features, X, idf = weight_matrix(occurrences, codes, weighting, bm25_k1, bm25_b, bag)
+        return entities, features, X, idf, None
+    entities, features, counts, corpus = bags_from_parquet(
+        claims, reverse, threads, memory_mb, rows, bag, namespace
+    )
+    # Corpus statistics only for candidate rows: a whole matrix weighs itself, as before.
+    X, idf = weigh(counts, weighting, bm25_k1, bm25_b, corpus if rows is not None else None)
+    return entities, features, X, idf, corpus
+
+
+def _hnsw_with_recall(
+    X: sp.csr_matrix,
+    folder: Path,
+    t1: float,
+    hnsw_m: int,
+    ef_construction: int,
+    ef_search: int,
+    post: int,
+    threads: int,
+    recall_queries: int,
+    recall_k: int,
+    key: str,
+) -> tuple[float, float | None, int, np.ndarray]:
+    """Build and save the HNSW graph of ``X``; ``(end time, recall@k vs exact cosine, k, query rows)``."""
+    index = build_hnsw(X, hnsw_m, ef_construction, post, threads, progress=X.shape[0] > 100_000)
+    t2 = time.perf_counter()
+    index.saveIndex(str(folder / "hnsw.bin"), save_data=True)
+    log.info("HNSW built in %.1fs (%.0f entities/s)", t2 - t1, X.shape[0] / max(t2 - t1, 1e-9))
+    q = sample_rows(X.shape[0], recall_queries, key)
+    k = min(recall_k, X.shape[0] - 1)
+    recall = None
+    if k > 0 and len(q):
+        ex_ids, ex_sims = exact_topk(X, q, k)
+        ap_ids, _ = hnsw_topk(index, X, q, k, ef_search, threads)
+        recall = recall_at(X, ap_ids, ex_ids, ex_sims, q)
+        log.info(
+            "recall@%d of HNSW (efSearch=%d) vs exact cosine on %d queries: %.4f",
+            k,
+            ef_search,
+            len(q),
+            recall,
+        )
+    return t2, recall, k, q
+
+
 def build_index(
     claims: pd.DataFrame | str | Path,
     folder: str | Path,
     weighting: str = "tfidf",
-    reverse: bool = True,
+    reverse: bool = False,
     bm25_k1: float = 1.2,
     bm25_b: float = 0.75,
     hnsw_m: int = 32,
@@ -448,6 +588,8 @@ def build_index(
     hnsw: bool = True,
     memory_mb: int | None = None,
     rows: np.ndarray | None = None,
+    bag: str = "sets",
+    namespace: str = "shared",
 ) -> dict:
     """Build and save the index of one dump's non-deprecated claims into ``folder``.
 
@@ -461,22 +603,15 @@ def build_index(
     ``hnsw=False`` (no suite searches this dump with ``search: hnsw``) skips the graph and the
     recall check: the graph's build grows as n^1.3 and is the bulk of the job at scale (issue 15).
     ``rows`` (Parquet input only): index only these entities, weighted as in the whole dump.
+    ``bag``, ``namespace``, ``reverse``: the features (:func:`feature_codes`, :func:`weight_matrix`;
+    the paper's §3.3 bag is ``sets``, ``shared``, no reverse features).
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    if isinstance(claims, pd.DataFrame):
-        if rows is not None:
-            raise ValueError("candidate rows need the claims Parquet file (the DuckDB bags)")
-        c = claims[claims["rank"] >= 1][["subject", "property", "object"]].drop_duplicates()
-        occurrences, codes = feature_codes(
-            c["subject"].to_numpy(), c["property"].to_numpy(), c["object"].to_numpy(), reverse
-        )
-        entities, features, X, idf = weight_matrix(occurrences, codes, weighting, bm25_k1, bm25_b)
-    else:
-        entities, features, counts, corpus = bags_from_parquet(claims, reverse, threads, memory_mb, rows)
-        # Corpus statistics only for candidate rows: a whole matrix weighs itself, as before.
-        X, idf = weigh(counts, weighting, bm25_k1, bm25_b, corpus if rows is not None else None)
+    entities, features, X, idf, corpus = _weighted_bags(
+        claims, weighting, reverse, bm25_k1, bm25_b, threads, memory_mb, rows, bag, namespace
+    )
     t1 = time.perf_counter()
     log.info("bags: %d entities, %d features, %d nonzeros (%.1fs)", X.shape[0], X.shape[1], X.nnz, t1 - t0)
     if rows is not None:
@@ -489,28 +624,16 @@ def build_index(
     save_matrix(folder, X)
     t2, recall, k, q = t1, None, 0, np.empty(0, np.int64)
     if hnsw:
-        index = build_hnsw(X, hnsw_m, ef_construction, post, threads, progress=X.shape[0] > 100_000)
-        t2 = time.perf_counter()
-        index.saveIndex(str(folder / "hnsw.bin"), save_data=True)
-        log.info("HNSW built in %.1fs (%.0f entities/s)", t2 - t1, X.shape[0] / max(t2 - t1, 1e-9))
-        q = sample_rows(X.shape[0], recall_queries, key)
-        k = min(recall_k, X.shape[0] - 1)
-        if k > 0 and len(q):
-            ex_ids, ex_sims = exact_topk(X, q, k)
-            ap_ids, _ = hnsw_topk(index, X, q, k, ef_search, threads)
-            recall = recall_at(X, ap_ids, ex_ids, ex_sims, q)
-            log.info(
-                "recall@%d of HNSW (efSearch=%d) vs exact cosine on %d queries: %.4f",
-                k,
-                ef_search,
-                len(q),
-                recall,
-            )
+        t2, recall, k, q = _hnsw_with_recall(
+            X, folder, t1, hnsw_m, ef_construction, ef_search, post, threads, recall_queries, recall_k, key
+        )
     else:
         log.info("no suite searches this index with HNSW: graph not built (exact search only)")
     meta = {
         "weighting": weighting,
         "reverse": reverse,
+        "bag": bag,
+        "namespace": namespace,
         "bm25_k1": bm25_k1,
         "bm25_b": bm25_b,
         "hnsw": {"M": hnsw_m, "efConstruction": ef_construction, "post": post, "efSearch": ef_search}

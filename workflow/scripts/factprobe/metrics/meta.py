@@ -3,7 +3,20 @@
 * §4.2: alignment with human judgement = Kendall's τ between a measure and human scores, as the
   mean (and SD) over K folds (K = 3 in the paper), where each fold's configuration (the
   measure's hyperparameters: aggregation, strategy, n, ...) is chosen by grid search on the
-  other folds and τ is reported on the held-out fold.
+  other folds and τ is reported on the held-out fold. The paper leaves the CV conventions
+  unsaid; they follow the reference implementation (DistFactAssessLM,
+  ``scripts/optimize_know_evals/optimize.ipynb``), each next to the paper's sentence:
+
+  - "the mean Kendall's τ across the K = 3 folds of cross-validation": folds are scikit-learn's
+    ``KFold(3, shuffle=True, random_state=42)`` over the judged facts in the human file's order
+    (:func:`shuffled_folds`, the same split computed here with numpy); the SD reported beside the
+    mean (Table 3) is pandas' ``std``, the sample SD (ddof = 1, :func:`cross_validated_tau`).
+  - "the number of distractors is varied in {1, 2, 5, 10} ∪ {20, 40, ..., 200}, as well as n in
+    Precision@n": :data:`PAPER_GRID_NS`, the n of every grid (the per-fact table may hold more n,
+    e.g. 1..200 for Fig. 1 and 3; only these are configurations).
+  - K of a fact with fewer than n distractors is undefined (§3.3, Fig. 1); in the grid the
+    reference scores such a fact with K at its largest defined n (it walks the Min/Avg@1..n
+    curve to its last defined value): :func:`values_for` with ``short_n="largest_defined"``.
 * §4.3: robustness to verbalization artifacts = Kendall's τ between a measure's values on two
   verbalization sets of the same facts, averaged over configurations.
 
@@ -27,9 +40,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..hashing import stable_hash
+from .common import GROUP_KEYS
 
 HUMAN_COLUMNS = ["subject", "relation", "object", "score"]
+#: §4.2's grid of n (number of distractors, and n of Precision@n): {1, 2, 5, 10} ∪ {20, 40, ..., 200}.
+PAPER_GRID_NS = (1, 2, 5, 10, *range(20, 201, 20))
+#: The reference's ``KFold(..., shuffle=True, random_state=42)``.
+CV_SEED = 42
+#: Measures whose value at n is undefined for a fact with fewer than n distractors.
+K_MEASURES = ("k_min", "k_avg")
+SHORT_N_RULES = ("largest_defined", "undefined")
 
 
 def read_human_scores(path: str | Path) -> pd.DataFrame:
@@ -70,16 +90,20 @@ def kendall_tau(x: Sequence[float], y: Sequence[float]) -> float:
     return float(kendalltau(x, y).statistic)
 
 
-def fold_of(keys: Sequence[str], k: int, seed: str = "meta") -> np.ndarray:
-    """Fold index 0..k-1 of each key: keys sorted by ``stable_hash`` and dealt round-robin.
+def shuffled_folds(n: int, k: int, seed: int = CV_SEED) -> np.ndarray:
+    """Fold index 0..k-1 of each of ``n`` items in their given order, as scikit-learn's
+    ``KFold(k, shuffle=True, random_state=seed)`` splits them (§4.2, reference behaviour).
 
-    Folds differ in size by at most one and do not depend on input order.
+    The positions are shuffled by ``numpy.random.RandomState(seed)``; the first ``n % k`` folds
+    get ``n // k + 1`` of the shuffled positions, the others ``n // k``, in that order.
     """
-    keys = [str(x) for x in keys]
-    order = sorted(range(len(keys)), key=lambda i: (stable_hash(seed, keys[i]), keys[i]))
-    folds = np.empty(len(keys), dtype=int)
-    for position, index in enumerate(order):
-        folds[index] = position % k
+    if n < k:
+        raise ValueError(f"{n} items cannot make {k} folds")
+    order = np.random.RandomState(seed).permutation(n)
+    sizes = np.full(k, n // k)
+    sizes[: n % k] += 1
+    folds = np.empty(n, dtype=int)
+    folds[order] = np.repeat(np.arange(k), sizes)
     return folds
 
 
@@ -91,19 +115,41 @@ def configuration_grid(
     return [dict(zip(hyper, row, strict=True)) for row in combos.itertuples(index=False)]
 
 
-def values_for(per_fact: pd.DataFrame, config: Mapping[str, object]) -> pd.Series:
-    """A measure's value per fact under one configuration (mean if several groups remain)."""
+def values_for(
+    per_fact: pd.DataFrame, config: Mapping[str, object], short_n: str = "largest_defined"
+) -> pd.Series:
+    """A measure's value per fact under one configuration (mean if several groups remain).
+
+    ``short_n="largest_defined"`` (the reference's rule in its §4.2 grid): a fact whose K
+    (``k_min``/``k_avg``) is undefined at the configuration's n (fewer than n distractors) takes
+    its K at the largest n below it that the table holds, per group (language, verbalization,
+    ...); ``"undefined"``: such a fact has no value (Fig. 1's rule).
+    """
+    if short_n not in SHORT_N_RULES:
+        raise ValueError(f"short_n {short_n!r}: use one of {SHORT_N_RULES}")
+    fill = short_n == "largest_defined" and config.get("measure") in K_MEASURES and "n" in config
     mask = np.ones(len(per_fact), dtype=bool)
     for key, value in config.items():
-        mask &= (per_fact[key] == value).to_numpy()
-    return per_fact[mask].groupby("fact_id")["value"].mean()
+        if fill and key == "n":
+            mask &= (per_fact["n"] <= value).to_numpy()
+        else:
+            mask &= (per_fact[key] == value).to_numpy()
+    rows = per_fact[mask]
+    if fill:
+        groups = ["fact_id", *[c for c in GROUP_KEYS if c in rows.columns]]
+        rows = rows.dropna(subset=["value"]).sort_values("n").groupby(groups, dropna=False).tail(1)
+    return rows.groupby("fact_id")["value"].mean()
 
 
 def tau_with_humans(
-    per_fact: pd.DataFrame, human: pd.DataFrame, config: Mapping[str, object], facts=None
+    per_fact: pd.DataFrame,
+    human: pd.DataFrame,
+    config: Mapping[str, object],
+    facts=None,
+    short_n: str = "largest_defined",
 ) -> float:
     """τ between the configured measure and human scores on the shared facts (optionally a subset)."""
-    values = values_for(per_fact, config)
+    values = values_for(per_fact, config, short_n)
     scores = human.set_index("fact_id")["score"]
     common = values.index.intersection(scores.index)
     if facts is not None:
@@ -112,31 +158,43 @@ def tau_with_humans(
 
 
 def cross_validated_tau(
-    per_fact: pd.DataFrame, human: pd.DataFrame, configs: Sequence[Mapping[str, object]], k: int = 3
+    per_fact: pd.DataFrame,
+    human: pd.DataFrame,
+    configs: Sequence[Mapping[str, object]],
+    k: int = 3,
+    seed: int = CV_SEED,
+    short_n: str = "largest_defined",
 ) -> dict:
     """Mean and SD of held-out Kendall τ over k folds, grid-searching the configuration (§4.2).
 
-    For each fold, the configuration with the highest τ on the other folds (first one on ties,
-    NaN τ never chosen) is evaluated on the fold. Returns ``mean``, ``std`` (population) and
-    ``folds`` (list of dicts: fold, config, train_tau, test_tau).
+    Facts: those with both a value and a human score, in ``human``'s row order (the human file's,
+    as the reference's list of judged triples), split by :func:`shuffled_folds`. For each fold,
+    the configuration with the highest τ on the other folds (first one on ties, NaN τ never
+    chosen) is evaluated on the fold. Returns ``mean``, ``std`` (sample SD, ddof = 1, as the
+    reference's pandas ``std``; NaN folds left out of both) and ``folds`` (list of dicts: fold,
+    config, train_tau, test_tau).
     """
-    facts = sorted(set(per_fact["fact_id"]) & set(human["fact_id"]))
+    have = set(per_fact["fact_id"])
+    facts = list(dict.fromkeys(f for f in human["fact_id"] if f in have))
     if len(facts) < 2 * k:
         raise ValueError(f"only {len(facts)} facts have both a measure value and a human score; need {2 * k}")
-    folds = fold_of(facts, k)
+    folds = shuffled_folds(len(facts), k, seed)
     facts_arr = np.asarray(facts, dtype=object)
     results = []
     for fold in range(k):
         train, test = facts_arr[folds != fold], facts_arr[folds == fold]
         best, best_tau = None, -np.inf
         for config in configs:
-            tau = tau_with_humans(per_fact, human, config, train)
+            tau = tau_with_humans(per_fact, human, config, train, short_n)
             if np.isfinite(tau) and tau > best_tau:
                 best, best_tau = dict(config), tau
-        test_tau = tau_with_humans(per_fact, human, best, test) if best is not None else float("nan")
+        test_tau = tau_with_humans(per_fact, human, best, test, short_n) if best is not None else float("nan")
         results.append({"fold": fold, "config": best, "train_tau": float(best_tau), "test_tau": test_tau})
     taus = np.array([r["test_tau"] for r in results], dtype=float)
-    return {"mean": float(np.nanmean(taus)), "std": float(np.nanstd(taus)), "folds": results}
+    taus = taus[np.isfinite(taus)]
+    mean = float(taus.mean()) if len(taus) else float("nan")
+    std = float(taus.std(ddof=1)) if len(taus) > 1 else float("nan")
+    return {"mean": mean, "std": std, "folds": results}
 
 
 def robustness_tau(
@@ -146,7 +204,8 @@ def robustness_tau(
     over ``configs`` (configurations with an undefined τ are left out of the mean)."""
     taus = []
     for config in configs:
-        a, b = values_for(per_fact_a, config), values_for(per_fact_b, config)
+        # Both tables are read as they are (a short list stays undefined), as before issue 26.
+        a, b = values_for(per_fact_a, config, "undefined"), values_for(per_fact_b, config, "undefined")
         common = a.index.intersection(b.index)
         taus.append(kendall_tau(a.reindex(common).to_numpy(), b.reindex(common).to_numpy()))
     taus = np.asarray(taus, dtype=float)
@@ -218,14 +277,20 @@ def attach_fact_ids(human: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
     return joined.drop(columns="property")[["fact_id", *HUMAN_COLUMNS]]
 
 
-def measure_families(per_fact: pd.DataFrame) -> dict[str, list[dict]]:
+def measure_families(
+    per_fact: pd.DataFrame, grid_ns: Sequence[int] | None = PAPER_GRID_NS
+) -> dict[str, list[dict]]:
     """§4.2 grids per measure family.
 
     ``dist:<strategy>``: K with aggregation (Min/Avg) x n as hyperparameters; ``precision``:
     Precision@n over n; any other measure: its own (strategy, n) values. ``n_used`` and
-    ``k_dropped_facts`` are bookkeeping, not measures.
+    ``k_dropped_facts`` are bookkeeping, not measures. ``grid_ns``: the n a configuration may
+    take (§4.2's grid by default; ``None`` = every n of the table); measures without n (n = 0)
+    are kept.
     """
     table = per_fact[~per_fact["measure"].isin(["n_used"])]
+    if grid_ns is not None:
+        table = table[(table["n"] == 0) | table["n"].isin(list(grid_ns))]
     families: dict[str, list[dict]] = {}
     for config in configuration_grid(table, ("measure", "strategy", "n")):
         measure = config["measure"]
@@ -234,23 +299,31 @@ def measure_families(per_fact: pd.DataFrame) -> dict[str, list[dict]]:
     return families
 
 
-def human_alignment(per_fact: pd.DataFrame, human: pd.DataFrame, k: int = 3) -> pd.DataFrame:
+def human_alignment(
+    per_fact: pd.DataFrame,
+    human: pd.DataFrame,
+    k: int = 3,
+    seed: int = CV_SEED,
+    grid_ns: Sequence[int] | None = PAPER_GRID_NS,
+    short_n: str = "largest_defined",
+) -> pd.DataFrame:
     """§4.2: per measure family, mean Kendall τ with human scores over k folds with grid search.
 
     ``human`` carries the suite's ``fact_id`` (``attach_fact_ids``). One row per (family, fold)
     with the chosen configuration and its train/test τ, plus one row per family with fold -1:
-    ``test_tau`` = mean over folds, ``std_tau`` their SD. Families with fewer than 2k facts that
-    have both a value and a human score are left out.
+    ``test_tau`` = mean over folds, ``std_tau`` their sample SD. Families with fewer than 2k
+    facts that have both a value and a human score are left out. The conventions (folds, seed,
+    grid, short lists) are the module docstring's.
     """
     cols = ["family", "fold", "measure", "strategy", "n", "train_tau", "test_tau", "std_tau", "n_facts"]
     rows = []
-    for family, configs in sorted(measure_families(per_fact).items()):
+    for family, configs in sorted(measure_families(per_fact, grid_ns).items()):
         names = {c["measure"] for c in configs}
         sub = per_fact[per_fact["measure"].isin(names)]
         n_facts = len(set(sub["fact_id"]) & set(human["fact_id"]))
         if n_facts < 2 * k:
             continue
-        result = cross_validated_tau(sub, human, configs, k)
+        result = cross_validated_tau(sub, human, configs, k, seed, short_n)
         for fold in result["folds"]:
             config = fold["config"] or {"measure": "", "strategy": "", "n": 0}
             rows.append(

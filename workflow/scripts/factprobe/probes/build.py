@@ -27,12 +27,12 @@ from .fewshot import DemoPool, context, parse_setting
 from .importers import import_lama, import_mpararel, import_myriadlama, import_pararel, import_xfactr
 from .layouts import check_layout, target_text
 from .layouts import usable as layout_usable
+from .sample import sampler_for
 from .select import (
     candidate_facts,
     finish_facts,
     no_facts_error,
     relations_in_dump,
-    sample_facts,
 )
 from .templates import Template, TemplateError, check_unique, load_templates
 from .verbalize import forms_index, subject_forms
@@ -294,7 +294,9 @@ def sample_suite(
     if suite.temporal_only and paths.temporal is None:
         raise ValueError(f"suites.{name}.temporal_only needs the temporal view of dump {dump}")
     temporal = paths.temporal if suite.temporal_only else None
-    sampled, pools, dated, n_candidates = [], [], [], 0
+    pools, dated, n_candidates = [], [], 0
+    # probes/sample.py (suites.<s>.sampler)
+    sampler = sampler_for(suite, seed, paths.entities, con)
     for rel in covered:
         allowed = None
         if picks is not None:
@@ -314,10 +316,11 @@ def sample_suite(
             temporal,
         )
         n_candidates += len(candidates)
-        sampled.append(sample_facts(candidates, suite.n_facts, suite.strata, seed))
+        sampler.add(candidates)
         if plan.with_demos:
             pools.append(candidates)
         del candidates
+    sampled = sampler.finish()
     facts = pd.concat(sampled, ignore_index=True) if sampled else pd.DataFrame()
     if facts.empty:
         # Fail here, naming the cause, rather than with an empty table in a later stage.
