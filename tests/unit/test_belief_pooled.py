@@ -105,9 +105,10 @@ def test_icl_consist_matches_two_ways_by_default():
     pp = toy_predictions().iloc[[0, 1]].assign(prediction=["guitar", "a guitar"])
     ds = belief_dataset(pp, "belief_icl", 10, 10).set_index(["style", "measure"])["value"]
     assert ds[("", "belief_icl_consist")] == 1.0
-    assert belief_dataset(pp, "belief", 10, 10).set_index(["style", "measure"])["value"][
-        ("", "belief_consist")
-    ] == 0.0
+    assert (
+        belief_dataset(pp, "belief", 10, 10).set_index(["style", "measure"])["value"][("", "belief_consist")]
+        == 0.0
+    )
 
 
 def nm_inputs() -> SuiteInputs:
@@ -157,7 +158,9 @@ def test_nm_pair_counts_once_in_consist_and_coverage():
     """Issue 26 item 10. Per pair (eq. 1, §7): Consist = (1 + 0) / 2 = 0.5, oracle and maximum
     coverage = (1 + 0) / 2 = 0.5, Acc@1 mean = 0.5 in every sampling (T always right, S never).
     Counting per fact would give (3·1 + 0) / 4 = 0.75 for each."""
-    per_fact, suite = compute_suite_metrics(nm_inputs(), Metrics(families={}, belief_samplings=50), ["belief"])
+    per_fact, suite = compute_suite_metrics(
+        nm_inputs(), Metrics(families={}, belief_samplings=50), ["belief"]
+    )
     summary = summarize("m", per_fact, suite)
     pooled = summary[(summary["style"] == "") & (summary["bin"] == -1)].set_index("measure")
     for measure in ("belief_consist", "belief_cov_oracle", "belief_cov_maximum", "belief_acc_mean"):
@@ -170,3 +173,17 @@ def test_nm_pair_counts_once_in_consist_and_coverage():
     acc = per_fact[per_fact["measure"] == "belief_acc"].set_index("fact_id")
     assert acc.loc["T|P|C", "value"] == 1.0 and acc.loc["T|P|C", "n_prompts"] == 2
     assert acc.loc["S|P|A", "value"] == 0.0
+
+
+def test_report_shows_pooled_values_and_the_style_breakdown():
+    """The BELIEF table holds the pooled Consist 0.322; the breakdown table 0.167 and 0.000."""
+    from factprobe.report.html import Figures, belief_section
+
+    no_facts = pd.DataFrame({"fact_id": [], "subject": [], "property": []})
+    per_fact = belief_per_fact(toy_predictions(), no_facts, "belief", "exact")
+    summary = summarize("m", per_fact, belief_dataset(toy_predictions(), "belief", 200, 10))
+    page = belief_section({"multiprompt": summary}, Figures(dpi=50))
+    main, _, split = page.partition("Breakdown by template style")
+    assert "0.322" in main and "0.167" not in main
+    assert split.count("<td>statement</td>") == 1 and split.count("<td>question</td>") == 1
+    assert "0.167" in split and "0.322" not in split

@@ -147,7 +147,9 @@ def _pairs(prompts: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
     if "text" in frame:
         text = text + frame["text"].fillna("").astype(str)
         frame["_dedup"] = text
-        frame = frame.sort_values("prompt_id", kind="stable").drop_duplicates(["pair", *BELIEF_KEYS, "_dedup"])
+        frame = frame.sort_values("prompt_id", kind="stable").drop_duplicates(
+            ["pair", *BELIEF_KEYS, "_dedup"]
+        )
         frame = frame.drop(columns="_dedup")
     return frame
 
