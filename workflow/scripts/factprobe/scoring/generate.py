@@ -31,7 +31,9 @@ SAMPLE_KEYS = ("lang", "verbalization", "shots")
 def pair_of(fact_ids: pd.Series) -> pd.Series:
     """The (subject, relation) pair ``"{subject}|{property}"`` of each fact id
     ``"{subject}|{property}|{object}"`` (docs/contracts.md); an id without "|" is its own pair."""
-    return fact_ids.astype(str).str.rsplit("|", n=1).str[0]
+    codes, unique = pd.factorize(fact_ids.astype(str))  # split each distinct fact id once
+    pairs = pd.Index(unique).str.rsplit("|", n=1).str[0]
+    return pd.Series(pairs.to_numpy(dtype=object)[codes], index=fact_ids.index)
 
 
 def confidence_sample(
