@@ -187,3 +187,11 @@ def test_report_shows_pooled_values_and_the_style_breakdown():
     assert "0.322" in main and "0.167" not in main
     assert split.count("<td>statement</td>") == 1 and split.count("<td>question</td>") == 1
     assert "0.167" in split and "0.322" not in split
+
+
+def test_undefined_consist_gets_no_row():
+    """One prompt per pair (a single-template suite): eq. (1) has no term, so no Consist row."""
+    pp = toy_predictions().drop_duplicates("pair")
+    ds = belief_dataset(pp, "belief", 10, 10)
+    assert not ds["measure"].str.contains("consist").any()
+    assert ds["value"].notna().all() and (ds["measure"] == "belief_acc_mean").sum() == 1

@@ -518,7 +518,8 @@ def belief_dataset(
     ``_consist``, ``_ovconf``, ``_cov_average/_cov_maximum/_cov_oracle`` and the calibration bins
     ``_calib_conf/_calib_acc`` — the paper's measures over P_t (§2.1–2.4, §7). Then the same
     values (no bins) per style, named ``{prefix}_{name}_by_style``: how each style alone would
-    score. ``match`` defaults to the prefix's entry in :data:`MATCHES`.
+    score. An undefined value (Consist where no pair has two prompts, Ovconf without any
+    confidence) gets no row. ``match`` defaults to the prefix's entry in :data:`MATCHES`.
     """
     from .common import conform_dataset_table
 
@@ -527,7 +528,11 @@ def belief_dataset(
     for key, g in per_prompt.groupby(BELIEF_KEYS, sort=True):
         where = {**dict(zip(BELIEF_KEYS, key, strict=True)), "style": ""}
         values, bins = group_measures(g, match, n_samplings, n_bins, f"{prefix}|{'|'.join(key)}")
-        rows += [{**where, "measure": f"{prefix}_{name}", "value": value} for name, value in values.items()]
+        rows += [
+            {**where, "measure": f"{prefix}_{name}", "value": value}
+            for name, value in values.items()
+            if np.isfinite(value)
+        ]
         for b in bins.itertuples():
             rows.append({**where, "measure": f"{prefix}_calib_conf", "value": b.conf, "bin": b.bin})
             rows.append({**where, "measure": f"{prefix}_calib_acc", "value": b.acc, "bin": b.bin})
@@ -537,5 +542,6 @@ def belief_dataset(
         rows += [
             {**where, "measure": f"{prefix}_{name}{BREAKDOWN_SUFFIX}", "value": value}
             for name, value in values.items()
+            if np.isfinite(value)
         ]
     return conform_dataset_table(pd.DataFrame(rows))
