@@ -175,3 +175,49 @@ def test_instruction_per_language(demo_tables):
     suite["few_shot"]["instruction"] = {"en": "Complete."}
     with pytest.raises(ValueError, match=r"no instruction for language\(s\) \['de'\]"):
         build_suite("icl", suite, sets, *args)
+
+
+def test_relation_and_random_demonstrations_take_templates_of_any_style():
+    """§3.1 X-relation: "the same relation but with random templates"; App. E.3 puts question
+    templates ("What group is pharmacy a part of? [MASK].") before a statement target (issue 26
+    item 11). Relation P1 has a statement (s1) and a question (q1) template; the target is s1.
+    A demonstration's template is [q1, s1][stable_hash("shot-template", *key, fact) mod 2] (both
+    styles, in id order), worked out here per demonstration; ``template`` keeps the target's."""
+    from factprobe.hashing import stable_hash
+    from factprobe.probes.fewshot import DemoPool
+    from factprobe.probes.templates import Template
+
+    n = 12
+    facts = pd.DataFrame(
+        {
+            "fact_id": [f"Q{i}|P1|Q{i + n}" for i in range(n)],
+            "subject": [f"Q{i}" for i in range(n)],
+            "property": "P1",
+            "object": [f"Q{i + n}" for i in range(n)],
+        }
+    )
+    labels = {(f"Q{i}", "en"): f"e{i}" for i in range(2 * n)}
+    s1 = Template("P1.en.s1", "P1", "en", "statement", "[X] likes [Y].")
+    q1 = Template("P1.en.q1", "P1", "en", "question", "Whom does [X] like? [Y].")
+    pool = DemoPool(facts, labels, {("en", "P1", "statement"): [s1], ("en", "P1", "question"): [q1]})
+    styles = set()
+    for setting in ("relation", "random"):
+        for target in range(4):
+            key = ("k", f"Q{target}|P1|Q{target + n}")
+            for demo in pool.draw(setting, 3, s1, f"Q{target}", "P1", "en", key, "mask_qa"):
+                want = [q1, s1][stable_hash("shot-template", *key, demo.fact_id) % 2]
+                assert demo.template == want
+                styles.add(demo.template.style)
+    assert styles == {"statement", "question"}
+    demos = pool.draw("template", 3, s1, "Q0", "P1", "en", ("k", "Q0|P1|Q12"), "mask_qa")
+    assert {d.template for d in demos} == {s1}
+
+
+def test_relation_demonstrations_mix_styles_on_the_demo_suite(suite):
+    """On the demo suite (statement and question templates): some 3-relation statement target is
+    preceded by a question demonstration ("Question: ..."), as App. E.3."""
+    _, prompts, _ = suite
+    rows = prompts[(prompts.shots == "3-relation") & (prompts["style"] == "statement")]
+    lines = [line for ctx in rows.context for line in ctx.split("\n")[1:-1]]
+    assert any(line.startswith("Question:") for line in lines)
+    assert any(not line.startswith("Question:") for line in lines)

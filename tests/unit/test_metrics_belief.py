@@ -178,11 +178,12 @@ def test_ranking_predictions_ties_nm_and_confidence():
     assert got.loc["tb1", "confidence"] == pytest.approx(0.5 / 0.8)
     per_fact = belief_per_fact(pp, FACTS, "belief", "exact").set_index(["fact_id", "measure"])["value"]
     assert per_fact[("S|P|A", "belief_acc")] == pytest.approx(1 / 3)
-    assert per_fact[("S|P|A", "belief_consist")] == pytest.approx(1 / 3)  # A, D, D
-    assert per_fact[("S|P|A", "belief_oracle")] == 1.0
     assert per_fact[("T|P|C", "belief_acc")] == 1.0
-    assert ("T|P|C", "belief_consist") not in per_fact.index  # one prompt: undefined
+    # Consist and coverage are per pair, in the suite table only (issue 26 item 10).
+    assert not per_fact.index.get_level_values("measure").str.contains("consist|oracle").any()
     ds = belief_dataset(pp, "belief", 50, 10).set_index(["measure", "bin"])["value"]
+    # S|P: A, D, D -> 1/3; T|P has one prompt (tc1 repeats tb1): no term in eq. (1).
+    assert ds[("belief_consist", -1)] == pytest.approx(1 / 3)
     assert ds[("belief_cov_oracle", -1)] == 1.0
     assert ds[("belief_cov_maximum", -1)] == pytest.approx(1.0)  # template x covers both pairs
     # (confidence, correct): s1 (0.6/0.8, 1), s2 (0.3/0.6, 0), s3 (0.3/0.4, 0), tb1 (0.5/0.8, 1); 4 one-prompt bins.
@@ -209,8 +210,8 @@ def test_generation_predictions():
     assert pp.loc["s1", "confidence"] == pytest.approx(2 / 3)
     assert pp.loc["s2", "correct"] == 0.0 and math.isnan(pp.loc["s2", "confidence"])
     assert pp.loc["tb1", "correct"] == 1.0
-    per = belief_per_fact(pp.reset_index(), FACTS, "belief_icl", "two_way").set_index(["fact_id", "measure"])
-    assert per.loc[("S|P|A", "belief_icl_consist"), "value"] == 0.0  # "the guitar" vs "piano"
+    ds = belief_dataset(pp.reset_index(), "belief_icl", 10, 10).set_index("measure")["value"]
+    assert ds["belief_icl_consist"] == 0.0  # S|P: "the guitar" vs "piano"; T|P: one prompt
 
 
 def test_one_matcher_lemmatises_plurals():
@@ -255,8 +256,7 @@ def test_vocabulary_argmax_prediction_and_confidence():
     assert got.loc["s2", "prediction"] == "the"
     ds = belief_dataset(pp, "belief", 50, 10).set_index(["measure", "bin"])["value"]
     assert ds[("belief_ovconf", -1)] == pytest.approx(-0.25)
-    per_fact = belief_per_fact(pp, FACTS, "belief", "exact").set_index(["fact_id", "measure"])["value"]
-    assert per_fact[("S|P|A", "belief_consist")] == 0.0  # a, the, d
+    assert ds[("belief_consist", -1)] == 0.0  # S|P: a, the, d; T|P: one prompt
     cand = ranking_predictions(entity_scores(SCORES), PROMPTS, CANDS, FACTS, correct_entities(FACTS))
     assert cand.set_index("prompt_id").loc["s1", "confidence"] == pytest.approx(0.75)
     assert vocabulary_predictions(None, SCORES, PROMPTS, FACTS, correct_entities(FACTS)).empty

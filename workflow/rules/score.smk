@@ -79,6 +79,7 @@ rule generate_shard:
         shard="{shard}",
         shards=CFG.scoring.shards,
         samples=CFG.scoring.samples,
+        confidence_prompts=CFG.scoring.confidence_prompts,
         max_new_tokens=CFG.scoring.max_new_tokens,
         batch_size=CFG.scoring.generation_batch_size,
     script:

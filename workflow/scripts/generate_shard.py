@@ -8,7 +8,7 @@ import torch
 from factprobe import contracts
 from factprobe.lm import HFCausalLM
 from factprobe.rulelog import rule_logger
-from factprobe.scoring.generate import generate_answers
+from factprobe.scoring.generate import confidence_sample, generate_answers
 from factprobe.scoring.suite import shard_of
 
 log = rule_logger(snakemake)
@@ -16,6 +16,8 @@ torch.set_num_threads(max(1, snakemake.threads))  # the job's threads, not every
 params = snakemake.params
 prompts = contracts.read("prompts", snakemake.input.prompts)
 shard, shards = int(params.shard), int(params.shards)
+# BELIEF-ICL §3.2: which prompts get the sampled answers, drawn over the whole suite (not the shard).
+sample_ids = confidence_sample(prompts, params.confidence_prompts)
 # The score shards' split: a prompt's answers come from the same shard index as its scores.
 prompts = prompts[[shard_of(p, shards) == shard for p in prompts["prompt_id"]]]
 log.info("shard %d/%d: %d prompts", shard, shards, len(prompts))
@@ -23,6 +25,10 @@ lm = HFCausalLM.from_row(
     params.model, model_dir=snakemake.input.model, generation_batch_size=int(params.batch_size)
 )
 answers = generate_answers(
-    lm, prompts, samples=int(params.samples), max_new_tokens=int(params.max_new_tokens)
+    lm,
+    prompts,
+    samples=int(params.samples),
+    max_new_tokens=int(params.max_new_tokens),
+    sample_ids=sample_ids,
 )
 contracts.write("generations", answers, snakemake.output.generations)

@@ -332,6 +332,8 @@ class Scoring:
     include_translated: bool = True
     sentence_kinds: list[str] = _default(["plausibility"])
     samples: int = 100
+    # BELIEF-ICL §3.2: prompts (one per pair, per prompt group) that get the samples; None = all.
+    confidence_prompts: int | None = None
     max_new_tokens: int = 12
     generation_batch_size: int = 16
     topk: int = 100

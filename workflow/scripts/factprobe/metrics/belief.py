@@ -21,10 +21,18 @@ From these, over the (subject, relation) pairs T of a group of prompts:
 
 * Acc@1 averaged over N samplings of one prompt per pair, with range and SD (§2.2; the SD is
   the population SD of the N accuracies);
-* Consist: pairwise agreement of predictions across a pair's prompts (§2.3, eq. 1);
+* Consist: pairwise agreement of predictions across a pair's prompts, averaged over the pairs
+  (§2.3, eq. 1: one term per pair t ∈ T, so an N-M pair with k facts counts once; a pair with a
+  single prompt has no prompt pair and is left out of the mean);
 * Ovconf with M equal-size confidence bins (§2.4, eq. 2; bins of sizes differing by at most one
   when M does not divide |P|; each bin weighs |P(i)| / |P|, which is 1/M for equal bins);
-* average / maximum / oracle knowledge coverage (§7).
+* average / maximum / oracle knowledge coverage (§7), each over pairs.
+
+P_t is *every* prompt of pair t (§2.1): all its templates, whatever their style (statement,
+question, completion), and all its subject expressions. The measures are therefore computed per
+:data:`BELIEF_KEYS` (language, verbalization, context setting), pooled over styles, and written
+with ``style`` "". The per-style values are a breakdown, written as ``{measure}_by_style`` rows
+with the style filled in (:data:`BREAKDOWN_SUFFIX`); they are not the paper's measures.
 
 A pair's prompts are de-duplicated by prompt text, so the identical prompts of an N-M pair's
 several facts count once; any of the pair's objects is a correct answer.
@@ -44,6 +52,16 @@ from ..hashing import stable_hash
 from .common import GROUP_KEYS, candidates_for_prompts
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+
+#: The prompt attributes BELIEF's prompt sets are split by. Not ``style``: P_t holds all prompts
+#: of a pair (§2.1, MyriadLAMA mixes statement and question templates, App. A.3 and E.3).
+BELIEF_KEYS = [k for k in GROUP_KEYS if k != "style"]
+
+#: Suffix of the per-style breakdown rows (``belief_consist_by_style`` etc.).
+BREAKDOWN_SUFFIX = "_by_style"
+
+#: How Consist compares two predictions, per measure prefix (§2.3; §3.2 for generations).
+MATCHES = {"belief": "exact", "belief_cand": "exact", "belief_icl": "two_way"}
 
 
 # --------------------------------------------------------------------------- string matching (§3.2)
@@ -129,7 +147,9 @@ def _pairs(prompts: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
     if "text" in frame:
         text = text + frame["text"].fillna("").astype(str)
         frame["_dedup"] = text
-        frame = frame.sort_values("prompt_id", kind="stable").drop_duplicates(["pair", *GROUP_KEYS, "_dedup"])
+        frame = frame.sort_values("prompt_id", kind="stable").drop_duplicates(
+            ["pair", *BELIEF_KEYS, "_dedup"]
+        )
         frame = frame.drop(columns="_dedup")
     return frame
 
@@ -421,31 +441,51 @@ def coverage(per_prompt: pd.DataFrame, accs: np.ndarray) -> dict[str, float]:
     return {"cov_average": average, "cov_maximum": maximum, "cov_oracle": oracle}
 
 
+def pair_consistency(per_prompt: pd.DataFrame, match: str) -> pd.Series:
+    """Consistency of each pair t over all its prompts P_t (§2.3, the term of eq. 1), indexed by pair.
+
+    NaN for a pair with fewer than two prompts (eq. 1 has no prompt pair to compare there).
+    """
+    if per_prompt.empty:
+        return pd.Series(dtype=float)
+    return per_prompt.groupby("pair", sort=True)["prediction"].agg(lambda p: consistency(list(p), match))
+
+
+def mean_consistency(per_prompt: pd.DataFrame, match: str) -> float:
+    """Consist of §2.3 eq. (1): the mean over pairs t ∈ T of :func:`pair_consistency`.
+
+    Every pair counts once, however many facts (objects) it has; pairs with a single prompt are
+    left out (NaN when no pair has two prompts).
+    """
+    per_pair = pair_consistency(per_prompt, match).dropna()
+    return float(per_pair.mean()) if len(per_pair) else float("nan")
+
+
 def belief_per_fact(per_prompt: pd.DataFrame, facts: pd.DataFrame, prefix: str, match: str) -> pd.DataFrame:
-    """Per-fact BELIEF values: ``{prefix}_acc`` (mean over the pair's prompts), ``_consist``,
-    ``_conf`` and ``_oracle``; every fact of a pair gets the pair's values."""
+    """Per-fact BELIEF values over all prompts of the fact's pair (``style`` ""): ``{prefix}_acc``
+    (the share of P_t predicted right) and ``{prefix}_conf`` (the mean confidence over P_t).
+
+    Every fact of a pair gets the pair's values. Consist and coverage are not per-fact values:
+    eq. (1) and §7 average over pairs, so they are written by :func:`belief_dataset` only (a
+    mean over facts would count an N-M pair once per object). ``match`` is unused here and kept
+    for the callers' signature.
+    """
     from .common import conform_fact_table
 
+    del match
     if per_prompt.empty:
         return conform_fact_table(pd.DataFrame())
     rows = []
-    for (pair, *key), g in per_prompt.groupby(["pair", *GROUP_KEYS], sort=True):
+    for (pair, *key), g in per_prompt.groupby(["pair", *BELIEF_KEYS], sort=True):
         values = {
             "acc": float(g["correct"].mean()),
-            "consist": consistency(list(g["prediction"]), match),
             "conf": float(g["confidence"].mean()) if g["confidence"].notna().any() else float("nan"),
-            "oracle": float(g["correct"].max()),
         }
-        for name, value in values.items():
-            rows.append(
-                {
-                    "pair": pair,
-                    **dict(zip(GROUP_KEYS, key, strict=True)),
-                    "measure": f"{prefix}_{name}",
-                    "value": value,
-                    "n_prompts": len(g),
-                }
-            )
+        where = {"pair": pair, **dict(zip(BELIEF_KEYS, key, strict=True)), "style": ""}
+        rows += [
+            {**where, "measure": f"{prefix}_{name}", "value": value, "n_prompts": len(g)}
+            for name, value in values.items()
+        ]
     table = pd.DataFrame(rows).dropna(subset=["value"])
     keys = facts[["fact_id", "subject", "property"]].astype(str)
     keys["pair"] = keys["subject"] + "|" + keys["property"]
@@ -453,20 +493,55 @@ def belief_per_fact(per_prompt: pd.DataFrame, facts: pd.DataFrame, prefix: str, 
     return conform_fact_table(table)
 
 
-def belief_dataset(per_prompt: pd.DataFrame, prefix: str, n_samplings: int, n_bins: int) -> pd.DataFrame:
-    """Suite-level BELIEF rows per group: Acc@1 mean/range/SD, Ovconf, coverage, calibration bins."""
+def group_measures(
+    group: pd.DataFrame, match: str, n_samplings: int, n_bins: int, seed: str
+) -> tuple[dict[str, float], pd.DataFrame]:
+    """BELIEF's suite-level values of one prompt set and its calibration bins (§2.2–2.4, §7).
+
+    Returns ``({acc_mean, acc_range, acc_sd, consist, ovconf, cov_average, cov_maximum,
+    cov_oracle}, bins)``.
+    """
+    accs = sampled_accuracies(group, n_samplings, seed=seed)
+    values = {**accuracy_fluctuation(accs), "consist": mean_consistency(group, match)}
+    bins = calibration_bins(group["confidence"], group["correct"], n_bins, keys=group["prompt_id"])
+    values["ovconf"] = overconfidence(bins)
+    values.update(coverage(group, accs))
+    return values, bins
+
+
+def belief_dataset(
+    per_prompt: pd.DataFrame, prefix: str, n_samplings: int, n_bins: int, match: str | None = None
+) -> pd.DataFrame:
+    """Suite-level BELIEF rows: the measures pooled over every prompt of each pair, and a per-style breakdown.
+
+    Per :data:`BELIEF_KEYS` group, ``style`` "": ``{prefix}_acc_mean/_acc_range/_acc_sd``,
+    ``_consist``, ``_ovconf``, ``_cov_average/_cov_maximum/_cov_oracle`` and the calibration bins
+    ``_calib_conf/_calib_acc`` — the paper's measures over P_t (§2.1–2.4, §7). Then the same
+    values (no bins) per style, named ``{prefix}_{name}_by_style``: how each style alone would
+    score. An undefined value (Consist where no pair has two prompts, Ovconf without any
+    confidence) gets no row. ``match`` defaults to the prefix's entry in :data:`MATCHES`.
+    """
     from .common import conform_dataset_table
 
+    match = match or MATCHES.get(prefix, "exact")
     rows = []
-    for key, g in per_prompt.groupby(GROUP_KEYS, sort=True):
-        where = dict(zip(GROUP_KEYS, key, strict=True))
-        accs = sampled_accuracies(g, n_samplings, seed=f"{prefix}|{'|'.join(key)}")
-        values = {**accuracy_fluctuation(accs), **coverage(g, accs)}
-        bins = calibration_bins(g["confidence"], g["correct"], n_bins, keys=g["prompt_id"])
-        values["ovconf"] = overconfidence(bins)
-        for name, value in values.items():
-            rows.append({**where, "measure": f"{prefix}_{name}", "value": value})
+    for key, g in per_prompt.groupby(BELIEF_KEYS, sort=True):
+        where = {**dict(zip(BELIEF_KEYS, key, strict=True)), "style": ""}
+        values, bins = group_measures(g, match, n_samplings, n_bins, f"{prefix}|{'|'.join(key)}")
+        rows += [
+            {**where, "measure": f"{prefix}_{name}", "value": value}
+            for name, value in values.items()
+            if np.isfinite(value)
+        ]
         for b in bins.itertuples():
             rows.append({**where, "measure": f"{prefix}_calib_conf", "value": b.conf, "bin": b.bin})
             rows.append({**where, "measure": f"{prefix}_calib_acc", "value": b.acc, "bin": b.bin})
+    for key, g in per_prompt.groupby(GROUP_KEYS, sort=True):
+        where = dict(zip(GROUP_KEYS, key, strict=True))
+        values, _ = group_measures(g, match, n_samplings, n_bins, f"{prefix}|{'|'.join(key)}")
+        rows += [
+            {**where, "measure": f"{prefix}_{name}{BREAKDOWN_SUFFIX}", "value": value}
+            for name, value in values.items()
+            if np.isfinite(value)
+        ]
     return conform_dataset_table(pd.DataFrame(rows))

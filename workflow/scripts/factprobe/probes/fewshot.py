@@ -1,9 +1,12 @@
 """BELIEF-ICL few-shot contexts (belief-myriadlama §3.1, Appendix E).
 
 Settings: ``none`` (no context at all), ``zero-shot`` (the instruction line only),
-``{k}-random`` (k facts of any relation), ``{k}-relation`` (k facts of the target's relation,
-each with a hash-chosen template of that relation and the target's style) and ``{k}-template``
-(k facts of the target's relation, written with the target's template). Demonstrations are
+``{k}-random`` (k facts of any relation), ``{k}-relation`` (k facts of the target's relation)
+and ``{k}-template`` (k facts of the target's relation, written with the target's template).
+In ``random`` and ``relation`` each demonstration is written with a hash-chosen template of its
+own relation, of any style: §3.1 "X-relation samples X facts from the same relation but with
+random templates", and App. E.2/E.3 show question templates ("What group is pharmacy a part of?
+[MASK].") before a statement target ("[MASK] consists of environmental factors."). Demonstrations are
 whole sentences with the object filled in, one per line, after the instruction line; the
 target prompt follows on the next line, so the scored text is ``context + text``.
 
@@ -52,7 +55,9 @@ class DemoPool:
     """Facts demonstrations are drawn from, with their label sentences per language.
 
     ``facts`` has ``fact_id, subject, property, object``; ``labels`` maps ``(entity, lang)`` to
-    the label; ``templates`` maps ``(lang, relation, style)`` to usable templates.
+    the label; ``templates`` maps ``(lang, relation, style)`` to usable templates. Demonstrations
+    of ``random`` and ``relation`` choose among every style's templates of their relation
+    (``by_lang_relation``, in template id order).
     """
 
     def __init__(
@@ -64,6 +69,12 @@ class DemoPool:
         self.facts = facts.sort_values("fact_id").reset_index(drop=True)
         self.labels = labels
         self.templates = templates
+        by_lang_relation: dict[tuple[str, str], list[Template]] = {}
+        for (lang, relation, _style), options in sorted(templates.items()):
+            by_lang_relation.setdefault((lang, relation), []).extend(options)
+        self.by_lang_relation = {
+            key: sorted(options, key=lambda t: t.id) for key, options in by_lang_relation.items()
+        }
         self.by_relation = {p: g.index.to_list() for p, g in self.facts.groupby("property")}
         self.all = self.facts.index.to_list()
         self.fact_ids = self.facts["fact_id"].to_list()
@@ -111,7 +122,7 @@ class DemoPool:
             if setting == "template":
                 template = target
             else:
-                options = self.templates.get((lang, row.property, target.style), [])
+                options = self.by_lang_relation.get((lang, row.property), [])
                 if not options:
                     continue
                 template = options[stable_hash("shot-template", *key, row.fact_id) % len(options)]

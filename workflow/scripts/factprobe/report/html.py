@@ -178,13 +178,21 @@ def belief_section(summaries: Mapping[str, pd.DataFrame], figs: Figures) -> str:
             mode=np.where(rows["measure"].str.startswith("belief_icl_"), "generation", "ranking"),
             name=rows["measure"].str.replace(r"^belief(_icl)?_", "", regex=True),
         )
-        rows = rows[rows["name"].isin(wanted)]
-        table = rows.pivot_table(
-            index=["model", "mode", "shots"], columns="name", values="value", aggfunc="mean"
-        )
-        table = table[[c for c in wanted if c in table.columns]].reset_index()
-        parts.append(_table(table))
+        parts.append(_belief_table(rows[rows["name"].isin(wanted)], wanted, ["model", "mode", "shots"]))
+        # Per-style breakdown (not the paper's measures, which pool every prompt of a pair).
+        split = rows[rows["name"].str.endswith("_by_style")]
+        split = split.assign(name=split["name"].str.removesuffix("_by_style"))
+        split = split[split["name"].isin(wanted)]
+        if split["style"].nunique() > 1:
+            parts.append("<p>Breakdown by template style (each style's prompts alone):</p>")
+            parts.append(_belief_table(split, wanted, ["model", "mode", "shots", "style"]))
     return "".join(parts) or _note("No suite computed BELIEF measures in this run.")
+
+
+def _belief_table(rows: pd.DataFrame, wanted: list[str], index: list[str]) -> str:
+    """BELIEF values wide: one row per ``index`` key, one column per measure in ``wanted`` order."""
+    table = rows.pivot_table(index=index, columns="name", values="value", aggfunc="mean")
+    return _table(table[[c for c in wanted if c in table.columns]].reset_index())
 
 
 #: R@n columns of the Table 1 layout (the paper's R@1 and R@3).
