@@ -23,8 +23,8 @@ import pyarrow.compute as pc
 from tqdm import tqdm
 
 from factprobe import arrays, contracts, scan
-from factprobe.distractors import STRATEGIES, needs, needs_every_subject
 from factprobe.contracts import id_ints
+from factprobe.distractors import STRATEGIES, needs, needs_every_subject
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.omega import Omega, facts_valid, suite_omega  # noqa: F401 (re-export)
 from factprobe.distractors.semantic import SemIndex
@@ -123,7 +123,9 @@ def retrieve(
     """
     started = time.perf_counter()
     mine = facts if only is None else facts[facts["fact_id"].isin(set(only))]
-    ctx = Context(facts, omega, settings, fact_ids(mine), mine["fact_id"].tolist(), index, past, cooccur, entity_forms)
+    ctx = Context(
+        facts, omega, settings, fact_ids(mine), mine["fact_id"].tolist(), index, past, cooccur, entity_forms
+    )
     entries = [STRATEGIES[name] for name in settings.strategies]
     # Structures built once per relation or type set (pools, type slices, co-occurrence levels),
     # timed apart from the per-fact work: their number does not grow with the facts.

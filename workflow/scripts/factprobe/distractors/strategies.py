@@ -67,7 +67,9 @@ def cooccur_rows(ctx: Context, i: int, fid: str, fact: Triple) -> list[dict]:
         alts = ctx.cooccur.alternatives(ctx.omega, fid, s, r, o, ctx.settings.cooccur_n, side)
         got += [
             dict(row, relevance=rel, score=float(freq))
-            for row, (_, freq, rel) in zip(rows(fid, [e for e, _, _ in alts], "cooccur", side=side), alts, strict=True)
+            for row, (_, freq, rel) in zip(
+                rows(fid, [e for e, _, _ in alts], "cooccur", side=side), alts, strict=True
+            )
         ]
     return got
 
