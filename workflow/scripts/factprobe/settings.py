@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from factprobe import distractors  # the strategy registry: standard library only
+from factprobe import distractors, metrics  # the strategy and measure registries: standard library only
 
 KINDS = ("knowledge", "multiprompt", "plausibility", "multilingual")
 
@@ -661,16 +661,6 @@ def sem_index(cfg: Config) -> dict:
     }
 
 
-#: Metrics settings each measure family reads (metrics/pipeline.compute_suite_metrics).
-FAMILY_SETTINGS = {
-    "knowledge": ("ns", "precision_ns", "combined_strategies", "short_lists"),
-    "ranking": ("recall_ns",),
-    "plausibility": ("plausibility_strategies", "ndcg_gain", "ndcg_normalization"),
-    "belief": ("belief_samplings", "belief_bins"),
-    "belief_icl": ("belief_samplings", "belief_bins"),
-}
-
-
 def suite_families(cfg: Config, suite: str) -> list[str]:
     """Measure families of a suite (``metrics.families`` of its kind)."""
     return list(cfg.metrics.families.get(cfg.suites[suite].kind, []))
@@ -680,7 +670,14 @@ def suite_metrics(cfg: Config, suite: str) -> dict:
     """The ``metrics`` keys the suite's families read (+ robustness_pair, read by every suite):
     a change of e.g. ``belief_bins`` reruns only suites with a BELIEF family."""
     families = suite_families(cfg, suite)
-    keys = {"robustness_pair"} | {k for f in families for k in FAMILY_SETTINGS.get(f, ())}
+    # What each family reads: its factprobe.metrics.FAMILIES entry (the registry of families).
+    unknown = metrics.unknown_families(families)
+    if unknown:
+        raise ConfigError(
+            f"metrics.families.{cfg.suites[suite].kind}: unknown families {unknown}; "
+            f"choose from {list(metrics.FAMILIES)}"
+        )
+    keys = {"robustness_pair"} | {k for f in families for k in metrics.FAMILIES[f].settings}
     values = plain(cfg.metrics)
     return {"families": families, **{k: values[k] for k in sorted(keys)}}
 

@@ -16,27 +16,18 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-DPI = 90
+from factprobe.metrics import MEASURES, measure_of  # noqa: E402
 
-#: Axis wording of each headline measure: (name, unit / range, which direction is better).
-MEASURE_AXES = {
-    "k_min": ("Min@n", "share of facts, 0–1", "higher is better"),
-    "k_avg": ("Avg@n", "share of distractors ranked below the object, 0–1", "higher is better"),
-    "probability": ("Probability", "mean P(object | prompt), 0–1", "higher is better"),
-    "precision": ("Precision@n", "share of facts, 0–1", "higher is better"),
-    "recall": ("R@n", "share of facts with the object in the top n, 0–1", "higher is better"),
-    "mean_rank": ("mean rank", "rank of the object among the candidates, 1 = first", "lower is better"),
-    "plausibility": ("PLAUSIBILITY", "mean of Acc., MRR and NDCG, 0–1", "higher is better"),
-    "belief_acc_mean": ("BELIEF Acc@1 mean", "share of prompts, 0–1", "higher is better"),
-    "belief_consist": ("BELIEF Consist", "share of agreeing prompt pairs, 0–1", "higher is better"),
-    "belief_ovconf": ("BELIEF Ovconf", "mean confidence − accuracy", "closer to 0 is better"),
-    "belief_icl_acc_mean": ("BELIEF-ICL Acc@1 mean", "share of prompts, 0–1", "higher is better"),
-}
+DPI = 90
 
 
 def measure_axis(measure: str) -> tuple[str, str, str]:
-    """(name, unit, direction) of a measure; unknown measures keep their own name."""
-    return MEASURE_AXES.get(measure, (measure, "value", "see the table"))
+    """(name, unit, direction) of a measure, from its :data:`factprobe.metrics.MEASURES` entry;
+    unregistered measures keep their own name."""
+    if measure not in MEASURES:
+        return (measure, "value", "see the table")
+    entry = MEASURES[measure]
+    return (entry.label, entry.unit, entry.direction)
 
 
 def fmt(value: float, digits: int = 3) -> str:
@@ -195,9 +186,10 @@ def model_bars(board: pd.DataFrame, dpi: int = DPI, level: float = 0.95) -> str 
         ]
         ax.set_xticks(x, ticks, fontsize=7)
         ax.set_ylabel(f"{name}\n({unit})", fontsize=7)
-        if measure not in ("mean_rank", "belief_ovconf"):
+        entry = measure_of(measure)
+        if entry.bounded:
             ax.set_ylim(0, 1.02)
-        elif measure == "belief_ovconf":
+        elif entry.zero_is_best:
             ax.axhline(0, color="grey", linewidth=1)
         at = _suffix({"strategy": strategy, "n": n}).strip()
         ax.set_title(f"{suite}: {name} {at}\n{direction}", fontsize=8)
