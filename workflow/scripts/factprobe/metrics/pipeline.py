@@ -475,38 +475,55 @@ def control_check(
         )
     per_fact_means = data.groupby(["strategy", "n", "split", "fact_id", "measure"])["value"].mean()
     wide = per_fact_means.unstack("measure").reset_index()
+    boot = (bootstrap_samples, bootstrap_seed, confidence_level)
+    table = _check_curves(wide, ["strategy", "n", "split"], boot).assign(low=np.nan, high=np.nan, verdict="")
+    verdict = _check_verdict(wide, control_strategy, taught_target, chance_band, boot)
+    out = pd.concat([table, verdict], ignore_index=True)
+    out["facts"] = out["facts"].astype("int64")
+    out["n"] = out["n"].astype("int64")
+    return out[CHECK_COLUMNS]
 
-    def curves(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-        parts = []
-        for measure in CHECK_MEASURES:
-            if measure not in frame.columns:
-                continue
-            sub = frame.dropna(subset=[measure])
-            agg = sub.groupby(by, sort=True).agg(
-                value=(measure, "mean"),
-                facts=("fact_id", "nunique"),
-                n_used=("n_used", "mean"),
-                chance=(f"{measure}_chance", "mean"),
-            )
-            bounds = {
-                key: _mean_interval(group[measure].to_numpy(float))
-                for key, group in sub.groupby(by, sort=True)
-            }
-            agg["ci_low"] = [bounds[k][0] for k in agg.index]
-            agg["ci_high"] = [bounds[k][1] for k in agg.index]
-            parts.append(agg.reset_index().assign(measure=measure))
-        return pd.concat(parts, ignore_index=True)
 
-    def _mean_interval(values: np.ndarray) -> tuple[float, float]:
-        reps = np.concatenate(
-            [
-                w @ values / len(values)
-                for w in resample_counts(len(values), bootstrap_samples, bootstrap_seed)
-            ]
+def _check_curves(frame: pd.DataFrame, by: list[str], boot: tuple[int, int, float]) -> pd.DataFrame:
+    """Mean over facts of each :data:`CHECK_MEASURES` per ``by`` group, with facts counted,
+    distractors used, chance and the bootstrap interval of the mean."""
+    parts = []
+    for measure in CHECK_MEASURES:
+        if measure not in frame.columns:
+            continue
+        sub = frame.dropna(subset=[measure])
+        agg = sub.groupby(by, sort=True).agg(
+            value=(measure, "mean"),
+            facts=("fact_id", "nunique"),
+            n_used=("n_used", "mean"),
+            chance=(f"{measure}_chance", "mean"),
         )
-        return percentile_interval(reps, confidence_level)
+        bounds = {
+            key: _mean_interval(group[measure].to_numpy(float), *boot)
+            for key, group in sub.groupby(by, sort=True)
+        }
+        agg["ci_low"] = [bounds[k][0] for k in agg.index]
+        agg["ci_high"] = [bounds[k][1] for k in agg.index]
+        parts.append(agg.reset_index().assign(measure=measure))
+    return pd.concat(parts, ignore_index=True)
 
-    table = curves(wide, ["strategy", "n", "split"]).assign(low=np.nan, high=np.nan, verdict="")
+
+def _mean_interval(values: np.ndarray, samples: int, seed: int, level: float) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of ``values``."""
+    reps = np.concatenate([w @ values / len(values) for w in resample_counts(len(values), samples, seed)])
+    return percentile_interval(reps, level)
+
+
+def _check_verdict(
+    wide: pd.DataFrame,
+    control_strategy: str,
+    taught_target: float,
+    chance_band: float,
+    boot: tuple[int, int, float],
+) -> pd.DataFrame:
+    """The two verdict rows: Avg@n at the largest n of ``control_strategy`` (every strategy pooled
+    when the suite has none) on taught facts against ``taught_target``, on untaught facts against
+    chance ± ``chance_band``."""
     avg = wide.dropna(subset=["k_avg"])
     strategy = control_strategy
     if strategy in set(avg["strategy"]):
@@ -521,17 +538,14 @@ def control_check(
         .groupby(["split", "fact_id"], as_index=False)[["k_avg", "n_used", "k_avg_chance"]]
         .mean()
     )
-    verdict = curves(one.assign(strategy=strategy, n=largest), ["strategy", "n", "split"])
+    verdict = _check_curves(one.assign(strategy=strategy, n=largest), ["strategy", "n", "split"], boot)
     verdict = verdict[verdict["measure"] == "k_avg"]
     untaught = verdict["split"] == "untaught"
     verdict["low"] = np.where(untaught, verdict["chance"] - chance_band, taught_target)
     verdict["high"] = np.where(untaught, verdict["chance"] + chance_band, 1.0)
     ok = (verdict["value"] >= verdict["low"] - 1e-12) & (verdict["value"] <= verdict["high"] + 1e-12)
     verdict["verdict"] = np.where(ok, "pass", "FAIL")
-    out = pd.concat([table, verdict], ignore_index=True)
-    out["facts"] = out["facts"].astype("int64")
-    out["n"] = out["n"].astype("int64")
-    return out[CHECK_COLUMNS]
+    return verdict
 
 
 def read_control_check(path: str | Path) -> pd.DataFrame:
