@@ -121,7 +121,7 @@ def test_toy_strategy_measure_and_backend_run_end_to_end(plugin_run):
     summary = read_summary(plugin_run / "results/metrics/knowledge/summary.csv")
     assert {"toy_object_logpl", "k_min", "k_avg"} <= set(summary["measure"])
     assert set(summary[summary["measure"] == "k_avg"]["strategy"]) >= {"random", "toy_same_relation"}
-    board = read_summary(plugin_run / "results/metrics/leaderboard.csv")
+    board = contracts.read_csv("leaderboard", plugin_run / "results/metrics/leaderboard.csv")
     toy_rows = board[board["measure"] == "toy_object_logpl"].set_index("model")
     assert set(toy_rows.index) == {"toy_a", "toy_b"}
     # Ranked in the registry's direction (higher is better), with a bootstrap interval over facts.
@@ -130,5 +130,5 @@ def test_toy_strategy_measure_and_backend_run_end_to_end(plugin_run):
     assert (toy_rows["ci_low"] <= toy_rows["value"]).all() and (
         toy_rows["value"] <= toy_rows["ci_high"]
     ).all()
-    paired = pd.read_csv(plugin_run / "results/metrics/paired.csv")
+    paired = contracts.read_csv("paired", plugin_run / "results/metrics/paired.csv")
     assert "toy_object_logpl" in set(paired["measure"])

@@ -217,18 +217,8 @@ def summarize(model: str, per_fact: pd.DataFrame, suite: pd.DataFrame) -> pd.Dat
 
 
 def read_summary(path: str | Path) -> pd.DataFrame:
-    """Read a summary.csv / leaderboard.csv: empty key cells stay "" (not NaN), values (and the
-    leaderboard's n_used, chance, ci_low, ci_high) are floats; an empty n_facts reads as 0."""
-    frame = pd.read_csv(path, keep_default_na=False, dtype=str)
-    for col in ("value", "n_used", "chance", "ci_low", "ci_high"):
-        if col in frame.columns:
-            frame[col] = pd.to_numeric(frame[col].replace("", np.nan), errors="coerce")
-    for col in ("n", "bin", "n_facts", "rank"):
-        if col in frame.columns:
-            frame[col] = (
-                pd.to_numeric(frame[col], errors="coerce").fillna(-1 if col == "bin" else 0).astype("int64")
-            )
-    return frame
+    """Read a summary.csv through its contract (:func:`factprobe.contracts.read_csv`)."""
+    return contracts.read_csv("summary", path)
 
 
 def coinciding_strategies(summary: pd.DataFrame) -> dict[str, str]:
@@ -549,8 +539,5 @@ def _check_verdict(
 
 
 def read_control_check(path: str | Path) -> pd.DataFrame:
-    """Read control_check.csv (empty verdict cells stay "")."""
-    frame = pd.read_csv(path, dtype={"strategy": str, "split": str, "verdict": str}, keep_default_na=False)
-    for col in ("value", "n_used", "chance", "low", "high"):
-        frame[col] = pd.to_numeric(frame[col].replace("", np.nan), errors="coerce")
-    return frame
+    """Read control_check.csv through its contract (empty verdict cells stay "")."""
+    return contracts.read_csv("control_check", path)
