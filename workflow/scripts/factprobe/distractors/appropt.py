@@ -21,7 +21,7 @@ from functools import lru_cache
 import pandas as pd
 from tqdm import tqdm
 
-from factprobe.contracts import id_int, id_ints
+from factprobe.contracts import id_int, id_ints, qid
 from factprobe.distractors.omega import Omega
 from factprobe.lm.api import LM
 from factprobe.lm.beam import (  # noqa: F401 (re-exported: the search ApprOpt runs)
@@ -149,7 +149,7 @@ def _fact_rows(lm: LM, fact, hyps: list[Hyp], n: int) -> list[dict]:
     return [
         {
             "fact_id": fact.fact_id,
-            "entity": f"Q{e}",
+            "entity": qid(e),
             "role": "distractor",
             "strategy": "appropt",
             "rank": rank,

@@ -51,7 +51,7 @@ def rows(fact_id: str, ents: list[int], strategy: str, **extra) -> list[dict]:
     return [
         {
             "fact_id": fact_id,
-            "entity": f"Q{e}",
+            "entity": contracts.qid(e),
             "role": "distractor",
             "strategy": strategy,
             "rank": i,
@@ -93,7 +93,7 @@ def object_rows(ctx: Context) -> list[dict]:
     return [
         {
             "fact_id": fid,
-            "entity": f"Q{o}",
+            "entity": contracts.qid(o),
             "role": "object",
             "strategy": "object",
             "rank": 0,

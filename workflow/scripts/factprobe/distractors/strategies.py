@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 
+from factprobe.contracts import pid
 from factprobe.distractors.pool import pool_distractors
 from factprobe.distractors.pool import relation_pools as _relation_pools
 from factprobe.distractors.random import random_distractors
@@ -93,7 +94,7 @@ def pool_rows(ctx: Context, i: int, fid: str, fact: Triple) -> list[dict]:
     s, r, o = fact
     got: list[dict] = []
     for lang in ctx.settings.languages:
-        pool = ctx.shared["pools"].get((f"P{r}", lang), np.empty(0, np.int64))
+        pool = ctx.shared["pools"].get((pid(r), lang), np.empty(0, np.int64))
         picked = pool_distractors(ctx.omega, pool, s, r, o, ctx.settings.pool_size)
         got += rows(fid, picked, "pool", side="object", lang=lang)
     return got
