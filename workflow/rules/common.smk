@@ -20,7 +20,7 @@ SCRIPTS = WORKFLOW_ROOT / "workflow" / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 # Only the light settings/registry modules (stdlib, pyyaml, jsonschema): parsing needs no science stack.
 from factprobe import settings as S  # noqa: E402
-from factprobe import distractors as D  # noqa: E402  (the strategy registry: standard library)
+from factprobe import distractors as D  # noqa: E402 (strategy registry)
 from factprobe.registry import (  # noqa: E402
     check_dumps,
     check_models,
