@@ -114,7 +114,7 @@ def _log_n_axis(ax, ns: pd.Series) -> None:
 
 
 def _band(intervals: pd.DataFrame | None, model: str, measure: str, strategy: str) -> pd.DataFrame | None:
-    if intervals is None or intervals.empty or "ci_low" not in intervals.columns:
+    if intervals is None or intervals.empty:
         return None
     rows = intervals[
         (intervals["model"] == model)
@@ -127,7 +127,7 @@ def _band(intervals: pd.DataFrame | None, model: str, measure: str, strategy: st
 
 def _n_facts(intervals: pd.DataFrame | None, model: str, measure: str) -> str:
     """ "n = X facts" of a model's rows (a range when strategies or n differ)."""
-    if intervals is None or intervals.empty or "n_facts" not in intervals.columns:
+    if intervals is None or intervals.empty:
         return "n facts unknown"
     rows = intervals[(intervals["model"] == model) & (intervals["measure"] == measure)]
     counts = pd.to_numeric(rows["n_facts"], errors="coerce").dropna().astype(int)
@@ -155,9 +155,6 @@ def model_bars(board: pd.DataFrame, dpi: int = DPI, level: float = 0.95) -> str 
     board = board[(board["strategy"] == "") | (board["strategy"] == chosen)].copy()
     if board.empty:
         return None
-    for col in ("ci_low", "ci_high", "n_facts"):
-        if col not in board.columns:
-            board[col] = np.nan
     panels = list(board.groupby(["suite", "measure", "strategy", "n"], sort=True))
     ncols = min(4, len(panels))
     nrows = -(-len(panels) // ncols)
@@ -313,7 +310,7 @@ def control_panel(check: pd.DataFrame, dpi: int = DPI) -> str | None:
                 linestyle=styles[split],
                 label=f"{strategy}, {split} (n = {facts} facts)",
             )
-            if "ci_low" in line.columns and line["ci_low"].notna().any():
+            if line["ci_low"].notna().any():
                 ax.fill_between(
                     line["n"], line["ci_low"], line["ci_high"], color=drawn[0].get_color(), alpha=0.12
                 )

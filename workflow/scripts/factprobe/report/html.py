@@ -258,9 +258,6 @@ def models_section(
     if board.empty:
         return _note("No model has metrics yet.")
     board = figures.headline_rows(board)
-    for col in ("ci_low", "ci_high", "n_facts"):
-        if col not in board.columns:
-            board[col] = np.nan
     board = board.assign(
         col=board.apply(headline_label, axis=1),
         cell=[
@@ -277,7 +274,7 @@ def models_section(
     )
     wide["n facts"] = counts.reindex(wide.index)
     wide["better"] = board.groupby(["suite", "col"])["better"].first().reindex(wide.index)
-    if "chance" in board.columns and board["chance"].notna().any():
+    if board["chance"].notna().any():
         chance = board.groupby(["suite", "col"])["chance"].mean()
         wide["chance (random ranker)"] = [figures.fmt(v) for v in chance.reindex(wide.index)]
     wide = wide.reset_index().rename(columns={"col": "measure"})
