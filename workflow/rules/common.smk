@@ -21,6 +21,7 @@ sys.path.insert(0, str(SCRIPTS))
 # Only the light settings/registry modules (stdlib, pyyaml, jsonschema): parsing needs no science stack.
 from factprobe import run_settings as R  # noqa: E402
 from factprobe import settings as S  # noqa: E402
+from factprobe import distractors as D  # noqa: E402 (strategy registry)
 from factprobe.registry import (  # noqa: E402
     check_dumps,
     check_models,
@@ -116,7 +117,7 @@ SEM_HNSW = {
     dump: any(
         r["search"] == "hnsw" and r["dump"] == dump
         for r in RETRIEVE_SETTINGS.values()
-        if S.SEM_STRATEGIES & set(r["strategies"])
+        if D.needs(r["strategies"], "index")
     )
     for dump in DUMP_ROWS
 }
@@ -301,7 +302,7 @@ def probe_inputs(wildcards):
 
 
 def uses_appropt(suite):
-    return "appropt" in DISTRACTOR_SETTINGS[suite]["strategies"]
+    return D.needs(DISTRACTOR_SETTINGS[suite]["strategies"], "per_model")
 
 
 def omega_inputs(suite):
@@ -342,11 +343,11 @@ def retrieve_shard_inputs(wildcards):
     files = omega_inputs(wildcards.suite)
     files["lib"] = library("retrieve_distractors.py")
     settings = DISTRACTOR_SETTINGS[wildcards.suite]
-    if S.SEM_STRATEGIES & set(settings["strategies"]):
+    if D.needs(settings["strategies"], "index"):
         files["index"] = rules.build_sem_index.output.index.format(
             dump=settings["dump"]
         )
-    if {"temp", "temp+sem"} & set(settings["strategies"]):
+    if D.needs(settings["strategies"], "temporal"):
         files["temporal"] = rules.temporal_view.output.temporal.format(
             dump=settings["dump"]
         )

@@ -8,7 +8,7 @@ import torch
 from factprobe import contracts, scan
 from factprobe.distractors.appropt import appropt_distractors
 from factprobe.distractors.retrieve import forms_of_candidates, load_suite_omega
-from factprobe.lm import HFCausalLM
+from factprobe.lm import load_model
 from factprobe.rulelog import rule_logger
 
 log = rule_logger(snakemake)
@@ -17,9 +17,7 @@ torch.set_num_threads(max(1, snakemake.threads))
 facts, forms_table, _claims, omega = load_suite_omega(snakemake.input, p)
 entity_forms = scan.forms_frame(forms_table)
 prompts = contracts.read("prompts", snakemake.input.prompts)
-lm = HFCausalLM.from_row(
-    p["model"], snakemake.input.model, no_space_langs=snakemake.params.no_space_languages
-)
+lm = load_model(p["model"], snakemake.input.model, no_space_langs=snakemake.params.no_space_languages)
 out = appropt_distractors(lm, facts, prompts, entity_forms, omega, p["n"], p["lang"], p["styles"], p["width"])
 short = (out.drop_duplicates("fact_id")["found"] < p["n"]).sum() if len(out) else 0
 log.info(

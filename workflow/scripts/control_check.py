@@ -4,7 +4,8 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
-from factprobe.io import atomic_path, read_table
+from factprobe import contracts
+from factprobe.io import read_table
 from factprobe.metrics.pipeline import control_check
 from factprobe.rulelog import rule_logger
 
@@ -22,5 +23,4 @@ for row in check[check["verdict"] != ""].itertuples():
         row.high,
         row.verdict,
     )
-with atomic_path(snakemake.output.check) as tmp:
-    check.to_csv(tmp, index=False)
+contracts.write_csv("control_check", check, snakemake.output.check)

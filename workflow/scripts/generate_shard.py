@@ -6,7 +6,7 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 
 import torch
 from factprobe import contracts
-from factprobe.lm import HFCausalLM
+from factprobe.lm import load_model
 from factprobe.rulelog import rule_logger
 from factprobe.scoring.generate import confidence_sample, generate_answers
 from factprobe.scoring.suite import shard_of
@@ -21,9 +21,7 @@ sample_ids = confidence_sample(prompts, params.confidence_prompts)
 # The score shards' split: a prompt's answers come from the same shard index as its scores.
 prompts = prompts[[shard_of(p, shards) == shard for p in prompts["prompt_id"]]]
 log.info("shard %d/%d: %d prompts", shard, shards, len(prompts))
-lm = HFCausalLM.from_row(
-    params.model, model_dir=snakemake.input.model, generation_batch_size=int(params.batch_size)
-)
+lm = load_model(params.model, model_dir=snakemake.input.model, generation_batch_size=int(params.batch_size))
 answers = generate_answers(
     lm,
     prompts,

@@ -7,19 +7,22 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 
 from itertools import product
 
-from factprobe.io import atomic_path, read_table
+from factprobe import contracts
+from factprobe.io import read_table
 from factprobe.metrics.pipeline import (
     Bootstrap,
     headline_per_fact,
     leaderboard,
     paired_comparisons,
-    read_summary,
 )
 from factprobe.rulelog import rule_logger
 
 log = rule_logger(snakemake)
 suites, models = snakemake.params.suites, snakemake.params.models
-summaries = {suite: read_summary(path) for suite, path in zip(suites, snakemake.input.summaries, strict=True)}
+summaries = {
+    suite: contracts.read_csv("summary", path)
+    for suite, path in zip(suites, snakemake.input.summaries, strict=True)
+}
 per_fact = {suite: {} for suite in suites}
 # expand() order: suite-major, then model (rule leaderboard in metrics.smk).
 for (suite, model), path in zip(product(suites, models), snakemake.input.per_fact, strict=True):
@@ -35,7 +38,5 @@ log.info(
     len(paired),
     bootstrap.samples,
 )
-with atomic_path(snakemake.output.board) as tmp:
-    board.to_csv(tmp, index=False)
-with atomic_path(snakemake.output.paired) as tmp:
-    paired.to_csv(tmp, index=False)
+contracts.write_csv("leaderboard", board, snakemake.output.board)
+contracts.write_csv("paired", paired, snakemake.output.paired)

@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 
 import pandas as pd
+from factprobe import contracts
 from factprobe.io import atomic_dir, atomic_path, read_table
-from factprobe.metrics.pipeline import read_control_check, read_summary
 from factprobe.report.html import Figures, build_report
 from factprobe.report.provenance import model_records, with_malformed, with_resolutions
 from factprobe.rulelog import rule_logger
@@ -20,11 +20,13 @@ from factprobe.settings import Report, load
 log = rule_logger(snakemake)
 settings = load(Report, snakemake.params.settings, "report")
 suites = snakemake.params.suites
-summaries = {s: read_summary(p) for s, p in zip(suites, snakemake.input.summaries, strict=True)}
-board = read_summary(snakemake.input.board)
-paired = pd.read_csv(snakemake.input.paired, keep_default_na=False, na_values=[""])
+summaries = {
+    s: contracts.read_csv("summary", p) for s, p in zip(suites, snakemake.input.summaries, strict=True)
+}
+board = contracts.read_csv("leaderboard", snakemake.input.board)
+paired = contracts.read_csv("paired", snakemake.input.paired)
 control = {
-    suite: read_control_check(path)
+    suite: contracts.read_csv("control_check", path)
     for suite, path in zip(snakemake.params.control_suites, snakemake.input.control, strict=True)
 }
 # Human alignment (§4.2) when a judgement file is configured: results/metrics/{suite}/human_alignment.csv.

@@ -9,6 +9,7 @@ import sys
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 from factprobe import contracts, scan
+from factprobe.distractors import needs
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.retrieve import (
     forms_of_candidates,
@@ -58,7 +59,7 @@ else:
     if "temporal" in snakemake.input.keys():
         past = past_of_facts(snakemake.input.temporal, facts, p["dump"], p["temporal_earlier_dump"])
     # scan_statements keeps non-deprecated statements only, distinct and sorted.
-    cooccur = Cooccurrence(claims) if "cooccur" in settings.strategies else None
+    cooccur = Cooccurrence(claims) if needs(settings.strategies, "statements") else None
     del claims  # Cooccurrence keeps its own compact copy
     log.info("%d facts, %d entity forms, strategies %s", len(facts), len(entity_forms), settings.strategies)
     candidates = retrieve(facts, omega, settings, index, past, cooccur, entity_forms, only)

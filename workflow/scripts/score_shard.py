@@ -6,7 +6,7 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 
 import torch
 from factprobe import contracts
-from factprobe.lm import CachingLM, HFCausalLM, RequestCache
+from factprobe.lm import CachingLM, RequestCache, load_model
 from factprobe.rulelog import rule_logger
 from factprobe.scoring.suite import build_pairs, score_pairs, shard_of, topk_table
 from factprobe.suite_tables import load_suite_tables
@@ -23,7 +23,7 @@ log.info("shard %d/%d: %d prompts", shard, shards, len(prompts))
 sentence = params.mode == "sentence"
 # Subject-swapped scenarios are whole sentences: only the sentence mode can rank them (PROBELM §4.1).
 pairs = build_pairs(prompts, candidates, forms, tuple(params.no_space_languages), subject_swaps=sentence)
-model = HFCausalLM.from_row(
+model = load_model(
     params.model,
     model_dir=inp.model,
     end_marker=params.end_marker,

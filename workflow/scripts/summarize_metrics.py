@@ -5,7 +5,8 @@ import sys
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 import pandas as pd
-from factprobe.io import atomic_path, read_table
+from factprobe import contracts
+from factprobe.io import read_table
 from factprobe.metrics.pipeline import summarize
 from factprobe.rulelog import rule_logger
 
@@ -18,5 +19,4 @@ parts = [
 ]
 summary = pd.concat(parts, ignore_index=True)
 log.info("%d summary rows for %d model(s)", len(summary), len(parts))
-with atomic_path(snakemake.output.summary) as tmp:
-    summary.to_csv(tmp, index=False)
+contracts.write_csv("summary", summary, snakemake.output.summary)

@@ -8,7 +8,7 @@ from functools import partial
 
 import pandas as pd
 from factprobe import contracts
-from factprobe.lm import HFCausalLM
+from factprobe.lm import load_model
 from factprobe.rulelog import rule_logger
 from factprobe.settings import Translate, load
 from factprobe.translate.llm import LLMTranslator
@@ -55,7 +55,7 @@ for model, langs in by_model.items():
     if model and not has_source:
         pass  # not loaded: the stats say no_sentences
     elif model and p.backend == "llm":
-        lm = HFCausalLM.from_row(
+        lm = load_model(
             dict(snakemake.params.llm),
             model_dir=snakemake.input.llm,
             no_space_langs=snakemake.params.no_space,

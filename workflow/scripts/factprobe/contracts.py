@@ -137,6 +137,73 @@ SCHEMAS: dict[str, pa.Schema] = {
     "suite_metrics": pa.schema(
         [("measure", S), ("value", F64), ("strategy", S), ("n", I64), *GROUP, ("bin", I64)]
     ),
+    # --- user-facing CSV tables (metrics stage), read back with read_csv: an empty integer cell
+    # reads as the field's "missing" metadata value (default 0), an empty float as NaN, an empty
+    # string as "".
+    "summary": pa.schema(
+        [
+            ("model", S),
+            ("measure", S),
+            ("value", F64),
+            ("strategy", S),
+            ("n", I64),
+            *GROUP,
+            pa.field("bin", I64, metadata={"missing": "-1"}),
+            ("n_facts", I64),
+            ("level", S),
+        ]
+    ),
+    "leaderboard": pa.schema(
+        [
+            ("suite", S),
+            ("measure", S),
+            ("strategy", S),
+            ("n", I64),
+            ("model", S),
+            ("value", F64),
+            ("ci_low", F64),
+            ("ci_high", F64),
+            ("n_facts", I64),
+            ("rank", I64),
+            ("n_used", F64),
+            ("chance", F64),
+            ("same_as", S),
+        ]
+    ),
+    "paired": pa.schema(
+        [
+            ("suite", S),
+            ("measure", S),
+            ("strategy", S),
+            ("n", I64),
+            ("model_a", S),
+            ("model_b", S),
+            ("value_a", F64),
+            ("value_b", F64),
+            ("diff", F64),
+            ("ci_low", F64),
+            ("ci_high", F64),
+            ("p_value", F64),
+            ("n_facts", I64),
+        ]
+    ),
+    "control_check": pa.schema(
+        [
+            ("measure", S),
+            ("strategy", S),
+            ("n", I64),
+            ("split", S),
+            ("value", F64),
+            ("facts", I64),
+            ("n_used", F64),
+            ("chance", F64),
+            ("low", F64),
+            ("high", F64),
+            ("verdict", S),
+            ("ci_low", F64),
+            ("ci_high", F64),
+        ]
+    ),
 }
 
 # CSV/TSV outputs of the diff, probes and translate stages (docs/contracts.md), written and
@@ -204,6 +271,10 @@ PATHS: dict[str, str] = {
     "generations": "results/scores/{suite}/{model}.generations.parquet",
     "fact_metrics": "results/metrics/{suite}/{model}.parquet",
     "suite_metrics": "results/metrics/{suite}/{model}.suite.parquet",
+    "summary": "results/metrics/{suite}/summary.csv",
+    "leaderboard": "results/metrics/leaderboard.csv",
+    "paired": "results/metrics/paired.csv",
+    "control_check": "results/metrics/{suite}/{model}.control_check.csv",
 }
 PATHS.update(
     {
@@ -422,3 +493,29 @@ def is_subject_side(candidates: pd.DataFrame) -> pd.Series:
     if "side" not in candidates.columns:
         return pd.Series(False, index=candidates.index)
     return candidates["side"].fillna("object").astype(str) == "subject"
+
+
+# --- user-facing CSV tables ------------------------------------------------------------------------
+
+
+def read_csv(name: str, path: str | os.PathLike) -> pd.DataFrame:
+    """CSV table ``name`` at ``path``, contract columns checked and typed by :data:`SCHEMAS`:
+    strings keep "" for an empty cell, floats read it as NaN, integers as the field's
+    ``missing`` metadata value (0 unless set, e.g. -1 for ``summary.bin``)."""
+    frame = pd.read_csv(path, keep_default_na=False, dtype=str)
+    check(frame, name, path)
+    for field in SCHEMAS[name]:
+        col = frame[field.name]
+        if pa.types.is_floating(field.type):
+            frame[field.name] = pd.to_numeric(col.replace("", np.nan), errors="coerce")
+        elif pa.types.is_integer(field.type):
+            missing = int((field.metadata or {}).get(b"missing", b"0"))
+            frame[field.name] = pd.to_numeric(col, errors="coerce").fillna(missing).astype("int64")
+    return frame
+
+
+def write_csv(name: str, frame: pd.DataFrame, path: str | os.PathLike) -> None:
+    """Write CSV table ``name`` atomically, its contract columns checked (values as pandas writes them)."""
+    check(frame, name, path)
+    with atomic_path(path) as tmp:
+        frame.to_csv(tmp, index=False)

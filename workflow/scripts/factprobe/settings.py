@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
+from factprobe import distractors, metrics  # the strategy and measure registries: standard library only
+
 KINDS = ("knowledge", "multiprompt", "plausibility", "multilingual")
 
 
@@ -283,14 +285,6 @@ class Distractors:
     temporal: Temporal = _default(Temporal())
 
 
-#: Strategies of rule retrieve_distractors (``appropt`` runs per model in appropt_distractors).
-STRATEGIES = ("random", "sem", "temp+sem", "cooccur", "pool")
-#: Strategies that read the dump's semantic index.
-SEM_STRATEGIES = frozenset({"sem", "temp", "temp+sem"})
-#: Former names: ``temp`` always was the Temp+Sem list (distractors paper §3.3).
-ALIASES = {"temp": "temp+sem"}
-
-
 @dataclass(frozen=True)
 class Retrieve:
     """One suite's resolved distractor settings (``suite_retrieve``; no defaults: all resolved)."""
@@ -310,13 +304,14 @@ class Retrieve:
     pool_source: str = "relation"
 
     def __post_init__(self) -> None:
-        # ``temp`` is the former name of the Temp+Sem list (distractors paper §3.3).
-        object.__setattr__(
-            self, "strategies", list(dict.fromkeys(ALIASES.get(s, s) for s in self.strategies))
-        )
-        bad = [s for s in self.strategies if s not in STRATEGIES]
+        # The strategy registry is the only list (factprobe.distractors.STRATEGIES); ``temp`` is
+        # the former name of the Temp+Sem list (distractors paper §3.3).
+        object.__setattr__(self, "strategies", distractors.canonical(self.strategies))
+        bad = distractors.unknown(self.strategies, per_model=False)
         if bad:
-            raise ConfigError(f"unknown distractor strategies {bad}; choose from {list(STRATEGIES)}")
+            raise ConfigError(
+                f"unknown distractor strategies {bad}; choose from {distractors.choices(per_model=False)}"
+            )
 
 
 @dataclass(frozen=True)
@@ -542,7 +537,8 @@ def suite_distractors(cfg: Config, suite: str) -> dict:
 def suite_retrieve(cfg: Config, suite: str) -> dict:
     """Every setting the retrieve_distractors job of ``suite`` reads (``Retrieve`` as a dict)."""
     section, own = cfg.distractors, suite_distractors(cfg, suite)
-    own["strategies"] = [s for s in own["strategies"] if s != "appropt"]
+    # Per-model strategies (ApprOpt) run in their own rule, not in retrieval.
+    own["strategies"] = [s for s in own["strategies"] if not distractors.needs([s], "per_model")]
     resolved = Retrieve(
         **own,
         cooccur_n=section.cooccur.n,
@@ -639,7 +635,7 @@ def sem_index_rows(cfg: Config, dump: str) -> dict:
     type_dumps: set[str] = set()
     for name, suite in cfg.suites.items():
         retrieve = suite_retrieve(cfg, name)
-        if str(retrieve["dump"]) != str(dump) or not SEM_STRATEGIES & set(retrieve["strategies"]):
+        if str(retrieve["dump"]) != str(dump) or not distractors.needs(retrieve["strategies"], "index"):
             continue
         if suite.source.format != "dump":
             return {"relations": None, "type_dumps": []}
@@ -673,16 +669,6 @@ def sem_index(cfg: Config) -> dict:
     }
 
 
-#: Metrics settings each measure family reads (metrics/pipeline.compute_suite_metrics).
-FAMILY_SETTINGS = {
-    "knowledge": ("ns", "precision_ns", "combined_strategies", "short_lists"),
-    "ranking": ("recall_ns",),
-    "plausibility": ("plausibility_strategies", "ndcg_gain", "ndcg_normalization"),
-    "belief": ("belief_samplings", "belief_bins"),
-    "belief_icl": ("belief_samplings", "belief_bins"),
-}
-
-
 def suite_families(cfg: Config, suite: str) -> list[str]:
     """Measure families of a suite (``metrics.families`` of its kind)."""
     return list(cfg.metrics.families.get(cfg.suites[suite].kind, []))
@@ -692,7 +678,14 @@ def suite_metrics(cfg: Config, suite: str) -> dict:
     """The ``metrics`` keys the suite's families read (+ robustness_pair, read by every suite):
     a change of e.g. ``belief_bins`` reruns only suites with a BELIEF family."""
     families = suite_families(cfg, suite)
-    keys = {"robustness_pair"} | {k for f in families for k in FAMILY_SETTINGS.get(f, ())}
+    # What each family reads: its factprobe.metrics.FAMILIES entry (the registry of families).
+    unknown = metrics.unknown_families(families)
+    if unknown:
+        raise ConfigError(
+            f"metrics.families.{cfg.suites[suite].kind}: unknown families {unknown}; "
+            f"choose from {list(metrics.FAMILIES)}"
+        )
+    keys = {"robustness_pair"} | {k for f in families for k in metrics.FAMILIES[f].settings}
     values = plain(cfg.metrics)
     return {"families": families, **{k: values[k] for k in sorted(keys)}}
 

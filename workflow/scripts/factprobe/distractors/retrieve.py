@@ -14,6 +14,7 @@ import ctypes
 import logging
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -23,12 +24,10 @@ from tqdm import tqdm
 
 from factprobe import arrays, contracts, scan
 from factprobe.contracts import id_ints
+from factprobe.distractors import STRATEGIES, needs, needs_every_subject
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.omega import Omega, facts_valid, suite_omega  # noqa: F401 (re-export)
-from factprobe.distractors.pool import pool_distractors, relation_pools
-from factprobe.distractors.random import random_distractors
-from factprobe.distractors.semantic import SemIndex, sem_distractors
-from factprobe.distractors.temporal import temp_sem
+from factprobe.distractors.semantic import SemIndex
 from factprobe.hashing import stable_hash
 from factprobe.settings import Retrieve
 
@@ -47,17 +46,61 @@ def fact_ids(facts: pd.DataFrame) -> list[tuple[int, int, int]]:
     )
 
 
-def _rows(fact_id: str, ents: list[int], strategy: str, **extra) -> list[dict]:
+def rows(fact_id: str, ents: list[int], strategy: str, **extra) -> list[dict]:
+    """Distractor rows of one fact and strategy, ranked from 1 in list order."""
     return [
         {
             "fact_id": fact_id,
-            "entity": f"Q{e}",
+            "entity": contracts.qid(e),
             "role": "distractor",
             "strategy": strategy,
             "rank": i,
             **extra,
         }
         for i, e in enumerate(ents, start=1)
+    ]
+
+
+_rows = rows  # former name
+
+
+@dataclass
+class Context:
+    """What a retriever may read for one suite (:data:`factprobe.distractors.STRATEGIES`).
+
+    ``triples`` and ``ids`` are the facts retrieved (one shard's); ``facts`` is every fact (the
+    same-relation pools take them all). ``shared``: structures a strategy's ``prepare`` builds
+    once; ``built``: seconds and count of those structures (logged apart from per-fact work);
+    ``object_relevance``: the relevance of each fact's object row (None unless a strategy grades).
+    """
+
+    facts: pd.DataFrame
+    omega: Omega
+    settings: Retrieve
+    triples: list[tuple[int, int, int]]
+    ids: list[str]
+    index: SemIndex | None = None
+    past: dict | None = None
+    cooccur: Cooccurrence | None = None
+    entity_forms: pd.DataFrame | pa.Table | None = None
+    shared: dict = field(default_factory=dict)
+    built: dict = field(default_factory=lambda: {"s": 0.0, "n": 0})
+    object_relevance: float | None = None
+
+
+def object_rows(ctx: Context) -> list[dict]:
+    """The object row of every fact: strategy ``object``, rank 0."""
+    return [
+        {
+            "fact_id": fid,
+            "entity": contracts.qid(o),
+            "role": "object",
+            "strategy": "object",
+            "rank": 0,
+            "relevance": ctx.object_relevance,
+            "side": "object",
+        }
+        for fid, (_, _, o) in zip(ctx.ids, ctx.triples, strict=True)
     ]
 
 
@@ -71,110 +114,63 @@ def retrieve(
     entity_forms: pd.DataFrame | pa.Table | None = None,
     only: Iterable[str] | None = None,
 ) -> pd.DataFrame:
-    """The candidates table of one suite (see the module docstring for columns).
+    """The candidates table of one suite (see the module docstring for columns): the object rows,
+    then each fact's rows of every strategy in ``settings.strategies`` order, each strategy's from
+    its retriever in :data:`factprobe.distractors.STRATEGIES`.
 
     ``only``: the fact ids of one retrieval shard; the other facts still make the same-relation
     pools (strategy ``pool``), so a shard's rows are those of the whole run for its facts.
     """
     started = time.perf_counter()
     mine = facts if only is None else facts[facts["fact_id"].isin(set(only))]
-    triples = fact_ids(mine)
-    ids = mine["fact_id"].tolist()
-    rows: list[dict] = []
+    ctx = Context(
+        facts, omega, settings, fact_ids(mine), mine["fact_id"].tolist(), index, past, cooccur, entity_forms
+    )
+    entries = [STRATEGIES[name] for name in settings.strategies]
     # Structures built once per relation or type set (pools, type slices, co-occurrence levels),
     # timed apart from the per-fact work: their number does not grow with the facts.
-    built = {"s": 0.0, "n": 0}
     if cooccur is not None:
         built0 = (cooccur.built_s, cooccur.built)
-    top_relevance = float(settings.cooccur_n + 1) if "cooccur" in settings.strategies else None
-    for fid, (_, _, o) in zip(ids, triples, strict=True):
-        rows.append(
-            {
-                "fact_id": fid,
-                "entity": f"Q{o}",
-                "role": "object",
-                "strategy": "object",
-                "rank": 0,
-                "relevance": top_relevance,
-                "side": "object",
-            }
-        )
-    sem_lists: list[list[int]] | None = None
-    if "sem" in settings.strategies or "temp+sem" in settings.strategies:
-        if index is None:
-            raise ValueError("strategies sem/temp+sem need the semantic index of the suite's dump")
-        # Temp+Sem may drop sem items already in the temporal list, hence 2n.
-        sem_lists = sem_distractors(index, omega, triples, 2 * settings.n, settings.search, built=built)
-    pools = None
-    if "pool" in settings.strategies:
-        if entity_forms is None:
-            raise ValueError("strategy pool needs the suite's entity_forms")
-        # fluent-mLAMA §3.1: all objects of the relation in the dump (Ω's valid statements), or the suite's.
-        dump_objects = omega.valid if settings.pool_source == "relation" else None
-        t0 = time.perf_counter()
-        pools = relation_pools(facts, entity_forms, settings.languages, dump_objects)
-        built["s"] += time.perf_counter() - t0
-        built["n"] += len(pools)
+    for entry in entries:
+        prepare = entry.load("prepare")
+        if prepare is not None:
+            prepare(ctx)
+    out_rows = object_rows(ctx)
     counts = {s: 0 for s in settings.strategies}
-    for i, (fid, (s, r, o)) in enumerate(
-        tqdm(list(zip(ids, triples, strict=True)), desc="distractors", mininterval=5)
-    ):
-        prop = f"P{r}"
-        for strategy in settings.strategies:
-            if strategy == "random":
-                got = _rows(fid, random_distractors(omega, fid, s, r, o, settings.n), "random", side="object")
-            elif strategy == "sem":
-                got = _rows(fid, sem_lists[i][: settings.n], "sem", side="object")
-            elif strategy == "temp+sem":
-                pairs = temp_sem(omega, (past or {}).get((s, r), []), sem_lists[i], s, r, o, settings.n)
-                got = [
-                    dict(row, source=src)
-                    for row, (_, src) in zip(
-                        _rows(fid, [e for e, _ in pairs], "temp+sem", side="object"), pairs, strict=True
-                    )
-                ]
-            elif strategy == "cooccur":
-                if cooccur is None:
-                    raise ValueError("strategy cooccur needs the dump's statements")
-                got = []
-                for side in settings.cooccur_sides:
-                    alts = cooccur.alternatives(omega, fid, s, r, o, settings.cooccur_n, side)
-                    got += [
-                        dict(row, relevance=rel, score=float(freq))
-                        for row, (_, freq, rel) in zip(
-                            _rows(fid, [e for e, _, _ in alts], "cooccur", side=side), alts, strict=True
-                        )
-                    ]
-            else:
-                got = []
-                for lang in settings.languages:
-                    pool = pools.get((prop, lang), np.empty(0, np.int64))
-                    got += _rows(
-                        fid,
-                        pool_distractors(omega, pool, s, r, o, settings.pool_size),
-                        "pool",
-                        side="object",
-                        lang=lang,
-                    )
-            counts[strategy] += len(got)
-            rows.extend(got)
+    retrievers = [(entry.name, entry.load()) for entry in entries]
+    facts_todo = list(zip(ctx.ids, ctx.triples, strict=True))
+    for i, (fid, triple) in enumerate(tqdm(facts_todo, desc="distractors", mininterval=5)):
+        for name, retriever in retrievers:
+            got = retriever(ctx, i, fid, triple)
+            counts[name] += len(got)
+            out_rows.extend(got)
     if cooccur is not None:
-        built["s"] += cooccur.built_s - built0[0]
-        built["n"] += cooccur.built - built0[1]
+        ctx.built["s"] += cooccur.built_s - built0[0]
+        ctx.built["n"] += cooccur.built - built0[1]
+    _log_timing(started, ctx, counts)
+    return candidates_frame(out_rows)
+
+
+def _log_timing(started: float, ctx: Context, counts: dict[str, int]) -> None:
+    built = ctx.built
     took = time.perf_counter() - started - built["s"]
     # benchmarks/scale.py reads this line: the per-fact cost, apart from loading and building.
     log.info(
         "candidates: %d facts in %.2f s (%.2f ms per fact, %.2f s in exact semantic search) after %.2f s "
         "building %d pools, type slices and co-occurrence levels; distractor rows per strategy %s",
-        len(ids),
+        len(ctx.ids),
         took,
-        1000 * took / max(len(ids), 1),
+        1000 * took / max(len(ctx.ids), 1),
         built.get("search_s", 0.0),
         built["s"],
         built["n"],
         counts,
     )
-    out = pd.DataFrame(rows, columns=contracts.columns("candidates"))
+
+
+def candidates_frame(out_rows: list[dict]) -> pd.DataFrame:
+    """The candidates contract frame of retrieved rows, with its dtypes."""
+    out = pd.DataFrame(out_rows, columns=contracts.columns("candidates"))
     out["rank"] = out["rank"].astype("int32")
     out["relevance"] = out["relevance"].astype("float64")
     out["score"] = out["score"].astype("float64")
@@ -292,19 +288,16 @@ def load_suite_omega(
     con = scan.connect(threads, memory_mb)
     anchor_ids = scan.anchors(facts)
     rel_ids = arrays.unique(id_ints(facts["property"]))
-    strategies = settings.get("strategies", [])
+    strategies = list(settings.get("strategies", []))
     # The largest scans first: their DuckDB working memory then adds to little of Ω's state.
     statements = (
         scan.scan_statements(inputs.claims, rel_ids, con)
-        if "cooccur" in strategies
+        if needs(strategies, "statements")
         else pd.DataFrame(columns=["subject", "property", "object"])
     )
-    subject_side = "cooccur" in strategies and "subject" in settings.get("cooccur_sides", [])
     # Same-relation pools (pool_source: relation) take every object of the relation in the dump,
     # whoever its subject (fluent-mLAMA §3.1), and so does the subject side of co-occurrence.
-    every_subject = subject_side or (
-        "pool" in strategies and settings.get("pool_source", "relation") == "relation"
-    )
+    every_subject = needs_every_subject(settings)
     subjects = None if every_subject else id_ints(facts["subject"])
     dump = int(settings["dump"])
     valid = scan.scan_valid(inputs.claims, dump, settings["valid_ranks"], rel_ids, subjects, con)

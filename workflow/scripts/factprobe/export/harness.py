@@ -129,6 +129,38 @@ def task_docs(
     """
     _require(candidates, ["fact_id", "entity", "role", "strategy", "rank"], "candidates")
     _require(facts, ["fact_id", *FACT_FIELDS], "facts")
+    obj, dis = _choice_lists(prompts, candidates, forms, end, no_space_langs, correct_set)
+    with_dis = set(dis.index.get_level_values("prompt_id"))
+    no_object = len(with_dis - set(obj.index))  # prompts without an object form in their language
+    no_distractor = len(set(obj.index) - with_dis)  # facts without any scorable distractor
+    if no_object or no_distractor:
+        log.warning(
+            "%s: no doc for %d prompts without an object form and %d without any distractor form",
+            suite,
+            no_object,
+            no_distractor,
+        )
+    frame = dis.reset_index().merge(obj.reset_index(), on="prompt_id", how="inner")
+    meta = prompts.drop_duplicates("prompt_id").reindex(columns=["prompt_id", *PROMPT_FIELDS])
+    frame = frame.merge(meta, on="prompt_id", how="left").merge(
+        facts.drop_duplicates("fact_id")[["fact_id", *FACT_FIELDS]], on="fact_id", how="left"
+    )
+    frame = frame.sort_values(["strategy", "prompt_id"], kind="stable")
+    docs = [_doc(suite, r) for r in frame.to_dict("records")]
+    log.info("%s: %d docs over %d prompts", suite, len(docs), frame["prompt_id"].nunique())
+    return docs
+
+
+def _choice_lists(
+    prompts: pd.DataFrame,
+    candidates: pd.DataFrame,
+    forms: pd.DataFrame,
+    end: str,
+    no_space_langs: tuple[str, ...],
+    correct_set: str,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(gold choices per prompt, wrong choices per prompt and strategy): lists of choice text,
+    entity, form and rank, ordered by strategy, rank, entity and form."""
     pairs = build_pairs(prompts, candidates, forms, no_space_langs)
     roles = candidates[["fact_id", "entity", "role", "strategy", "rank"]].drop_duplicates(
         ["fact_id", "entity", "role", "strategy"]
@@ -154,43 +186,27 @@ def task_docs(
     dis = dis.groupby(["prompt_id", "strategy"], sort=True).agg(
         **{f"d_{k}": (k, f) for k, f in lists.items()}
     )
-    with_dis = set(dis.index.get_level_values("prompt_id"))
-    no_object = len(with_dis - set(obj.index))  # prompts without an object form in their language
-    no_distractor = len(set(obj.index) - with_dis)  # facts without any scorable distractor
-    if no_object or no_distractor:
-        log.warning(
-            "%s: no doc for %d prompts without an object form and %d without any distractor form",
-            suite,
-            no_object,
-            no_distractor,
-        )
-    frame = dis.reset_index().merge(obj.reset_index(), on="prompt_id", how="inner")
-    meta = prompts.drop_duplicates("prompt_id").reindex(columns=["prompt_id", *PROMPT_FIELDS])
-    frame = frame.merge(meta, on="prompt_id", how="left").merge(
-        facts.drop_duplicates("fact_id")[["fact_id", *FACT_FIELDS]], on="fact_id", how="left"
-    )
-    frame = frame.sort_values(["strategy", "prompt_id"], kind="stable")
-    docs = [
-        {
-            "doc_id": f"{r['prompt_id']}|{r['strategy']}",
-            "suite": suite,
-            "prompt_id": r["prompt_id"],
-            "fact_id": r["fact_id"],
-            **{f: _plain(r[f]) for f in FACT_FIELDS},
-            **{f: _plain(r[f]) for f in PROMPT_FIELDS},
-            "strategy": r["strategy"],
-            "query": r["query"],
-            "choices": r["o_choice"] + r["d_choice"],
-            "choice_entity": [str(e) for e in r["o_entity"] + r["d_entity"]],
-            "choice_form": [str(f) for f in r["o_form"] + r["d_form"]],
-            "choice_role": ["object"] * len(r["o_form"]) + ["distractor"] * len(r["d_form"]),
-            "choice_rank": [int(k) for k in r["o_rank"] + r["d_rank"]],
-            "gold": list(range(len(r["o_form"]))),
-        }
-        for r in frame.to_dict("records")
-    ]
-    log.info("%s: %d docs over %d prompts", suite, len(docs), frame["prompt_id"].nunique())
-    return docs
+    return obj, dis
+
+
+def _doc(suite: str, r: dict) -> dict:
+    """One lm-eval doc: gold choices first, then the strategy's distractors."""
+    return {
+        "doc_id": f"{r['prompt_id']}|{r['strategy']}",
+        "suite": suite,
+        "prompt_id": r["prompt_id"],
+        "fact_id": r["fact_id"],
+        **{f: _plain(r[f]) for f in FACT_FIELDS},
+        **{f: _plain(r[f]) for f in PROMPT_FIELDS},
+        "strategy": r["strategy"],
+        "query": r["query"],
+        "choices": r["o_choice"] + r["d_choice"],
+        "choice_entity": [str(e) for e in r["o_entity"] + r["d_entity"]],
+        "choice_form": [str(f) for f in r["o_form"] + r["d_form"]],
+        "choice_role": ["object"] * len(r["o_form"]) + ["distractor"] * len(r["d_form"]),
+        "choice_rank": [int(k) for k in r["o_rank"] + r["d_rank"]],
+        "gold": list(range(len(r["o_form"]))),
+    }
 
 
 def _plain(value):

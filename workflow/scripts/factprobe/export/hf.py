@@ -109,25 +109,9 @@ def dataset_card(
 ) -> str:
     """README.md of the dataset: YAML header (configs, licences, languages) and the card text."""
     licences = template_licences(template_sets)
-    ids = ["cc0-1.0", *sorted(set(licences.values()) - {"cc0-1.0"})]
-    langs = sorted({str(x) for x in tables["prompts"].column("lang").to_pylist() if x})
-    n_rows = max(t.num_rows for t in tables.values())
-    size = next(label for bound, label in SIZES if n_rows < bound)
-    header = {
-        "pretty_name": f"factprobe suite {suite}",
-        "license": ids,
-        "language": langs,
-        "tags": ["factual-knowledge", "probing", "wikidata", "factprobe"],
-        "task_categories": ["multiple-choice"],
-        "size_categories": [size],
-        "configs": [
-            {"config_name": name, "data_files": [{"split": "test", "path": f"data/{name}.parquet"}]}
-            for name in CONFIGS
-        ],
-    }
     lines = [
         "---",
-        yaml.safe_dump(header, sort_keys=False, allow_unicode=True).rstrip(),
+        yaml.safe_dump(card_header(suite, licences, tables), sort_keys=False, allow_unicode=True).rstrip(),
         "---",
         "",
         f"# factprobe suite `{suite}` ({settings.get('kind', '?')})",
@@ -145,9 +129,44 @@ def dataset_card(
         "before the form in languages written with spaces; factprobe sums it over an entity's forms "
         "(Pl(o|c), distractors-knowledge-measure §3.2).",
         "",
-        "## Configs and fields",
+        *_card_fields(tables),
+        *_card_provenance(suite, settings, dumps, template_sets, licences),
+        "## Licence",
+        "",
+        "Facts, labels and aliases come from Wikidata, released under CC0 1.0 (public domain). "
+        "Prompts combine them with templates under the licence of their set: factprobe's own "
+        "templates (resources/templates) are Apache-2.0 like the code; ParaRel patterns are MIT; "
+        "LAMA-derived sets are CC BY-NC 4.0 and X-FACTR or other external sets carry their own terms "
+        "(research use only where none is stated). Rows with `verbalization = sentence` were "
+        "machine-translated; check the MT model's terms before redistributing them.",
         "",
     ]
+    return "\n".join(lines)
+
+
+def card_header(suite: str, licences: dict[str, str], tables: dict[str, pa.Table]) -> dict:
+    """The card's YAML header: name, licences, languages, tags, size and configs."""
+    ids = ["cc0-1.0", *sorted(set(licences.values()) - {"cc0-1.0"})]
+    langs = sorted({str(x) for x in tables["prompts"].column("lang").to_pylist() if x})
+    n_rows = max(t.num_rows for t in tables.values())
+    size = next(label for bound, label in SIZES if n_rows < bound)
+    return {
+        "pretty_name": f"factprobe suite {suite}",
+        "license": ids,
+        "language": langs,
+        "tags": ["factual-knowledge", "probing", "wikidata", "factprobe"],
+        "task_categories": ["multiple-choice"],
+        "size_categories": [size],
+        "configs": [
+            {"config_name": name, "data_files": [{"split": "test", "path": f"data/{name}.parquet"}]}
+            for name in CONFIGS
+        ],
+    }
+
+
+def _card_fields(tables: dict[str, pa.Table]) -> list[str]:
+    """Section "Configs and fields": one table of fields per config."""
+    lines = ["## Configs and fields", ""]
     for name in CONFIGS:
         table = tables[name]
         lines += [f"### `{name}` ({table.num_rows} rows)", "", "| field | type | meaning |", "|---|---|---|"]
@@ -155,12 +174,19 @@ def dataset_card(
             meaning = FIELDS[name].get(field.name, "see docs/contracts.md of factprobe")
             lines.append(f"| `{field.name}` | {field.type} | {meaning} |")
         lines.append("")
-    lines += ["## How it was built", "", "Wikidata dumps:", ""]
+    return lines
+
+
+def _card_provenance(
+    suite: str, settings: dict, dumps: list[dict], template_sets: dict[str, dict], licences: dict[str, str]
+) -> list[str]:
+    """Section "How it was built": dumps, template sets, resolved settings, how to rebuild."""
+    lines = ["## How it was built", "", "Wikidata dumps:", ""]
     for row in dumps:
         where = row.get("url") or row.get("path") or "?"
         check = row.get("checksum") or row.get("sha1") or row.get("md5") or "no checksum"
         lines.append(f"- `{row['dump']}`: {where} ({check})")
-    lines += [
+    return lines + [
         "",
         "Template sets: "
         + ", ".join(f"`{n}` ({s.get('format', 'yaml')}, {licences[n]})" for n, s in template_sets.items())
@@ -174,17 +200,7 @@ def dataset_card(
         "",
         "Rebuild: `snakemake --cores 4 export` in a factprobe checkout with the same config and dumps.",
         "",
-        "## Licence",
-        "",
-        "Facts, labels and aliases come from Wikidata, released under CC0 1.0 (public domain). "
-        "Prompts combine them with templates under the licence of their set: factprobe's own "
-        "templates (resources/templates) are Apache-2.0 like the code; ParaRel patterns are MIT; "
-        "LAMA-derived sets are CC BY-NC 4.0 and X-FACTR or other external sets carry their own terms "
-        "(research use only where none is stated). Rows with `verbalization = sentence` were "
-        "machine-translated; check the MT model's terms before redistributing them.",
-        "",
     ]
-    return "\n".join(lines)
 
 
 def write_hf_dataset(tables: dict[str, pa.Table], card: str, folder: str | os.PathLike) -> None:

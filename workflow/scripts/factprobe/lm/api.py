@@ -131,3 +131,34 @@ class LM(ABC):
         self, requests: Sequence[GenerateRequest], progress: bool = False
     ) -> list[list[GenerateResult]]:
         """Per request: one answer when greedy, else ``samples`` answers."""
+
+    # -- what ApprOpt asks of a model (distractors paper §3.3); a backend without it cannot run it --
+
+    @property
+    def eos_id(self) -> int | None:
+        """The end-of-sequence token id that closes every ApprOpt path."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no token ids: ApprOpt needs a token-level backend"
+        )
+
+    def context_ids(self, prompt: str) -> list[int]:
+        """Token ids of a prompt, by the model's encoding rule."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no token ids: ApprOpt needs a token-level backend"
+        )
+
+    def form_ids(self, form: str, lang: str) -> list[int]:
+        """Token ids of a form as continuation in ``lang``, by the model's encoding rule."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no token ids: ApprOpt needs a token-level backend"
+        )
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Text of token ids."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no token ids: ApprOpt needs a token-level backend"
+        )
+
+    def trie_search(self, prefixes: list[list[int]], tries: list, width: int) -> list[list]:
+        """Per prefix: the beam search of ``width`` over its trie (:mod:`factprobe.lm.beam`)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot search a token trie: ApprOpt needs it")

@@ -95,6 +95,23 @@ class HFCausalLM(LM):
     def identity(self) -> tuple[str, str, str]:
         return (self.source, self.fingerprint, str(self.dtype).removeprefix("torch."))
 
+    # -- ApprOpt's constrained search (distractors paper §3.3) ---------------------------------
+
+    @property
+    def eos_id(self) -> int | None:
+        return self.tokenizer.eos_token_id
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids))
+
+    def trie_search(self, prefixes: list[list[int]], tries: list, width: int) -> list[list]:
+        """:func:`factprobe.lm.beam.batched_beam_search` on this model, padded with the pad token
+        (EOS where the tokenizer has none)."""
+        from factprobe.lm.beam import batched_beam_search
+
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_id
+        return batched_beam_search(self.model, prefixes, tries, width, pad_id=int(pad))
+
     # -- the encoding rule ---------------------------------------------------------------------
 
     def continuation(self, form: str, lang: str) -> str:

@@ -42,6 +42,7 @@ class ModelSpec:
     cutoff: str = ""
     trust_remote_code: bool = False
     line: int | None = None
+    backend: str = "hf"
 
     @property
     def where(self) -> str:
@@ -60,6 +61,7 @@ def spec_from_row(row: dict[str, Any]) -> ModelSpec:
         cutoff=str(row.get("cutoff") or ""),
         trust_remote_code=bool(row.get("trust_remote_code", False)),
         line=row.get("_line"),
+        backend=str(row.get("backend") or "hf"),
     )
 
 

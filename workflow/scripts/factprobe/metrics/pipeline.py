@@ -15,16 +15,10 @@ import numpy as np
 import pandas as pd
 
 from factprobe import contracts
+from factprobe.metrics import FAMILIES, MEASURES, chance_measures, fact_headline, headline, unknown_families
 from factprobe.settings import Metrics
 
 from . import uncertainty
-from .belief import (
-    belief_dataset,
-    belief_per_fact,
-    candidate_predictions,
-    generation_predictions,
-    vocabulary_predictions,
-)
 from .common import (
     GROUP_KEYS,
     conform_dataset_table,
@@ -35,16 +29,11 @@ from .common import (
     object_slot_only,
     prompt_frame,
 )
-from .knowledge import dropped_fact_counts, knowledge_per_fact
 from .meta import configuration_grid, verbalization_robustness
 from .plausibility import MEASURES as PLAUSIBILITY_PARTS
-from .plausibility import plausibility_per_fact, plausibility_score
-from .ranking import ranking_per_fact
 from .uncertainty import interval_table, paired_table, percentile_interval, resample_counts
 
 log = logging.getLogger(__name__)
-
-FAMILIES = ("knowledge", "ranking", "plausibility", "belief", "belief_icl")
 
 
 @dataclass
@@ -118,18 +107,24 @@ def chance_rows(table: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([avg, low], ignore_index=True)
 
 
-def compute_suite_metrics(
-    inputs: SuiteInputs, settings: Metrics, families: Sequence[str], correct_set: str = "wide"
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(per-fact table, suite-level table) for one suite and model.
+@dataclass
+class SuiteFrame:
+    """What a measure family reads (:data:`factprobe.metrics.FAMILIES`): the job's inputs and
+    settings, and the tables every family shares (prompts of the suite's facts, object-slot
+    candidates, correct objects, form scores and per-entity scores)."""
 
-    Per-fact: FACT_COLUMNS + ``split`` (from ``facts.split``), with the random-ranker chance of
-    K as measures ``k_avg_chance``/``k_min_chance`` (:func:`chance_rows`); suite-level: DATASET_COLUMNS (BELIEF fluctuation,
-    coverage, Ovconf and calibration bins; PLAUSIBILITY; robustness τ between verbalizations).
-    """
-    unknown = [f for f in families if f not in FAMILIES]
-    if unknown:
-        raise ValueError(f"metrics.families: unknown family {unknown}; choose from {list(FAMILIES)}")
+    inputs: SuiteInputs
+    settings: Metrics
+    prompts: pd.DataFrame
+    facts: pd.DataFrame
+    cands: pd.DataFrame
+    correct: pd.DataFrame
+    scores: pd.DataFrame
+    ent: pd.DataFrame
+
+
+def suite_frame(inputs: SuiteInputs, settings: Metrics, correct_set: str = "wide") -> SuiteFrame:
+    """The shared tables of one (suite, model) job."""
     prompts = prompt_frame(inputs.prompts)
     facts = inputs.facts.copy()
     facts["fact_id"] = facts["fact_id"].astype(str)
@@ -141,72 +136,34 @@ def compute_suite_metrics(
     scores = correct_form_scores(inputs.scores, correct, inputs.forms, correct_set)
     ent = entity_scores(scores)
     log.info("%d scored (prompt, entity) pairs over %d prompts", len(ent), ent["prompt_id"].nunique())
+    return SuiteFrame(inputs, settings, prompts, facts, cands, correct, scores, ent)
+
+
+def compute_suite_metrics(
+    inputs: SuiteInputs, settings: Metrics, families: Sequence[str], correct_set: str = "wide"
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per-fact table, suite-level table) for one suite and model.
+
+    The suite's ``families`` run in :data:`factprobe.metrics.FAMILIES` order. Per-fact:
+    FACT_COLUMNS + ``split`` (from ``facts.split``), with the random-ranker chance of K as
+    measures ``k_avg_chance``/``k_min_chance`` (:func:`chance_rows`); suite-level:
+    DATASET_COLUMNS (BELIEF fluctuation, coverage, Ovconf and calibration bins; PLAUSIBILITY;
+    robustness τ between verbalizations).
+    """
+    unknown = unknown_families(list(families))
+    if unknown:
+        raise ValueError(f"metrics.families: unknown family {unknown}; choose from {list(FAMILIES)}")
+    frame = suite_frame(inputs, settings, correct_set)
     per_fact, dataset = [], []
-    if "knowledge" in families:
-        per_fact.append(
-            knowledge_per_fact(
-                ent,
-                prompts,
-                cands,
-                facts,
-                correct,
-                settings.ns,
-                settings.precision_ns,
-                settings.combined_strategies,
-                topk=inputs.topk,
-                scores=scores,
-                short_lists=settings.short_lists,
-            )
-        )
-        dataset.append(dropped_fact_counts(per_fact[-1]))
-    if "ranking" in families:
-        per_fact.append(ranking_per_fact(ent, prompts, cands, correct, settings.recall_ns))
-    if "plausibility" in families:
-        # Both slots of PROBELM Algorithm 1: subject swaps are ranked in their own groups.
-        every = inputs.candidates.copy()
-        every["rank"] = pd.to_numeric(every["rank"], errors="coerce").fillna(0)
-        plaus = plausibility_per_fact(
-            ent,
-            prompts,
-            every,
-            facts,
-            settings.plausibility_strategies,
-            settings.ndcg_gain,
-            settings.ndcg_normalization,
-        )
-        per_fact.append(plaus)
-        means = plaus.groupby([*GROUP_KEYS, "measure"])["value"].mean().reset_index()
-        score = plausibility_score(means)
-        if not score.empty:
-            dataset.append(score.drop(columns="n_parts").assign(measure="plausibility", style=""))
-    if "belief" in families:
-        # §2.1: argmax over the vocabulary (needs the top-k table); belief_cand_*: the closed-set variant.
-        pp = vocabulary_predictions(inputs.topk, scores, prompts, facts, correct)
-        if pp.empty:
-            log.warning("belief: no top-k next-token table (scoring.topk = 0?); only belief_cand_* computed")
-        else:
-            per_fact.append(belief_per_fact(pp, facts, "belief", "exact"))
-            dataset.append(belief_dataset(pp, "belief", settings.belief_samplings, settings.belief_bins))
-        pp = candidate_predictions(ent, prompts, cands, facts, correct)
-        per_fact.append(belief_per_fact(pp, facts, "belief_cand", "exact"))
-        dataset.append(belief_dataset(pp, "belief_cand", settings.belief_samplings, settings.belief_bins))
-    if "belief_icl" in families and inputs.generations is None:
-        log.warning(
-            "belief_icl requested but the suite has no generations (set suites.<suite>.generate: true)"
-        )
-    if "belief_icl" in families and inputs.generations is not None:
-        forms = _answer_forms(inputs)
-        pp = generation_predictions(inputs.generations, prompts, facts, correct, forms)
-        per_fact.append(belief_per_fact(pp, facts, "belief_icl", "two_way"))
-        dataset.append(belief_dataset(pp, "belief_icl", settings.belief_samplings, settings.belief_bins))
-    table = (
-        conform_fact_table(pd.concat(per_fact, ignore_index=True))
-        if per_fact
-        else conform_fact_table(pd.DataFrame())
-    )
+    for name, entry in FAMILIES.items():
+        if name in families:
+            fact_parts, suite_parts = entry.load()(frame)
+            per_fact += fact_parts
+            dataset += suite_parts
+    table = conform_fact_table(pd.concat(per_fact, ignore_index=True) if per_fact else pd.DataFrame())
     dataset.append(_robustness_rows(table, settings.robustness_pair))
     table = pd.concat([table, chance_rows(table)], ignore_index=True)
-    table["split"] = fact_splits(table["fact_id"], facts)
+    table["split"] = fact_splits(table["fact_id"], frame.facts)
     suite = conform_dataset_table(
         pd.concat([d for d in dataset if not d.empty] or [pd.DataFrame()], ignore_index=True)
     )
@@ -217,17 +174,6 @@ def compute_suite_metrics(
         len(suite),
     )
     return table, suite
-
-
-def _answer_forms(inputs: SuiteInputs) -> pd.DataFrame:
-    """Answer strings for BELIEF-ICL: forms table plus every form scored for a prompt's entity."""
-    parts = []
-    if inputs.forms is not None:
-        parts.append(inputs.forms[["entity", "lang", "form"]])
-    langs = prompt_frame(inputs.prompts)[["prompt_id", "lang"]]
-    scored = inputs.scores[["prompt_id", "entity", "form"]].merge(langs, on="prompt_id")
-    parts.append(scored[["entity", "lang", "form"]])
-    return pd.concat(parts, ignore_index=True).drop_duplicates()
 
 
 def _robustness_rows(table: pd.DataFrame, pair: Sequence[str]) -> pd.DataFrame:
@@ -271,33 +217,8 @@ def summarize(model: str, per_fact: pd.DataFrame, suite: pd.DataFrame) -> pd.Dat
 
 
 def read_summary(path: str | Path) -> pd.DataFrame:
-    """Read a summary.csv / leaderboard.csv: empty key cells stay "" (not NaN), values (and the
-    leaderboard's n_used, chance, ci_low, ci_high) are floats; an empty n_facts reads as 0."""
-    frame = pd.read_csv(path, keep_default_na=False, dtype=str)
-    for col in ("value", "n_used", "chance", "ci_low", "ci_high"):
-        if col in frame.columns:
-            frame[col] = pd.to_numeric(frame[col].replace("", np.nan), errors="coerce")
-    for col in ("n", "bin", "n_facts", "rank"):
-        if col in frame.columns:
-            frame[col] = (
-                pd.to_numeric(frame[col], errors="coerce").fillna(-1 if col == "bin" else 0).astype("int64")
-            )
-    return frame
-
-
-#: Headline measures of the leaderboard: (measure, strategy or None for any/"", n or None for largest).
-HEADLINE = (
-    "k_min",
-    "k_avg",
-    "probability",
-    "recall",
-    "mean_rank",
-    "plausibility",
-    "belief_acc_mean",
-    "belief_consist",
-    "belief_ovconf",
-    "belief_icl_acc_mean",
-)
+    """Read a summary.csv through its contract (:func:`factprobe.contracts.read_csv`)."""
+    return contracts.read_csv("summary", path)
 
 
 def coinciding_strategies(summary: pd.DataFrame) -> dict[str, str]:
@@ -343,10 +264,6 @@ BOARD_COLUMNS = [
     "same_as",
 ]
 
-#: Headline measures that are means over facts (the others are defined over a whole prompt set):
-#: these get bootstrap intervals and paired comparisons (:mod:`factprobe.metrics.uncertainty`).
-FACT_HEADLINE = ("k_min", "k_avg", "probability", "recall", "mean_rank")
-
 
 @dataclass(frozen=True)
 class Bootstrap:
@@ -359,8 +276,9 @@ class Bootstrap:
 
 def headline_per_fact(per_fact: pd.DataFrame) -> pd.DataFrame:
     """The rows of a per-fact table that feed the intervals (a smaller frame): the
-    :data:`FACT_HEADLINE` measures and PLAUSIBILITY's parts (Acc., MRR, NDCG per fact and style)."""
-    return per_fact[per_fact["measure"].isin([*FACT_HEADLINE, *PLAUSIBILITY_PARTS])]
+    fact-level headline measures of :data:`factprobe.metrics.MEASURES` and PLAUSIBILITY's parts
+    (Acc., MRR, NDCG per fact and style)."""
+    return per_fact[per_fact["measure"].isin([*fact_headline(), *PLAUSIBILITY_PARTS])]
 
 
 #: PLAUSIBILITY (PROBELM §4.2) pools its parts: mean over (style, part) within each prompt group
@@ -379,7 +297,7 @@ def plausibility_rows(per_fact: pd.DataFrame) -> pd.DataFrame:
 def _suite_intervals(table: pd.DataFrame, bootstrap: Bootstrap) -> pd.DataFrame:
     """Intervals of one model's fact-level headline measures and of PLAUSIBILITY."""
     args = (bootstrap.samples, bootstrap.seed, bootstrap.level)
-    parts = [interval_table(table, FACT_HEADLINE, GROUP_KEYS, *args)]
+    parts = [interval_table(table, fact_headline(), GROUP_KEYS, *args)]
     plaus = plausibility_rows(table)
     if not plaus.empty:
         parts.append(
@@ -395,41 +313,29 @@ def leaderboard(
 ) -> pd.DataFrame:
     """Models side by side: headline measures per suite, pooled over languages and prompt groups.
 
-    Input ``{suite: summary}``; output ``BOARD_COLUMNS``: rank 1 = best (for ``mean_rank`` and
-    ``|belief_ovconf|`` lower is better); for K (``k_min``/``k_avg``) ``n_used`` is the mean number
+    Input ``{suite: summary}``; output ``BOARD_COLUMNS``: rank 1 = best, in the direction of
+    each measure's :data:`factprobe.metrics.MEASURES` entry; for K (``k_min``/``k_avg``) ``n_used`` is the mean number
     of distractors actually compared (below n when a strategy found fewer) and ``chance`` the value
     a random ranker gets (:func:`chance_rows`); ``same_as`` names a strategy with identical values.
-    With ``per_fact`` (``{suite: {model: per-fact table}}``) the :data:`FACT_HEADLINE` rows get the
+    With ``per_fact`` (``{suite: {model: per-fact table}}``) the fact-level headline rows get the
     percentile bootstrap interval over facts (``ci_low``/``ci_high``) and ``n_facts``, and so does
     PLAUSIBILITY (recomputed from its per-fact parts in every replicate); the BELIEF measures over
     sampled prompt sets (Acc mean, Consist, Ovconf) keep empty intervals.
     """
-    rows = []
-    for suite, summary in summaries.items():
-        sub = summary[(summary["measure"].isin(HEADLINE)) & (summary["bin"] == -1)]
-        if sub.empty:
-            continue
-        keys = ["measure", "strategy", "n", "model"]
-        agg = sub.groupby(keys, sort=True, dropna=False)["value"].mean().reset_index()
-        extra = summary[summary["bin"] == -1].groupby(keys, sort=True)["value"].mean()
-        is_k = agg["measure"].isin(["k_min", "k_avg"])
-        lookup = agg[["strategy", "n", "model"]]
-        agg["n_used"] = extra.reindex(
-            pd.MultiIndex.from_frame(lookup.assign(measure="n_used")[keys])
-        ).to_numpy()
-        chance_keys = lookup.assign(measure=agg["measure"] + "_chance")[keys]
-        agg["chance"] = extra.reindex(pd.MultiIndex.from_frame(chance_keys)).to_numpy()
-        agg.loc[~is_k, ["n_used", "chance"]] = np.nan
-        same = coinciding_strategies(summary)
-        agg["same_as"] = [same.get(name, "") for name in agg["strategy"]]
-        agg.insert(0, "suite", suite)
-        agg = agg.merge(_intervals((per_fact or {}).get(suite, {}), bootstrap), on=keys, how="left")
-        rows.append(agg)
+    rows = [
+        _suite_board(suite, summary, (per_fact or {}).get(suite, {}), bootstrap)
+        for suite, summary in summaries.items()
+    ]
+    rows = [r for r in rows if r is not None]
     if not rows:
         return pd.DataFrame(columns=BOARD_COLUMNS)
     board = pd.concat(rows, ignore_index=True)
-    key = board["value"].where(~board["measure"].isin(["mean_rank"]), -board["value"])
-    key = key.where(board["measure"] != "belief_ovconf", -board["value"].abs())
+    # Rank 1 = best, in each measure's direction (factprobe.metrics.Measure.better_key).
+    key = pd.Series(
+        [MEASURES[m].better_key(v) for m, v in zip(board["measure"], board["value"], strict=True)],
+        index=board.index,
+        dtype=float,
+    )
     board["rank"] = (
         key.groupby([board["suite"], board["measure"], board["strategy"], board["n"]])
         .rank(ascending=False, method="min")
@@ -439,6 +345,30 @@ def leaderboard(
     board[["ci_low", "ci_high"]] = board[["ci_low", "ci_high"]].astype(float)
     board = board.sort_values(["suite", "measure", "strategy", "n", "rank", "model"], ignore_index=True)
     return board[BOARD_COLUMNS]
+
+
+def _suite_board(
+    suite: str, summary: pd.DataFrame, per_model: Mapping[str, pd.DataFrame], bootstrap: Bootstrap
+) -> pd.DataFrame | None:
+    """One suite's leaderboard rows before ranking (None: no headline measure in it)."""
+    sub = summary[(summary["measure"].isin(headline())) & (summary["bin"] == -1)]
+    if sub.empty:
+        return None
+    keys = ["measure", "strategy", "n", "model"]
+    agg = sub.groupby(keys, sort=True, dropna=False)["value"].mean().reset_index()
+    extra = summary[summary["bin"] == -1].groupby(keys, sort=True)["value"].mean()
+    # Measures with a per-fact chance level (K): chance and distractors used per row.
+    chance_of = chance_measures()
+    is_k = agg["measure"].isin(list(chance_of))
+    lookup = agg[["strategy", "n", "model"]]
+    agg["n_used"] = extra.reindex(pd.MultiIndex.from_frame(lookup.assign(measure="n_used")[keys])).to_numpy()
+    chance_keys = lookup.assign(measure=agg["measure"].map(chance_of).fillna(""))[keys]
+    agg["chance"] = extra.reindex(pd.MultiIndex.from_frame(chance_keys)).to_numpy()
+    agg.loc[~is_k, ["n_used", "chance"]] = np.nan
+    same = coinciding_strategies(summary)
+    agg["same_as"] = [same.get(name, "") for name in agg["strategy"]]
+    agg.insert(0, "suite", suite)
+    return agg.merge(_intervals(per_model, bootstrap), on=keys, how="left")
 
 
 def _intervals(per_model: Mapping[str, pd.DataFrame], bootstrap: Bootstrap) -> pd.DataFrame:
@@ -460,17 +390,17 @@ PAIRED_COLUMNS = ["suite", *uncertainty.PAIRED_COLUMNS]
 def paired_comparisons(
     per_fact: Mapping[str, Mapping[str, pd.DataFrame]], bootstrap: Bootstrap = Bootstrap()
 ) -> pd.DataFrame:
-    """Every pair of models on every suite and :data:`FACT_HEADLINE` (measure, strategy, n): the
+    """Every pair of models on every suite and fact-level headline (measure, strategy, n): the
     difference a - b on the facts both were scored on, its paired percentile bootstrap interval
-    and two-sided p-value (:func:`factprobe.metrics.uncertainty.paired_difference`). For
-    ``mean_rank`` a negative difference favours model a (lower is better)."""
+    and two-sided p-value (:func:`factprobe.metrics.uncertainty.paired_difference`). Which sign
+    favours model a: :meth:`factprobe.metrics.Measure.a_better` of the measure."""
     parts = []
     for suite, per_model in per_fact.items():
         if len(per_model) < 2:
             continue
         tables = {m: headline_per_fact(t) for m, t in per_model.items()}
         args = (bootstrap.samples, bootstrap.seed, bootstrap.level)
-        found = paired_table(tables, FACT_HEADLINE, GROUP_KEYS, *args)
+        found = paired_table(tables, fact_headline(), GROUP_KEYS, *args)
         plaus = {m: plausibility_rows(t) for m, t in tables.items()}
         if all(not t.empty for t in plaus.values()):
             extra = paired_table(
@@ -535,38 +465,55 @@ def control_check(
         )
     per_fact_means = data.groupby(["strategy", "n", "split", "fact_id", "measure"])["value"].mean()
     wide = per_fact_means.unstack("measure").reset_index()
+    boot = (bootstrap_samples, bootstrap_seed, confidence_level)
+    table = _check_curves(wide, ["strategy", "n", "split"], boot).assign(low=np.nan, high=np.nan, verdict="")
+    verdict = _check_verdict(wide, control_strategy, taught_target, chance_band, boot)
+    out = pd.concat([table, verdict], ignore_index=True)
+    out["facts"] = out["facts"].astype("int64")
+    out["n"] = out["n"].astype("int64")
+    return out[CHECK_COLUMNS]
 
-    def curves(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-        parts = []
-        for measure in CHECK_MEASURES:
-            if measure not in frame.columns:
-                continue
-            sub = frame.dropna(subset=[measure])
-            agg = sub.groupby(by, sort=True).agg(
-                value=(measure, "mean"),
-                facts=("fact_id", "nunique"),
-                n_used=("n_used", "mean"),
-                chance=(f"{measure}_chance", "mean"),
-            )
-            bounds = {
-                key: _mean_interval(group[measure].to_numpy(float))
-                for key, group in sub.groupby(by, sort=True)
-            }
-            agg["ci_low"] = [bounds[k][0] for k in agg.index]
-            agg["ci_high"] = [bounds[k][1] for k in agg.index]
-            parts.append(agg.reset_index().assign(measure=measure))
-        return pd.concat(parts, ignore_index=True)
 
-    def _mean_interval(values: np.ndarray) -> tuple[float, float]:
-        reps = np.concatenate(
-            [
-                w @ values / len(values)
-                for w in resample_counts(len(values), bootstrap_samples, bootstrap_seed)
-            ]
+def _check_curves(frame: pd.DataFrame, by: list[str], boot: tuple[int, int, float]) -> pd.DataFrame:
+    """Mean over facts of each :data:`CHECK_MEASURES` per ``by`` group, with facts counted,
+    distractors used, chance and the bootstrap interval of the mean."""
+    parts = []
+    for measure in CHECK_MEASURES:
+        if measure not in frame.columns:
+            continue
+        sub = frame.dropna(subset=[measure])
+        agg = sub.groupby(by, sort=True).agg(
+            value=(measure, "mean"),
+            facts=("fact_id", "nunique"),
+            n_used=("n_used", "mean"),
+            chance=(f"{measure}_chance", "mean"),
         )
-        return percentile_interval(reps, confidence_level)
+        bounds = {
+            key: _mean_interval(group[measure].to_numpy(float), *boot)
+            for key, group in sub.groupby(by, sort=True)
+        }
+        agg["ci_low"] = [bounds[k][0] for k in agg.index]
+        agg["ci_high"] = [bounds[k][1] for k in agg.index]
+        parts.append(agg.reset_index().assign(measure=measure))
+    return pd.concat(parts, ignore_index=True)
 
-    table = curves(wide, ["strategy", "n", "split"]).assign(low=np.nan, high=np.nan, verdict="")
+
+def _mean_interval(values: np.ndarray, samples: int, seed: int, level: float) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of ``values``."""
+    reps = np.concatenate([w @ values / len(values) for w in resample_counts(len(values), samples, seed)])
+    return percentile_interval(reps, level)
+
+
+def _check_verdict(
+    wide: pd.DataFrame,
+    control_strategy: str,
+    taught_target: float,
+    chance_band: float,
+    boot: tuple[int, int, float],
+) -> pd.DataFrame:
+    """The two verdict rows: Avg@n at the largest n of ``control_strategy`` (every strategy pooled
+    when the suite has none) on taught facts against ``taught_target``, on untaught facts against
+    chance ± ``chance_band``."""
     avg = wide.dropna(subset=["k_avg"])
     strategy = control_strategy
     if strategy in set(avg["strategy"]):
@@ -581,22 +528,16 @@ def control_check(
         .groupby(["split", "fact_id"], as_index=False)[["k_avg", "n_used", "k_avg_chance"]]
         .mean()
     )
-    verdict = curves(one.assign(strategy=strategy, n=largest), ["strategy", "n", "split"])
+    verdict = _check_curves(one.assign(strategy=strategy, n=largest), ["strategy", "n", "split"], boot)
     verdict = verdict[verdict["measure"] == "k_avg"]
     untaught = verdict["split"] == "untaught"
     verdict["low"] = np.where(untaught, verdict["chance"] - chance_band, taught_target)
     verdict["high"] = np.where(untaught, verdict["chance"] + chance_band, 1.0)
     ok = (verdict["value"] >= verdict["low"] - 1e-12) & (verdict["value"] <= verdict["high"] + 1e-12)
     verdict["verdict"] = np.where(ok, "pass", "FAIL")
-    out = pd.concat([table, verdict], ignore_index=True)
-    out["facts"] = out["facts"].astype("int64")
-    out["n"] = out["n"].astype("int64")
-    return out[CHECK_COLUMNS]
+    return verdict
 
 
 def read_control_check(path: str | Path) -> pd.DataFrame:
-    """Read control_check.csv (empty verdict cells stay "")."""
-    frame = pd.read_csv(path, dtype={"strategy": str, "split": str, "verdict": str}, keep_default_na=False)
-    for col in ("value", "n_used", "chance", "low", "high"):
-        frame[col] = pd.to_numeric(frame[col].replace("", np.nan), errors="coerce")
-    return frame
+    """Read control_check.csv through its contract (empty verdict cells stay "")."""
+    return contracts.read_csv("control_check", path)

@@ -16,27 +16,18 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-DPI = 90
+from factprobe.metrics import MEASURES, measure_of  # noqa: E402
 
-#: Axis wording of each headline measure: (name, unit / range, which direction is better).
-MEASURE_AXES = {
-    "k_min": ("Min@n", "share of facts, 0–1", "higher is better"),
-    "k_avg": ("Avg@n", "share of distractors ranked below the object, 0–1", "higher is better"),
-    "probability": ("Probability", "mean P(object | prompt), 0–1", "higher is better"),
-    "precision": ("Precision@n", "share of facts, 0–1", "higher is better"),
-    "recall": ("R@n", "share of facts with the object in the top n, 0–1", "higher is better"),
-    "mean_rank": ("mean rank", "rank of the object among the candidates, 1 = first", "lower is better"),
-    "plausibility": ("PLAUSIBILITY", "mean of Acc., MRR and NDCG, 0–1", "higher is better"),
-    "belief_acc_mean": ("BELIEF Acc@1 mean", "share of prompts, 0–1", "higher is better"),
-    "belief_consist": ("BELIEF Consist", "share of agreeing prompt pairs, 0–1", "higher is better"),
-    "belief_ovconf": ("BELIEF Ovconf", "mean confidence − accuracy", "closer to 0 is better"),
-    "belief_icl_acc_mean": ("BELIEF-ICL Acc@1 mean", "share of prompts, 0–1", "higher is better"),
-}
+DPI = 90
 
 
 def measure_axis(measure: str) -> tuple[str, str, str]:
-    """(name, unit, direction) of a measure; unknown measures keep their own name."""
-    return MEASURE_AXES.get(measure, (measure, "value", "see the table"))
+    """(name, unit, direction) of a measure, from its :data:`factprobe.metrics.MEASURES` entry;
+    unregistered measures keep their own name."""
+    if measure not in MEASURES:
+        return (measure, "value", "see the table")
+    entry = MEASURES[measure]
+    return (entry.label, entry.unit, entry.direction)
 
 
 def fmt(value: float, digits: int = 3) -> str:
@@ -123,7 +114,7 @@ def _log_n_axis(ax, ns: pd.Series) -> None:
 
 
 def _band(intervals: pd.DataFrame | None, model: str, measure: str, strategy: str) -> pd.DataFrame | None:
-    if intervals is None or intervals.empty or "ci_low" not in intervals.columns:
+    if intervals is None or intervals.empty:
         return None
     rows = intervals[
         (intervals["model"] == model)
@@ -136,7 +127,7 @@ def _band(intervals: pd.DataFrame | None, model: str, measure: str, strategy: st
 
 def _n_facts(intervals: pd.DataFrame | None, model: str, measure: str) -> str:
     """ "n = X facts" of a model's rows (a range when strategies or n differ)."""
-    if intervals is None or intervals.empty or "n_facts" not in intervals.columns:
+    if intervals is None or intervals.empty:
         return "n facts unknown"
     rows = intervals[(intervals["model"] == model) & (intervals["measure"] == measure)]
     counts = pd.to_numeric(rows["n_facts"], errors="coerce").dropna().astype(int)
@@ -164,9 +155,6 @@ def model_bars(board: pd.DataFrame, dpi: int = DPI, level: float = 0.95) -> str 
     board = board[(board["strategy"] == "") | (board["strategy"] == chosen)].copy()
     if board.empty:
         return None
-    for col in ("ci_low", "ci_high", "n_facts"):
-        if col not in board.columns:
-            board[col] = np.nan
     panels = list(board.groupby(["suite", "measure", "strategy", "n"], sort=True))
     ncols = min(4, len(panels))
     nrows = -(-len(panels) // ncols)
@@ -195,9 +183,10 @@ def model_bars(board: pd.DataFrame, dpi: int = DPI, level: float = 0.95) -> str 
         ]
         ax.set_xticks(x, ticks, fontsize=7)
         ax.set_ylabel(f"{name}\n({unit})", fontsize=7)
-        if measure not in ("mean_rank", "belief_ovconf"):
+        entry = measure_of(measure)
+        if entry.bounded:
             ax.set_ylim(0, 1.02)
-        elif measure == "belief_ovconf":
+        elif entry.zero_is_best:
             ax.axhline(0, color="grey", linewidth=1)
         at = _suffix({"strategy": strategy, "n": n}).strip()
         ax.set_title(f"{suite}: {name} {at}\n{direction}", fontsize=8)
@@ -321,7 +310,7 @@ def control_panel(check: pd.DataFrame, dpi: int = DPI) -> str | None:
                 linestyle=styles[split],
                 label=f"{strategy}, {split} (n = {facts} facts)",
             )
-            if "ci_low" in line.columns and line["ci_low"].notna().any():
+            if line["ci_low"].notna().any():
                 ax.fill_between(
                     line["n"], line["ci_low"], line["ci_high"], color=drawn[0].get_color(), alpha=0.12
                 )

@@ -17,7 +17,7 @@ import pandas as pd
 
 from factprobe.settings import Report
 
-from ..metrics.pipeline import coinciding_strategies
+from ..metrics import measure_of
 from ..metrics.ranking import table1
 from . import figures
 
@@ -90,9 +90,11 @@ def pooled(summary: pd.DataFrame, measures) -> pd.DataFrame:
     return rows.groupby(["model", "measure", "strategy", "n"], sort=True)["value"].mean().reset_index()
 
 
-def same_strategy_note(summary: pd.DataFrame) -> str:
-    """A sentence naming strategies whose values coincide (their distractor lists are the same)."""
-    same = coinciding_strategies(summary)
+def same_strategy_note(board: pd.DataFrame) -> str:
+    """A sentence naming strategies whose values coincide (their distractor lists are the same),
+    read from one suite's leaderboard rows (``same_as``, computed once by the leaderboard)."""
+    named = board[board["same_as"].fillna("").astype(str) != ""]
+    same = dict(zip(named["strategy"], named["same_as"], strict=True))
     if not same:
         return ""
     groups: dict[str, list[str]] = {}
@@ -127,7 +129,7 @@ def knowledge_section(summaries: Mapping[str, pd.DataFrame], figs: Figures, boar
         if data.empty:
             continue
         chance = pooled(summary, ["k_min_chance", "k_avg_chance"])
-        intervals = board[board["suite"] == suite] if "suite" in board.columns else None
+        intervals = board[board["suite"] == suite]
         parts.append(f"<h3>suite {html.escape(suite)}</h3>")
         parts.append(
             figs.img(
@@ -136,7 +138,7 @@ def knowledge_section(summaries: Mapping[str, pd.DataFrame], figs: Figures, boar
                 f"k_versus_n-{suite}",
             )
         )
-        parts.append(same_strategy_note(summary))
+        parts.append(same_strategy_note(intervals))
         parts.append(distractors_used_table(summary))
         base = pooled(summary, ["probability", "precision"])
         if not base.empty:
@@ -264,9 +266,6 @@ def models_section(
     if board.empty:
         return _note("No model has metrics yet.")
     board = figures.headline_rows(board)
-    for col in ("ci_low", "ci_high", "n_facts"):
-        if col not in board.columns:
-            board[col] = np.nan
     board = board.assign(
         col=board.apply(headline_label, axis=1),
         cell=[
@@ -283,7 +282,7 @@ def models_section(
     )
     wide["n facts"] = counts.reindex(wide.index)
     wide["better"] = board.groupby(["suite", "col"])["better"].first().reindex(wide.index)
-    if "chance" in board.columns and board["chance"].notna().any():
+    if board["chance"].notna().any():
         chance = board.groupby(["suite", "col"])["chance"].mean()
         wide["chance (random ranker)"] = [figures.fmt(v) for v in chance.reindex(wide.index)]
     wide = wide.reset_index().rename(columns={"col": "measure"})
@@ -316,9 +315,8 @@ def paired_section(paired: pd.DataFrame | None, level: float = 0.95) -> str:
         return ""
     verdict = []
     for row in rows.itertuples():
-        lower = row.measure == "mean_rank"
         if row.ci_low > 0 or row.ci_high < 0:
-            a_better = (row.diff < 0) if lower else (row.diff > 0)
+            a_better = measure_of(row.measure).a_better(row.diff)
             verdict.append(f"{row.model_a if a_better else row.model_b} better (CI excludes 0)")
         else:
             verdict.append("no clear difference (CI includes 0)")

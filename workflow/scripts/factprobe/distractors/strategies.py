@@ -1,0 +1,100 @@
+"""The built-in retrievers of :data:`factprobe.distractors.STRATEGIES`, one per strategy.
+
+Each is called per fact as ``retriever(ctx, i, fact_id, (s, r, o))`` and returns that fact's
+candidate rows (:func:`factprobe.distractors.retrieve.rows`); the ``prepare`` functions build,
+once per suite, what every fact shares (semantic lists, relation pools, co-occurrence levels).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from factprobe.contracts import pid
+from factprobe.distractors.pool import pool_distractors
+from factprobe.distractors.pool import relation_pools as _relation_pools
+from factprobe.distractors.random import random_distractors
+from factprobe.distractors.retrieve import Context, rows
+from factprobe.distractors.semantic import sem_distractors
+from factprobe.distractors.temporal import temp_sem
+
+Triple = tuple[int, int, int]
+
+
+def random_rows(ctx: Context, i: int, fid: str, fact: Triple) -> list[dict]:
+    """Random distractors of Ω(f) (distractors paper §3.3)."""
+    s, r, o = fact
+    return rows(fid, random_distractors(ctx.omega, fid, s, r, o, ctx.settings.n), "random", side="object")
+
+
+def sem_lists(ctx: Context) -> None:
+    """The semantic neighbours of every fact, shared by ``sem`` and ``temp+sem``."""
+    if "sem_lists" in ctx.shared:
+        return
+    if ctx.index is None:
+        raise ValueError("strategies sem/temp+sem need the semantic index of the suite's dump")
+    # Temp+Sem may drop sem items already in the temporal list, hence 2n.
+    n, search = 2 * ctx.settings.n, ctx.settings.search
+    ctx.shared["sem_lists"] = sem_distractors(ctx.index, ctx.omega, ctx.triples, n, search, built=ctx.built)
+
+
+def sem_rows(ctx: Context, i: int, fid: str, fact: Triple) -> list[dict]:
+    """Semantic distractors (distractors paper §3.3, Sem)."""
+    return rows(fid, ctx.shared["sem_lists"][i][: ctx.settings.n], "sem", side="object")
+
+
+def temp_sem_rows(ctx: Context, i: int, fid: str, fact: Triple) -> list[dict]:
+    """Temporal distractors topped up by semantic ones (distractors paper §3.3, Temp+Sem)."""
+    s, r, o = fact
+    past = (ctx.past or {}).get((s, r), [])
+    pairs = temp_sem(ctx.omega, past, ctx.shared["sem_lists"][i], s, r, o, ctx.settings.n)
+    got = rows(fid, [e for e, _ in pairs], "temp+sem", side="object")
+    return [dict(row, source=src) for row, (_, src) in zip(got, pairs, strict=True)]
+
+
+def cooccur_relevance(ctx: Context) -> None:
+    """The object row's relevance above every co-occurrence level (PROBELM Algorithm 1)."""
+    if ctx.cooccur is None:
+        raise ValueError("strategy cooccur needs the dump's statements")
+    ctx.object_relevance = float(ctx.settings.cooccur_n + 1)
+
+
+def cooccur_rows(ctx: Context, i: int, fid: str, fact: Triple) -> list[dict]:
+    """Co-occurrence alternatives on each configured side (PROBELM App. B, Algorithm 1)."""
+    s, r, o = fact
+    got: list[dict] = []
+    for side in ctx.settings.cooccur_sides:
+        alts = ctx.cooccur.alternatives(ctx.omega, fid, s, r, o, ctx.settings.cooccur_n, side)
+        got += [
+            dict(row, relevance=rel, score=float(freq))
+            for row, (_, freq, rel) in zip(
+                rows(fid, [e for e, _, _ in alts], "cooccur", side=side), alts, strict=True
+            )
+        ]
+    return got
+
+
+def relation_pools(ctx: Context) -> None:
+    """Same-relation pools per (relation, language) (fluent-mLAMA §3.1)."""
+    if ctx.entity_forms is None:
+        raise ValueError("strategy pool needs the suite's entity_forms")
+    # fluent-mLAMA §3.1: all objects of the relation in the dump (Ω's valid statements), or the suite's.
+    settings = ctx.settings
+    dump_objects = ctx.omega.valid if settings.pool_source == "relation" else None
+    t0 = time.perf_counter()
+    pools = _relation_pools(ctx.facts, ctx.entity_forms, settings.languages, dump_objects)
+    ctx.built["s"] += time.perf_counter() - t0
+    ctx.built["n"] += len(pools)
+    ctx.shared["pools"] = pools
+
+
+def pool_rows(ctx: Context, i: int, fid: str, fact: Triple) -> list[dict]:
+    """Distractors drawn from the relation's pool, per language (fluent-mLAMA §3.1)."""
+    s, r, o = fact
+    got: list[dict] = []
+    for lang in ctx.settings.languages:
+        pool = ctx.shared["pools"].get((pid(r), lang), np.empty(0, np.int64))
+        picked = pool_distractors(ctx.omega, pool, s, r, o, ctx.settings.pool_size)
+        got += rows(fid, picked, "pool", side="object", lang=lang)
+    return got

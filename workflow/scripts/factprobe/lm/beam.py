@@ -1,0 +1,186 @@
+"""Beam search over a trie of token sequences (constrained decoding), KV cache reused.
+
+The search ApprOpt runs (distractors paper §3.3): every hypothesis is a path of a
+:class:`TokenTrie` ending in EOS, scored by its summed log-probability. It works on a
+``transformers`` causal LM module; :meth:`factprobe.lm.hf.HFCausalLM.trie_search` is its entry
+point, so ApprOpt asks its model for the search instead of reaching inside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+LEAF = -1
+# A finished hypothesis: tokens (incl. EOS), summed log-probability, the entities at its leaf.
+Hyp = tuple[tuple[int, ...], float, list]
+
+
+@dataclass
+class TokenTrie:
+    """A trie of token-id sequences, each ending in ``eos``; leaves hold the entities reached."""
+
+    eos: int
+    root: dict = field(default_factory=dict)
+
+    def add(self, tokens: list[int], value: Any) -> None:
+        """Insert ``tokens + [eos]``; ``value`` is appended to the leaf's list."""
+        node = self.root
+        for t in [*tokens, self.eos]:
+            node = node.setdefault(int(t), {})
+        node.setdefault(LEAF, []).append(value)
+
+    def allowed(self, node: dict) -> list[int]:
+        """Tokens that may follow ``node``."""
+        return [t for t in node if t != LEAF]
+
+    def paths(self) -> list[tuple[tuple[int, ...], list]]:
+        """Every complete path (tokens including EOS) with its leaf values (for exhaustive checks)."""
+        out, stack = [], [((), self.root)]
+        while stack:
+            prefix, node = stack.pop()
+            for t, child in node.items():
+                if t == LEAF:
+                    out.append((prefix, child))
+                else:
+                    stack.append(((*prefix, t), child))
+        return sorted(out)
+
+    def depth(self) -> int:
+        """Length of the longest path (tokens including EOS)."""
+        return max((len(p) for p, _ in self.paths()), default=0)
+
+
+@torch.no_grad()
+def constrained_beam_search(
+    model: Any, prefix_ids: list[int], trie: TokenTrie, width: int, max_new_tokens: int | None = None
+) -> list[Hyp]:
+    """Beam search of ``width`` over ``trie`` paths after ``prefix_ids``, KV cache reused.
+
+    Returns up to ``width`` finished hypotheses ``(tokens incl. EOS, log-prob, leaf values)``,
+    best first. Every expansion that reaches EOS is kept as finished (its score is final); the
+    ``width`` best unfinished ones go on. The search stops when no beam is left, or when ``width``
+    finished hypotheses are at least as good as the best open beam (log-probs only fall), so with
+    ``width`` ≥ the number of trie paths the result is exactly the exhaustive ranking.
+    """
+    if not trie.root or width <= 0:
+        return []
+    device = next(model.parameters()).device
+    max_new_tokens = max_new_tokens or trie.depth()
+    out = model(input_ids=torch.tensor([prefix_ids], device=device), use_cache=True)
+    past = out.past_key_values
+    logp = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
+    beams: list[tuple[tuple[int, ...], float, dict]] = [((), 0.0, trie.root)]
+    finished: list[Hyp] = []
+    for _ in range(max_new_tokens):
+        nxt, finished, over = _expand(beams, logp, trie, width, finished)
+        if over:
+            break
+        parents = torch.tensor([h[3] for h in nxt], device=device)
+        past.reorder_cache(parents)
+        step = torch.tensor([[h[0][-1]] for h in nxt], device=device)
+        out = model(input_ids=step, past_key_values=past, use_cache=True)
+        past = out.past_key_values
+        logp = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
+        beams = [(h[0], h[1], h[2]) for h in nxt]
+    return finished
+
+
+def _expand(
+    beams: list[tuple[tuple[int, ...], float, dict]],
+    logp: torch.Tensor,
+    trie: TokenTrie,
+    width: int,
+    finished: list[Hyp],
+) -> tuple[list[tuple[tuple[int, ...], float, dict, int]], list[Hyp], bool]:
+    """One beam step of one search: the next open beams (with their parent's row in ``logp``),
+    the ``width`` best finished hypotheses so far, and whether the search is over."""
+    cands = []
+    for b, (_, score, node) in enumerate(beams):
+        allowed = trie.allowed(node)
+        if allowed:
+            lps = logp[b, torch.tensor(allowed, device=logp.device)].tolist()
+            cands.extend((score + lp, b, t) for t, lp in zip(allowed, lps, strict=True))
+    if not cands:
+        return [], finished, True
+    cands.sort(key=lambda c: (-c[0], c[1], c[2]))
+    nxt = []
+    for score, b, t in cands:
+        toks, _, node = beams[b]
+        if t == trie.eos:
+            finished.append(((*toks, t), score, node[t][LEAF]))
+        elif len(nxt) < width:
+            nxt.append(((*toks, t), score, node[t], b))
+    finished.sort(key=lambda h: (-h[1], h[0]))
+    finished = finished[:width]
+    over = not nxt or (len(finished) >= width and nxt[0][1] <= finished[-1][1])
+    return nxt, finished, over
+
+
+@torch.no_grad()
+def batched_beam_search(
+    model: Any, prefixes: list[list[int]], tries: list[TokenTrie], width: int, pad_id: int = 0
+) -> list[list[Hyp]]:
+    """:func:`constrained_beam_search` of many prompts at once (one forward per step for all).
+
+    Prompts are left-padded; every open beam of every prompt is one row of the KV cache, rows are
+    reordered by parent after each step and finished prompts drop out. Each search decides alone
+    (its own beams, finished list and stop rule), so the result is the one-prompt search up to the
+    last bits of padded arithmetic (checked against it in tests/unit/test_appropt.py).
+    """
+    results: list[list[Hyp]] = [[] for _ in prefixes]
+    live = [k for k, t in enumerate(tries) if t.root and width > 0]
+    if not live:
+        return results
+    device = next(model.parameters()).device
+    longest = max(len(prefixes[k]) for k in live)
+    ids = torch.full((len(live), longest), pad_id, dtype=torch.long)
+    mask = torch.zeros(len(live), longest, dtype=torch.long)
+    for row, k in enumerate(live):
+        ids[row, longest - len(prefixes[k]) :] = torch.tensor(prefixes[k])
+        mask[row, longest - len(prefixes[k]) :] = 1
+    positions = (mask.sum(1) - 1).clamp_min(0)
+    mask, positions = mask.to(device), positions.to(device)
+    out = model(
+        input_ids=ids.to(device),
+        attention_mask=mask,
+        position_ids=(mask.cumsum(1) - 1).clamp_min(0),
+        use_cache=True,
+    )
+    past = out.past_key_values
+    logp = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
+    # per live prompt: (first row in logp, its open beams, finished, steps left)
+    state = {k: [row, [((), 0.0, tries[k].root)], [], tries[k].depth()] for row, k in enumerate(live)}
+    while state:
+        parents, steps, order = [], [], []
+        for k in list(state):
+            first, beams, finished, left = state[k]
+            block = logp[first : first + len(beams)]
+            nxt, finished, over = _expand(beams, block, tries[k], width, finished)
+            left -= 1
+            if over or left <= 0:
+                results[k] = finished
+                del state[k]
+                continue
+            state[k] = [len(parents), [(h[0], h[1], h[2]) for h in nxt], finished, left]
+            parents += [first + h[3] for h in nxt]
+            steps += [h[0][-1] for h in nxt]
+            order.append(k)
+        if not state:
+            break
+        index = torch.tensor(parents, device=device)
+        past.reorder_cache(index)
+        positions = positions[index] + 1
+        mask = torch.cat([mask[index], torch.ones(len(parents), 1, dtype=mask.dtype, device=device)], dim=1)
+        out = model(
+            input_ids=torch.tensor(steps, device=device)[:, None],
+            attention_mask=mask,
+            position_ids=positions[:, None],
+            past_key_values=past,
+            use_cache=True,
+        )
+        past = out.past_key_values
+        logp = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
+    return results

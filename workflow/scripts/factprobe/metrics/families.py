@@ -1,0 +1,111 @@
+"""The built-in measure families of :data:`factprobe.metrics.FAMILIES`, one function each.
+
+Each takes the suite's :class:`factprobe.metrics.pipeline.SuiteFrame` and returns
+``(per-fact tables, suite-level tables)``; ``compute_suite_metrics`` runs the suite's families
+in registry order and puts the tables together.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pandas as pd
+
+from .belief import (
+    belief_dataset,
+    belief_per_fact,
+    candidate_predictions,
+    generation_predictions,
+    vocabulary_predictions,
+)
+from .common import GROUP_KEYS, prompt_frame
+from .knowledge import dropped_fact_counts, knowledge_per_fact
+from .pipeline import SuiteFrame
+from .plausibility import plausibility_per_fact, plausibility_score
+from .ranking import ranking_per_fact
+
+log = logging.getLogger(__name__)
+
+Tables = tuple[list[pd.DataFrame], list[pd.DataFrame]]
+
+
+def knowledge(f: SuiteFrame) -> Tables:
+    """K Min@n / Avg@n per strategy and the Table 2 baselines (distractors paper §3.2)."""
+    s = f.settings
+    table = knowledge_per_fact(
+        f.ent,
+        f.prompts,
+        f.cands,
+        f.facts,
+        f.correct,
+        s.ns,
+        s.precision_ns,
+        s.combined_strategies,
+        topk=f.inputs.topk,
+        scores=f.scores,
+        short_lists=s.short_lists,
+    )
+    return [table], [dropped_fact_counts(table)]
+
+
+def ranking(f: SuiteFrame) -> Tables:
+    """Rank, R@n and mean rank of the object (fluent-mLAMA §3.3)."""
+    return [ranking_per_fact(f.ent, f.prompts, f.cands, f.correct, f.settings.recall_ns)], []
+
+
+def plausibility(f: SuiteFrame) -> Tables:
+    """Acc., MRR, NDCG per fact and PLAUSIBILITY (PROBELM §4.2)."""
+    s = f.settings
+    # Both slots of PROBELM Algorithm 1: subject swaps are ranked in their own groups.
+    every = f.inputs.candidates.copy()
+    every["rank"] = pd.to_numeric(every["rank"], errors="coerce").fillna(0)
+    plaus = plausibility_per_fact(
+        f.ent, f.prompts, every, f.facts, s.plausibility_strategies, s.ndcg_gain, s.ndcg_normalization
+    )
+    means = plaus.groupby([*GROUP_KEYS, "measure"])["value"].mean().reset_index()
+    score = plausibility_score(means)
+    dataset = [] if score.empty else [score.drop(columns="n_parts").assign(measure="plausibility", style="")]
+    return [plaus], dataset
+
+
+def belief(f: SuiteFrame) -> Tables:
+    """BELIEF over the vocabulary (needs the top-k table) and its closed-set variant (§2.1)."""
+    s = f.settings
+    per_fact, dataset = [], []
+    # §2.1: argmax over the vocabulary (needs the top-k table); belief_cand_*: the closed-set variant.
+    pp = vocabulary_predictions(f.inputs.topk, f.scores, f.prompts, f.facts, f.correct)
+    if pp.empty:
+        log.warning("belief: no top-k next-token table (scoring.topk = 0?); only belief_cand_* computed")
+    else:
+        per_fact.append(belief_per_fact(pp, f.facts, "belief", "exact"))
+        dataset.append(belief_dataset(pp, "belief", s.belief_samplings, s.belief_bins))
+    pp = candidate_predictions(f.ent, f.prompts, f.cands, f.facts, f.correct)
+    per_fact.append(belief_per_fact(pp, f.facts, "belief_cand", "exact"))
+    dataset.append(belief_dataset(pp, "belief_cand", s.belief_samplings, s.belief_bins))
+    return per_fact, dataset
+
+
+def belief_icl(f: SuiteFrame) -> Tables:
+    """BELIEF-ICL from the suite's generations (BELIEF §3.2)."""
+    if f.inputs.generations is None:
+        log.warning(
+            "belief_icl requested but the suite has no generations (set suites.<suite>.generate: true)"
+        )
+        return [], []
+    s = f.settings
+    pp = generation_predictions(f.inputs.generations, f.prompts, f.facts, f.correct, answer_forms(f))
+    return [belief_per_fact(pp, f.facts, "belief_icl", "two_way")], [
+        belief_dataset(pp, "belief_icl", s.belief_samplings, s.belief_bins)
+    ]
+
+
+def answer_forms(f: SuiteFrame) -> pd.DataFrame:
+    """Answer strings for BELIEF-ICL: forms table plus every form scored for a prompt's entity."""
+    inputs = f.inputs
+    parts = []
+    if inputs.forms is not None:
+        parts.append(inputs.forms[["entity", "lang", "form"]])
+    langs = prompt_frame(inputs.prompts)[["prompt_id", "lang"]]
+    scored = inputs.scores[["prompt_id", "entity", "form"]].merge(langs, on="prompt_id")
+    parts.append(scored[["entity", "lang", "form"]])
+    return pd.concat(parts, ignore_index=True).drop_duplicates()
