@@ -472,28 +472,39 @@ def _entity(i: int, p: int, kind: str, plan: list, n_alias: int, n_sites: int, r
             rng: np.random.Generator) -> tuple[str, str | None, int]:  # fmt: skip
     """One item's line in the old dump, its line in the new one when edited (else None) and its
     number of item-valued statements. ``plan``: per spec (property, item group or None, ordinal?,
-    templates, counts, offsets, values)."""
+    templates, counts, offsets, values, template choices)."""
     layout = _STATE["layout"]
     qid = int(layout.ids[i])
     claims: list[list] = []
     editable: list[tuple[int, int, str]] = []
     n_item = j = 0
-    for prop, group, ordinal, templates, counts, offsets, values in plan:
+    for prop, group, ordinal, templates, counts, offsets, values, choice in plan:
         c = counts[p]
         if not c:
             continue
         o = offsets[p]
-        block: list = [prop]
-        for k, t in enumerate(values[o : o + c]):
-            tpl = templates[rand.next() & 255]
-            if group is None:
-                block.append(tpl % ((k + 1, qid, j) if ordinal else (qid, j)))
+        tpls = [templates[ch] for ch in choice[o : o + c]]
+        if group is None:
+            if ordinal:
+                block = [prop, *(t % (k + 1, qid, j + k) for k, t in enumerate(tpls))]
             else:
-                block.append(tpl % ((t, t, k + 1, qid, j) if ordinal else (t, t, qid, j)))
-                n_item += 1
-                if prop not in ("P31", "P279") and group != "sex":
-                    editable.append((len(claims), len(block) - 1, group))
-            j += 1
+                block = [prop, *(t % (qid, j + k) for k, t in enumerate(tpls))]
+        else:
+            vs = values[o : o + c]
+            if ordinal:
+                block = [
+                    prop,
+                    *(t % (v, v, k + 1, qid, j + k) for k, (t, v) in enumerate(zip(tpls, vs, strict=True))),
+                ]
+            else:
+                block = [
+                    prop,
+                    *(t % (v, v, qid, j + k) for k, (t, v) in enumerate(zip(tpls, vs, strict=True))),
+                ]
+            n_item += c
+            if edit and prop not in ("P31", "P279") and group != "sex":
+                editable += [(len(claims), k, group) for k in range(1, c + 1)]
+        j += c
         claims.append(block)
     x = rand.next()
     terms, label = _terms(kind, qid, x, n_alias, _STATE["frag"])
@@ -556,7 +567,10 @@ def _plan(rng: np.random.Generator, kind: str, pos: np.ndarray, start: int) -> l
     for prop, group, ordinal, templates, counts, values in plan:
         offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
         item_group = group if group in ITEM_GROUPS else None
-        out.append((prop, item_group, ordinal, templates, counts.tolist(), offsets.tolist(), values.tolist()))
+        choice = rng.integers(0, len(templates), len(values)).tolist()
+        out.append(
+            (prop, item_group, ordinal, templates, counts.tolist(), offsets.tolist(), values.tolist(), choice)
+        )
     return out
 
 
