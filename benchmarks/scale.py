@@ -476,7 +476,11 @@ def cpu_table(runs: list[dict]) -> list[str]:
         + " | ".join(f"{run['dag_cpu_s']:.1f}" if "dag_cpu_s" in run else "-" for run in runs)
         + " |"
     )
-    lines += ["", "(*) a job without a true figure: Snakemake's counted for it."]
+    lines += [
+        "",
+        "(*) a job without a true figure: Snakemake's counted for it. The DAG row is this invocation's"
+        " Snakemake: with --keep, jobs done by an earlier run are not in it.",
+    ]
     return lines
 
 
