@@ -1,12 +1,21 @@
-"""Scale benchmark: the DAG up to (not including) scoring on replicated demo dumps (issue 15 item 1).
+"""Scale benchmark: the DAG up to (not including) scoring on synthetic dumps (issue 15 item 1).
 
-For each size in ``--sizes`` (items per dump), :mod:`scale_dumps` writes two replicated dumps
-(ids shifted per copy, hubs shared, pseudo-word labels per copy, ~3 % edits in the newer one), a
+For each size in ``--sizes`` (items per dump), :mod:`scale_dumps` writes two Wikidata-shaped
+synthetic dumps (composition calibrated to real Wikidata, ~3 % edits in the newer one), a
 working directory gets a copy of ``config/config.yaml`` pointing at them (every suite's
 ``n_facts`` set to ``--facts``), and Snakemake runs every suite's ``candidates.parquet`` target:
 extraction, diff, temporal views, probes, semantic index and distractor retrieval (ApprOpt and
 translation load a model and are left out, like scoring). Snakemake's ``benchmark:`` files give
 per job wall seconds, CPU seconds and peak RSS.
+
+True CPU (issue 31 item 2): Snakemake's ``cpu_time`` samples each job's process tree with psutil
+every 30 s and loses what ends between samples (2-2.5x under ``/usr/bin/time`` at 1M entities).
+The run puts ``benchmarks/jobcpu.py`` first on its PYTHONPATH as ``sitecustomize``, which makes every
+job's script process write, on exit, ``getrusage`` of itself and of its waited-for children (the
+whole tree) to ``<work>/jobcpu/``. Per rule the report gives both figures side by side, the DAG's
+own total (``RUSAGE_CHILDREN`` of this process around Snakemake: jobs plus Snakemake), and every
+CPU exponent and CPU-hour below is fitted from the true figure (Snakemake's where a saved run
+has none).
 
 Growth: per rule (the sum of CPU-s and wall over its jobs, the max of their peak RSS), a
 least-squares fit of ``log y = a + b log n`` over the sizes gives the exponent ``b`` in entities
@@ -44,6 +53,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scale_dumps import write_dumps  # noqa: E402
+
+JOB_CPU_HOOK = Path(__file__).resolve().parent / "jobcpu.py"
 
 FULL_ENTITIES = 110e6
 FULL_CLAIMS = 1.5e9
@@ -120,12 +131,14 @@ def make_workdir(work: Path, items: int, facts: int, shards: int = 1) -> dict:
     return stats
 
 
-def run_dag(work: Path, cores: int, mem_mb: int | None = None) -> tuple[float, str]:
-    """Snakemake up to every suite's candidates table; returns (wall seconds, log tail).
+def run_dag(work: Path, cores: int, mem_mb: int | None = None) -> tuple[float, str, float]:
+    """Snakemake up to every suite's candidates table; returns (wall seconds, log tail, CPU
+    seconds of Snakemake and all its jobs by rusage). Every job's true CPU lands in
+    ``work/jobcpu`` (benchmarks/jobcpu.py, installed by job_cpu_env).
     ``mem_mb``: the memory request of every DuckDB job (DUCKDB_RULES) at every size."""
     config = yaml.safe_load((work / "config" / "config.yaml").read_text())
     targets = [f"results/probes/{s}/candidates.parquet" for s in config["suites"]]
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "workflow" / "scripts"))
+    env = job_cpu_env(work, str(ROOT / "workflow" / "scripts"))
     cmd = [
         sys.executable,
         "-m",
@@ -142,27 +155,67 @@ def run_dag(work: Path, cores: int, mem_mb: int | None = None) -> tuple[float, s
     ]
     if mem_mb:
         cmd += ["--set-resources", *(f"{rule}:mem_mb={mem_mb}" for rule in DUCKDB_RULES)]
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), _children_cpu()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, _children_cpu() - cpu0
     if proc.returncode:
         raise SystemExit(f"snakemake failed in {work}:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
-    return wall, proc.stderr[-500:]
+    return wall, proc.stderr[-500:], cpu
+
+
+def job_cpu_env(work: Path, pythonpath: str) -> dict[str, str]:
+    """The environment of a run whose jobs record their true CPU in ``work/jobcpu``: the hook
+    (benchmarks/jobcpu.py) as ``sitecustomize`` of a directory first on PYTHONPATH."""
+    site = work / "jobcpu-site"
+    site.mkdir(parents=True, exist_ok=True)
+    shutil.copy(JOB_CPU_HOOK, site / "sitecustomize.py")
+    (work / "jobcpu").mkdir(exist_ok=True)
+    path = os.pathsep.join(p for p in (str(site), pythonpath) if p)
+    return dict(os.environ, PYTHONPATH=path, FACTPROBE_JOB_CPU_DIR=str(work / "jobcpu"))
+
+
+def _children_cpu() -> float:
+    """User + system seconds of this process's waited-for children (and theirs)."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def read_job_cpu(work: Path) -> dict[str, dict]:
+    """The jobs' true CPU records (benchmarks/jobcpu.py), keyed by their benchmark file relative to
+    ``work``: the rules name it after their log (``logs/R/W.log`` -> ``benchmarks/R/W.tsv``)."""
+    out = {}
+    for path in sorted((work / "jobcpu").glob("*.json")):
+        record = json.loads(path.read_text())
+        if record["log"]:
+            log = Path(record["log"][0])
+            out[str(Path("benchmarks", *log.parts[1:]).with_suffix(".tsv"))] = record
+    return out
 
 
 def read_benchmarks(work: Path) -> dict[str, dict]:
-    """Per rule: jobs, summed wall and CPU seconds, max peak RSS (MB), from the benchmark files."""
-    out: dict[str, dict] = defaultdict(lambda: {"jobs": 0, "wall_s": 0.0, "cpu_s": 0.0, "rss_mb": 0.0})
+    """Per rule: jobs, summed wall seconds, max peak RSS (MB) from the benchmark files, and CPU
+    seconds: ``cpu_s`` the true one (the job's process tree by rusage, read_job_cpu), ``sm_cpu_s``
+    Snakemake's ``cpu_time``; ``true_jobs`` counts the jobs with a true figure (the others count
+    Snakemake's in ``cpu_s`` too)."""
+    true = read_job_cpu(work)
+    blank = {"jobs": 0, "true_jobs": 0, "wall_s": 0.0, "cpu_s": 0.0, "sm_cpu_s": 0.0, "rss_mb": 0.0}
+    out: dict[str, dict] = defaultdict(lambda: dict(blank))
     for path in sorted((work / "benchmarks").rglob("*.tsv")):
         rule = path.relative_to(work / "benchmarks").parts[0]
         # Retrieval shards and their gather are one stage (retrieve_distractors) in the model.
         rule = "retrieve_distractors" if rule == "retrieve_shard" else rule
+        record = true.get(str(path.relative_to(work)))
         with open(path) as f:
             for row in csv.DictReader(f, delimiter="\t"):
                 r = out[rule]
                 r["jobs"] += 1
                 r["wall_s"] += float(row["s"])
-                r["cpu_s"] += float(row["cpu_time"]) if row["cpu_time"] not in ("", "NA", "-") else 0.0
+                sm = float(row["cpu_time"]) if row["cpu_time"] not in ("", "NA", "-") else 0.0
+                r["sm_cpu_s"] += sm
+                r["cpu_s"] += record["cpu_s"] if record else sm
+                r["true_jobs"] += record is not None
                 rss = row["max_rss"]
                 r["rss_mb"] = max(r["rss_mb"], float(rss) if rss not in ("", "NA", "-") else 0.0)
     return dict(out)
@@ -172,8 +225,10 @@ def read_retrieval(work: Path) -> dict[str, dict]:
     """Per suite: probed facts and seconds of the per-fact loop (the rule's log line), apart
     from the job's loading of Ω tables, index and temporal view; summed over the suite's shards
     (``distractors.shards`` > 1: rule retrieve_shard), with ``fixed_s`` the largest loading and
-    building time of one of its jobs (CPU minus loop) and ``shards`` the jobs that retrieved."""
+    building time of one of its jobs (CPU minus loop; true CPU where recorded) and ``shards`` the
+    jobs that retrieved."""
     out: dict[str, dict] = {}
+    true = read_job_cpu(work)
     logs = work / "logs"
     found_logs = [
         (p.stem, p, work / "benchmarks" / "retrieve_distractors" / f"{p.stem}.tsv")
@@ -195,7 +250,10 @@ def read_retrieval(work: Path) -> dict[str, dict]:
         r["search_s"] += float(search[-1]) if search else 0.0
         facts, loop = int(found[-1][0]), float(found[-1][1])
         cpu = loop
-        if bench.exists():
+        record = true.get(str(bench.relative_to(work)))
+        if record:
+            cpu = record["cpu_s"]
+        elif bench.exists():
             with open(bench) as f:
                 cpu = float(next(csv.DictReader(f, delimiter="\t"))["cpu_time"])
         r["facts"] += facts
@@ -324,7 +382,7 @@ def import_floor_mb() -> float:
 
 def report(runs: list[dict], facts: int, floor: float) -> str:
     """The per-size table, the fitted exponents and the extrapolation (plain text)."""
-    lines = ["", "## Per job (sum over a rule's jobs; RSS = max job)", ""]
+    lines = ["", "## Per job (sum over a rule's jobs; CPU = true CPU, below; RSS = max job)", ""]
     rules = sorted({r for run in runs for r in run["rules"]})
     head = "| rule | " + " | ".join(f"{run['items']:,} items: wall s / CPU s / MB" for run in runs) + " |"
     lines += [head, "|---" * (len(runs) + 1) + "|"]
@@ -334,6 +392,7 @@ def report(runs: list[dict], facts: int, floor: float) -> str:
             r = run["rules"].get(rule)
             cells.append(f"{r['wall_s']:.1f} / {r['cpu_s']:.1f} / {r['rss_mb']:.0f}" if r else "-")
         lines.append(f"| {rule} | " + " | ".join(cells) + " |")
+    lines += cpu_table(runs)
     lines += ["", "| size | claims rows | DAG wall s | load avg before / after |", "|---|---|---|---|"]
     for run in runs:
         lines.append(
@@ -379,6 +438,50 @@ def report(runs: list[dict], facts: int, floor: float) -> str:
         "multiplies the whole job, fixed costs included: an upper bound."
     )
     return "\n".join(lines)
+
+
+def cpu_table(runs: list[dict]) -> list[str]:
+    """Per rule and size: Snakemake's ``cpu_time`` beside the true CPU of the jobs' process trees,
+    and their ratio; the totals against the DAG's own rusage (jobs plus Snakemake itself)."""
+    if not any("sm_cpu_s" in r for run in runs for r in run["rules"].values()):
+        return ["", "CPU: Snakemake's benchmark cpu_time (these saved runs carry no true CPU)."]
+    lines = [
+        "",
+        "## CPU: Snakemake's benchmark vs the jobs' process trees (rusage, benchmarks/jobcpu.py)",
+        "",
+        "| rule | " + " | ".join(f"{run['items']:,}: Snakemake s / true s / ratio" for run in runs) + " |",
+        "|---" * (len(runs) + 1) + "|",
+    ]
+    rules = sorted({r for run in runs for r in run["rules"]})
+
+    def cell(sm: float, true: float) -> str:
+        return f"{sm:.1f} / {true:.1f} / {true / sm:.2f}" if sm > 0 else f"{sm:.1f} / {true:.1f} / -"
+
+    for rule in rules:
+        cells = []
+        for run in runs:
+            r = run["rules"].get(rule)
+            missing = r and r.get("true_jobs", 0) < r["jobs"]
+            cells.append(
+                cell(r.get("sm_cpu_s", r["cpu_s"]), r["cpu_s"]) + (" (*)" if missing else "") if r else "-"
+            )
+        lines.append(f"| {rule} | " + " | ".join(cells) + " |")
+    totals = []
+    for run in runs:
+        sm = sum(r.get("sm_cpu_s", r["cpu_s"]) for r in run["rules"].values())
+        totals.append(cell(sm, sum(r["cpu_s"] for r in run["rules"].values())))
+    lines.append("| all jobs | " + " | ".join(totals) + " |")
+    lines.append(
+        "| DAG by rusage (jobs + Snakemake) | "
+        + " | ".join(f"{run['dag_cpu_s']:.1f}" if "dag_cpu_s" in run else "-" for run in runs)
+        + " |"
+    )
+    lines += [
+        "",
+        "(*) a job without a true figure: Snakemake's counted for it. The DAG row is this invocation's"
+        " Snakemake: with --keep, jobs done by an earlier run are not in it.",
+    ]
+    return lines
 
 
 def retrieval_full(runs: list[dict]) -> dict[str, tuple[float, float]]:
@@ -565,11 +668,14 @@ def main() -> None:
             for sub in ("results", "benchmarks", "logs", ".snakemake"):
                 shutil.rmtree(work / sub, ignore_errors=True)
         load_before = os.getloadavg()[0]
-        wall, _ = run_dag(work, args.cores, args.mem_mb)
+        if not args.keep:
+            shutil.rmtree(work / "jobcpu", ignore_errors=True)
+        wall, _, dag_cpu = run_dag(work, args.cores, args.mem_mb)
         run = {
             "items": stats["20190201"]["items"] + stats["20190201"]["properties"],
             "dumps": stats,
             "wall_s": wall,
+            "dag_cpu_s": dag_cpu,
             "cores": args.cores,
             "mem_mb": args.mem_mb,
             "retrieval_shards": args.retrieval_shards,
