@@ -96,11 +96,14 @@ def test_fluent_mlama_protocol():
     assert distractors["by_kind"]["multilingual"]["strategies"] == ["pool"]
     assert distractors["pool_size"] == 50 and distractors["pool_source"] == "relation"
     assert config["metrics"]["recall_ns"] == [1, 2, 3, 4, 5]
-    assert config["scoring"]["models"] == ["llama2-7b"]
+    assert config["scoring"]["models"] == ["llama2-7b-chat"]
+    assert config["metrics"]["ranking_average"] == "relation"
     translate = config["translate"]
     assert translate["backend"] == "llm" and translate["word_order"] == "loose"
     models = read_registry(ROOT / config["models"], SCHEMAS / "models.schema.yaml", key="name")
-    assert {row["name"] for row in models} == {"llama2-7b", translate["llm"]}
+    assert {row["name"] for row in models} == {"llama2-7b-chat", translate["llm"]}
+    scored = next(row for row in models if row["name"] == "llama2-7b-chat")
+    assert scored["source"] == "meta-llama/Llama-2-7b-chat-hf" and scored["dtype"] == "float16"
     assert len(translate["few_shot"]["cs"]) == 5
 
 

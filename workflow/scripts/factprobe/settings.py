@@ -368,6 +368,9 @@ class Metrics:
     ns: list[int] = _default([1, 2, 3, 5, 10])
     precision_ns: list[int] = _default([1, 5, 10])
     recall_ns: list[int] = _default([1, 2, 3, 4, 5])
+    # Fluent-mLAMA Table 1 (metrics/fluent.py): "relation" = the paper's macro over relations,
+    # short-GT facts out; "facts" = the mean over all facts.
+    ranking_average: str = "facts"
     # Retrieval writes Temp+Sem as strategy temp+sem already (§3.3); extra concatenations only on request.
     combined_strategies: dict[str, list[str]] = _default({})
     plausibility_strategies: list[str] = _default(["cooccur"])
@@ -668,7 +671,7 @@ def sem_index(cfg: Config) -> dict:
 #: Metrics settings each measure family reads (metrics/pipeline.compute_suite_metrics).
 FAMILY_SETTINGS = {
     "knowledge": ("ns", "precision_ns", "combined_strategies", "short_lists"),
-    "ranking": ("recall_ns",),
+    "ranking": ("recall_ns", "ranking_average"),
     "plausibility": ("plausibility_strategies", "ndcg_gain", "ndcg_normalization"),
     "belief": ("belief_samplings", "belief_bins"),
     "belief_icl": ("belief_samplings", "belief_bins"),

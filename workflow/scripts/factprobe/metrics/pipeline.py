@@ -17,7 +17,7 @@ import pandas as pd
 from factprobe import contracts
 from factprobe.settings import Metrics
 
-from . import uncertainty
+from . import fluent, uncertainty
 from .belief import (
     belief_dataset,
     belief_per_fact,
@@ -160,7 +160,9 @@ def compute_suite_metrics(
         )
         dataset.append(dropped_fact_counts(per_fact[-1]))
     if "ranking" in families:
-        per_fact.append(ranking_per_fact(ent, prompts, cands, correct, settings.recall_ns))
+        ranks = ranking_per_fact(ent, prompts, cands, correct, settings.recall_ns)
+        # Fluent-mLAMA (metrics/fluent.py): the paper's aggregation leaves short-GT facts out.
+        per_fact.append(fluent.drop_short_gt(ranks, facts) if settings.ranking_average == "relation" else ranks)
     if "plausibility" in families:
         # Both slots of PROBELM Algorithm 1: subject swaps are ranked in their own groups.
         every = inputs.candidates.copy()
@@ -252,8 +254,11 @@ def _robustness_rows(table: pd.DataFrame, pair: Sequence[str]) -> pd.DataFrame:
 SUMMARY_KEYS = ["measure", "strategy", "n", *GROUP_KEYS]
 
 
-def summarize(model: str, per_fact: pd.DataFrame, suite: pd.DataFrame) -> pd.DataFrame:
-    """One model's summary rows: mean over facts of each per-fact measure, plus suite-level rows.
+def summarize(
+    model: str, per_fact: pd.DataFrame, suite: pd.DataFrame, ranking_average: str = "facts"
+) -> pd.DataFrame:
+    """One model's summary rows: mean over facts of each per-fact measure, plus suite-level rows;
+    R@n and mean rank averaged as ``metrics.ranking_average`` says (metrics/fluent.py).
 
     Columns: model, measure, value, strategy, n, lang, verbalization, style, shots, bin,
     n_facts, level ("fact" or "suite").
@@ -262,7 +267,9 @@ def summarize(model: str, per_fact: pd.DataFrame, suite: pd.DataFrame) -> pd.Dat
         per_fact.groupby(SUMMARY_KEYS, sort=True)
         .agg(value=("value", "mean"), n_facts=("fact_id", "nunique"))
         .reset_index()
-        .assign(bin=-1, level="fact")
+    )
+    means = fluent.replace_ranking_rows(means, per_fact, SUMMARY_KEYS, ranking_average).assign(
+        bin=-1, level="fact"
     )
     suite_rows = suite.assign(n_facts=0, level="suite")
     out = pd.concat([means, suite_rows], ignore_index=True)
