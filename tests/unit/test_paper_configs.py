@@ -94,7 +94,8 @@ def test_fluent_mlama_protocol():
         assert suite["correct_set"] == "table1" and suite["scoring"] == {"end_marker": "none"}
     distractors = config["distractors"]
     assert distractors["by_kind"]["multilingual"]["strategies"] == ["pool"]
-    assert distractors["pool_size"] == 50 and distractors["pool_source"] == "relation"
+    assert distractors["pool_size"] == 50 and distractors["pool_source"] == "dataset"
+    assert config["metrics"]["ranking_ties"] == "correct_first"
     assert config["metrics"]["recall_ns"] == [1, 2, 3, 4, 5]
     assert config["scoring"]["models"] == ["llama2-7b-chat"]
     assert config["metrics"]["ranking_average"] == "relation"

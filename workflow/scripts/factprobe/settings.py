@@ -304,6 +304,8 @@ class Retrieve:
     ef_search: int
     temporal_earlier_dump: bool = False
     pool_source: str = "relation"
+    # pool_source dataset on a Fluent-mLAMA release suite: the release the string pools come from.
+    dataset: str = ""
 
     def __post_init__(self) -> None:
         # ``temp`` is the former name of the Temp+Sem list (distractors paper §3.3).
@@ -371,6 +373,9 @@ class Metrics:
     # Fluent-mLAMA Table 1 (metrics/fluent.py): "relation" = the paper's macro over relations,
     # short-GT facts out; "facts" = the mean over all facts.
     ranking_average: str = "facts"
+    # A distractor tying the best correct form: ranks above it ("fail") or below ("correct_first",
+    # the Fluent-mLAMA authors' stable sort).
+    ranking_ties: str = "fail"
     # Retrieval writes Temp+Sem as strategy temp+sem already (§3.3); extra concatenations only on request.
     combined_strategies: dict[str, list[str]] = _default({})
     plausibility_strategies: list[str] = _default(["cooccur"])
@@ -548,8 +553,16 @@ def suite_retrieve(cfg: Config, suite: str) -> dict:
         valid_ranks=section.valid_ranks,
         ef_search=section.sem.hnsw.ef_search,
         temporal_earlier_dump=section.temporal.earlier_dump,
+        dataset=_pool_dataset(cfg, suite, own["pool_source"]),
     )
     return plain(resolved)
+
+
+def _pool_dataset(cfg: Config, suite: str, pool_source: str) -> str:
+    """The Fluent-mLAMA release a ``pool_source: dataset`` pool reads (the suite's own source),
+    "" otherwise (the pool is then made from the suite's facts)."""
+    source = cfg.suites[suite].source
+    return source.path if pool_source == "dataset" and source.format == "fluent-mlama" else ""
 
 
 def suite_appropt(cfg: Config, suite: str, model_row: dict) -> dict:
@@ -671,7 +684,7 @@ def sem_index(cfg: Config) -> dict:
 #: Metrics settings each measure family reads (metrics/pipeline.compute_suite_metrics).
 FAMILY_SETTINGS = {
     "knowledge": ("ns", "precision_ns", "combined_strategies", "short_lists"),
-    "ranking": ("recall_ns", "ranking_average"),
+    "ranking": ("recall_ns", "ranking_average", "ranking_ties"),
     "plausibility": ("plausibility_strategies", "ndcg_gain", "ndcg_normalization"),
     "belief": ("belief_samplings", "belief_bins"),
     "belief_icl": ("belief_samplings", "belief_bins"),

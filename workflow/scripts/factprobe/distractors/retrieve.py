@@ -25,7 +25,15 @@ from factprobe import arrays, contracts, scan
 from factprobe.contracts import id_ints
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.omega import Omega, facts_valid, suite_omega  # noqa: F401 (re-export)
-from factprobe.distractors.pool import pool_distractors, relation_pools
+from factprobe.distractors.pool import (
+    dataset_pools,
+    is_string_entity,
+    pool_distractors,
+    relation_pools,
+    string_distractors,
+    string_entity,
+    string_forms,
+)
 from factprobe.distractors.random import random_distractors
 from factprobe.distractors.semantic import SemIndex, sem_distractors
 from factprobe.distractors.temporal import temp_sem
@@ -109,10 +117,14 @@ def retrieve(
     if "pool" in settings.strategies:
         if entity_forms is None:
             raise ValueError("strategy pool needs the suite's entity_forms")
-        # fluent-mLAMA §3.1: all objects of the relation in the dump (Ω's valid statements), or the suite's.
+        # fluent-mLAMA §3.1: all objects of the relation in the dump (Ω's valid statements), or the
+        # suite's; §3.3 (pool_source: dataset): strings of the language-relation subset.
         dump_objects = omega.valid if settings.pool_source == "relation" else None
         t0 = time.perf_counter()
-        pools = relation_pools(facts, entity_forms, settings.languages, dump_objects)
+        if settings.pool_source == "dataset":
+            pools = dataset_pools(facts, entity_forms, settings.languages, settings.dataset)
+        else:
+            pools = relation_pools(facts, entity_forms, settings.languages, dump_objects)
         built["s"] += time.perf_counter() - t0
         built["n"] += len(pools)
     counts = {s: 0 for s in settings.strategies}
@@ -144,6 +156,17 @@ def retrieve(
                         for row, (_, freq, rel) in zip(
                             _rows(fid, [e for e, _, _ in alts], "cooccur", side=side), alts, strict=True
                         )
+                    ]
+            elif settings.pool_source == "dataset":
+                strings, correct = pools
+                got = []
+                for lang in settings.languages:
+                    picked = string_distractors(
+                        strings.get((prop, lang), []), correct.get((fid, lang), set()), settings.pool_size
+                    )
+                    got += [
+                        dict(row, entity=string_entity(form))
+                        for row, form in zip(_rows(fid, [0] * len(picked), "pool", side="object", lang=lang), picked)
                     ]
             else:
                 got = []
@@ -188,11 +211,15 @@ def forms_of_candidates(candidates: pd.DataFrame, entity_forms: pd.DataFrame | p
 
     ``entity_forms``: the contract frame, or the Arrow table of :func:`scan.scan_forms_table`
     (sorted by entity, file order within one, so the rows and order below are the same)."""
+    strings = is_string_entity(candidates["entity"])
+    pooled, candidates = string_forms(candidates[strings]), candidates[~strings]
     if isinstance(entity_forms, pa.Table):
         wanted = arrays.unique(id_ints(candidates["entity"].unique()))
         keep = scan.forms_frame(entity_forms.filter(pc.is_in(entity_forms["id"], pa.array(wanted))))
     else:
         keep = entity_forms[entity_forms["entity"].isin(set(candidates["entity"]))]
+    # String distractors (pool_source: dataset) have their one form: the string itself.
+    keep = pd.concat([keep[["entity", "lang", "form", "source"]], pooled], ignore_index=True)
     return (
         keep[["entity", "lang", "form", "source"]]
         .drop_duplicates()

@@ -160,7 +160,7 @@ def compute_suite_metrics(
         )
         dataset.append(dropped_fact_counts(per_fact[-1]))
     if "ranking" in families:
-        ranks = ranking_per_fact(ent, prompts, cands, correct, settings.recall_ns)
+        ranks = ranking_per_fact(ent, prompts, cands, correct, settings.recall_ns, settings.ranking_ties)
         # Fluent-mLAMA (metrics/fluent.py): the paper's aggregation leaves short-GT facts out.
         per_fact.append(fluent.drop_short_gt(ranks, facts) if settings.ranking_average == "relation" else ranks)
     if "plausibility" in families:

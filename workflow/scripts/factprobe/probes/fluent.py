@@ -211,3 +211,47 @@ def import_fluent_mlama(
         prompt_table.groupby(["lang", "verbalization"]).size().to_dict(),
     )
     return fact_table, prompt_table, form_table
+
+
+#: Fields pandas' read_csv reads as NaN (its default ``na_values``): the authors' code never sees
+#: them as strings, so they are in no pool.
+PANDAS_NA = frozenset(
+    "#N/A|#N/A N/A|#NA|-1.#IND|-1.#QNAN|-NaN|-nan|1.#IND|1.#QNAN|<NA>|N/A|NA|NULL|NaN|None|n/a|nan|null".split("|")
+)
+
+
+def _object_strings(row: dict) -> set[str]:
+    """The object strings of a release row in the authors' pool (``processor.py``
+    ``_prepare_adversarial_pool``): label, GT (and ChatGPT, in 20prompt files) inflected object and
+    aliases, non-empty; ``ERROR`` (an unsplittable sentence) is no object name and is left out."""
+    fields = [row.get("obj_label"), row.get("gt_infl_object"), row.get("chatgpt_infl_object")]
+    aliases = row.get("aliases") or ""
+    strings = [f for f in fields if f and f not in PANDAS_NA]
+    if aliases not in PANDAS_NA:
+        strings += aliases.split("|||")
+    return {s for s in strings if s and s != ERROR}
+
+
+def release_string_pools(
+    path: str | Path, languages: Sequence[str], relations: Sequence[str] | None = None
+) -> tuple[dict[tuple[str, str], list[str]], dict[tuple[str, str], set[str]]]:
+    """The paper's distractor pools (§3.3, App. B) from the release: ``(pools, correct)`` with
+    ``pools[(relation, lang)]`` the object strings of the rows the authors keep (:func:`fact_kept`)
+    of ``<lang>_<relation>`` in SHA-256 order, and ``correct[(fact_id, lang)]`` the fact's own
+    strings, which its distractors leave out (distractors/pool.py, ``pool_source: dataset``)."""
+    from factprobe.distractors.pool import sha256_order
+
+    pools, correct = {}, {}
+    for lang, relation, name, text in release_files(path):
+        if lang not in languages or (relations is not None and relation not in relations):
+            continue
+        strings: set[str] = set()
+        for row in _rows(name, text)[0]:
+            if not fact_kept(row):
+                continue
+            own = _object_strings(row)
+            fact_id = f"{row['sub_uri'].strip()}|{relation}|{row['obj_uri'].strip()}"
+            correct[(fact_id, lang)] = correct.get((fact_id, lang), set()) | own
+            strings |= own
+        pools[(relation, lang)] = sha256_order(strings)
+    return pools, correct
