@@ -105,7 +105,8 @@ def test_fluent_mlama_protocol():
     assert {row["name"] for row in models} == {"llama2-7b-chat", translate["llm"]}
     scored = next(row for row in models if row["name"] == "llama2-7b-chat")
     assert scored["source"] == "meta-llama/Llama-2-7b-chat-hf" and scored["dtype"] == "float16"
-    assert len(translate["few_shot"]["cs"]) == 5
+    assert translate["prompt_dir"].endswith("fluent-mlama/chatgpt_prompts/translation20")
+    assert translate["chat_template"] == "auto"
 
 
 @pytest.mark.parametrize("path", PAPERS, ids=lambda p: p.stem)

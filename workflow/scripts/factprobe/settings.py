@@ -442,6 +442,10 @@ class Translate:
     llm_instruction: str = LLM_INSTRUCTION
     language_names: dict[str, str] = _default({})
     word_order: str = "strict"
+    # backend llm: the authors' {lang}_{relation}.txt few-shot prompts (Fluent-mLAMA release), and
+    # whether a chat model's template wraps the prompt (auto) or not (never).
+    prompt_dir: str = ""
+    chat_template: str = "never"
 
     def generation_key(self) -> str:
         """Decoding settings in the translation cache key (they change the output)."""
