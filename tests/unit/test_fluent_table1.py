@@ -141,7 +141,11 @@ def test_micro_average_over_facts_is_not_the_paper_table():
     paper = _paper_table(release / "tables" / "general_table.tex")
     wrong = _compare(table, paper)
     assert len(wrong) > 20
-    gaps = [abs(table.loc[("llama2-7b-chat", v), ("R@1", g)] - paper[("R@1", v, g)]) for _, v, g in paper if _ == "R@1"]
+    gaps = [
+        abs(table.loc[("llama2-7b-chat", v), ("R@1", g)] - paper[("R@1", v, g)])
+        for _, v, g in paper
+        if _ == "R@1"
+    ]
     assert 0.03 < max(gaps) < 0.05
 
 
@@ -157,7 +161,12 @@ def test_importer_drops_whole_facts_as_the_authors_loader():
     with zipfile.ZipFile(release / "fixed_data" / "fixed_data.zip") as archive:
         for name in archive.namelist():
             match = re.search(r"(?:^|/)([a-z]+)_(P\d+)_20prompt\.tsv$", name)
-            if not match or "__MACOSX" in name or match.group(1) not in LANGS or match.group(2) not in RELATIONS:
+            if (
+                not match
+                or "__MACOSX" in name
+                or match.group(1) not in LANGS
+                or match.group(2) not in RELATIONS
+            ):
                 continue
             lang, rel = match.groups()
             for rec in csv.DictReader(io.StringIO(archive.read(name).decode("utf-8")), delimiter="\t"):
@@ -166,12 +175,12 @@ def test_importer_drops_whole_facts_as_the_authors_loader():
                 (dropped if bad else kept).add(key)
     assert len(dropped) == 1011
     _, prompts = _imported_facts(str(release / "fixed_data" / "fixed_data.zip"))
-    ours = set(zip(prompts["fact_id"], prompts["lang"]))
+    ours = set(zip(prompts["fact_id"], prompts["lang"], strict=True))
     assert not ours & dropped and ours == kept
     ranks = _stats_ranks(release / "stats" / "stats.zip")
     template = prompts[prompts["verbalization"] == "template"]
-    theirs = set(zip(ranks["fact_id"], ranks["lang"]))
-    assert theirs <= set(zip(template["fact_id"], template["lang"]))
+    theirs = set(zip(ranks["fact_id"], ranks["lang"], strict=True))
+    assert theirs <= set(zip(template["fact_id"], template["lang"], strict=True))
     assert len(ours - theirs) == 65
 
 
@@ -195,7 +204,14 @@ def test_macro_over_relations_and_short_facts_out_by_hand():
     per_fact = conform_fact_table(
         pd.DataFrame(
             [
-                dict(fact_id=f, lang="cs", verbalization=v, measure="mean_rank", value=float(r), strategy="pool")
+                dict(
+                    fact_id=f,
+                    lang="cs",
+                    verbalization=v,
+                    measure="mean_rank",
+                    value=float(r),
+                    strategy="pool",
+                )
                 for f, r in rows
                 for v in ("template", "gt")
             ]

@@ -50,7 +50,9 @@ QUERY = (
     "Source sentence: Franz Kafka was born in Prague .\nSubject translation: Franz Kafka\n"
     "Object translation: Praha\nTranslation:"
 )
-REQUEST = Request("Franz Kafka was born in Prague .", "en", "cs", subject="Franz Kafka", object="Praha", relation="P19")
+REQUEST = Request(
+    "Franz Kafka was born in Prague .", "en", "cs", subject="Franz Kafka", object="Praha", relation="P19"
+)
 
 
 def _folder(tmp_path):

@@ -166,7 +166,11 @@ def retrieve(
                     )
                     got += [
                         dict(row, entity=string_entity(form))
-                        for row, form in zip(_rows(fid, [0] * len(picked), "pool", side="object", lang=lang), picked)
+                        for row, form in zip(
+                            _rows(fid, [0] * len(picked), "pool", side="object", lang=lang),
+                            picked,
+                            strict=True,
+                        )
                     ]
             else:
                 got = []

@@ -162,7 +162,9 @@ def compute_suite_metrics(
     if "ranking" in families:
         ranks = ranking_per_fact(ent, prompts, cands, correct, settings.recall_ns, settings.ranking_ties)
         # Fluent-mLAMA (metrics/fluent.py): the paper's aggregation leaves short-GT facts out.
-        per_fact.append(fluent.drop_short_gt(ranks, facts) if settings.ranking_average == "relation" else ranks)
+        per_fact.append(
+            fluent.drop_short_gt(ranks, facts) if settings.ranking_average == "relation" else ranks
+        )
     if "plausibility" in families:
         # Both slots of PROBELM Algorithm 1: subject swaps are ranked in their own groups.
         every = inputs.candidates.copy()

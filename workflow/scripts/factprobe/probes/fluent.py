@@ -216,7 +216,9 @@ def import_fluent_mlama(
 #: Fields pandas' read_csv reads as NaN (its default ``na_values``): the authors' code never sees
 #: them as strings, so they are in no pool.
 PANDAS_NA = frozenset(
-    "#N/A|#N/A N/A|#NA|-1.#IND|-1.#QNAN|-NaN|-nan|1.#IND|1.#QNAN|<NA>|N/A|NA|NULL|NaN|None|n/a|nan|null".split("|")
+    "#N/A|#N/A N/A|#NA|-1.#IND|-1.#QNAN|-NaN|-nan|1.#IND|1.#QNAN|<NA>|N/A|NA|NULL|NaN|None|n/a|nan|null".split(
+        "|"
+    )
 )
 
 

@@ -159,17 +159,23 @@ def read_prompt_file(path: str | Path, relation: str = "") -> tuple[str, list[Ex
             if line and not examples and not block:
                 head.append(line)
             elif line:
-                raise ValueError(f"{path}: line {lineno}: expected one of {list(PROMPT_FIELDS)}, got {line!r}")
+                raise ValueError(
+                    f"{path}: line {lineno}: expected one of {list(PROMPT_FIELDS)}, got {line!r}"
+                )
             continue
         name = PROMPT_FIELDS[key]
         if name != list(PROMPT_FIELDS.values())[len(block)]:
-            raise ValueError(f"{path}: line {lineno}: {key} out of order; each example is {list(PROMPT_FIELDS)}")
+            raise ValueError(
+                f"{path}: line {lineno}: {key} out of order; each example is {list(PROMPT_FIELDS)}"
+            )
         block[name] = line[len(key) :].strip()
         if name == "translation":
             examples.append(Example(**block, relation=relation))
             block = {}
     if block or not examples:
-        raise ValueError(f"{path}: an unfinished example or none at all; is this a translation20 prompt file?")
+        raise ValueError(
+            f"{path}: an unfinished example or none at all; is this a translation20 prompt file?"
+        )
     return "\n".join(head), examples
 
 
@@ -236,10 +242,14 @@ class LLMTranslator:
         query = block(request.text, request.subject, request.object)
         if self.settings.prompt_dir:
             head, examples = prompt_file(self.settings.prompt_dir, request.tgt_lang, request.relation)
-            system = "\n\n".join([head] + [block(e.source, e.subject, e.object, e.translation) for e in examples])
+            system = "\n\n".join(
+                [head] + [block(e.source, e.subject, e.object, e.translation) for e in examples]
+            )
         else:
             examples = examples_for(self.settings.few_shot, request.tgt_lang, request.relation)
-            whole = build_prompt(request, examples, self.settings.llm_instruction, self.settings.language_names)
+            whole = build_prompt(
+                request, examples, self.settings.llm_instruction, self.settings.language_names
+            )
             system = whole[: -len(query)].rstrip("\n")
         if self.settings.chat_template == "auto" and has_chat_template(self.lm):
             return chat_prompt(self.lm.tokenizer, system, query)
