@@ -223,7 +223,8 @@ def forms_of_candidates(candidates: pd.DataFrame, entity_forms: pd.DataFrame | p
     else:
         keep = entity_forms[entity_forms["entity"].isin(set(candidates["entity"]))]
     # String distractors (pool_source: dataset) have their one form: the string itself.
-    keep = pd.concat([keep[["entity", "lang", "form", "source"]], pooled], ignore_index=True)
+    if len(pooled):
+        keep = pd.concat([keep[["entity", "lang", "form", "source"]], pooled], ignore_index=True)
     return (
         keep[["entity", "lang", "form", "source"]]
         .drop_duplicates()
