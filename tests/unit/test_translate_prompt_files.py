@@ -63,11 +63,13 @@ def _folder(tmp_path):
 def test_prompt_file_reads_instruction_and_examples(tmp_path):
     head, examples = read_prompt_file(_folder(tmp_path) / "cs_P19.txt", "P19")
     assert head == HEAD
-    assert [(e.source, e.subject, e.object, e.translation, e.relation) for e in examples] == [
-        ("Karel Schwarzenberg was born in Prague .", "Karel Schwarzenberg", "Praha",
-         "Karel Schwarzenberg se narodil v Praze.", "P19"),
-        ("Peter Mark Roget was born in London .", "Peter Roget", "Londýn", "Peter Roget se narodil v Londýně.", "P19"),
-    ]  # fmt: skip
+    got = [(e.source, e.subject, e.object, e.translation, e.relation) for e in examples]
+    first = ("Karel Schwarzenberg was born in Prague .", "Karel Schwarzenberg", "Praha")
+    second = ("Peter Mark Roget was born in London .", "Peter Roget", "Londýn")
+    assert got == [
+        (*first, "Karel Schwarzenberg se narodil v Praze.", "P19"),
+        (*second, "Peter Roget se narodil v Londýně.", "P19"),
+    ]
 
 
 def test_malformed_or_missing_prompt_files_are_named(tmp_path):

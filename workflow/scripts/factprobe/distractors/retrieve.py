@@ -216,14 +216,15 @@ def forms_of_candidates(candidates: pd.DataFrame, entity_forms: pd.DataFrame | p
     ``entity_forms``: the contract frame, or the Arrow table of :func:`scan.scan_forms_table`
     (sorted by entity, file order within one, so the rows and order below are the same)."""
     strings = is_string_entity(candidates["entity"])
-    pooled, candidates = string_forms(candidates[strings]), candidates[~strings]
+    pooled = string_forms(candidates[strings]) if strings.any() else None
+    candidates = candidates[~strings]
     if isinstance(entity_forms, pa.Table):
         wanted = arrays.unique(id_ints(candidates["entity"].unique()))
         keep = scan.forms_frame(entity_forms.filter(pc.is_in(entity_forms["id"], pa.array(wanted))))
     else:
         keep = entity_forms[entity_forms["entity"].isin(set(candidates["entity"]))]
     # String distractors (pool_source: dataset) have their one form: the string itself.
-    if len(pooled):
+    if pooled is not None:
         keep = pd.concat([keep[["entity", "lang", "form", "source"]], pooled], ignore_index=True)
     return (
         keep[["entity", "lang", "form", "source"]]
