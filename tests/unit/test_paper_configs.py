@@ -101,14 +101,19 @@ def test_fluent_mlama_protocol():
         assert suite["correct_set"] == "table1" and suite["scoring"] == {"end_marker": "none"}
     distractors = config["distractors"]
     assert distractors["by_kind"]["multilingual"]["strategies"] == ["pool"]
-    assert distractors["pool_size"] == 50 and distractors["pool_source"] == "relation"
+    assert distractors["pool_size"] == 50 and distractors["pool_source"] == "dataset"
+    assert config["metrics"]["ranking_ties"] == "correct_first"
     assert config["metrics"]["recall_ns"] == [1, 2, 3, 4, 5]
-    assert config["scoring"]["models"] == ["llama2-7b"]
+    assert config["scoring"]["models"] == ["llama2-7b-chat"]
+    assert config["metrics"]["ranking_average"] == "relation"
     translate = config["translate"]
     assert translate["backend"] == "llm" and translate["word_order"] == "loose"
     models = read_registry(ROOT / config["models"], SCHEMAS / "models.schema.yaml", key="name")
-    assert {row["name"] for row in models} == {"llama2-7b", translate["llm"]}
-    assert len(translate["few_shot"]["cs"]) == 5
+    assert {row["name"] for row in models} == {"llama2-7b-chat", translate["llm"]}
+    scored = next(row for row in models if row["name"] == "llama2-7b-chat")
+    assert scored["source"] == "meta-llama/Llama-2-7b-chat-hf" and scored["dtype"] == "float16"
+    assert translate["prompt_dir"].endswith("fluent-mlama/chatgpt_prompts/translation20")
+    assert translate["chat_template"] == "auto"
 
 
 @pytest.mark.parametrize("path", PAPERS, ids=lambda p: p.stem)

@@ -64,6 +64,7 @@ rule summarize_metrics:
         "../../environment.yml"
     params:
         models=SCORE_MODELS,
+        settings=lookup(dpath="{suite}", within=METRICS_SETTINGS),
     script:
         "../scripts/summarize_metrics.py"
 

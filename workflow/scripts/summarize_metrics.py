@@ -11,8 +11,10 @@ from factprobe.metrics.pipeline import summarize
 from factprobe.rulelog import rule_logger
 
 log = rule_logger(snakemake)
+# metrics.ranking_average of the suite (absent when its families have no ranking).
+average = dict(snakemake.params.settings).get("ranking_average", "facts")
 parts = [
-    summarize(model, read_table(fact).to_pandas(), read_table(suite).to_pandas())
+    summarize(model, read_table(fact).to_pandas(), read_table(suite).to_pandas(), average)
     for model, fact, suite in zip(
         snakemake.params.models, snakemake.input.per_fact, snakemake.input.suite, strict=True
     )

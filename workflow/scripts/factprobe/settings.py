@@ -302,6 +302,8 @@ class Retrieve:
     ef_search: int
     temporal_earlier_dump: bool = False
     pool_source: str = "relation"
+    # pool_source dataset on a Fluent-mLAMA release suite: the release the string pools come from.
+    dataset: str = ""
 
     def __post_init__(self) -> None:
         # The strategy registry is the only list (factprobe.distractors.STRATEGIES); ``temp`` is
@@ -369,6 +371,12 @@ class Metrics:
     ns: list[int] = _default([1, 2, 3, 5, 10])
     precision_ns: list[int] = _default([1, 5, 10])
     recall_ns: list[int] = _default([1, 2, 3, 4, 5])
+    # Fluent-mLAMA Table 1 (metrics/fluent.py): "relation" = the paper's macro over relations,
+    # short-GT facts out; "facts" = the mean over all facts.
+    ranking_average: str = "facts"
+    # A distractor tying the best correct form: ranks above it ("fail") or below ("correct_first",
+    # the Fluent-mLAMA authors' stable sort).
+    ranking_ties: str = "fail"
     # Retrieval writes Temp+Sem as strategy temp+sem already (§3.3); extra concatenations only on request.
     combined_strategies: dict[str, list[str]] = _default({})
     plausibility_strategies: list[str] = _default(["cooccur"])
@@ -435,6 +443,10 @@ class Translate:
     llm_instruction: str = LLM_INSTRUCTION
     language_names: dict[str, str] = _default({})
     word_order: str = "strict"
+    # backend llm: the authors' {lang}_{relation}.txt few-shot prompts (Fluent-mLAMA release), and
+    # whether a chat model's template wraps the prompt (auto) or not (never).
+    prompt_dir: str = ""
+    chat_template: str = "never"
 
     def generation_key(self) -> str:
         """Decoding settings in the translation cache key (they change the output)."""
@@ -547,8 +559,16 @@ def suite_retrieve(cfg: Config, suite: str) -> dict:
         valid_ranks=section.valid_ranks,
         ef_search=section.sem.hnsw.ef_search,
         temporal_earlier_dump=section.temporal.earlier_dump,
+        dataset=_pool_dataset(cfg, suite, own["pool_source"]),
     )
     return plain(resolved)
+
+
+def _pool_dataset(cfg: Config, suite: str, pool_source: str) -> str:
+    """The Fluent-mLAMA release a ``pool_source: dataset`` pool reads (the suite's own source),
+    "" otherwise (the pool is then made from the suite's facts)."""
+    source = cfg.suites[suite].source
+    return source.path if pool_source == "dataset" and source.format == "fluent-mlama" else ""
 
 
 def suite_appropt(cfg: Config, suite: str, model_row: dict) -> dict:

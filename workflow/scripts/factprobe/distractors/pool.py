@@ -14,9 +14,23 @@ language is, with ``distractors.pool_source``:
 Either pool keeps the objects with a form in the language, sorted by
 ``stable_hash(property, lang, entity)`` ("hash order"); a fact takes the first ``n`` (50 by
 default) that are in Ω(f).
+
+* ``dataset`` (the paper's pool; §3.3 "50 distractors sampled from the same language-relation
+  subset of the dataset", App. B): the candidates are *strings*, not entities. The pool of a
+  language and relation is every object label, inflected object and alias of that subset (the
+  release's ``<lang>_<PID>`` file for a Fluent-mLAMA suite, :func:`factprobe.probes.fluent.
+  release_string_pools`; the suite's facts' objects otherwise, :func:`suite_string_pools`),
+  sorted by SHA-256 of the string read as an integer (the authors' ``processor.py``
+  ``stable_sample``); a fact removes its own correct strings (its object's label, inflections and
+  aliases) and takes the first ``n``. Each sampled string is one competitor: its candidate entity
+  is ``str:<string>`` (:func:`string_entity`), whose one form is the string itself. Ω does not
+  filter this pool (the authors only remove the fact's own correct strings).
 """
 
 from __future__ import annotations
+
+import hashlib
+from collections.abc import Collection, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -28,7 +42,9 @@ from factprobe.contracts import id_int, id_ints
 from factprobe.distractors.omega import Omega, in_sorted
 from factprobe.hashing import stable_hashes
 
-POOL_SOURCES = ("relation", "suite")
+POOL_SOURCES = ("relation", "suite", "dataset")
+#: Candidate entity id prefix of a string distractor (pool_source: dataset).
+STRING_PREFIX = "str:"
 
 
 def relation_pools(
@@ -76,3 +92,87 @@ def _labelled(forms: pd.DataFrame | pa.Table) -> dict[str, np.ndarray]:
 def pool_distractors(omega: Omega, pool: np.ndarray, s: int, r: int, o: int, n: int = 50) -> list[int]:
     """The first ``n`` Ω-valid objects of the relation's pool, in hash order."""
     return omega.filter(s, r, o, pool, n)
+
+
+# --------------------------------------------------------------------------- string pools (dataset)
+
+
+def sha256_order(strings: Iterable[str]) -> list[str]:
+    """The distinct non-empty ``strings`` sorted by the integer value of their SHA-256 hex digest
+    (UTF-8), the authors' reproducible sample order."""
+    unique = {s for s in strings if isinstance(s, str) and s}
+    return sorted(unique, key=lambda s: int(hashlib.sha256(s.encode("utf-8")).hexdigest(), 16))
+
+
+def string_distractors(pool: Sequence[str], correct: Collection[str], n: int = 50) -> list[str]:
+    """The first ``n`` strings of a SHA-256-ordered ``pool`` that are not among ``correct`` (the
+    authors remove the fact's correct strings, then sort and cut: the same list)."""
+    out = []
+    for s in pool:
+        if s not in correct:
+            out.append(s)
+            if len(out) == n:
+                break
+    return out
+
+
+def string_entity(form: str) -> str:
+    """Candidate entity id of a string distractor: ``str:`` + the string (read back by
+    :func:`string_forms`)."""
+    return STRING_PREFIX + form
+
+
+def is_string_entity(entities: pd.Series) -> pd.Series:
+    """Which candidate entities are string distractors."""
+    return entities.astype(str).str.startswith(STRING_PREFIX)
+
+
+def string_forms(candidates: pd.DataFrame) -> pd.DataFrame:
+    """The forms rows (``entity, lang, form, source``) of the string distractors of a candidates
+    table: one per (entity, lang), the string itself, source ``pool``."""
+    rows = candidates[is_string_entity(candidates["entity"])][["entity", "lang"]].drop_duplicates()
+    return pd.DataFrame(
+        {
+            "entity": rows["entity"].astype(str),
+            "lang": rows["lang"].astype(str),
+            "form": rows["entity"].astype(str).str[len(STRING_PREFIX) :],
+            "source": "pool",
+        }
+    ).reset_index(drop=True)
+
+
+def suite_string_pools(
+    facts: pd.DataFrame, forms: pd.DataFrame, languages: list[str]
+) -> tuple[dict[tuple[str, str], list[str]], dict[tuple[str, str], set[str]]]:
+    """``(pools, correct)`` of a dump-built suite: per (property, lang) every form (label, alias,
+    inflected) of the objects of the suite's facts of the relation, SHA-256 ordered; per
+    (fact_id, lang) the forms of the fact's objects."""
+    by_entity = forms.groupby(["entity", "lang"])["form"].agg(set).to_dict()
+    pools, correct = {}, {}
+    for prop, group in facts.groupby("property", sort=True):
+        for lang in languages:
+            strings: set[str] = set()
+            for fid, objects in zip(group["fact_id"], group["objects"], strict=True):
+                own = set().union(*(by_entity.get((o, lang), set()) for o in objects))
+                correct[(fid, lang)] = own
+                strings |= own
+            pools[(prop, lang)] = sha256_order(strings)
+    return pools, correct
+
+
+def dataset_pools(
+    facts: pd.DataFrame, forms: pd.DataFrame | pa.Table, languages: list[str], release: str = ""
+) -> tuple[dict[tuple[str, str], list[str]], dict[tuple[str, str], set[str]]]:
+    """``(pools, correct)`` of ``pool_source: dataset``: from the Fluent-mLAMA release at
+    ``release`` (a suite with ``source.format: fluent-mlama``), else from the suite's own facts
+    and entity forms."""
+    if release:
+        from factprobe.probes.fluent import release_string_pools
+
+        relations = sorted(set(facts["property"]))
+        return release_string_pools(release, languages, relations)
+    if isinstance(forms, pa.Table):
+        from factprobe.scan import forms_frame
+
+        forms = forms_frame(forms)
+    return suite_string_pools(facts, forms, languages)

@@ -27,6 +27,7 @@ from factprobe.contracts import id_ints
 from factprobe.distractors import STRATEGIES, needs, needs_every_subject
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.omega import Omega, facts_valid, suite_omega  # noqa: F401 (re-export)
+from factprobe.distractors.pool import is_string_entity, string_forms
 from factprobe.distractors.semantic import SemIndex
 from factprobe.hashing import stable_hash
 from factprobe.settings import Retrieve
@@ -184,11 +185,17 @@ def forms_of_candidates(candidates: pd.DataFrame, entity_forms: pd.DataFrame | p
 
     ``entity_forms``: the contract frame, or the Arrow table of :func:`scan.scan_forms_table`
     (sorted by entity, file order within one, so the rows and order below are the same)."""
+    strings = is_string_entity(candidates["entity"])
+    pooled = string_forms(candidates[strings]) if strings.any() else None
+    candidates = candidates[~strings]
     if isinstance(entity_forms, pa.Table):
         wanted = arrays.unique(id_ints(candidates["entity"].unique()))
         keep = scan.forms_frame(entity_forms.filter(pc.is_in(entity_forms["id"], pa.array(wanted))))
     else:
         keep = entity_forms[entity_forms["entity"].isin(set(candidates["entity"]))]
+    # String distractors (pool_source: dataset) have their one form: the string itself.
+    if pooled is not None:
+        keep = pd.concat([keep[["entity", "lang", "form", "source"]], pooled], ignore_index=True)
     return (
         keep[["entity", "lang", "form", "source"]]
         .drop_duplicates()

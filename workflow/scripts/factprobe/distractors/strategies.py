@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from factprobe.contracts import pid
-from factprobe.distractors.pool import pool_distractors
+from factprobe.distractors.pool import dataset_pools, pool_distractors, string_distractors, string_entity
 from factprobe.distractors.pool import relation_pools as _relation_pools
 from factprobe.distractors.random import random_distractors
 from factprobe.distractors.retrieve import Context, rows
@@ -76,25 +76,49 @@ def cooccur_rows(ctx: Context, i: int, fid: str, fact: Triple) -> list[dict]:
 
 
 def relation_pools(ctx: Context) -> None:
-    """Same-relation pools per (relation, language) (fluent-mLAMA §3.1)."""
+    """Same-relation pools per (relation, language) (fluent-mLAMA §3.1), or the strings of the
+    language-relation subset (``pool_source: dataset``, §3.3 and App. B)."""
     if ctx.entity_forms is None:
         raise ValueError("strategy pool needs the suite's entity_forms")
-    # fluent-mLAMA §3.1: all objects of the relation in the dump (Ω's valid statements), or the suite's.
     settings = ctx.settings
-    dump_objects = ctx.omega.valid if settings.pool_source == "relation" else None
     t0 = time.perf_counter()
-    pools = _relation_pools(ctx.facts, ctx.entity_forms, settings.languages, dump_objects)
+    if settings.pool_source == "dataset":
+        pools = dataset_pools(ctx.facts, ctx.entity_forms, settings.languages, settings.dataset)
+    else:
+        # All objects of the relation in the dump (Ω's valid statements), or the suite's.
+        dump_objects = ctx.omega.valid if settings.pool_source == "relation" else None
+        pools = _relation_pools(ctx.facts, ctx.entity_forms, settings.languages, dump_objects)
     ctx.built["s"] += time.perf_counter() - t0
     ctx.built["n"] += len(pools)
     ctx.shared["pools"] = pools
 
 
 def pool_rows(ctx: Context, i: int, fid: str, fact: Triple) -> list[dict]:
-    """Distractors drawn from the relation's pool, per language (fluent-mLAMA §3.1)."""
+    """Distractors drawn from the relation's pool, per language (fluent-mLAMA §3.1); with
+    ``pool_source: dataset`` sampled strings, each a ``str:<string>`` entity (§3.3)."""
+    if ctx.settings.pool_source == "dataset":
+        return _string_pool_rows(ctx, fid, fact)
     s, r, o = fact
     got: list[dict] = []
     for lang in ctx.settings.languages:
         pool = ctx.shared["pools"].get((pid(r), lang), np.empty(0, np.int64))
         picked = pool_distractors(ctx.omega, pool, s, r, o, ctx.settings.pool_size)
         got += rows(fid, picked, "pool", side="object", lang=lang)
+    return got
+
+
+def _string_pool_rows(ctx: Context, fid: str, fact: Triple) -> list[dict]:
+    strings, correct = ctx.shared["pools"]
+    prop = pid(fact[1])
+    got: list[dict] = []
+    for lang in ctx.settings.languages:
+        picked = string_distractors(
+            strings.get((prop, lang), []), correct.get((fid, lang), set()), ctx.settings.pool_size
+        )
+        got += [
+            dict(row, entity=string_entity(form))
+            for row, form in zip(
+                rows(fid, [0] * len(picked), "pool", side="object", lang=lang), picked, strict=True
+            )
+        ]
     return got

@@ -136,7 +136,7 @@ def unknown_families(names: list[str]) -> list[str]:
 _F = "factprobe.metrics.families"
 # One line per family (the order they run in).
 register_family("knowledge", f"{_F}:knowledge", ("ns", "precision_ns", "combined_strategies", "short_lists"))
-register_family("ranking", f"{_F}:ranking", ("recall_ns",))
+register_family("ranking", f"{_F}:ranking", ("recall_ns", "ranking_average", "ranking_ties"))
 register_family(
     "plausibility", f"{_F}:plausibility", ("plausibility_strategies", "ndcg_gain", "ndcg_normalization")
 )

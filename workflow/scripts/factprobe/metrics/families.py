@@ -11,6 +11,7 @@ import logging
 
 import pandas as pd
 
+from . import fluent
 from .belief import (
     belief_dataset,
     belief_per_fact,
@@ -49,8 +50,13 @@ def knowledge(f: SuiteFrame) -> Tables:
 
 
 def ranking(f: SuiteFrame) -> Tables:
-    """Rank, R@n and mean rank of the object (fluent-mLAMA §3.3)."""
-    return [ranking_per_fact(f.ent, f.prompts, f.cands, f.correct, f.settings.recall_ns)], []
+    """Rank, R@n and mean rank of the object (fluent-mLAMA §3.3).
+
+    With ``ranking_average: relation`` (the paper's Table 1) short-GT facts are left out
+    (:func:`factprobe.metrics.fluent.drop_short_gt`, the authors' ``exclude_short``)."""
+    s = f.settings
+    ranks = ranking_per_fact(f.ent, f.prompts, f.cands, f.correct, s.recall_ns, s.ranking_ties)
+    return [fluent.drop_short_gt(ranks, f.facts) if s.ranking_average == "relation" else ranks], []
 
 
 def plausibility(f: SuiteFrame) -> Tables:

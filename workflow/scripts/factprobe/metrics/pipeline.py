@@ -18,7 +18,7 @@ from factprobe import contracts
 from factprobe.metrics import FAMILIES, MEASURES, chance_measures, fact_headline, headline, unknown_families
 from factprobe.settings import Metrics
 
-from . import uncertainty
+from . import fluent, uncertainty
 from .common import (
     GROUP_KEYS,
     conform_dataset_table,
@@ -198,8 +198,11 @@ def _robustness_rows(table: pd.DataFrame, pair: Sequence[str]) -> pd.DataFrame:
 SUMMARY_KEYS = ["measure", "strategy", "n", *GROUP_KEYS]
 
 
-def summarize(model: str, per_fact: pd.DataFrame, suite: pd.DataFrame) -> pd.DataFrame:
-    """One model's summary rows: mean over facts of each per-fact measure, plus suite-level rows.
+def summarize(
+    model: str, per_fact: pd.DataFrame, suite: pd.DataFrame, ranking_average: str = "facts"
+) -> pd.DataFrame:
+    """One model's summary rows: mean over facts of each per-fact measure, plus suite-level rows;
+    R@n and mean rank averaged as ``metrics.ranking_average`` says (metrics/fluent.py).
 
     Columns: model, measure, value, strategy, n, lang, verbalization, style, shots, bin,
     n_facts, level ("fact" or "suite").
@@ -208,7 +211,9 @@ def summarize(model: str, per_fact: pd.DataFrame, suite: pd.DataFrame) -> pd.Dat
         per_fact.groupby(SUMMARY_KEYS, sort=True)
         .agg(value=("value", "mean"), n_facts=("fact_id", "nunique"))
         .reset_index()
-        .assign(bin=-1, level="fact")
+    )
+    means = fluent.replace_ranking_rows(means, per_fact, SUMMARY_KEYS, ranking_average).assign(
+        bin=-1, level="fact"
     )
     suite_rows = suite.assign(n_facts=0, level="suite")
     out = pd.concat([means, suite_rows], ignore_index=True)

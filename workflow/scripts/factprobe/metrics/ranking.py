@@ -11,7 +11,9 @@ Rules stated here:
   (§3.2: "we consider all forms ... of object NEs as correct ones"); the best one is ranked.
 * A distractor entity is represented by its best form, so an entity with many aliases is one
   competitor, not several.
-* Ties count as failures: a distractor scoring exactly the best correct form ranks above it.
+* Ties (``metrics.ranking_ties``): ``fail`` (default) ranks a distractor scoring exactly the best
+  correct form above it; ``correct_first`` ranks the correct forms first, as the Fluent-mLAMA
+  authors' stable sort of correct-then-distractor candidates does (``processor.py``).
 * Distractors are those of one strategy (the multilingual suite uses ``pool``); a prompt with
   fewer distractors than n simply has fewer competitors.
 """
@@ -25,11 +27,20 @@ import pandas as pd
 
 from .common import GROUP_KEYS, average_per_fact, candidates_for_prompts
 
+#: metrics.ranking_ties: a distractor tying the best correct form ranks above it, or below it.
+RANKING_TIES = ("fail", "correct_first")
+
 
 def ranking_per_prompt(
-    ent: pd.DataFrame, prompts: pd.DataFrame, candidates: pd.DataFrame, correct: pd.DataFrame
+    ent: pd.DataFrame,
+    prompts: pd.DataFrame,
+    candidates: pd.DataFrame,
+    correct: pd.DataFrame,
+    ties: str = "fail",
 ) -> pd.DataFrame:
     """Rank of the best correct form for each (prompt, strategy): prompt_id, fact_id, strategy, rank."""
+    if ties not in RANKING_TIES:
+        raise ValueError(f"metrics.ranking_ties {ties!r}: use one of {list(RANKING_TIES)}")
     scored = prompts[["prompt_id", "fact_id"]].merge(ent[["prompt_id", "entity", "best_lp"]], on="prompt_id")
     good = scored.merge(correct, on=["fact_id", "entity"])
     best = good.groupby("prompt_id")["best_lp"].max().rename("best_correct")
@@ -41,7 +52,8 @@ def ranking_per_prompt(
     ].drop_duplicates()
     rows = scored.merge(dis, on=["prompt_id", "fact_id", "entity"])
     rows = rows.merge(best, left_on="prompt_id", right_index=True)
-    rows["beats"] = (rows["best_lp"] >= rows["best_correct"]).astype(int)
+    above = rows["best_lp"] > rows["best_correct"]
+    rows["beats"] = (above | ((rows["best_lp"] == rows["best_correct"]) & (ties == "fail"))).astype(int)
     ranks = rows.groupby(["prompt_id", "fact_id", "strategy"], sort=True)["beats"].sum().reset_index()
     ranks["rank"] = ranks["beats"] + 1
     return ranks[["prompt_id", "fact_id", "strategy", "rank"]]
@@ -53,12 +65,14 @@ def ranking_per_fact(
     candidates: pd.DataFrame,
     correct: pd.DataFrame,
     recall_ns: Iterable[int] = (1, 2, 3, 4, 5),
+    ties: str = "fail",
 ) -> pd.DataFrame:
     """Per fact and language × verbalization (and style, shots): ``recall`` (n) and ``rank``.
 
-    The suite-level R@n and mean rank of §3.3 are the means of these over facts (summary).
+    The suite-level R@n and mean rank of §3.3 average these (summary; metrics/fluent.py for the
+    paper's average over relations).
     """
-    per = ranking_per_prompt(ent, prompts, candidates, correct)
+    per = ranking_per_prompt(ent, prompts, candidates, correct, ties)
     per = per.merge(prompts[["prompt_id", *GROUP_KEYS]], on="prompt_id")
     parts = [average_per_fact(per, ["strategy"], ["rank"])]
     for n in sorted(set(recall_ns)):

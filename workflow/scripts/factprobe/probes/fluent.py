@@ -7,12 +7,19 @@ one TSV per language and relation, ``<lang>_<PID>_{20prompt|nogpt}.tsv``, one fa
 sentence; ``chatgpt_prompt``, only in ``20prompt`` files = GPT-4o-mini with forced labels), the
 object as inflected in each sentence (``gt_infl_object``, ``chatgpt_infl_object``) and the
 object's Wikidata ``aliases`` (``|||``-separated). A sentence the authors could not split has
-``ERROR`` in its prompt and object columns; it is not imported (§3.2 "we filter such facts").
+``ERROR`` in its prompt and object columns (§3.2 "we filter such facts"). As the authors'
+loader (``processor.py``) does, a row whose GT inflected object is ``ERROR`` or whose GT prompt is
+empty is dropped in *every* verbalization (its template prompt too), so the three verbalizations
+are compared on one set of facts; any other ``ERROR`` (a ChatGPT sentence) drops that
+verbalization's prompt only.
 
 Tables (docs/contracts.md layouts):
 
 * ``facts``: one row per (subject, relation, object) over all languages (``dump`` =
-  ``fluent-mlama``, ``popularity`` = 0, one stratum);
+  ``fluent-mlama``, ``popularity`` = 0, one stratum), with ``short_gt``: the languages in which
+  the fact's GT prompt is too short by the authors' ``exclude_short`` rule (evaluated here on the
+  raw strings, :func:`factprobe.metrics.fluent.short_gt_prompt`); the paper's aggregation leaves
+  those (fact, language) pairs out (``metrics.ranking_average: relation``);
 * ``prompts``: one row per fact × language × verbalization, ``verbalization`` = ``template`` /
   ``gt`` / ``chatgpt``, ``template_id`` = ``<PID>.<lang>.fluent-<verbalization>``, the text
   right-stripped (the release keeps the space before the object);
@@ -39,6 +46,7 @@ from pathlib import Path
 import pandas as pd
 
 from factprobe import contracts
+from factprobe.metrics.fluent import short_gt_prompt
 
 from .select import assign_split
 
@@ -103,6 +111,19 @@ def _usable(value: str | None) -> str:
     return "" if value == ERROR else value
 
 
+def fact_kept(row: dict) -> bool:
+    """Whether the authors' loader keeps a release row: its GT inflected object is not ``ERROR``
+    and its GT prompt is not empty (``processor.py``; pandas reads an empty field as NaN)."""
+    return (row.get("gt_infl_object") or "") != ERROR and (row.get("gt_prompt") or "") != ""
+
+
+def is_short_gt(row: dict) -> bool:
+    """The authors' ``exclude_short`` rule on a raw row: with a ChatGPT prompt column (20prompt
+    files) against template and ChatGPT, else against the template."""
+    chatgpt = row.get("chatgpt_prompt") if "chatgpt_prompt" in row else None
+    return short_gt_prompt(row.get("template_prompt"), row.get("gt_prompt"), chatgpt)
+
+
 def import_fluent_mlama(
     path: str | Path,
     languages: Sequence[str],
@@ -116,6 +137,7 @@ def import_fluent_mlama(
     if unknown:
         raise FluentError(f"unknown verbalization(s) {unknown}; choose from {list(VERBALIZATIONS)}")
     facts: dict[str, tuple[str, str, str]] = {}
+    short: dict[str, list[str]] = {}
     prompts, forms = [], []
     skipped: Counter = Counter()
     seen_langs = set()
@@ -127,9 +149,14 @@ def import_fluent_mlama(
         if bad:
             log.warning("%s: %d malformed rows (no sub_uri/obj_uri) skipped", name, bad)
         for row in rows:
+            if not fact_kept(row):
+                skipped[(lang, "all")] += 1
+                continue
             subject, obj = row["sub_uri"].strip(), row["obj_uri"].strip()
             fact_id = f"{subject}|{relation}|{obj}"
             facts.setdefault(fact_id, (subject, relation, obj))
+            if is_short_gt(row):
+                short.setdefault(fact_id, []).append(lang)
             sub_label, obj_label = row["sub_label"].strip(), row["obj_label"].strip()
             forms += [(subject, lang, sub_label, "label"), (obj, lang, obj_label, "label")]
             forms += [
@@ -153,7 +180,9 @@ def import_fluent_mlama(
     if missing:
         raise FluentError(f"{path}: no file for language(s) {missing} (relations {relations or 'all'})")
     if skipped:
-        log.info("Fluent-mLAMA: prompts marked ERROR in the release, not imported: %s", dict(skipped))
+        log.info(
+            "Fluent-mLAMA: prompts not imported (ERROR or empty; 'all' = the whole fact): %s", dict(skipped)
+        )
     fact_table = pd.DataFrame(
         [(fid, s, r, o, [o]) for fid, (s, r, o) in sorted(facts.items())],
         columns=["fact_id", "subject", "property", "object", "objects"],
@@ -162,6 +191,7 @@ def import_fluent_mlama(
     fact_table["stratum"] = 0
     fact_table["split"] = assign_split(fact_table["fact_id"], seed)
     fact_table["dump"] = "fluent-mlama"
+    fact_table["short_gt"] = [sorted(short.get(f, [])) for f in fact_table["fact_id"]]
     prompt_table = pd.DataFrame(prompts, columns=contracts.columns("prompts")[:-1])
     prompt_table["subject_form_index"] = prompt_table["subject_form_index"].astype("int32")
     prompt_table["demos"] = [[] for _ in range(len(prompt_table))]
@@ -181,3 +211,49 @@ def import_fluent_mlama(
         prompt_table.groupby(["lang", "verbalization"]).size().to_dict(),
     )
     return fact_table, prompt_table, form_table
+
+
+#: Fields pandas' read_csv reads as NaN (its default ``na_values``): the authors' code never sees
+#: them as strings, so they are in no pool.
+PANDAS_NA = frozenset(
+    "#N/A|#N/A N/A|#NA|-1.#IND|-1.#QNAN|-NaN|-nan|1.#IND|1.#QNAN|<NA>|N/A|NA|NULL|NaN|None|n/a|nan|null".split(
+        "|"
+    )
+)
+
+
+def _object_strings(row: dict) -> set[str]:
+    """The object strings of a release row in the authors' pool (``processor.py``
+    ``_prepare_adversarial_pool``): label, GT (and ChatGPT, in 20prompt files) inflected object and
+    aliases, non-empty; ``ERROR`` (an unsplittable sentence) is no object name and is left out."""
+    fields = [row.get("obj_label"), row.get("gt_infl_object"), row.get("chatgpt_infl_object")]
+    aliases = row.get("aliases") or ""
+    strings = [f for f in fields if f and f not in PANDAS_NA]
+    if aliases not in PANDAS_NA:
+        strings += aliases.split("|||")
+    return {s for s in strings if s and s != ERROR}
+
+
+def release_string_pools(
+    path: str | Path, languages: Sequence[str], relations: Sequence[str] | None = None
+) -> tuple[dict[tuple[str, str], list[str]], dict[tuple[str, str], set[str]]]:
+    """The paper's distractor pools (§3.3, App. B) from the release: ``(pools, correct)`` with
+    ``pools[(relation, lang)]`` the object strings of the rows the authors keep (:func:`fact_kept`)
+    of ``<lang>_<relation>`` in SHA-256 order, and ``correct[(fact_id, lang)]`` the fact's own
+    strings, which its distractors leave out (distractors/pool.py, ``pool_source: dataset``)."""
+    from factprobe.distractors.pool import sha256_order
+
+    pools, correct = {}, {}
+    for lang, relation, name, text in release_files(path):
+        if lang not in languages or (relations is not None and relation not in relations):
+            continue
+        strings: set[str] = set()
+        for row in _rows(name, text)[0]:
+            if not fact_kept(row):
+                continue
+            own = _object_strings(row)
+            fact_id = f"{row['sub_uri'].strip()}|{relation}|{row['obj_uri'].strip()}"
+            correct[(fact_id, lang)] = correct.get((fact_id, lang), set()) | own
+            strings |= own
+        pools[(relation, lang)] = sha256_order(strings)
+    return pools, correct

@@ -17,16 +17,29 @@ here the LM is any ``models.tsv`` row, loaded from its prepared folder through `
 and the examples come from ``translate.few_shot`` (per language; an example with a ``relation``
 is used only for that relation).
 
+The authors' own 20-shot prompts (``chatgpt_prompts/translation20/{lang}_{relation}.txt`` of the
+release: their instruction and 20 example blocks per language and relation) are read with
+``translate.prompt_dir`` (:func:`read_prompt_file`); they then replace ``few_shot`` and
+``llm_instruction`` for the languages and relations they cover, and a request whose file is missing
+is an error naming it. The authors sent that file as the *system* message of a chat model and the
+query block as the next message; with ``translate.chat_template: auto`` a model whose tokenizer has
+a chat template gets the same: the instruction and examples as the system turn, the query block
+as the user turn (local chat templates expect a user turn before the answer; a template without
+a system role gets both in one user turn), then the template's generation prompt. ``never`` keeps
+the raw Appendix-A text (base models).
+
 Outputs are cached like the seq2seq backend's (``mt.TranslationCache``), keyed by the model's
 identity, the decoding settings and the whole prompt.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from factprobe.hashing import stable_hash
 from factprobe.settings import Translate
@@ -122,6 +135,84 @@ def build_prompt(
     return "\n\n".join(parts)
 
 
+PROMPT_FIELDS = {
+    "Source sentence:": "source",
+    "Subject translation:": "subject",
+    "Object translation:": "object",
+    "Translation:": "translation",
+}
+CHAT_TEMPLATE = ("auto", "never")
+
+
+def read_prompt_file(path: str | Path, relation: str = "") -> tuple[str, list[Example]]:
+    """``(instruction, examples)`` of one of the authors' few-shot prompt files: the instruction is
+    the text before the first ``Source sentence:`` (lines stripped of the indentation, joined by
+    newlines), the examples its four-field blocks in file order, each for ``relation``."""
+    path = Path(path)
+    head: list[str] = []
+    examples: list[Example] = []
+    block: dict[str, str] = {}
+    for lineno, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        line = raw.strip()
+        key = next((k for k in PROMPT_FIELDS if line.startswith(k)), None)
+        if key is None:
+            if line and not examples and not block:
+                head.append(line)
+            elif line:
+                raise ValueError(
+                    f"{path}: line {lineno}: expected one of {list(PROMPT_FIELDS)}, got {line!r}"
+                )
+            continue
+        name = PROMPT_FIELDS[key]
+        if name != list(PROMPT_FIELDS.values())[len(block)]:
+            raise ValueError(
+                f"{path}: line {lineno}: {key} out of order; each example is {list(PROMPT_FIELDS)}"
+            )
+        block[name] = line[len(key) :].strip()
+        if name == "translation":
+            examples.append(Example(**block, relation=relation))
+            block = {}
+    if block or not examples:
+        raise ValueError(
+            f"{path}: an unfinished example or none at all; is this a translation20 prompt file?"
+        )
+    return "\n".join(head), examples
+
+
+@functools.cache
+def prompt_file(folder: str, lang: str, relation: str) -> tuple[str, tuple[Example, ...]]:
+    """The authors' prompt of ``lang`` and ``relation`` in ``folder`` (``{lang}_{relation}.txt``)."""
+    path = Path(folder) / f"{lang}_{relation}.txt"
+    if not path.is_file():
+        raise ValueError(
+            f"{path}: no few-shot prompt file for language {lang!r} and relation {relation!r}; "
+            "add it or fix translate.prompt_dir"
+        )
+    head, examples = read_prompt_file(path, relation)
+    return head, tuple(examples)
+
+
+def chat_prompt(tokenizer, system: str, user: str) -> str:
+    """``system`` and ``user`` turns through the tokenizer's chat template, with its generation
+    prompt; a template without a system role gets one user turn. The tokenizer's BOS text is
+    dropped from the front: the LM adds BOS itself when it encodes a context."""
+    from jinja2 import TemplateError
+
+    turns = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    try:
+        text = tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
+    except TemplateError:
+        merged = [{"role": "user", "content": f"{system}\n\n{user}"}]
+        text = tokenizer.apply_chat_template(merged, tokenize=False, add_generation_prompt=True)
+    bos = getattr(tokenizer, "bos_token", None)
+    return text[len(bos) :] if bos and text.startswith(bos) else text
+
+
+def has_chat_template(lm: object) -> bool:
+    """Whether ``lm`` (an ``HFCausalLM``) has a tokenizer with a chat template."""
+    return bool(getattr(getattr(lm, "tokenizer", None), "chat_template", None))
+
+
 def parse_translation(text: str) -> str:
     """The translated sentence in a generated first line: a repeated ``Translation:`` field name
     and quotes around the whole sentence are removed, surrounding whitespace stripped."""
@@ -145,8 +236,24 @@ class LLMTranslator:
     cache: TranslationCache = field(default_factory=lambda: TranslationCache(None))
 
     def prompt(self, request: Request) -> str:
-        examples = examples_for(self.settings.few_shot, request.tgt_lang, request.relation)
-        return build_prompt(request, examples, self.settings.llm_instruction, self.settings.language_names)
+        """The text the LM continues: the instruction and examples (the authors' file for the
+        language and relation with ``prompt_dir``, else ``few_shot``), then the query block;
+        through the model's chat template when ``chat_template: auto`` finds one."""
+        query = block(request.text, request.subject, request.object)
+        if self.settings.prompt_dir:
+            head, examples = prompt_file(self.settings.prompt_dir, request.tgt_lang, request.relation)
+            system = "\n\n".join(
+                [head] + [block(e.source, e.subject, e.object, e.translation) for e in examples]
+            )
+        else:
+            examples = examples_for(self.settings.few_shot, request.tgt_lang, request.relation)
+            whole = build_prompt(
+                request, examples, self.settings.llm_instruction, self.settings.language_names
+            )
+            system = whole[: -len(query)].rstrip("\n")
+        if self.settings.chat_template == "auto" and has_chat_template(self.lm):
+            return chat_prompt(self.lm.tokenizer, system, query)
+        return f"{system}\n\n{query}"
 
     def key(self, prompt: str) -> str:
         identity = getattr(self.lm, "identity", (self.name,))
