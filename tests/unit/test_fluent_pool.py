@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from factprobe.distractors.pool import sha256_order, string_distractors, string_entity
+from factprobe.distractors.pool import string_distractors, string_entity
 from factprobe.distractors.retrieve import forms_of_candidates, retrieve
+from factprobe.hashing import sha256_order
 from factprobe.metrics.common import correct_entities, entity_scores
 from factprobe.metrics.ranking import ranking_per_prompt
 from factprobe.probes.fluent import import_fluent_mlama, release_string_pools

@@ -27,10 +27,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from factprobe.metrics.common import conform_dataset_table, conform_fact_table
-from factprobe.metrics.fluent import drop_short_gt, relation_means, short_gt_prompt
+from factprobe.metrics.fluent import drop_short_gt, relation_means
 from factprobe.metrics.pipeline import summarize
 from factprobe.metrics.ranking import table1
-from factprobe.probes.fluent import import_fluent_mlama
+from factprobe.probes.fluent import import_fluent_mlama, short_gt_prompt
 
 ROOT = Path(__file__).resolve().parents[2]
 LANGS = ["ru", "cs", "uk", "hr"]

@@ -31,3 +31,10 @@ def stable_hashes(parts: tuple, items) -> np.ndarray:
 def hash_fraction(*parts: object) -> float:
     """``stable_hash`` mapped to [0, 1)."""
     return stable_hash(*parts) / 2.0**64
+
+
+def sha256_order(strings: Iterable[str]) -> list[str]:
+    """The distinct non-empty ``strings`` sorted by the integer value of their SHA-256 hex digest
+    (UTF-8), the authors' reproducible sample order."""
+    unique = {s for s in strings if isinstance(s, str) and s}
+    return sorted(unique, key=lambda s: int(hashlib.sha256(s.encode("utf-8")).hexdigest(), 16))

@@ -29,8 +29,7 @@ default) that are in Ω(f).
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 import pandas as pd
@@ -40,7 +39,7 @@ import pyarrow.compute as pc
 from factprobe import arrays
 from factprobe.contracts import id_int, id_ints
 from factprobe.distractors.omega import Omega, in_sorted
-from factprobe.hashing import stable_hashes
+from factprobe.hashing import sha256_order, stable_hashes
 
 POOL_SOURCES = ("relation", "suite", "dataset")
 #: Candidate entity id prefix of a string distractor (pool_source: dataset).
@@ -95,13 +94,6 @@ def pool_distractors(omega: Omega, pool: np.ndarray, s: int, r: int, o: int, n: 
 
 
 # --------------------------------------------------------------------------- string pools (dataset)
-
-
-def sha256_order(strings: Iterable[str]) -> list[str]:
-    """The distinct non-empty ``strings`` sorted by the integer value of their SHA-256 hex digest
-    (UTF-8), the authors' reproducible sample order."""
-    unique = {s for s in strings if isinstance(s, str) and s}
-    return sorted(unique, key=lambda s: int(hashlib.sha256(s.encode("utf-8")).hexdigest(), 16))
 
 
 def string_distractors(pool: Sequence[str], correct: Collection[str], n: int = 50) -> list[str]:

@@ -5,7 +5,7 @@ language-relation subset"; "for the general results we will average the scores f
 language dataset". The authors' statistics code (ZurichNLP/Fluent-mLAMA ``stats.py``, read, not
 copied) makes that precise, and this module follows it:
 
-1. **Short GT prompts out** (:func:`short_gt_prompt`): a fact whose Google-Translate prompt is
+1. **Short GT prompts out** (:func:`factprobe.probes.fluent.short_gt_prompt`, applied by the importer): a fact whose Google-Translate prompt is
    much shorter than the other verbalizations' (a translation that lost the sentence) is left out
    of every verbalization of its language. The importer evaluates the rule on the release's raw
    strings and records the languages in the facts table's ``short_gt`` column.
@@ -20,7 +20,6 @@ copied) makes that precise, and this module follows it:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import pandas as pd
@@ -29,26 +28,6 @@ import pandas as pd
 RANKING_AVERAGES = ("relation", "facts")
 #: Per-fact measures of the ranking family (metrics/ranking.py) that this aggregation concerns.
 RANKING_MEASURES = ("recall", "mean_rank")
-
-
-def _length(text: str | None) -> int:
-    """Characters of a release field as the authors' pandas reading measures it: an empty field is
-    read as NaN and ``str(NaN)`` is ``"nan"`` (3 characters)."""
-    if text is None or (isinstance(text, float) and math.isnan(text)) or text == "":
-        return 3
-    return len(str(text))
-
-
-def short_gt_prompt(template: str | None, gt: str | None, chatgpt: str | None = None) -> bool:
-    """The authors' ``exclude_short`` rule on one release row (raw strings, spaces included).
-
-    With a ChatGPT prompt (the ``20prompt`` files, Table 1): short when ``len(gt) <
-    (len(chatgpt) + len(template)) / 6``, i.e. under a third of the other two prompts' mean
-    length. Without one (``nogpt`` files, Table 3): short when ``len(gt) < len(template) / 3``.
-    """
-    if chatgpt is None:
-        return _length(gt) < _length(template) / 3
-    return _length(gt) < (_length(chatgpt) + _length(template)) / 6
 
 
 def short_gt_keys(facts: pd.DataFrame) -> set[tuple[str, str]]:

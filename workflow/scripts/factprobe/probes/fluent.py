@@ -18,7 +18,7 @@ Tables (docs/contracts.md layouts):
 * ``facts``: one row per (subject, relation, object) over all languages (``dump`` =
   ``fluent-mlama``, ``popularity`` = 0, one stratum), with ``short_gt``: the languages in which
   the fact's GT prompt is too short by the authors' ``exclude_short`` rule (evaluated here on the
-  raw strings, :func:`factprobe.metrics.fluent.short_gt_prompt`); the paper's aggregation leaves
+  raw strings, :func:`short_gt_prompt`); the paper's aggregation leaves
   those (fact, language) pairs out (``metrics.ranking_average: relation``);
 * ``prompts``: one row per fact × language × verbalization, ``verbalization`` = ``template`` /
   ``gt`` / ``chatgpt``, ``template_id`` = ``<PID>.<lang>.fluent-<verbalization>``, the text
@@ -37,6 +37,7 @@ from __future__ import annotations
 import csv
 import io
 import logging
+import math
 import re
 import zipfile
 from collections import Counter
@@ -46,7 +47,7 @@ from pathlib import Path
 import pandas as pd
 
 from factprobe import contracts
-from factprobe.metrics.fluent import short_gt_prompt
+from factprobe.hashing import sha256_order
 
 from .select import assign_split
 
@@ -65,6 +66,26 @@ QID_RE = re.compile(r"^Q[1-9][0-9]*$")
 
 class FluentError(ValueError):
     """The release cannot be read; the message names the file and what to fix."""
+
+
+def _length(text: str | None) -> int:
+    """Characters of a release field as the authors' pandas reading measures it: an empty field is
+    read as NaN and ``str(NaN)`` is ``"nan"`` (3 characters)."""
+    if text is None or (isinstance(text, float) and math.isnan(text)) or text == "":
+        return 3
+    return len(str(text))
+
+
+def short_gt_prompt(template: str | None, gt: str | None, chatgpt: str | None = None) -> bool:
+    """The authors' ``exclude_short`` rule on one release row (raw strings, spaces included).
+
+    With a ChatGPT prompt (the ``20prompt`` files, Table 1): short when ``len(gt) <
+    (len(chatgpt) + len(template)) / 6``, i.e. under a third of the other two prompts' mean
+    length. Without one (``nogpt`` files, Table 3): short when ``len(gt) < len(template) / 3``.
+    """
+    if chatgpt is None:
+        return _length(gt) < _length(template) / 3
+    return _length(gt) < (_length(chatgpt) + _length(template)) / 6
 
 
 def release_files(path: str | Path) -> Iterator[tuple[str, str, str, str]]:
@@ -241,8 +262,6 @@ def release_string_pools(
     ``pools[(relation, lang)]`` the object strings of the rows the authors keep (:func:`fact_kept`)
     of ``<lang>_<relation>`` in SHA-256 order, and ``correct[(fact_id, lang)]`` the fact's own
     strings, which its distractors leave out (distractors/pool.py, ``pool_source: dataset``)."""
-    from factprobe.distractors.pool import sha256_order
-
     pools, correct = {}, {}
     for lang, relation, name, text in release_files(path):
         if lang not in languages or (relations is not None and relation not in relations):
