@@ -20,8 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from factprobe.distractors.appropt import appropt_distractors, build_trie, candidate_pool
-from factprobe.distractors.appropt import Counts
+from factprobe.distractors.appropt import Counts, appropt_distractors, build_trie, candidate_pool
 from factprobe.lm import HFCausalLM
 from factprobe.lm.api import LoglikRequest
 from factprobe.metrics.common import candidates_for_prompts
@@ -54,7 +53,10 @@ def llama(suite):
     raw.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.Fuse(), decoders.Strip(" ", 1, 0)])
     alphabet = sorted(set("".join(texts)) | {"▁"})
     raw.train_from_iterator(
-        texts, trainers.BpeTrainer(vocab_size=600, special_tokens=["<unk>", "<s>", "</s>"], initial_alphabet=alphabet)
+        texts,
+        trainers.BpeTrainer(
+            vocab_size=600, special_tokens=["<unk>", "<s>", "</s>"], initial_alphabet=alphabet
+        ),
     )
     raw.post_processor = processors.TemplateProcessing(
         single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", raw.token_to_id("<s>"))]
@@ -154,11 +156,16 @@ def test_beam_scores_equal_packed_scorer_per_sentence(llama, suite):
     assert set(out["prompt_id"]) == set(prompts["prompt_id"])
     text = prompts.set_index("prompt_id")["text"]
     results = llama.loglikelihood(
-        [LoglikRequest(text[pid], " " + form) for pid, form in zip(out["prompt_id"], out["form"], strict=True)]
+        [
+            LoglikRequest(text[pid], " " + form)
+            for pid, form in zip(out["prompt_id"], out["form"], strict=True)
+        ]
     )
     assert out["score"].tolist() == pytest.approx([r.logprob for r in results], abs=1e-4)
     for pid, form, score in zip(out["prompt_id"], out["form"], out["score"], strict=True):
-        assert score == pytest.approx(naive_pair_logprob(llama.model, llama.tokenizer, text[pid], " " + form), abs=1e-4)
+        assert score == pytest.approx(
+            naive_pair_logprob(llama.model, llama.tokenizer, text[pid], " " + form), abs=1e-4
+        )
     fid = facts["fact_id"].iloc[0]
     s, r, o = (int(x[1:]) for x in fid.split("|"))
     pool = omega.filter(s, r, o, omega.members(omega.types_of(o)))
@@ -179,7 +186,7 @@ def test_beam_scores_equal_packed_scorer_per_sentence(llama, suite):
     assert len(lists) == 2
 
 
-def test_pool_cap_keeps_the_first_valid_members_by_prior(suite, caplog):
+def test_pool_cap_keeps_the_first_valid_members_by_prior(suite):
     """max_candidates = M keeps the first M Ω-valid type members by the prior (highest first, ties
     by id), worked out here from the uncapped pool; counts of capped facts and cut members."""
     facts, _, omega = suite
