@@ -168,19 +168,19 @@ def test_appropt_on_demo_facts_is_omega_valid_and_matches_exhaustive(tiny, suite
             assert form in set(en.loc[en["entity"] == e, "form"])
         # Independent check: best score per entity over all its forms, exhaustively.
         pool = omega.filter(s, r, o, omega.members(omega.types_of(o)))
-        trie = build_trie(
+        prefix, trie, _ = build_trie(
+            lm,
+            "The capital of X is",
             pool,
             en.assign(id=en["entity"].str[1:].astype(int)).groupby("id")["form"].agg(list).to_dict(),
             "en",
-            lm.form_ids,
-            tok.eos_token_id,
         )
         assert 20 < len(trie.paths()) < 300  # real type members: big enough to matter, cheap enough
-        prefix = tok("The capital of X is")["input_ids"]
+        assert prefix == tok("The capital of X is")["input_ids"]
         best = {}
         for p, ents_at in trie.paths():
             lp = sequence_logprob(model, prefix, list(p))
-            for e in ents_at:
+            for e, _form in ents_at:
                 best[e] = max(best.get(e, -math.inf), lp)
         wide = appropt_distractors(
             lm, facts[facts["fact_id"] == fid], prompts, forms, omega, n=5, width=len(trie.paths())

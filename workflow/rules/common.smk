@@ -355,8 +355,10 @@ def retrieve_shard_inputs(wildcards):
 
 
 def appropt_inputs(wildcards):
-    """Ω tables, the suite's prompts, and the model's folder."""
+    """Ω tables, the suite's prompts, the model's folder, and the dump's entities (sitelinks:
+    the prior that caps a huge type's candidate pool)."""
     files = omega_inputs(wildcards.suite)
+    files["entities"] = extract_table("entities", SUITES[wildcards.suite].dump)
     files["lib"] = library("appropt_distractors.py")
     files["prompts"] = rules.build_probes.output.prompts.format(suite=wildcards.suite)
     files["model"] = model_folder(wildcards.suite, wildcards.model)

@@ -98,6 +98,8 @@ rule appropt_distractors:
         gpu=1,
     params:
         settings=lookup(dpath="{suite}/{model}", within=APPROPT_SETTINGS),
+        # the trie's paths end as scoring's pairs do (a distractor's score = its scoring log-likelihood)
+        end_marker=lookup(dpath="{suite}", within=END_MARKERS),
         no_space_languages=NO_SPACE_LANGUAGES,
     script:
         "../scripts/appropt_distractors.py"

@@ -4,6 +4,7 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
+import numpy as np
 import torch
 from factprobe import contracts, scan
 from factprobe.distractors.appropt import appropt_distractors
@@ -17,14 +18,40 @@ torch.set_num_threads(max(1, snakemake.threads))
 facts, forms_table, _claims, omega = load_suite_omega(snakemake.input, p)
 entity_forms = scan.forms_frame(forms_table)
 prompts = contracts.read("prompts", snakemake.input.prompts)
-lm = load_model(p["model"], snakemake.input.model, no_space_langs=snakemake.params.no_space_languages)
-out = appropt_distractors(lm, facts, prompts, entity_forms, omega, p["n"], p["lang"], p["styles"], p["width"])
-short = (out.drop_duplicates("fact_id")["found"] < p["n"]).sum() if len(out) else 0
+lm = load_model(
+    p["model"],
+    snakemake.input.model,
+    end_marker=snakemake.params.end_marker,
+    no_space_langs=snakemake.params.no_space_languages,
+)
+
+
+def sitelinks(ids: np.ndarray) -> np.ndarray:
+    """The cap's prior: sitelinks of each id (0 when the dump does not list it)."""
+    got = scan.sitelinks_of(snakemake.input.entities, ids)
+    return got.reindex(ids, fill_value=0).to_numpy()
+
+
+out = appropt_distractors(
+    lm,
+    facts,
+    prompts,
+    entity_forms,
+    omega,
+    p["n"],
+    p["lang"],
+    p["styles"],
+    p["width"],
+    max_candidates=p["max_candidates"],
+    prior=sitelinks,
+)
+lists = out.drop_duplicates("prompt_id")
 log.info(
-    "%d distractors for %d facts; %d facts with fewer than n=%d",
+    "%d distractors for %d sentences of %d facts; %d sentences with fewer than n=%d",
     len(out),
+    len(lists),
     out["fact_id"].nunique(),
-    short,
+    (lists["found"] < p["n"]).sum() if len(out) else 0,
     p["n"],
 )
 contracts.write("appropt", out, snakemake.output.candidates)

@@ -257,6 +257,8 @@ class Appropt:
     width: int | None = None
     lang: str | None = None
     styles: list[str] = _default(["completion", "statement", "question"])
+    # Cap on one fact's candidate pool (the first Ω-valid type members by sitelinks).
+    max_candidates: int | None = 100_000
 
 
 @dataclass(frozen=True)
@@ -580,6 +582,7 @@ def suite_appropt(cfg: Config, suite: str, model_row: dict) -> dict:
         "width": appropt.width,
         "lang": appropt.lang or own["languages"][0],
         "styles": list(appropt.styles),
+        "max_candidates": appropt.max_candidates,
         "form_threshold": section.form_threshold,
         "valid_ranks": section.valid_ranks,
         "dump": own["dump"],

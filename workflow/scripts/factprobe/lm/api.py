@@ -153,6 +153,15 @@ class LM(ABC):
             f"{type(self).__name__} has no token ids: ApprOpt needs a token-level backend"
         )
 
+    def continuation_paths(
+        self, prompt: str, forms: Sequence[str], lang: str
+    ) -> tuple[list[int], list[tuple[int, ...] | None]]:
+        """Context ids of ``prompt`` and each form's continuation ids (end marker included), as
+        scoring encodes the pair; None for a pair scoring does not score as a path after the prompt."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no token ids: ApprOpt needs a token-level backend"
+        )
+
     def decode(self, ids: Sequence[int]) -> str:
         """Text of token ids."""
         raise NotImplementedError(

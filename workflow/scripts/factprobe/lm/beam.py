@@ -1,17 +1,27 @@
 """Beam search over a trie of token sequences (constrained decoding), KV cache reused.
 
-The search ApprOpt runs (distractors paper §3.3): every hypothesis is a path of a
-:class:`TokenTrie` ending in EOS, scored by its summed log-probability. It works on a
-``transformers`` causal LM module; :meth:`factprobe.lm.hf.HFCausalLM.trie_search` is its entry
-point, so ApprOpt asks its model for the search instead of reaching inside it.
+The search ApprOpt runs (distractors paper §3.3): every hypothesis is a complete path of a
+:class:`TokenTrie` (a form's continuation ids followed by the end marker, EOS by default), scored
+by its summed log-probability. It works on a ``transformers`` causal LM module;
+:meth:`factprobe.lm.hf.HFCausalLM.trie_search` is its entry point, so ApprOpt asks its model for
+the search instead of reaching inside it.
+
+The trie's ids come from scoring's own encoding (:func:`continuation_paths`): the joint
+tokenization of prompt + continuation split at the prompt's end (:func:`factprobe.lm.encoding.
+tokenize_pairs`), not the form encoded on its own, which for SentencePiece tokenizers with a dummy
+prefix (Llama-2 style) starts with a lone ``▁``. A path's score is then the form's scoring
+log-likelihood log Pr(λ + end | c) exactly.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+
+from factprobe.lm.encoding import tokenize_pairs
 
 LEAF = -1
 # A finished hypothesis: tokens (incl. EOS), summed log-probability, the entities at its leaf.
@@ -20,17 +30,29 @@ Hyp = tuple[tuple[int, ...], float, list]
 
 @dataclass
 class TokenTrie:
-    """A trie of token-id sequences, each ending in ``eos``; leaves hold the entities reached."""
+    """A trie of token-id sequences; the node a complete sequence reaches holds its entities.
 
-    eos: int
+    :meth:`add` appends ``eos`` to the tokens; :meth:`add_path` inserts a sequence as it is (one
+    that already carries its end marker, from :func:`continuation_paths`). A node can both end a
+    sequence and continue into longer ones (end marker ``none``: "New" and "New York")."""
+
+    eos: int | None
     root: dict = field(default_factory=dict)
+    longest: int = 0
 
     def add(self, tokens: list[int], value: Any) -> None:
         """Insert ``tokens + [eos]``; ``value`` is appended to the leaf's list."""
+        self.add_path([*tokens, self.eos], value)
+
+    def add_path(self, tokens: Sequence[int], value: Any) -> None:
+        """Insert ``tokens`` as one complete sequence; ``value`` is appended to its leaf's list."""
+        if not tokens:
+            raise ValueError("TokenTrie: an empty sequence cannot be a continuation")
         node = self.root
-        for t in [*tokens, self.eos]:
+        for t in tokens:
             node = node.setdefault(int(t), {})
         node.setdefault(LEAF, []).append(value)
+        self.longest = max(self.longest, len(tokens))
 
     def allowed(self, node: dict) -> list[int]:
         """Tokens that may follow ``node``."""
@@ -49,8 +71,37 @@ class TokenTrie:
         return sorted(out)
 
     def depth(self) -> int:
-        """Length of the longest path (tokens including EOS)."""
-        return max((len(p) for p, _ in self.paths()), default=0)
+        """Length of the longest path (tokens including the end marker)."""
+        return self.longest
+
+
+def continuation_paths(
+    tokenizer: Any, prompt: str, continuations: Sequence[str], end: str = "eos"
+) -> tuple[list[int], list[tuple[int, ...] | None]]:
+    """The context ids of ``prompt`` and each continuation's ids as scoring encodes them.
+
+    Each (prompt, continuation) pair goes through :func:`factprobe.lm.encoding.tokenize_pairs`,
+    the one rule scoring uses (joint tokenization split at the prompt's end, end marker ``end``
+    appended), so a trie path scores exactly as the scorer's log-likelihood of that form. A pair
+    whose joint encoding merges across the prompt's end is scored by scoring as a difference of
+    two requests, not a path after the prompt: it gets None (the caller leaves it out and counts
+    it). The context is the same for every other pair (BOS + the prompt's own tokens).
+    """
+    if not continuations:
+        return [], []
+    requests, plans = tokenize_pairs(tokenizer, [prompt] * len(continuations), list(continuations), end)
+    prefix: tuple[int, ...] | None = None
+    paths: list[tuple[int, ...] | None] = []
+    for plan in plans:
+        if plan.minus is not None:
+            paths.append(None)
+            continue
+        head, cont = requests[plan.plus]
+        if prefix is not None and head != prefix:
+            raise AssertionError(f"continuation_paths: two contexts for one prompt {prompt!r}")
+        prefix = head
+        paths.append(cont)
+    return list(prefix or ()), paths
 
 
 @torch.no_grad()
@@ -109,10 +160,11 @@ def _expand(
     nxt = []
     for score, b, t in cands:
         toks, _, node = beams[b]
-        if t == trie.eos:
-            finished.append(((*toks, t), score, node[t][LEAF]))
-        elif len(nxt) < width:
-            nxt.append(((*toks, t), score, node[t], b))
+        child = node[t]
+        if LEAF in child:  # a complete sequence (its end marker included): its score is final
+            finished.append(((*toks, t), score, child[LEAF]))
+        if len(nxt) < width and len(child) > (LEAF in child):
+            nxt.append(((*toks, t), score, child, b))
     finished.sort(key=lambda h: (-h[1], h[0]))
     finished = finished[:width]
     over = not nxt or (len(finished) >= width and nxt[0][1] <= finished[-1][1])

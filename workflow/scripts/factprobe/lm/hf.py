@@ -126,6 +126,16 @@ class HFCausalLM(LM):
         """Token ids of a form on its own, as a continuation in ``lang`` (no end marker)."""
         return encode(self.tokenizer, [self.continuation(form, lang)])[0]
 
+    def continuation_paths(
+        self, prompt: str, forms: Sequence[str], lang: str
+    ) -> tuple[list[int], list[tuple[int, ...] | None]]:
+        """ApprOpt's trie paths: :func:`factprobe.lm.beam.continuation_paths` with this model's
+        continuation rule and end marker, i.e. the ids :meth:`loglikelihood` scores."""
+        from factprobe.lm.beam import continuation_paths
+
+        conts = [self.continuation(f, lang) for f in forms]
+        return continuation_paths(self.tokenizer, prompt, conts, self.end_marker)
+
     # -- operations ----------------------------------------------------------------------------
 
     def loglikelihood(

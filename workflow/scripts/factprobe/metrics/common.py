@@ -214,12 +214,17 @@ def candidates_for_prompts(prompts: pd.DataFrame, candidates: pd.DataFrame) -> p
     """Candidates of each prompt: the fact's candidate rows whose ``lang`` (when given) is the prompt's.
 
     Per-language candidate lists (e.g. the same-relation pool of Fluent-mLAMA §3.1, sampled per
-    language) then only compete in prompts of their own language.
+    language) then only compete in prompts of their own language. Likewise a row with a
+    ``prompt_id`` (ApprOpt's per-sentence lists, distractors paper §3.3) belongs to that prompt only;
+    a row without one (null) to every prompt of its fact.
     """
     rows = prompts[["prompt_id", "fact_id", "lang"]].merge(candidates, on="fact_id", suffixes=("", "_cand"))
     if "lang_cand" in rows.columns:
         cand_lang = rows["lang_cand"].fillna("").astype(str)
         rows = rows[(cand_lang == "") | (cand_lang == rows["lang"])].drop(columns="lang_cand")
+    if "prompt_id_cand" in rows.columns:
+        own = rows["prompt_id_cand"]
+        rows = rows[own.isna() | (own == rows["prompt_id"])].drop(columns="prompt_id_cand")
     return rows.drop(columns="lang")
 
 

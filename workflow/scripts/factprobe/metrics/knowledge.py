@@ -123,7 +123,8 @@ def _distractor_scores(
     ent: pd.DataFrame, prompts: pd.DataFrame, candidates: pd.DataFrame, correct: pd.DataFrame
 ) -> pd.DataFrame:
     """Scored distractors per prompt: prompt_id, entity, strategy, rank, logpl, best_lp, best_first."""
-    cols = ["fact_id", "entity", "strategy", "rank", *(["lang"] if "lang" in candidates.columns else [])]
+    own = [c for c in ("lang", "prompt_id") if c in candidates.columns]  # per-language / per-sentence lists
+    cols = ["fact_id", "entity", "strategy", "rank", *own]
     dis = candidates.loc[candidates["role"] == "distractor", cols]
     # A valid object is never a distractor (Ω(f), §3.3), even if a retriever listed it.
     dis = dis.merge(correct.assign(_ok=True), on=["fact_id", "entity"], how="left")

@@ -133,10 +133,16 @@ def build_pairs(
             "%d subject-side alternative(s) left out: they need subject-swapped sentences",
             int(subject_side.sum()),
         )
-    cand = candidates[~subject_side][["fact_id", "entity"]].drop_duplicates()
+    # A candidate with a prompt_id (ApprOpt's per-sentence list, distractors paper §3.3) is scored
+    # on that prompt only; one without (null) on every prompt of its fact.
+    own = ["prompt_id"] if "prompt_id" in candidates.columns else []
+    cand = candidates[~subject_side][["fact_id", "entity", *own]].drop_duplicates()
     f = forms[["entity", "lang", "form"]].dropna().drop_duplicates()
     f = f[f["form"].str.strip() != ""]
-    pairs = p.merge(cand, on="fact_id", how="inner")
+    pairs = p.merge(cand, on="fact_id", how="inner", suffixes=("", "_cand"))
+    if own:
+        pairs = pairs[pairs["prompt_id_cand"].isna() | (pairs["prompt_id_cand"] == pairs["prompt_id"])]
+        pairs = pairs.drop(columns="prompt_id_cand").drop_duplicates(["prompt_id", "entity"])
     with_forms = pairs.merge(f, on=["entity", "lang"], how="left")
     lost = with_forms["form"].isna()
     if lost.any():
