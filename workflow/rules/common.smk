@@ -100,6 +100,10 @@ METRICS_SETTINGS = RUN.metrics
 CORRECT_SETS = RUN.correct_sets
 SCORING_MODES = RUN.scoring_modes
 END_MARKERS = RUN.end_markers
+# Samples per prompt in generation mode: none for a greedy-only suite (generate: greedy).
+GENERATION_SAMPLES = {
+    s: 0 if SUITES[s].generate == "greedy" else CFG.scoring.samples for s in SUITES
+}
 MODEL_CUTOFFS = RUN.model_cutoffs
 SEM_INDEX_SETTINGS = RUN.sem_index
 SEM_ROWS = RUN.sem_rows
