@@ -222,3 +222,24 @@ def test_registry_and_settings():
     assert load(Metrics, {"families": {}, "overlap": {"rouge_units": "characters"}}).overlap.rouge_units == "characters"
     with pytest.raises(ConfigError, match="overlap"):
         load(Metrics, {"families": {}, "overlap": {"model": "x"}})
+
+
+def test_encoder_row_is_prepared_not_scored():
+    """metrics.overlap.encoder naming a models.tsv row keeps that row out of the scored models."""
+    from pathlib import Path
+
+    import yaml
+    from factprobe import run_settings as R
+    from factprobe.registry import read_config, read_registry, resolve_config_paths
+
+    root = Path(__file__).resolve().parents[2]
+    schemas = root / "workflow" / "schemas"
+    raw = yaml.safe_load((root / "config" / "config.yaml").read_text())
+    raw["metrics"]["overlap"] = {"encoder": "smollm2"}
+    raw["suites"][next(iter(raw["suites"]))]["generate"] = "greedy"
+    cfg = read_config(resolve_config_paths(raw, root), schemas / "config.schema.yaml")
+    models = {r["name"]: r for r in read_registry(cfg.models, schemas / "models.schema.yaml", key="name")}
+    dumps = {r["dump"]: r for r in read_registry(cfg.dumps, schemas / "dumps.schema.yaml", key="dump")}
+    run = R.resolve(cfg, dumps, models)
+    assert R.encoder_models(cfg, models) == ["smollm2"]
+    assert "smollm2" not in run.score_models and "control" in run.score_models

@@ -440,6 +440,10 @@ def metrics_inputs(wildcards):
         files["generations"] = rules.generate_suite.output.generations.format(
             suite=suite, model=model
         )
+    encoder = CFG.metrics.overlap.encoder
+    if "overlap" in METRICS_SETTINGS[suite]["families"] and encoder in MODEL_PARAMS:
+        # BERTScore's encoder named by a models.tsv row: its prepared folder.
+        files["encoder"] = rules.prepare_model.output.model.format(model=encoder)
     return files
 
 

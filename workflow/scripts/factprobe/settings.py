@@ -368,7 +368,7 @@ class Overlap:
     """``metrics.overlap``: the ROUGE-L and BERTScore baselines (distractors paper Table 2, §4.2)."""
 
     rouge_units: str = "words"
-    # A local folder with the encoder and its tokenizer; "" = BERTScore off (ROUGE-L only).
+    # A models.tsv row (prepared, never scored) or a local folder; "" = BERTScore off (ROUGE-L only).
     encoder: str = ""
     layer: int | None = None
     idf: bool = False
