@@ -64,9 +64,10 @@ def test_rouge_l_matches_rouge_score_package():
     ]
     for reference, candidate in pairs:
         ref = scorer.score(reference, candidate)["rougeL"]
-        assert rouge_l(candidate, reference) == pytest.approx(
-            (ref.precision, ref.recall, ref.fmeasure)
-        ), (reference, candidate)
+        assert rouge_l(candidate, reference) == pytest.approx((ref.precision, ref.recall, ref.fmeasure)), (
+            reference,
+            candidate,
+        )
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +81,11 @@ def tiny_encoder(tmp_path_factory):
     BertTokenizer(str(folder / "vocab.txt")).save_pretrained(folder)
     torch.manual_seed(0)
     config = BertConfig(
-        vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32
+        vocab_size=len(VOCAB),
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
     )
     BertModel(config).save_pretrained(folder)
     return str(folder)
@@ -137,7 +142,12 @@ def test_bertscore_encoder_error_names_the_setting(tmp_path):
 def small_suite(generations: pd.DataFrame | None) -> SuiteInputs:
     """Two facts, two prompts each; the object of fact 1 is named "Paris" and "City of Paris"."""
     facts = pd.DataFrame(
-        {"fact_id": ["F|P36|Q90", "U|P36|Q84"], "subject": ["F", "U"], "property": "P36", "object": ["Q90", "Q84"]}
+        {
+            "fact_id": ["F|P36|Q90", "U|P36|Q84"],
+            "subject": ["F", "U"],
+            "property": "P36",
+            "object": ["Q90", "Q84"],
+        }
     )
     prompts = pd.DataFrame(
         {
@@ -146,7 +156,12 @@ def small_suite(generations: pd.DataFrame | None) -> SuiteInputs:
             "template_id": ["t1", "t2", "t1", "t2"],
             "lang": "en",
             "verbalization": "template",
-            "text": ["The capital of France is", "France's capital:", "The capital of UK is", "UK's capital:"],
+            "text": [
+                "The capital of France is",
+                "France's capital:",
+                "The capital of UK is",
+                "UK's capital:",
+            ],
         }
     )
     names = {"Q90": ["Paris", "City of Paris"], "Q84": ["London"]}
@@ -157,7 +172,16 @@ def small_suite(generations: pd.DataFrame | None) -> SuiteInputs:
         rows.append((pid, "Q1", "Nowhere", -3.0, 1, -3.0, 0.0, fid))  # a distractor: not a name of o
     scores = pd.DataFrame(
         rows,
-        columns=["prompt_id", "entity", "form", "logprob", "n_tokens", "first_logprob", "end_logprob", "fact_id"],
+        columns=[
+            "prompt_id",
+            "entity",
+            "form",
+            "logprob",
+            "n_tokens",
+            "first_logprob",
+            "end_logprob",
+            "fact_id",
+        ],
     )
     cands = pd.DataFrame(
         {
@@ -219,7 +243,10 @@ def test_registry_and_settings():
     assert FAMILIES["overlap"].settings == ("overlap",)
     for name in ("rouge_l", "bertscore"):
         assert MEASURES[name].family == "overlap" and MEASURES[name].higher_is_better
-    assert load(Metrics, {"families": {}, "overlap": {"rouge_units": "characters"}}).overlap.rouge_units == "characters"
+    assert (
+        load(Metrics, {"families": {}, "overlap": {"rouge_units": "characters"}}).overlap.rouge_units
+        == "characters"
+    )
     with pytest.raises(ConfigError, match="overlap"):
         load(Metrics, {"families": {}, "overlap": {"model": "x"}})
 

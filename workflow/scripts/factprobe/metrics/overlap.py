@@ -233,7 +233,9 @@ def overlap(f: Any) -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
     ``overlap`` block names the ROUGE units and the BERTScore encoder (empty: ROUGE-L only).
     """
     if f.inputs.generations is None:
-        log.warning("overlap requested but the suite has no generations (set suites.<suite>.generate: greedy)")
+        log.warning(
+            "overlap requested but the suite has no generations (set suites.<suite>.generate: greedy)"
+        )
         return [], []
     s = f.settings.overlap
     scorer = BertScorer.load(s.encoder, s.layer, s.idf) if s.encoder else None
