@@ -21,8 +21,11 @@ implemented. Both scores are F-measures, as the reference implementation (DistFa
   (``metrics.overlap.encoder``, a local folder; the reference calls ``bert_score`` with
   ``lang="en"``: roberta-large, layer 17), each token matched greedily to its most similar
   token of the other string by cosine, R = mean over λ's tokens, P = mean over b's tokens,
-  F = 2PR/(P+R); special tokens ([CLS], [SEP], <s>, </s>) excluded; optional idf weights over
-  the suite's names (``idf``); no baseline rescaling (the reference uses none).
+  F = 2PR/(P+R); optional idf weights over the suite's names (``idf``); no baseline rescaling
+  (the reference uses none). As the authors' ``bert_score`` code (0.3.13) that the reference
+  calls: strings are stripped, byte-level BPE tokenizers (RoBERTa, GPT-2) get a leading space,
+  special tokens ([CLS], [SEP], <s>, </s>) are in the input and may be matched but weigh 0 in
+  the means.
 
 Λ(o) is the object's forms scored for the prompt (the Probability baseline's names).
 """
@@ -108,6 +111,7 @@ class BertScorer:
     layer: int | None = None
     batch_size: int = 32
     use_idf: bool = False
+    prefix_space: bool = False
     idf: Mapping[int, float] | None = None
     _cache: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
@@ -125,47 +129,53 @@ class BertScorer:
                 "folder holding the encoder and its tokenizer (the run is offline)"
             ) from None
         model.eval()
-        return cls(tokenizer, model, layer, use_idf=use_idf)
+        # bert_score encodes RoBERTa / GPT-2 inputs with add_prefix_space=True.
+        byte_bpe = type(tokenizer).__name__.startswith(("Roberta", "GPT2"))
+        return cls(tokenizer, model, layer, use_idf=use_idf, prefix_space=byte_bpe)
 
-    def embed(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per text: (token ids, unit-norm embeddings of its non-special tokens)."""
+    def embed(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Per text: (token ids, unit-norm embeddings, special-token flags), special tokens included."""
         import torch
 
         todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
         for start in range(0, len(todo), self.batch_size):
             chunk = todo[start : start + self.batch_size]
+            inputs = [(" " if self.prefix_space else "") + t.strip() for t in chunk]
             enc = self.tokenizer(
-                chunk, padding=True, truncation=True, return_tensors="pt", return_special_tokens_mask=True
+                inputs, padding=True, truncation=True, return_tensors="pt", return_special_tokens_mask=True
             )
             special = enc.pop("special_tokens_mask").bool()
             with torch.no_grad():
                 out = self.model(**enc, output_hidden_states=True)
             states = out.hidden_states[-1 if self.layer is None else self.layer].float()
-            keep = enc["attention_mask"].bool() & ~special
+            keep = enc["attention_mask"].bool()
             for i, text in enumerate(chunk):
                 vecs = states[i][keep[i]].numpy().astype(np.float64)
                 norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-                self._cache[text] = (enc["input_ids"][i][keep[i]].numpy(), vecs / np.maximum(norms, 1e-12))
+                ids, flags = enc["input_ids"][i][keep[i]].numpy(), special[i][keep[i]].numpy()
+                self._cache[text] = (ids, vecs / np.maximum(norms, 1e-12), flags)
         return [self._cache[t] for t in texts]
 
     def score(self, candidate: str, reference: str) -> tuple[float, float, float]:
-        """(P, R, F) of BERTScore; 0 when either string has no token."""
-        (c_ids, c), (r_ids, r) = self.embed([candidate, reference])
-        if len(c) == 0 or len(r) == 0:
+        """(P, R, F) of BERTScore; 0 when either string has no (non-special) token."""
+        (c_ids, c, c_special), (r_ids, r, r_special) = self.embed([candidate, reference])
+        w_r, w_c = self._weights(r_ids, r_special), self._weights(c_ids, c_special)
+        if w_r.sum() <= 0 or w_c.sum() <= 0:
             return 0.0, 0.0, 0.0
-        sim = r @ c.T  # reference tokens x candidate tokens
-        w_r, w_c = self._weights(r_ids), self._weights(c_ids)
+        sim = r @ c.T  # reference tokens x candidate tokens, special ones included
         rec = float(np.dot(w_r, sim.max(axis=1)) / w_r.sum())
         prec = float(np.dot(w_c, sim.max(axis=0)) / w_c.sum())
         f = 2 * prec * rec / (prec + rec) if prec + rec > 0 else 0.0
         return prec, rec, f
 
-    def _weights(self, ids: np.ndarray) -> np.ndarray:
-        """idf weight of each token (1 each without idf)."""
+    def _weights(self, ids: np.ndarray, special: np.ndarray) -> np.ndarray:
+        """Weight of each token: its idf (1 without idf), 0 for special tokens."""
         if self.idf is None:
-            return np.ones(len(ids))
-        default = self.idf.get(-1, 1.0)
-        return np.array([self.idf.get(int(i), default) for i in ids], dtype=np.float64)
+            weights = np.ones(len(ids))
+        else:
+            default = self.idf.get(-1, 1.0)
+            weights = np.array([self.idf.get(int(i), default) for i in ids], dtype=np.float64)
+        return np.where(special, 0.0, weights)
 
     def fit_idf(self, references: Sequence[str]) -> None:
         """idf(w) = log((M + 1)/(df(w) + 1)) over the ``M`` distinct reference strings (Zhang et
@@ -173,8 +183,8 @@ class BertScorer:
         tokens get log(M + 1), kept under key -1)."""
         refs = list(dict.fromkeys(references))
         df: Counter[int] = Counter()
-        for ids, _ in self.embed(refs):
-            df.update({int(i) for i in ids})
+        for ids, _, special in self.embed(refs):
+            df.update({int(i) for i, s in zip(ids, special, strict=True) if not s})
         m = len(refs)
         self.idf = {tok: math.log((m + 1) / (n + 1)) for tok, n in df.items()}
         self.idf[-1] = math.log(m + 1)
