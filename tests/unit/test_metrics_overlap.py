@@ -271,3 +271,36 @@ def test_encoder_row_is_prepared_not_scored():
     run = R.resolve(cfg, dumps, models)
     assert R.encoder_models(cfg, models) == ["smollm2"]
     assert "smollm2" not in run.score_models and "control" in run.score_models
+
+
+def test_byte_level_bpe_encoder_gets_a_leading_space(tmp_path):
+    """bert_score encodes RoBERTa inputs with add_prefix_space=True: " paris", not "paris"."""
+    import json
+
+    torch = pytest.importorskip("torch")
+    from transformers import RobertaConfig, RobertaModel, RobertaTokenizer
+
+    vocab = {
+        t: i for i, t in enumerate(["<s>", "<pad>", "</s>", "<unk>", "Ġ", "p", "a", "r", "i", "s", "Ġp"])
+    }
+    (tmp_path / "vocab.json").write_text(json.dumps(vocab))
+    (tmp_path / "merges.txt").write_text("#version: 0.2\nĠ p\n")
+    RobertaTokenizer(str(tmp_path / "vocab.json"), str(tmp_path / "merges.txt")).save_pretrained(tmp_path)
+    torch.manual_seed(0)
+    config = RobertaConfig(
+        vocab_size=len(vocab),
+        hidden_size=8,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=16,
+        max_position_embeddings=40,
+        pad_token_id=1,
+    )
+    RobertaModel(config).save_pretrained(tmp_path)
+    scorer = BertScorer.load(str(tmp_path))
+    assert scorer.prefix_space
+    ids, _, special = scorer.embed(["paris"])[0]
+    # <s> Ġp a r i s </s>: the merged "Ġp" shows the leading space went in.
+    assert ids.tolist() == [0, 10, 6, 7, 8, 9, 2]
+    assert special.tolist() == [True, False, False, False, False, False, True]
+    assert scorer.score("paris", "paris") == pytest.approx((1.0, 1.0, 1.0))
