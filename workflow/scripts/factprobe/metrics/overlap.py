@@ -113,7 +113,7 @@ class BertScorer:
     use_idf: bool = False
     prefix_space: bool = False
     idf: Mapping[int, float] | None = None
-    _cache: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    _cache: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, encoder: str, layer: int | None = None, use_idf: bool = False) -> BertScorer:
@@ -218,8 +218,10 @@ def overlap_per_prompt(
     greedy = generations[generations["sample"] == 0][["prompt_id", "text"]].astype(str)
     greedy = greedy.groupby("prompt_id")["text"].apply(list)
     by_prompt = names.groupby(["prompt_id", "fact_id"])["form"].apply(list)
-    if scorer is not None and scorer.use_idf and scorer.idf is None:
-        scorer.fit_idf(names["form"].tolist())
+    if scorer is not None:
+        scorer.embed([*names["form"].unique(), *greedy.explode().unique()])  # in batches, once
+        if scorer.use_idf and scorer.idf is None:
+            scorer.fit_idf(names["form"].tolist())
     rows, missing = [], 0
     for (pid, fid), forms in by_prompt.items():
         conts = greedy.get(pid)
