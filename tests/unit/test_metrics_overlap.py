@@ -304,3 +304,21 @@ def test_byte_level_bpe_encoder_gets_a_leading_space(tmp_path):
     assert ids.tolist() == [0, 10, 6, 7, 8, 9, 2]
     assert special.tolist() == [True, False, False, False, False, False, True]
     assert scorer.score("paris", "paris") == pytest.approx((1.0, 1.0, 1.0))
+
+
+def test_rouge_l_in_human_alignment_table():
+    """§4.2 / Table 3: rouge_l is a family of the human-alignment stage; values ordered as the
+    human scores give τ = 1 on every held-out fold."""
+    from factprobe.metrics.common import conform_fact_table
+    from factprobe.metrics.meta import human_alignment
+
+    facts = [f"S{i}|P36|O{i}" for i in range(9)]
+    per_fact = conform_fact_table(
+        pd.DataFrame(
+            {"fact_id": facts, "measure": "rouge_l", "value": [i / 10 for i in range(9)], "n_prompts": 1}
+        )
+    )
+    human = pd.DataFrame({"fact_id": facts, "score": [i / 20 for i in range(9)]})
+    out = human_alignment(per_fact, human, k=3)
+    row = out[(out["family"] == "rouge_l") & (out["fold"] == -1)].iloc[0]
+    assert row["test_tau"] == pytest.approx(1.0) and row["n_facts"] == 9
