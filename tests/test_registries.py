@@ -40,7 +40,15 @@ def test_registries_hold_the_built_in_entries_only_once():
     assert metrics.MEASURES["belief_ovconf"].better_key(-0.1) > metrics.MEASURES["belief_ovconf"].better_key(
         0.2
     )
-    assert metrics.fact_headline() == ["k_min", "k_avg", "probability", "recall", "mean_rank"]
+    assert metrics.fact_headline() == [
+        "k_min",
+        "k_avg",
+        "probability",
+        "recall",
+        "mean_rank",
+        "rouge_l",
+        "bertscore",
+    ]
     assert lm.row_backend({"name": "m"}) == "hf" and lm.backend_class("hf").__name__ == "HFCausalLM"
     with pytest.raises(KeyError, match="unknown backend 'nope'"):
         lm.backend_class("nope")

@@ -100,6 +100,10 @@ METRICS_SETTINGS = RUN.metrics
 CORRECT_SETS = RUN.correct_sets
 SCORING_MODES = RUN.scoring_modes
 END_MARKERS = RUN.end_markers
+# Samples per prompt in generation mode: none for a greedy-only suite (generate: greedy).
+GENERATION_SAMPLES = {
+    s: 0 if SUITES[s].generate == "greedy" else CFG.scoring.samples for s in SUITES
+}
 MODEL_CUTOFFS = RUN.model_cutoffs
 SEM_INDEX_SETTINGS = RUN.sem_index
 SEM_ROWS = RUN.sem_rows
@@ -438,6 +442,10 @@ def metrics_inputs(wildcards):
         files["generations"] = rules.generate_suite.output.generations.format(
             suite=suite, model=model
         )
+    encoder = CFG.metrics.overlap.encoder
+    if "overlap" in METRICS_SETTINGS[suite]["families"] and encoder in MODEL_PARAMS:
+        # BERTScore's encoder named by a models.tsv row: its prepared folder.
+        files["encoder"] = rules.prepare_model.output.model.format(model=encoder)
     return files
 
 

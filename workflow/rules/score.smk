@@ -78,7 +78,7 @@ rule generate_shard:
         model=lookup(dpath="{model}", within=MODEL_PARAMS),
         shard="{shard}",
         shards=CFG.scoring.shards,
-        samples=CFG.scoring.samples,
+        samples=lookup(dpath="{suite}", within=GENERATION_SAMPLES),
         confidence_prompts=CFG.scoring.confidence_prompts,
         max_new_tokens=CFG.scoring.max_new_tokens,
         batch_size=CFG.scoring.generation_batch_size,

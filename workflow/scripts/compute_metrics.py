@@ -14,6 +14,8 @@ inputs = read_inputs(snakemake.input)
 # Only the keys the suite's families read arrive (settings.suite_metrics); the rest keep defaults.
 measures = dict(snakemake.params.settings)
 families = measures.pop("families")
+if "encoder" in snakemake.input.keys():  # metrics.overlap.encoder names a models.tsv row: its folder
+    measures["overlap"] = {**measures["overlap"], "encoder": snakemake.input.encoder}
 settings = load(Metrics, {**measures, "families": {}}, "metrics")
 cutoff = dict(snakemake.params.cutoff)
 extra = None

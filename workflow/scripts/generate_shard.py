@@ -1,4 +1,5 @@
-"""Rule script: greedy + sampled answers per prompt of one shard (BELIEF-ICL generation mode)."""
+"""Rule script: greedy + sampled answers per prompt of one shard (BELIEF-ICL generation mode;
+greedy only for ``generate: greedy`` suites, params.samples = 0)."""
 
 import sys
 

@@ -53,6 +53,12 @@ def translation_models(cfg: Config, model_rows: dict[str, dict]) -> list[str]:
     return sorted({cfg.translate.model, *cfg.translate.models.values()} & set(model_rows))
 
 
+def encoder_models(cfg: Config, model_rows: dict[str, dict]) -> list[str]:
+    """The BERTScore encoder when ``metrics.overlap.encoder`` names a models.tsv row: prepared
+    like every model (offline afterwards) and never scored as a causal LM."""
+    return sorted({cfg.metrics.overlap.encoder} & set(model_rows))
+
+
 def scored_models(cfg: Config, model_rows: dict[str, dict], mt_rows: list[str]) -> list[str]:
     """Models scored on every suite: ``scoring.models``, else every registry row but translators."""
     return cfg.scoring.models or [m for m in model_rows if m not in mt_rows]
@@ -79,7 +85,7 @@ def resolve(cfg: Config, dump_rows: dict[str, dict], model_rows: dict[str, dict]
     mt_rows = translation_models(cfg, model_rows)
     return RunSettings(
         mt_rows=mt_rows,
-        score_models=scored_models(cfg, model_rows, mt_rows),
+        score_models=scored_models(cfg, model_rows, [*mt_rows, *encoder_models(cfg, model_rows)]),
         model_params={m: {k: v for k, v in row.items() if k != "_line"} for m, row in model_rows.items()},
         # A change to dtype, device or cutoff must not rerun (and so trip over the protected
         # output of) prepare_model: only these decide a prepared folder's weights.

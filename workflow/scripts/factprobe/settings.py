@@ -205,7 +205,9 @@ class Suite:
     few_shot: FewShot = _default(FewShot())
     distractors: DistractorOverride = _default(DistractorOverride())
     scoring: SuiteScoring = _default(SuiteScoring())
-    generate: bool = False
+    # True: greedy answer + scoring.samples samples per prompt (BELIEF-ICL); "greedy": the greedy
+    # continuation alone (the overlap baselines of the distractors paper, Table 2).
+    generate: bool | str = False
     temporal_only: bool = False
     layout: str = "cloze"
     mask_token: str = "[MASK]"
@@ -366,6 +368,17 @@ class HumanAlignment:
 
 
 @dataclass(frozen=True)
+class Overlap:
+    """``metrics.overlap``: the ROUGE-L and BERTScore baselines (distractors paper Table 2, §4.2)."""
+
+    rouge_units: str = "words"
+    # A models.tsv row (prepared, never scored) or a local folder; "" = BERTScore off (ROUGE-L only).
+    encoder: str = ""
+    layer: int | None = None
+    idf: bool = False
+
+
+@dataclass(frozen=True)
 class Metrics:
     """``metrics``: measure settings; ``families`` chooses the measures per suite kind."""
 
@@ -391,6 +404,7 @@ class Metrics:
     # Fewer than n distractors: K at n undefined (reference implementation) or "available".
     short_lists: str = "undefined"
     human_alignment: HumanAlignment = _default(HumanAlignment())
+    overlap: Overlap = _default(Overlap())
 
 
 @dataclass(frozen=True)

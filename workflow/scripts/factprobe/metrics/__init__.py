@@ -142,6 +142,7 @@ register_family(
 )
 register_family("belief", f"{_F}:belief", ("belief_samplings", "belief_bins"))
 register_family("belief_icl", f"{_F}:belief_icl", ("belief_samplings", "belief_bins"))
+register_family("overlap", "factprobe.metrics.overlap:overlap", ("overlap",))
 
 _SHARE = "share of facts, 0–1"
 # One line per measure the summary, leaderboard and report name (their order: the leaderboard's).
@@ -155,6 +156,25 @@ register_measure("belief_acc_mean", "belief", "BELIEF §2.2", "BELIEF Acc@1 mean
 register_measure("belief_consist", "belief", "BELIEF §2.3 eq. 1", "BELIEF Consist", unit="share of agreeing prompt pairs, 0–1", headline=True)  # fmt: skip
 register_measure("belief_ovconf", "belief", "BELIEF §2.4 eq. 2", "BELIEF Ovconf", unit="mean confidence − accuracy", zero_is_best=True, headline=True, bounded=False)  # fmt: skip
 register_measure("belief_icl_acc_mean", "belief_icl", "BELIEF §3.2 (ICL)", "BELIEF-ICL Acc@1 mean", unit="share of prompts, 0–1", headline=True)  # fmt: skip
+register_measure(
+    "rouge_l",
+    "overlap",
+    "distractors Table 2 (§4.2)",
+    "ROUGE-L",
+    unit="max over the object's names of ROUGE-L F with the greedy continuation, 0–1",
+    headline=True,
+    fact_level=True,
+)
+register_measure(
+    "bertscore",
+    "overlap",
+    "distractors Table 2 (§4.2)",
+    "BERTScore",
+    unit="max over the object's names of BERTScore F with the greedy continuation (cosine, not rescaled)",
+    headline=True,
+    fact_level=True,
+    bounded=False,
+)
 register_measure("precision", "knowledge", "distractors Table 2", "Precision@n", unit=_SHARE)
 
 from factprobe.plugins import load_plugins  # noqa: E402  (after the registry: plugins fill it)

@@ -10,6 +10,9 @@ Which prompts get the samples: every prompt, or (``scoring.confidence_prompts``)
 prompt per (subject, relation) pair as §3.2 does ("We sample 10K prompts from 10K unique
 subject-relation pairs and only use these 10K prompts for answer sampling"):
 :func:`confidence_sample`. Every prompt keeps its greedy answer (Acc@1, Consist).
+
+A suite with ``generate: greedy`` gets ``samples = 0``: the greedy continuation alone, which the
+distractors paper's ROUGE-L and BERTScore baselines read (:mod:`factprobe.metrics.overlap`).
 """
 
 from __future__ import annotations
