@@ -178,8 +178,17 @@ def main() -> None:
     for name, value, lo, hi, ok in rows:
         target = f">= {lo:g}" if hi >= 1e9 else f"{lo:g}-{hi:g}"
         print(f"| {name} | {value:,.3f} | {target} {'ok' if ok else 'OUT OF RANGE'} |")
-    for key in ("statements_p99", "statements_max", "item_statements_p99", "label_languages_median",
-                "label_languages_p99", "alias_max", "largest_class", "second_class", "classes_with_10_or_fewer"):  # fmt: skip
+    for key in (
+        "statements_p99",
+        "statements_max",
+        "item_statements_p99",
+        "label_languages_median",
+        "label_languages_p99",
+        "alias_max",
+        "largest_class",
+        "second_class",
+        "classes_with_10_or_fewer",
+    ):
         print(f"| {key} | {comp[key]} | |")
     edits = check_edits(old, new)
     print(f"edits: {edits}")

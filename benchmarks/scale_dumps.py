@@ -328,8 +328,14 @@ class Fragments:
         if datatype == "time":
             y = int(rng.integers(1700, 2019))
             t = f"+{y}-{rng.integers(1, 13):02d}-{rng.integers(1, 29):02d}T00:00:00Z"
-            v = {"time": t, "timezone": 0, "before": 0, "after": 0, "precision": 11,
-                 "calendarmodel": "http://www.wikidata.org/entity/Q1985727"}  # fmt: skip
+            v = {
+                "time": t,
+                "timezone": 0,
+                "before": 0,
+                "after": 0,
+                "precision": 11,
+                "calendarmodel": "http://www.wikidata.org/entity/Q1985727",
+            }
             return json.dumps({"value": v, "type": "time"})
         if datatype == "monolingualtext":
             text = " ".join(w[i] for i in rng.integers(0, len(w), 8))
@@ -338,13 +344,22 @@ class Fragments:
             v = {"amount": f"+{rng.integers(1, 10**7)}", "unit": "1"}
             return json.dumps({"value": v, "type": "quantity"})
         if datatype == "globe-coordinate":
-            v = {"latitude": float(rng.uniform(-80, 80)), "longitude": float(rng.uniform(-180, 180)),
-                 "altitude": None, "precision": 0.0001, "globe": "http://www.wikidata.org/entity/Q2"}  # fmt: skip
+            v = {
+                "latitude": float(rng.uniform(-80, 80)),
+                "longitude": float(rng.uniform(-180, 180)),
+                "altitude": None,
+                "precision": 0.0001,
+                "globe": "http://www.wikidata.org/entity/Q2",
+            }
             return json.dumps({"value": v, "type": "globe-coordinate"})
         if datatype == "wikibase-item":
             q = int(rng.integers(1, 60_000_000))
-            return json.dumps({"value": {"entity-type": "item", "numeric-id": q, "id": f"Q{q}"},
-                               "type": "wikibase-entityid"})  # fmt: skip
+            return json.dumps(
+                {
+                    "value": {"entity-type": "item", "numeric-id": q, "id": f"Q{q}"},
+                    "type": "wikibase-entityid",
+                }
+            )
         raise ValueError(datatype)
 
     def _descriptions(self, rng: np.random.Generator, kind: str) -> str:
@@ -357,10 +372,23 @@ class Fragments:
         )
 
 
-VALUE_TYPES = ("string", "external-id", "time", "monolingualtext", "quantity", "globe-coordinate",
-               "commonsMedia")  # fmt: skip
-REF_TYPES = {"P248": "wikibase-item", "P813": "time", "P854": "url", "P143": "wikibase-item",
-             "P577": "time", "P1476": "monolingualtext"}  # fmt: skip
+VALUE_TYPES = (
+    "string",
+    "external-id",
+    "time",
+    "monolingualtext",
+    "quantity",
+    "globe-coordinate",
+    "commonsMedia",
+)
+REF_TYPES = {
+    "P248": "wikibase-item",
+    "P813": "time",
+    "P854": "url",
+    "P143": "wikibase-item",
+    "P577": "time",
+    "P1476": "monolingualtext",
+}
 ITEM_SNAK = (
     '{"snaktype":"value","property":"%s","hash":"%s","datavalue":{"value":{"entity-type":"item",'
     '"numeric-id":%d,"id":"Q%d"},"type":"wikibase-entityid"},"datatype":"wikibase-item"}'
@@ -468,8 +496,17 @@ def _terms(kind: str, qid: int, x: int, n_alias: int, frag: Fragments) -> tuple[
     return f'"labels":{labels},"descriptions":{desc},"aliases":{{{alias_json}}}', label
 
 
-def _entity(i: int, p: int, kind: str, plan: list, n_alias: int, n_sites: int, rand: _Rand, edit: bool,
-            rng: np.random.Generator) -> tuple[str, str | None, int]:  # fmt: skip
+def _entity(
+    i: int,
+    p: int,
+    kind: str,
+    plan: list,
+    n_alias: int,
+    n_sites: int,
+    rand: _Rand,
+    edit: bool,
+    rng: np.random.Generator,
+) -> tuple[str, str | None, int]:
     """One item's line in the old dump, its line in the new one when edited (else None) and its
     number of item-valued statements. ``plan``: per spec (property, item group or None, ordinal?,
     templates, counts, offsets, values, template choices)."""

@@ -1,5 +1,6 @@
 """Workflow-level checks: style gates, dry-runs, and config errors raised before any job runs."""
 
+import os
 import re
 import shutil
 import subprocess
@@ -106,13 +107,33 @@ def test_rules_import_only_the_light_settings_modules():
     imported = {
         m for p in sources for m in re.findall(r"^\s*(?:from|import) (factprobe[\w.]*)", p.read_text(), re.M)
     }
+    # ``from factprobe import settings as S``: the module is the imported name
+    imported |= {
+        f"factprobe.{m}"
+        for p in sources
+        for m in re.findall(r"^\s*from factprobe import (\w+)", p.read_text(), re.M)
+    }
     assert imported == {
         "factprobe",
+        "factprobe.settings",
         "factprobe.registry",
         "factprobe.diskspace",
         "factprobe.report",  # report.provenance: standard library only
         "factprobe.profiles",  # the --profile/--workflow-profile check: standard library and yaml
+        "factprobe.run_settings",  # every rule's settings resolved once: settings + registries
+        "factprobe.distractors",  # the strategy registry (issue 25): standard library only
+        "factprobe.wikidata.resolve",  # a date row's recorded resolution path: standard library only
     }
+    light = "import sys, {}; print(sorted(m for m in ('pandas', 'numpy', 'torch', 'pyarrow', 'tqdm', 'duckdb') if m in sys.modules))"
+    for module in imported - {"factprobe"}:
+        out = subprocess.run(
+            [sys.executable, "-c", light.format(module)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT / "workflow/scripts")},
+        ).stdout
+        assert out.strip() == "[]", (module, out)
     assert re.search(
         r"^from factprobe import settings as S", (ROOT / "workflow/rules/common.smk").read_text(), re.M
     )

@@ -146,16 +146,97 @@ register_family("overlap", "factprobe.metrics.overlap:overlap", ("overlap",))
 
 _SHARE = "share of facts, 0–1"
 # One line per measure the summary, leaderboard and report name (their order: the leaderboard's).
-register_measure("k_min", "knowledge", "distractors §3.2 eq. 2", "Min@n", unit=_SHARE, chance="k_min_chance", headline=True, fact_level=True)  # fmt: skip
-register_measure("k_avg", "knowledge", "distractors §3.2 eq. 2", "Avg@n", unit="share of distractors ranked below the object, 0–1", chance="k_avg_chance", headline=True, fact_level=True)  # fmt: skip
-register_measure("probability", "knowledge", "distractors Table 2", "Probability", unit="mean P(object | prompt), 0–1", headline=True, fact_level=True)  # fmt: skip
-register_measure("recall", "ranking", "fluent-mLAMA §3.3", "R@n", unit="share of facts with the object in the top n, 0–1", headline=True, fact_level=True)  # fmt: skip
-register_measure("mean_rank", "ranking", "fluent-mLAMA §3.3", "mean rank", unit="rank of the object among the candidates, 1 = first", higher_is_better=False, headline=True, fact_level=True, bounded=False)  # fmt: skip
-register_measure("plausibility", "plausibility", "PROBELM §4.2", "PLAUSIBILITY", unit="mean of Acc., MRR and NDCG, 0–1", headline=True)  # fmt: skip
-register_measure("belief_acc_mean", "belief", "BELIEF §2.2", "BELIEF Acc@1 mean", unit="share of prompts, 0–1", headline=True)  # fmt: skip
-register_measure("belief_consist", "belief", "BELIEF §2.3 eq. 1", "BELIEF Consist", unit="share of agreeing prompt pairs, 0–1", headline=True)  # fmt: skip
-register_measure("belief_ovconf", "belief", "BELIEF §2.4 eq. 2", "BELIEF Ovconf", unit="mean confidence − accuracy", zero_is_best=True, headline=True, bounded=False)  # fmt: skip
-register_measure("belief_icl_acc_mean", "belief_icl", "BELIEF §3.2 (ICL)", "BELIEF-ICL Acc@1 mean", unit="share of prompts, 0–1", headline=True)  # fmt: skip
+register_measure(
+    "k_min",
+    "knowledge",
+    "distractors §3.2 eq. 2",
+    "Min@n",
+    unit=_SHARE,
+    chance="k_min_chance",
+    headline=True,
+    fact_level=True,
+)
+register_measure(
+    "k_avg",
+    "knowledge",
+    "distractors §3.2 eq. 2",
+    "Avg@n",
+    unit="share of distractors ranked below the object, 0–1",
+    chance="k_avg_chance",
+    headline=True,
+    fact_level=True,
+)
+register_measure(
+    "probability",
+    "knowledge",
+    "distractors Table 2",
+    "Probability",
+    unit="mean P(object | prompt), 0–1",
+    headline=True,
+    fact_level=True,
+)
+register_measure(
+    "recall",
+    "ranking",
+    "fluent-mLAMA §3.3",
+    "R@n",
+    unit="share of facts with the object in the top n, 0–1",
+    headline=True,
+    fact_level=True,
+)
+register_measure(
+    "mean_rank",
+    "ranking",
+    "fluent-mLAMA §3.3",
+    "mean rank",
+    unit="rank of the object among the candidates, 1 = first",
+    higher_is_better=False,
+    headline=True,
+    fact_level=True,
+    bounded=False,
+)
+register_measure(
+    "plausibility",
+    "plausibility",
+    "PROBELM §4.2",
+    "PLAUSIBILITY",
+    unit="mean of Acc., MRR and NDCG, 0–1",
+    headline=True,
+)
+register_measure(
+    "belief_acc_mean",
+    "belief",
+    "BELIEF §2.2",
+    "BELIEF Acc@1 mean",
+    unit="share of prompts, 0–1",
+    headline=True,
+)
+register_measure(
+    "belief_consist",
+    "belief",
+    "BELIEF §2.3 eq. 1",
+    "BELIEF Consist",
+    unit="share of agreeing prompt pairs, 0–1",
+    headline=True,
+)
+register_measure(
+    "belief_ovconf",
+    "belief",
+    "BELIEF §2.4 eq. 2",
+    "BELIEF Ovconf",
+    unit="mean confidence − accuracy",
+    zero_is_best=True,
+    headline=True,
+    bounded=False,
+)
+register_measure(
+    "belief_icl_acc_mean",
+    "belief_icl",
+    "BELIEF §3.2 (ICL)",
+    "BELIEF-ICL Acc@1 mean",
+    unit="share of prompts, 0–1",
+    headline=True,
+)
 register_measure(
     "rouge_l",
     "overlap",
