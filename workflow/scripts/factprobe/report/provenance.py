@@ -144,6 +144,15 @@ def read_manifest(path: str | Path) -> dict:
     return {k: data[k] for k in MANIFEST_KEYS if k in data}
 
 
+def row_end_token(row: Mapping) -> str:
+    """The end token a models.tsv row's own cells choose, overriding its folder's document end
+    (the manifest's ``end_token``): a named ``end_token``, or the chat template's end of turn."""
+    chat = row.get("prompt_format") == "chat"
+    if row.get("end_token"):
+        return f"{row['end_token']} (models.tsv end_token)" + (", prompt format chat" if chat else "")
+    return "the chat template's end of turn (prompt format chat)" if chat else ""
+
+
 def model_records(
     rows: Mapping[str, Mapping],
     manifests: Mapping[str, str],
@@ -172,5 +181,7 @@ def model_records(
             )
         if record["source"] == "builtin:control" and control_dirs and end_token is not None:
             record["end_token"] = end_token(sorted(control_dirs.values())[0], row)
+        elif row.get("end_token") or row.get("prompt_format") == "chat":
+            record["end_token"] = row_end_token(row)
         out.append(record)
     return out

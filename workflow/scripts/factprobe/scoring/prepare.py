@@ -183,7 +183,9 @@ def prepare_model(
             _dequantize_gguf(src, tmp)
         info["dtype"] = _stored_dtype(tmp)
         info["n_parameters"] = count_parameters(tmp)
-        info["end_token"] = end_token_of(tmp, row)
+        # the folder's own rule; the row's end_token / prompt_format cells do not decide the folder
+        # (they are not prepare params), the report shows them beside it
+        info["end_token"] = end_token_of(tmp, {})
         manifest = write_manifest(tmp, info)
     return manifest
 
