@@ -110,12 +110,17 @@ def test_scores_end_with_the_document_end_and_chat_with_end_of_turn(chatml, tiny
         "named": sequence_logprob(tiny_model, [*prompt, 9, 2], 5)[0],  # France <|im_end|>
         "chat": sequence_logprob(tiny_model, [1, 12, *prompt, 9, 2], 7)[0],  # in the assistant turn
     }
-    got = {k: lm.loglikelihood(request)[0].logprob for k, lm in [("plain", plain), ("named", named), ("chat", chat)]}
+    got = {
+        k: lm.loglikelihood(request)[0].logprob
+        for k, lm in [("plain", plain), ("named", named), ("chat", chat)]
+    }
     np.testing.assert_allclose([got[k] for k in expected], list(expected.values()), atol=1e-5)
     assert plain.eos_id == 0 and chat.eos_id == 2  # ApprOpt's paths end where scored forms do
     assert chat.context_ids("Paris is") == [1, 12, 4, 5]
     # scores that differ never share a request cache key
-    keys = {k: CachingLM(lm, RequestCache(tmp_path / k)).keys(request)[0] for k, lm in
-            [("plain", plain), ("named", named), ("chat", chat)]}
+    keys = {
+        k: CachingLM(lm, RequestCache(tmp_path / k)).keys(request)[0]
+        for k, lm in [("plain", plain), ("named", named), ("chat", chat)]
+    }
     assert len(set(keys.values())) == 3
     assert "<|endoftext|>" in plain.describe_end() and "chat" in chat.describe_end()

@@ -460,7 +460,9 @@ def test_real_instruction_model_lm_eval_equals_factprobe(suite, smollm2_run, smo
     raw = raw_samples(smollm2_run)
     assert raw["prompt_id"].nunique() == 3 and len(raw) >= 15
     pairs = build_pairs(prompts, candidates, forms)
-    wanted = pairs.merge(raw[["prompt_id", "entity", "form"]].drop_duplicates(), on=["prompt_id", "entity", "form"])
+    wanted = pairs.merge(
+        raw[["prompt_id", "entity", "form"]].drop_duplicates(), on=["prompt_id", "entity", "form"]
+    )
     scores = score_pairs(smol, wanted, progress=False)
     merged = raw.merge(scores, on=["prompt_id", "entity", "form"], validate="many_to_one")
     assert len(merged) == len(raw)

@@ -174,7 +174,9 @@ def chat_frame(tokenizer) -> ChatFrame:
             f"prompt_format chat: no end-of-turn token after the assistant turn (template gives {after!r})"
         )
     end_text = tokenizer.convert_ids_to_tokens(tail[0])
-    return ChatFrame(tuple(encode(tokenizer, [before])[0]), EndToken(int(tail[0]), end_text, "chat end of turn"))
+    return ChatFrame(
+        tuple(encode(tokenizer, [before])[0]), EndToken(int(tail[0]), end_text, "chat end of turn")
+    )
 
 
 def end_ids(tokenizer, end: str, *, end_token: EndToken | None = None) -> list[int]:

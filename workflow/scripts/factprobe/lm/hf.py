@@ -36,8 +36,8 @@ from factprobe.lm.encoding import (
     combine,
     context_ids,
     continuation_text,
-    encode,
     document_end,
+    encode,
     end_logprobs,
     tokenize_pairs,
 )
@@ -84,7 +84,9 @@ class HFCausalLM(LM):
         self.prompt_format = prompt_format
         # Scores depend on the end token and the format: both go into the request cache key, left
         # out (as before they existed) for a plain prompt ended by the tokenizer's own EOS.
-        as_before = end_marker != "eos" or self.end_token is None or self.end_token.id == tokenizer.eos_token_id
+        as_before = (
+            end_marker != "eos" or self.end_token is None or self.end_token.id == tokenizer.eos_token_id
+        )
         self.encoding_tag = "" if prompt_format == "plain" and as_before else self.describe_end()
         self.budget = TokenBudget(token_budget)
         self.no_space_langs = tuple(no_space_langs)
@@ -100,7 +102,9 @@ class HFCausalLM(LM):
         spec = row if isinstance(row, ModelSpec) else spec_from_row(row)
         loaded = load_hf(spec, model_dir)
         settings = {"end_token": spec.end_token, "prompt_format": spec.prompt_format, **settings}
-        lm = cls(loaded.model, loaded.tokenizer, source=spec.source, fingerprint=loaded.fingerprint, **settings)
+        lm = cls(
+            loaded.model, loaded.tokenizer, source=spec.source, fingerprint=loaded.fingerprint, **settings
+        )
         log.info("%s: %s", spec.where, lm.describe_end())
         return lm
 
@@ -129,7 +133,11 @@ class HFCausalLM(LM):
         (the tokenizer's EOS where it has none)."""
         from factprobe.lm.beam import batched_beam_search
 
-        pad = next(t for t in (self.tokenizer.pad_token_id, self.tokenizer.eos_token_id, self.eos_id, 0) if t is not None)
+        pad = next(
+            t
+            for t in (self.tokenizer.pad_token_id, self.tokenizer.eos_token_id, self.eos_id, 0)
+            if t is not None
+        )
         return batched_beam_search(self.model, prefixes, tries, width, pad_id=int(pad))
 
     # -- the encoding rule ---------------------------------------------------------------------
