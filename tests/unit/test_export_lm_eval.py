@@ -24,7 +24,7 @@ import pandas as pd  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
-from conftest import ROOT  # noqa: E402
+from conftest import ROOT, SMOLLM2_SOURCE  # noqa: E402
 from factprobe.distractors.retrieve import forms_of_candidates, retrieve, suite_omega  # noqa: E402
 from factprobe.export.harness import end_text, read_samples, task_docs, task_name, write_task  # noqa: E402
 from factprobe.lm import HFCausalLM, LoglikRequest  # noqa: E402
@@ -417,3 +417,65 @@ def test_correct_set_table1_keeps_only_label_and_inflected_object_forms(suite):
     wide, table1 = object_choices("wide"), object_choices("table1")
     assert {"Zzalias", "Zzinflected", label["form"]} <= wide
     assert "Zzalias" not in table1 and {"Zzinflected", label["form"]} <= table1
+
+
+@pytest.fixture(scope="module")
+def smollm2_run(suite, exported, smollm2_dir, tmp_path_factory):
+    """lm-eval's evaluator on a handful of exported docs with the demo's real instruction model
+    (prepared folder, as `lm_eval --model hf --model_args pretrained=resources/models/smollm2`)."""
+    from lm_eval import simple_evaluate
+    from lm_eval.loggers import EvaluationTracker
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.tasks import TaskManager
+
+    _, folder, names = exported
+    out = tmp_path_factory.mktemp("lm_eval_smollm2")
+    manager = TaskManager(include_path=str(folder.parent), include_defaults=False)
+    hflm = HFLM(pretrained=str(smollm2_dir), device="cpu", batch_size=16, dtype="float32")
+    tracker = EvaluationTracker(output_path=str(out))
+    results = simple_evaluate(
+        model=hflm,
+        tasks=[task_name(SUITE, "random")],
+        task_manager=manager,
+        log_samples=True,
+        bootstrap_iters=0,
+        evaluation_tracker=tracker,
+        limit=3,
+    )
+    samples = results.pop("samples")
+    tracker.save_results_aggregated(results=results, samples=samples)
+    for name in results["configs"]:
+        tracker.save_results_samples(task_name=name, samples=samples[name])
+    return sorted(out.rglob("samples_*.jsonl"))
+
+
+def test_real_instruction_model_lm_eval_equals_factprobe(suite, smollm2_run, smollm2_dir):
+    """Issue 26 item 7: SmolLM2-Instruct's EOS is the end of turn ``<|im_end|>``; factprobe ends a
+    plain-text form with the document end ``<|endoftext|>`` (id 0), the text the export writes, so
+    lm-eval's per-choice log-likelihoods equal factprobe's scores of the same pairs to 1e-4."""
+    facts, prompts, candidates, forms = suite
+    row = {"name": "smollm2", "source": SMOLLM2_SOURCE, "dtype": "float32", "device": "cpu"}
+    smol = HFCausalLM.from_row(row, model_dir=smollm2_dir)
+    assert (smol.tokenizer.eos_token, smol.end_token.text, smol.end_token.id) == ("<|im_end|>", EOS, 0)
+    raw = raw_samples(smollm2_run)
+    assert raw["prompt_id"].nunique() == 3 and len(raw) >= 15
+    pairs = build_pairs(prompts, candidates, forms)
+    wanted = pairs.merge(
+        raw[["prompt_id", "entity", "form"]].drop_duplicates(), on=["prompt_id", "entity", "form"]
+    )
+    scores = score_pairs(smol, wanted, progress=False)
+    merged = raw.merge(scores, on=["prompt_id", "entity", "form"], validate="many_to_one")
+    assert len(merged) == len(raw)
+    diff = np.abs(merged["lm_logprob"] - merged["logprob"])
+    print(f"SmolLM2: max |lm-eval - factprobe| over {len(merged)} choices: {diff.max():.2e} nats")
+    assert diff.max() < 1e-4
+    # Read back, the samples give the same table; ending with <|im_end|> (the old rule) is refused.
+    got = read_samples(smollm2_run, smol.tokenizer)
+    both = got.merge(scores, on=["prompt_id", "entity", "form"], suffixes=("", "_fp"), validate="one_to_one")
+    assert np.abs(both["logprob"] - both["logprob_fp"]).max() < 1e-4
+    with pytest.raises(ValueError, match="export again with export.eos_text set to '<\\|im_end\\|>'"):
+        read_samples(smollm2_run, smol.tokenizer, end_token="<|im_end|>")
+    # The end-of-turn ending is a different score, by several nats (what the issue measured).
+    im_end = HFCausalLM(smol.model, smol.tokenizer, end_token="<|im_end|>")
+    old = score_pairs(im_end, wanted, progress=False).merge(scores, on=["prompt_id", "entity", "form"])
+    assert np.abs(old["logprob_x"] - old["logprob_y"]).median() > 1.0

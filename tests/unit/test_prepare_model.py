@@ -36,6 +36,8 @@ def test_local_folder_is_copied_with_manifest(tiny_folder, tmp_path):
     manifest = prepare_model({"name": "tiny", "source": str(tiny_folder), "_line": 3}, out)
     assert manifest == read_manifest(out)
     assert manifest["kind"] == "local" and manifest["architecture"] == "GPT2LMHeadModel"
+    # which token end marker eos scores (issue 26 item 7): this tokenizer's EOS, id 0, is a document end
+    assert manifest["end_token"].startswith("<|endoftext|> (id 0, EOS is a document end")
     # The manifest's hashes are the files' own, computed independently here.
     for name, digest in manifest["files"].items():
         assert digest == file_sha256(out / name)

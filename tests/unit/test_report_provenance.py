@@ -104,3 +104,25 @@ def test_malformed_lines_cell_per_dump():
     assert malformed_cell(bad) == "3 of 635 lines (first at line 7)"
     rows = with_malformed([{"dump": "20141201"}, {"dump": "20190201"}], {"20190201": bad})
     assert [r["malformed lines skipped"] for r in rows] == ["", "3 of 635 lines (first at line 7)"]
+
+
+def test_models_say_which_end_token_was_scored(tmp_path):
+    """Issue 26 item 7: the manifest's document end, a row's own end_token / chat format over it,
+    and the control model's token from its folder."""
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"source": "s", "end_token": "<|endoftext|> (id 0, document end)"}))
+    rows = {
+        "smol": {"source": "s"},
+        "named": {"source": "s", "end_token": "<|im_end|>"},
+        "chat": {"source": "s", "prompt_format": "chat"},
+        "control": {"source": "builtin:control"},
+    }
+    manifests = {m: str(manifest) for m in ("smol", "named", "chat")}
+    records = model_records(rows, manifests, {"k": "dir-k"}, lambda d: "fp", lambda d, row: f"eos of {d}")
+    by_name = {r["model"]: r["end_token"] for r in records}
+    assert by_name == {
+        "smol": "<|endoftext|> (id 0, document end)",
+        "named": "<|im_end|> (models.tsv end_token)",
+        "chat": "the chat template's end of turn (prompt format chat)",
+        "control": "eos of dir-k",
+    }

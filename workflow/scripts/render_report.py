@@ -43,11 +43,12 @@ provenance["dumps"] = with_malformed(with_resolutions(provenance["dumps"]), extr
 control_dirs = dict(
     zip(snakemake.params.control_dir_suites, snakemake.input.get("control_models", []), strict=True)
 )
-fingerprint = None
+fingerprint = end_token = None
 if control_dirs:
     from factprobe.lm.load import model_fingerprint as fingerprint  # torch: only with a control model
+    from factprobe.scoring.prepare import end_token_of as end_token
 provenance["models"] = model_records(
-    snakemake.params.model_rows, snakemake.params.manifests, control_dirs, fingerprint
+    snakemake.params.model_rows, snakemake.params.manifests, control_dirs, fingerprint, end_token
 )
 
 figs = Figures(settings.dpi, settings.confidence_level)

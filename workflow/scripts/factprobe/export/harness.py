@@ -10,12 +10,15 @@ form of the strategy's distractors in rank order - so lm-eval requests exactly t
 lists the object's choices (lm-eval's multi-target ``acc``: the top choice is a form of o).
 
 End marker: factprobe scores log P(form + end | c) (``scoring.end_marker``: ``eos`` appends the
-EOS token id, ``.`` a full stop, ``none`` nothing); lm-eval scores a choice's text as given. The
-export writes the end marker into each choice's text (:func:`end_text`): ``.`` as is, ``eos`` as
-the EOS token's text (``export.eos_text``, e.g. ``<|endoftext|>`` for GPT-2, Pythia and
-builtin:control), which the tokenizer encodes to the EOS id. lm-eval's log-likelihood of a
-choice then equals factprobe's logprob of that form (tested to 1e-4) for models whose EOS has
-that text; for other models export again with their EOS text, or with ``none``.
+model's document-end token, :func:`factprobe.lm.encoding.document_end`; ``.`` a full stop;
+``none`` nothing); lm-eval scores a choice's text as given. The export writes the end marker into
+each choice's text (:func:`end_text`): ``.`` as is, ``eos`` as the document-end token's text
+(``export.eos_text``, ``<|endoftext|>`` for GPT-2, Pythia, Qwen, SmolLM2 - Instruct included -
+and builtin:control), which the tokenizer encodes to that token's id. lm-eval's log-likelihood of
+a choice then equals factprobe's logprob of that form (tested to 1e-4, with a real instruction
+model too) for models whose document end has that text; each doc records the text
+(``end_text``) and :func:`read_samples` refuses samples of a model that factprobe ends with
+another token. For those export again with their token's text, or with ``none``.
 lm-eval sets ``target_delimiter: ""`` because the choices carry factprobe's own leading space
 (none for languages written without spaces).
 
@@ -146,7 +149,7 @@ def task_docs(
         facts.drop_duplicates("fact_id")[["fact_id", *FACT_FIELDS]], on="fact_id", how="left"
     )
     frame = frame.sort_values(["strategy", "prompt_id"], kind="stable")
-    docs = [_doc(suite, r) for r in frame.to_dict("records")]
+    docs = [_doc(suite, {**r, "end_text": end}) for r in frame.to_dict("records")]
     log.info("%s: %d docs over %d prompts", suite, len(docs), frame["prompt_id"].nunique())
     return docs
 
@@ -206,6 +209,7 @@ def _doc(suite: str, r: dict) -> dict:
         "choice_role": ["object"] * len(r["o_form"]) + ["distractor"] * len(r["d_form"]),
         "choice_rank": [int(k) for k in r["o_rank"] + r["d_rank"]],
         "gold": list(range(len(r["o_form"]))),
+        "end_text": r["end_text"],
     }
 
 
@@ -275,8 +279,10 @@ the distractors' forms, each with its leading space and the end marker `{end_mar
 lm-eval's `acc` is "the top choice is a form of the object". factprobe's measures (K Min@n,
 Avg@n, ...) need the per-choice log-likelihoods: read the samples back with
 `python -m factprobe.export.harness out/.../samples_*.jsonl --tokenizer PATH --out scores.parquet`.
-With end marker `eos`, the choices end in the EOS token text of GPT-2-style models; a model whose
-EOS token has another text needs an export with its own `export.eos_text`.
+With end marker `eos`, the choices end in the text of the document-end token factprobe scores
+after a form for GPT-2, Pythia, Qwen, SmolLM2 (Instruct included) and its control model; a model
+whose document end has another text (Llama 2 `</s>`, Llama 3 `<|end_of_text|>`) needs an export with
+its own `export.eos_text` (the read-back above refuses a mismatch).
 """
 
 
@@ -321,13 +327,32 @@ def _choice_logprobs(sample: dict, where: str) -> list[float]:
         ) from exc
 
 
-def read_samples(paths: Iterable[str | os.PathLike], tokenizer) -> pd.DataFrame:
+def check_end_text(doc: dict, tokenizer, end_token: str, where: str) -> None:
+    """A doc exported with end marker ``eos`` ends its choices in the text of the token factprobe
+    scores after a form with this tokenizer (its document end, or models.tsv ``end_token``);
+    otherwise lm-eval's log-likelihoods are of another string than factprobe's scores."""
+    from factprobe.lm.encoding import document_end
+
+    text = doc.get("end_text", "")
+    if text in ("", "."):
+        return
+    token = document_end(tokenizer, end_token)
+    if token is None or token.text != text:
+        raise ValueError(
+            f"{where}: the task's choices end in {text!r} but factprobe ends this model's forms with "
+            f"{token.describe() if token else 'no token'}: export again with export.eos_text set to "
+            f"{token.text if token else ''!r} (or pass --end-token when the models.tsv row names one)"
+        )
+
+
+def read_samples(paths: Iterable[str | os.PathLike], tokenizer, end_token: str = "") -> pd.DataFrame:
     """The score table (docs/contracts.md) of lm-eval ``--log_samples`` files of exported tasks.
 
     ``tokenizer`` (a transformers tokenizer of the evaluated model) gives ``n_tokens`` - lm-eval
-    does not report token counts - with the same joint tokenization as factprobe. A pair met in
-    several docs (the object's forms recur in every strategy's doc) keeps its first value; the
-    largest disagreement between repeats is logged.
+    does not report token counts - with the same joint tokenization as factprobe, and the end
+    token the docs' ``end_text`` must be (:func:`check_end_text`; ``end_token`` = the model's
+    models.tsv cell). A pair met in several docs (the object's forms recur in every strategy's
+    doc) keeps its first value; the largest disagreement between repeats is logged.
     """
     from factprobe.lm.encoding import tokenize_pairs
 
@@ -353,6 +378,7 @@ def read_samples(paths: Iterable[str | os.PathLike], tokenizer) -> pd.DataFrame:
                         f"{where}: doc lacks {missing}; is this the samples file of a factprobe export "
                         "(lm_eval --log_samples on a task written by `snakemake export`)?"
                     )
+                check_end_text(doc, tokenizer, end_token, where)
                 lps = _choice_logprobs(sample, where)
                 if len(lps) != len(doc["choices"]):
                     raise ValueError(f"{where}: {len(lps)} log-likelihoods for {len(doc['choices'])} choices")
@@ -402,8 +428,11 @@ def main(argv: list[str] | None = None) -> None:
         "--tokenizer", required=True, help="local tokenizer folder of the evaluated model (n_tokens)"
     )
     parser.add_argument("--out", required=True, help="score table to write (.parquet)")
+    parser.add_argument(
+        "--end-token", default="", help="the model's models.tsv end_token cell, when it names one"
+    )
     args = parser.parse_args(argv)
-    scores = read_samples(args.samples, AutoTokenizer.from_pretrained(args.tokenizer))
+    scores = read_samples(args.samples, AutoTokenizer.from_pretrained(args.tokenizer), args.end_token)
     write_frame(scores, args.out)
     print(f"{args.out}: {len(scores)} scores of {scores['prompt_id'].nunique()} prompts")
 

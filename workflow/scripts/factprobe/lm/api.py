@@ -95,6 +95,9 @@ class LM(ABC):
 
     #: What follows a scored form: ``eos`` (the paper's choice), ``.`` or ``none`` (see encoding).
     end_marker: str = "eos"
+    #: Encoding settings the scores depend on beyond ``identity`` and ``end_marker`` (a non-default
+    #: end token or prompt format); part of the request cache key when not empty.
+    encoding_tag: str = ""
 
     @property
     @abstractmethod
@@ -136,7 +139,7 @@ class LM(ABC):
 
     @property
     def eos_id(self) -> int | None:
-        """The end-of-sequence token id that closes every ApprOpt path."""
+        """The end token id that closes every ApprOpt path: the one end marker ``eos`` scores."""
         raise NotImplementedError(
             f"{type(self).__name__} has no token ids: ApprOpt needs a token-level backend"
         )

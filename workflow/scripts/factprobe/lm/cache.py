@@ -194,6 +194,8 @@ class CachingLM(LM):
         """Cache keys of ``requests`` (the end marker is part of the continuation's key)."""
         model, revision, dtype = self.identity
         tag = f"\x00end={self.end_marker}"
+        if getattr(self.lm, "encoding_tag", ""):  # the end token / prompt format when not the default
+            tag += f"\x00{self.lm.encoding_tag}"
         return [request_key(model, revision, dtype, r.context, r.continuation + tag) for r in requests]
 
     def loglikelihood(

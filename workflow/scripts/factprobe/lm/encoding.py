@@ -7,8 +7,13 @@
   (as lm-evaluation-harness does), so the first form token has a conditioning position.
 * **Trailing space:** trailing spaces of the prompt move to the continuation (:func:`context_ids`).
 * **End:** spec Pl(o|c) = sum over forms lambda of Pr(lambda + EOS | c) (distractors-knowledge-measure
-  §3.2, eq. 1); end marker ``eos`` appends the EOS id, ``.`` appends a full stop to the text,
-  ``none`` nothing (:func:`end_ids`).
+  §3.2, eq. 1); end marker ``eos`` appends the id of the model's *document-end* token, ``.`` appends
+  a full stop to the text, ``none`` nothing (:func:`end_ids`). For a plain-text prompt the EOS the
+  paper means ends the document, not a chat turn; instruction-tuned tokenizers often set
+  ``eos_token`` to the end of turn (``<|im_end|>`` for SmolLM2/Qwen-Instruct, ``<|eot_id|>`` for
+  Llama-3-Instruct), so :func:`document_end` finds the document end of the vocabulary
+  (rule in its docstring). The ``chat`` prompt format (:func:`chat_frame`) instead scores the
+  prompt inside the model's chat template, with the end-of-turn token as the end marker.
 * **Joint tokenization** (:func:`tokenize_pairs`): prompt and continuation are encoded *jointly* and
   split at the prompt's own token count, as lm-evaluation-harness does, so BPE merges inside the form
   are the model's canonical ones. When the joint encoding merges across the boundary (the prompt's
@@ -19,13 +24,21 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+log = logging.getLogger(__name__)
+
 #: The one list of scoring.end_marker values (export and the schema check read it from here).
 END_MARKERS = ("eos", ".", "none")
+#: Texts of document-end tokens, looked for in this order when the tokenizer's EOS is not one:
+#: GPT-2 / Pythia / Qwen / SmolLM / Phi, Llama 3, Llama 1-2 / Mistral, Gemma.
+DOCUMENT_END_TOKENS = ("<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>")
+#: models.tsv ``prompt_format`` values: ``plain`` text prompts, or prompts inside the chat template.
+PROMPT_FORMATS = ("plain", "chat")
 #: Languages written without spaces between words: forms follow the prompt directly.
 NO_SPACE_LANGS = ("zh", "ja", "th", "lo", "km", "my", "bo")
 
@@ -37,14 +50,16 @@ def continuation_text(form: str, lang: str, no_space_langs: Collection[str] = NO
     return form if lang in no_space_langs else " " + form
 
 
-def context_ids(tokenizer, prompt: str) -> list[int]:
+def context_ids(tokenizer, prompt: str, *, head: Sequence[int] | None = None) -> list[int]:
     """Token ids a continuation of ``prompt`` is conditioned on (generation, top-k, ApprOpt).
 
     The same prefix :func:`tokenize_pairs` gives a pair without a boundary merge: leading special
-    tokens + the prompt without its trailing spaces; EOS for an empty prompt without BOS.
+    tokens (or ``head``, e.g. a :func:`chat_frame`'s) + the prompt without its trailing spaces; EOS
+    for an empty prompt without BOS.
     """
     stripped = prompt.rstrip(" ")
-    ids = special_prefix(tokenizer) + (encode(tokenizer, [stripped])[0] if stripped else [])
+    start = special_prefix(tokenizer) if head is None else list(head)
+    ids = start + (encode(tokenizer, [stripped])[0] if stripped else [])
     if not ids:
         if tokenizer.eos_token_id is None:
             raise ValueError("empty prompt and a tokenizer without BOS/EOS: no context token to condition on")
@@ -71,15 +86,111 @@ def special_prefix(tokenizer) -> list[int]:
     return []
 
 
-def end_ids(tokenizer, end: str) -> list[int]:
-    """Token ids appended after the form for end marker ``eos`` (the paper's choice)."""
+@dataclass(frozen=True)
+class EndToken:
+    """The token scored after each form under end marker ``eos``, and why it was chosen."""
+
+    id: int
+    text: str
+    rule: str
+
+    def describe(self) -> str:
+        """``<|endoftext|> (id 0, <rule>)``: what manifests, logs and the report print."""
+        return f"{self.text} (id {self.id}, {self.rule})"
+
+
+def document_end(tokenizer, name: str = "") -> EndToken | None:
+    """The document-end token of a tokenizer: what ``eos`` appends after a plain-text prompt.
+
+    The rule, first match wins:
+
+    1. ``name`` (models.tsv ``end_token``): that token text, which must be one token of the vocabulary;
+    2. the tokenizer's EOS when it is a document end: its text is in :data:`DOCUMENT_END_TOKENS`, or
+       BOS == EOS (GPT-2 / Pythia / ``builtin:control``: one token separates documents);
+    3. the first of :data:`DOCUMENT_END_TOKENS` in the vocabulary (SmolLM2-Instruct and
+       Qwen-Instruct: ``<|endoftext|>``, where EOS is ``<|im_end|>``; Llama-3-Instruct:
+       ``<|end_of_text|>``, where EOS is ``<|eot_id|>``);
+    4. the EOS token, with a logged warning (no document end known);
+
+    ``None`` when the tokenizer has neither (end marker ``eos`` then fails, :func:`end_ids`).
+    """
+    vocab = tokenizer.get_vocab()
+    if name:
+        if name not in vocab:
+            raise ValueError(
+                f"end_token {name!r} (models.tsv) is not a token of the vocabulary; "
+                f"name one token, e.g. {tokenizer.eos_token!r}, or leave the cell empty"
+            )
+        return EndToken(int(vocab[name]), name, "models.tsv end_token")
+    eos, eos_id = tokenizer.eos_token, tokenizer.eos_token_id
+    if eos_id is not None and eos in DOCUMENT_END_TOKENS:
+        return EndToken(int(eos_id), str(eos), "EOS is a document end")
+    if eos_id is not None and eos == tokenizer.bos_token:
+        return EndToken(int(eos_id), str(eos), "BOS == EOS")
+    for text in DOCUMENT_END_TOKENS:
+        if text in vocab:
+            return EndToken(int(vocab[text]), text, f"document end of the vocabulary (EOS is {eos!r})")
+    if eos_id is None:
+        return None
+    log.warning(
+        "no document-end token (%s) in the vocabulary: scoring ends forms with EOS %r; name another "
+        "with the models.tsv end_token column",
+        ", ".join(DOCUMENT_END_TOKENS),
+        eos,
+    )
+    return EndToken(int(eos_id), str(eos), "EOS fallback: no document end found")
+
+
+@dataclass(frozen=True)
+class ChatFrame:
+    """Where a prompt sits in the chat template: ids before it and the end-of-turn token after it."""
+
+    head: tuple[int, ...]
+    end: EndToken
+
+
+#: Stands for the scored text while a chat template is rendered (never a real token).
+_SLOT = "\ue000FACTPROBE\ue000"
+
+
+def chat_frame(tokenizer) -> ChatFrame:
+    """The ``chat`` prompt format: the prompt and its form are the one assistant turn of the model's
+    chat template; ``head`` is the template's text before that turn's content (BOS, default system
+    prompt, turn header) and the end marker is the first token after it (the end of turn).
+
+    A form is then scored as ``log Pr(form + end of turn | template head + prompt)``: the end of turn
+    is the right end for text inside a chat turn, as the document end is for plain text.
+    """
+    if not getattr(tokenizer, "chat_template", None):
+        raise ValueError("prompt_format chat: the tokenizer has no chat template; use prompt_format plain")
+    text = tokenizer.apply_chat_template([{"role": "assistant", "content": _SLOT}], tokenize=False)
+    before, found, after = text.partition(_SLOT)
+    if not found:
+        raise ValueError("prompt_format chat: the chat template drops the assistant turn's content")
+    tail = encode(tokenizer, [after])[0] if after else []
+    specials = set(tokenizer.all_special_ids) | set(getattr(tokenizer, "added_tokens_decoder", {}))
+    if not tail or tail[0] not in specials:
+        raise ValueError(
+            f"prompt_format chat: no end-of-turn token after the assistant turn (template gives {after!r})"
+        )
+    end_text = tokenizer.convert_ids_to_tokens(tail[0])
+    return ChatFrame(
+        tuple(encode(tokenizer, [before])[0]), EndToken(int(tail[0]), end_text, "chat end of turn")
+    )
+
+
+def end_ids(tokenizer, end: str, *, end_token: EndToken | None = None) -> list[int]:
+    """Token ids appended after the form: for end marker ``eos`` (the paper's choice) ``end_token``,
+    by default the tokenizer's :func:`document_end`; nothing for ``.`` and ``none``."""
     if end != "eos":
         return []
-    if tokenizer.eos_token_id is None:
+    token = end_token if end_token is not None else document_end(tokenizer)
+    if token is None:
         raise ValueError(
-            "end marker 'eos' but the tokenizer has no EOS token; set scoring.end_marker to '.' or 'none'"
+            "end marker 'eos' but the tokenizer has no EOS or document-end token; "
+            "set scoring.end_marker to '.' or 'none'"
         )
-    return [int(tokenizer.eos_token_id)]
+    return [token.id]
 
 
 def encode(tokenizer, texts: list[str]) -> list[list[int]]:
@@ -93,21 +204,25 @@ def tokenize_pairs(
     prompts: Sequence[str],
     continuations: Sequence[str],
     end: str = "eos",
+    *,
+    end_token: EndToken | None = None,
+    head: Sequence[int] | None = None,
 ) -> tuple[list[tuple[tuple[int, ...], tuple[int, ...]]], list[PairPlan]]:
     """Joint tokenization of pairs into deduplicated ``(prefix, continuation)`` token requests.
 
     Returns the requests and one :class:`PairPlan` per input pair. The prefix starts with the
-    tokenizer's own leading special tokens (BOS); with none and an empty prompt, the EOS token
-    stands in as the context (as lm-evaluation-harness does), so the first form token has a
-    conditioning position. End marker ``.`` is appended to the text before encoding; ``eos``
-    appends the EOS id after it; ``none`` appends nothing.
+    tokenizer's own leading special tokens (BOS), or ``head`` when given (a :func:`chat_frame`);
+    with none and an empty prompt, the EOS token stands in as the context (as lm-evaluation-harness
+    does), so the first form token has a conditioning position. End marker ``.`` is appended to the
+    text before encoding; ``eos`` appends ``end_token`` (default :func:`document_end`) after it;
+    ``none`` appends nothing.
     """
     if end not in END_MARKERS:
         raise ValueError(f"end marker {end!r}: use one of {END_MARKERS}")
     if len(prompts) != len(continuations):
         raise ValueError("prompts and continuations differ in length")
-    head = special_prefix(tokenizer)
-    tail = end_ids(tokenizer, end)
+    head = special_prefix(tokenizer) if head is None else list(head)
+    tail = end_ids(tokenizer, end, end_token=end_token)
     suffix = "." if end == "." else ""
     moved_prompts, moved_conts = [], []
     for prompt, cont in zip(prompts, continuations, strict=True):

@@ -30,9 +30,13 @@ from factprobe.lm.api import (
 )
 from factprobe.lm.encoding import (
     NO_SPACE_LANGS,
+    PROMPT_FORMATS,
+    EndToken,
+    chat_frame,
     combine,
     context_ids,
     continuation_text,
+    document_end,
     encode,
     end_logprobs,
     tokenize_pairs,
@@ -67,6 +71,8 @@ class HFCausalLM(LM):
         token_budget: int = 4096,
         no_space_langs: Collection[str] = NO_SPACE_LANGS,
         generation_batch_size: int = 16,
+        end_token: str = "",
+        prompt_format: str = "plain",
     ):
         self.model = model.eval()
         self.tokenizer = tokenizer
@@ -74,6 +80,14 @@ class HFCausalLM(LM):
         self.device, self.dtype = param.device, param.dtype
         self.source, self.fingerprint = source, fingerprint
         self.end_marker = end_marker
+        self.head, self.end_token = _frame(tokenizer, end_token, prompt_format)
+        self.prompt_format = prompt_format
+        # Scores depend on the end token and the format: both go into the request cache key, left
+        # out (as before they existed) for a plain prompt ended by the tokenizer's own EOS.
+        as_before = (
+            end_marker != "eos" or self.end_token is None or self.end_token.id == tokenizer.eos_token_id
+        )
+        self.encoding_tag = "" if prompt_format == "plain" and as_before else self.describe_end()
         self.budget = TokenBudget(token_budget)
         self.no_space_langs = tuple(no_space_langs)
         self.generation_batch_size = generation_batch_size
@@ -87,9 +101,17 @@ class HFCausalLM(LM):
         source; ``settings`` as in ``__init__``."""
         spec = row if isinstance(row, ModelSpec) else spec_from_row(row)
         loaded = load_hf(spec, model_dir)
-        return cls(
+        settings = {"end_token": spec.end_token, "prompt_format": spec.prompt_format, **settings}
+        lm = cls(
             loaded.model, loaded.tokenizer, source=spec.source, fingerprint=loaded.fingerprint, **settings
         )
+        log.info("%s: %s", spec.where, lm.describe_end())
+        return lm
+
+    def describe_end(self) -> str:
+        """Which token ends a scored form, for logs, manifests and the report."""
+        token = self.end_token.describe() if self.end_token is not None else "none (no EOS in the vocabulary)"
+        return f"end token {token}, prompt format {self.prompt_format}"
 
     @property
     def identity(self) -> tuple[str, str, str]:
@@ -99,17 +121,23 @@ class HFCausalLM(LM):
 
     @property
     def eos_id(self) -> int | None:
-        return self.tokenizer.eos_token_id
+        """The id that end marker ``eos`` scores after a form (:func:`document_end`, or the chat
+        template's end of turn): ApprOpt's paths end in it as scored forms do."""
+        return self.end_token.id if self.end_token is not None else None
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids))
 
     def trie_search(self, prefixes: list[list[int]], tries: list, width: int) -> list[list]:
         """:func:`factprobe.lm.beam.batched_beam_search` on this model, padded with the pad token
-        (EOS where the tokenizer has none)."""
+        (the tokenizer's EOS where it has none)."""
         from factprobe.lm.beam import batched_beam_search
 
-        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_id
+        pad = next(
+            t
+            for t in (self.tokenizer.pad_token_id, self.tokenizer.eos_token_id, self.eos_id, 0)
+            if t is not None
+        )
         return batched_beam_search(self.model, prefixes, tries, width, pad_id=int(pad))
 
     # -- the encoding rule ---------------------------------------------------------------------
@@ -120,7 +148,7 @@ class HFCausalLM(LM):
 
     def context_ids(self, prompt: str) -> list[int]:
         """Token ids a continuation of ``prompt`` is conditioned on (BOS, no trailing spaces)."""
-        return context_ids(self.tokenizer, prompt)
+        return context_ids(self.tokenizer, prompt, head=self.head)
 
     def form_ids(self, form: str, lang: str) -> list[int]:
         """Token ids of a form on its own, as a continuation in ``lang`` (no end marker)."""
@@ -145,7 +173,12 @@ class HFCausalLM(LM):
         if not requests:
             return []
         token_requests, plans = tokenize_pairs(
-            self.tokenizer, [r.context for r in requests], [r.continuation for r in requests], self.end_marker
+            self.tokenizer,
+            [r.context for r in requests],
+            [r.continuation for r in requests],
+            self.end_marker,
+            end_token=self.end_token,
+            head=self.head,
         )
         waiting = np.array([1 if plan.minus is None else 2 for plan in plans])
         plans_of_request: dict[int, list[int]] = defaultdict(list)
@@ -320,6 +353,19 @@ class HFCausalLM(LM):
             for row, keep in zip(new.cpu(), alive.cpu(), strict=True)
         ]
         return [GenerateResult(t.split("\n", 1)[0].strip(), v) for t, v in zip(texts, totals, strict=True)]
+
+
+def _frame(tokenizer, end_token: str, prompt_format: str) -> tuple[list[int] | None, EndToken | None]:
+    """(ids before every prompt, end token) of a prompt format: ``plain`` keeps the tokenizer's own
+    leading special tokens (None) and ends forms with :func:`document_end`; ``chat`` puts prompts
+    in the chat template and ends them with its end of turn (:func:`chat_frame`)."""
+    if prompt_format not in PROMPT_FORMATS:
+        raise ValueError(f"prompt_format {prompt_format!r}: use one of {PROMPT_FORMATS}")
+    if prompt_format == "plain":
+        return None, document_end(tokenizer, end_token)
+    frame = chat_frame(tokenizer)
+    end = document_end(tokenizer, end_token) if end_token else frame.end
+    return list(frame.head), end
 
 
 def sample_seed(seed: int, index: int) -> int:

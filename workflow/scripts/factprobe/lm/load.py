@@ -43,6 +43,8 @@ class ModelSpec:
     trust_remote_code: bool = False
     line: int | None = None
     backend: str = "hf"
+    end_token: str = ""
+    prompt_format: str = "plain"
 
     @property
     def where(self) -> str:
@@ -62,6 +64,8 @@ def spec_from_row(row: dict[str, Any]) -> ModelSpec:
         trust_remote_code=bool(row.get("trust_remote_code", False)),
         line=row.get("_line"),
         backend=str(row.get("backend") or "hf"),
+        end_token=str(row.get("end_token") or ""),
+        prompt_format=str(row.get("prompt_format") or "plain"),
     )
 
 

@@ -17,7 +17,8 @@ from importlib import metadata
 from pathlib import Path
 
 #: Keys of ``resources/models/{model}/manifest.json`` (written when a hub/local model is prepared).
-#: ``note`` says when the weights are not the original release (e.g. a dequantized 4-bit GGUF).
+#: ``note`` says when the weights are not the original release (e.g. a dequantized 4-bit GGUF);
+#: ``end_token`` which token end marker ``eos`` scored after each form, and the rule that chose it.
 MANIFEST_KEYS = (
     "source",
     "kind",
@@ -25,6 +26,7 @@ MANIFEST_KEYS = (
     "source_sha256",
     "dtype",
     "n_parameters",
+    "end_token",
     "fingerprint",
     "note",
 )
@@ -142,15 +144,26 @@ def read_manifest(path: str | Path) -> dict:
     return {k: data[k] for k in MANIFEST_KEYS if k in data}
 
 
+def row_end_token(row: Mapping) -> str:
+    """The end token a models.tsv row's own cells choose, overriding its folder's document end
+    (the manifest's ``end_token``): a named ``end_token``, or the chat template's end of turn."""
+    chat = row.get("prompt_format") == "chat"
+    if row.get("end_token"):
+        return f"{row['end_token']} (models.tsv end_token)" + (", prompt format chat" if chat else "")
+    return "the chat template's end of turn (prompt format chat)" if chat else ""
+
+
 def model_records(
     rows: Mapping[str, Mapping],
     manifests: Mapping[str, str],
     control_dirs: Mapping[str, str],
     fingerprint: Callable[[str], str] | None = None,
+    end_token: Callable[[str, Mapping], str] | None = None,
 ) -> list[dict]:
     """One record per model: its models.tsv row, completed by its manifest.json when present;
     for the workflow-trained control model the content fingerprint of each suite's trained folder
-    (``fingerprint`` is :func:`factprobe.lm.load.model_fingerprint`, passed in to keep torch out
+    and its end token (``fingerprint`` is :func:`factprobe.lm.load.model_fingerprint`,
+    ``end_token`` :func:`factprobe.scoring.prepare.end_token_of`, passed in to keep torch out
     of this module)."""
     out = []
     for name, row in rows.items():
@@ -166,5 +179,9 @@ def model_records(
             record["fingerprint"] = "; ".join(
                 f"{suite}: {fingerprint(folder)}" for suite, folder in sorted(control_dirs.items())
             )
+        if record["source"] == "builtin:control" and control_dirs and end_token is not None:
+            record["end_token"] = end_token(sorted(control_dirs.values())[0], row)
+        elif row.get("end_token") or row.get("prompt_format") == "chat":
+            record["end_token"] = row_end_token(row)
         out.append(record)
     return out

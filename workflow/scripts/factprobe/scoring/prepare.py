@@ -149,8 +149,8 @@ def prepare_model(
     """Prepare one models.tsv row into ``out_dir`` (atomically: a temp folder renamed at the end).
 
     ``where`` names the row in error messages (:func:`registry_where`). Returns the manifest: name,
-    source, kind, revision, source_sha256 (GGUF), dtype, n_parameters, fingerprint and the sha256
-    of every file.
+    source, kind, revision, source_sha256 (GGUF), dtype, n_parameters, end_token (what end marker
+    ``eos`` scores after a form, :func:`end_token_of`), fingerprint and the sha256 of every file.
     """
     name, source = str(row["name"]), str(row["source"])
     if where is None:
@@ -183,8 +183,26 @@ def prepare_model(
             _dequantize_gguf(src, tmp)
         info["dtype"] = _stored_dtype(tmp)
         info["n_parameters"] = count_parameters(tmp)
+        # the folder's own rule; the row's end_token / prompt_format cells do not decide the folder
+        # (they are not prepare params), the report shows them beside it
+        info["end_token"] = end_token_of(tmp, {})
         manifest = write_manifest(tmp, info)
     return manifest
+
+
+def end_token_of(folder: str | os.PathLike, row: dict[str, Any]) -> str:
+    """The token end marker ``eos`` scores after each form with this tokenizer and the row's
+    ``end_token`` / ``prompt_format`` cells, and the rule that chose it
+    (:func:`factprobe.lm.encoding.document_end`), e.g. ``<|endoftext|> (id 0, document end ...)``."""
+    from transformers import AutoTokenizer
+
+    from factprobe.lm.encoding import chat_frame, document_end
+
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    name, chat = str(row.get("end_token") or ""), row.get("prompt_format") == "chat"
+    token = document_end(tokenizer, name) if name or not chat else chat_frame(tokenizer).end
+    described = token.describe() if token is not None else "none (no EOS in the vocabulary)"
+    return described + (", prompt format chat" if chat else "")
 
 
 def _package_version(source: str, wanted: str, where: str) -> str:
