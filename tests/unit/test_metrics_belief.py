@@ -271,8 +271,12 @@ def test_default_samplings_follow_the_paper():
 
     assert Metrics(families={}).belief_samplings == 50_000
     assert Scoring().samples == 100 and Scoring().topk == 100
-    text = (Path(__file__).resolve().parents[2] / "workflow" / "rules" / "score.smk").read_text()
-    assert re.search(r"samples=CFG\.scoring\.samples", text) and re.search(r"topk=CFG\.scoring\.topk", text)
+    rules = Path(__file__).resolve().parents[2] / "workflow" / "rules"
+    text = (rules / "score.smk").read_text()
+    # Per suite: scoring.samples, or 0 for a greedy-only suite (generate: greedy, issue 26 item 8).
+    assert re.search(r"samples=lookup\(dpath=\"\{suite\}\", within=GENERATION_SAMPLES\)", text)
+    assert re.search(r"else CFG\.scoring\.samples for s in SUITES", (rules / "common.smk").read_text())
+    assert re.search(r"topk=CFG\.scoring\.topk", text)
 
 
 def test_paper_scale_samplings_are_fast_and_converge():
