@@ -19,6 +19,7 @@ from factprobe.metrics.pipeline import (
     SuiteInputs,
     compute_suite_metrics,
     control_check,
+    headline_table,
     leaderboard,
     paired_comparisons,
     summarize,
@@ -158,7 +159,7 @@ def built(tmp_path_factory):
             if model == "control" and kind == "knowledge":
                 control[suite] = control_check(table, bootstrap_samples=200)
         summaries[suite] = pd.concat(parts, ignore_index=True)
-    board = leaderboard(summaries, per_fact, boot)
+    board = leaderboard({s: headline_table(summaries[s], per_fact[s], boot) for s in summaries})
     paired = paired_comparisons(per_fact, boot)
     out = tmp_path_factory.mktemp("report") / "index.html"
     figs = Figures(50)
