@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from contract_frames import full
 from factprobe import contracts
 from factprobe.hashing import hash_fraction
 from factprobe.io import write_frame
@@ -488,14 +489,16 @@ def workflow_run(tmp_path_factory):
             write_frame(tables.scores, work / f"results/scores/{suite}/{model}.parquet")
             write_frame(tables.topk, work / f"results/scores/{suite}/{model}.topk.parquet")
             write_frame(tables.generations, work / f"results/scores/{suite}/{model}.generations.parquet")
-            write_frame(tables.candidates, probes / "appropt" / f"{model}.parquet")
-            write_frame(tables.forms, probes / "appropt" / f"{model}.forms.parquet")
-        write_frame(tables.prompts, probes / "prompts.parquet")
-        write_frame(tables.facts, probes / "facts.parquet")
-        write_frame(tables.candidates, probes / "candidates.parquet")
-        write_frame(tables.forms, probes / "forms.parquet")
-        write_frame(tables.prompts.iloc[:0], probes / "translated_prompts.parquet")
-        write_frame(tables.forms.iloc[:0], probes / "translated_forms.parquet")
+            write_frame(full("appropt", tables.candidates), probes / "appropt" / f"{model}.parquet")
+            write_frame(full("forms", tables.forms), probes / "appropt" / f"{model}.forms.parquet")
+        # The probe tables as build_probes writes them: every contract column present.
+        prompts, forms = full("prompts", tables.prompts), full("forms", tables.forms)
+        write_frame(prompts, probes / "prompts.parquet")
+        write_frame(full("facts", tables.facts), probes / "facts.parquet")
+        write_frame(full("candidates", tables.candidates), probes / "candidates.parquet")
+        write_frame(forms, probes / "forms.parquet")
+        write_frame(full("translated_prompts", prompts.iloc[:0]), probes / "translated_prompts.parquet")
+        write_frame(full("translated_forms", forms.iloc[:0]), probes / "translated_forms.parquet")
         if settings["kind"] == "plausibility":
             # The diff dates the facts' additions (PROBELM §3.1 per-model cut-off): all undated, new.
             ids = tables.facts["fact_id"].str.extract(r"Q(\d+)\|P(\d+)\|Q(\d+)").astype(int)

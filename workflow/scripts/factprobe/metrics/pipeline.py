@@ -82,9 +82,7 @@ def read_inputs(inputs: Mapping) -> SuiteInputs:
 def fact_splits(fact_ids: pd.Series, facts: pd.DataFrame) -> pd.Series:
     """The taught/untaught split of each fact id, from ``facts.split`` (the one source: the
     control model is trained on exactly these values, see scoring/control.fact_split); "" when
-    the facts table has no split or the id is not in it."""
-    if "split" not in facts.columns:
-        return pd.Series("", index=fact_ids.index, dtype=object)
+    the id is not in it."""
     keyed = facts.astype({"fact_id": str}).drop_duplicates("fact_id").set_index("fact_id")["split"]
     return fact_ids.map(keyed.astype(str)).fillna("").astype(str)
 
@@ -235,7 +233,7 @@ def coinciding_strategies(summary: pd.DataFrame) -> dict[str, str]:
     the report must not present them as independent results.
     """
     rows = summary[summary["strategy"].astype(str) != ""]
-    keys = [c for c in ("model", "measure", "n", *GROUP_KEYS, "bin") if c in rows.columns]
+    keys = ["model", "measure", "n", *GROUP_KEYS, "bin"]
     vectors = {name: part.set_index(keys)["value"].sort_index() for name, part in rows.groupby("strategy")}
     names = sorted(vectors)
     same: dict[str, str] = {}
