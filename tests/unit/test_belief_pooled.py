@@ -10,7 +10,13 @@ import math
 import pandas as pd
 import pytest
 from factprobe.metrics.belief import BREAKDOWN_SUFFIX, PREDICTION_COLUMNS, belief_dataset, belief_per_fact
-from factprobe.metrics.pipeline import SuiteInputs, compute_suite_metrics, headline_table, leaderboard, summarize
+from factprobe.metrics.pipeline import (
+    SuiteInputs,
+    compute_suite_metrics,
+    headline_table,
+    leaderboard,
+    summarize,
+)
 from factprobe.settings import Metrics
 
 ln = math.log

@@ -252,34 +252,8 @@ def coinciding_strategies(summary: pd.DataFrame) -> dict[str, str]:
 
 
 #: A suite's headline rows (contract ``headline``): the leaderboard's one source of values and intervals.
-HEADLINE_COLUMNS = [
-    "measure",
-    "strategy",
-    "n",
-    "model",
-    "value",
-    "ci_low",
-    "ci_high",
-    "n_facts",
-    "n_used",
-    "chance",
-    "same_as",
-]
-BOARD_COLUMNS = [
-    "suite",
-    "measure",
-    "strategy",
-    "n",
-    "model",
-    "value",
-    "ci_low",
-    "ci_high",
-    "n_facts",
-    "rank",
-    "n_used",
-    "chance",
-    "same_as",
-]
+HEADLINE_COLUMNS = contracts.columns("headline")
+BOARD_COLUMNS = contracts.columns("leaderboard")
 
 
 @dataclass(frozen=True)
