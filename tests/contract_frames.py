@@ -10,9 +10,10 @@ from factprobe import contracts
 
 
 def _empty_value(field: pa.Field) -> object:
-    """What an absent column holds: "" for strings, 0 for integers, NaN for floats, False, []."""
+    """What an absent column holds: missing strings (None: the library's defaults for missing
+    values apply, as for a written table's nulls), 0 for integers, NaN for floats, False, []."""
     if pa.types.is_string(field.type):
-        return ""
+        return None
     if pa.types.is_integer(field.type):
         return 0
     if pa.types.is_boolean(field.type):
@@ -24,7 +25,7 @@ def _empty_value(field: pa.Field) -> object:
 
 def full(name: str, frame: pd.DataFrame, **values: object) -> pd.DataFrame:
     """``frame`` with the contract columns of table ``name`` it lacks added (``values`` where
-    given, else empty); its own columns, and their order, are kept."""
+    given, else missing/empty); its own columns, and their order, are kept."""
     out = frame.copy()
     for field in contracts.SCHEMAS[name]:
         if field.name in out.columns:
@@ -36,3 +37,20 @@ def full(name: str, frame: pd.DataFrame, **values: object) -> pd.DataFrame:
         else:
             out[field.name] = _empty_value(field)
     return out
+
+
+def full_inputs(inputs):
+    """A metrics ``SuiteInputs`` whose tables (scores, prompts, candidates, facts, forms) hold
+    every contract column (:func:`full`); returns the same object."""
+    for table in ("scores", "prompts", "candidates", "facts", "forms"):
+        frame = getattr(inputs, table)
+        if frame is not None:
+            setattr(inputs, table, full(table, frame))
+    return inputs
+
+
+def full_prompt_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """:func:`factprobe.metrics.common.prompt_frame` of a hand prompts table (:func:`full` first)."""
+    from factprobe.metrics.common import prompt_frame
+
+    return prompt_frame(full("prompts", frame))

@@ -9,6 +9,7 @@ import math
 
 import pandas as pd
 import pytest
+from contract_frames import full_inputs
 from factprobe.metrics.belief import BREAKDOWN_SUFFIX, PREDICTION_COLUMNS, belief_dataset, belief_per_fact
 from factprobe.metrics.pipeline import (
     SuiteInputs,
@@ -157,7 +158,7 @@ def nm_inputs() -> SuiteInputs:
             "logprob": ln(0.4),
         }
     )
-    return SuiteInputs(scores=scores, prompts=prompts, candidates=cands, facts=facts, topk=topk)
+    return full_inputs(SuiteInputs(scores=scores, prompts=prompts, candidates=cands, facts=facts, topk=topk))
 
 
 def test_nm_pair_counts_once_in_consist_and_coverage():

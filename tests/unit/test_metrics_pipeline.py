@@ -4,6 +4,7 @@ import math
 
 import pandas as pd
 import pytest
+from contract_frames import full_inputs
 from factprobe.metrics.pipeline import (
     SuiteInputs,
     chance_rows,
@@ -73,7 +74,7 @@ def inputs():
             "logprob": [ln(0.5), ln(0.4), ln(0.2), ln(0.4)],
         }
     )
-    return SuiteInputs(scores=scores, prompts=prompts, candidates=cands, facts=facts, topk=topk)
+    return full_inputs(SuiteInputs(scores=scores, prompts=prompts, candidates=cands, facts=facts, topk=topk))
 
 
 def test_end_to_end_tables():
