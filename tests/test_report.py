@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from contract_frames import full
+from contract_frames import full, full_inputs
 from factprobe import contracts
 from factprobe.hashing import hash_fraction
 from factprobe.io import write_frame
@@ -76,30 +76,34 @@ def synthetic_suite(kind, model, n_facts=12, langs=("en",), verbs=("template",),
             "logprob": best["logprob"],
         }
     )
-    return SuiteInputs(
-        topk=topk,
-        scores=scores,
-        prompts=pd.DataFrame(
-            prompts,
-            columns=[
-                "prompt_id",
-                "fact_id",
-                "template_id",
-                "lang",
-                "style",
-                "verbalization",
-                "shots",
-                "text",
-            ],
-        ),
-        candidates=pd.DataFrame(cands, columns=["fact_id", "entity", "role", "strategy", "rank"]),
-        facts=pd.DataFrame(facts, columns=["fact_id", "subject", "property", "object", "objects", "split"]),
-        generations=pd.DataFrame(gens, columns=["prompt_id", "sample", "text", "logprob"]),
-        # Every form a label, in every suite language: correct_set table1 (multilingual) keeps them.
-        forms=pd.DataFrame(
-            [(f"Q{e}", lang, f"form Q{e}", "label") for e in range(100, 300) for lang in langs],
-            columns=["entity", "lang", "form", "source"],
-        ),
+    return full_inputs(
+        SuiteInputs(
+            topk=topk,
+            scores=scores,
+            prompts=pd.DataFrame(
+                prompts,
+                columns=[
+                    "prompt_id",
+                    "fact_id",
+                    "template_id",
+                    "lang",
+                    "style",
+                    "verbalization",
+                    "shots",
+                    "text",
+                ],
+            ),
+            candidates=pd.DataFrame(cands, columns=["fact_id", "entity", "role", "strategy", "rank"]),
+            facts=pd.DataFrame(
+                facts, columns=["fact_id", "subject", "property", "object", "objects", "split"]
+            ),
+            generations=pd.DataFrame(gens, columns=["prompt_id", "sample", "text", "logprob"]),
+            # Every form a label, in every suite language: correct_set table1 (multilingual) keeps them.
+            forms=pd.DataFrame(
+                [(f"Q{e}", lang, f"form Q{e}", "label") for e in range(100, 300) for lang in langs],
+                columns=["entity", "lang", "form", "source"],
+            ),
+        )
     )
 
 
