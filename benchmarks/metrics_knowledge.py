@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 import pandas as pd
+from factprobe import contracts
 from factprobe.metrics.common import correct_entities, entity_scores, prompt_frame
 from factprobe.metrics.knowledge import k_of_prompt, knowledge_per_prompt
 
@@ -33,7 +34,11 @@ def synthetic(n_facts=400, prompts_per_fact=3, n_dis=50, forms=2, seed=0):
     rows["logprob"] = -rng.gamma(2.0, 2.0, len(rows))
     rows["n_tokens"] = 2
     rows["first_logprob"] = rows["logprob"] / 2
-    return facts, prompt_frame(prompts), cands, rows.drop(columns="fact_id")
+    # Every contract column present (the ones not made here empty), as the pipeline's tables are.
+    prompts = prompts.reindex(columns=contracts.columns("prompts"))
+    cands = cands.reindex(columns=contracts.columns("candidates"))
+    scores = rows.drop(columns="fact_id").reindex(columns=contracts.columns("scores"))
+    return facts, prompt_frame(prompts), cands, scores
 
 
 def naive(ent, prompts, cands, facts, ns):

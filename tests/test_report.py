@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from contract_frames import full, full_inputs
 from factprobe import contracts
 from factprobe.hashing import hash_fraction
 from factprobe.io import write_frame
@@ -19,6 +20,7 @@ from factprobe.metrics.pipeline import (
     SuiteInputs,
     compute_suite_metrics,
     control_check,
+    headline_table,
     leaderboard,
     paired_comparisons,
     summarize,
@@ -74,30 +76,34 @@ def synthetic_suite(kind, model, n_facts=12, langs=("en",), verbs=("template",),
             "logprob": best["logprob"],
         }
     )
-    return SuiteInputs(
-        topk=topk,
-        scores=scores,
-        prompts=pd.DataFrame(
-            prompts,
-            columns=[
-                "prompt_id",
-                "fact_id",
-                "template_id",
-                "lang",
-                "style",
-                "verbalization",
-                "shots",
-                "text",
-            ],
-        ),
-        candidates=pd.DataFrame(cands, columns=["fact_id", "entity", "role", "strategy", "rank"]),
-        facts=pd.DataFrame(facts, columns=["fact_id", "subject", "property", "object", "objects", "split"]),
-        generations=pd.DataFrame(gens, columns=["prompt_id", "sample", "text", "logprob"]),
-        # Every form a label, in every suite language: correct_set table1 (multilingual) keeps them.
-        forms=pd.DataFrame(
-            [(f"Q{e}", lang, f"form Q{e}", "label") for e in range(100, 300) for lang in langs],
-            columns=["entity", "lang", "form", "source"],
-        ),
+    return full_inputs(
+        SuiteInputs(
+            topk=topk,
+            scores=scores,
+            prompts=pd.DataFrame(
+                prompts,
+                columns=[
+                    "prompt_id",
+                    "fact_id",
+                    "template_id",
+                    "lang",
+                    "style",
+                    "verbalization",
+                    "shots",
+                    "text",
+                ],
+            ),
+            candidates=pd.DataFrame(cands, columns=["fact_id", "entity", "role", "strategy", "rank"]),
+            facts=pd.DataFrame(
+                facts, columns=["fact_id", "subject", "property", "object", "objects", "split"]
+            ),
+            generations=pd.DataFrame(gens, columns=["prompt_id", "sample", "text", "logprob"]),
+            # Every form a label, in every suite language: correct_set table1 (multilingual) keeps them.
+            forms=pd.DataFrame(
+                [(f"Q{e}", lang, f"form Q{e}", "label") for e in range(100, 300) for lang in langs],
+                columns=["entity", "lang", "form", "source"],
+            ),
+        )
     )
 
 
@@ -158,7 +164,7 @@ def built(tmp_path_factory):
             if model == "control" and kind == "knowledge":
                 control[suite] = control_check(table, bootstrap_samples=200)
         summaries[suite] = pd.concat(parts, ignore_index=True)
-    board = leaderboard(summaries, per_fact, boot)
+    board = leaderboard({s: headline_table(summaries[s], per_fact[s], boot) for s in summaries})
     paired = paired_comparisons(per_fact, boot)
     out = tmp_path_factory.mktemp("report") / "index.html"
     figs = Figures(50)
@@ -487,14 +493,16 @@ def workflow_run(tmp_path_factory):
             write_frame(tables.scores, work / f"results/scores/{suite}/{model}.parquet")
             write_frame(tables.topk, work / f"results/scores/{suite}/{model}.topk.parquet")
             write_frame(tables.generations, work / f"results/scores/{suite}/{model}.generations.parquet")
-            write_frame(tables.candidates, probes / "appropt" / f"{model}.parquet")
-            write_frame(tables.forms, probes / "appropt" / f"{model}.forms.parquet")
-        write_frame(tables.prompts, probes / "prompts.parquet")
-        write_frame(tables.facts, probes / "facts.parquet")
-        write_frame(tables.candidates, probes / "candidates.parquet")
-        write_frame(tables.forms, probes / "forms.parquet")
-        write_frame(tables.prompts.iloc[:0], probes / "translated_prompts.parquet")
-        write_frame(tables.forms.iloc[:0], probes / "translated_forms.parquet")
+            write_frame(full("appropt", tables.candidates), probes / "appropt" / f"{model}.parquet")
+            write_frame(full("forms", tables.forms), probes / "appropt" / f"{model}.forms.parquet")
+        # The probe tables as build_probes writes them: every contract column present.
+        prompts, forms = full("prompts", tables.prompts), full("forms", tables.forms)
+        write_frame(prompts, probes / "prompts.parquet")
+        write_frame(full("facts", tables.facts), probes / "facts.parquet")
+        write_frame(full("candidates", tables.candidates), probes / "candidates.parquet")
+        write_frame(forms, probes / "forms.parquet")
+        write_frame(full("translated_prompts", prompts.iloc[:0]), probes / "translated_prompts.parquet")
+        write_frame(full("translated_forms", forms.iloc[:0]), probes / "translated_forms.parquet")
         if settings["kind"] == "plausibility":
             # The diff dates the facts' additions (PROBELM §3.1 per-model cut-off): all undated, new.
             ids = tables.facts["fact_id"].str.extract(r"Q(\d+)\|P(\d+)\|Q(\d+)").astype(int)

@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,16 +32,27 @@ def test_rule_script_uses_workflow_library_not_another_copy(tmp_path):
     decoy = tmp_path / "decoy" / "factprobe"
     decoy.mkdir(parents=True)
     (decoy / "__init__.py").write_text("raise ImportError('decoy factprobe imported')\n")
-    (tmp_path / "summary.csv").write_text(
-        "model,measure,value,strategy,n,lang,verbalization,style,shots,bin,n_facts,level\n"
-        "m1,k_avg,0.75,random,2,en,template,statement,,-1,4,fact\n"
-    )
+    pd.DataFrame(
+        {
+            "measure": ["k_avg"],
+            "strategy": ["random"],
+            "n": [2],
+            "model": ["m1"],
+            "value": [0.75],
+            "ci_low": [0.5],
+            "ci_high": [1.0],
+            "n_facts": [4],
+            "n_used": [2.0],
+            "chance": [0.5],
+            "same_as": [""],
+        }
+    ).to_parquet(tmp_path / "headline.parquet", index=False)
     (tmp_path / "Snakefile").write_text(
         textwrap.dedent(
             f"""
             rule leaderboard:
                 input:
-                    summaries=["summary.csv"],
+                    headlines=["headline.parquet"],
                     per_fact=[],
                 output:
                     board="leaderboard.csv",

@@ -9,8 +9,15 @@ import math
 
 import pandas as pd
 import pytest
+from contract_frames import full_inputs
 from factprobe.metrics.belief import BREAKDOWN_SUFFIX, PREDICTION_COLUMNS, belief_dataset, belief_per_fact
-from factprobe.metrics.pipeline import SuiteInputs, compute_suite_metrics, leaderboard, summarize
+from factprobe.metrics.pipeline import (
+    SuiteInputs,
+    compute_suite_metrics,
+    headline_table,
+    leaderboard,
+    summarize,
+)
 from factprobe.settings import Metrics
 
 ln = math.log
@@ -151,7 +158,7 @@ def nm_inputs() -> SuiteInputs:
             "logprob": ln(0.4),
         }
     )
-    return SuiteInputs(scores=scores, prompts=prompts, candidates=cands, facts=facts, topk=topk)
+    return full_inputs(SuiteInputs(scores=scores, prompts=prompts, candidates=cands, facts=facts, topk=topk))
 
 
 def test_nm_pair_counts_once_in_consist_and_coverage():
@@ -167,7 +174,7 @@ def test_nm_pair_counts_once_in_consist_and_coverage():
         assert pooled.loc[measure, "value"] == pytest.approx(0.5), measure
         assert pooled.loc[measure, "level"] == "suite"
     assert pooled.loc["belief_acc_range", "value"] == 0.0
-    board = leaderboard({"multiprompt": summary})
+    board = leaderboard({"multiprompt": headline_table(summary)})
     assert board.set_index("measure").loc["belief_consist", "value"] == pytest.approx(0.5)
     # Each fact keeps its pair's per-fact accuracy (T's two distinct prompts, not six).
     acc = per_fact[per_fact["measure"] == "belief_acc"].set_index("fact_id")

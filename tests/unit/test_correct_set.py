@@ -6,6 +6,7 @@ import math
 
 import pandas as pd
 import pytest
+from contract_frames import full_inputs
 from factprobe import settings as S
 from factprobe.metrics.common import correct_form_scores
 from factprobe.metrics.pipeline import SuiteInputs, compute_suite_metrics
@@ -73,7 +74,9 @@ def inputs():
             "lang",
         ],
     )
-    return SuiteInputs(scores=scores, prompts=prompts, candidates=cands, facts=facts, forms=FORMS)
+    return full_inputs(
+        SuiteInputs(scores=scores, prompts=prompts, candidates=cands, facts=facts, forms=FORMS)
+    )
 
 
 def _measure(per_fact, measure, n=0):
@@ -100,7 +103,7 @@ def test_filter_keeps_distractor_aliases_and_needs_form_sources():
         data.scores, pd.DataFrame({"fact_id": ["Q3|P36|Q1"], "entity": ["Q1"]}), FORMS, "table1"
     )
     assert sorted(kept["form"]) == ["Brno", "Brünn", "Praha", "Praze"]
-    with pytest.raises(ValueError, match="source column"):
+    with pytest.raises(ValueError, match=r"lacks column\(s\) \['source'\]"):
         correct_form_scores(
             data.scores, data.facts[["fact_id"]].assign(entity="Q1"), FORMS.drop(columns="source"), "table1"
         )

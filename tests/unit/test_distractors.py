@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from contract_frames import full
 from factprobe.contracts import id_ints as qids
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.omega import Omega, load_types, valid_objects
@@ -385,7 +386,7 @@ def test_temp_sem_puts_past_objects_first(claims, suite, index):
     facts, forms, omega = suite
     # The temporal view of the real claims: statements whose end is before the dump date.
     past = claims[(claims["rank"] >= 1) & (claims["end"].astype("Float64") < int(DUMP))]
-    temporal = past.assign(status="past", source="qualifier")
+    temporal = full("temporal", past.assign(status="past", source="qualifier"), truthy=True)
     lists = past_objects(temporal)
     israel = lists[(ISRAEL, DIPLOMATIC)]
     # Most recent end first: Mauritania (2009) before Mali (1973).
@@ -566,8 +567,12 @@ def test_retrieve_end_to_end_every_row_in_omega(demo_tables, claims, suite, inde
     facts, forms, omega = suite
     settings = demo_settings(["random", "sem", "temp", "cooccur", "pool"], n=10, pool_size=50)
     past = past_objects(
-        claims[(claims["rank"] >= 1) & (claims["end"].astype("Float64") < int(DUMP))].assign(
-            status="past", source="qualifier"
+        full(
+            "temporal",
+            claims[(claims["rank"] >= 1) & (claims["end"].astype("Float64") < int(DUMP))].assign(
+                status="past", source="qualifier"
+            ),
+            truthy=True,
         )
     )
     cand = retrieve(

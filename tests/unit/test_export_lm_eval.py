@@ -25,6 +25,7 @@ import pyarrow.parquet as pq  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from conftest import ROOT, SMOLLM2_SOURCE  # noqa: E402
+from contract_frames import full  # noqa: E402
 from factprobe.distractors.retrieve import forms_of_candidates, retrieve, suite_omega  # noqa: E402
 from factprobe.export.harness import end_text, read_samples, task_docs, task_name, write_task  # noqa: E402
 from factprobe.lm import HFCausalLM, LoglikRequest  # noqa: E402
@@ -287,8 +288,12 @@ def test_samples_read_back_as_score_table(lm_eval_run, factprobe_scores, suite, 
     # A measure from the lm-eval run equals the same measure from factprobe's own scores.
     facts, prompts, candidates, _ = suite
     correct = correct_entities(facts)
-    k_lm = knowledge_per_prompt(entity_scores(got), prompts, candidates, facts, correct, [1, 3])
-    k_fp = knowledge_per_prompt(entity_scores(ref), prompts, candidates, facts, correct, [1, 3])
+    k_lm = knowledge_per_prompt(
+        entity_scores(full("scores", got)), prompts, candidates, facts, correct, [1, 3]
+    )
+    k_fp = knowledge_per_prompt(
+        entity_scores(full("scores", ref)), prompts, candidates, facts, correct, [1, 3]
+    )
     keys = ["prompt_id", "strategy", "n"]
     both = k_lm.merge(k_fp, on=keys, suffixes=("_lm", "_fp"), validate="one_to_one")
     assert len(both) == len(k_fp) > 0

@@ -10,6 +10,7 @@ import zipfile
 
 import pandas as pd
 import pytest
+from contract_frames import full
 from factprobe import contracts
 from factprobe.metrics.common import conform_dataset_table, correct_entities, entity_scores
 from factprobe.metrics.pipeline import summarize
@@ -244,7 +245,7 @@ def _scored():
 def test_table1_recall_and_mean_rank_by_hand():
     facts, prompts, scores, cands = _scored()
     per_fact = ranking_per_fact(
-        entity_scores(scores), prompts, cands, correct_entities(facts), recall_ns=(1, 3)
+        entity_scores(full("scores", scores)), prompts, cands, correct_entities(facts), recall_ns=(1, 3)
     )
     summary = summarize("m", per_fact, conform_dataset_table(pd.DataFrame()))
     table = table1(summary, ns=(1, 3), strategy="pool")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from contract_frames import full
 from factprobe.distractors.pool import string_distractors, string_entity
 from factprobe.distractors.retrieve import forms_of_candidates, retrieve
 from factprobe.hashing import sha256_order
@@ -105,7 +106,7 @@ def test_ties_go_to_the_correct_form_first_as_the_authors_sort():
             "n_tokens": [3, 3, 1, 1],
         }
     )
-    ent = entity_scores(scores)
+    ent = entity_scores(full("scores", scores))
     correct = correct_entities(FACTS)
     # Best correct -5 ties "Praha": rank 2 when ties fail, 1 with the correct form first.
     assert ranking_per_prompt(ent, prompts, cand, correct)["rank"].tolist() == [2]

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from contract_frames import full
 from factprobe.hashing import stable_hash
 from factprobe.metrics.belief import (
     accuracy_fluctuation,
@@ -118,34 +119,43 @@ def test_coverage_average_maximum_oracle():
     assert cov["cov_oracle"] == pytest.approx(2 / 3)
 
 
-FACTS = pd.DataFrame(
-    {
-        "fact_id": ["S|P|A", "T|P|B", "T|P|C"],
-        "subject": ["S", "T", "T"],
-        "property": ["P", "P", "P"],
-        "object": ["A", "B", "C"],
-        "objects": [["A"], ["B", "C"], ["B", "C"]],
-    }
-)
-PROMPTS = prompt_frame(
+FACTS = full(
+    "facts",
     pd.DataFrame(
         {
-            "prompt_id": ["s1", "s2", "s3", "tb1", "tc1"],
-            "fact_id": ["S|P|A", "S|P|A", "S|P|A", "T|P|B", "T|P|C"],
-            "template_id": ["x", "y", "z", "x", "x"],
-            # The N-M pair's two facts share one prompt text: counted once.
-            "text": ["S is", "S was", "S, i.e.", "T is", "T is"],
+            "fact_id": ["S|P|A", "T|P|B", "T|P|C"],
+            "subject": ["S", "T", "T"],
+            "property": ["P", "P", "P"],
+            "object": ["A", "B", "C"],
+            "objects": [["A"], ["B", "C"], ["B", "C"]],
         }
+    ),
+)
+PROMPTS = prompt_frame(
+    full(
+        "prompts",
+        pd.DataFrame(
+            {
+                "prompt_id": ["s1", "s2", "s3", "tb1", "tc1"],
+                "fact_id": ["S|P|A", "S|P|A", "S|P|A", "T|P|B", "T|P|C"],
+                "template_id": ["x", "y", "z", "x", "x"],
+                # The N-M pair's two facts share one prompt text: counted once.
+                "text": ["S is", "S was", "S, i.e.", "T is", "T is"],
+            }
+        ),
     )
 )
-CANDS = pd.DataFrame(
-    {
-        "fact_id": ["S|P|A", "S|P|A", "T|P|B", "T|P|C"],
-        "entity": ["A", "D", "D", "D"],
-        "role": ["object", "distractor", "distractor", "distractor"],
-        "strategy": ["object", "random", "random", "random"],
-        "rank": [0, 1, 1, 1],
-    }
+CANDS = full(
+    "candidates",
+    pd.DataFrame(
+        {
+            "fact_id": ["S|P|A", "S|P|A", "T|P|B", "T|P|C"],
+            "entity": ["A", "D", "D", "D"],
+            "role": ["object", "distractor", "distractor", "distractor"],
+            "strategy": ["object", "random", "random", "random"],
+            "rank": [0, 1, 1, 1],
+        }
+    ),
 )
 SCORES = pd.DataFrame(
     [
@@ -164,6 +174,7 @@ SCORES = pd.DataFrame(
     ],
     columns=["prompt_id", "entity", "form", "logprob"],
 ).assign(n_tokens=1)
+SCORES = full("scores", SCORES)
 
 
 def test_ranking_predictions_ties_nm_and_confidence():

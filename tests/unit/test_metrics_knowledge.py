@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from contract_frames import full, full_inputs
 from factprobe.metrics.common import correct_entities, entity_scores, prompt_frame
 from factprobe.metrics.knowledge import (
     combine_strategies,
@@ -23,6 +24,11 @@ ln = math.log
 
 def table(rows, columns):
     return pd.DataFrame(rows, columns=columns)
+
+
+def full_table(name, rows, columns):
+    """A hand table of contract ``name`` (the columns not named are added empty)."""
+    return full(name, table(rows, columns))
 
 
 def test_k_of_prompt_min_avg_and_fewer_than_n():
@@ -47,7 +53,8 @@ def test_tie_counts_as_failure():
     assert k_of_prompt(ln(0.2), [ln(0.2), ln(0.1)], 2, "avg") == 0.5
 
 
-FACTS = table(
+FACTS = full_table(
+    "facts",
     [
         ("S1|P1|A", "S1", "P1", "A", ["A"]),
         # N-M: (S2, P1) has B and C; C must never act as a distractor of B.
@@ -56,7 +63,8 @@ FACTS = table(
     ["fact_id", "subject", "property", "object", "objects"],
 )
 PROMPTS = prompt_frame(
-    table(
+    full_table(
+        "prompts",
         [
             ("p1", "S1|P1|A", "t1", "en"),
             ("p2", "S1|P1|A", "t2", "en"),
@@ -66,7 +74,8 @@ PROMPTS = prompt_frame(
         ["prompt_id", "fact_id", "template_id", "lang"],
     )
 )
-CANDS = table(
+CANDS = full_table(
+    "candidates",
     [
         ("S1|P1|A", "A", "object", "object", 0),
         ("S1|P1|A", "D1", "distractor", "random", 1),
@@ -111,6 +120,7 @@ SCORES = pd.DataFrame(
 # Pr(EOS | c, λ): p1's "a" 0.5, "a2" 0.75; p3's "b" 0.8.
 END = {("p1", "a"): 0.5, ("p1", "a2"): 0.75, ("p3", "b"): 0.8}
 SCORES["end_logprob"] = [ln(END.get((r[0], r[2]), 1.0)) for r in SCORE_ROWS]
+SCORES = full("scores", SCORES)
 
 
 @pytest.fixture
@@ -174,10 +184,12 @@ def test_vectorised_equals_scalar_definition():
             for e in [f"O{f}", *[f"X{d}" for d in range(n_dis)]]:
                 # Coarse values so that ties happen.
                 rows.append((pid, e, "x", float(rng.integers(-4, 0)), 1, 0.0))
-    facts = table(facts, ["fact_id", "subject", "property", "object", "objects"])
-    prompts = prompt_frame(table(prompts, ["prompt_id", "fact_id"]))
-    cands = table(cands, ["fact_id", "entity", "role", "strategy", "rank"])
-    scores = table(rows, ["prompt_id", "entity", "form", "logprob", "n_tokens", "first_logprob"])
+    facts = full_table("facts", facts, ["fact_id", "subject", "property", "object", "objects"])
+    prompts = prompt_frame(full_table("prompts", prompts, ["prompt_id", "fact_id"]))
+    cands = full_table("candidates", cands, ["fact_id", "entity", "role", "strategy", "rank"])
+    scores = full_table(
+        "scores", rows, ["prompt_id", "entity", "form", "logprob", "n_tokens", "first_logprob"]
+    )
     ent = entity_scores(scores)
     lp = ent.set_index(["prompt_id", "entity"])["logpl"]
     for rule in ("undefined", "available"):
@@ -247,7 +259,7 @@ def test_per_language_candidates_and_subject_side_alternatives():
         ["prompt_id", "entity", "form", "logprob"],
     ).assign(n_tokens=1)
     per_fact, _ = compute_suite_metrics(
-        SuiteInputs(scores, prompts, cands, facts), Metrics(families={}, ns=[1]), ["knowledge"]
+        full_inputs(SuiteInputs(scores, prompts, cands, facts)), Metrics(families={}, ns=[1]), ["knowledge"]
     )
     k = per_fact[(per_fact["measure"] == "k_min") & (per_fact["strategy"] == "pool")].set_index("lang")[
         "value"
@@ -267,9 +279,9 @@ def test_probability_baseline_excludes_end_marker(ent):
     assert prob["p1"] == pytest.approx(0.60)
     assert prob["p3"] == pytest.approx(0.25)
     assert prob["p2"] == pytest.approx(0.10)
-    # A score table without end_logprob cannot give the paper's value: no rows, not exp(Pl).
-    old = entity_scores(SCORES.drop(columns="end_logprob"))
-    assert probability_per_prompt(old, PROMPTS, FACTS).empty
+    # A score table without end_logprob cannot give the paper's value: refused, not exp(Pl).
+    with pytest.raises(ValueError, match=r"lacks column\(s\) \['end_logprob'\]"):
+        entity_scores(SCORES.drop(columns="end_logprob"))
 
 
 def test_first_token_rank_shares_equal_tokens():
@@ -309,7 +321,9 @@ def test_precision_at_n_is_top_n_next_tokens_against_single_token_names():
         ["fact_id", "subject", "property", "object"],
     )
     prompts = prompt_frame(
-        table([("q1", "S1|P|NZ"), ("q2", "S2|P|PA"), ("q3", "S3|P|PA")], ["prompt_id", "fact_id"])
+        full_table(
+            "prompts", [("q1", "S1|P|NZ"), ("q2", "S2|P|PA"), ("q3", "S3|P|PA")], ["prompt_id", "fact_id"]
+        )
     )
     scores = table(
         [

@@ -4,12 +4,14 @@ import math
 
 import pandas as pd
 import pytest
+from contract_frames import full_inputs
 from factprobe.metrics.pipeline import (
     SuiteInputs,
     chance_rows,
     coinciding_strategies,
     compute_suite_metrics,
     control_check,
+    headline_table,
     leaderboard,
     summarize,
 )
@@ -72,7 +74,7 @@ def inputs():
             "logprob": [ln(0.5), ln(0.4), ln(0.2), ln(0.4)],
         }
     )
-    return SuiteInputs(scores=scores, prompts=prompts, candidates=cands, facts=facts, topk=topk)
+    return full_inputs(SuiteInputs(scores=scores, prompts=prompts, candidates=cands, facts=facts, topk=topk))
 
 
 def test_end_to_end_tables():
@@ -101,7 +103,7 @@ def test_end_to_end_tables():
     ]
     assert row["value"].iloc[0] == pytest.approx(0.75) and row["n_facts"].iloc[0] == 2
     other = summary.assign(model="m2", value=summary["value"] / 2)
-    board = leaderboard({"knowledge": pd.concat([summary, other])})
+    board = leaderboard({"knowledge": headline_table(pd.concat([summary, other]))})
     top = board[(board["measure"] == "k_avg") & (board["n"] == 2)].set_index("model")["rank"]
     assert top["m1"] == 1 and top["m2"] == 2
     ranks = board[board["measure"] == "mean_rank"].set_index("model")["rank"]
@@ -127,7 +129,7 @@ def test_split_comes_from_facts_only():
     data.facts.loc[1, "split"] = "taught"
     per_fact, _ = compute_suite_metrics(data, Metrics(families={}, ns=[1]), ["knowledge"])
     assert set(per_fact["split"]) == {"taught"}
-    data.facts = data.facts.drop(columns="split")
+    data.facts["split"] = ""  # a suite without a taught/untaught split
     per_fact, _ = compute_suite_metrics(data, Metrics(families={}, ns=[1]), ["knowledge"])
     assert set(per_fact["split"]) == {""}
     with pytest.raises(ValueError, match="no k_avg rows on taught/untaught"):
@@ -172,7 +174,7 @@ def test_leaderboard_names_n_used_chance_and_coinciding_strategies():
     combo = summary[(summary["strategy"] == "sem") & summary["measure"].str.startswith("k_")]
     with_combo = pd.concat([summary, combo.assign(strategy="temp+sem")], ignore_index=True)
     assert coinciding_strategies(with_combo) == {"sem": "random", "temp+sem": "random"}
-    board = leaderboard({"knowledge": summary}).set_index(["measure", "strategy", "n"])
+    board = leaderboard({"knowledge": headline_table(summary)}).set_index(["measure", "strategy", "n"])
     assert board.loc[("k_avg", "short", 2), "n_used"] == 1.0  # Avg@2 computed with 1 distractor
     assert board.loc[("k_min", "short", 2), "chance"] == pytest.approx(0.5)  # 1/(1+1)
     assert board.loc[("k_min", "random", 2), "chance"] == pytest.approx(1 / 3)
@@ -195,6 +197,33 @@ def test_summary_csv_round_trip_keeps_empty_keys(tmp_path):
     summary.to_csv(tmp_path / "summary.csv", index=False)
     back = read_summary(tmp_path / "summary.csv")
     assert (back["strategy"] == "").any() and back["bin"].dtype == "int64"
-    board = leaderboard({"knowledge": back})
+    board = leaderboard({"knowledge": headline_table(back)})
     # Measures without a strategy ("" keys) reach the leaderboard too.
     assert {"probability", "belief_acc_mean", "k_avg"} <= set(board["measure"])
+
+
+def test_leaderboard_takes_value_and_interval_from_the_headline_table(tmp_path):
+    """One source: the leaderboard row of a measure is the suite's headline row (value next to its
+    interval, written by summarize_metrics), ranked; the value is the summary rows' mean over
+    prompt groups and the interval lies around it."""
+    from factprobe import contracts
+    from factprobe.metrics.pipeline import Bootstrap, headline_per_fact
+
+    per_fact, suite = compute_suite_metrics(inputs(), Metrics(families={}, ns=[1, 2]), ["knowledge"])
+    summary = summarize("m1", per_fact, suite)
+    head = headline_table(summary, {"m1": headline_per_fact(per_fact)}, Bootstrap(50, 0))
+    contracts.write("headline", head, tmp_path / "headline.parquet")
+    back = contracts.read("headline", tmp_path / "headline.parquet")
+    board = leaderboard({"knowledge": back})
+    keys = ["measure", "strategy", "n", "model"]
+    cols = ["value", "ci_low", "ci_high", "n_facts"]
+    merged = board.merge(head, on=keys, suffixes=("", "_head"))
+    assert len(merged) == len(board) == len(head)
+    for col in cols:
+        assert merged[col].astype(float).equals(merged[f"{col}_head"].astype(float)), col
+    row = board.set_index(keys).loc[("k_avg", "random", 2, "m1")]
+    groups = summary[(summary["measure"] == "k_avg") & (summary["n"] == 2) & (summary["bin"] == -1)]
+    assert len(groups) == 2  # template and sentence
+    assert row["value"] == pytest.approx(groups["value"].mean())
+    assert row["ci_low"] <= row["value"] <= row["ci_high"] and row["n_facts"] == 2
+    assert board["rank"].eq(1).all()  # one model: rank 1 everywhere

@@ -6,8 +6,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 import pytest
+from contract_frames import full, full_prompt_frame
 from factprobe.metrics import plausibility
-from factprobe.metrics.common import entity_scores, prompt_frame
+from factprobe.metrics.common import entity_scores
 from factprobe.metrics.plausibility import plausibility_per_fact, plausibility_score
 
 L2 = math.log2
@@ -93,7 +94,7 @@ def test_perfect_ranking_and_single_scenario():
 def test_per_fact_per_style_and_plausibility_mean_of_nine():
     facts = pd.DataFrame({"fact_id": ["F"], "subject": ["S"], "property": ["P"], "object": ["O"]})
     styles = ["statement", "completion", "question"]
-    prompts = prompt_frame(
+    prompts = full_prompt_frame(
         pd.DataFrame({"prompt_id": [f"p{i}" for i in range(3)], "fact_id": "F", "style": styles})
     )
     cands = pd.DataFrame(
@@ -118,7 +119,12 @@ def test_per_fact_per_style_and_plausibility_mean_of_nine():
         rows.append((pid, "R9", "r9", 0.0, 1))
     scores = pd.DataFrame(rows, columns=["prompt_id", "entity", "form", "logprob", "n_tokens"])
     out = plausibility_per_fact(
-        entity_scores(scores), prompts, cands, facts, ["cooccur"], normalization="ideal"
+        entity_scores(full("scores", scores)),
+        prompts,
+        full("candidates", cands),
+        facts,
+        ["cooccur"],
+        normalization="ideal",
     )
     got = out.set_index(["style", "measure"])["value"]
     assert got[("statement", "plaus_acc")] == 1.0
@@ -135,7 +141,9 @@ def test_per_fact_per_style_and_plausibility_mean_of_nine():
     # Min-max scale: the worst order (grades 1, 2, 3) is 0, so the question's NDCG becomes
     # (DCG - worst) / (ideal - worst).
     q_worst = 1 + (2**2 - 1) / L2(3) + (2**3 - 1) / L2(4)
-    minmax = plausibility_per_fact(entity_scores(scores), prompts, cands, facts, ["cooccur"])
+    minmax = plausibility_per_fact(
+        entity_scores(full("scores", scores)), prompts, full("candidates", cands), facts, ["cooccur"]
+    )
     got = minmax.set_index(["style", "measure"])["value"]
     assert got[("question", "plaus_ndcg")] == pytest.approx((q_dcg - q_worst) / (q_idcg - q_worst))
     assert got[("statement", "plaus_ndcg")] == 1.0
@@ -144,7 +152,7 @@ def test_per_fact_per_style_and_plausibility_mean_of_nine():
 def test_plausibility_per_fact_matches_scalar_reference_on_random_scores():
     rng = np.random.default_rng(5)
     facts = pd.DataFrame({"fact_id": ["F"], "subject": ["S"], "property": ["P"], "object": ["O"]})
-    prompts = prompt_frame(pd.DataFrame({"prompt_id": ["p"], "fact_id": ["F"]}))
+    prompts = full_prompt_frame(pd.DataFrame({"prompt_id": ["p"], "fact_id": ["F"]}))
     alts = ["A1", "A2", "A3", "A4"]
     cands = pd.DataFrame(
         {
@@ -168,7 +176,12 @@ def test_plausibility_per_fact_matches_scalar_reference_on_random_scores():
         )
         for norm in ("ideal", "minmax"):
             out = plausibility_per_fact(
-                entity_scores(scores), prompts, cands, facts, ["cooccur"], normalization=norm
+                entity_scores(full("scores", scores)),
+                prompts,
+                full("candidates", cands),
+                facts,
+                ["cooccur"],
+                normalization=norm,
             )
             got = out.set_index("measure")["value"]
             acc, rr, nd = scenario_group_scores(values[0], values[1:], [3, 1, 4, 2], "exponential", norm)
@@ -243,7 +256,11 @@ def test_sentence_perplexity_flips_the_top_answer():
     for sentence in (False, True):
         scores = score_pairs(lm, pairs, progress=False, sentence=sentence)
         per = plausibility.plausibility_per_prompt(
-            entity_scores(scores), prompt_frame(prompts), cands, facts, ["cooccur"]
+            entity_scores(full("scores", scores)),
+            full_prompt_frame(prompts),
+            full("candidates", cands),
+            facts,
+            ["cooccur"],
         )
         measures[sentence] = per.iloc[0]
         if sentence:
@@ -259,7 +276,7 @@ def released_group(n_alternatives: int = 10, filtered: Sequence[int] = ()):
     n + 1) and alternatives ranked i = 1..n (released rank i + 1, relevance n + 1 - i); ``filtered``
     ranks are missing (no form, Ω), leaving gaps as in the released files (ranks 1, 2, 3, 7, 8)."""
     facts = pd.DataFrame({"fact_id": ["F"], "subject": ["S"], "property": ["P"], "object": ["O"]})
-    prompts = prompt_frame(pd.DataFrame({"prompt_id": ["p"], "fact_id": ["F"]}))
+    prompts = full_prompt_frame(pd.DataFrame({"prompt_id": ["p"], "fact_id": ["F"]}))
     ranks = [i for i in range(1, n_alternatives + 1) if i not in filtered]
     cands = pd.DataFrame(
         {
@@ -283,7 +300,15 @@ def test_ndcg_grades_are_the_released_ranks_with_gaps():
     scores = pd.DataFrame(
         {"prompt_id": "p", "entity": list(lp), "form": list(lp), "logprob": list(lp.values()), "n_tokens": 1}
     )
-    got = plausibility_per_fact(entity_scores(scores), prompts, cands, facts, ["cooccur"], "linear", "ideal")
+    got = plausibility_per_fact(
+        entity_scores(full("scores", scores)),
+        prompts,
+        full("candidates", cands),
+        facts,
+        ["cooccur"],
+        "linear",
+        "ideal",
+    )
     got = got.set_index("measure")["value"]
     d = [1 / L2(p + 1) for p in range(1, 6)]
     dcg = 10 * d[0] + 11 * d[1] + 4 * d[2] + 9 * d[3] + 5 * d[4]
@@ -306,7 +331,12 @@ def test_random_ranker_ndcg_is_on_mrrs_scale():
     chance = {}
     for norm in ("ideal", "minmax"):
         got = plausibility_per_fact(
-            entity_scores(scores), prompts, cands, facts, ["cooccur"], normalization=norm
+            entity_scores(full("scores", scores)),
+            prompts,
+            full("candidates", cands),
+            facts,
+            ["cooccur"],
+            normalization=norm,
         )
         got = got.set_index("measure")["value"]
         assert got["plaus_ndcg"] == 1.0  # the released order itself is ideal
@@ -391,7 +421,13 @@ def test_subject_swaps_fill_the_subject_slot_and_are_ranked_on_their_own():
         "Q200": "Kaka is a citizen of Spain",
     }
     scores = score_pairs(lm, pairs, progress=False, sentence=True)
-    out = plausibility_per_fact(entity_scores(scores), prompt_frame(prompts), cands, facts, ["cooccur"])
+    out = plausibility_per_fact(
+        entity_scores(full("scores", scores)),
+        full_prompt_frame(prompts),
+        full("candidates", cands),
+        facts,
+        ["cooccur"],
+    )
     got = out.set_index(["strategy", "measure"])["value"]
     assert (got[("object", "plaus_acc")], got[("object", "plaus_rr")]) == (1.0, 1.0)
     assert (got[("subject", "plaus_acc")], got[("subject", "plaus_rr")]) == (0.0, 0.5)

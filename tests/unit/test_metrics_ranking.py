@@ -6,7 +6,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 import pytest
-from factprobe.metrics.common import correct_entities, entity_scores, prompt_frame
+from contract_frames import full, full_prompt_frame
+from factprobe.metrics.common import correct_entities, entity_scores
 from factprobe.metrics.ranking import mean_rank, ranking_per_fact
 
 # Scalar reference of §3.3 for one prompt; ranking_per_fact is checked against it below.
@@ -41,7 +42,7 @@ def test_ranking_per_fact_by_language_and_verbalization():
         [("S|P|A", "S", "P", "A", ["A", "B"]), ("T|P|C", "T", "P", "C", ["C"])],
         ["fact_id", "subject", "property", "object", "objects"],
     )
-    prompts = prompt_frame(
+    prompts = full_prompt_frame(
         frame(
             [
                 ("q1", "S|P|A", "en", "template"),
@@ -83,7 +84,13 @@ def test_ranking_per_fact_by_language_and_verbalization():
         ("q4", "X", "x", -1.0),
     ]
     scores = frame(rows, ["prompt_id", "entity", "form", "logprob"]).assign(n_tokens=1)
-    out = ranking_per_fact(entity_scores(scores), prompts, cands, correct_entities(facts), [1, 2, 3])
+    out = ranking_per_fact(
+        entity_scores(full("scores", scores)),
+        prompts,
+        full("candidates", cands),
+        correct_entities(facts),
+        [1, 2, 3],
+    )
     get = out.set_index(["fact_id", "lang", "verbalization", "measure", "n"])["value"]
     assert get[("S|P|A", "en", "template", "mean_rank", 0)] == 2
     assert get[("S|P|A", "en", "template", "recall", 1)] == 0.0
@@ -104,7 +111,7 @@ def test_ranking_per_fact_matches_scalar_reference_on_random_scores():
         [(f"F{i}", f"S{i}", "P", f"O{i}", [f"O{i}"]) for i in range(6)],
         ["fact_id", "subject", "property", "object", "objects"],
     )
-    prompts = prompt_frame(frame([(f"q{i}", f"F{i}") for i in range(6)], ["prompt_id", "fact_id"]))
+    prompts = full_prompt_frame(frame([(f"q{i}", f"F{i}") for i in range(6)], ["prompt_id", "fact_id"]))
     cands, rows, expected = [], [], {}
     for i in range(6):
         cands.append((f"F{i}", f"O{i}", "object", "object", 0))
@@ -119,7 +126,13 @@ def test_ranking_per_fact_matches_scalar_reference_on_random_scores():
         expected[f"F{i}"] = rank_of_best_correct(correct, others)
     cands = frame(cands, ["fact_id", "entity", "role", "strategy", "rank"])
     scores = frame(rows, ["prompt_id", "entity", "form", "logprob"]).assign(n_tokens=1)
-    out = ranking_per_fact(entity_scores(scores), prompts, cands, correct_entities(facts), [1, 2, 3])
+    out = ranking_per_fact(
+        entity_scores(full("scores", scores)),
+        prompts,
+        full("candidates", cands),
+        correct_entities(facts),
+        [1, 2, 3],
+    )
     get = out.set_index(["fact_id", "measure", "n"])["value"]
     for fact, rank in expected.items():
         assert get[(fact, "mean_rank", 0)] == rank

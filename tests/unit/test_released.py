@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from contract_frames import full_inputs
 from factprobe import settings as S
 from factprobe.contracts import SUBJECT_SWAP, TRUE_SUBJECT
 from factprobe.metrics.pipeline import SuiteInputs, compute_suite_metrics
@@ -201,12 +202,14 @@ def test_imported_suite_is_scored_by_the_pipeline_with_released_grades(tables):
         logprob=[lp[e] for e in mine["entity"]], n_tokens=1, first_logprob=0.0, end_logprob=0.0
     )
     prompts = tables["prompts"][tables["prompts"]["prompt_id"] == pid]
-    data = SuiteInputs(
-        scores=scores,
-        prompts=prompts,
-        candidates=tables["candidates"],
-        facts=tables["facts"],
-        forms=tables["forms"],
+    data = full_inputs(
+        SuiteInputs(
+            scores=scores,
+            prompts=prompts,
+            candidates=tables["candidates"],
+            facts=tables["facts"],
+            forms=tables["forms"],
+        )
     )
     settings = S.Metrics(families={}, plausibility_strategies=["cooccur"])
     per_fact, _ = compute_suite_metrics(data, settings, ["plausibility"])

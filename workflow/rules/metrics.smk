@@ -58,6 +58,8 @@ rule summarize_metrics:
             subcategory="{suite}",
             labels={"suite": "{suite}", "table": "summary"},
         ),
+        # Headline values with their bootstrap intervals: the leaderboard's one source.
+        headline="results/metrics/{suite}/headline.parquet",
     log:
         "logs/summarize_metrics/{suite}.log",
     conda:
@@ -65,14 +67,15 @@ rule summarize_metrics:
     params:
         models=SCORE_MODELS,
         settings=lookup(dpath="{suite}", within=METRICS_SETTINGS),
+        bootstrap=bootstrap_settings(),
     script:
         "../scripts/summarize_metrics.py"
 
 
 rule leaderboard:
     input:
-        summaries=expand(rules.summarize_metrics.output.summary, suite=list(SUITES)),
-        # Per-fact tables for the bootstrap intervals over facts (suite-major order).
+        headlines=expand(rules.summarize_metrics.output.headline, suite=list(SUITES)),
+        # Per-fact tables for the paired comparisons over facts (suite-major order).
         per_fact=expand(
             rules.compute_metrics.output.per_fact,
             suite=list(SUITES),

@@ -1,5 +1,6 @@
-"""Rule script: every suite's summary.csv (+ per-fact tables) -> leaderboard.csv with bootstrap
-intervals, and paired.csv (paired bootstrap comparison of every two models)."""
+"""Rule script: every suite's headline.parquet -> leaderboard.csv (values and their bootstrap
+intervals from that one table, ranked), and the per-fact tables -> paired.csv (paired bootstrap
+comparison of every two models)."""
 
 import sys
 
@@ -9,19 +10,14 @@ from itertools import product
 
 from factprobe import contracts
 from factprobe.io import read_table
-from factprobe.metrics.pipeline import (
-    Bootstrap,
-    headline_per_fact,
-    leaderboard,
-    paired_comparisons,
-)
+from factprobe.metrics.pipeline import Bootstrap, headline_per_fact, leaderboard, paired_comparisons
 from factprobe.rulelog import rule_logger
 
 log = rule_logger(snakemake)
 suites, models = snakemake.params.suites, snakemake.params.models
-summaries = {
-    suite: contracts.read_csv("summary", path)
-    for suite, path in zip(suites, snakemake.input.summaries, strict=True)
+headlines = {
+    suite: contracts.read("headline", path)
+    for suite, path in zip(suites, snakemake.input.headlines, strict=True)
 }
 per_fact = {suite: {} for suite in suites}
 # expand() order: suite-major, then model (rule leaderboard in metrics.smk).
@@ -29,12 +25,12 @@ for (suite, model), path in zip(product(suites, models), snakemake.input.per_fac
     per_fact[suite][model] = headline_per_fact(read_table(path).to_pandas())
 settings = snakemake.params.bootstrap
 bootstrap = Bootstrap(settings["bootstrap_samples"], settings["bootstrap_seed"], settings["confidence_level"])
-board = leaderboard(summaries, per_fact, bootstrap)
+board = leaderboard(headlines)
 paired = paired_comparisons(per_fact, bootstrap)
 log.info(
     "%d leaderboard rows over %d suite(s); %d paired comparisons (B=%d)",
     len(board),
-    len(summaries),
+    len(headlines),
     len(paired),
     bootstrap.samples,
 )

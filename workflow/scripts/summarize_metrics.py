@@ -1,4 +1,5 @@
-"""Rule script: one suite's per-model tables -> summary.csv (model x measure)."""
+"""Rule script: one suite's per-model tables -> summary.csv (model x measure) and
+headline.parquet (each headline value next to its bootstrap interval over facts)."""
 
 import sys
 
@@ -7,18 +8,29 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 import pandas as pd
 from factprobe import contracts
 from factprobe.io import read_table
-from factprobe.metrics.pipeline import summarize
+from factprobe.metrics.pipeline import Bootstrap, headline_per_fact, headline_table, summarize
 from factprobe.rulelog import rule_logger
 
 log = rule_logger(snakemake)
 # metrics.ranking_average of the suite (absent when its families have no ranking).
 average = dict(snakemake.params.settings).get("ranking_average", "facts")
-parts = [
-    summarize(model, read_table(fact).to_pandas(), read_table(suite).to_pandas(), average)
-    for model, fact, suite in zip(
-        snakemake.params.models, snakemake.input.per_fact, snakemake.input.suite, strict=True
-    )
-]
+settings = snakemake.params.bootstrap
+bootstrap = Bootstrap(settings["bootstrap_samples"], settings["bootstrap_seed"], settings["confidence_level"])
+parts, per_model = [], {}
+for model, fact, suite in zip(
+    snakemake.params.models, snakemake.input.per_fact, snakemake.input.suite, strict=True
+):
+    per_fact = read_table(fact).to_pandas()
+    parts.append(summarize(model, per_fact, read_table(suite).to_pandas(), average))
+    per_model[model] = headline_per_fact(per_fact)
 summary = pd.concat(parts, ignore_index=True)
-log.info("%d summary rows for %d model(s)", len(summary), len(parts))
+headline = headline_table(summary, per_model, bootstrap)
+log.info(
+    "%d summary rows for %d model(s); %d headline rows (B=%d)",
+    len(summary),
+    len(parts),
+    len(headline),
+    bootstrap.samples,
+)
 contracts.write_csv("summary", summary, snakemake.output.summary)
+contracts.write("headline", headline, snakemake.output.headline)

@@ -64,6 +64,20 @@ CANDIDATES = [
     ("score", F64),
 ]
 GROUP = [("lang", S), ("verbalization", S), ("style", S), ("shots", S)]
+#: A headline value next to its bootstrap interval (metrics stage; the leaderboard adds suite and rank).
+HEADLINE = [
+    ("measure", S),
+    ("strategy", S),
+    ("n", I64),
+    ("model", S),
+    ("value", F64),
+    ("ci_low", F64),
+    ("ci_high", F64),
+    ("n_facts", I64),
+    ("n_used", F64),
+    ("chance", F64),
+    ("same_as", S),
+]
 
 #: Table name -> contract schema (docs/contracts.md, "Paths, rules, tables").
 SCHEMAS: dict[str, pa.Schema] = {
@@ -137,6 +151,9 @@ SCHEMAS: dict[str, pa.Schema] = {
     "suite_metrics": pa.schema(
         [("measure", S), ("value", F64), ("strategy", S), ("n", I64), *GROUP, ("bin", I64)]
     ),
+    # summarize_metrics: results/metrics/{suite}/headline.parquet, the leaderboard's one source:
+    # each headline value next to its bootstrap interval (null n_facts: no interval).
+    "headline": pa.schema(HEADLINE),
     # --- user-facing CSV tables (metrics stage), read back with read_csv: an empty integer cell
     # reads as the field's "missing" metadata value (default 0), an empty float as NaN, an empty
     # string as "".
@@ -153,23 +170,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("level", S),
         ]
     ),
-    "leaderboard": pa.schema(
-        [
-            ("suite", S),
-            ("measure", S),
-            ("strategy", S),
-            ("n", I64),
-            ("model", S),
-            ("value", F64),
-            ("ci_low", F64),
-            ("ci_high", F64),
-            ("n_facts", I64),
-            ("rank", I64),
-            ("n_used", F64),
-            ("chance", F64),
-            ("same_as", S),
-        ]
-    ),
+    "leaderboard": pa.schema([("suite", S), *HEADLINE[:8], ("rank", I64), *HEADLINE[8:]]),
     "paired": pa.schema(
         [
             ("suite", S),
@@ -272,6 +273,7 @@ PATHS: dict[str, str] = {
     "fact_metrics": "results/metrics/{suite}/{model}.parquet",
     "suite_metrics": "results/metrics/{suite}/{model}.suite.parquet",
     "summary": "results/metrics/{suite}/summary.csv",
+    "headline": "results/metrics/{suite}/headline.parquet",
     "leaderboard": "results/metrics/leaderboard.csv",
     "paired": "results/metrics/paired.csv",
     "control_check": "results/metrics/{suite}/{model}.control_check.csv",

@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from factprobe import arrays
-from factprobe.contracts import id_int, id_ints
+from factprobe.contracts import id_int, id_ints, qid
 from factprobe.distractors.omega import Omega, in_sorted
 from factprobe.hashing import sha256_order, stable_hashes
 
@@ -71,7 +71,7 @@ def relation_pools(
         objects = arrays.unique(np.concatenate([own, dump]))
         for lang in languages:
             keep = objects[in_sorted(have.get(lang, np.empty(0, np.int64)), objects)]
-            hashed = stable_hashes((prop, lang), [f"Q{e}" for e in keep.tolist()])
+            hashed = stable_hashes((prop, lang), [qid(e) for e in keep.tolist()])
             pools[(prop, lang)] = keep[np.argsort(hashed, kind="stable")]
     return pools
 

@@ -64,13 +64,9 @@ def past_objects(
         return {}
     start = past["start"].astype("Float64").astype(float)
     end = past["end"].astype("Float64").astype(float)
-    from_earlier = (
-        past["source"].astype(str).eq("earlier_dump").to_numpy()
-        if "source" in past.columns
-        else np.zeros(len(past), bool)
-    )
+    from_earlier = past["source"].astype(str).eq("earlier_dump").to_numpy()
     if dump is None:
-        seen = pd.to_numeric(past.get("last_seen", pd.Series(dtype=float)), errors="coerce")
+        seen = pd.to_numeric(past["last_seen"], errors="coerce")
         dump = seen.max() if seen.notna().any() else np.nanmax(end.to_numpy())
     present = day_number(float(dump))
     s_days = np.array([day_number(v) for v in start])

@@ -143,15 +143,9 @@ def _pairs(prompts: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
     frame = prompts.drop(columns=["pair", "property"], errors="ignore").merge(
         keys[["fact_id", "pair", "property"]], on="fact_id"
     )
-    text = frame["context"].fillna("").astype(str) if "context" in frame else ""
-    if "text" in frame:
-        text = text + frame["text"].fillna("").astype(str)
-        frame["_dedup"] = text
-        frame = frame.sort_values("prompt_id", kind="stable").drop_duplicates(
-            ["pair", *BELIEF_KEYS, "_dedup"]
-        )
-        frame = frame.drop(columns="_dedup")
-    return frame
+    frame["_dedup"] = frame["context"].fillna("").astype(str) + frame["text"].fillna("").astype(str)
+    frame = frame.sort_values("prompt_id", kind="stable").drop_duplicates(["pair", *BELIEF_KEYS, "_dedup"])
+    return frame.drop(columns="_dedup")
 
 
 def _pair_correct(facts: pd.DataFrame, correct: pd.DataFrame) -> pd.DataFrame:

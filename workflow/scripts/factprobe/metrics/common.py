@@ -49,7 +49,8 @@ def logsumexp_by(frame: pd.DataFrame, keys: list[str], column: str) -> pd.Series
     shifted = np.exp(frame[column] - peak)
     total = shifted.groupby([frame[k] for k in keys], sort=False).sum()
     peak_first = peak.groupby([frame[k] for k in keys], sort=False).first()
-    return np.log(total) + peak_first
+    with np.errstate(divide="ignore"):  # a group of NaNs only (no end marker scored): NaN, not a warning
+        return np.log(total) + peak_first
 
 
 def entity_scores(scores: pd.DataFrame, source: str = "scores") -> pd.DataFrame:
@@ -58,15 +59,13 @@ def entity_scores(scores: pd.DataFrame, source: str = "scores") -> pd.DataFrame:
     ``logpl`` is log Pl(e|c) of distractors paper §3.2 eq. (1): the forms' probabilities are
     summed, so an entity with several labels is not penalised for splitting its mass.
     """
-    contracts.check(scores, "scores", source, ["prompt_id", "entity", "form", "logprob", "n_tokens"])
+    contracts.check(scores, "scores", source)
     frame = scores.copy()
     bad = ~np.isfinite(frame["logprob"].to_numpy(dtype=float))
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         raise MetricsInputError(f"{source}: row {row} has a non-finite logprob; re-run score_suite")
     frame["norm"] = frame["logprob"] / frame["n_tokens"].clip(lower=1)
-    if "first_logprob" not in frame.columns:
-        frame["first_logprob"] = np.nan
     keys = ["prompt_id", "entity"]
     grouped = frame.groupby(keys, sort=False)
     out = grouped.agg(
@@ -76,25 +75,19 @@ def entity_scores(scores: pd.DataFrame, source: str = "scores") -> pd.DataFrame:
         n_forms=("form", "size"),
     )
     out["logpl"] = logsumexp_by(frame, keys, "logprob")
-    if "end_logprob" in frame.columns:
-        # log Σ_λ Pr(λ | c) without the end marker (distractors paper Table 2, Probability).
-        frame["noend"] = frame["logprob"] - frame["end_logprob"]
-        out["logpl_noend"] = logsumexp_by(frame, keys, "noend")
-    if "first_rank" in frame.columns:
-        out["first_rank"] = grouped["first_rank"].min()
+    # log Σ_λ Pr(λ | c) without the end marker (distractors paper Table 2, Probability).
+    frame["noend"] = frame["logprob"] - frame["end_logprob"]
+    out["logpl_noend"] = logsumexp_by(frame, keys, "noend")
+    out["first_rank"] = grouped["first_rank"].min()
     return out.reset_index()
 
 
 def prompt_frame(prompts: pd.DataFrame, source: str = "prompts") -> pd.DataFrame:
-    """Prompts with every grouping key present as a string (contract defaults when absent)."""
-    contracts.check(prompts, "prompts", source, ["prompt_id", "fact_id"])
+    """Prompts with every grouping key a string (contract defaults for missing values)."""
+    contracts.check(prompts, "prompts", source)
     frame = prompts.copy()
     for key, default in _PROMPT_DEFAULTS.items():
-        if key not in frame.columns:
-            frame[key] = default
         frame[key] = frame[key].fillna(default).astype(str)
-    if "subject_form" not in frame.columns:
-        frame["subject_form"] = ""
     frame["subject_form"] = frame["subject_form"].fillna("").astype(str)
     if frame["prompt_id"].duplicated().any():
         dup = frame.loc[frame["prompt_id"].duplicated(), "prompt_id"].iloc[0]
@@ -107,11 +100,12 @@ def correct_entities(facts: pd.DataFrame, source: str = "facts") -> pd.DataFrame
 
     N-M relations have several valid objects; a prediction of any of them is correct.
     """
-    contracts.check(facts, "facts", source, ["fact_id", "object"])
-    rows = [facts[["fact_id", "object"]].rename(columns={"object": "entity"})]
-    if "objects" in facts.columns:
-        many = facts[["fact_id", "objects"]].explode("objects").dropna()
-        rows.append(many.rename(columns={"objects": "entity"}))
+    contracts.check(facts, "facts", source, ["fact_id", "object", "objects"])
+    many = facts[["fact_id", "objects"]].explode("objects").dropna()
+    rows = [
+        facts[["fact_id", "object"]].rename(columns={"object": "entity"}),
+        many.rename(columns={"objects": "entity"}),
+    ]
     return pd.concat(rows, ignore_index=True).astype(str).drop_duplicates(ignore_index=True)
 
 
@@ -136,11 +130,12 @@ def correct_form_scores(
     sources = CORRECT_FORM_SOURCES[correct_set]
     if sources is None or scores.empty:
         return scores
-    if forms is None or "source" not in forms.columns:
+    if forms is None:
         raise MetricsInputError(
             f"correct_set {correct_set}: the forms table (with its source column) is needed to tell "
             "labels from aliases; re-run retrieve_distractors"
         )
+    contracts.check(forms, "forms", "the suite's forms table")
     allowed = forms[forms["source"].isin(sources)][["entity", "lang", "form"]].astype(str).drop_duplicates()
     key = ["entity", "lang", "form"]
     flags = (
@@ -218,11 +213,12 @@ def candidates_for_prompts(prompts: pd.DataFrame, candidates: pd.DataFrame) -> p
     ``prompt_id`` (ApprOpt's per-sentence lists, distractors paper §3.3) belongs to that prompt only;
     a row without one (null) to every prompt of its fact.
     """
+    contracts.check(candidates, "candidates", "candidates", ["fact_id", "entity", "lang"])
     rows = prompts[["prompt_id", "fact_id", "lang"]].merge(candidates, on="fact_id", suffixes=("", "_cand"))
-    if "lang_cand" in rows.columns:
-        cand_lang = rows["lang_cand"].fillna("").astype(str)
-        rows = rows[(cand_lang == "") | (cand_lang == rows["lang"])].drop(columns="lang_cand")
+    cand_lang = rows["lang_cand"].fillna("").astype(str)
+    rows = rows[(cand_lang == "") | (cand_lang == rows["lang"])].drop(columns="lang_cand")
     if "prompt_id_cand" in rows.columns:
+        # ApprOpt's per-sentence lists: an optional column of ApprOpt candidate rows only
         own = rows["prompt_id_cand"]
         rows = rows[own.isna() | (own == rows["prompt_id"])].drop(columns="prompt_id_cand")
     return rows.drop(columns="lang")
@@ -231,8 +227,6 @@ def candidates_for_prompts(prompts: pd.DataFrame, candidates: pd.DataFrame) -> p
 def object_slot_only(candidates: pd.DataFrame) -> pd.DataFrame:
     """Drop subject-side alternatives (PROBELM Algorithm 1's swapped subjects): every measure here
     compares continuations of one prompt, which only object-slot candidates are."""
-    if "side" not in candidates.columns:
-        return candidates
     side = candidates["side"].fillna("object").astype(str)
     dropped = int((side == "subject").sum())
     if dropped:

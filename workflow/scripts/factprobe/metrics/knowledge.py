@@ -106,7 +106,8 @@ def _object_scores(ent: pd.DataFrame, prompts: pd.DataFrame, facts: pd.DataFrame
                 "entity",
                 "logpl",
                 "best_first",
-                *[c for c in ("first_rank", "logpl_noend") if c in ent.columns],
+                "first_rank",
+                "logpl_noend",
             ]
         ],
         left_on=["prompt_id", "object"],
@@ -123,8 +124,9 @@ def _distractor_scores(
     ent: pd.DataFrame, prompts: pd.DataFrame, candidates: pd.DataFrame, correct: pd.DataFrame
 ) -> pd.DataFrame:
     """Scored distractors per prompt: prompt_id, entity, strategy, rank, logpl, best_lp, best_first."""
-    own = [c for c in ("lang", "prompt_id") if c in candidates.columns]  # per-language / per-sentence lists
-    cols = ["fact_id", "entity", "strategy", "rank", *own]
+    # per-language lists; ApprOpt's per-sentence lists also carry their prompt_id
+    own = ["prompt_id"] if "prompt_id" in candidates.columns else []
+    cols = ["fact_id", "entity", "strategy", "rank", "lang", *own]
     dis = candidates.loc[candidates["role"] == "distractor", cols]
     # A valid object is never a distractor (Ω(f), §3.3), even if a retriever listed it.
     dis = dis.merge(correct.assign(_ok=True), on=["fact_id", "entity"], how="left")
@@ -197,14 +199,10 @@ def probability_per_prompt(ent: pd.DataFrame, prompts: pd.DataFrame, facts: pd.D
 
     The score table holds log Pr(λ + end | c) and, in ``end_logprob``, the end marker's part;
     ``entity_scores`` turns them into ``logpl_noend``. Unlike Pl(o|c) of eq. (1) no EOS factor
-    enters, which would reorder facts by how likely the model stops after o. A score table
-    without ``end_logprob`` (written before it existed) gives no Probability rows (logged).
+    enters, which would reorder facts by how likely the model stops after o (a score table
+    without ``end_logprob`` is refused by the contract check of ``entity_scores``).
     """
     obj = _object_scores(ent, prompts, facts)
-    cols = ["prompt_id", "fact_id", "probability"]
-    if "logpl_noend" not in obj.columns:
-        log.warning("scores lack end_logprob: Probability (Table 2) needs it; re-run score_suite")
-        return pd.DataFrame(columns=cols)
     return pd.DataFrame(
         {"prompt_id": obj["prompt_id"], "fact_id": obj["fact_id"], "probability": np.exp(obj["logpl_noend"])}
     )
@@ -287,7 +285,7 @@ def first_token_precision_per_prompt(
     cols = ["prompt_id", "fact_id", "n", "precision"]
     if obj.empty:
         return pd.DataFrame(columns=cols)
-    if "first_rank" in obj.columns and obj["first_rank"].notna().all():
+    if obj["first_rank"].notna().all():
         ranks = obj.set_index("prompt_id")["first_rank"].astype(float)
     else:
         dis = _distractor_scores(ent, prompts, candidates, correct)

@@ -82,9 +82,7 @@ def read_inputs(inputs: Mapping) -> SuiteInputs:
 def fact_splits(fact_ids: pd.Series, facts: pd.DataFrame) -> pd.Series:
     """The taught/untaught split of each fact id, from ``facts.split`` (the one source: the
     control model is trained on exactly these values, see scoring/control.fact_split); "" when
-    the facts table has no split or the id is not in it."""
-    if "split" not in facts.columns:
-        return pd.Series("", index=fact_ids.index, dtype=object)
+    the id is not in it."""
     keyed = facts.astype({"fact_id": str}).drop_duplicates("fact_id").set_index("fact_id")["split"]
     return fact_ids.map(keyed.astype(str)).fillna("").astype(str)
 
@@ -235,7 +233,7 @@ def coinciding_strategies(summary: pd.DataFrame) -> dict[str, str]:
     the report must not present them as independent results.
     """
     rows = summary[summary["strategy"].astype(str) != ""]
-    keys = [c for c in ("model", "measure", "n", *GROUP_KEYS, "bin") if c in rows.columns]
+    keys = ["model", "measure", "n", *GROUP_KEYS, "bin"]
     vectors = {name: part.set_index(keys)["value"].sort_index() for name, part in rows.groupby("strategy")}
     names = sorted(vectors)
     same: dict[str, str] = {}
@@ -253,21 +251,9 @@ def coinciding_strategies(summary: pd.DataFrame) -> dict[str, str]:
     return same
 
 
-BOARD_COLUMNS = [
-    "suite",
-    "measure",
-    "strategy",
-    "n",
-    "model",
-    "value",
-    "ci_low",
-    "ci_high",
-    "n_facts",
-    "rank",
-    "n_used",
-    "chance",
-    "same_as",
-]
+#: A suite's headline rows (contract ``headline``): the leaderboard's one source of values and intervals.
+HEADLINE_COLUMNS = contracts.columns("headline")
+BOARD_COLUMNS = contracts.columns("leaderboard")
 
 
 @dataclass(frozen=True)
@@ -311,27 +297,52 @@ def _suite_intervals(table: pd.DataFrame, bootstrap: Bootstrap) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def leaderboard(
-    summaries: Mapping[str, pd.DataFrame],
-    per_fact: Mapping[str, Mapping[str, pd.DataFrame]] | None = None,
+def headline_table(
+    summary: pd.DataFrame,
+    per_model: Mapping[str, pd.DataFrame] | None = None,
     bootstrap: Bootstrap = Bootstrap(),
 ) -> pd.DataFrame:
-    """Models side by side: headline measures per suite, pooled over languages and prompt groups.
+    """One suite's headline rows (contract ``headline``, ``HEADLINE_COLUMNS``): each value next to
+    its interval, the one table the leaderboard reads.
 
-    Input ``{suite: summary}``; output ``BOARD_COLUMNS``: rank 1 = best, in the direction of
-    each measure's :data:`factprobe.metrics.MEASURES` entry; for K (``k_min``/``k_avg``) ``n_used`` is the mean number
-    of distractors actually compared (below n when a strategy found fewer) and ``chance`` the value
-    a random ranker gets (:func:`chance_rows`); ``same_as`` names a strategy with identical values.
-    With ``per_fact`` (``{suite: {model: per-fact table}}``) the fact-level headline rows get the
-    percentile bootstrap interval over facts (``ci_low``/``ci_high``) and ``n_facts``, and so does
-    PLAUSIBILITY (recomputed from its per-fact parts in every replicate); the BELIEF measures over
-    sampled prompt sets (Acc mean, Consist, Ovconf) keep empty intervals.
+    ``value`` is the summary's mean over prompt groups (languages, verbalizations, styles, shots)
+    of each headline measure; for K (``k_min``/``k_avg``) ``n_used`` is the mean number of
+    distractors actually compared (below n when a strategy found fewer) and ``chance`` the value a
+    random ranker gets (:func:`chance_rows`); ``same_as`` names a strategy with identical values
+    (:func:`coinciding_strategies`). With ``per_model`` (``{model: per-fact table}``) the
+    fact-level headline rows get the percentile bootstrap interval over facts
+    (``ci_low``/``ci_high``) and ``n_facts``, and so does PLAUSIBILITY (recomputed from its
+    per-fact parts in every replicate); the BELIEF measures over sampled prompt sets (Acc mean,
+    Consist, Ovconf) keep empty intervals.
     """
-    rows = [
-        _suite_board(suite, summary, (per_fact or {}).get(suite, {}), bootstrap)
-        for suite, summary in summaries.items()
-    ]
-    rows = [r for r in rows if r is not None]
+    sub = summary[(summary["measure"].isin(headline())) & (summary["bin"] == -1)]
+    if sub.empty:
+        return contracts.empty("headline")
+    keys = ["measure", "strategy", "n", "model"]
+    agg = sub.groupby(keys, sort=True, dropna=False)["value"].mean().reset_index()
+    extra = summary[summary["bin"] == -1].groupby(keys, sort=True)["value"].mean()
+    # Measures with a per-fact chance level (K): chance and distractors used per row.
+    chance_of = chance_measures()
+    is_k = agg["measure"].isin(list(chance_of))
+    lookup = agg[["strategy", "n", "model"]]
+    agg["n_used"] = extra.reindex(pd.MultiIndex.from_frame(lookup.assign(measure="n_used")[keys])).to_numpy()
+    chance_keys = lookup.assign(measure=agg["measure"].map(chance_of).fillna(""))[keys]
+    agg["chance"] = extra.reindex(pd.MultiIndex.from_frame(chance_keys)).to_numpy()
+    agg.loc[~is_k, ["n_used", "chance"]] = np.nan
+    same = coinciding_strategies(summary)
+    agg["same_as"] = [same.get(name, "") for name in agg["strategy"]]
+    board = agg.merge(_intervals(per_model or {}, bootstrap), on=keys, how="left")
+    return board[HEADLINE_COLUMNS]
+
+
+def leaderboard(headlines: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Models side by side: every suite's :func:`headline_table` rows, ranked.
+
+    Input ``{suite: headline table}``; output ``BOARD_COLUMNS``: the headline rows as they are
+    (value and interval from the one table) with rank 1 = best, in the direction of each
+    measure's :data:`factprobe.metrics.MEASURES` entry.
+    """
+    rows = [table.assign(suite=suite) for suite, table in headlines.items() if len(table)]
     if not rows:
         return pd.DataFrame(columns=BOARD_COLUMNS)
     board = pd.concat(rows, ignore_index=True)
@@ -350,30 +361,6 @@ def leaderboard(
     board[["ci_low", "ci_high"]] = board[["ci_low", "ci_high"]].astype(float)
     board = board.sort_values(["suite", "measure", "strategy", "n", "rank", "model"], ignore_index=True)
     return board[BOARD_COLUMNS]
-
-
-def _suite_board(
-    suite: str, summary: pd.DataFrame, per_model: Mapping[str, pd.DataFrame], bootstrap: Bootstrap
-) -> pd.DataFrame | None:
-    """One suite's leaderboard rows before ranking (None: no headline measure in it)."""
-    sub = summary[(summary["measure"].isin(headline())) & (summary["bin"] == -1)]
-    if sub.empty:
-        return None
-    keys = ["measure", "strategy", "n", "model"]
-    agg = sub.groupby(keys, sort=True, dropna=False)["value"].mean().reset_index()
-    extra = summary[summary["bin"] == -1].groupby(keys, sort=True)["value"].mean()
-    # Measures with a per-fact chance level (K): chance and distractors used per row.
-    chance_of = chance_measures()
-    is_k = agg["measure"].isin(list(chance_of))
-    lookup = agg[["strategy", "n", "model"]]
-    agg["n_used"] = extra.reindex(pd.MultiIndex.from_frame(lookup.assign(measure="n_used")[keys])).to_numpy()
-    chance_keys = lookup.assign(measure=agg["measure"].map(chance_of).fillna(""))[keys]
-    agg["chance"] = extra.reindex(pd.MultiIndex.from_frame(chance_keys)).to_numpy()
-    agg.loc[~is_k, ["n_used", "chance"]] = np.nan
-    same = coinciding_strategies(summary)
-    agg["same_as"] = [same.get(name, "") for name in agg["strategy"]]
-    agg.insert(0, "suite", suite)
-    return agg.merge(_intervals(per_model, bootstrap), on=keys, how="left")
 
 
 def _intervals(per_model: Mapping[str, pd.DataFrame], bootstrap: Bootstrap) -> pd.DataFrame:

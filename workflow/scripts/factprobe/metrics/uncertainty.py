@@ -212,7 +212,7 @@ def fact_matrices(
 def _group_codes(rows: pd.DataFrame, group_keys: Sequence[str]) -> tuple[np.ndarray, int]:
     """Sorted integer code of each row's group (the combination of ``group_keys``) and the number
     of groups: two tables with the same groups get the same columns (paired use)."""
-    keys = [k for k in group_keys if k in rows.columns]
+    keys = list(group_keys)
     if not keys or not len(rows):
         return np.zeros(len(rows), dtype=int), int(len(rows) > 0)
     grouped = rows[keys].astype(str).groupby(keys, sort=True)
@@ -298,7 +298,7 @@ def paired_table(
                 if not shared:
                     continue
                 # The same groups for both models: a group one model lacks is not compared.
-                keys = [k for k in group_keys if k in part_a.columns]
+                keys = list(group_keys)
                 common = part_a[keys].drop_duplicates().merge(part_b[keys].drop_duplicates())
                 part_a2, part_b2 = part_a.merge(common), part_b.merge(common)
                 _, sa, ca = fact_matrices(part_a2, keys, shared)

@@ -145,6 +145,64 @@ def is_short_gt(row: dict) -> bool:
     return short_gt_prompt(row.get("template_prompt"), row.get("gt_prompt"), chatgpt)
 
 
+def _verbalized(row: dict, verb: str, fact_id: str, relation: str, lang: str, forms: list) -> tuple | None:
+    """The prompts-table row of ``row``'s verbalization ``verb`` (None where the release has an
+    ERROR or empty field); an inflected object form goes to ``forms``."""
+    prompt_col, infl_col = VERBALIZATIONS[verb]
+    obj, sub_label = row["obj_uri"].strip(), row["sub_label"].strip()
+    prompt = _usable(row.get(prompt_col)).rstrip()
+    inflected = _usable(row.get(infl_col)) if infl_col else row["obj_label"].strip()
+    if not prompt or not inflected:
+        return None
+    if infl_col:
+        forms.append((obj, lang, inflected, "inflected"))
+    tid = f"{relation}.{lang}.fluent-{verb}"
+    return (f"{fact_id}|{tid}|{lang}|0|none", fact_id, lang, tid, "statement", sub_label, prompt) + (
+        "",
+        verb,
+        "none",
+        0,
+        relation,
+    )
+
+
+def _fact_table(
+    facts: dict[str, tuple[str, str, str]], short: dict[str, list[str]], seed: object
+) -> pd.DataFrame:
+    """The facts table of the imported facts (one object each, no popularity strata)."""
+    fact_table = pd.DataFrame(
+        [(fid, s, r, o, [o]) for fid, (s, r, o) in sorted(facts.items())],
+        columns=["fact_id", "subject", "property", "object", "objects"],
+    )
+    fact_table["popularity"] = 0
+    fact_table["stratum"] = 0
+    fact_table["split"] = assign_split(fact_table["fact_id"], seed)
+    fact_table["dump"] = "fluent-mlama"
+    fact_table["short_gt"] = [sorted(short.get(f, [])) for f in fact_table["fact_id"]]
+    return fact_table
+
+
+def _prompt_table(prompts: list[tuple]) -> pd.DataFrame:
+    """The prompts table of the rows :func:`_verbalized` built (zero-shot: no demonstrations)."""
+    prompt_table = pd.DataFrame(prompts, columns=contracts.columns("prompts")[:-1])
+    prompt_table["subject_form_index"] = prompt_table["subject_form_index"].astype("int32")
+    prompt_table["demos"] = [[] for _ in range(len(prompt_table))]
+    return prompt_table
+
+
+def _form_table(forms: list[tuple[str, str, str, str]]) -> pd.DataFrame:
+    """One row per (entity, lang, form): a label stays a label even where a sentence left it uninflected."""
+    form_table = pd.DataFrame(forms, columns=["entity", "lang", "form", "source"])
+    order = {"label": 0, "inflected": 1, "alias": 2}
+    return (
+        form_table.assign(_o=form_table["source"].map(order))
+        .sort_values(["entity", "lang", "_o", "form"], kind="stable")
+        .drop_duplicates(["entity", "lang", "form"])
+        .drop(columns="_o")
+        .reset_index(drop=True)
+    )
+
+
 def import_fluent_mlama(
     path: str | Path,
     languages: Sequence[str],
@@ -184,19 +242,11 @@ def import_fluent_mlama(
                 (obj, lang, a.strip(), "alias") for a in (row.get("aliases") or "").split("|||") if a.strip()
             ]
             for verb in verbalizations:
-                prompt_col, infl_col = VERBALIZATIONS[verb]
-                prompt = _usable(row.get(prompt_col)).rstrip()
-                inflected = _usable(row.get(infl_col)) if infl_col else obj_label
-                if not prompt or not inflected:
+                prompt = _verbalized(row, verb, fact_id, relation, lang, forms)
+                if prompt is None:
                     skipped[(lang, verb)] += 1
-                    continue
-                if infl_col:
-                    forms.append((obj, lang, inflected, "inflected"))
-                tid = f"{relation}.{lang}.fluent-{verb}"
-                prompts.append(
-                    (f"{fact_id}|{tid}|{lang}|0|none", fact_id, lang, tid, "statement", sub_label, prompt)
-                    + ("", verb, "none", 0, relation)
-                )
+                else:
+                    prompts.append(prompt)
     missing = sorted(set(languages) - seen_langs)
     if missing:
         raise FluentError(f"{path}: no file for language(s) {missing} (relations {relations or 'all'})")
@@ -204,28 +254,9 @@ def import_fluent_mlama(
         log.info(
             "Fluent-mLAMA: prompts not imported (ERROR or empty; 'all' = the whole fact): %s", dict(skipped)
         )
-    fact_table = pd.DataFrame(
-        [(fid, s, r, o, [o]) for fid, (s, r, o) in sorted(facts.items())],
-        columns=["fact_id", "subject", "property", "object", "objects"],
-    )
-    fact_table["popularity"] = 0
-    fact_table["stratum"] = 0
-    fact_table["split"] = assign_split(fact_table["fact_id"], seed)
-    fact_table["dump"] = "fluent-mlama"
-    fact_table["short_gt"] = [sorted(short.get(f, [])) for f in fact_table["fact_id"]]
-    prompt_table = pd.DataFrame(prompts, columns=contracts.columns("prompts")[:-1])
-    prompt_table["subject_form_index"] = prompt_table["subject_form_index"].astype("int32")
-    prompt_table["demos"] = [[] for _ in range(len(prompt_table))]
-    form_table = pd.DataFrame(forms, columns=["entity", "lang", "form", "source"])
-    # One row per (entity, lang, form): a label stays a label even where a sentence left it uninflected.
-    order = {"label": 0, "inflected": 1, "alias": 2}
-    form_table = (
-        form_table.assign(_o=form_table["source"].map(order))
-        .sort_values(["entity", "lang", "_o", "form"], kind="stable")
-        .drop_duplicates(["entity", "lang", "form"])
-        .drop(columns="_o")
-        .reset_index(drop=True)
-    )
+    fact_table = _fact_table(facts, short, seed)
+    prompt_table = _prompt_table(prompts)
+    form_table = _form_table(forms)
     log.info(
         "Fluent-mLAMA: %d facts, prompts per language x verbalization %s",
         len(fact_table),

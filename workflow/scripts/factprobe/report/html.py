@@ -58,6 +58,12 @@ class Figures:
         self.drawn[_file_name(name)] = uri
         return f'<img src="{uri}" alt="{html.escape(alt)}">'
 
+    def suite_figure(self, suite: str, uri: str | None, what: str, name: str) -> str:
+        """A suite's heading and its figure (alt text "<what>, suite <suite>", file <name>-<suite>)."""
+        return f"<h3>suite {html.escape(suite)}</h3>" + self.img(
+            uri, f"{what}, suite {suite}", f"{name}-{suite}"
+        )
+
 
 def _file_name(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
@@ -130,12 +136,12 @@ def knowledge_section(summaries: Mapping[str, pd.DataFrame], figs: Figures, boar
             continue
         chance = pooled(summary, ["k_min_chance", "k_avg_chance"])
         intervals = board[board["suite"] == suite]
-        parts.append(f"<h3>suite {html.escape(suite)}</h3>")
         parts.append(
-            figs.img(
+            figs.suite_figure(
+                suite,
                 figures.k_versus_n(data, figs.dpi, chance, intervals, figs.level),
-                f"Min@n and Avg@n against n, suite {suite}",
-                f"k_versus_n-{suite}",
+                "Min@n and Avg@n against n",
+                "k_versus_n",
             )
         )
         parts.append(same_strategy_note(intervals))
@@ -168,12 +174,9 @@ def belief_section(summaries: Mapping[str, pd.DataFrame], figs: Figures) -> str:
         rows = summary[summary["measure"].str.startswith("belief") & (summary["bin"] == -1)]
         if rows.empty:
             continue
-        parts.append(f"<h3>suite {html.escape(suite)}</h3>")
         parts.append(
-            figs.img(
-                figures.calibration(summary, figs.dpi),
-                f"BELIEF calibration, suite {suite}",
-                f"calibration-{suite}",
+            figs.suite_figure(
+                suite, figures.calibration(summary, figs.dpi), "BELIEF calibration", "calibration"
             )
         )
         rows = rows.assign(
@@ -207,12 +210,9 @@ def ranking_section(summaries: Mapping[str, pd.DataFrame], figs: Figures) -> str
         rows = summary[summary["measure"].isin(["recall", "mean_rank"]) & (summary["bin"] == -1)]
         if rows.empty:
             continue
-        parts.append(f"<h3>suite {html.escape(suite)}</h3>")
         parts.append(
-            figs.img(
-                figures.recall_curves(rows, figs.dpi),
-                f"R@n by language and verbalization, suite {suite}",
-                f"recall-{suite}",
+            figs.suite_figure(
+                suite, figures.recall_curves(rows, figs.dpi), "R@n by language and verbalization", "recall"
             )
         )
         # fluent-mLAMA Table 1 (§3.3): model x verbalization rows, R@1 / R@3 / mean rank per language

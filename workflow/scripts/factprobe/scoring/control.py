@@ -126,8 +126,6 @@ def verbalizations(
     taught = facts[facts["split"] == "taught"]
     p = prompts.merge(taught[["fact_id", "object"]], on="fact_id", how="inner")
     f = forms.rename(columns={"entity": "object"}).copy()
-    if "source" not in f.columns:
-        f["source"] = "label"
     f["order"] = np.where(f["source"] == "label", 0, 1)
     f["tie"] = [stable_hash("control-form", e, form) for e, form in zip(f["object"], f["form"], strict=True)]
     f = f.sort_values(["object", "lang", "order", "tie"]).groupby(["object", "lang"]).head(max_forms)
@@ -166,7 +164,7 @@ def prior_docs(
     the model has no reason to prefer the object over a distractor (Avg@n near 0.5), while taught
     facts are still memorised. Needs the ``subject_form`` column of prompts.
     """
-    if "subject_form" not in prompts.columns or candidates.empty:
+    if candidates.empty:
         return []
     p = prompts.merge(
         facts[["fact_id", "property"]].drop_duplicates(), on="fact_id", how="inner", suffixes=("_p", "")
@@ -182,9 +180,8 @@ def prior_docs(
         .drop_duplicates(["property", "entity"])
     )
     labels = forms.copy()
-    if "source" in labels.columns:
-        labels["order"] = np.where(labels["source"] == "label", 0, 1)
-        labels = labels.sort_values(["entity", "lang", "order", "form"])
+    labels["order"] = np.where(labels["source"] == "label", 0, 1)
+    labels = labels.sort_values(["entity", "lang", "order", "form"])
     labels = labels.drop_duplicates(["entity", "lang"]).set_index(["entity", "lang"])["form"]
     docs = set()
     for (prop, lang), tpl in by_rel.items():

@@ -44,33 +44,12 @@ from pathlib import Path
 from factprobe.hashing import stable_hash
 from factprobe.settings import Translate
 
-from .mt import Request, TranslationCache
+from .mt import LANGUAGES, Request, TranslationCache
 
 log = logging.getLogger(__name__)
 
 # English names of the languages the project's papers use (the instruction names the pair).
-LANGUAGE_NAMES = {
-    "en": "English",
-    "de": "German",
-    "fr": "French",
-    "ru": "Russian",
-    "cs": "Czech",
-    "uk": "Ukrainian",
-    "hr": "Croatian",
-    "es": "Spanish",
-    "da": "Danish",
-    "vi": "Vietnamese",
-    "id": "Indonesian",
-    "zh": "Chinese",
-    "pl": "Polish",
-    "it": "Italian",
-    "pt": "Portuguese",
-    "nl": "Dutch",
-    "sk": "Slovak",
-    "bg": "Bulgarian",
-    "sr": "Serbian",
-    "sl": "Slovenian",
-}
+LANGUAGE_NAMES = {lang: name for lang, (name, _) in LANGUAGES.items()}
 
 FIELDS = ("source", "subject", "object", "translation")
 # A model that repeats the field name or quotes its answer: the sentence is what is inside.

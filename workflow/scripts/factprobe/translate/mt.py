@@ -39,29 +39,31 @@ from factprobe.settings import Translate
 
 log = logging.getLogger(__name__)
 
-# ISO 639-1 -> NLLB-200 (FLORES) codes for the languages the project's papers use.
-NLLB_CODES = {
-    "en": "eng_Latn",
-    "de": "deu_Latn",
-    "fr": "fra_Latn",
-    "ru": "rus_Cyrl",
-    "cs": "ces_Latn",
-    "uk": "ukr_Cyrl",
-    "hr": "hrv_Latn",
-    "es": "spa_Latn",
-    "da": "dan_Latn",
-    "vi": "vie_Latn",
-    "id": "ind_Latn",
-    "zh": "zho_Hans",
-    "pl": "pol_Latn",
-    "it": "ita_Latn",
-    "pt": "por_Latn",
-    "nl": "nld_Latn",
-    "sk": "slk_Latn",
-    "bg": "bul_Cyrl",
-    "sr": "srp_Cyrl",
-    "sl": "slv_Latn",
+#: The languages the project's papers use: ISO 639-1 -> (English name, NLLB-200 (FLORES) code). The
+#: one list of them: the seq2seq backend reads the code, the LLM backend's instruction the name.
+LANGUAGES = {
+    "en": ("English", "eng_Latn"),
+    "de": ("German", "deu_Latn"),
+    "fr": ("French", "fra_Latn"),
+    "ru": ("Russian", "rus_Cyrl"),
+    "cs": ("Czech", "ces_Latn"),
+    "uk": ("Ukrainian", "ukr_Cyrl"),
+    "hr": ("Croatian", "hrv_Latn"),
+    "es": ("Spanish", "spa_Latn"),
+    "da": ("Danish", "dan_Latn"),
+    "vi": ("Vietnamese", "vie_Latn"),
+    "id": ("Indonesian", "ind_Latn"),
+    "zh": ("Chinese", "zho_Hans"),
+    "pl": ("Polish", "pol_Latn"),
+    "it": ("Italian", "ita_Latn"),
+    "pt": ("Portuguese", "por_Latn"),
+    "nl": ("Dutch", "nld_Latn"),
+    "sk": ("Slovak", "slk_Latn"),
+    "bg": ("Bulgarian", "bul_Cyrl"),
+    "sr": ("Serbian", "srp_Cyrl"),
+    "sl": ("Slovenian", "slv_Latn"),
 }
+NLLB_CODES = {lang: code for lang, (_, code) in LANGUAGES.items()}
 # ISO 639-1 -> ISO 639-3, the ">>xxx<<" target tokens of multi-target Marian (opus-mt-en-mul ...).
 ISO3 = {
     "de": "deu",

@@ -19,6 +19,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -87,6 +88,190 @@ def _total_from_content_range(value: str | None) -> tuple[int | None, int | None
     return (int(start) if start.isdigit() else None), (int(total) if total.isdigit() else None)
 
 
+@dataclass
+class _PartDigest:
+    """The running digest of the bytes in ``<dest>.part`` (inert when no checksum is known).
+
+    Kept across attempts so a resumed transfer hashes only its new bytes; ``hashed`` counts
+    the bytes of the part file already fed to the digest.
+    """
+
+    expected: Checksum | None
+    hasher: Any = None
+    hashed: int = 0
+
+    def sync(self, part: Path, offset: int) -> None:
+        """Bring the digest to the first ``offset`` bytes of ``part`` before an attempt."""
+        if self.expected is not None and (self.hasher is None or self.hashed != offset):
+            # Bytes left by an earlier process (or a mismatch after a restart) are hashed once.
+            algorithm = self.expected.algorithm
+            self.hasher = file_digest(part, algorithm, offset) if offset else hashlib.new(algorithm)
+            self.hashed = offset
+
+    def restart(self) -> None:
+        """The server sends the whole resource again: start an empty digest."""
+        if self.expected is not None:
+            self.hasher, self.hashed = hashlib.new(self.expected.algorithm), 0
+
+    def update(self, block: bytes) -> None:
+        if self.hasher is not None:
+            self.hasher.update(block)
+            self.hashed += len(block)
+
+    def verify(self, part: Path, url: str, checksum_from: str) -> None:
+        """Raise :class:`ChecksumError` (deleting ``part``) unless its bytes match ``expected``."""
+        if self.expected is None:
+            return
+        if self.hasher is None or self.hashed != part.stat().st_size:
+            self.hasher = file_digest(part, self.expected.algorithm)
+        got = self.hasher.hexdigest()
+        if got != self.expected.hexdigest:
+            part.unlink(missing_ok=True)
+            raise ChecksumError(
+                f"{url}: {self.expected.algorithm} of the downloaded file is {got}, but {checksum_from} "
+                f"says {self.expected.hexdigest}. The partial file was deleted; re-run to download again, "
+                "or fix the checksum in config/dumps.tsv (Wikimedia publishes them in "
+                "*-sha1sums.txt / *-md5sums.txt next to the dump, the Internet Archive in its item's "
+                "metadata)."
+            )
+        log.info("%s: %s verified (%s)", url, self.expected.algorithm, got)
+
+
+@dataclass(frozen=True)
+class _Transfer:
+    """The fixed settings of one download: where the bytes go and how each request is made."""
+
+    url: str
+    dest: Path
+    part: Path
+    timeout: tuple[float, float]
+    chunk_size: int
+    progress: bool
+
+
+def _response_span(resp: requests.Response, t: _Transfer, offset: int, digest: _PartDigest):
+    """``(offset, total)`` to write ``resp`` at; a transient error status to retry after; or raise."""
+    if resp.status_code in TRANSIENT:
+        return DownloadError(f"HTTP {resp.status_code} {resp.reason}")
+    if resp.status_code >= 400:
+        raise DownloadError(
+            f"{t.url}: HTTP {resp.status_code} {resp.reason}. Check the `url` of this dump in "
+            "config/dumps.tsv (Wikimedia keeps dumps for a few months only; older ones are "
+            "on the Internet Archive: name the dump by date with `source` archive or auto)."
+        )
+    if offset and resp.status_code == 206:
+        start, total = _total_from_content_range(resp.headers.get("Content-Range"))
+        if start != offset:
+            raise DownloadError(
+                f"{t.url}: asked for bytes {offset}- but got {resp.headers.get('Content-Range')}"
+            )
+        return offset, total
+    if offset:
+        log.warning("%s: server ignored the Range request; starting again from byte 0", t.url)
+    digest.restart()
+    length = resp.headers.get("Content-Length")
+    return 0, (int(length) if length and length.isdigit() else None)
+
+
+def _write_body(
+    resp: requests.Response, t: _Transfer, offset: int, total: int | None, digest: _PartDigest, got: list[int]
+) -> None:
+    """Append (or, from byte 0, write) the response body to the part file; ``got[0]`` counts bytes."""
+    from tqdm import tqdm
+
+    with (
+        open(t.part, "ab" if offset else "wb") as out,
+        tqdm(
+            total=total,
+            initial=offset,
+            unit="B",
+            unit_scale=True,
+            desc=f"download {t.dest.name}",
+            disable=not t.progress,
+        ) as bar,
+    ):
+        for block in resp.iter_content(t.chunk_size):
+            out.write(block)
+            digest.update(block)
+            bar.update(len(block))
+            got[0] += len(block)
+
+
+def _attempt(
+    http: requests.Session, t: _Transfer, digest: _PartDigest, got: list[int]
+) -> BaseException | None:
+    """One request for the bytes not yet in the part file: None when complete, else the error to retry after.
+
+    Permanent errors raise :class:`DownloadError`; network errors propagate to the caller,
+    which tells an unreachable host (``got[0] == 0``) from a cut transfer.
+    """
+    offset = t.part.stat().st_size if t.part.exists() else 0
+    digest.sync(t.part, offset)
+    headers = {"Accept-Encoding": "identity"}
+    if offset:
+        headers["Range"] = f"bytes={offset}-"
+    with http.get(t.url, stream=True, timeout=t.timeout, headers=headers, allow_redirects=True) as resp:
+        if offset and resp.status_code == 416:
+            # Nothing left to send: the part file already holds the whole resource.
+            log.info("%s: server has no bytes after %d; the transfer was complete", t.url, offset)
+            return None
+        span = _response_span(resp, t, offset, digest)
+        if isinstance(span, DownloadError):
+            return span
+        offset, total = span
+        _write_body(resp, t, offset, total, digest, got)
+    size = t.part.stat().st_size
+    if total is not None and size < total:
+        return DownloadError(f"connection closed after {size} of {total} bytes")
+    if total is not None and size > total:
+        raise DownloadError(f"{t.url}: got {size} bytes but the server announced {total}")
+    return None
+
+
+def _fetch_part(
+    http: requests.Session,
+    t: _Transfer,
+    digest: _PartDigest,
+    *,
+    retries: int,
+    backoff: float,
+    max_backoff: float,
+    max_unreachable: int,
+) -> None:
+    """Fill the part file, retrying with exponential back-off; raise when every attempt fails."""
+    last_error: BaseException | None = None
+    unreachable = 0  # attempts in a row that got no byte because no connection was made
+    for attempt in range(retries + 1):
+        if attempt:
+            wait = min(max_backoff, backoff * 2 ** (attempt - 1))
+            log.warning(
+                "%s: attempt %d of %d in %.0f s after: %s", t.url, attempt + 1, retries + 1, wait, last_error
+            )
+            time.sleep(wait)
+        got = [0]
+        try:
+            last_error = _attempt(http, t, digest, got)
+        except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
+            last_error = exc
+            connect_failed = isinstance(exc, requests.ConnectionError) and not got[0]
+            unreachable = unreachable + 1 if connect_failed else 0
+            if unreachable > max_unreachable:
+                # A wrong host name or a closed port will not heal by waiting minutes.
+                raise DownloadError(
+                    f"{t.url}: cannot connect ({unreachable} attempts): {exc}. Check the URL in "
+                    "config/dumps.tsv and the network (is the host reachable from this machine?)."
+                ) from exc
+            continue
+        if last_error is None:
+            return
+    size = t.part.stat().st_size if t.part.exists() else 0
+    raise DownloadError(
+        f"{t.url}: download failed after {retries + 1} attempts: {last_error}. "
+        f"{size} bytes are kept in {t.part} and a re-run resumes "
+        "from there; check the URL in config/dumps.tsv and the network (is the host reachable?)."
+    ) from last_error
+
+
 def download(
     url: str,
     dest: str | Path,
@@ -112,127 +297,23 @@ def download(
     with a permanent error, and :class:`ChecksumError` (deleting the partial
     file) when the finished bytes do not match ``checksum``.
     """
-    from tqdm import tqdm
-
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    part = dest.with_name(dest.name + ".part")
-    expected = Checksum.parse(checksum)
-    if expected is None:
+    transfer = _Transfer(url, dest, dest.with_name(dest.name + ".part"), timeout, chunk_size, progress)
+    digest = _PartDigest(Checksum.parse(checksum))
+    if digest.expected is None:
         log.warning("%s: no checksum in the registry; the download is not verified", url)
-    http = session or requests.Session()
-    hasher = None
-    hashed = 0  # bytes of `part` already fed to `hasher`
-    last_error: BaseException | None = None
-    unreachable = 0  # attempts in a row that got no byte because no connection was made
-    for attempt in range(retries + 1):
-        if attempt:
-            wait = min(max_backoff, backoff * 2 ** (attempt - 1))
-            log.warning(
-                "%s: attempt %d of %d in %.0f s after: %s", url, attempt + 1, retries + 1, wait, last_error
-            )
-            time.sleep(wait)
-        offset = part.stat().st_size if part.exists() else 0
-        if expected is not None and (hasher is None or hashed != offset):
-            # Bytes left by an earlier process (or a mismatch after a restart) are hashed once.
-            hasher = (
-                file_digest(part, expected.algorithm, offset) if offset else hashlib.new(expected.algorithm)
-            )
-            hashed = offset
-        headers = (
-            {"Range": f"bytes={offset}-", "Accept-Encoding": "identity"}
-            if offset
-            else {"Accept-Encoding": "identity"}
-        )
-        received = 0
-        try:
-            with http.get(url, stream=True, timeout=timeout, headers=headers, allow_redirects=True) as resp:
-                if offset and resp.status_code == 416:
-                    # Nothing left to send: the part file already holds the whole resource.
-                    log.info("%s: server has no bytes after %d; the transfer was complete", url, offset)
-                    break
-                if resp.status_code in TRANSIENT:
-                    last_error = DownloadError(f"HTTP {resp.status_code} {resp.reason}")
-                    continue
-                if resp.status_code >= 400:
-                    raise DownloadError(
-                        f"{url}: HTTP {resp.status_code} {resp.reason}. Check the `url` of this dump in "
-                        "config/dumps.tsv (Wikimedia keeps dumps for a few months only; older ones are "
-                        "on the Internet Archive: name the dump by date with `source` archive or auto)."
-                    )
-                if offset and resp.status_code == 206:
-                    start, total = _total_from_content_range(resp.headers.get("Content-Range"))
-                    if start != offset:
-                        raise DownloadError(
-                            f"{url}: asked for bytes {offset}- but got {resp.headers.get('Content-Range')}"
-                        )
-                else:
-                    if offset:
-                        log.warning("%s: server ignored the Range request; starting again from byte 0", url)
-                    offset = 0
-                    if expected is not None:
-                        hasher, hashed = hashlib.new(expected.algorithm), 0
-                    length = resp.headers.get("Content-Length")
-                    total = int(length) if length and length.isdigit() else None
-                mode = "ab" if offset else "wb"
-                with (
-                    open(part, mode) as out,
-                    tqdm(
-                        total=total,
-                        initial=offset,
-                        unit="B",
-                        unit_scale=True,
-                        desc=f"download {dest.name}",
-                        disable=not progress,
-                    ) as bar,
-                ):
-                    for block in resp.iter_content(chunk_size):
-                        out.write(block)
-                        if hasher is not None:
-                            hasher.update(block)
-                            hashed += len(block)
-                        bar.update(len(block))
-                        received += len(block)
-                size = part.stat().st_size
-                if total is not None and size < total:
-                    last_error = DownloadError(f"connection closed after {size} of {total} bytes")
-                    continue
-                if total is not None and size > total:
-                    raise DownloadError(f"{url}: got {size} bytes but the server announced {total}")
-                break
-        except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
-            last_error = exc
-            connect_failed = isinstance(exc, requests.ConnectionError) and not received
-            unreachable = unreachable + 1 if connect_failed else 0
-            if unreachable > max_unreachable:
-                # A wrong host name or a closed port will not heal by waiting minutes.
-                raise DownloadError(
-                    f"{url}: cannot connect ({unreachable} attempts): {exc}. Check the URL in "
-                    "config/dumps.tsv and the network (is the host reachable from this machine?)."
-                ) from exc
-            continue
-    else:
-        raise DownloadError(
-            f"{url}: download failed after {retries + 1} attempts: {last_error}. "
-            f"{part.stat().st_size if part.exists() else 0} bytes are kept in {part} and a re-run resumes "
-            "from there; check the URL in config/dumps.tsv and the network (is the host reachable?)."
-        ) from (last_error if isinstance(last_error, BaseException) else None)
-
-    if expected is not None:
-        if hasher is None or hashed != part.stat().st_size:
-            hasher = file_digest(part, expected.algorithm)
-        got = hasher.hexdigest()
-        if got != expected.hexdigest:
-            part.unlink(missing_ok=True)
-            raise ChecksumError(
-                f"{url}: {expected.algorithm} of the downloaded file is {got}, but {checksum_from} "
-                f"says {expected.hexdigest}. The partial file was deleted; re-run to download again, "
-                "or fix the checksum in config/dumps.tsv (Wikimedia publishes them in "
-                "*-sha1sums.txt / *-md5sums.txt next to the dump, the Internet Archive in its item's "
-                "metadata)."
-            )
-        log.info("%s: %s verified (%s)", dest, expected.algorithm, got)
-    os.replace(part, dest)
+    _fetch_part(
+        session or requests.Session(),
+        transfer,
+        digest,
+        retries=retries,
+        backoff=backoff,
+        max_backoff=max_backoff,
+        max_unreachable=max_unreachable,
+    )
+    digest.verify(transfer.part, url, checksum_from)
+    os.replace(transfer.part, dest)
     log.info("%s: %d bytes from %s", dest, dest.stat().st_size, url)
     return dest
 
