@@ -112,6 +112,9 @@ def test_cutoff_may_precede_the_older_dump_but_not_a_model(config):
     check_suites(ok["suites"], ok["templates"], ENABLED)
     full = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     cfg = load(Config, full)
-    assert S.suite_model_cutoff(cfg, "plausibility", {"name": "m", "cutoff": "2016-01-01"})["cutoff"] == "20160101"
+    assert (
+        S.suite_model_cutoff(cfg, "plausibility", {"name": "m", "cutoff": "2016-01-01"})["cutoff"]
+        == "20160101"
+    )
     with pytest.raises(ConfigError, match="set suites.plausibility.cutoff to the earliest model cut-off"):
         S.suite_model_cutoff(cfg, "plausibility", {"name": "m", "cutoff": "2015-06-01"})
