@@ -185,6 +185,10 @@ def test_imported_suite_is_scored_by_the_pipeline_with_released_grades(tables):
     sentences = {
         (p.prompt_id.endswith(SUBJECT_SWAP), p.prompt_text + p.continuation) for p in mine.itertuples()
     }
+    # The released templates end in ".": the prompts' ending, scored after the answer (item 7).
+    assert set(tables["prompts"]["ending"]) == {"."}
+    whole = build_pairs(tables["prompts"], tables["candidates"], tables["forms"], ending=True)
+    assert "Ada Lovelace's place of death is London." in set(whole["prompt_text"] + whole["continuation"])
     assert sentences == {
         (False, "Ada Lovelace's place of death is London"),
         (False, "Ada Lovelace's place of death is Paris"),

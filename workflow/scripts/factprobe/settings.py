@@ -326,6 +326,10 @@ class Scoring:
     no_space_languages: list[str] = _default(["zh", "ja", "th", "lo", "km", "my", "bo"])
     include_translated: bool = True
     sentence_kinds: list[str] = _default(["plausibility"])
+    # Scenario sentences (scoring/suite.py, issue 27 item 7): one label per entity; first token
+    # scored after BOS (or EOS in its place).
+    sentence_forms: str = "label"
+    sentence_first_token: str = "conditioned"
     samples: int = 100
     # BELIEF-ICL §3.2: prompts (one per pair, per prompt group) that get the samples; None = all.
     confidence_prompts: int | None = None
