@@ -363,3 +363,44 @@ def test_new_since_admits_rules():
     assert sorted(new_since(changes, 20160101)["subject"]) == [1]
     assert sorted(new_since(changes, 20160101, rules=("added_undated",))["subject"]) == [1, 2]
     assert sorted(new_since(changes, 20160101, statuses=("unknown",))["subject"]) == [2, 3]
+
+
+def test_new_since_keeps_scenarios_dated_between_model_cutoff_and_older_dump():
+    """Issue 27 item 6, PROBELM §3.1 / App. A: Pythia's data end in March 2020, the diff is
+    2020-10-05 -> 2020-11-02. Five additions between the dumps (rule start_between or
+    added_undated) and the date each carries:
+
+    subject 1: start 2020-02-10  -> on or before both cut-offs: seen, dropped by both.
+    subject 2: start 2020-06-15  -> after March, before the older dump: a PROBELM scenario.
+    subject 3: undated           -> kept by both (added at an unknown time between the dumps).
+    subject 4: point 2020-10-20  -> after both cut-offs: kept by both.
+    subject 5: start 2020-10-05  -> on the older dump's date: dropped at 20201005, kept at 20200301.
+
+    With the older dump's date as the suite's cut-off (the config before the fix) subjects 2 and
+    5 are lost before any per-model filter; with the models' cut-off 2020-03-01 they stay, and
+    the per-model filter (facts_new_to_model, cut-off 2020-03-01) keeps all four.
+    """
+    from factprobe.diff.rules import statement_date
+    from factprobe.metrics.plausibility import facts_new_to_model
+
+    changes = pd.DataFrame(
+        {
+            "subject": [1, 2, 3, 4, 5],
+            "property": [27] * 5,
+            "object": [10, 20, 30, 40, 50],
+            "status": ["new", "new", "unknown", "new", "new"],
+            "rule": ["start_between", "start_between", "added_undated", "point_between", "start_between"],
+            "start": [20200210, 20200615, NaN, NaN, 20201005],
+            "end": [NaN] * 5,
+            "point_in_time": [NaN, NaN, NaN, 20201020, NaN],
+        }
+    )
+    picks = (("new",), ("added_undated",))
+    assert sorted(new_since(changes, 20201005, *picks)["subject"]) == [3, 4]
+    kept = new_since(changes, 20200301, *picks)
+    assert sorted(kept["subject"]) == [2, 3, 4, 5]
+    rows = changes.merge(kept, on=["subject", "property", "object"])
+    facts = pd.DataFrame({"fact_id": rows["subject"].astype(str), "date": statement_date(rows)})
+    model = {"cutoff": "20200301", "dump": "20201102"}
+    out, counts = facts_new_to_model(facts, model)
+    assert sorted(out["fact_id"]) == ["2", "3", "4", "5"] and counts["facts_seen_by_model"] == 0

@@ -149,6 +149,9 @@ def test_plausibility_keeps_new_facts_after_cutoff(demo_tables, tmp_path):
     # Each fact carries its statement's date and diff status, so metrics need not read the diff.
     assert facts[["date", "status"]].values.tolist() == [[20170301, "new"]]
     assert prompts.text.tolist() == ["The capital of Portugal is", "Portugal has its seat of government in"]
+    # Issue 27 item 7: each template's rest after [Y] (both end in "[Y]."), scored after
+    # the object in sentence mode.
+    assert prompts.ending.tolist() == [".", "."]
 
 
 def test_no_usable_template_is_a_clear_error(demo_tables):

@@ -79,7 +79,7 @@ def test_schema_rejects(config, schema, change, message):
             lambda s: s["knowledge"].update(dump="20200101"),
             "suites.knowledge.dump: 20200101 is not an enabled dump",
         ),
-        (lambda s: s["plausibility"].update(cutoff="20190301"), "need diff_old <= cutoff < dump"),
+        (lambda s: s["plausibility"].update(cutoff="20190301"), "need diff_old < dump and cutoff < dump"),
         (
             lambda s: s["plausibility"].update(cutoff="20161345"),
             "suites.plausibility.cutoff: 20161345 is not a calendar date",
@@ -99,3 +99,22 @@ def test_cross_checks(config, change, message):
     change(bad["suites"])
     with pytest.raises(ConfigError, match=message):
         check_suites(bad["suites"], bad["templates"], ENABLED)
+
+
+def test_cutoff_may_precede_the_older_dump_but_not_a_model(config):
+    """Issue 27 item 6 (PROBELM §3.1): the suite's cut-off is the earliest model's and may precede
+    diff_old (2014-12-01 here); a model whose own cut-off is earlier than the suite's (2016-01-01)
+    fails at start-up, since the facts new to it were never selected."""
+    from factprobe import settings as S
+
+    ok = copy.deepcopy(config)
+    ok["suites"]["plausibility"].update(cutoff="20100101")  # before diff_old 20141201: accepted
+    check_suites(ok["suites"], ok["templates"], ENABLED)
+    full = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    cfg = load(Config, full)
+    assert (
+        S.suite_model_cutoff(cfg, "plausibility", {"name": "m", "cutoff": "2016-01-01"})["cutoff"]
+        == "20160101"
+    )
+    with pytest.raises(ConfigError, match="set suites.plausibility.cutoff to the earliest model cut-off"):
+        S.suite_model_cutoff(cfg, "plausibility", {"name": "m", "cutoff": "2015-06-01"})

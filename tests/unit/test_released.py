@@ -186,6 +186,10 @@ def test_imported_suite_is_scored_by_the_pipeline_with_released_grades(tables):
     sentences = {
         (p.prompt_id.endswith(SUBJECT_SWAP), p.prompt_text + p.continuation) for p in mine.itertuples()
     }
+    # The released templates end in ".": the prompts' ending, scored after the answer (item 7).
+    assert set(tables["prompts"]["ending"]) == {"."}
+    whole = build_pairs(tables["prompts"], tables["candidates"], tables["forms"], ending=True)
+    assert "Ada Lovelace's place of death is London." in set(whole["prompt_text"] + whole["continuation"])
     assert sentences == {
         (False, "Ada Lovelace's place of death is London"),
         (False, "Ada Lovelace's place of death is Paris"),
@@ -220,9 +224,13 @@ def test_imported_suite_is_scored_by_the_pipeline_with_released_grades(tables):
     def dcg(grades):
         return sum((2.0**g - 1) / math.log2(i + 2) for i, g in enumerate(grades))
 
-    # Ranked grades [9, 11, 6]; min-max scaled between the worst and the ideal order.
+    # Ranked grades [9, 11, 6]; plaus_ndcg_minmax: min-max scaled between the worst and the ideal order.
     want = (dcg([9, 11, 6]) - dcg([6, 9, 11])) / (dcg([11, 9, 6]) - dcg([6, 9, 11]))
-    assert got[("object", "plaus_ndcg")] == pytest.approx(want)
+    assert got[("object", "plaus_ndcg_minmax")] == pytest.approx(want)
+    # plaus_ndcg, standard (linear gain): (9 + 11 / log2 3 + 6 / 2) / (11 + 9 / log2 3 + 6 / 2).
+    assert got[("object", "plaus_ndcg")] == pytest.approx(
+        (9 + 11 / math.log2(3) + 3) / (11 + 9 / math.log2(3) + 3)
+    )
 
 
 def test_bad_files_name_the_file_and_group(release):
@@ -291,3 +299,63 @@ def test_real_release_when_present():
     c = tables["candidates"]
     assert c.groupby(["fact_id", "side"]).size().max() <= 11  # the fact + 10 alternatives per list
     assert set(c["relevance"]) <= {float(12 - r) for r in range(1, 12)}
+
+
+def test_standard_ndcg_on_released_grades_when_present():
+    """Issue 27 item 8: plaus_ndcg is the standard NDCG (Järvelin & Kekäläinen: gain = grade,
+    discount 1 / log2(position + 1), over the ideal DCG of the same grades) on the release's own
+    graded ranks (relevance = 12 - released rank), two groups of ../shared 102020.json, object
+    side, the model's order set by hand:
+
+    Group id 14 ("Wikidata uses data donation", ranks 1..11, grades 11..1). Model order: released
+    ranks 2, 1, 3, ..., 11 (the top two swapped), grades 10, 11, 9, ..., 1.
+      IDCG = sum_{p=1..11} (12 - p) / log2(p + 1) = 34.788612
+      IDCG - DCG = (11 - 10) * (1 / log2 2 - 1 / log2 3) = 1 - 0.630930 = 0.369070
+      NDCG = (34.788612 - 0.369070) / 34.788612 = 0.989391 (MRR 0.5)
+    Group id 43 ("Abraham Lincoln elected in 1860 United States presidential election"): the
+    object swaps are released at ranks 2, 3, 7, 8 with ranks 7 and 8 repeating 2 and 3's objects,
+    so the group holds grades 11 (the fact), 10, 9. Model order: grades 9, 11, 10.
+      DCG  = 9 + 11 / log2 3 + 10 / 2 = 9 + 6.940227 + 5 = 20.940227
+      IDCG = 11 + 10 / log2 3 + 9 / 2 = 11 + 6.309298 + 4.5 = 21.809298
+      NDCG = 0.960151 (MRR 0.5)
+    """
+    folder = _shared_release()
+    if folder is None:
+        pytest.skip("the PRobELM release is not beside the repository (../shared/data/probelm/data)")
+    from factprobe.metrics.common import entity_scores, prompt_frame
+    from factprobe.metrics.plausibility import plausibility_per_fact
+
+    tables = build_released(
+        "probelm",
+        {"102020": read_groups(folder / "102020.json")},
+        read_prompts(folder / "prompts.csv"),
+        LABELS,
+        PROPERTIES,
+        dump="20201102",
+    )
+    # Model order by released rank: group 14 ranks 2, 1, 3..11; group 43 ranks 3, 1, 2.
+    order = {"probelm/102020/14": [2, 1, *range(3, 12)], "probelm/102020/43": [3, 1, 2]}
+    want = {"probelm/102020/14": 0.989391, "probelm/102020/43": 0.960151}
+    for fact_id, released_order in order.items():
+        prompt = tables["prompts"][
+            (tables["prompts"]["fact_id"] == fact_id) & (tables["prompts"]["style"] == "statement")
+        ]
+        cands = tables["candidates"][tables["candidates"]["fact_id"] == fact_id]
+        side = cands[cands["side"] == "object"]
+        rank_of = dict(zip(side["entity"], 12 - side["relevance"].astype(int), strict=True))
+        assert sorted(rank_of.values()) == sorted(released_order)  # the group's released ranks
+        scores = pd.DataFrame(
+            {
+                "prompt_id": prompt["prompt_id"].iloc[0],
+                "entity": list(rank_of),
+                "form": list(rank_of),
+                "logprob": [-float(released_order.index(r)) for r in rank_of.values()],
+                "n_tokens": 1,
+            }
+        )
+        per = plausibility_per_fact(
+            entity_scores(scores), prompt_frame(prompt), cands, tables["facts"], ["cooccur"]
+        )
+        got = per[per["strategy"] == "object"].set_index("measure")["value"]
+        assert got["plaus_rr"] == 0.5
+        assert got["plaus_ndcg"] == pytest.approx(want[fact_id], abs=1e-6), fact_id

@@ -155,8 +155,6 @@ def test_metrics_settings_are_those_of_the_suites_families():
     assert S.suite_metrics(cfg, "p") == {
         "families": ["plausibility"],
         "plausibility_strategies": ["cooccur"],
-        "ndcg_gain": "exponential",
-        "ndcg_normalization": "minmax",
         "robustness_pair": ["template", "sentence"],
     }
     assert S.load(S.Metrics, {**S.suite_metrics(cfg, "p"), "families": {}}).belief_bins == 10

@@ -32,6 +32,8 @@ rule score_shard:
         cache="results/cache/scores/{model}",
         topk=CFG.scoring.topk,
         mode=lookup(dpath="{suite}", within=SCORING_MODES),
+        sentence_forms=CFG.scoring.sentence_forms,
+        sentence_first_token=CFG.scoring.sentence_first_token,
     script:
         "../scripts/score_shard.py"
 

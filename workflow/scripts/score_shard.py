@@ -22,7 +22,16 @@ prompts = prompts[[shard_of(p, shards) == shard for p in prompts["prompt_id"]]]
 log.info("shard %d/%d: %d prompts", shard, shards, len(prompts))
 sentence = params.mode == "sentence"
 # Subject-swapped scenarios are whole sentences: only the sentence mode can rank them (PROBELM §4.1).
-pairs = build_pairs(prompts, candidates, forms, tuple(params.no_space_languages), subject_swaps=sentence)
+# Sentence mode scores whole scenario sentences: the template's ending too, one label per entity.
+pairs = build_pairs(
+    prompts,
+    candidates,
+    forms,
+    tuple(params.no_space_languages),
+    subject_swaps=sentence,
+    ending=sentence,
+    sentence_forms=params.sentence_forms if sentence else "all",
+)
 model = load_model(
     params.model,
     model_dir=inp.model,
@@ -32,7 +41,7 @@ model = load_model(
 )
 lm = CachingLM(model, RequestCache(params.cache))
 log.info("scoring mode: %s", "whole sentence (PROBELM §4.1)" if sentence else "continuation")
-scores = score_pairs(lm, pairs, sentence=sentence)
+scores = score_pairs(lm, pairs, sentence=sentence, first_token=params.sentence_first_token)
 contracts.write("score_shard", scores, snakemake.output.scores)
 log.info("wrote %d scores", len(scores))
 topk = topk_table(lm, prompts, int(params.topk))

@@ -332,6 +332,10 @@ class Scoring:
     no_space_languages: list[str] = _default(["zh", "ja", "th", "lo", "km", "my", "bo"])
     include_translated: bool = True
     sentence_kinds: list[str] = _default(["plausibility"])
+    # Scenario sentences (scoring/suite.py, issue 27 item 7): one label per entity; first token
+    # scored after BOS (or EOS in its place).
+    sentence_forms: str = "label"
+    sentence_first_token: str = "conditioned"
     samples: int = 100
     # BELIEF-ICL §3.2: prompts (one per pair, per prompt group) that get the samples; None = all.
     confidence_prompts: int | None = None
@@ -395,8 +399,6 @@ class Metrics:
     # Retrieval writes Temp+Sem as strategy temp+sem already (§3.3); extra concatenations only on request.
     combined_strategies: dict[str, list[str]] = _default({})
     plausibility_strategies: list[str] = _default(["cooccur"])
-    ndcg_gain: str = "exponential"
-    ndcg_normalization: str = "minmax"
     # BELIEF §5.1: N = 50,000 samplings; the demo config sets a small N.
     belief_samplings: int = 50_000
     belief_bins: int = 10
@@ -613,6 +615,14 @@ def suite_model_cutoff(cfg: Config, suite: str, model_row: dict) -> dict:
         # A released benchmark is chosen per cut-off already (PRobELM's {MMYYYY}.json files).
         return {}
     own = str(model_row.get("cutoff") or "").replace("-", "")
+    if own and own < str(block.cutoff):
+        # The probes stage already dropped facts dated on or before the suite's cut-off: the
+        # ones between this model's cut-off and it (new to the model) would be lost silently.
+        raise ConfigError(
+            f"models.tsv: model {model_row.get('name', '?')} has cutoff {model_row.get('cutoff')}, "
+            f"before suites.{suite}.cutoff {block.cutoff}: facts dated in between are new to it but "
+            f"not in the suite; set suites.{suite}.cutoff to the earliest model cut-off ({own})"
+        )
     return {
         "cutoff": own or str(block.cutoff),
         "source": "model" if own else "suite",
@@ -772,8 +782,11 @@ def check_cross_keys(cfg: Config, enabled: list[str], source: str = "config/conf
                 raise ConfigError(f"{where}.cutoff: {cut} is not a calendar date; write YYYYMMDD (quoted)")
             if old not in enabled:
                 raise ConfigError(f"{where}.diff_old: {old} is not an enabled dump ({enabled})")
-            if not old <= cut < new:
-                raise ConfigError(f"{where}: need diff_old <= cutoff < dump, got {old}, {cut}, {new}")
+            # The cut-off may precede diff_old (PROBELM §3.1: a model's cut-off, e.g. 2020-03, is
+            # usually months before the older dump, 2020-10): additions between the dumps dated
+            # after the cut-off are new to the model and stay.
+            if not (old < new and cut < new):
+                raise ConfigError(f"{where}: need diff_old < dump and cutoff < dump, got {old}, {cut}, {new}")
     precision = max(cfg.metrics.precision_ns or [1])
     if precision > cfg.scoring.topk:
         raise ConfigError(

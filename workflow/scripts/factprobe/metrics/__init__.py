@@ -137,9 +137,7 @@ _F = "factprobe.metrics.families"
 # One line per family (the order they run in).
 register_family("knowledge", f"{_F}:knowledge", ("ns", "precision_ns", "combined_strategies", "short_lists"))
 register_family("ranking", f"{_F}:ranking", ("recall_ns", "ranking_average", "ranking_ties"))
-register_family(
-    "plausibility", f"{_F}:plausibility", ("plausibility_strategies", "ndcg_gain", "ndcg_normalization")
-)
+register_family("plausibility", f"{_F}:plausibility", ("plausibility_strategies",))
 register_family("belief", f"{_F}:belief", ("belief_samplings", "belief_bins"))
 register_family("belief_icl", f"{_F}:belief_icl", ("belief_samplings", "belief_bins"))
 register_family("overlap", "factprobe.metrics.overlap:overlap", ("overlap",))
@@ -257,6 +255,36 @@ register_measure(
     bounded=False,
 )
 register_measure("precision", "knowledge", "distractors Table 2", "Precision@n", unit=_SHARE)
+# PROBELM §4.2 per fact and prompt style (PLAUSIBILITY averages the first three; metrics/plausibility.py).
+_GROUPS = "share of scenario groups, 0–1"
+register_measure("plaus_acc", "plausibility", "PROBELM §4.2", "Acc.", unit=_GROUPS, fact_level=True)
+register_measure(
+    "plaus_rr",
+    "plausibility",
+    "PROBELM §4.2",
+    "MRR",
+    unit="mean 1 / rank of the most plausible scenario, 0–1",
+    chance="plaus_rr_chance",
+    fact_level=True,
+)
+register_measure(
+    "plaus_ndcg",
+    "plausibility",
+    "PROBELM §4.2; Järvelin & Kekäläinen 2002",
+    "NDCG",
+    unit="DCG / ideal DCG, linear gain = released grade, 0–1",
+    chance="plaus_ndcg_chance",
+    fact_level=True,
+)
+register_measure(
+    "plaus_ndcg_minmax",
+    "plausibility",
+    "PROBELM §4.2 (adaptation: convention unstated)",
+    "NDCG (2^g−1, min-max)",
+    unit="(DCG − worst) / (ideal − worst), 0–1",
+    chance="plaus_ndcg_minmax_chance",
+    fact_level=True,
+)
 
 from factprobe.plugins import load_plugins  # noqa: E402  (after the registry: plugins fill it)
 

@@ -30,7 +30,7 @@ from .common import (
     prompt_frame,
 )
 from .meta import configuration_grid, verbalization_robustness
-from .plausibility import MEASURES as PLAUSIBILITY_PARTS
+from .plausibility import PARTS as PLAUSIBILITY_PARTS
 from .uncertainty import interval_table, paired_table, percentile_interval, resample_counts
 
 log = logging.getLogger(__name__)

@@ -13,15 +13,18 @@ perplexity (§4.1); the entity's perplexity is that of its best form, exp(-logpr
   (:mod:`factprobe.distractors.cooccur`: alternative ranked i of n gets n + 1 - i, the fact n + 1,
   i.e. relevance = 12 - released rank for n = 10); it is used as the grade as is. Without a
   ``relevance`` (other strategies) the m alternatives are graded by their position p in the
-  candidate list, m + 1 - p, and the object m + 1. Gain 2^g - 1 (``gain="exponential"``, default)
-  or g (``"linear"``), discount 1 / log2(position + 1). The paper does not state its
-  normalisation, but its NDCG stays within about a point of its MRR for every model (Table 2,
-  Pearson 0.998), while the classic DCG / ideal DCG gives a random ranker 0.57 against MRR's
-  0.27 on 11 scenarios. The default ``normalization="minmax"`` therefore maps the worst order to 0
-  and the ideal to 1, (DCG - worst DCG) / (ideal DCG - worst DCG): a random ranker then scores
-  0.31 (exponential gain, 11 scenarios), on MRR's scale; ``"ideal"`` is the classic DCG / ideal
-  DCG. The exact expectation of a random ranker is reported per prompt as ``plaus_ndcg_chance``
-  (E[DCG] = mean gain x sum of discounts), with ``plaus_rr_chance`` = H(k) / k for MRR;
+  candidate list, m + 1 - p, and the object m + 1. §4.2 does not state its NDCG convention
+  (gain, discount, normalisation). ``plaus_ndcg`` is the standard NDCG of Järvelin & Kekäläinen
+  (2002): gain = grade (linear), discount 1 / log2(position + 1), over the ideal DCG of the same
+  grades (:func:`factprobe.metrics.ranking.ndcg_per_group`); it enters PLAUSIBILITY. It does not
+  reproduce the paper's NDCG ≈ MRR (Table 2, |Δ| ≤ 0.008, Pearson 0.998): a random ranker of 11
+  scenarios graded 1..11 gets 0.83 against MRR's 0.27. No convention tried does (issue 27 item
+  8). ``plaus_ndcg_minmax``, an adaptation kept under its own name, uses gain 2^g - 1 and maps
+  the worst order to 0, (DCG - worst DCG) / (ideal DCG - worst DCG): a random ranker then gets
+  0.31, on MRR's scale, but its values still differ from MRR by up to 0.10. The exact
+  expectation of a random ranker is reported per prompt as ``plaus_ndcg_chance`` /
+  ``plaus_ndcg_minmax_chance`` (E[DCG] = mean gain x sum of discounts), with
+  ``plaus_rr_chance`` = H(k) / k for MRR;
 * PLAUSIBILITY: the mean of accuracy, MRR and NDCG over the three prompt styles (nine numbers),
   each the mean over both swapped slots when subject swaps are scored.
 
@@ -43,19 +46,16 @@ from factprobe import contracts
 from factprobe.contracts import SUBJECT_SWAP, TRUE_SUBJECT, is_subject_side
 
 from .common import GROUP_KEYS, average_per_fact, candidates_for_prompts
+from .ranking import ndcg_per_group
 
-MEASURES = ["plaus_acc", "plaus_rr", "plaus_ndcg"]
+#: PLAUSIBILITY's parts (§4.2): accuracy, MRR and (standard) NDCG.
+PARTS = ["plaus_acc", "plaus_rr", "plaus_ndcg"]
+#: Every per-fact measure of the family (registered in factprobe.metrics.MEASURES).
+MEASURES = [*PARTS, "plaus_ndcg_minmax"]
 #: Expected values of a random ranker of the same group (reported next to MEASURES).
-CHANCE = ["plaus_rr_chance", "plaus_ndcg_chance"]
-NORMALIZATIONS = ("minmax", "ideal")
-
-
-def _gain(grade: np.ndarray, gain: str) -> np.ndarray:
-    if gain == "exponential":
-        return np.power(2.0, grade) - 1.0
-    if gain == "linear":
-        return grade
-    raise ValueError(f"unknown NDCG gain {gain!r}; use 'exponential' or 'linear'")
+CHANCE = ["plaus_rr_chance", "plaus_ndcg_chance", "plaus_ndcg_minmax_chance"]
+#: NDCG measure -> (gain, normalization) of factprobe.metrics.ranking.ndcg_per_group.
+NDCG = {"plaus_ndcg": ("linear", "ideal"), "plaus_ndcg_minmax": ("exponential", "minmax")}
 
 
 def _relevance(frame: pd.DataFrame) -> pd.Series:
@@ -71,43 +71,33 @@ def plausibility_per_prompt(
     candidates: pd.DataFrame,
     facts: pd.DataFrame,
     strategies: Sequence[str],
-    gain: str = "exponential",
-    normalization: str = "minmax",
 ) -> pd.DataFrame:
-    """Accuracy, RR and NDCG (+ their random-ranker ``CHANCE`` values) for every prompt whose fact
-    has alternatives of ``strategies``, one group per swapped slot (column ``side``).
+    """Accuracy, RR and both NDCGs (+ their random-ranker ``CHANCE`` values) for every prompt whose
+    fact has alternatives of ``strategies``, one group per swapped slot (column ``side``).
 
     Object side: the true scenario and the object swaps under the prompt. Subject side (PROBELM
     Algorithm 1's second list): the true scenario (entity ``TRUE_SUBJECT``) and the subject swaps,
     scored under the prompt id + ``SUBJECT_SWAP`` (:func:`factprobe.scoring.suite.subject_swap_pairs`).
     Each group holds the true scenario and its up to 10 alternatives: 11 scenarios (§4.1).
     """
-    if normalization not in NORMALIZATIONS:
-        raise ValueError(f"unknown NDCG normalization {normalization!r}; use one of {NORMALIZATIONS}")
     subject = is_subject_side(candidates)
-    out = [_rank_groups(ent, prompts, candidates[~subject], facts, strategies, gain, normalization)]
+    out = [_rank_groups(ent, prompts, candidates[~subject], facts, strategies)]
     out[0]["side"] = "object"
     if subject.any():
         twins = prompts.assign(prompt_id=prompts["prompt_id"] + SUBJECT_SWAP)
         side = candidates[subject | (candidates["role"] == "object")]
-        per = _rank_groups(
-            ent, twins, side, facts.assign(object=TRUE_SUBJECT), strategies, gain, normalization
-        )
+        per = _rank_groups(ent, twins, side, facts.assign(object=TRUE_SUBJECT), strategies)
         per["prompt_id"] = per["prompt_id"].str.removesuffix(SUBJECT_SWAP)
         out.append(per.assign(side="subject"))
     return pd.concat(out, ignore_index=True)
 
 
-def _rank_groups(
-    ent: pd.DataFrame,
-    prompts: pd.DataFrame,
-    candidates: pd.DataFrame,
-    facts: pd.DataFrame,
-    strategies: Sequence[str],
-    gain: str,
-    normalization: str,
+def _graded_rows(
+    ent: pd.DataFrame, prompts: pd.DataFrame, candidates: pd.DataFrame, facts: pd.DataFrame, strategies
 ) -> pd.DataFrame:
-    """The measures of every prompt's group: its fact's object and its alternatives of ``strategies``."""
+    """Every prompt's scenarios with their grade and score: its fact's object and its alternatives
+    of ``strategies`` (prompt_id, fact_id, entity, grade, is_object, best_norm); groups whose object
+    is unscored are left out (they cannot be ranked)."""
     dis = candidates[(candidates["role"] == "distractor") & candidates["strategy"].isin(list(strategies))]
     # Grades are per prompt: a per-language candidate list only ranks within its language.
     dis = candidates_for_prompts(prompts, dis)
@@ -130,45 +120,34 @@ def _rank_groups(
         ["prompt_id", "fact_id", "entity", "grade", "is_object"]
     ]
     rows = rows.merge(ent[["prompt_id", "entity", "best_norm"]], on=["prompt_id", "entity"], how="inner")
-    # A group whose object is unscored cannot be ranked.
-    has_obj = rows.groupby("prompt_id")["is_object"].transform("any")
-    rows = rows[has_obj]
+    return rows[rows.groupby("prompt_id")["is_object"].transform("any")]
+
+
+def _rank_groups(
+    ent: pd.DataFrame, prompts: pd.DataFrame, candidates: pd.DataFrame, facts: pd.DataFrame, strategies
+) -> pd.DataFrame:
+    """The measures of every prompt's group: its fact's object and its alternatives of ``strategies``."""
+    rows = _graded_rows(ent, prompts, candidates, facts, strategies)
     cols = ["prompt_id", "fact_id", *MEASURES, *CHANCE]
     if rows.empty:
         return pd.DataFrame(columns=cols)
+    # Lower perplexity first; among equal ones the lower grade first (a tie is a failure).
     rows = rows.sort_values(["prompt_id", "best_norm", "grade"], ascending=[True, False, True], kind="stable")
     rows["pos"] = rows.groupby("prompt_id").cumcount() + 1
-    rows["disc"] = 1.0 / np.log2(rows["pos"] + 1.0)
-    rows["dcg"] = _gain(rows["grade"].to_numpy(), gain) * rows["disc"]
-    ideal = rows.sort_values(["prompt_id", "grade"], ascending=[True, False], kind="stable").copy()
-    ideal["pos"] = ideal.groupby("prompt_id").cumcount() + 1
-    ideal["idcg"] = _gain(ideal["grade"].to_numpy(), gain) / np.log2(ideal["pos"] + 1.0)
-    worst = rows.sort_values(["prompt_id", "grade"], ascending=[True, True], kind="stable").copy()
-    worst["pos"] = worst.groupby("prompt_id").cumcount() + 1
-    worst["wdcg"] = _gain(worst["grade"].to_numpy(), gain) / np.log2(worst["pos"] + 1.0)
-    rows["g"] = _gain(rows["grade"].to_numpy(), gain)
-    obj_rank = rows[rows["is_object"]].groupby("prompt_id")["pos"].min()
     grouped = rows.groupby("prompt_id")
     out = pd.DataFrame(
         {
-            "dcg": grouped["dcg"].sum(),
-            "idcg": ideal.groupby("prompt_id")["idcg"].sum(),
-            "wdcg": worst.groupby("prompt_id")["wdcg"].sum(),
-            # E[DCG] of a uniformly random order: every scenario is at every position equally often.
-            "edcg": grouped["g"].mean() * grouped["disc"].sum(),
             "k": grouped.size(),
-            "rank": obj_rank,
+            "rank": rows[rows["is_object"]].groupby("prompt_id")["pos"].min(),
             "fact_id": grouped["fact_id"].first(),
         }
     )
     out["plaus_acc"] = (out["rank"] == 1).astype(float)
     out["plaus_rr"] = 1.0 / out["rank"]
     out["plaus_rr_chance"] = [sum(1.0 / i for i in range(1, int(k) + 1)) / k for k in out["k"]]
-    floor = out["wdcg"] if normalization == "minmax" else 0.0
-    span = out["idcg"] - floor
-    # One scenario (or all grades equal): every order is ideal.
-    out["plaus_ndcg"] = ((out["dcg"] - floor) / span).where(span > 1e-12, 1.0)
-    out["plaus_ndcg_chance"] = ((out["edcg"] - floor) / span).where(span > 1e-12, 1.0)
+    for name, (gain, normalization) in NDCG.items():
+        nd = ndcg_per_group(rows, "prompt_id", gain, normalization).reindex(out.index)
+        out[name], out[f"{name}_chance"] = nd["ndcg"], nd["ndcg_chance"]
     return out.reset_index().rename(columns={"index": "prompt_id"})[cols]
 
 
@@ -178,12 +157,10 @@ def plausibility_per_fact(
     candidates: pd.DataFrame,
     facts: pd.DataFrame,
     strategies: Sequence[str],
-    gain: str = "exponential",
-    normalization: str = "minmax",
 ) -> pd.DataFrame:
-    """Per scenario group (fact) and prompt style: ``plaus_acc``, ``plaus_rr``, ``plaus_ndcg`` and
-    the random-ranker values ``plaus_rr_chance``, ``plaus_ndcg_chance``."""
-    per = plausibility_per_prompt(ent, prompts, candidates, facts, strategies, gain, normalization)
+    """Per scenario group (fact) and prompt style: ``MEASURES`` (``plaus_acc``, ``plaus_rr``,
+    ``plaus_ndcg``, ``plaus_ndcg_minmax``) and the random-ranker values ``CHANCE``."""
+    per = plausibility_per_prompt(ent, prompts, candidates, facts, strategies)
     per = per.merge(prompts[["prompt_id", *GROUP_KEYS]], on="prompt_id")
     # The swapped slot is the per-fact table's ``strategy``: "object" or "subject" swaps.
     per = per.rename(columns={"side": "strategy"})
@@ -193,12 +170,12 @@ def plausibility_per_fact(
 def plausibility_score(style_means: pd.DataFrame) -> pd.DataFrame:
     """PLAUSIBILITY (§4.2): mean of the per-style means of accuracy, MRR and NDCG.
 
-    ``style_means`` has columns style, measure (``MEASURES``), value and the other group keys;
+    ``style_means`` has columns style, measure (``PARTS``), value and the other group keys;
     returns one row per (lang, verbalization, shots) with ``value`` and ``n_parts`` (9 with three
     styles; fewer when a style is absent, which is then reported rather than hidden).
     """
     keys = [k for k in GROUP_KEYS if k != "style"]
-    part = style_means[style_means["measure"].isin(MEASURES)]
+    part = style_means[style_means["measure"].isin(PARTS)]
     if part.empty:
         return pd.DataFrame(columns=[*keys, "value", "n_parts"])
     out = part.groupby(keys).agg(value=("value", "mean"), n_parts=("value", "size")).reset_index()

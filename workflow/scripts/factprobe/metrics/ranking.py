@@ -1,4 +1,5 @@
-"""Rank-based measures of Fluent-mLAMA §3.3 (docs/references.md): rank, R@n (n = 1..5), mean rank.
+"""Rank-based measures of Fluent-mLAMA §3.3 (docs/references.md): rank, R@n (n = 1..5), mean rank;
+and NDCG over graded relevance (:func:`ndcg_per_group`, used by PROBELM §4.2).
 
 For each prompt (verbalization v_i) the candidate endings are the correct objects' forms and the
 distractors; they are ranked by the log-probability of the ending. The score of a fact is the
@@ -111,3 +112,64 @@ def table1(summary: pd.DataFrame, ns: Sequence[int] = (1, 3), strategy: str | No
     langs = list(dict.fromkeys(rows["lang"]))
     cols = [(c, lang) for c in order for lang in langs if (c, lang) in table.columns]
     return table[cols]
+
+
+#: NDCG gains: the grade itself (Järvelin & Kekäläinen 2002) or 2^grade - 1 (Burges et al. 2005).
+NDCG_GAINS = ("linear", "exponential")
+#: NDCG scales: DCG / ideal DCG (standard) or (DCG - worst) / (ideal - worst) (min-max).
+NDCG_NORMALIZATIONS = ("ideal", "minmax")
+
+
+def ndcg_gain(grade: np.ndarray, gain: str) -> np.ndarray:
+    """The gain of a graded relevance: ``linear`` g, ``exponential`` 2^g - 1."""
+    if gain == "exponential":
+        return np.power(2.0, grade) - 1.0
+    if gain == "linear":
+        return np.asarray(grade, dtype=float)
+    raise ValueError(f"unknown NDCG gain {gain!r}; use one of {NDCG_GAINS}")
+
+
+def _dcg_of_order(key: pd.Series, gain: np.ndarray, descending: bool) -> pd.Series:
+    """Per group: the DCG of its gains placed in descending (ideal) or ascending (worst) order."""
+    frame = pd.DataFrame({"key": key.to_numpy(), "g": gain})
+    frame = frame.sort_values(["key", "g"], ascending=[True, not descending], kind="stable")
+    pos = frame.groupby("key").cumcount().to_numpy() + 1.0
+    return (frame["g"] / np.log2(pos + 1.0)).groupby(frame["key"]).sum()
+
+
+def ndcg_per_group(
+    rows: pd.DataFrame, key: str = "prompt_id", gain: str = "linear", normalization: str = "ideal"
+) -> pd.DataFrame:
+    """NDCG of every group's ranked list and its random-ranker expectation.
+
+    ``rows``: ``key``, ``pos`` (the ranker's position, 1 = first) and ``grade`` (graded relevance,
+    higher = more relevant). Standard NDCG (Järvelin & Kekäläinen 2002, "Cumulated gain-based
+    evaluation of IR techniques"): DCG = sum over positions p of gain(grade_p) / log2(p + 1), over
+    the ideal DCG, the DCG of the same grades in descending order (``gain="linear"``,
+    ``normalization="ideal"``). ``normalization="minmax"`` maps the worst order (ascending
+    grades) to 0 instead: (DCG - worst) / (ideal - worst). ``ndcg_chance`` puts E[DCG] of a
+    uniformly random order (mean gain x sum of discounts: every grade is at every position
+    equally often) on the same scale. A group whose grades are all equal (or one row) scores 1:
+    every order is ideal. Returns one row per group (index ``key``): ``ndcg``, ``ndcg_chance``.
+    """
+    if normalization not in NDCG_NORMALIZATIONS:
+        raise ValueError(f"unknown NDCG normalization {normalization!r}; use one of {NDCG_NORMALIZATIONS}")
+    g = ndcg_gain(rows["grade"].to_numpy(dtype=float), gain)
+    disc = 1.0 / np.log2(rows["pos"].to_numpy(dtype=float) + 1.0)
+    by = rows[key].to_numpy()
+    dcg = pd.Series(g * disc).groupby(by).sum()
+    expected = pd.Series(g).groupby(by).mean() * pd.Series(disc).groupby(by).sum()
+    ideal = _dcg_of_order(rows[key], g, descending=True).reindex(dcg.index)
+    floor = (
+        _dcg_of_order(rows[key], g, descending=False).reindex(dcg.index) if normalization == "minmax" else 0.0
+    )
+    span = ideal - floor
+    out = pd.DataFrame(
+        {
+            # Clipped: summing the same terms in another order can land 1 ulp above the ideal.
+            "ndcg": ((dcg - floor) / span).clip(0.0, 1.0).where(span > 1e-12, 1.0),
+            "ndcg_chance": ((expected - floor) / span).where(span > 1e-12, 1.0),
+        }
+    )
+    out.index.name = key
+    return out

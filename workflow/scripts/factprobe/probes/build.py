@@ -35,7 +35,7 @@ from .select import (
     relations_in_dump,
 )
 from .templates import Template, TemplateError, check_unique, load_templates
-from .verbalize import forms_index, subject_forms
+from .verbalize import ending, forms_index, subject_forms
 
 log = logging.getLogger(__name__)
 
@@ -386,6 +386,8 @@ def suite_prompts(
         )
     prompts = pd.DataFrame(rows, columns=contracts.columns("prompts"))
     prompts["subject_form_index"] = prompts["subject_form_index"].astype("int32")
+    if plan.suite.kind == "plausibility":
+        prompts["ending"] = scenario_endings(plan, prompts)
     log.info(
         "suite %s: %d prompts (%s)",
         plan.name,
@@ -393,6 +395,18 @@ def suite_prompts(
         prompts.groupby(["lang", "style", "shots"]).size().to_dict(),
     )
     return prompts
+
+
+def scenario_endings(plan: SuitePlan, prompts: pd.DataFrame) -> pd.Series:
+    """Per prompt, its template's text after ``[Y]`` (e.g. "."): a plausibility suite's scored
+    sentence is prompt + object form + this ending (probelm-plausibility §4.1; docs/contracts.md)."""
+    by_id = {
+        (t.lang, t.id): ending(t, plan.suite.layout)
+        for templates in plan.by_lang_rel.values()
+        for t in templates
+    }
+    keys = zip(prompts["lang"], prompts["template_id"], strict=True)
+    return pd.Series([by_id[key] for key in keys], index=prompts.index, dtype=object)
 
 
 def fact_prompt_rows(plan: SuitePlan, fact, lang: str, index: dict, pool, short: Counter) -> list[tuple]:

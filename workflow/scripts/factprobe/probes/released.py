@@ -28,8 +28,9 @@ when it ends with ``<subject>`` ("Question: Who conferred <object>? Answer: <sub
 is oriented the other way (fact id suffix ``/reversed``): the released subject fills the end slot
 and the subject swaps are its ``object``-side candidates. Templates with text after the last slot
 other than the final period, or with a slot used twice, cannot be split this way and are
-skipped (counted in the log); the final period is scored as the end marker (the config sets
-``suites.<s>.scoring.end_marker: "."``).
+skipped (counted in the log); the final period is the prompt's ``ending``, scored after the
+answer in sentence mode (so the scored sentence is the released one, period included; no end
+marker is needed).
 
 Wikidata ids: every entity and relation label is looked up in the suite dump's labels (English
 labels, then aliases; exact, then case-insensitive; among several items the one with the most
@@ -82,6 +83,8 @@ class ReleasedTemplate:
     answer: str
     last: str | None
     reason: str = ""
+    #: Text after the last slot ("" or "."): scored after the answer (prompts column ``ending``).
+    ending: str = ""
 
 
 def read_prompts(path: str | Path) -> dict[str, dict[str, ReleasedTemplate]]:
@@ -124,7 +127,7 @@ def _template(relation: str, style: str, text: str, answer: str) -> ReleasedTemp
     tail = text[last.end() :].strip()
     if tail not in ("", "."):
         return ReleasedTemplate(relation, style, text, answer, None, f"text {tail!r} after the last slot")
-    return ReleasedTemplate(relation, style, text, answer, last.group(1))
+    return ReleasedTemplate(relation, style, text, answer, last.group(1), ending=tail)
 
 
 def read_groups(path: str | Path) -> list[list[dict]]:
@@ -353,7 +356,7 @@ class ReleasedRows:
                 inner_text,
                 text,
             )
-            + ("", "template", "none", 0, prop, [])
+            + ("", "template", "none", 0, prop, [], template.ending)
         )
 
 
@@ -369,7 +372,7 @@ def released_tables(rows: ReleasedRows, dump: str, seed: object) -> dict[str, pd
     fact_table["dump"] = dump
     cols = contracts.columns("facts")
     fact_table = fact_table[cols + ["month"]].sort_values("fact_id").reset_index(drop=True)
-    prompt_table = pd.DataFrame(rows.prompts, columns=contracts.columns("prompts"))
+    prompt_table = pd.DataFrame(rows.prompts, columns=[*contracts.columns("prompts"), "ending"])
     prompt_table["subject_form_index"] = prompt_table["subject_form_index"].astype("int32")
     cand_table = pd.DataFrame(
         rows.cands, columns=["fact_id", "entity", "role", "strategy", "rank", "relevance", "side"]

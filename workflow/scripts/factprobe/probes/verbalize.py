@@ -63,6 +63,14 @@ def prompt_text(template: Template, subject: str) -> str:
     return _fill_subject(template.text, subject).split("[Y]", 1)[0].rstrip()
 
 
+def ending(template: Template, layout: str = "cloze") -> str:
+    """The template's text after ``[Y]`` (e.g. ``"."``), verbatim: what follows the object form in
+    the whole scenario sentence (probelm-plausibility §4.1 scores the sentence; the released
+    scenarios end in "."). Only the cloze layout ends with the template; the Q/A layouts end at
+    the answer cue, so their ending is empty."""
+    return template.text.split("[Y]", 1)[1] if layout == "cloze" else ""
+
+
 def sentence(template: Template, subject: str, obj: str) -> str:
     """The whole sentence with both slots filled (a few-shot demonstration)."""
     return _fill_subject(template.text, subject).replace("[Y]", obj)

@@ -7,6 +7,22 @@ suite kinds in ``scoring.sentence_kinds``) the whole ``sentence`` (prompt text +
 scored from its first token instead, so ``logprob / n_tokens`` is minus the log perplexity of the
 scenario sentence. Scores come from a model of
 :mod:`factprobe.lm` (a :class:`~factprobe.lm.CachingLM` reads the request cache first).
+
+Scenario sentences (sentence mode, issue 27 item 7):
+
+* **Whole sentence:** the continuation is the form followed by the prompt's ``ending``, the
+  template's text after ``[Y]`` (e.g. "."), so "Marcelo is a citizen of Spain." is scored with
+  its final period, as the released scenarios are (``ending=True`` of :func:`build_pairs`).
+* **One form per entity** (``scoring.sentence_forms``): ``label`` (default) scores each
+  scenario once, with the entity's label (as the release has one text per entity); ``all``
+  scores the label and every alias, and the measures take the best form.
+* **First token** (``scoring.sentence_first_token``): a sentence is the continuation of an empty
+  context, which the encoding rule (:mod:`factprobe.lm.encoding`) fills with the tokenizer's
+  BOS, or the EOS token in its place (GPT-2, Pythia: no BOS), so the first token is scored
+  conditioned on that token (``conditioned``, default). The paper does not say; ``unscored``
+  leaves the first token's log-probability out of the sum and of ``n_tokens`` (the perplexity
+  of tokens 2..n, as a loss over ``labels = input_ids`` gives; the later tokens still see the
+  BOS/EOS position).
 """
 
 from __future__ import annotations
@@ -31,11 +47,38 @@ def shard_of(prompt_id: str, shards: int) -> int:
     return stable_hash("score-shard", prompt_id) % shards
 
 
+#: scoring.sentence_forms: the forms of an entity scored in a scenario sentence.
+SENTENCE_FORMS = ("label", "all")
+#: scoring.sentence_first_token: whether a sentence's first token counts in its score.
+SENTENCE_FIRST_TOKEN = ("conditioned", "unscored")
+
+
+def label_forms(forms: pd.DataFrame) -> pd.DataFrame:
+    """One form per (entity, lang): its label (``source == "label"``), else its first form."""
+    f = forms.dropna(subset=["form"])
+    f = f[f["form"].str.strip() != ""]
+    rank = (f["source"] != "label").astype(int) if "source" in f.columns else pd.Series(0, index=f.index)
+    return (
+        f.assign(_r=rank)
+        .sort_values(["entity", "lang", "_r"], kind="stable")
+        .drop_duplicates(["entity", "lang"])
+        .drop(columns="_r")
+    )
+
+
+def endings(prompts: pd.DataFrame) -> pd.Series:
+    """The prompts' ``ending`` (text after the object slot), "" where absent."""
+    if "ending" not in prompts.columns:
+        return pd.Series("", index=prompts.index, dtype=object)
+    return prompts["ending"].fillna("").astype(str)
+
+
 def subject_swap_pairs(
     prompts: pd.DataFrame,
     candidates: pd.DataFrame,
     forms: pd.DataFrame,
     no_space_langs: Collection[str] = NO_SPACE_LANGS,
+    ending: bool = False,
 ) -> pd.DataFrame:
     """Subject-swapped scenarios (PROBELM Algorithm 1, §3.2; the released data's subject series).
 
@@ -45,7 +88,7 @@ def subject_swap_pairs(
     form). Pairs get the prompt id + :data:`SUBJECT_SWAP`, so the scenario group of the swapped
     subjects is ranked on its own; the group's true scenario is the unswapped prompt with the same
     object form, entity :data:`TRUE_SUBJECT`. Prompts whose text does not contain their subject
-    form are skipped and counted in the log.
+    form are skipped and counted in the log. ``ending``: the prompt's ending follows the object.
     """
     cols = [
         "prompt_id",
@@ -66,13 +109,9 @@ def subject_swap_pairs(
         subset=["form"]
     )
     f = f[f["form"].str.strip() != ""]
-    rank = (f["source"] != "label").astype(int) if "source" in f.columns else pd.Series(0, index=f.index)
-    labels = (
-        f.assign(_r=rank)
-        .sort_values(["entity", "lang", "_r"], kind="stable")
-        .drop_duplicates(["entity", "lang"])
-    )
+    labels = label_forms(f)
     p = prompts[["prompt_id", "fact_id", "lang", "text", "context", "subject_form"]].copy()
+    p["ending"] = endings(prompts) if ending else ""
     p["context"] = p["context"].fillna("")
     p["subject_form"] = p["subject_form"].fillna("").astype(str)
     slot = [bool(s) and s in text for s, text in zip(p["subject_form"], p["text"], strict=True)]
@@ -102,8 +141,10 @@ def subject_swap_pairs(
     pairs["prompt_id"] = pairs["prompt_id"] + SUBJECT_SWAP
     pairs["prompt_text"] = pairs["context"] + pairs["text"]
     pairs["continuation"] = [
-        continuation_text(form, lang, no_space_langs)
-        for form, lang in zip(pairs["object_form"].astype(str), pairs["lang"], strict=True)
+        continuation_text(form, lang, no_space_langs) + end
+        for form, lang, end in zip(
+            pairs["object_form"].astype(str), pairs["lang"], pairs["ending"], strict=True
+        )
     ]
     return pairs.drop_duplicates(["prompt_id", "entity", "form"])[cols].reset_index(drop=True)
 
@@ -114,6 +155,8 @@ def build_pairs(
     forms: pd.DataFrame,
     no_space_langs: Collection[str] = NO_SPACE_LANGS,
     subject_swaps: bool = False,
+    ending: bool = False,
+    sentence_forms: str = "all",
 ) -> pd.DataFrame:
     """All (prompt, candidate entity, form) pairs with their ``prompt_text`` and ``continuation``.
 
@@ -121,12 +164,19 @@ def build_pairs(
     counted in the log (the metrics see it as missing, not as a zero). Subject-side alternatives
     never fill the object slot; with ``subject_swaps`` (sentence mode) they get their own
     subject-swapped scenarios (:func:`subject_swap_pairs`), otherwise they are left out.
+    Sentence mode's scenario settings (module docstring): ``ending`` appends each prompt's
+    ``ending`` to the continuation; ``sentence_forms="label"`` scores one form per entity.
     """
+    if sentence_forms not in SENTENCE_FORMS:
+        raise ValueError(f"scoring.sentence_forms {sentence_forms!r}: use one of {SENTENCE_FORMS}")
     contracts.check(prompts, "prompts", "prompts", ["prompt_id", "fact_id", "lang", "text", "context"])
     contracts.check(candidates, "candidates", "candidates", ["fact_id", "entity"])
     contracts.check(forms, "forms", "forms", ["entity", "lang", "form"])
+    if sentence_forms == "label":
+        forms = label_forms(forms)
     p = prompts[["prompt_id", "fact_id", "lang", "text", "context"]].copy()
     p["context"] = p["context"].fillna("")
+    p["ending"] = endings(prompts) if ending else ""
     subject_side = is_subject_side(candidates)
     if subject_side.any() and not subject_swaps:
         log.info(
@@ -153,12 +203,14 @@ def build_pairs(
     pairs = with_forms[~lost].copy()
     pairs["prompt_text"] = pairs["context"] + pairs["text"]
     pairs["continuation"] = [
-        continuation_text(form, lang, no_space_langs)
-        for form, lang in zip(pairs["form"].astype(str), pairs["lang"], strict=True)
+        continuation_text(form, lang, no_space_langs) + end
+        for form, lang, end in zip(pairs["form"].astype(str), pairs["lang"], pairs["ending"], strict=True)
     ]
-    pairs = pairs.drop_duplicates(["prompt_id", "entity", "form"]).reset_index(drop=True)
+    pairs = (
+        pairs.drop(columns="ending").drop_duplicates(["prompt_id", "entity", "form"]).reset_index(drop=True)
+    )
     if subject_swaps:
-        swapped = subject_swap_pairs(prompts, candidates, forms, no_space_langs)
+        swapped = subject_swap_pairs(prompts, candidates, forms, no_space_langs, ending)
         log.info("%d subject-swap pairs (PROBELM Algorithm 1)", len(swapped))
         pairs = pd.concat([pairs, swapped[pairs.columns.intersection(swapped.columns)]], ignore_index=True)
     log.info(
@@ -170,13 +222,23 @@ def build_pairs(
     return pairs
 
 
-def score_pairs(lm: LM, pairs: pd.DataFrame, progress: bool = True, sentence: bool = False) -> pd.DataFrame:
+def score_pairs(
+    lm: LM,
+    pairs: pd.DataFrame,
+    progress: bool = True,
+    sentence: bool = False,
+    first_token: str = "conditioned",
+) -> pd.DataFrame:
     """The score table (docs/contracts.md ``score_suite``) of the pairs from :func:`build_pairs`.
 
     ``sentence=False``: log P(continuation + end | prompt). ``sentence=True`` (PROBELM §4.1): log
     P(sentence + end) of the whole scenario sentence (prompt text + continuation) from its first token,
     with ``n_tokens`` its token count; ``first_logprob`` is then the sentence's first token's.
+    ``first_token="unscored"`` (sentence mode): the first token is left out of ``logprob`` and
+    ``n_tokens`` (module docstring); a one-token sentence keeps it (nothing else to score).
     """
+    if first_token not in SENTENCE_FIRST_TOKEN:
+        raise ValueError(f"scoring.sentence_first_token {first_token!r}: use one of {SENTENCE_FIRST_TOKEN}")
     if sentence:
         texts = (pairs["prompt_text"] + pairs["continuation"]).tolist()
         uniq_texts = sorted(set(texts))
@@ -195,6 +257,10 @@ def score_pairs(lm: LM, pairs: pd.DataFrame, progress: bool = True, sentence: bo
     out["n_tokens"] = np.array([results[r].n_tokens for r in requests], dtype=np.int32)
     out["first_logprob"] = np.array([results[r].first_logprob for r in requests], dtype=np.float64)
     out["end_logprob"] = np.array([results[r].end_logprob for r in requests], dtype=np.float64)
+    if sentence and first_token == "unscored":
+        drop = out["n_tokens"] > 1
+        out.loc[drop, "logprob"] -= out.loc[drop, "first_logprob"]
+        out.loc[drop, "n_tokens"] -= 1
     return out[contracts.columns("score_shard")]
 
 
