@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from contract_frames import full_inputs
+from contract_frames import full, full_inputs
 from factprobe import settings as S
 from factprobe.contracts import SUBJECT_SWAP, TRUE_SUBJECT
 from factprobe.metrics.pipeline import SuiteInputs, compute_suite_metrics
@@ -354,7 +354,11 @@ def test_standard_ndcg_on_released_grades_when_present():
             }
         )
         per = plausibility_per_fact(
-            entity_scores(scores), prompt_frame(prompt), cands, tables["facts"], ["cooccur"]
+            entity_scores(full("scores", scores)),
+            prompt_frame(full("prompts", prompt)),
+            full("candidates", cands),
+            tables["facts"],
+            ["cooccur"],
         )
         got = per[per["strategy"] == "object"].set_index("measure")["value"]
         assert got["plaus_rr"] == 0.5
