@@ -295,6 +295,8 @@ def probe_inputs(wildcards):
         )
     if suite.temporal_only:
         files["temporal"] = rules.temporal_view.output.temporal.format(dump=suite.dump)
+    if suite.source.format in ("triples", "verbalization-pairs"):
+        files["source"] = suite.source.path
     return files
 
 
