@@ -125,7 +125,7 @@ def test_pair_from_row_cuts_both_sentences_before_the_object():
         ({"errors": "ignore"}, "not_annotated"),
         ({"errors": ""}, "not_annotated"),
         ({"context": "past"}, "past_context"),
-        ({"verbalization": "Japan has Tokyo, Japan"}, "not_object_final"),
+        ({"verbalization": "Japan is the country of Tokyo"}, "not_object_final"),
     ],
 )
 def test_pair_from_row_filters_as_the_reference(change, why):
