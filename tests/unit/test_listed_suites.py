@@ -17,7 +17,10 @@ def test_read_triples_json_as_the_reference_file(tmp_path):
     path = tmp_path / "judged.json"
     path.write_text(json.dumps([[["Q45", "P47", "Q29"], 0.33], [["Q45", "P36", "Q597"], 1]]))
     got = read_triples(path)
-    assert got[["subject", "property", "object"]].values.tolist() == [["Q45", "P47", "Q29"], ["Q45", "P36", "Q597"]]
+    assert got[["subject", "property", "object"]].values.tolist() == [
+        ["Q45", "P47", "Q29"],
+        ["Q45", "P36", "Q597"],
+    ]
     assert got["score"].tolist() == [0.33, 1.0] and got["line"].tolist() == [0, 1]
 
 
@@ -41,7 +44,9 @@ def test_read_triples_tsv_optional_score_and_header(tmp_path):
 def test_read_triples_errors_name_file_and_line(tmp_path, text, message):
     path = tmp_path / "bad.tsv"
     path.write_text(text)
-    with pytest.raises(TriplesError, match=str(path) + ".*" + message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(
+        TriplesError, match=str(path) + ".*" + message.replace("(", r"\(").replace(")", r"\)")
+    ):
         read_triples(path)
 
 
@@ -62,9 +67,13 @@ def test_triples_suite_keeps_every_listed_object(demo_tables, tmp_path, caplog):
     """China (Q148) borders Laos (Q819) and Tajikistan (Q863) in the demo dump: the N-M pair
     (China, P47) listed with both objects gives two facts (a dump-built suite keeps one)."""
     path = tmp_path / "judged.tsv"
-    path.write_text("Q148\tP47\tQ863\t0.9\nQ148\tP47\tQ819\t0.2\nQ45\tP36\tQ597\t1\nQ999999999\tP36\tQ597\t0\n")
+    path.write_text(
+        "Q148\tP47\tQ863\t0.9\nQ148\tP47\tQ819\t0.2\nQ45\tP36\tQ597\t1\nQ999999999\tP36\tQ597\t0\n"
+    )
     caplog.set_level("INFO")
-    facts, prompts, forms = build(demo_tables, path, templates={"styles": ["statement"], "max_per_relation": 5})
+    facts, prompts, forms = build(
+        demo_tables, path, templates={"styles": ["statement"], "max_per_relation": 5}
+    )
     assert sorted(facts["fact_id"]) == ["Q148|P47|Q819", "Q148|P47|Q863", "Q45|P36|Q597"]
     china = facts.set_index("fact_id").loc["Q148|P47|Q863"]
     # objects: the listed ones and every truthy border of China in the dump (labelled or not, as
