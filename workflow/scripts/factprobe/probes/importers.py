@@ -392,13 +392,14 @@ def _score(where: str, value) -> float:
 
 
 def _tsv_triples(path: Path) -> list[tuple]:
-    """``subject  property  object  [score]`` a line; a first line that is not a triple is a header."""
+    """``subject  property  object  [score]`` a line; ``#`` lines are comments and a line starting
+    ``subject`` above the first triple is the header."""
     rows = []
     for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         cells = [c.strip() for c in line.split("\t")]
         if not line.strip() or line.startswith("#"):
             continue
-        if lineno == 1 and cells[0].lower() == "subject":
+        if not rows and cells[0].lower() == "subject":  # the header, above the first triple
             continue
         where = f"{path}: line {lineno}"
         if len(cells) not in (3, 4):
