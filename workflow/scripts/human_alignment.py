@@ -6,7 +6,6 @@ import sys
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 import pandas as pd
-
 from factprobe import contracts
 from factprobe.io import atomic_path
 from factprobe.metrics.meta import alignment_for_models, curves_for_models, read_human
