@@ -295,7 +295,11 @@ def probe_inputs(wildcards):
         )
     if suite.temporal_only:
         files["temporal"] = rules.temporal_view.output.temporal.format(dump=suite.dump)
-    if suite.source.format in ("triples", "verbalization-pairs"):
+    # A listed-facts file is an input where it exists (edits rerun the suite); a missing one
+    # fails build_probes with an error naming it, so paper configs plan without the data.
+    if suite.source.format in ("triples", "verbalization-pairs") and os.path.exists(
+        suite.source.path
+    ):
         files["source"] = suite.source.path
     return files
 
