@@ -1,5 +1,5 @@
 """Rule script: one (suite, model)'s per-fact measures from the first m cloze sentences of each
-fact, m = 1 .. the most a fact has (distractors paper §5.1, Fig. 4; factprobe.metrics.cloze)."""
+fact, m = 1 .. the most a fact has (distractors paper §5.1, Fig. 4; metrics/cloze.py)."""
 
 import sys
 
