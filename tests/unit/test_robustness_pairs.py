@@ -142,3 +142,24 @@ def test_robustness_table_end_to_end(robustness):
     assert got.iloc[0] == pytest.approx(tau_b(prob["flawed"].tolist(), prob["corrected"].tolist()))
     # the template-vs-MT-sentence τ keeps its own name and has no rows here
     assert not table["measure"].str.startswith("verbalization_tau:").any()
+
+
+def test_pairs_suite_relations_filter(release, demo_tables):
+    """`relations` keeps those relations' pairs (the release's kept P31 rows: 0, 16, 94, 145)."""
+    suite = {
+        "kind": "knowledge",
+        "dump": "20190201",
+        "relations": ["P31"],
+        "source": {"format": "verbalization-pairs", "path": str(release)},
+    }
+    facts, prompts, _ = build_suite(
+        "pairs",
+        suite,
+        {},
+        str(demo_tables["20190201"] / "claims.parquet"),
+        str(demo_tables["20190201"] / "entities.parquet"),
+        [str(demo_tables[d] / "labels.parquet") for d in sorted(demo_tables)],
+    )
+    pairs, _ = import_verbalization_pairs(release)
+    assert sorted(pairs.loc[pairs["property"] == "P31", "row"]) == [0, 16, 94, 145]
+    assert set(facts["property"]) == {"P31"} and len(facts) == 4 and len(prompts) == 8

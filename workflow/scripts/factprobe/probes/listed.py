@@ -173,6 +173,15 @@ def pairs_suite(
     claims_path, entities_path, label_files = paths
     pairs, counts = import_verbalization_pairs(suite.source.path)
     log.info("suite %s: verbalization pairs per row outcome %s (%s)", name, counts, suite.source.path)
+    if suite.relations:
+        keep = pairs["property"].isin(suite.relations)
+        log.info(
+            "suite %s: %d pairs of relations outside suites.%s.relations left out",
+            name,
+            int((~keep).sum()),
+            name,
+        )
+        pairs = pairs[keep]
     if pairs.empty:
         raise ValueError(f"suites.{name}: {suite.source.path} gives no usable verbalization pair")
     listed = pairs[["subject", "property", "object"]].drop_duplicates()
