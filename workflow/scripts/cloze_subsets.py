@@ -5,7 +5,7 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
-from factprobe.io import atomic_path
+from factprobe import contracts
 from factprobe.metrics.cloze import cloze_tables
 from factprobe.metrics.pipeline import read_inputs
 from factprobe.rulelog import rule_logger
@@ -19,5 +19,4 @@ settings = load(Metrics, {**measures, "families": {}}, "metrics")
 seed = dict(snakemake.params.suite).get("seed", 0)
 table = cloze_tables(inputs, settings, families, snakemake.params.correct_set, seed)
 log.info("%d per-fact rows over m = 1..%d cloze sentences", len(table), int(table["n_cloze"].max() or 0))
-with atomic_path(snakemake.output.cloze) as tmp:
-    table.to_parquet(tmp, index=False)
+contracts.write("cloze_metrics", table, snakemake.output.cloze)

@@ -5,7 +5,6 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
-import pandas as pd
 from factprobe import contracts
 from factprobe.io import atomic_path
 from factprobe.metrics.meta import alignment_for_models, curves_for_models, read_human
@@ -19,7 +18,10 @@ tables = {
     model: contracts.read("fact_metrics", path)
     for model, path in zip(models, snakemake.input.per_fact, strict=True)
 }
-cloze = {model: pd.read_parquet(path) for model, path in zip(models, snakemake.input.cloze, strict=True)}
+cloze = {
+    model: contracts.read("cloze_metrics", path)
+    for model, path in zip(models, snakemake.input.cloze, strict=True)
+}
 folds = int(snakemake.params.folds)
 table = alignment_for_models(tables, human, facts, folds, str(snakemake.input.human))
 curves = curves_for_models(tables, cloze, human, facts, table, folds)
