@@ -90,6 +90,31 @@ def test_demo_exercises_appropt_on_the_knowledge_suite(demo_run):
     assert {"random", "sem", "temp+sem", "appropt"} <= set(per_fact["strategy"])
 
 
+def test_demo_runs_a_triples_suite_into_human_alignment(demo_run):
+    """Distractors paper §4.2 / §5.1 on the demo's `source: triples` suite (made-up scores in
+    config/judged.MADE-UP.tsv): every listed triple a fact, 2 cloze sentences each, the
+    human-alignment table for both models, the curves of Fig. 3 and 4, both figures in the report."""
+    listed = [
+        line
+        for line in (demo_run / "config/judged.MADE-UP.tsv").read_text().splitlines()[1:]
+        if line[:1] == "Q"
+    ]
+    facts = pd.read_parquet(demo_run / "results/probes/judged/facts.parquet")
+    assert len(facts) == len(listed) == 9
+    prompts = pd.read_parquet(demo_run / "results/probes/judged/prompts.parquet")
+    assert (prompts.groupby("fact_id")["template_id"].nunique() == 2).all()
+    table = pd.read_csv(demo_run / "results/metrics/judged/human_alignment.csv")
+    means = table[table["fold"] == -1]
+    assert set(means["model"]) == {"control", "smollm2"} and "dist:random" in set(means["family"])
+    assert (means["n_facts"] == 9).all()
+    curves = pd.read_csv(demo_run / "results/metrics/judged/human_alignment_curves.csv")
+    assert set(curves.loc[curves["axis"] == "cloze_sentences", "x"]) == {1, 2}
+    assert set(curves.loc[curves["axis"] == "distractors", "x"]) == {1, 2, 3}
+    html = (demo_run / "results/report/index.html").read_text()
+    assert "Fig. 3: τ with human judgement vs number of distractors" in html
+    assert "Fig. 4: τ with human judgement vs number of cloze sentences" in html
+
+
 def test_control_model_separates_taught_from_untaught(demo_run):
     """The verdict the metrics stage wrote, and the same numbers on the report page."""
     check = read_control_check(demo_run / "results/metrics/knowledge/control.control_check.csv")

@@ -466,6 +466,11 @@ def test_chromium_loads_every_figure(page, tmp_path):
 # --------------------------------------------------------------------------- the rules themselves
 
 
+def with_contract_columns(frame: pd.DataFrame, name: str) -> pd.DataFrame:
+    """``frame`` with the contract's columns it lacks added as nulls (read_inputs checks them)."""
+    return frame.assign(**{c: None for c in contracts.columns(name) if c not in frame.columns})
+
+
 @pytest.fixture(scope="module")
 def workflow_run(tmp_path_factory):
     """Rules compute_metrics -> summarize_metrics -> leaderboard -> render_report run by Snakemake on
@@ -482,6 +487,12 @@ def workflow_run(tmp_path_factory):
     models = [
         line.split("\t")[0] for line in (work / "config/models.tsv").read_text().splitlines()[1:] if line
     ]
+    # The demo's judged suite (source: triples) takes its human scores from its own file: list the
+    # synthetic facts there (written first: older than the probe tables), scores made up.
+    judged = config["suites"].get("judged", {}).get("source", {}).get("path")
+    if judged:
+        rows = "".join(f"Q{i}\tP36\tQ{100 + i}\t{(i * 3 % 8) / 8}\n" for i in range(8))
+        (work / judged).write_text("subject\tproperty\tobject\tscore\n" + rows)
     kinds = {
         "multilingual": dict(langs=("en", "cs"), verbs=("template", "sentence")),
         "plausibility": dict(styles=("statement", "completion", "question")),
@@ -498,7 +509,10 @@ def workflow_run(tmp_path_factory):
         # The probe tables as build_probes writes them: every contract column present.
         prompts, forms = full("prompts", tables.prompts), full("forms", tables.forms)
         write_frame(prompts, probes / "prompts.parquet")
-        write_frame(full("facts", tables.facts), probes / "facts.parquet")
+        facts = tables.facts
+        if settings["kind"] == "plausibility":
+            facts = facts.assign(date=pd.array([None] * len(facts), dtype="Int64"), status="new")
+        write_frame(full("facts", facts), probes / "facts.parquet")
         write_frame(full("candidates", tables.candidates), probes / "candidates.parquet")
         write_frame(forms, probes / "forms.parquet")
         write_frame(full("translated_prompts", prompts.iloc[:0]), probes / "translated_prompts.parquet")
@@ -529,6 +543,7 @@ def workflow_run(tmp_path_factory):
         (folder / "config.json").write_text(json.dumps({"model_type": "gpt2", "suite": suite}))
         write_frame(pd.DataFrame({"fact_id": ["x"], "split": ["taught"]}), folder / "split.parquet")
     rules = ["compute_metrics", "control_check", "summarize_metrics", "leaderboard", "render_report"]
+    rules += ["cloze_subsets", "human_alignment"]
     cmd = [
         sys.executable,
         "-m",
@@ -543,6 +558,22 @@ def workflow_run(tmp_path_factory):
     proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return work, config, models
+
+
+def test_human_alignment_table_and_curves_in_report(workflow_run):
+    """A triples suite with scores (distractors paper §4.2): the alignment table, the §5.1 curves
+    (Fig. 3 over the distractor counts, Fig. 4 over 1..2 cloze sentences) and both figures."""
+    work, config, models = workflow_run
+    if "judged" not in config["suites"]:
+        pytest.skip("no judged suite in the demo config")
+    curves = pd.read_csv(work / "results/metrics/judged/human_alignment_curves.csv")
+    assert set(curves["model"]) == set(models)
+    cloze = curves[(curves["axis"] == "cloze_sentences") & (curves["fold"] == -1)]
+    assert sorted(set(cloze["x"])) == [1, 2]
+    assert (curves["axis"] == "distractors").any()
+    page = (work / "results/report/index.html").read_text()
+    assert 'alt="Fig. 3: τ with human judgement vs number of distractors"' in page
+    assert 'alt="Fig. 4: τ with human judgement vs number of cloze sentences"' in page
 
 
 def test_rules_write_contract_outputs(workflow_run):

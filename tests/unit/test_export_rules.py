@@ -31,7 +31,7 @@ def job_counts(*targets: str) -> dict[str, int]:
 
 def test_export_target_jobs_and_default_target_unchanged():
     export = job_counts("export")
-    assert export["export_lm_eval"] == export["export_hf"] == 4  # one per demo suite
+    assert export["export_lm_eval"] == export["export_hf"] == 5  # one per demo suite
     assert export["export"] == 1
     assert not {"score_shard", "train_control", "compute_metrics"} & set(export)  # no model is needed
     default = job_counts()

@@ -94,7 +94,7 @@ def test_end_to_end_tables():
     # Probability (Table 2) with a certain end marker: Pr(a|a1) = 0.5.
     assert get[("S1|P|A", "probability", "", 0, "template")] == pytest.approx(0.5)
     # Robustness τ (template vs sentence) of Avg@2: template (1, 0.5), sentence (1, 0) -> concordant.
-    rob = suite[(suite["measure"] == "robustness_tau:k_avg") & (suite["n"] == 2)]
+    rob = suite[(suite["measure"] == "verbalization_tau:k_avg") & (suite["n"] == 2)]
     assert rob["value"].iloc[0] == pytest.approx(1.0)
 
     summary = summarize("m1", per_fact, suite)

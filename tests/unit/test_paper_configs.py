@@ -55,6 +55,10 @@ def test_distractors_protocol():
     assert suites["knowledge_temporal"]["temporal_only"] is True
     assert config["scoring"]["end_marker"] == "eos" and metrics["short_lists"] == "undefined"
     assert metrics["human_alignment"]["folds"] == 3
+    # §4.2 on a judged triples suite (its file gives the scores), §4.3 on the released pairs.
+    assert metrics["human_alignment"]["suites"] == ["knowledge_judged"]
+    pairs = suites["knowledge_pairs"]["source"]
+    assert pairs["format"] == "verbalization-pairs" and pairs["path"].endswith("taxonomy/taxonomy_hichem.csv")
     sem = config["distractors"]["sem"]
     assert (sem["bag"], sem["namespace"], sem["reverse_features"]) == ("sets", "shared", False)
 

@@ -36,11 +36,12 @@ def test_demo_run_settings():
         "revision": "0.1.2",
     }
     assert all("_line" not in row for row in run.model_params.values())
-    suites = ["knowledge", "multiprompt", "plausibility", "multilingual"]
+    suites = ["knowledge", "multiprompt", "plausibility", "multilingual", "judged"]
     for table in (run.suite_params, run.distractors, run.retrieve, run.metrics, run.end_markers, run.appropt):
         assert list(table) == suites
     assert set(run.appropt["knowledge"]) == {"control", "smollm2"}
-    assert run.control_taught == dict.fromkeys(suites, True)  # control.suites lists all four
+    # control.suites lists the first four; the judged suite's control model is taught none of its facts
+    assert run.control_taught == {**dict.fromkeys(suites[:4], True), "judged": False}
     assert set(run.sem_rows) == set(dumps)
     # Each entry is what the settings module's own rule gives (one home for precedence).
     assert run.end_markers["plausibility"] == S.suite_end_marker(cfg, "plausibility")
@@ -50,7 +51,7 @@ def test_demo_run_settings():
 def test_suite_partition_and_patterns():
     cfg, _, _ = demo()
     assert R.released_suites(cfg) == []
-    assert R.built_suites(cfg) == ["knowledge", "multiprompt", "plausibility", "multilingual"]
+    assert R.built_suites(cfg) == ["knowledge", "multiprompt", "plausibility", "multilingual", "judged"]
     assert R.suite_pattern([], "no-released-suite") == "no-released-suite"
     assert R.suite_pattern(["a.b", "c"], "x") == r"a\.b|c"
 

@@ -208,6 +208,17 @@ def test_sem_index_rows_are_bounded_by_the_searching_suites_relations():
     assert rows["type_dumps"] == ["20141201", "20190201"]  # knowledge's label_dumps
 
 
+def test_sem_index_rows_of_listed_facts_suites():
+    """A triples / verbalization-pairs suite with relations bounds the index by them; without,
+    its facts may use any relation: every entity (as a released suite)."""
+    config = copy.deepcopy(CONFIG)
+    listed = dict(config["suites"]["k"], source={"format": "triples", "path": "judged.tsv"}, relations=["P7"])
+    config["suites"]["k"] = listed
+    assert S.sem_index_rows(S.load(S.Config, config), "20190201")["relations"] == ["P7"]
+    config["suites"]["k"] = dict(listed, relations=[])
+    assert S.sem_index_rows(S.load(S.Config, config), "20190201")["relations"] is None
+
+
 # --- languages checked at start-up (issue 30) ------------------------------------------------
 
 

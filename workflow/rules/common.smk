@@ -299,6 +299,12 @@ def probe_inputs(wildcards):
         )
     if suite.temporal_only:
         files["temporal"] = rules.temporal_view.output.temporal.format(dump=suite.dump)
+    # A listed-facts file is an input where it exists (edits rerun the suite); a missing one
+    # fails build_probes with an error naming it, so paper configs plan without the data.
+    if suite.source.format in ("triples", "verbalization-pairs") and os.path.exists(
+        suite.source.path
+    ):
+        files["source"] = suite.source.path
     return files
 
 
@@ -462,6 +468,19 @@ def suite_metric_tables(wildcards):
     }
 
 
+def human_file(wildcards):
+    """Judged triples of a suite's human alignment (§4.2): metrics.human_alignment.path, else the
+    suite's own `source: triples` file."""
+    return CFG.metrics.human_alignment.path or SUITES[wildcards.suite].source.path
+
+
+def human_cloze_tables(wildcards):
+    """Every model's measures by number of cloze sentences on one suite (§5.1 Fig. 4)."""
+    return [
+        f"results/metrics/{wildcards.suite}/{m}.cloze.parquet" for m in SCORE_MODELS
+    ]
+
+
 def report_control_suites():
     """Suites whose control check feeds the taught-vs-untaught panel: knowledge measure computed
     and facts taught to the control model (config control.suites)."""
@@ -546,6 +565,7 @@ def report_inputs(wildcards):
         ),
         "lib": library("render_report.py"),
         "human": HUMAN_TARGETS,
+        "human_curves": HUMAN_CURVE_TARGETS,
         "extract_stats": expand(
             rules.extract_dump.output.stats, dump=extracted_report_dumps()
         ),

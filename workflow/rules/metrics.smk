@@ -107,27 +107,53 @@ rule leaderboard:
         "../scripts/leaderboard.py"
 
 
-# Human alignment (distractors paper §4.2): only with a user-supplied judgement file
-# (metrics.human_alignment.path); the project ships none.
+# Human alignment (distractors paper §4.2): only with judged triples, a user-supplied file
+# (metrics.human_alignment.path) or, without one, a listed suite's own `source: triples` file
+# with scores (as the reference's human-score file); the project ships no annotation data.
 HUMAN = CFG.metrics.human_alignment
-HUMAN_TARGETS = (
-    expand(
-        "results/metrics/{suite}/human_alignment.csv",
-        suite=[s for s in HUMAN.suites if s in SUITES],
-    )
-    if HUMAN.path
-    else []
+HUMAN_SUITES = [
+    s
+    for s in HUMAN.suites
+    if s in SUITES and (HUMAN.path or SUITES[s].source.format == "triples")
+]
+HUMAN_TARGETS = expand(
+    "results/metrics/{suite}/human_alignment.csv", suite=HUMAN_SUITES
 )
+HUMAN_CURVE_TARGETS = expand(
+    "results/metrics/{suite}/human_alignment_curves.csv", suite=HUMAN_SUITES
+)
+
+
+# §5.1 Fig. 4: the suite's measures recomputed from the first m cloze sentences of each fact.
+rule cloze_subsets:
+    input:
+        unpack(metrics_inputs),
+    output:
+        cloze="results/metrics/{suite}/{model}.cloze.parquet",
+    log:
+        "logs/cloze_subsets/{suite}/{model}.log",
+    conda:
+        "../../environment.yml"
+    resources:
+        mem_mb=4000,
+    params:
+        settings=lookup(dpath="{suite}", within=METRICS_SETTINGS),
+        correct_set=lookup(dpath="{suite}", within=CORRECT_SETS),
+        suite=lookup(dpath="{suite}", within=SUITE_PARAMS),
+    script:
+        "../scripts/cloze_subsets.py"
 
 
 rule human_alignment:
     input:
         unpack(suite_metric_tables),
+        cloze=human_cloze_tables,
         facts=rules.build_probes.output.facts,
-        human=HUMAN.path or "human_alignment_file_not_configured",
+        human=human_file,
         lib=library("human_alignment.py"),
     output:
         table="results/metrics/{suite}/human_alignment.csv",
+        curves="results/metrics/{suite}/human_alignment_curves.csv",
     log:
         "logs/human_alignment/{suite}.log",
     conda:

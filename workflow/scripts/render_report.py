@@ -31,6 +31,8 @@ control = {
 }
 # Human alignment (§4.2) when a judgement file is configured: results/metrics/{suite}/human_alignment.csv.
 human = {Path(p).parent.name: pd.read_csv(p, keep_default_na=False) for p in snakemake.input.get("human", [])}
+# §5.1 Fig. 3 and 4 beside it: results/metrics/{suite}/human_alignment_curves.csv.
+curves = {Path(p).parent.name: pd.read_csv(p) for p in snakemake.input.get("human_curves", [])}
 
 # Provenance: parse-time facts (params) completed with what the jobs wrote.
 provenance = dict(snakemake.params.provenance)
@@ -52,7 +54,7 @@ provenance["models"] = model_records(
 )
 
 figs = Figures(settings.dpi, settings.confidence_level)
-page = build_report(summaries, board, control, settings, human, provenance, paired, figs)
+page = build_report(summaries, board, control, settings, human, provenance, paired, figs, curves)
 log.info(
     "report: %d suite(s), %d control table(s), %d figure(s), %d bytes",
     len(summaries),

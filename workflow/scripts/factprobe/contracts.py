@@ -154,6 +154,20 @@ SCHEMAS: dict[str, pa.Schema] = {
     # summarize_metrics: results/metrics/{suite}/headline.parquet, the leaderboard's one source:
     # each headline value next to its bootstrap interval (null n_facts: no interval).
     "headline": pa.schema(HEADLINE),
+    # cloze_subsets: the per-fact measures from the first n_cloze cloze sentences (§5.1 Fig. 4)
+    "cloze_metrics": pa.schema(
+        [
+            ("fact_id", S),
+            ("measure", S),
+            ("value", F64),
+            ("strategy", S),
+            ("n", I64),
+            *GROUP,
+            ("n_prompts", I64),
+            ("split", S),
+            ("n_cloze", I64),
+        ]
+    ),
     # --- user-facing CSV tables (metrics stage), read back with read_csv: an empty integer cell
     # reads as the field's "missing" metadata value (default 0), an empty float as NaN, an empty
     # string as "".
@@ -272,6 +286,7 @@ PATHS: dict[str, str] = {
     "generations": "results/scores/{suite}/{model}.generations.parquet",
     "fact_metrics": "results/metrics/{suite}/{model}.parquet",
     "suite_metrics": "results/metrics/{suite}/{model}.suite.parquet",
+    "cloze_metrics": "results/metrics/{suite}/{model}.cloze.parquet",
     "summary": "results/metrics/{suite}/summary.csv",
     "headline": "results/metrics/{suite}/headline.parquet",
     "leaderboard": "results/metrics/leaderboard.csv",

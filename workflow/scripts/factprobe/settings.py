@@ -158,7 +158,10 @@ class SuiteSource:
     released Fluent-mLAMA sentences (``probes/fluent.py``) read by build_probes; the dump still
     gives distractors. ``probelm``: PRobELM's ``{MMYYYY}.json`` groups and ``prompts.csv``
     (``probes/released.py``), imported whole by rule import_released instead of build_probes and
-    retrieve_distractors (:attr:`imported`).
+    retrieve_distractors (:attr:`imported`). ``triples``: the facts listed in ``path``
+    (``probes/importers.read_triples``; distractors paper §4.2), labels from the dump.
+    ``verbalization-pairs``: the §4.3 flawed / corrected verbalizations of ``path``
+    (``probes/importers.import_verbalization_pairs``).
     """
 
     format: str = "dump"
@@ -684,7 +687,9 @@ def sem_index_rows(cfg: Config, dump: str) -> dict:
         retrieve = suite_retrieve(cfg, name)
         if str(retrieve["dump"]) != str(dump) or not distractors.needs(retrieve["strategies"], "index"):
             continue
-        if suite.source.format != "dump":
+        # A listed-facts suite with its relations named bounds the index like a dump-built one.
+        listed = suite.source.format in ("triples", "verbalization-pairs") and suite.relations
+        if suite.source.format != "dump" and not listed:
             return {"relations": None, "type_dumps": []}
         relations |= set(suite.relations)
         type_dumps |= {str(d) for d in suite_dumps(suite)}

@@ -157,6 +157,16 @@ def tau_with_humans(
     return kendall_tau(values.reindex(common).to_numpy(), scores.reindex(common).to_numpy())
 
 
+def cv_split(per_fact: pd.DataFrame, human: pd.DataFrame, k: int, seed: int = CV_SEED):
+    """(facts with both a value and a human score in ``human``'s row order, their fold index):
+    the split of :func:`cross_validated_tau` (§4.2)."""
+    have = set(per_fact["fact_id"])
+    facts = list(dict.fromkeys(f for f in human["fact_id"] if f in have))
+    if len(facts) < 2 * k:
+        raise ValueError(f"only {len(facts)} facts have both a measure value and a human score; need {2 * k}")
+    return np.asarray(facts, dtype=object), shuffled_folds(len(facts), k, seed)
+
+
 def cross_validated_tau(
     per_fact: pd.DataFrame,
     human: pd.DataFrame,
@@ -174,12 +184,7 @@ def cross_validated_tau(
     reference's pandas ``std``; NaN folds left out of both) and ``folds`` (list of dicts: fold,
     config, train_tau, test_tau).
     """
-    have = set(per_fact["fact_id"])
-    facts = list(dict.fromkeys(f for f in human["fact_id"] if f in have))
-    if len(facts) < 2 * k:
-        raise ValueError(f"only {len(facts)} facts have both a measure value and a human score; need {2 * k}")
-    folds = shuffled_folds(len(facts), k, seed)
-    facts_arr = np.asarray(facts, dtype=object)
+    facts_arr, folds = cv_split(per_fact, human, k, seed)
     results = []
     for fold in range(k):
         train, test = facts_arr[folds != fold], facts_arr[folds == fold]
@@ -260,8 +265,20 @@ def read_human_json(path: str | Path) -> pd.DataFrame:
 
 
 def read_human(path: str | Path) -> pd.DataFrame:
-    """Human scores from a ``.json`` (KaRR layout) or a TSV file (``read_human_scores``)."""
-    return read_human_json(path) if str(path).endswith(".json") else read_human_scores(path)
+    """Human scores from a ``.json`` (KaRR layout), a TSV headed ``subject relation object score``
+    (``read_human_scores``) or a ``source: {format: triples}`` TSV (``subject property object
+    score``, header optional; ``probes.importers.read_triples``), whose unscored rows are left out."""
+    if str(path).endswith(".json"):
+        return read_human_json(path)
+    with open(path, encoding="utf-8") as fh:
+        header = fh.readline().rstrip("\n").split("\t")
+    if "relation" in header:
+        return read_human_scores(path)
+    from factprobe.probes.importers import read_triples
+
+    listed = read_triples(path).dropna(subset=["score"]).rename(columns={"property": "relation"})
+    listed.insert(0, "fact_id", listed["subject"] + "|" + listed["relation"] + "|" + listed["object"])
+    return listed[["fact_id", *HUMAN_COLUMNS]].reset_index(drop=True)
 
 
 def attach_fact_ids(human: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
@@ -374,3 +391,108 @@ def alignment_for_models(
     parts = [human_alignment(table, joined, k).assign(model=model) for model, table in per_fact.items()]
     out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     return out[["model", *[c for c in out.columns if c != "model"]]]
+
+
+def curves_for_models(
+    per_fact: Mapping[str, pd.DataFrame],
+    cloze: Mapping[str, pd.DataFrame],
+    human: pd.DataFrame,
+    facts: pd.DataFrame,
+    alignment: pd.DataFrame,
+    k: int = 3,
+) -> pd.DataFrame:
+    """``alignment_curves`` of every model (``alignment``: :func:`alignment_for_models`'s table;
+    ``cloze``: each model's per-fact table by number of cloze sentences, may lack a model)."""
+    joined = attach_fact_ids(human, facts)
+    parts = [
+        alignment_curves(table, joined, alignment[alignment["model"] == model], cloze.get(model), k).assign(
+            model=model
+        )
+        for model, table in per_fact.items()
+    ]
+    out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=CURVE_COLUMNS)
+    return out[CURVE_COLUMNS]
+
+
+# --------------------------------------------------------------------------- §5.1 curves (Fig. 3, 4)
+CURVE_COLUMNS = ["model", "family", "axis", "x", "fold", "measure", "strategy", "n", "test_tau", "n_folds"]
+
+
+def _fold_configs(alignment: pd.DataFrame, family: str) -> list[tuple[int, dict]]:
+    """(fold, chosen configuration) of one family's rows of a ``human_alignment`` table."""
+    rows = alignment[
+        (alignment["family"] == family) & (alignment["fold"] >= 0) & (alignment["measure"] != "")
+    ]
+    return [
+        (int(r.fold), {"measure": r.measure, "strategy": r.strategy, "n": int(r.n)})
+        for r in rows.itertuples(index=False)
+    ]
+
+
+def _curve_points(rows: list[dict]) -> list[dict]:
+    """Per-fold points plus one mean row (fold -1) per (family, axis, x): the mean test τ over
+    the folds where it is defined (the reference's ``lineplot`` mean over folds)."""
+    frame = pd.DataFrame(rows)
+    out = list(rows)
+    for (family, axis, x), group in frame.groupby(["family", "axis", "x"], sort=True):
+        taus = group["test_tau"].to_numpy(dtype=float)
+        taus = taus[np.isfinite(taus)]
+        out.append(
+            {
+                "family": family,
+                "axis": axis,
+                "x": x,
+                "fold": -1,
+                "measure": "",
+                "strategy": "",
+                "n": 0,
+                "test_tau": float(taus.mean()) if len(taus) else float("nan"),
+                "n_folds": len(taus),
+            }
+        )
+    return out
+
+
+def alignment_curves(
+    per_fact: pd.DataFrame,
+    human: pd.DataFrame,
+    alignment: pd.DataFrame,
+    cloze: pd.DataFrame | None = None,
+    k: int = 3,
+    seed: int = CV_SEED,
+    short_n: str = "largest_defined",
+) -> pd.DataFrame:
+    """§5.1 (Fig. 3 and 4): held-out τ of each fold's best configuration (``alignment``, from
+    :func:`human_alignment`) when one hyperparameter is varied, on the same folds.
+
+    ``axis = distractors`` (Fig. 3, ``dist:<strategy>`` families): the configuration with n
+    replaced by every n of the per-fact table. ``axis = cloze_sentences`` (Fig. 4, every family):
+    the configuration evaluated on the measure recomputed from the first ``x`` cloze sentences of
+    each fact (``cloze``: the per-fact table with ``n_cloze``, :mod:`factprobe.metrics.cloze`).
+    One row per (family, axis, x, fold) and a mean row with fold -1 (:func:`_curve_points`).
+    """
+    rows = []
+    for family in sorted(set(alignment["family"])):
+        chosen = _fold_configs(alignment, family)
+        if not chosen:
+            continue
+        # the family's measures, as human_alignment selects them: the same facts, the same folds
+        names = {c["measure"] for c in measure_families(per_fact, None).get(family, [])}
+        sub = per_fact[per_fact["measure"].isin(names)]
+        facts_arr, folds = cv_split(sub, human, k, seed)
+        for fold, config in chosen:
+            test = facts_arr[folds == fold]
+            point = {"family": family, "fold": fold, **config, "n_folds": 1}
+            if family.startswith("dist:"):
+                mine = sub[(sub["measure"] == config["measure"]) & (sub["strategy"] == config["strategy"])]
+                for n in sorted(int(v) for v in set(mine["n"]) if v > 0):
+                    tau = tau_with_humans(mine, human, {**config, "n": n}, test, short_n)
+                    rows.append({**point, "axis": "distractors", "x": n, "test_tau": tau})
+            if cloze is not None:
+                for m in sorted(int(v) for v in set(cloze["n_cloze"])):
+                    at_m = cloze[cloze["n_cloze"] == m]
+                    tau = tau_with_humans(at_m, human, config, test, short_n)
+                    rows.append({**point, "axis": "cloze_sentences", "x": m, "test_tau": tau})
+    if not rows:
+        return pd.DataFrame(columns=CURVE_COLUMNS[1:])
+    return pd.DataFrame(_curve_points(rows))[CURVE_COLUMNS[1:]]

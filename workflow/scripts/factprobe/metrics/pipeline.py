@@ -159,7 +159,10 @@ def compute_suite_metrics(
             per_fact += fact_parts
             dataset += suite_parts
     table = conform_fact_table(pd.concat(per_fact, ignore_index=True) if per_fact else pd.DataFrame())
-    dataset.append(_robustness_rows(table, settings.robustness_pair))
+    # §4.3 (Table 4): flawed vs hand-corrected verbalization of the same facts (robustness_tau:);
+    # the configured pair (template vs MT sentence by default) is the project's variant (verbalization_tau:).
+    dataset.append(_robustness_rows(table, ARTIFACT_PAIR, "robustness_tau"))
+    dataset.append(_robustness_rows(table, settings.robustness_pair, "verbalization_tau"))
     table = pd.concat([table, chance_rows(table)], ignore_index=True)
     table["split"] = fact_splits(table["fact_id"], frame.facts)
     suite = conform_dataset_table(
@@ -174,8 +177,14 @@ def compute_suite_metrics(
     return table, suite
 
 
-def _robustness_rows(table: pd.DataFrame, pair: Sequence[str]) -> pd.DataFrame:
-    """Robustness τ (§4.3) per measure between two verbalizations, where both are present."""
+#: §4.3: the verbalizations of a ``source: verbalization-pairs`` suite (probes/listed.py).
+ARTIFACT_PAIR = ("flawed", "corrected")
+
+
+def _robustness_rows(table: pd.DataFrame, pair: Sequence[str], name: str) -> pd.DataFrame:
+    """Kendall τ per measure and configuration between two verbalizations of the same facts,
+    where both are present (§4.3; :func:`~factprobe.metrics.meta.verbalization_robustness`):
+    measure ``<name>:<measure>``."""
     first, second = pair
     present = set(table["verbalization"])
     if first not in present or second not in present:
@@ -186,7 +195,7 @@ def _robustness_rows(table: pd.DataFrame, pair: Sequence[str]) -> pd.DataFrame:
         for config in configuration_grid(sub, ("strategy", "n")):
             tau = verbalization_robustness(sub, first, second, [config])
             if np.isfinite(tau):
-                rows.append({"measure": f"robustness_tau:{measure}", "value": tau, **config})
+                rows.append({"measure": f"{name}:{measure}", "value": tau, **config})
     return pd.DataFrame(rows)
 
 

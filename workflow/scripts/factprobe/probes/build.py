@@ -162,6 +162,14 @@ def build_suite(
         facts, prompts, forms = released_suite(name, suite)
         contracts.write("entity_forms", forms, forms_path)
         return facts, prompts, None
+    if suite.source.format in ("triples", "verbalization-pairs"):
+        # distractors paper §4.2-4.3: a given list of facts (probes/listed.py)
+        return (
+            *listed_suite(
+                name, suite, sets, (claims_path, entities_path, label_files), forms_path, memory_mb
+            ),
+            None,
+        )
     # Templates first: a misnamed file should fail before any table is read.
     plan = plan_suite(name, suite, sets)
     # Out of core (issue 15 item 2): the forms stream to their output; the property column to
@@ -181,6 +189,15 @@ def build_suite(
     index = forms_index(scan.scan_forms(forms_path, contracts.id_ints(sorted(named)), con))
     con.close()
     return facts, suite_prompts(plan, facts, candidates, index), None
+
+
+def listed_suite(name, suite, sets, paths, forms_path, memory_mb) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Facts and prompts of a suite over listed triples or the §4.3 verbalization pairs."""
+    from .listed import pairs_suite, triples_suite
+
+    if suite.source.format == "triples":
+        return triples_suite(name, suite, sets, paths, forms_path, memory_mb)
+    return pairs_suite(name, suite, paths, forms_path, memory_mb)
 
 
 def plan_suite(name: str, suite: Suite, sets: dict[str, TemplateSet]) -> SuitePlan:

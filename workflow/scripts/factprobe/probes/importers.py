@@ -28,6 +28,8 @@ import json
 import re
 from pathlib import Path
 
+import pandas as pd
+
 from .templates import LANG_RE, Template, TemplateError, make_template
 
 SPACE_PUNCT_RE = re.compile(r"\s+([.?!,;:。])")
@@ -329,3 +331,200 @@ def import_myriadlama_facts(path: str | Path, lang: str = "en"):
     first = ~form_table.duplicated(["entity", "lang"])
     form_table["source"] = ["label" if f else "alias" for f in first]
     return fact_table, form_table.reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- listed triples
+# Distractors paper §4.2: the measures are compared with human scores on a given list of
+# judged triples (KaRR's 210 facts). A suite with ``source: {format: triples}`` probes exactly
+# the listed triples; the scores, when present, feed rule human_alignment.
+
+TRIPLE_COLUMNS = ["subject", "property", "object", "score", "line"]
+
+
+class TriplesError(ValueError):
+    """A triples or verbalization-pairs file is malformed; the message names the file and line/item."""
+
+
+def _check_ids(where: str, subject: str, prop: str, obj: str) -> tuple[str, str, str]:
+    """The three ids as strings, checked: ``Q..``, ``P..``, ``Q..``."""
+    ok = (
+        str(subject)[:1] == "Q"
+        and str(subject)[1:].isdigit()
+        and str(prop)[:1] == "P"
+        and str(prop)[1:].isdigit()
+        and str(obj)[:1] == "Q"
+        and str(obj)[1:].isdigit()
+    )
+    if not ok:
+        raise TriplesError(
+            f"{where}: ({subject!r}, {prop!r}, {obj!r}) is not a Wikidata triple (Q<id>, P<id>, Q<id>); fix the file"
+        )
+    return str(subject), str(prop), str(obj)
+
+
+def _json_triples(path: Path) -> list[tuple]:
+    """``[[[s, r, o], score], ...]`` (the reference's human-score file) or ``[[s, r, o], ...]``."""
+    try:
+        items = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise TriplesError(f"{path}: not valid JSON ({exc}); expected [[[s, r, o], score], ...]") from None
+    if not isinstance(items, list):
+        raise TriplesError(f"{path}: the top level must be a list of [[s, r, o], score] items")
+    rows = []
+    for i, item in enumerate(items):
+        where = f"{path}: item {i}"
+        scored = isinstance(item, list) and len(item) == 2 and isinstance(item[0], list)
+        triple, score = (item[0], item[1]) if scored else (item, None)
+        if not (isinstance(triple, list) and len(triple) == 3):
+            raise TriplesError(f"{where}: {item!r} is not [[subject, property, object], score]")
+        rows.append((*_check_ids(where, *triple), _score(where, score), i))
+    return rows
+
+
+def _score(where: str, value) -> float:
+    """A judged score as a float; None / empty = unjudged (NaN)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return float("nan")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TriplesError(f"{where}: score {value!r} is not a number") from None
+
+
+def _tsv_triples(path: Path) -> list[tuple]:
+    """``subject  property  object  [score]`` a line; ``#`` lines are comments and a line starting
+    ``subject`` above the first triple is the header."""
+    rows = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        cells = [c.strip() for c in line.split("\t")]
+        if not line.strip() or line.startswith("#"):
+            continue
+        if not rows and cells[0].lower() == "subject":  # the header, above the first triple
+            continue
+        where = f"{path}: line {lineno}"
+        if len(cells) not in (3, 4):
+            raise TriplesError(
+                f"{where}: expected 3 or 4 tab-separated cells (subject property object [score])"
+            )
+        rows.append(
+            (*_check_ids(where, *cells[:3]), _score(where, cells[3] if len(cells) == 4 else None), lineno)
+        )
+    return rows
+
+
+def read_triples(path: str | Path) -> pd.DataFrame:
+    """The listed triples of a ``source: {format: triples}`` suite: ``subject, property, object,
+    score`` (NaN when unjudged), ``line`` (TSV line or JSON item). A ``.json`` file is the
+    reference's human-score layout, anything else a TSV. A triple listed twice is an error."""
+    path = Path(path)
+    if not path.exists():
+        raise TriplesError(f"{path}: triples file not found; fix suites.<s>.source.path")
+    rows = _json_triples(path) if path.suffix.lower() == ".json" else _tsv_triples(path)
+    if not rows:
+        raise TriplesError(f"{path}: no triple listed")
+    frame = pd.DataFrame(rows, columns=TRIPLE_COLUMNS)
+    dup = frame.duplicated(["subject", "property", "object"], keep="first")
+    if dup.any():
+        first = frame[dup].iloc[0]
+        raise TriplesError(
+            f"{path}: {'item' if path.suffix.lower() == '.json' else 'line'} {first['line']}: "
+            f"({first['subject']}, {first['property']}, {first['object']}) is listed twice"
+        )
+    return frame
+
+
+# --------------------------------------------------------------------------- verbalization pairs
+# Distractors paper §4.3 / App. B: 77 facts verbalized with a template, each verbalization
+# reviewed and hand-corrected (DistFactAssessLM ``scripts/taxonomy/taxonomy_hichem.csv``:
+# ``triples_raw``, ``triples`` (labels), ``context``, ``verbalization``, ``errors``, ``correction``).
+# Kept as the reference's robustness notebook keeps them: the first 152 rows, an ``errors`` cell
+# that is filled, not ``ignore`` and not ``-`` (a perfect verbalization has no correction), context
+# ``present``; the correction's closing ” dropped and “ read as «. A cloze sentence is the text
+# before the object's label, so the sentence must end with it (the reference keeps object-final
+# ones and reverses subject-final ones into (o, r, s): the project's facts keep o as the answer,
+# so subject-final pairs are left out and counted; an adaptation, config/README).
+
+PAIR_COLUMNS = [
+    "row",
+    "subject",
+    "property",
+    "object",
+    "subject_label",
+    "object_label",
+    "flawed",
+    "corrected",
+]
+PAIRS_MAX_ROWS = 152
+_RAW_TRIPLE_RE = re.compile(r"^\('(Q\d+)', '(P\d+)', '(Q\d+)'\)$")
+_LABELS_RE = re.compile(r"^\((.*), start=[^,]*, end=[^,]*\)$")
+
+
+def _pair_labels(cell: str, sentences: list[str]) -> tuple[str, str] | None:
+    """(subject label, object label) from the ``triples`` cell ``(S, R, O, start=.., end=..)``:
+    the split at ", " whose O ends every sentence (longest O first); None = no such split."""
+    match = _LABELS_RE.match(cell.strip())
+    if not match:
+        return None
+    parts = match.group(1).split(", ")
+    for i in range(2, len(parts)):
+        obj = ", ".join(parts[i:]).rstrip(".")
+        if obj and all(s.endswith(obj) for s in sentences):
+            return ", ".join(parts[: i - 1]), obj
+    return None
+
+
+def _cloze(sentence: str, obj: str) -> str:
+    """The text before the object label (sentence ends with it)."""
+    return sentence[: len(sentence) - len(obj)].rstrip()
+
+
+def pair_from_row(row: dict, index: int, where: str) -> tuple[dict | None, str]:
+    """One released row -> (pair record or None, why it is kept or left out)."""
+    errors = (row.get("errors") or "").strip()
+    if index >= PAIRS_MAX_ROWS:
+        return None, "beyond_row_152"
+    if not errors or errors == "ignore":
+        return None, "not_annotated"
+    if errors == "-":
+        return None, "perfect"
+    if (row.get("context") or "").strip() != "present":
+        return None, "past_context"
+    match = _RAW_TRIPLE_RE.match((row.get("triples_raw") or "").strip())
+    if not match:
+        raise TriplesError(f"{where}: triples_raw {row.get('triples_raw')!r} is not ('Q..', 'P..', 'Q..')")
+    flawed = row["verbalization"].strip().rstrip(".").rstrip()
+    corrected = row["correction"].strip().rstrip("”").replace("“", "« ").rstrip(".").rstrip()
+    labels = _pair_labels(row.get("triples") or "", [flawed, corrected])
+    if labels is None:
+        return None, "not_object_final"
+    subject_label, obj = labels
+    record = dict(zip(["subject", "property", "object"], match.groups(), strict=True))
+    record.update(
+        row=index,
+        subject_label=subject_label,
+        object_label=obj,
+        flawed=_cloze(flawed, obj),
+        corrected=_cloze(corrected, obj),
+    )
+    return record, "kept"
+
+
+def import_verbalization_pairs(path: str | Path) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The §4.3 pairs (:data:`PAIR_COLUMNS`: flawed and corrected cloze text of each kept row)
+    and the count of rows per outcome (kept, perfect, past_context, not_object_final, ...)."""
+    path = Path(path)
+    if not path.exists():
+        raise TriplesError(f"{path}: verbalization-pairs file not found; fix suites.<s>.source.path")
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        needed = ["triples_raw", "triples", "context", "verbalization", "errors", "correction"]
+        missing = [c for c in needed if c not in (reader.fieldnames or [])]
+        if missing:
+            raise TriplesError(f"{path}: line 1: no column(s) {missing}; is this taxonomy_hichem.csv?")
+        kept, counts = [], {}
+        for index, row in enumerate(reader):
+            record, why = pair_from_row(row, index, f"{path}: line {index + 2}")
+            counts[why] = counts.get(why, 0) + 1
+            if record is not None:
+                kept.append(record)
+    return pd.DataFrame(kept, columns=PAIR_COLUMNS), counts

@@ -334,3 +334,43 @@ def control_panel(check: pd.DataFrame, dpi: int = DPI) -> str | None:
         list(entries.values()), list(entries), fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5)
     )
     return to_data_uri(fig, dpi)
+
+
+#: x-axis label and title of each §5.1 curve (``metrics.meta.alignment_curves`` axes).
+CURVE_AXES = {
+    "distractors": ("number of distractors", "Fig. 3: τ with human judgement vs number of distractors"),
+    "cloze_sentences": (
+        "number of cloze sentences",
+        "Fig. 4: τ with human judgement vs number of cloze sentences",
+    ),
+}
+
+
+def alignment_curve(curves: pd.DataFrame, axis: str, dpi: int = DPI) -> str | None:
+    """Mean held-out Kendall τ with human scores (fold -1 rows of ``human_alignment_curves.csv``)
+    against the number of distractors (distractors paper Fig. 3, one line per strategy) or of
+    cloze sentences (Fig. 4, one line per measure family); one panel per model."""
+    data = curves[(curves["axis"] == axis) & (curves["fold"].astype(int) == -1)]
+    data = data[np.isfinite(pd.to_numeric(data["test_tau"], errors="coerce"))]
+    if data.empty:
+        return None
+    xlabel, title = CURVE_AXES[axis]
+    models = sorted(data["model"].unique())
+    fig, axes = plt.subplots(
+        1, len(models), figsize=(4.6 * len(models) + 0.8, 3.8), squeeze=False, sharey=True
+    )
+    for col, model in enumerate(models):
+        ax = axes[0][col]
+        for family, line in data[data["model"] == model].groupby("family", sort=True):
+            line = line.sort_values("x")
+            ax.plot(line["x"], line["test_tau"].astype(float), marker="o", markersize=3, label=family)
+        ax.axhline(0.0, color="grey", linewidth=0.8, linestyle=":")
+        ax.set_xlabel(xlabel)
+        if axis == "cloze_sentences":
+            ax.set_xticks(sorted(int(x) for x in data["x"].unique()))
+        ax.set_ylabel("mean Kendall τ (held-out folds)\nhigher is better", fontsize=8)
+        ax.set_title(f"{model}", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
+    return to_data_uri(fig, dpi)

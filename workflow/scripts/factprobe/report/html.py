@@ -423,8 +423,13 @@ def provenance_section(provenance: Mapping | None, settings: Report) -> str:
     return "".join(parts)
 
 
-def human_section(human: Mapping[str, pd.DataFrame] | None) -> str:
-    """Mean held-out Kendall τ per measure family and model (distractors paper §4.2, Table 3)."""
+def human_section(
+    human: Mapping[str, pd.DataFrame] | None,
+    curves: Mapping[str, pd.DataFrame] | None = None,
+    figs: Figures | None = None,
+) -> str:
+    """Mean held-out Kendall τ per measure family and model (distractors paper §4.2, Table 3) and,
+    with ``curves`` (``human_alignment_curves.csv`` per suite), Fig. 3 and Fig. 4 (§5.1)."""
     parts = []
     for suite, table in (human or {}).items():
         means = table[table["fold"].astype(int) == -1]
@@ -432,6 +437,11 @@ def human_section(human: Mapping[str, pd.DataFrame] | None) -> str:
             continue
         wide = means.pivot_table(index="family", columns="model", values="test_tau", aggfunc="first")
         parts.append(f"<h3>{html.escape(suite)}</h3>{_table(wide.reset_index())}")
+        curve = (curves or {}).get(suite)
+        if curve is not None and figs is not None:
+            for axis in figures.CURVE_AXES:
+                uri = figures.alignment_curve(curve, axis, figs.dpi)
+                parts.append(figs.img(uri, figures.CURVE_AXES[axis][1], f"human_{axis}_{suite}"))
     if not parts:
         return _note("No human judgement file configured (metrics.human_alignment.path).")
     return _note(
@@ -448,11 +458,13 @@ def build_report(
     provenance: Mapping | None = None,
     paired: pd.DataFrame | None = None,
     figs: Figures | None = None,
+    curves: Mapping[str, pd.DataFrame] | None = None,
 ) -> str:
     """The whole page. ``summaries`` maps suite -> summary.csv frame, ``control`` maps suite ->
     the control model's control_check table (metrics stage), ``board`` is leaderboard.csv (with
     its bootstrap intervals), ``paired`` paired.csv, ``provenance`` what
-    :mod:`factprobe.report.provenance` gathers. ``figs`` collects every figure drawn."""
+    :mod:`factprobe.report.provenance` gathers. ``figs`` collects every figure drawn; ``curves``
+    (suite -> human_alignment_curves.csv) adds Fig. 3 and 4 to the human section."""
     figs = figs or Figures(settings.dpi, settings.confidence_level)
     bodies = {
         "provenance": provenance_section(provenance, settings),
@@ -470,7 +482,7 @@ def build_report(
     }
     shown = list(SECTIONS)
     if human:
-        bodies["human"] = human_section(human)
+        bodies["human"] = human_section(human, curves, figs)
         shown.append(HUMAN_SECTION)
     nav = "".join(f'<a href="#{key}">{html.escape(title)}</a>' for key, title in shown)
     sections = "".join(
