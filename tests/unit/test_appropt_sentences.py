@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from contract_frames import full
 from factprobe.distractors.appropt import Counts, appropt_distractors, build_trie, candidate_pool
 from factprobe.lm import HFCausalLM
 from factprobe.lm.api import LoglikRequest
@@ -233,6 +234,7 @@ def test_sentence_lists_reach_only_their_sentence():
         }
     )
     forms = pd.DataFrame({"entity": ["Q1", "Q2", "Q3"], "lang": "en", "form": ["one", "two", "three"]})
+    prompts, cands = full("prompts", prompts), full("candidates", cands)
     pairs = build_pairs(prompts, cands, forms)
     got = sorted(zip(pairs["prompt_id"], pairs["entity"], strict=True))
     assert got == [("f|a", "Q1"), ("f|a", "Q2"), ("f|a", "Q3"), ("f|b", "Q1"), ("f|b", "Q2")]

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from contract_frames import full_inputs
 from factprobe.metrics import FAMILIES, MEASURES
 from factprobe.metrics.meta import measure_families
 from factprobe.metrics.overlap import BertScorer, best_rouge_l, lcs_length, overlap_per_prompt, rouge_l
@@ -193,7 +194,9 @@ def small_suite(generations: pd.DataFrame | None) -> SuiteInputs:
             "rank": [0, 1] * 2,
         }
     )
-    return SuiteInputs(scores=scores, prompts=prompts, candidates=cands, facts=facts, generations=generations)
+    return full_inputs(
+        SuiteInputs(scores=scores, prompts=prompts, candidates=cands, facts=facts, generations=generations)
+    )
 
 
 GENERATIONS = pd.DataFrame(

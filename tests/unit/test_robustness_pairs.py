@@ -83,6 +83,7 @@ def tau_b(x, y):
 def robustness(release, demo_tables):
     """Suite tables from build_suite, 8 facts scored by a tiny random GPT-2, then compute_metrics."""
     import torch
+    from contract_frames import full, full_inputs
     from factprobe.lm import HFCausalLM
     from factprobe.metrics.pipeline import SuiteInputs, compute_suite_metrics
     from factprobe.scoring.control import build_gpt2, train_bpe_tokenizer
@@ -111,11 +112,13 @@ def robustness(release, demo_tables):
         cands.append((fact.fact_id, fact.object, "object", "object", 0))
         others = [o for o in objects[i + 1 :] + objects[:i] if o not in fact.objects][:3]
         cands += [(fact.fact_id, o, "distractor", "random", r) for r, o in enumerate(others, start=1)]
-    cands = pd.DataFrame(cands, columns=["fact_id", "entity", "role", "strategy", "rank"])
+    cands = full("candidates", pd.DataFrame(cands, columns=["fact_id", "entity", "role", "strategy", "rank"]))
     tok = train_bpe_tokenizer(list(prompts["text"]) + list(forms["form"]), vocab_size=300)
     lm = HFCausalLM(build_gpt2(len(tok), n_embd=32, n_layer=1).eval(), tok)
     scores = score_pairs(lm, build_pairs(prompts, cands, forms), progress=False)
-    inputs = SuiteInputs(scores=scores, prompts=prompts, candidates=cands, facts=facts, forms=forms)
+    inputs = full_inputs(
+        SuiteInputs(scores=scores, prompts=prompts, candidates=cands, facts=facts, forms=forms)
+    )
     per_fact, table = compute_suite_metrics(inputs, Metrics(families={}, ns=[1, 3]), ["knowledge"])
     return facts, prompts, per_fact, table
 
