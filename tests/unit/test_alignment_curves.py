@@ -94,6 +94,7 @@ def test_cloze_order_ranks_templates_per_fact():
 
 def test_cloze_tables_first_m_sentences():
     """Two facts, two templates each; with m = 1 only each fact's first template counts."""
+    from contract_frames import full_inputs
     from factprobe.metrics.pipeline import SuiteInputs
     from factprobe.settings import Metrics
 
@@ -138,7 +139,7 @@ def test_cloze_tables_first_m_sentences():
             "end_logprob": 0.0,
         }
     )
-    inputs = SuiteInputs(scores=scores, prompts=prompts, candidates=cands, facts=facts)
+    inputs = full_inputs(SuiteInputs(scores=scores, prompts=prompts, candidates=cands, facts=facts))
     table = cloze_tables(inputs, Metrics(families={}, ns=[1]), ["knowledge"])
     k = table[(table["measure"] == "k_avg") & (table["n"] == 1)].set_index("n_cloze")["value"]
     first = prompts["template_id"][cloze_order(prompts, 0) == 1].iloc[0]

@@ -194,7 +194,9 @@ def cross_validated_tau(
             if np.isfinite(tau) and tau > best_tau:
                 best, best_tau = dict(config), tau
         test_tau = tau_with_humans(per_fact, human, best, test, short_n) if best is not None else float("nan")
-        results.append({"fold": fold, "config": best, "train_tau": float(best_tau), "test_tau": test_tau})
+        # No configuration with a defined τ on the training folds: the fold has no value.
+        train_tau = float(best_tau) if best is not None else float("nan")
+        results.append({"fold": fold, "config": best, "train_tau": train_tau, "test_tau": test_tau})
     taus = np.array([r["test_tau"] for r in results], dtype=float)
     taus = taus[np.isfinite(taus)]
     mean = float(taus.mean()) if len(taus) else float("nan")
@@ -301,11 +303,14 @@ def measure_families(
 
     ``dist:<strategy>``: K with aggregation (Min/Avg) x n as hyperparameters; ``precision``:
     Precision@n over n; any other measure: its own (strategy, n) values. ``n_used`` and
-    ``k_dropped_facts`` are bookkeeping, not measures. ``grid_ns``: the n a configuration may
+    ``k_dropped_facts`` are bookkeeping and the random-ranker chance levels
+    (:func:`factprobe.metrics.chance_measures`) are baselines, not measures. ``grid_ns``: the n a configuration may
     take (§4.2's grid by default; ``None`` = every n of the table); measures without n (n = 0)
     are kept.
     """
-    table = per_fact[~per_fact["measure"].isin(["n_used"])]
+    from factprobe.metrics import chance_measures
+
+    table = per_fact[~per_fact["measure"].isin(["n_used", *chance_measures().values()])]
     if grid_ns is not None:
         table = table[(table["n"] == 0) | table["n"].isin(list(grid_ns))]
     families: dict[str, list[dict]] = {}
