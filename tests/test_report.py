@@ -466,11 +466,6 @@ def test_chromium_loads_every_figure(page, tmp_path):
 # --------------------------------------------------------------------------- the rules themselves
 
 
-def with_contract_columns(frame: pd.DataFrame, name: str) -> pd.DataFrame:
-    """``frame`` with the contract's columns it lacks added as nulls (read_inputs checks them)."""
-    return frame.assign(**{c: None for c in contracts.columns(name) if c not in frame.columns})
-
-
 @pytest.fixture(scope="module")
 def workflow_run(tmp_path_factory):
     """Rules compute_metrics -> summarize_metrics -> leaderboard -> render_report run by Snakemake on

@@ -80,6 +80,18 @@ HEADLINE = [
 ]
 
 #: Table name -> contract schema (docs/contracts.md, "Paths, rules, tables").
+#: compute_metrics' per-fact table (also the columns of cloze_subsets', plus ``n_cloze``).
+FACT_METRICS = [
+    ("fact_id", S),
+    ("measure", S),
+    ("value", F64),
+    ("strategy", S),
+    ("n", I64),
+    *GROUP,
+    ("n_prompts", I64),
+    ("split", S),
+]
+
 SCHEMAS: dict[str, pa.Schema] = {
     # extract_dump: results/wikidata/{dump}/
     "entities": pa.schema([("id", I64), ("kind", S), ("sitelinks", I32), ("modified", S), ("created", I32)]),
@@ -136,18 +148,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "topk": pa.schema([("prompt_id", S), ("rank", I32), ("token_id", I64), ("token", S), ("logprob", F64)]),
     "generations": pa.schema([("prompt_id", S), ("sample", I32), ("text", S), ("logprob", F64)]),
     # compute_metrics: results/metrics/{suite}/
-    "fact_metrics": pa.schema(
-        [
-            ("fact_id", S),
-            ("measure", S),
-            ("value", F64),
-            ("strategy", S),
-            ("n", I64),
-            *GROUP,
-            ("n_prompts", I64),
-            ("split", S),
-        ]
-    ),
+    "fact_metrics": pa.schema(FACT_METRICS),
     "suite_metrics": pa.schema(
         [("measure", S), ("value", F64), ("strategy", S), ("n", I64), *GROUP, ("bin", I64)]
     ),
@@ -155,19 +156,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     # each headline value next to its bootstrap interval (null n_facts: no interval).
     "headline": pa.schema(HEADLINE),
     # cloze_subsets: the per-fact measures from the first n_cloze cloze sentences (§5.1 Fig. 4)
-    "cloze_metrics": pa.schema(
-        [
-            ("fact_id", S),
-            ("measure", S),
-            ("value", F64),
-            ("strategy", S),
-            ("n", I64),
-            *GROUP,
-            ("n_prompts", I64),
-            ("split", S),
-            ("n_cloze", I64),
-        ]
-    ),
+    "cloze_metrics": pa.schema([*FACT_METRICS, ("n_cloze", I64)]),
     # --- user-facing CSV tables (metrics stage), read back with read_csv: an empty integer cell
     # reads as the field's "missing" metadata value (default 0), an empty float as NaN, an empty
     # string as "".

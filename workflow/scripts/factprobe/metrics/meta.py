@@ -40,6 +40,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from factprobe.metrics import chance_measures
+
 from .common import GROUP_KEYS
 
 HUMAN_COLUMNS = ["subject", "relation", "object", "score"]
@@ -308,8 +310,6 @@ def measure_families(
     take (§4.2's grid by default; ``None`` = every n of the table); measures without n (n = 0)
     are kept.
     """
-    from factprobe.metrics import chance_measures
-
     table = per_fact[~per_fact["measure"].isin(["n_used", *chance_measures().values()])]
     if grid_ns is not None:
         table = table[(table["n"] == 0) | table["n"].isin(list(grid_ns))]
