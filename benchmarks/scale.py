@@ -46,6 +46,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -57,38 +58,72 @@ from scale_dumps import write_dumps  # noqa: E402
 JOB_CPU_HOOK = Path(__file__).resolve().parent / "jobcpu.py"
 
 FULL_ENTITIES = 110e6
-FULL_CLAIMS = 1.5e9
+# All statements of full Wikidata (13.6 per entity). The claims table holds only the item-valued
+# statements of items (docs/contracts.md: "items only, wikibase-item values"), 6.3 per item in the
+# real sample tests/data/short_stream.json.bz2 (6.33; issue 31: "6.3 per item"), which the
+# synthetic dumps match (scale_dumps.py): FULL_CLAIMS is that table at full size.
+FULL_STATEMENTS = 1.5e9
+ITEM_CLAIMS_PER_ITEM = 6.3
+FULL_CLAIMS = FULL_ENTITIES * ITEM_CLAIMS_PER_ITEM
 FULL_FACTS = 100_000
 # Rules whose work grows with the number of probed facts rather than with the dump.
 FACTS_BOUND = ("retrieve_distractors",)
 # Differences below these are load noise on a shared machine, not growth.
 CPU_NOISE_S = 2.0
 RSS_NOISE_MB = 30.0
-# Issue 15 item 6: at 1M entities on 2 cores, and on a 16-core / 128 GB node at full size.
+# Issue 15 item 6: at 1M entities on 2 cores. Issue 31 item 5: full size on one 16-core / 128 GB
+# node within 3 h, on 4 such nodes (SLURM, each job on one node) within 1 h, every job <= 32 GB.
 LOCAL_WALL_S, LOCAL_JOB_GB = 600, 4.0
-NODE_CORES, NODE_WALL_H, NODE_JOB_GB = 16, 3.0, 64.0
-# Cores a rule's jobs keep busy side by side on the node: jobs x threads (profiles/slurm:
-# extract_dump 4 per dump; DuckDB's diff and temporal views threads: 2 per job (diff.smk); the
-# semantic index's DuckDB pass 2 per dump; one job per suite for probes; retrieval split into
-# NODE_CORES shards per suite with distractors.shards, scheduled longest first).
-NODE_PARALLEL = {
-    "extract_dump": 8,
-    "diff_dumps": 2,
-    "temporal_view": 4,
-    "build_probes": 4,
-    "build_sem_index": 4,
-    "retrieve_distractors": NODE_CORES,
+NODE_CORES, NODE_MEM_GB, CLUSTER_NODES = 16, 128.0, 4
+NODE_WALL_H, CLUSTER_WALL_H, JOB_GB = 3.0, 1.0, 32.0
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of the DAG before scoring in the full-size model (workflow/rules/*.smk).
+
+    ``per``: what one unit of work is ("dump", "pair" of dumps or "suite"); ``threads``: cores
+    per job (the rule's threads; extraction: profiles/slurm's cpus_per_task); ``after``: stages
+    whose jobs a job waits for (those of its own suite when both are per suite, else all of
+    them); ``split``: how a unit divides into parts at full size ("" = one job per unit), their
+    number chosen by the model (parts_needed)."""
+
+    per: str
+    threads: int
+    after: tuple[str, ...] = ()
+    split: str = ""
+
+
+# The one table to update when rules change: measured rule -> stage (RULE_STAGE; a rule not
+# listed is its own stage) and each stage's shape. Names marked (planned) are the issue-31
+# designs of other branches (semshard: a per-dump document-frequency job plus index parts by
+# entity hash; retshard: an optional per-suite preparation job plus shards by subject hash):
+# a stage without measurements is left out of the model, and a measured rule missing here is
+# modelled as one job per unit after extraction, with a warning.
+STAGES = {
+    "extract_dump": Stage("dump", 4),
+    "diff_dumps": Stage("pair", 2, ("extract_dump",)),
+    "temporal_view": Stage("dump", 2, ("extract_dump",)),
+    "sem_df": Stage("dump", 2, ("extract_dump",)),  # (planned)
+    "build_sem_index": Stage("dump", 2, ("extract_dump", "sem_df"), split="entity hash"),
+    "build_probes": Stage("suite", 1, ("extract_dump", "diff_dumps", "temporal_view")),
+    "prepare_retrieval": Stage("suite", 1, ("build_probes",)),  # (planned)
+    "retrieve_distractors": Stage(
+        "suite",
+        1,
+        ("build_probes", "prepare_retrieval", "temporal_view", "build_sem_index", "sem_df"),
+        split="subject hash",
+    ),
 }
-# What each rule waits for (workflow/rules/*.smk): the node runs independent rules side by side,
-# so its wall is the longest chain, not the sum (their cores add up to at most 10 of 16).
-NODE_DEPS = {
-    "extract_dump": (),
-    "diff_dumps": ("extract_dump",),
-    "temporal_view": ("extract_dump",),
-    "build_sem_index": ("extract_dump",),
-    "build_probes": ("diff_dumps",),
-    "retrieve_distractors": ("build_probes", "temporal_view", "build_sem_index"),
-}
+RULE_STAGE = {"retrieve_shard": "retrieve_distractors"}
+# A split job's parts: at least enough that each fits JOB_GB, and enough that the stage's work
+# spreads over the cluster's cores in pieces of at most 1 / PART_GRAIN of a core's share (so
+# longest-first packing leaves little idle), at most MAX_PARTS.
+PART_GRAIN, MAX_PARTS = 4, 4096
+# A DuckDB job at full size asks DuckDB for the limit it would get from common.smk, less where
+# that would take the job over JOB_GB (it then spills more; the model does not price the spill),
+# but never below DUCKDB_MIN_MB.
+DUCKDB_MIN_MB = 1024
 # Jobs whose DuckDB part takes a share of the job's mem_mb as memory_limit and spills beyond it
 # (the diff also splits its buckets by mem_mb). DuckDB fills whatever limit it gets, so a request
 # that grows with the input (common.smk) shows up as growth in peak RSS; --mem-mb gives them all
@@ -203,9 +238,7 @@ def read_benchmarks(work: Path) -> dict[str, dict]:
     blank = {"jobs": 0, "true_jobs": 0, "wall_s": 0.0, "cpu_s": 0.0, "sm_cpu_s": 0.0, "rss_mb": 0.0}
     out: dict[str, dict] = defaultdict(lambda: dict(blank))
     for path in sorted((work / "benchmarks").rglob("*.tsv")):
-        rule = path.relative_to(work / "benchmarks").parts[0]
-        # Retrieval shards and their gather are one stage (retrieve_distractors) in the model.
-        rule = "retrieve_distractors" if rule == "retrieve_shard" else rule
+        rule = stage_of(path.relative_to(work / "benchmarks").parts[0])
         record = true.get(str(path.relative_to(work)))
         with open(path) as f:
             for row in csv.DictReader(f, delimiter="\t"):
@@ -219,6 +252,43 @@ def read_benchmarks(work: Path) -> dict[str, dict]:
                 rss = row["max_rss"]
                 r["rss_mb"] = max(r["rss_mb"], float(rss) if rss not in ("", "NA", "-") else 0.0)
     return dict(out)
+
+
+def stage_of(rule: str) -> str:
+    """The model's stage of a measured rule (RULE_STAGE; retrieval shards and their gather are
+    one stage)."""
+    return RULE_STAGE.get(rule, rule)
+
+
+def job_key(rel: Path) -> tuple[str, str, str]:
+    """``(stage, unit, part)`` of a job from its log or benchmark path relative to ``logs/`` or
+    ``benchmarks/``: ``R/U.ext`` is unit U of rule R, ``R/U/P.ext`` part P of unit U."""
+    parts = rel.parts
+    if len(parts) > 2:
+        return stage_of(parts[0]), parts[1], Path(parts[-1]).stem
+    return stage_of(parts[0]), Path(parts[-1]).stem, ""
+
+
+def read_jobs(work: Path) -> list[dict]:
+    """Every job's own figures: ``stage``, ``unit`` (dump, pair or suite), ``part`` (a shard or
+    index part, "" for a whole unit), wall s, CPU s (true where recorded, read_job_cpu) and peak
+    RSS (MB) from its benchmark file. The model's per-unit fits and per-part peaks read these."""
+    true = read_job_cpu(work)
+    out = []
+    for path in sorted((work / "benchmarks").rglob("*.tsv")):
+        stage, unit, part = job_key(path.relative_to(work / "benchmarks"))
+        record = true.get(str(path.relative_to(work)))
+        with open(path) as f:
+            row = next(csv.DictReader(f, delimiter="\t"))
+
+        def num(key: str) -> float:
+            return float(row[key]) if row[key] not in ("", "NA", "-") else 0.0
+
+        cpu = record["cpu_s"] if record else num("cpu_time")
+        out.append(
+            {"stage": stage, "unit": unit, "part": part, "wall_s": num("s"), "cpu_s": cpu, "rss_mb": num("max_rss")}
+        )
+    return out
 
 
 def read_retrieval(work: Path) -> dict[str, dict]:
@@ -267,23 +337,22 @@ def read_retrieval(work: Path) -> dict[str, dict]:
 def read_states(work: Path) -> dict[str, list[dict]]:
     """Per DuckDB rule, one entry per job that logged its state (rulelog.log_resident): ``state_mb``
     (resident once DuckDB is closed), ``limit_mb`` (DuckDB's memory_limit), ``mem_mb`` (the job's
-    request), ``suite`` (retrieval: the suite) and ``rows`` (retrieval: typed entities + forms +
+    request), ``suite`` (the job's unit: suite, dump or pair) and ``rows`` (retrieval: typed entities + forms +
     valid + co-occurrence statements of its Ω line)."""
     out: dict[str, list[dict]] = defaultdict(list)
     for path in sorted((work / "logs").rglob("*.log")):
-        parts = path.relative_to(work / "logs").parts
         text = path.read_text()
         state = STATE_LINE.findall(text)
         if not state:
             continue
-        rule = "retrieve_distractors" if parts[0] == "retrieve_shard" else parts[0]
+        rule, unit, _ = job_key(path.relative_to(work / "logs"))
         omega = OMEGA_LINE.findall(text)
         out[rule].append(
             {
                 "state_mb": float(state[-1][0]),
                 "limit_mb": float(state[-1][1]),
                 "mem_mb": float(state[-1][2]),
-                "suite": parts[1] if parts[0] == "retrieve_shard" else path.stem,
+                "suite": unit,
                 "rows": sum(int(x) for x in omega[-1]) if omega else 0,
             }
         )
@@ -298,42 +367,6 @@ def limit_full_mb(runs: list[dict], rule: str) -> float:
     share = max(j["limit_mb"] / j["mem_mb"] for j in jobs[-1])
     grown = mem[-1] > mem[0]
     return share * (min(MEM_CAP_MB, mem[-1] * FULL_ENTITIES / runs[-1]["items"]) if grown else mem[-1])
-
-
-def state_full_mb(runs: list[dict], rule: str) -> tuple[float, str]:
-    """The largest job's state outside DuckDB at full size (MB) and how it was fitted.
-
-    Retrieval: per suite, a least-squares line of state on the job's Ω rows over every job and
-    size (a shard's rows depend on which relations it holds, so the largest shard of one size is
-    not the same relations as at the next, and a fit in entities of the largest state mixes them);
-    the largest job's rows at the largest size grow as the suite's total rows over the sizes.
-    Other rules: the largest job's state per size, fitted in entities."""
-    n = [run["items"] for run in runs]
-    if rule != "retrieve_distractors":
-        state = [max(j["state_mb"] for j in run["states"][rule]) for run in runs]
-        b = increment_exponent(n, state, RSS_NOISE_MB)
-        full = extrapolate(n, state, FULL_ENTITIES, b)
-        return full, f"{state[0]:.0f} -> {state[-1]:.0f} MB, b = {1.0 if b is None else b:.2f}"
-    best, how = 0.0, ""
-    for suite in sorted({j["suite"] for j in runs[-1]["states"][rule]}):
-        pts = [(j["rows"], j["state_mb"]) for run in runs for j in run["states"][rule] if j["suite"] == suite]
-        mx, my = sum(p[0] for p in pts) / len(pts), sum(p[1] for p in pts) / len(pts)
-        sxx = sum((p[0] - mx) ** 2 for p in pts)
-        beta = max(sum((p[0] - mx) * (p[1] - my) for p in pts) / sxx, 0.0) if sxx else 0.0
-        a = my - beta * mx
-        totals = [sum(j["rows"] for j in run["states"][rule] if j["suite"] == suite) for run in runs]
-        b_rows = increment_exponent(n, totals, 0.0)
-        grow = extrapolate(n, totals, FULL_ENTITIES, b_rows) / max(totals[-1], 1)
-        rows = max(j["rows"] for j in runs[-1]["states"][rule] if j["suite"] == suite) * grow
-        full = a + beta * rows
-        if full > best:
-            best = full
-            how = (
-                f"{suite}: state = {a:.0f} MB + {beta * 2**20:.1f} B x rows over {len(pts)} jobs; "
-                f"its largest job's {rows / grow / 1e6:.1f}M rows x {grow:.0f} "
-                f"(the suite's rows, b = {1.0 if b_rows is None else b_rows:.2f})"
-            )
-    return best, how
 
 
 def claims_rows(work: Path) -> int:
@@ -404,11 +437,16 @@ def report(runs: list[dict], facts: int, floor: float) -> str:
     lines += [
         "",
         f"## Growth (y - y0 ~ (n - n0)^b over {len(runs)} sizes) and extrapolation",
-        f"to {FULL_ENTITIES:.3g} entities ({FULL_ENTITIES / big['items']:.0f}x the largest run; claims per"
-        f" entity here {big['claims'] / big['items']:.1f}, full Wikidata {FULL_CLAIMS / FULL_ENTITIES:.1f}:"
-        f" {FULL_CLAIMS:.3g} claims is {FULL_CLAIMS / big['claims']:.0f}x the largest run's claims)",
+        f"to {FULL_ENTITIES:.3g} entities ({FULL_ENTITIES / big['items']:.0f}x the largest run). Claims rows "
+        f"(item-valued statements of items, the extraction's claims table) per item here "
+        f"{big['claims'] / big['items']:.1f}, full Wikidata {ITEM_CLAIMS_PER_ITEM} ({FULL_CLAIMS:.3g} rows, "
+        f"{FULL_CLAIMS / big['claims']:.0f}x the largest run's; of {FULL_STATEMENTS:.3g} statements in all).",
         "",
-        "| rule | b(CPU) | b(RSS) | CPU-h at full size | peak GB at full size |",
+        "Each exponent as b [k min-max]: b the increment exponent the extrapolation uses, k the plain "
+        "exponents log(y2/y1)/log(n2/n1) of each step between consecutive sizes (their spread). State = "
+        "a DuckDB job's largest resident memory once DuckDB is closed.",
+        "",
+        "| rule | CPU | peak RSS | state | CPU-h at full size (this fit) |",
         "|---|---|---|---|---|",
     ]
     for rule in rules:
@@ -416,19 +454,22 @@ def report(runs: list[dict], facts: int, floor: float) -> str:
             continue
         cpu = [run["rules"][rule]["cpu_s"] for run in runs]
         rss = [run["rules"][rule]["rss_mb"] for run in runs]
-        bc, br = increment_exponent(n, cpu, CPU_NOISE_S), increment_exponent(n, rss, RSS_NOISE_MB)
+        states = [run.get("states", {}).get(rule) for run in runs]
+        state = [max(j["state_mb"] for j in js) for js in states] if all(states) else None
+        bc = increment_exponent(n, cpu, CPU_NOISE_S)
         cpu_full = extrapolate(n, cpu, FULL_ENTITIES, bc) / 3600
-        rss_full = extrapolate(n, rss, FULL_ENTITIES, br) / 1024
         facts_note = ""
         if rule in FACTS_BOUND:
             facts_note = (
                 f" (x{FULL_FACTS / facts:.0f} for {FULL_FACTS:,} facts: {cpu_full * FULL_FACTS / facts:,.0f})"
             )
         lines.append(
-            f"| {rule} | {'-' if bc is None else round(bc, 2)} | {'-' if br is None else round(br, 2)} | "
-            f"{cpu_full:,.2f}{facts_note} | {rss_full:,.1f} |"
+            f"| {rule} | {spread(n, cpu, CPU_NOISE_S)} | {spread(n, rss, RSS_NOISE_MB)} | "
+            f"{spread(n, state, RSS_NOISE_MB) if state else '-'} | {cpu_full:,.2f}{facts_note} |"
         )
-    lines += targets(runs)
+    walls = [run["wall_s"] for run in runs]
+    lines.append(f"| DAG wall | {spread(n, walls, CPU_NOISE_S)} | | | |")
+    lines += targets(runs, floor)
     lines.append("")
     lines.append(
         "Exponents are those of the increment above the smallest run (fixed costs cancel); increments "
@@ -511,7 +552,7 @@ def retrieval_full(runs: list[dict]) -> dict[str, tuple[float, float]]:
     return out
 
 
-def targets(runs: list[dict]) -> list[str]:
+def targets(runs: list[dict], floor: float) -> list[str]:
     """Issue 15 item 6: the largest run against the 2-core targets, and the node model at full size."""
     big = runs[-1]
     worst = max(big["rules"].items(), key=lambda kv: kv[1]["rss_mb"])
@@ -525,109 +566,346 @@ def targets(runs: list[dict]) -> list[str]:
         f"- largest job peak RSS: {worst[1]['rss_mb'] / 1024:.2f} GB ({worst[0]}; target <= {LOCAL_JOB_GB} GB): "
         f"{ok[worst[1]['rss_mb'] / 1024 <= LOCAL_JOB_GB]}",
     ]
-    if "retrieval" not in big or not big["retrieval"]:
-        return lines
+    return lines + node_model(runs, floor)
+
+
+# --- the memory-aware model at full size (issue 31 item 5) -------------------------------------
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job of the full-size schedule: wall hours, cores, memory (GB) and the jobs it waits for."""
+
+    name: str
+    hours: float
+    cores: int
+    mem_gb: float
+    deps: tuple[str, ...] = ()
+
+
+def list_schedule(jobs: list[Job], nodes: int, cores: int, mem_gb: float) -> tuple[float, dict[str, float]]:
+    """Makespan (hours) and start times of ``jobs`` on ``nodes`` nodes of ``cores`` cores and
+    ``mem_gb`` memory, each job on one node (SLURM without multi-node jobs).
+
+    List scheduling: whenever a job ends, the ready jobs (all their deps done) are tried in order
+    of their longest path to the end of the DAG (critical path first, then the longer job), each
+    started on the first node whose free cores and free memory both hold it; a job that does not
+    fit waits while a later one that fits may start (backfilling, no reservation). A job asking
+    for more than a node has is clamped to the node (report it: it cannot run as asked)."""
+    by_name = {j.name: j for j in jobs}
+    rank: dict[str, float] = {}
+    children: dict[str, list[str]] = defaultdict(list)
+    for j in jobs:
+        for d in j.deps:
+            children[d].append(j.name)
+
+    def upward(name: str) -> float:
+        if name not in rank:
+            rank[name] = by_name[name].hours + max((upward(c) for c in children[name]), default=0.0)
+        return rank[name]
+
+    order = sorted(by_name, key=lambda n: (-upward(n), -by_name[n].hours, n))
+    free_cores, free_mem = [cores] * nodes, [mem_gb] * nodes
+    pending, done, start = list(order), set(), {}
+    running: list[tuple[float, str, int]] = []  # (end, job, node)
+    now = 0.0
+    while pending:
+        for name in [n for n in pending if all(d in done for d in by_name[n].deps)]:
+            job = by_name[name]
+            need_c, need_m = min(job.cores, cores), min(job.mem_gb, mem_gb)
+            node = next((i for i in range(nodes) if free_cores[i] >= need_c and free_mem[i] >= need_m - 1e-9), None)
+            if node is None:
+                continue
+            free_cores[node] -= need_c
+            free_mem[node] -= need_m
+            start[name] = now
+            pending.remove(name)
+            running.append((now + job.hours, name, node))
+        if not running:
+            raise ValueError(f"no job can start at {now:.2f} h: {pending[:3]} wait for jobs not in the list")
+        running.sort()
+        now = running[0][0]
+        while running and running[0][0] <= now + 1e-12:
+            _, name, node = running.pop(0)
+            job = by_name[name]
+            free_cores[node] += min(job.cores, cores)
+            free_mem[node] += min(job.mem_gb, mem_gb)
+            done.add(name)
+    return max((start[n] + by_name[n].hours for n in start), default=0.0), start
+
+
+def local_exponents(xs: list[float], ys: list[float]) -> list[float]:
+    """The plain growth exponent of each step between consecutive sizes, log(y2/y1) / log(x2/x1)
+    (issue 31's k: no fixed cost taken off, so it is below the increment exponent at small sizes
+    where start-up dominates); a step with a zero or negative value is left out."""
+    return [
+        math.log(y2 / y1) / math.log(x2 / x1)
+        for (x1, y1), (x2, y2) in zip(zip(xs, ys), zip(xs[1:], ys[1:]))
+        if y1 > 0 and y2 > 0 and x2 > x1
+    ]
+
+
+def spread(xs: list[float], ys: list[float], noise: float) -> str:
+    """``b [k min-max]``: the increment exponent the extrapolation uses (increment_exponent) and
+    the min and max of the plain exponents between consecutive sizes (local_exponents)."""
+    b = increment_exponent(xs, ys, noise)
+    ks = local_exponents(xs, ys)
+    head = "-" if b is None else f"{b:.2f}"
+    return head + (f" [k {min(ks):.2f}-{max(ks):.2f}]" if ks else "")
+
+
+@dataclass
+class UnitModel:
+    """One unit (dump, pair or suite) of a stage at full size: ``cpu_s`` the CPU that divides over
+    its parts, ``fixed_cpu_s`` what each part pays again (loading); memory per part is
+    ``mem_fixed_mb + mem_var_mb / parts`` plus, for a DuckDB job, DuckDB's limit (duckdb_share)."""
+
+    stage: str
+    unit: str
+    cpu_s: float
+    fixed_cpu_s: float
+    mem_fixed_mb: float
+    mem_var_mb: float
+    duckdb_mb: float
+    how: str
+    threads: int = 1
+
+    def state_mb(self, parts: int) -> float:
+        return self.mem_fixed_mb + self.mem_var_mb / parts
+
+    def duckdb_share(self, parts: int) -> float:
+        """DuckDB's limit per part: the workflow's at full size (common.smk), lowered to what
+        leaves the job within its cores' share of a node (NODE_MEM_GB / NODE_CORES per core) and
+        within JOB_GB, so that memory never idles the node's cores; never below DUCKDB_MIN_MB.
+        A lower limit means more spilling, whose time the model does not price."""
+        if not self.duckdb_mb:
+            return 0.0
+        cap = min(JOB_GB, NODE_MEM_GB * self.threads / NODE_CORES) * 1024
+        return min(self.duckdb_mb, max(DUCKDB_MIN_MB, cap - self.state_mb(parts)))
+
+    def job_mb(self, parts: int) -> float:
+        return self.state_mb(parts) + self.duckdb_share(parts)
+
+
+def run_jobs(run: dict) -> list[dict]:
+    """A run's per-job records (read_jobs); for runs saved before they were recorded, one record
+    per unit from the rule's sums (CPU split evenly, retrieval per suite from its logs; peak =
+    the rule's largest job), units named after the run's dumps and suites where they match."""
+    if "jobs" in run:
+        return run["jobs"]
+    dumps = sorted(k for k, v in run.get("dumps", {}).items() if isinstance(v, dict) and "items" in v)
+    names = {
+        "dump": dumps,
+        "pair": ["_".join(dumps[i : i + 2]) for i in range(len(dumps) - 1)],
+        "suite": sorted(run.get("retrieval", {})),
+    }
+    out = []
+    for stage, r in run["rules"].items():
+        per = STAGES.get(stage, Stage("dump", 1)).per
+        units = names.get(per, [])
+        units = units if len(units) == r["jobs"] else [f"#{i}" for i in range(r["jobs"])]
+        for unit in units:
+            cpu = r["cpu_s"] / len(units)
+            if stage == "retrieve_distractors" and unit in run.get("retrieval", {}):
+                cpu = run["retrieval"][unit].get("cpu_s", cpu)
+            out.append({"stage": stage, "unit": unit, "part": "", "wall_s": r["wall_s"] / len(units), "cpu_s": cpu, "rss_mb": r["rss_mb"]})
+    return out
+
+
+def unit_series(runs: list[dict], stage: str) -> dict[str, list[dict]]:
+    """Per unit of ``stage`` measured at every size: per size its CPU (summed over its jobs),
+    parts (jobs) and largest part's peak RSS."""
+    series: dict[str, list[dict]] = {}
+    per_run = []
+    for run in runs:
+        units: dict[str, dict] = {}
+        for j in run_jobs(run):
+            if j["stage"] != stage:
+                continue
+            u = units.setdefault(j["unit"], {"cpu_s": 0.0, "parts": 0, "rss_mb": 0.0})
+            u["cpu_s"] += j["cpu_s"]
+            # A sharded unit's parts; its gather job (no part) adds CPU, not a part.
+            u["parts"] += bool(j["part"])
+            u["rss_mb"] = max(u["rss_mb"], j["rss_mb"])
+        for u in units.values():
+            u["parts"] = max(u["parts"], 1)
+        per_run.append(units)
+    for unit in per_run[-1]:
+        if all(unit in units for units in per_run):
+            series[unit] = [units[unit] for units in per_run]
+    return series
+
+
+def unit_memory(runs: list[dict], stage: str, unit: str, series: list[dict], floor: float) -> tuple[float, float, str]:
+    """``(fixed MB, dividing MB, how)`` of a unit's memory per job at full size, its parts aside.
+
+    A DuckDB job (it logged its state, read_states) holds its state outside DuckDB plus DuckDB's
+    limit; its state is modelled here. Retrieval: a line of state on the job's Ω rows over every
+    job and size (state_line), the rows of the suite growing as their total over the sizes and
+    divided over the parts with the measured imbalance (largest part's rows x parts / total:
+    1 unsharded). Other jobs: ``floor`` (the interpreter and libraries) stays in every part; the
+    rest, parts x (largest part's peak or state - floor), is fitted in entities and divides."""
     n = [run["items"] for run in runs]
-    per_suite = retrieval_full(runs)
-    suites = len(per_suite)
-    # distractors.shards = the node's cores: every suite's shards are queued together and the
-    # node runs whichever is next as a core frees (a suite with a slow search then spreads over
-    # the cores the others leave). Each job pays its suite's fixed cost (measured per job, with
-    # the relations of a --retrieval-shards job: at least those of a job here).
-    shards = NODE_CORES
-    jobs = [f + FULL_FACTS * p / shards for f, p in per_suite.values() for _ in range(shards)]
-    lines += [
-        "",
-        f"Full Wikidata ({FULL_ENTITIES:.3g} entities) and {FULL_FACTS:,} probed facts in each of the "
-        f"{suites} suites on a {NODE_CORES}-core node: each rule's extrapolated CPU over the cores its jobs "
-        "keep busy (NODE_PARALLEL); the wall is the longest chain of rules (NODE_DEPS: independent rules "
-        "run side by side), the sum of every rule's wall an upper bound. "
-        f"Retrieval: {shards} shards per suite ({len(jobs)} jobs, longest first onto the next free core), "
-        "each loading "
-        + (
-            f"the tables of its own relations (measured with {big['retrieval_shards']} shards per suite)"
-            if big.get("retrieval_shards", 1) > 1
-            else "its suite's tables (measured unsharded)"
+    states = [[j for j in run.get("states", {}).get(stage, []) if j["suite"] == unit] for run in runs]
+    if all(states) and stage == "retrieve_distractors":
+        a, beta, npts = state_line([j for js in states for j in js])
+        totals = [sum(j["rows"] for j in js) for js in states]
+        b_rows = increment_exponent(n, totals, 0.0)
+        rows_full = extrapolate(n, totals, FULL_ENTITIES, b_rows)
+        imbalance = max(j["rows"] for j in states[-1]) * len(states[-1]) / max(totals[-1], 1)
+        how = (
+            f"state = {a:.0f} MB + {beta * 2**20:.1f} B x rows over {npts} jobs; {rows_full / 1e6:,.0f}M rows "
+            f"(b = {1.0 if b_rows is None else b_rows:.2f}), largest part x{imbalance:.2f} the mean"
         )
-        + " and building its pools, type slices and co-occurrence levels (fixed, per job: "
-        + ", ".join(f"{k} {f / 3600:.2f} h" for k, (f, _) in per_suite.items())
-        + ") and then its share of the facts (ms per fact: "
-        + ", ".join(f"{k} {p * 1000:.1f}" for k, (_, p) in per_suite.items())
-        + "; the per-fact loop time of the logs fitted in entities, its exact semantic search scaled linearly). "
-        "The schedule does not model the node's memory: jobs whose states add up beyond it wait.",
+        return a, beta * rows_full * imbalance, how
+    if all(states):
+        peak = [len(js) * max(max(j["state_mb"] for j in js) - floor, 0.0) for js in states]
+        what = "state"
+    else:
+        peak = [s["parts"] * max(s["rss_mb"] - floor, 0.0) for s in series]
+        what = "peak RSS"
+    b = increment_exponent(n, peak, RSS_NOISE_MB)
+    var = extrapolate(n, peak, FULL_ENTITIES, b)
+    how = f"{what} {floor:.0f} MB + {peak[0]:.0f} -> {peak[-1]:.0f} MB, b = {'-' if b is None else f'{b:.2f}'}"
+    return floor, var, how
+
+
+def state_line(jobs: list[dict]) -> tuple[float, float, int]:
+    """Least-squares ``state_mb = a + beta x rows`` over retrieval jobs (beta >= 0)."""
+    pts = [(j["rows"], j["state_mb"]) for j in jobs]
+    mx, my = sum(p[0] for p in pts) / len(pts), sum(p[1] for p in pts) / len(pts)
+    sxx = sum((p[0] - mx) ** 2 for p in pts)
+    beta = max(sum((p[0] - mx) * (p[1] - my) for p in pts) / sxx, 0.0) if sxx else 0.0
+    return my - beta * mx, beta, len(pts)
+
+
+def stage_models(runs: list[dict], floor: float) -> tuple[dict[str, list[UnitModel]], list[str]]:
+    """Every measured stage's units at full size (UnitModel), in STAGES order (stages measured
+    but not in STAGES last), and warnings. CPU: per unit, fitted in entities with an exponent
+    of at least 1 (every job reads the whole dump or its suite's share of it); retrieval: its
+    per-job loading and its per-fact loop for FULL_FACTS facts (retrieval_full)."""
+    n = [run["items"] for run in runs]
+    measured = sorted({j["stage"] for run in runs for j in run_jobs(run)})
+    warnings = [f"rule {s} is not in STAGES: modelled as one job per unit after extract_dump" for s in measured if s not in STAGES]
+    retrieval = retrieval_full(runs) if all(run.get("retrieval") for run in runs) else {}
+    out: dict[str, list[UnitModel]] = {}
+    for stage in [s for s in STAGES if s in measured] + [s for s in measured if s not in STAGES]:
+        models = []
+        has_states = all(run.get("states", {}).get(stage) for run in runs)
+        duckdb = limit_full_mb(runs, stage) if has_states else 0.0
+        for unit, series in unit_series(runs, stage).items():
+            if stage == "retrieve_distractors" and unit in retrieval:
+                fixed_cpu, per_fact = retrieval[unit]
+                cpu = per_fact * FULL_FACTS
+                cpu_how = f"CPU {fixed_cpu:.0f} s per job + {per_fact * 1000:.1f} ms per fact"
+            else:
+                cpu_n = [s["cpu_s"] for s in series]
+                b = increment_exponent(n, cpu_n, CPU_NOISE_S)
+                fixed_cpu, cpu = 0.0, extrapolate(n, cpu_n, FULL_ENTITIES, max(b or 1.0, 1.0))
+                cpu_how = f"CPU {cpu_n[0]:.1f} -> {cpu_n[-1]:.1f} s, b = {'-' if b is None else f'{b:.2f}'} (used: >= 1)"
+            mem_fixed, mem_var, how = unit_memory(runs, stage, unit, series, floor)
+            how = f"{cpu_how}; {how}"
+            threads = STAGES[stage].threads if stage in STAGES else 1
+            models.append(UnitModel(stage, unit, cpu, fixed_cpu, mem_fixed, mem_var, duckdb, how, threads))
+        out[stage] = models
+    return out, warnings
+
+
+def parts_needed(model: UnitModel, stage_cpu_s: float, cluster_cores: int) -> int:
+    """Parts of a unit of a split stage at full size: enough that each job fits JOB_GB (with
+    DuckDB at DUCKDB_MIN_MB), and enough that no part's wall exceeds 1 / PART_GRAIN of the
+    stage's CPU over the cluster's cores; 1 where the stage does not split."""
+    stage = STAGES.get(model.stage, Stage("dump", 1))
+    if not stage.split:
+        return 1
+    duck = min(model.duckdb_mb, DUCKDB_MIN_MB)
+    room = JOB_GB * 1024 - model.mem_fixed_mb - duck
+    by_mem = math.ceil(model.mem_var_mb / room) if room > 0 else MAX_PARTS
+    by_cpu = math.ceil(model.cpu_s * cluster_cores * PART_GRAIN / (stage_cpu_s * stage.threads)) if stage_cpu_s > 0 else 1
+    return int(min(MAX_PARTS, max(1, by_mem, by_cpu)))
+
+
+def full_jobs(models: dict[str, list[UnitModel]], cluster_cores: int) -> tuple[list[Job], dict[tuple[str, str], int]]:
+    """The full-size DAG's jobs for a cluster of ``cluster_cores`` cores and each unit's parts:
+    a part runs its share of the unit's CPU plus the per-part loading on its stage's threads
+    (wall = CPU / threads), with its state and DuckDB share (UnitModel.job_mb); it waits for
+    the jobs of the stages in its ``after`` that were measured (same suite where both stages
+    are per suite)."""
+    jobs: list[Job] = []
+    names: dict[tuple[str, str], list[str]] = defaultdict(list)
+    parts: dict[tuple[str, str], int] = {}
+    for stage, units in models.items():
+        spec = STAGES.get(stage, Stage("dump", 1, ("extract_dump",)))
+        stage_cpu = sum(m.cpu_s for m in units)
+        for m in units:
+            k = parts[(stage, m.unit)] = parts_needed(m, stage_cpu, cluster_cores)
+            deps: list[str] = []
+            for before in spec.after:
+                if before not in models:
+                    continue
+                same = spec.per == "suite" and STAGES.get(before, spec).per == "suite"
+                for u in models[before]:
+                    if not same or u.unit == m.unit:
+                        deps += names[(before, u.unit)]
+            for i in range(k):
+                name = f"{stage}/{m.unit}/{i}"
+                hours = (m.cpu_s / k + m.fixed_cpu_s) / spec.threads / 3600
+                jobs.append(Job(name, hours, spec.threads, m.job_mb(k) / 1024, tuple(deps)))
+                names[(stage, m.unit)].append(name)
+    return jobs, parts
+
+
+def node_model(runs: list[dict], floor: float) -> list[str]:
+    """Issue 31 item 5: the full-size DAG before scoring, memory respected, on one node and on
+    CLUSTER_NODES nodes: per stage and unit its parts, CPU-hours and memory per job, then node
+    wall, CPU-hours and largest job of each schedule against the targets."""
+    models, warnings = stage_models(runs, floor)
+    ok = {True: "met", False: "NOT met"}
+    lines = [
         "",
-        "| rule | CPU-h | cores | wall h | peak GB per job |",
-        "|---|---|---|---|---|",
+        f"## Full size, memory respected ({FULL_ENTITIES:.3g} entities, {FULL_FACTS:,} probed facts per suite)",
+        "",
+        f"Every job with its fitted memory, list-scheduled (critical path first; a job starts when its "
+        f"node has both its cores and its memory free; each job on one node) on 1 and {CLUSTER_NODES} "
+        f"nodes of {NODE_CORES} cores / {NODE_MEM_GB:.0f} GB. A DuckDB job's memory = its state outside "
+        f"DuckDB + DuckDB's limit, which the model lowers from the workflow's (common.smk, capped) to what "
+        f"keeps the job within its cores' share of the node ({NODE_MEM_GB / NODE_CORES:.0f} GB per core) and "
+        f"{JOB_GB:.0f} GB, at least {DUCKDB_MIN_MB} MB (it then spills more: spill time is not modelled). Split stages (STAGES.split) get parts = max(enough to fit "
+        f"{JOB_GB:.0f} GB, enough to spread their CPU over the cluster's cores in 1/{PART_GRAIN} shares); "
+        "each part pays its unit's per-job loading again and its share of the rest. Wall of a job = "
+        "CPU / threads.",
+        *(f"- WARNING: {w}" for w in warnings),
+        "",
+        f"| stage | unit | split | parts (1 / {CLUSTER_NODES} nodes) | CPU-h | GB per job (state + DuckDB) | CPU and memory model |",
+        "|---|---|---|---|---|---|---|",
     ]
-    total_h, top_gb, walls, lines_after = 0.0, 0.0, {}, []
-    for rule, cores in NODE_PARALLEL.items():
-        if not all(rule in run["rules"] for run in runs):
-            continue
-        cpu = [run["rules"][rule]["cpu_s"] for run in runs]
-        rss = [run["rules"][rule]["rss_mb"] for run in runs]
-        bc, br = increment_exponent(n, cpu, CPU_NOISE_S), increment_exponent(n, rss, RSS_NOISE_MB)
-        # A job that reads the whole dump is at least linear in it, whatever a noisy fit says.
-        bc = max(1.0 if bc is None else bc, 1.0)
-        gb = extrapolate(n, rss, FULL_ENTITIES, br) / 1024
-        if rule in DUCKDB_RULES and all(run.get("states", {}).get(rule) for run in runs):
-            # A DuckDB job's peak fit extrapolates DuckDB filling whatever limit it had (it grows
-            # with the request); at full size the job holds its own state plus at most DuckDB's
-            # limit, which it spills beyond. The check: that bound at the largest size measured.
-            state_mb, how = state_full_mb(runs, rule)
-            limit = limit_full_mb(runs, rule)
-            bound_now = max(j["state_mb"] + j["limit_mb"] for j in big["states"][rule])
-            peak_now = big["rules"][rule]["rss_mb"]
-            lines_after.append(
-                f"- {rule}: state outside DuckDB at full size {state_mb / 1024:.1f} GB ({how}) + DuckDB's "
-                f"limit there {limit / 1024:.1f} GB = {(state_mb + limit) / 1024:.1f} GB per job (the fit of "
-                f"the peak: {gb:.1f} GB); at {big['items']:,} items the peak {peak_now:.0f} MB is "
-                f"{'within' if peak_now <= bound_now else 'ABOVE'} state + limit {bound_now:.0f} MB"
+    plans = {}
+    for nodes in (1, CLUSTER_NODES):
+        jobs, parts = full_jobs(models, nodes * NODE_CORES)
+        wall, _ = list_schedule(jobs, nodes, NODE_CORES, NODE_MEM_GB)
+        plans[nodes] = (jobs, parts, wall)
+    for stage, units in models.items():
+        split = STAGES[stage].split if stage in STAGES else "?"
+        for m in units:
+            p1, pk = plans[1][1][(stage, m.unit)], plans[CLUSTER_NODES][1][(stage, m.unit)]
+            cpu_h = (m.cpu_s + p1 * m.fixed_cpu_s) / 3600
+            lines.append(
+                f"| {stage} | {m.unit} | {split or '-'} | {p1} / {pk} | {cpu_h:,.2f} | "
+                f"{m.job_mb(p1) / 1024:.1f} ({m.state_mb(p1) / 1024:.1f} + {m.duckdb_share(p1) / 1024:.1f}) | {m.how} |"
             )
-            gb = (state_mb + limit) / 1024
-        if rule == "retrieve_distractors":
-            cpu_h = sum(jobs) / 3600
-            wall_h = lpt_makespan(jobs, NODE_CORES) / 3600
-        else:
-            cpu_h = extrapolate(n, cpu, FULL_ENTITIES, bc) / 3600
-            wall_h = cpu_h / min(cores, NODE_CORES)
-        total_h += wall_h
-        walls[rule] = wall_h
-        top_gb = max(top_gb, gb)
-        lines.append(f"| {rule} | {cpu_h:,.2f} | {min(cores, NODE_CORES)} | {wall_h:,.2f} | {gb:,.1f} |")
-    chain = critical_path(walls)
-    lines += [
-        "",
-        f"- DuckDB jobs ({', '.join(DUCKDB_RULES)}) ran with mem_mb "
-        + (f"{big['mem_mb']} at every size" if big.get("mem_mb") else "scaled with their input (common.smk)"),
-        f"- node wall, rules one after another (upper bound): {total_h:.2f} h",
-        f"- node wall before scoring, longest chain of the DAG ({' -> '.join(chain[1])}): {chain[0]:.2f} h "
-        f"(target <= {NODE_WALL_H} h): {ok[chain[0] <= NODE_WALL_H]}",
-        f"- largest job: {top_gb:.1f} GB (target <= {NODE_JOB_GB} GB): {ok[top_gb <= NODE_JOB_GB]}",
-        *lines_after,
-    ]
+    lines.append("")
+    for nodes, (jobs, _, wall) in plans.items():
+        cpu_h = sum(j.hours * j.cores for j in jobs)
+        big = max(jobs, key=lambda j: j.mem_gb)
+        target = NODE_WALL_H if nodes == 1 else CLUSTER_WALL_H
+        too_big = [j.name for j in jobs if j.mem_gb > NODE_MEM_GB]
+        lines += [
+            f"- {nodes} node(s), {len(jobs)} jobs: node wall {wall:.2f} h (target <= {target} h): "
+            f"{ok[wall <= target]}; {cpu_h:,.1f} CPU-h; largest job {big.mem_gb:.1f} GB ({big.name}; "
+            f"target <= {JOB_GB:.0f} GB): {ok[big.mem_gb <= JOB_GB]}"
+            + (f"; {len(too_big)} job(s) above a node's memory, run clamped to it: {too_big[:3]}" if too_big else "")
+        ]
     return lines
-
-
-def lpt_makespan(jobs: list[float], cores: int) -> float:
-    """Wall of ``jobs`` (seconds) on ``cores``, longest first, each onto the core that frees first."""
-    import heapq
-
-    free = [0.0] * max(cores, 1)
-    for job in sorted(jobs, reverse=True):
-        heapq.heappush(free, heapq.heappop(free) + job)
-    return max(free)
-
-
-def critical_path(walls: dict[str, float]) -> tuple[float, list[str]]:
-    """``(hours, rules)`` of the longest chain of ``NODE_DEPS`` through the rules in ``walls``."""
-    best: dict[str, tuple[float, list[str]]] = {}
-    for rule in NODE_DEPS:  # listed in dependency order
-        before = max((best[d] for d in NODE_DEPS[rule] if d in best), key=lambda hp: hp[0], default=(0.0, []))
-        if rule in walls:
-            best[rule] = (before[0] + walls[rule], [*before[1], rule])
-        else:
-            best[rule] = before
-    return max(best.values(), key=lambda hp: hp[0], default=(0.0, []))
 
 
 def main() -> None:
@@ -685,14 +963,15 @@ def main() -> None:
             "rules": read_benchmarks(work),
             "retrieval": read_retrieval(work),
             "states": read_states(work),
+            "jobs": read_jobs(work),
         }
         runs.append(run)
         print(
             f"{items} items: DAG {wall:.0f} s (load {load_before:.2f} -> {run['load_after']:.2f})", flush=True
         )
+        if args.json:  # saved after every size: a report that fails loses nothing
+            args.json.write_text(json.dumps(runs, indent=1))
     print(report(runs, args.facts, import_floor_mb()))
-    if args.json:
-        args.json.write_text(json.dumps(runs, indent=1))
 
 
 if __name__ == "__main__":
