@@ -286,7 +286,14 @@ def read_jobs(work: Path) -> list[dict]:
 
         cpu = record["cpu_s"] if record else num("cpu_time")
         out.append(
-            {"stage": stage, "unit": unit, "part": part, "wall_s": num("s"), "cpu_s": cpu, "rss_mb": num("max_rss")}
+            {
+                "stage": stage,
+                "unit": unit,
+                "part": part,
+                "wall_s": num("s"),
+                "cpu_s": cpu,
+                "rss_mb": num("max_rss"),
+            }
         )
     return out
 
@@ -613,7 +620,9 @@ def list_schedule(jobs: list[Job], nodes: int, cores: int, mem_gb: float) -> tup
         for name in [n for n in pending if all(d in done for d in by_name[n].deps)]:
             job = by_name[name]
             need_c, need_m = min(job.cores, cores), min(job.mem_gb, mem_gb)
-            node = next((i for i in range(nodes) if free_cores[i] >= need_c and free_mem[i] >= need_m - 1e-9), None)
+            node = next(
+                (i for i in range(nodes) if free_cores[i] >= need_c and free_mem[i] >= need_m - 1e-9), None
+            )
             if node is None:
                 continue
             free_cores[node] -= need_c
@@ -708,7 +717,16 @@ def run_jobs(run: dict) -> list[dict]:
             cpu = r["cpu_s"] / len(units)
             if stage == "retrieve_distractors" and unit in run.get("retrieval", {}):
                 cpu = run["retrieval"][unit].get("cpu_s", cpu)
-            out.append({"stage": stage, "unit": unit, "part": "", "wall_s": r["wall_s"] / len(units), "cpu_s": cpu, "rss_mb": r["rss_mb"]})
+            out.append(
+                {
+                    "stage": stage,
+                    "unit": unit,
+                    "part": "",
+                    "wall_s": r["wall_s"] / len(units),
+                    "cpu_s": cpu,
+                    "rss_mb": r["rss_mb"],
+                }
+            )
     return out
 
 
@@ -736,7 +754,9 @@ def unit_series(runs: list[dict], stage: str) -> dict[str, list[dict]]:
     return series
 
 
-def unit_memory(runs: list[dict], stage: str, unit: str, series: list[dict], floor: float) -> tuple[float, float, str]:
+def unit_memory(
+    runs: list[dict], stage: str, unit: str, series: list[dict], floor: float
+) -> tuple[float, float, str]:
     """``(fixed MB, dividing MB, how)`` of a unit's memory per job at full size, its parts aside.
 
     A DuckDB job (it logged its state, read_states) holds its state outside DuckDB plus DuckDB's
@@ -766,7 +786,9 @@ def unit_memory(runs: list[dict], stage: str, unit: str, series: list[dict], flo
         what = "peak RSS"
     b = increment_exponent(n, peak, RSS_NOISE_MB)
     var = extrapolate(n, peak, FULL_ENTITIES, b)
-    how = f"{what} {floor:.0f} MB + {peak[0]:.0f} -> {peak[-1]:.0f} MB, b = {'-' if b is None else f'{b:.2f}'}"
+    how = (
+        f"{what} {floor:.0f} MB + {peak[0]:.0f} -> {peak[-1]:.0f} MB, b = {'-' if b is None else f'{b:.2f}'}"
+    )
     return floor, var, how
 
 
@@ -786,7 +808,11 @@ def stage_models(runs: list[dict], floor: float) -> tuple[dict[str, list[UnitMod
     per-job loading and its per-fact loop for FULL_FACTS facts (retrieval_full)."""
     n = [run["items"] for run in runs]
     measured = sorted({j["stage"] for run in runs for j in run_jobs(run)})
-    warnings = [f"rule {s} is not in STAGES: modelled as one job per unit after extract_dump" for s in measured if s not in STAGES]
+    warnings = [
+        f"rule {s} is not in STAGES: modelled as one job per unit after extract_dump"
+        for s in measured
+        if s not in STAGES
+    ]
     retrieval = retrieval_full(runs) if all(run.get("retrieval") for run in runs) else {}
     out: dict[str, list[UnitModel]] = {}
     for stage in [s for s in STAGES if s in measured] + [s for s in measured if s not in STAGES]:
@@ -821,11 +847,17 @@ def parts_needed(model: UnitModel, stage_cpu_s: float, cluster_cores: int) -> in
     duck = min(model.duckdb_mb, DUCKDB_MIN_MB)
     room = JOB_GB * 1024 - model.mem_fixed_mb - duck
     by_mem = math.ceil(model.mem_var_mb / room) if room > 0 else MAX_PARTS
-    by_cpu = math.ceil(model.cpu_s * cluster_cores * PART_GRAIN / (stage_cpu_s * stage.threads)) if stage_cpu_s > 0 else 1
+    by_cpu = (
+        math.ceil(model.cpu_s * cluster_cores * PART_GRAIN / (stage_cpu_s * stage.threads))
+        if stage_cpu_s > 0
+        else 1
+    )
     return int(min(MAX_PARTS, max(1, by_mem, by_cpu)))
 
 
-def full_jobs(models: dict[str, list[UnitModel]], cluster_cores: int) -> tuple[list[Job], dict[tuple[str, str], int]]:
+def full_jobs(
+    models: dict[str, list[UnitModel]], cluster_cores: int
+) -> tuple[list[Job], dict[tuple[str, str], int]]:
     """The full-size DAG's jobs for a cluster of ``cluster_cores`` cores and each unit's parts:
     a part runs its share of the unit's CPU plus the per-part loading on its stage's threads
     (wall = CPU / threads), with its state and DuckDB share (UnitModel.job_mb); it waits for
@@ -903,7 +935,11 @@ def node_model(runs: list[dict], floor: float) -> list[str]:
             f"- {nodes} node(s), {len(jobs)} jobs: node wall {wall:.2f} h (target <= {target} h): "
             f"{ok[wall <= target]}; {cpu_h:,.1f} CPU-h; largest job {big.mem_gb:.1f} GB ({big.name}; "
             f"target <= {JOB_GB:.0f} GB): {ok[big.mem_gb <= JOB_GB]}"
-            + (f"; {len(too_big)} job(s) above a node's memory, run clamped to it: {too_big[:3]}" if too_big else "")
+            + (
+                f"; {len(too_big)} job(s) above a node's memory, run clamped to it: {too_big[:3]}"
+                if too_big
+                else ""
+            )
         ]
     return lines
 

@@ -3,6 +3,7 @@ bound it extrapolates, on hand-made logs and figures."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -54,28 +55,167 @@ def test_limit_at_full_size_is_the_capped_or_the_fixed_request():
     assert scale.limit_full_mb(fixed, "r") == pytest.approx(4500)
 
 
-def test_retrieval_state_is_a_line_in_rows_scaled_by_the_suites_rows():
-    # state = 100 MB + 1e-4 MB per row exactly; the suite's rows double from 1,000 to 2,000 items.
+def test_retrieval_state_is_a_line_in_rows_divided_over_parts_with_the_measured_imbalance():
+    # state = 100 MB + 1e-4 MB per row exactly; two shards per size, the suite's rows double
+    # from 1,000 to 2,000 items, its largest shard holds 2/3 of them (imbalance 4/3).
     def job(rows):
         return {"suite": "s", "rows": rows, "state_mb": 100 + 1e-4 * rows, "limit_mb": 1, "mem_mb": 4}
 
     runs = _runs([1000, 2000], [[job(100_000), job(200_000)], [job(200_000), job(400_000)]])
-    full, how = scale.state_full_mb(runs, "retrieve_distractors")
-    # One increment of the suite's rows (300k -> 600k over 1,000 items): linear growth to full size.
-    rows_full = 400_000 * (300_000 + 300_000 * (scale.FULL_ENTITIES - 1000) / 1000) / 600_000
-    assert full == pytest.approx(100 + 1e-4 * rows_full)
-    assert how.startswith("s: state = 100 MB + 104.9 B x rows over 4 jobs")
+    fixed, var, how = scale.unit_memory(runs, "retrieve_distractors", "s", [], 130.0)
+    # One increment of the suite's rows (300k -> 600k over 1,000 items): linear to full size.
+    rows_full = 300_000 + 300_000 * (scale.FULL_ENTITIES - 1000) / 1000
+    assert fixed == pytest.approx(100)
+    assert var == pytest.approx(1e-4 * rows_full * 4 / 3)
+    # In two parts the largest holds 2/3 of the rows, as measured; in 8, a sixth.
+    model = scale.UnitModel("retrieve_distractors", "s", 0, 0, fixed, var, 0, how)
+    assert model.state_mb(2) == pytest.approx(100 + 1e-4 * rows_full * 2 / 3)
+    assert model.state_mb(8) == pytest.approx(100 + 1e-4 * rows_full / 6)
+    assert how.startswith("state = 100 MB + 104.9 B x rows over 4 jobs")
 
 
-def test_other_rules_fit_their_largest_state_in_entities():
-    runs = _runs([1000, 2000, 4000], [[{"state_mb": 200}], [{"state_mb": 300}], [{"state_mb": 500}]])
-    full, _ = scale.state_full_mb(runs, "r")
-    # Increments 100 and 300 MB over 1,000 and 3,000 more items: b = 1, 0.1 MB per item.
-    assert full == pytest.approx(200 + 0.1 * (scale.FULL_ENTITIES - 1000))
+def test_other_rules_fit_what_their_parts_hold_above_the_floor_in_entities():
+    # Two parts per size; the largest holds 200, 300, 500 MB, 100 of them the floor: the unit
+    # holds 2 x (100, 200, 400) MB above it, increments 200 and 600 MB over 1,000 and 3,000 more
+    # items: b = 1, 0.2 MB per item, to divide over the parts at full size.
+    runs = _runs(
+        [1000, 2000, 4000],
+        [
+            [{"state_mb": 200, "suite": "u"}] * 2,
+            [{"state_mb": 300, "suite": "u"}] * 2,
+            [{"state_mb": 500, "suite": "u"}] * 2,
+        ],
+    )
+    fixed, var, _ = scale.unit_memory(runs, "r", "u", [], 100.0)
+    assert fixed == 100.0
+    assert var == pytest.approx(200 + 0.2 * (scale.FULL_ENTITIES - 1000))
+    # Without state lines: the parts' peak RSS from the benchmark files, the same way.
+    series = [{"parts": 2, "rss_mb": m} for m in (200, 300, 500)]
+    runs = [{"items": n} for n in (1000, 2000, 4000)]
+    assert scale.unit_memory(runs, "r", "u", series, 100.0)[1] == pytest.approx(var)
 
 
-def test_longest_first_schedule_by_hand():
-    # 3 cores: 5 -> A, 4 -> B, 3 -> C, 3 -> C (6), 2 -> B (6), 1 -> A (6): wall 6 of 18 s.
-    assert scale.lpt_makespan([3, 1, 4, 2, 5, 3], 3) == 6
-    # One core sums the jobs; more cores than jobs leaves the longest job.
-    assert scale.lpt_makespan([3, 1, 4], 1) == 8 and scale.lpt_makespan([3, 1, 4], 16) == 4
+def test_duckdb_share_fills_the_cores_share_of_the_node_and_no_more():
+    # 1 thread: 128 GB / 16 cores = 8 GB per job; state 2 GB leaves DuckDB 6 GB of its 16 GB limit.
+    m = scale.UnitModel("retrieve_distractors", "s", 0, 0, 2048, 0, 16 * 1024, "", threads=1)
+    assert m.duckdb_share(1) == pytest.approx(6 * 1024) and m.job_mb(1) == pytest.approx(8 * 1024)
+    # A limit below that share stays; a state above it leaves DuckDB its minimum.
+    assert scale.UnitModel("r", "s", 0, 0, 2048, 0, 3000, "").duckdb_share(1) == 3000
+    big = scale.UnitModel("r", "s", 0, 0, 40 * 1024, 0, 16 * 1024, "")
+    assert big.duckdb_share(1) == scale.DUCKDB_MIN_MB and big.job_mb(1) == 40 * 1024 + scale.DUCKDB_MIN_MB
+    # Not a DuckDB job: no share.
+    assert scale.UnitModel("r", "s", 0, 0, 500, 0, 0, "").job_mb(1) == 500
+
+
+def test_parts_fit_the_job_cap_and_spread_the_cpu():
+    # 100 GB that divide, 1 GB that does not, DuckDB at its 1 GB minimum: 30 GB per part -> 4 parts.
+    m = scale.UnitModel("retrieve_distractors", "s", 10.0, 0, 1024, 100 * 1024, 16 * 1024, "")
+    assert scale.parts_needed(m, stage_cpu_s=1e9, cluster_cores=16) == 4
+    # A quarter of the stage's CPU on 16 cores, grain 4: 0.25 x 16 x 4 = 16 parts.
+    assert scale.parts_needed(m, stage_cpu_s=40.0, cluster_cores=16) == 16
+    # A stage that does not split runs whole, whatever its memory.
+    assert (
+        scale.parts_needed(scale.UnitModel("build_probes", "s", 10.0, 0, 1024, 100 * 1024, 0, ""), 10.0, 16)
+        == 1
+    )
+
+
+def _job(name, hours, mem_gb=1.0, cores=1, deps=()):
+    return scale.Job(name, hours, cores, mem_gb, tuple(deps))
+
+
+def test_memory_forbids_running_side_by_side():
+    # 3 jobs of 70 GB, 1 core each, on a 16-core / 128 GB node: never two at once, 1 + 2 + 3 h.
+    jobs = [_job("a", 1, 70), _job("b", 2, 70), _job("c", 3, 70)]
+    wall, start = scale.list_schedule(jobs, 1, 16, 128)
+    assert wall == pytest.approx(6) and start == {"c": 0, "b": 3, "a": 5}
+    # 60 GB each: two at a time. c and b start, b ends at 2, a runs 2-3: 3 h.
+    jobs60 = [_job(j.name, j.hours, 60) for j in jobs]
+    assert scale.list_schedule(jobs60, 1, 16, 128)[0] == pytest.approx(3)
+    # Two nodes (one job per node): c and b side by side, a after b on b's node: 3 h.
+    assert scale.list_schedule(jobs, 2, 16, 128)[0] == pytest.approx(3)
+
+
+def test_cores_and_dependencies_by_hand():
+    # Three 10-core jobs of 1 h: one at a time on a 16-core node, one per node on 4.
+    jobs = [_job(n, 1, 10, cores=10) for n in "abc"]
+    assert scale.list_schedule(jobs, 1, 16, 128)[0] == pytest.approx(3)
+    assert scale.list_schedule(jobs, 4, 16, 128)[0] == pytest.approx(1)
+    # a (2 h) -> b (1 h); c (1 h) starts at once beside a: 3 h, b at 2.
+    wall, start = scale.list_schedule([_job("a", 2), _job("b", 1, deps=["a"]), _job("c", 1)], 1, 16, 128)
+    assert wall == pytest.approx(3) and start["b"] == pytest.approx(2) and start["c"] == 0
+    # The critical path goes first: x (1 h) -> y (3 h) beats z (2 h) for the only core: 4 + 2 h.
+    chain = [_job("x", 1, cores=16), _job("y", 3, cores=16, deps=["x"]), _job("z", 2, cores=16)]
+    wall, start = scale.list_schedule(chain, 1, 16, 128)
+    assert start == {"x": 0, "y": 1, "z": 4} and wall == pytest.approx(6)
+    # A job larger than a node runs alone, clamped; one waiting for a missing job is an error.
+    assert scale.list_schedule([_job("huge", 1, 500), _job("s", 1, 1)], 1, 16, 128)[0] == pytest.approx(2)
+    with pytest.raises(ValueError, match="no job can start"):
+        scale.list_schedule([_job("a", 1, deps=["missing"])], 1, 16, 128)
+
+
+def test_exponent_spread_over_three_sizes():
+    # y = 10, 20, 80 at n = 1, 2, 4: k = 1 then 2; increments 10 and 70 over 1 and 3: b = log 7 / log 3.
+    assert scale.local_exponents([1, 2, 4], [10, 20, 80]) == pytest.approx([1.0, 2.0])
+    assert scale.spread([1, 2, 4], [10, 20, 80], 0.0) == "1.77 [k 1.00-2.00]"
+    # One usable increment: '-' (linear assumed), the step still shown.
+    assert scale.spread([1, 2], [10, 20], 0.0) == "- [k 1.00-1.00]"
+
+
+def test_job_paths_map_to_stage_unit_and_part():
+    assert scale.job_key(Path("build_sem_index/20190201/3.tsv")) == ("build_sem_index", "20190201", "3")
+    assert scale.job_key(Path("retrieve_shard/knowledge/0.log")) == ("retrieve_distractors", "knowledge", "0")
+    assert scale.job_key(Path("build_probes/knowledge.tsv")) == ("build_probes", "knowledge", "")
+
+
+def test_full_jobs_split_units_and_wait_for_their_own_suite():
+    unit = scale.UnitModel
+    models = {
+        "extract_dump": [unit("extract_dump", "d", 4 * 3600, 0, 100, 0, 0, "", 4)],
+        "build_probes": [unit("build_probes", s, 3600, 0, 100, 0, 0, "") for s in ("a", "b")],
+        # 200 GB that divide: 7 parts of 29 GB + the floor fit 32 GB (the CPU alone asks for
+        # 4 parts on 1 core: PART_GRAIN).
+        "retrieve_distractors": [unit("retrieve_distractors", "a", 3600, 60, 100, 200 * 1024, 0, "")],
+    }
+    jobs, parts = scale.full_jobs(models, cluster_cores=1)
+    by = {j.name: j for j in jobs}
+    assert parts[("retrieve_distractors", "a")] == 7
+    assert by["extract_dump/d/0"].hours == pytest.approx(1.0) and by["extract_dump/d/0"].cores == 4
+    assert by["build_probes/a/0"].deps == ("extract_dump/d/0",)
+    # Each part: a seventh of the CPU plus the per-part loading; it waits for its suite's probes only.
+    part = by["retrieve_distractors/a/6"]
+    assert part.hours == pytest.approx((3600 / 7 + 60) / 3600) and part.deps == ("build_probes/a/0",)
+    assert part.mem_gb == pytest.approx((100 + 200 * 1024 / 7) / 1024)
+
+
+def test_saved_runs_without_job_records_get_one_per_unit():
+    run = {
+        "dumps": {"20141201": {"items": 1}, "20190201": {"items": 1}, "classes": 3},
+        "rules": {"extract_dump": {"jobs": 2, "cpu_s": 10.0, "wall_s": 8.0, "rss_mb": 300.0}},
+        "retrieval": {},
+    }
+    assert scale.run_jobs(run) == [
+        {"stage": "extract_dump", "unit": d, "part": "", "wall_s": 4.0, "cpu_s": 5.0, "rss_mb": 300.0}
+        for d in ("20141201", "20190201")
+    ]
+
+
+def test_read_jobs_keeps_each_part_with_its_true_cpu(tmp_path):
+    for rel, cpu, rss in (
+        ("build_sem_index/20190201/0.tsv", 1.0, 300),
+        ("build_sem_index/20190201/1.tsv", 2.0, 400),
+    ):
+        path = tmp_path / "benchmarks" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"s\th:m:s\tmax_rss\tcpu_time\n5.0\t0:00:05\t{rss}\t{cpu}\n")
+    (tmp_path / "jobcpu").mkdir()
+    record = {"rule": "build_sem_index", "log": ["logs/build_sem_index/20190201/1.log"], "cpu_s": 3.5}
+    (tmp_path / "jobcpu" / "x.json").write_text(json.dumps(record))
+    jobs = scale.read_jobs(tmp_path)
+    assert [(j["unit"], j["part"], j["cpu_s"], j["rss_mb"]) for j in jobs] == [
+        ("20190201", "0", 1.0, 300.0),  # Snakemake's figure: no true record
+        ("20190201", "1", 3.5, 400.0),
+    ]
+    # Per unit: CPU summed, parts counted, the largest part's peak.
+    series = scale.unit_series([{"jobs": jobs}], "build_sem_index")
+    assert series == {"20190201": [{"cpu_s": 4.5, "parts": 2, "rss_mb": 400.0}]}
