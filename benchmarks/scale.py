@@ -281,21 +281,23 @@ def read_jobs(work: Path) -> list[dict]:
         with open(path) as f:
             row = next(csv.DictReader(f, delimiter="\t"))
 
-        def num(key: str) -> float:
-            return float(row[key]) if row[key] not in ("", "NA", "-") else 0.0
-
-        cpu = record["cpu_s"] if record else num("cpu_time")
+        cpu = record["cpu_s"] if record else _num(row, "cpu_time")
         out.append(
             {
                 "stage": stage,
                 "unit": unit,
                 "part": part,
-                "wall_s": num("s"),
+                "wall_s": _num(row, "s"),
                 "cpu_s": cpu,
-                "rss_mb": num("max_rss"),
+                "rss_mb": _num(row, "max_rss"),
             }
         )
     return out
+
+
+def _num(row: dict, key: str) -> float:
+    """A benchmark file's figure; 0.0 where Snakemake wrote none."""
+    return float(row[key]) if row[key] not in ("", "NA", "-") else 0.0
 
 
 def read_retrieval(work: Path) -> dict[str, dict]:
@@ -649,7 +651,9 @@ def local_exponents(xs: list[float], ys: list[float]) -> list[float]:
     where start-up dominates); a step with a zero or negative value is left out."""
     return [
         math.log(y2 / y1) / math.log(x2 / x1)
-        for (x1, y1), (x2, y2) in zip(zip(xs, ys), zip(xs[1:], ys[1:]))
+        for (x1, y1), (x2, y2) in zip(
+            zip(xs, ys, strict=True), zip(xs[1:], ys[1:], strict=True), strict=False
+        )
         if y1 > 0 and y2 > 0 and x2 > x1
     ]
 
