@@ -2,9 +2,13 @@
 
 Target (issue 3): >= 5 M claims/s end to end (rows of both dumps / wall time, reading the
 inputs and writing changes.parquet + stats.tsv) on 2 cores, peak RSS < 4 GB, with the known
-number of changes of every rule found exactly. Baseline, measured in the same run on the same
+number of changes of every rule found exactly. Baselines, measured in the same run on the same
 files: the least any diff must do, a DuckDB full outer join of the two tables on
-(subject, property, object) that only counts the matches.
+(subject, property, object) that only counts the matches; and (issue 31 item 6) DuckDB's bare
+anti-join, the new facts = the new table's rows whose (subject, property, object) is not in the
+old one (``new ANTI JOIN old USING (...)``), written to Parquet like the diff's changes, with the
+same threads and memory limit. The ratio diff / anti-join is what the project's rules (dates,
+ranks, single-value replacements, new subjects, both directions) cost over that bare minimum.
 
 Usage: .venv/bin/python benchmarks/diff.py [--rows 20000000] [--threads 2] [--partitions-rows N]
 The diff and the baseline each run in a child process so that peak RSS and CPU time are their own.
@@ -197,6 +201,20 @@ def child(args: argparse.Namespace) -> None:
             f"read_parquet('{folder}/new_claims.parquet') n USING (subject, property, object)"
         ).fetchone()[0]
         out = {"joined": n}
+    elif args.child == "antijoin":
+        import duckdb
+
+        con = duckdb.connect()
+        con.execute(f"SET threads = {args.threads}")
+        con.execute(f"SET memory_limit = '{args.memory_mb}MB'")
+        con.execute(f"SET temp_directory = '{folder}/antijoin.tmp'")
+        con.execute(
+            f"COPY (SELECT n.* FROM read_parquet('{folder}/new_claims.parquet') n ANTI JOIN "
+            f"read_parquet('{folder}/old_claims.parquet') o USING (subject, property, object)) "
+            f"TO '{folder}/new_facts.parquet' (FORMAT parquet, COMPRESSION zstd)"
+        )
+        n = con.execute(f"SELECT count(*) FROM read_parquet('{folder}/new_facts.parquet')").fetchone()[0]
+        out = {"new_facts": n}
     else:
         import duckdb
         from factprobe.diff.engine import DiffInputs, diff_claims
@@ -265,7 +283,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--memory-mb", type=int, default=3000)
     ap.add_argument("--partition-rows", type=int, default=60_000_000)
-    ap.add_argument("--child", choices=["diff", "baseline"])
+    ap.add_argument("--child", choices=["diff", "baseline", "antijoin"])
     ap.add_argument("--folder")
     args = ap.parse_args()
     if args.child:
@@ -278,10 +296,16 @@ def main() -> None:
         print(f"generated {expected['_rows_in']:,} claims in {time.perf_counter() - t0:.1f} s")
         diff = run_child("diff", folder, args)
         base = run_child("baseline", folder, args)
+        anti = run_child("antijoin", folder, args)
     rows = diff["rows_in"]
     got = diff["rules"]
     # The machine may be shared: CPU seconds / cores is what the wall time would be on idle cores.
-    for name, r in (("baseline full outer join", base), (f"diff ({diff['partitions']} partition(s))", diff)):
+    runs = (
+        ("baseline full outer join", base),
+        (f"bare anti-join ({anti['new_facts']:,} new facts)", anti),
+        (f"diff ({diff['partitions']} partition(s))", diff),
+    )
+    for name, r in runs:
         print(
             f"{name}: wall {r['seconds']:.2f} s = {rows / r['seconds'] / 1e6:.2f} M rows/s; "
             f"CPU {r['cpu_seconds']:.2f} s = {rows / (r['cpu_seconds'] / args.threads) / 1e6:.2f} M rows/s "
@@ -290,6 +314,11 @@ def main() -> None:
     print(
         f"ratio diff/baseline: wall {diff['seconds'] / base['seconds']:.2f}, "
         f"CPU {diff['cpu_seconds'] / base['cpu_seconds']:.2f}"
+    )
+    print(
+        f"ratio diff/bare anti-join: wall {diff['seconds'] / anti['seconds']:.2f}, "
+        f"CPU {diff['cpu_seconds'] / anti['cpu_seconds']:.2f}, peak RSS "
+        f"{diff['peak_rss_mb'] / anti['peak_rss_mb']:.2f}"
     )
     mismatch = {
         r: (n, got.get(r, 0)) for r, n in expected.items() if not r.startswith("_rows") and got.get(r, 0) != n

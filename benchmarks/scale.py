@@ -17,15 +17,29 @@ own total (``RUSAGE_CHILDREN`` of this process around Snakemake: jobs plus Snake
 CPU exponent and CPU-hour below is fitted from the true figure (Snakemake's where a saved run
 has none).
 
-Growth: per rule (the sum of CPU-s and wall over its jobs, the max of their peak RSS), a
-least-squares fit of ``log y = a + b log n`` over the sizes gives the exponent ``b`` in entities
-``n``; the printed extrapolation multiplies the largest measurement by ``(110M / n)**b`` (and
-by the claims ratio to 1.5B). Facts-bound jobs (retrieval) are also scaled linearly from
-``--facts`` to 100k probed facts per suite: an assumption, stated in the output, not a fit.
-A DuckDB job's peak at full size is bounded instead by its state outside DuckDB (logged once its
-connection is closed, rulelog.log_resident; fitted over the sizes) plus DuckDB's memory limit at
-full size, which it spills beyond: a fit of its peak extrapolates DuckDB filling a limit that
-grows with the request. The report checks that bound against the peak of the largest run.
+Growth: per rule (the sum of CPU-s and wall over its jobs, the max of their peak RSS, the largest
+state), the exponent ``b`` of what a job adds above the smallest run (increment_exponent; fixed
+costs cancel), printed with its spread: the plain exponents ``k`` of every step between
+consecutive sizes, min-max (spread). Facts-bound jobs (retrieval) are also scaled linearly from
+``--facts`` to 100k probed facts per suite: an assumption, stated in the output, not a fit. The
+claims ratio counts what the claims table holds (item-valued statements of items, FULL_CLAIMS),
+not all of Wikidata's statements.
+
+Full size, memory respected (issue 31 item 5): every job of the DAG before scoring at full size,
+list-scheduled (list_schedule: critical path first, a job starts once its node has both its
+cores and its memory free, each job on one node) on one 16-core / 128 GB node and on 4 such
+nodes. The DAG's shape is one table, STAGES (what a unit is, threads, what a stage waits for,
+how it splits), with RULE_STAGE mapping measured rules onto it; the measurements are per job
+(read_jobs: several parts per unit where a rule is sharded). Per unit (dump, pair or suite) the
+model fits its CPU in entities and its memory: the part that every job holds (the interpreter
+and libraries) and the part that divides over its parts (unit_memory: a sharded unit holds
+parts x its largest part). A DuckDB job holds its state outside DuckDB (logged once its
+connection is closed, rulelog.log_resident) plus DuckDB's limit, which it spills beyond: the
+model gives DuckDB the workflow's limit at full size, lowered so the job stays within its cores'
+share of a node and 32 GB (UnitModel.duckdb_share; more spilling, unpriced). A split stage's
+parts at full size are derived (parts_needed): enough for every job to fit 32 GB and for the
+stage's CPU to spread over the cluster's cores. The report prints node wall, CPU-hours, the
+largest job and the targets (1 node <= 3 h, 4 nodes <= 1 h, every job <= 32 GB), met or not.
 
 Not part of the test suite. On a shared machine keep the sizes small (the load average is
 printed with every run; wall times are inflated by load, CPU-s much less).
@@ -119,7 +133,7 @@ RULE_STAGE = {"retrieve_shard": "retrieve_distractors"}
 # A split job's parts: at least enough that each fits JOB_GB, and enough that the stage's work
 # spreads over the cluster's cores in pieces of at most 1 / PART_GRAIN of a core's share (so
 # longest-first packing leaves little idle), at most MAX_PARTS.
-PART_GRAIN, MAX_PARTS = 4, 4096
+PART_GRAIN, MAX_PARTS = 16, 4096
 # A DuckDB job at full size asks DuckDB for the limit it would get from common.smk, less where
 # that would take the job over JOB_GB (it then spills more; the model does not price the spill),
 # but never below DUCKDB_MIN_MB.
@@ -930,6 +944,15 @@ def node_model(runs: list[dict], floor: float) -> list[str]:
                 f"{m.job_mb(p1) / 1024:.1f} ({m.state_mb(p1) / 1024:.1f} + {m.duckdb_share(p1) / 1024:.1f}) | {m.how} |"
             )
     lines.append("")
+    big_run = runs[-1]
+    for stage, states in sorted(big_run.get("states", {}).items()):
+        # The bound's check where it was measured: the peak of the largest run within state + limit.
+        peak = big_run["rules"].get(stage, {}).get("rss_mb", 0.0)
+        bound = max(j["state_mb"] + j["limit_mb"] for j in states)
+        lines.append(
+            f"- {stage} at {big_run['items']:,} items: peak {peak:.0f} MB "
+            f"{'within' if peak <= bound else 'ABOVE'} state + DuckDB limit {bound:.0f} MB"
+        )
     for nodes, (jobs, _, wall) in plans.items():
         cpu_h = sum(j.hours * j.cores for j in jobs)
         big = max(jobs, key=lambda j: j.mem_gb)

@@ -107,7 +107,8 @@ def test_duckdb_share_fills_the_cores_share_of_the_node_and_no_more():
     assert scale.UnitModel("r", "s", 0, 0, 500, 0, 0, "").job_mb(1) == 500
 
 
-def test_parts_fit_the_job_cap_and_spread_the_cpu():
+def test_parts_fit_the_job_cap_and_spread_the_cpu(monkeypatch):
+    monkeypatch.setattr(scale, "PART_GRAIN", 4)
     # 100 GB that divide, 1 GB that does not, DuckDB at its 1 GB minimum: 30 GB per part -> 4 parts.
     m = scale.UnitModel("retrieve_distractors", "s", 10.0, 0, 1024, 100 * 1024, 16 * 1024, "")
     assert scale.parts_needed(m, stage_cpu_s=1e9, cluster_cores=16) == 4
@@ -168,7 +169,8 @@ def test_job_paths_map_to_stage_unit_and_part():
     assert scale.job_key(Path("build_probes/knowledge.tsv")) == ("build_probes", "knowledge", "")
 
 
-def test_full_jobs_split_units_and_wait_for_their_own_suite():
+def test_full_jobs_split_units_and_wait_for_their_own_suite(monkeypatch):
+    monkeypatch.setattr(scale, "PART_GRAIN", 4)
     unit = scale.UnitModel
     models = {
         "extract_dump": [unit("extract_dump", "d", 4 * 3600, 0, 100, 0, 0, "", 4)],
