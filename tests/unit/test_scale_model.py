@@ -221,3 +221,18 @@ def test_read_jobs_keeps_each_part_with_its_true_cpu(tmp_path):
     # Per unit: CPU summed, parts counted, the largest part's peak.
     series = scale.unit_series([{"jobs": jobs}], "build_sem_index")
     assert series == {"20190201": [{"cpu_s": 4.5, "parts": 2, "rss_mb": 400.0}]}
+
+
+def test_workdir_leaves_out_suites_of_listed_facts(tmp_path):
+    import yaml
+
+    (tmp_path / "dumps").mkdir()
+    stats = {d: {"path": f"/x/{d}.json.gz", "items": 1} for d in ("20141201", "20190201")}
+    (tmp_path / "dumps" / "stats.json").write_text(json.dumps(stats))
+    scale.make_workdir(tmp_path, 1, 7, shards=2)
+    config = yaml.safe_load((tmp_path / "config" / "config.yaml").read_text())
+    # The project's config has a judged suite from a triples file: real facts, not in synthetic dumps.
+    assert "judged" not in config["suites"] and config["suites"]
+    assert all(b["n_facts"] == 7 and "source" not in b for b in config["suites"].values())
+    assert "judged" not in config["metrics"]["human_alignment"]["suites"]
+    assert config["distractors"]["shards"] == 2
