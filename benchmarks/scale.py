@@ -60,7 +60,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
@@ -704,6 +704,7 @@ class UnitModel:
     duckdb_mb: float
     how: str
     threads: int = 1
+    fit_duckdb: bool = True  # False: DuckDB keeps the workflow's limit (the sensitivity line)
 
     def state_mb(self, parts: int) -> float:
         return self.mem_fixed_mb + self.mem_var_mb / parts
@@ -713,8 +714,8 @@ class UnitModel:
         leaves the job within its cores' share of a node (NODE_MEM_GB / NODE_CORES per core) and
         within JOB_GB, so that memory never idles the node's cores; never below DUCKDB_MIN_MB.
         A lower limit means more spilling, whose time the model does not price."""
-        if not self.duckdb_mb:
-            return 0.0
+        if not self.duckdb_mb or not self.fit_duckdb:
+            return self.duckdb_mb
         cap = min(JOB_GB, NODE_MEM_GB * self.threads / NODE_CORES) * 1024
         return min(self.duckdb_mb, max(DUCKDB_MIN_MB, cap - self.state_mb(parts)))
 
@@ -870,7 +871,7 @@ def parts_needed(model: UnitModel, stage_cpu_s: float, cluster_cores: int) -> in
     stage = STAGES.get(model.stage, Stage("dump", 1))
     if not stage.split:
         return 1
-    duck = min(model.duckdb_mb, DUCKDB_MIN_MB)
+    duck = min(model.duckdb_mb, DUCKDB_MIN_MB) if model.fit_duckdb else model.duckdb_mb
     room = JOB_GB * 1024 - model.mem_fixed_mb - duck
     by_mem = math.ceil(model.mem_var_mb / room) if room > 0 else MAX_PARTS
     by_cpu = (
@@ -976,6 +977,17 @@ def node_model(runs: list[dict], floor: float) -> list[str]:
                 else ""
             )
         ]
+    # The same DAG with DuckDB at the workflow's limit everywhere: what lowering it buys.
+    fixed = {st: [replace(m, fit_duckdb=False) for m in ms] for st, ms in models.items()}
+    walls = []
+    for nodes in (1, CLUSTER_NODES):
+        jobs, _ = full_jobs(fixed, nodes * NODE_CORES)
+        walls.append(f"{list_schedule(jobs, nodes, NODE_CORES, NODE_MEM_GB)[0]:.2f} h on {nodes}")
+    top = max(jobs, key=lambda j: j.mem_gb)
+    lines.append(
+        f"- with DuckDB at the workflow's limit instead (not lowered): node wall {', '.join(walls)} "
+        f"node(s); largest job {top.mem_gb:.1f} GB ({top.name})"
+    )
     return lines
 
 

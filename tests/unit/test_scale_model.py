@@ -103,6 +103,8 @@ def test_duckdb_share_fills_the_cores_share_of_the_node_and_no_more():
     assert scale.UnitModel("r", "s", 0, 0, 2048, 0, 3000, "").duckdb_share(1) == 3000
     big = scale.UnitModel("r", "s", 0, 0, 40 * 1024, 0, 16 * 1024, "")
     assert big.duckdb_share(1) == scale.DUCKDB_MIN_MB and big.job_mb(1) == 40 * 1024 + scale.DUCKDB_MIN_MB
+    # The sensitivity line's jobs keep the workflow's limit.
+    assert scale.UnitModel("r", "s", 0, 0, 2048, 0, 16 * 1024, "", fit_duckdb=False).job_mb(1) == 18 * 1024
     # Not a DuckDB job: no share.
     assert scale.UnitModel("r", "s", 0, 0, 500, 0, 0, "").job_mb(1) == 500
 
