@@ -63,6 +63,8 @@ DEMO_JOBS = {
     "diff_dumps": 1,
     "build_probes": 5,
     "retrieve_distractors": 5,
+    # the one sentence-mode suite (plausibility): its subject swaps as prompts (PROBELM Algorithm 1)
+    "build_subject_swaps": 1,
     "appropt_distractors": 2,
     "translate_prompts": 1,
     "train_control": 5,

@@ -378,20 +378,39 @@ def appropt_inputs(wildcards):
 # --- scoring -----------------------------------------------------------------------------
 
 
-def score_inputs(wildcards):
-    """Probe tables of the suite (+ translations, + per-model ApprOpt), the model, the library."""
-    suite = wildcards.suite
+def suite_table_inputs(suite):
+    """The suite's probe tables scoring merges: prompts, candidates, forms (+ translations)."""
     files = {
         "prompts": rules.build_probes.output.prompts.format(suite=suite),
         "candidates": rules.retrieve_distractors.output.candidates.format(suite=suite),
         "forms": rules.retrieve_distractors.output.forms.format(suite=suite),
-        "lib": library("score_shard.py"),
     }
     if suite in MULTILINGUAL_SUITES and CFG.scoring.include_translated:
         files["translated_prompts"] = rules.translate_prompts.output.prompts.format(
             suite=suite
         )
         files["translated_forms"] = rules.translate_prompts.output.forms.format(
+            suite=suite
+        )
+    return files
+
+
+def swap_inputs(wildcards):
+    """The suite's probe tables and facts (subject swaps: PROBELM Algorithm 1)."""
+    files = suite_table_inputs(wildcards.suite)
+    files["facts"] = rules.build_probes.output.facts.format(suite=wildcards.suite)
+    files["lib"] = library("build_subject_swaps.py")
+    return files
+
+
+def score_inputs(wildcards):
+    """Probe tables of the suite (+ translations, + subject swaps in sentence mode, + per-model
+    ApprOpt), the model, the library."""
+    suite = wildcards.suite
+    files = suite_table_inputs(suite)
+    files["lib"] = library("score_shard.py")
+    if SCORING_MODES[suite] == "sentence":
+        files["subject_swaps"] = rules.build_subject_swaps.output.swaps.format(
             suite=suite
         )
     if uses_appropt(suite):
