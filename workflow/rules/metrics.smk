@@ -41,7 +41,7 @@ rule control_check:
     conda:
         "../../environment.yml"
     params:
-        settings=control_check_settings(),
+        settings=RUN.control_check,
     script:
         "../scripts/control_check.py"
 
@@ -67,7 +67,7 @@ rule summarize_metrics:
     params:
         models=SCORE_MODELS,
         settings=lookup(dpath="{suite}", within=METRICS_SETTINGS),
-        bootstrap=bootstrap_settings(),
+        bootstrap=RUN.bootstrap,
     script:
         "../scripts/summarize_metrics.py"
 
@@ -102,7 +102,7 @@ rule leaderboard:
     params:
         suites=list(SUITES),
         models=SCORE_MODELS,
-        bootstrap=bootstrap_settings(),
+        bootstrap=RUN.bootstrap,
     script:
         "../scripts/leaderboard.py"
 
@@ -111,11 +111,7 @@ rule leaderboard:
 # (metrics.human_alignment.path) or, without one, a listed suite's own `source: triples` file
 # with scores (as the reference's human-score file); the project ships no annotation data.
 HUMAN = CFG.metrics.human_alignment
-HUMAN_SUITES = [
-    s
-    for s in HUMAN.suites
-    if s in SUITES and (HUMAN.path or SUITES[s].source.format == "triples")
-]
+HUMAN_SUITES = I.human_suites(CFG)
 HUMAN_TARGETS = expand(
     "results/metrics/{suite}/human_alignment.csv", suite=HUMAN_SUITES
 )

@@ -43,6 +43,9 @@ class RunSettings:
     sem_rows: dict[str, dict]  # SEM_ROWS: dump -> index rows
     control: dict  # CONTROL_PARAMS
     control_taught: dict[str, bool]  # CONTROL_TAUGHT
+    generation_samples: dict[str, int]  # samples per prompt besides greedy, per suite
+    bootstrap: dict  # report keys of the bootstrap intervals (leaderboard, summaries)
+    control_check: dict  # report keys the control check reads
 
 
 def translation_models(cfg: Config, model_rows: dict[str, dict]) -> list[str]:
@@ -108,7 +111,16 @@ def resolve(cfg: Config, dump_rows: dict[str, dict], model_rows: dict[str, dict]
         sem_rows={dump: S.sem_index_rows(cfg, dump) for dump in dump_rows},
         control=S.control_params(cfg),
         control_taught={s: s in cfg.control.suites for s in suites},
+        generation_samples={s: generation_samples(cfg, s) for s in suites},
+        bootstrap=report_settings(cfg, BOOTSTRAP_KEYS),
+        control_check=report_settings(cfg, CONTROL_CHECK_KEYS),
     )
+
+
+def generation_samples(cfg: Config, suite: str) -> int:
+    """Multinomial samples per prompt in generation mode: none for a greedy-only suite
+    (``generate: greedy``), else ``scoring.samples``."""
+    return 0 if cfg.suites[suite].generate == "greedy" else cfg.scoring.samples
 
 
 def dumps_read_by(cfg: Config, suites) -> list[str]:
