@@ -24,20 +24,14 @@ from factprobe import run_inputs as I  # noqa: E402
 from factprobe import run_settings as R  # noqa: E402
 from factprobe import settings as S  # noqa: E402
 from factprobe import distractors as D  # noqa: E402 (strategy registry)
-from factprobe.registry import config_source, library_modules, load_run  # noqa: E402
-from factprobe.registry import resolve_path  # noqa: E402
+from factprobe.registry import config_source, load_run, resolve_path  # noqa: E402
 from factprobe.diskspace import input_scaled, input_size_mb  # noqa: E402
-from factprobe.profiles import auto_loaded_default, profile_mix_error  # noqa: E402
+from factprobe.profiles import profile_mix_here  # noqa: E402
 
 SCHEMAS = WORKFLOW_ROOT / "workflow" / "schemas"
 
 # `--profile profiles/slurm` would run the cluster job with the local profile on top of it.
-_MIX = profile_mix_error(
-    sys.argv,
-    os.environ,
-    [Path("~/.config/snakemake").expanduser()],
-    auto_loaded_default(os.environ, Path.cwd()),
-)
+_MIX = profile_mix_here(sys.argv, os.environ, Path.cwd())
 if _MIX is not None:
     raise WorkflowError(_MIX)
 
@@ -62,22 +56,13 @@ BUILT_SUITES = R.suite_pattern(R.built_suites(CFG), "no-built-suite")
 NO_SPACE_LANGUAGES = CFG.scoring.no_space_languages
 
 # Settings resolved once in the library (factprobe.run_settings, tested in Python) and handed
-# to rules as plain dicts with lookup().
+# to rules as plain dicts with lookup(): RUN.<field>, a few under names of their own.
 RUN = R.resolve(CFG, DUMP_ROWS, MODEL_ROWS)
-MT_ROWS = RUN.mt_rows
 SCORE_MODELS = RUN.score_models
-MODEL_PARAMS = RUN.model_params
-PREPARE_PARAMS = RUN.prepare_params
-SUITE_PARAMS = RUN.suite_params
-SUITE_TEMPLATE_SETS = RUN.template_sets
 DISTRACTOR_SETTINGS = RUN.distractors
 RETRIEVE_SETTINGS = RUN.retrieve
 APPROPT_SETTINGS = RUN.appropt
-METRICS_SETTINGS = RUN.metrics
-CORRECT_SETS = RUN.correct_sets
-SCORING_MODES = RUN.scoring_modes
 END_MARKERS = RUN.end_markers
-GENERATION_SAMPLES = RUN.generation_samples
 MODEL_CUTOFFS = RUN.model_cutoffs
 SEM_INDEX_SETTINGS = RUN.sem_index
 SEM_ROWS = RUN.sem_rows
@@ -113,22 +98,13 @@ wildcard_constraints:
 
 
 def library(script):
-    """Library inputs of a rule: every factprobe module its script imports, directly or not.
-
-    A script's imports are invisible to Snakemake's code trigger; with these as inputs, editing
-    a module reruns exactly the rules whose scripts import it (config/README.md, "When jobs rerun").
-    """
-    files = [SCRIPTS / f for f in library_modules(SCRIPTS / script, SCRIPTS)]
-    return I.relative_inputs(files, Path.cwd())
+    """Every factprobe module ``script`` imports (factprobe.run_inputs.library_inputs)."""
+    return I.library_inputs(script, SCRIPTS, Path.cwd())
 
 
 def bundled(path):
     """A file of the workflow's own resources, unless the working directory has its own copy."""
     return resolve_path(path, WORKFLOW_ROOT)
-
-
-def is_control(model):
-    return I.is_control(MODEL_ROWS[model])
 
 
 def control_model(suite):
@@ -140,13 +116,14 @@ def model_folder(suite, model):
     """The folder a job loads ``model`` from: the suite's trained control model, or the folder
     rule prepare_model made from the models.tsv row (jobs never read a source directly).
     """
-    out = rules.train_control if is_control(model) else rules.prepare_model
+    control = I.is_control(MODEL_ROWS[model])
+    out = rules.train_control if control else rules.prepare_model
     return out.output.model.format(suite=suite, model=model)
 
 
 def translate_inputs(wildcards):
     folder = functools.partial(model_folder, wildcards.suite)
-    return I.translating_models(CFG, MT_ROWS, folder)
+    return I.translating_models(CFG, RUN.mt_rows, folder)
 
 
 def model_source_files(wildcards):
@@ -188,35 +165,14 @@ def suite_dumps(suite):
 
 
 def released_inputs(wildcards):
-    """The released files of an imported suite, the labels, entities and properties of its dumps."""
-    suite = SUITES[wildcards.suite]
-    return {
-        "released": suite.source.files(),
-        "labels": [extract_table("labels", d) for d in suite_dumps(wildcards.suite)],
-        "entities": extract_table("entities", suite.dump),
-        "properties": extract_table("properties", suite.dump),
-        "lib": library("import_released.py"),
-    }
+    lib = library("import_released.py")
+    return I.released_inputs(CFG, wildcards.suite, extract_table, lib)
 
 
 def probe_inputs(wildcards):
-    """Extraction tables of the suite's dump, labels of its label dumps, templates, the diff
-    (plausibility), the temporal view (temporal_only) and a listed-facts file."""
-    name, suite = wildcards.suite, SUITES[wildcards.suite]
-    files = {
-        "claims": extract_table("claims", suite.dump),
-        "entities": extract_table("entities", suite.dump),
-        "labels": [extract_table("labels", d) for d in suite_dumps(name)],
-        "templates": I.template_files(CFG, name, SUITE_TEMPLATE_SETS),
-        "lib": library("build_probes.py"),
-        **I.listed_source(CFG, name),
-    }
-    if suite.kind == "plausibility":
-        changes = rules.diff_dumps.output.changes
-        files["changes"] = changes.format(old=suite.diff_old, new=suite.dump)
-    if suite.temporal_only:
-        files["temporal"] = rules.temporal_view.output.temporal.format(dump=suite.dump)
-    return files
+    paths = rules.diff_dumps.output.changes, rules.temporal_view.output.temporal
+    args = CFG, wildcards.suite, RUN.template_sets, extract_table
+    return I.probe_inputs(*args, library("build_probes.py"), *paths)
 
 
 # --- distractors -------------------------------------------------------------------------
@@ -291,18 +247,16 @@ def appropt_inputs(wildcards):
 
 def suite_table_inputs(suite):
     """The suite's probe tables scoring merges: prompts, candidates, forms (+ translations)."""
+    probes, found = rules.build_probes.output, rules.retrieve_distractors.output
     files = {
-        "prompts": rules.build_probes.output.prompts.format(suite=suite),
-        "candidates": rules.retrieve_distractors.output.candidates.format(suite=suite),
-        "forms": rules.retrieve_distractors.output.forms.format(suite=suite),
+        "prompts": probes.prompts.format(suite=suite),
+        "candidates": found.candidates.format(suite=suite),
+        "forms": found.forms.format(suite=suite),
     }
     if suite in MULTILINGUAL_SUITES and CFG.scoring.include_translated:
-        files["translated_prompts"] = rules.translate_prompts.output.prompts.format(
-            suite=suite
-        )
-        files["translated_forms"] = rules.translate_prompts.output.forms.format(
-            suite=suite
-        )
+        translated = rules.translate_prompts.output
+        files["translated_prompts"] = translated.prompts.format(suite=suite)
+        files["translated_forms"] = translated.forms.format(suite=suite)
     return files
 
 
@@ -317,19 +271,16 @@ def swap_inputs(wildcards):
 def score_inputs(wildcards):
     """Probe tables of the suite (+ translations, + subject swaps in sentence mode, + per-model
     ApprOpt), the model, the library."""
-    suite = wildcards.suite
+    suite, keys = wildcards.suite, {"suite": wildcards.suite, "model": wildcards.model}
     files = suite_table_inputs(suite)
     files["lib"] = library("score_shard.py")
-    if SCORING_MODES[suite] == "sentence":
-        files["subject_swaps"] = rules.build_subject_swaps.output.swaps.format(
-            suite=suite
-        )
+    if RUN.scoring_modes[suite] == "sentence":
+        swaps = rules.build_subject_swaps.output.swaps
+        files["subject_swaps"] = swaps.format(suite=suite)
     if uses_appropt(suite):
         appropt = rules.appropt_distractors.output
-        files["appropt"] = appropt.candidates.format(suite=suite, model=wildcards.model)
-        files["appropt_forms"] = appropt.forms.format(
-            suite=suite, model=wildcards.model
-        )
+        files["appropt"] = appropt.candidates.format(**keys)
+        files["appropt_forms"] = appropt.forms.format(**keys)
     files["model"] = model_folder(suite, wildcards.model)
     return files
 
@@ -346,11 +297,8 @@ def generate_inputs(wildcards):
 def generate_shard_files(wildcards):
     """Every generation shard of one (suite, model), gathered by generate_suite."""
     out, shards = rules.generate_shard.output.generations, range(CFG.scoring.shards)
-    return {
-        "shards": expand(
-            out, shard=shards, suite=wildcards.suite, model=wildcards.model
-        )
-    }
+    keys = {"suite": wildcards.suite, "model": wildcards.model}
+    return {"shards": expand(out, shard=shards, **keys)}
 
 
 def score_shard_files(wildcards):
@@ -379,7 +327,7 @@ def metrics_inputs(wildcards):
     if SUITES[suite].generate:
         out = rules.generate_suite.output.generations
         files["generations"] = out.format(suite=suite, model=model)
-    encoder = I.needs_encoder(CFG, METRICS_SETTINGS[suite]["families"], MODEL_PARAMS)
+    encoder = I.needs_encoder(CFG, RUN.metrics[suite]["families"], RUN.model_params)
     if encoder:  # BERTScore's encoder named by a models.tsv row: its prepared folder
         files["encoder"] = rules.prepare_model.output.model.format(model=encoder)
     return files
@@ -414,7 +362,7 @@ def report_provenance():
     roots = [Path.cwd(), WORKFLOW_ROOT]
     dumps = P.dump_records(DUMP_ROWS, used, roots, records)
     return P.run_provenance(
-        WORKFLOW_ROOT, S.plain(CFG), SUITE_PARAMS, SCORE_MODELS, dumps
+        WORKFLOW_ROOT, S.plain(CFG), RUN.suite_params, SCORE_MODELS, dumps
     )
 
 
@@ -423,7 +371,7 @@ def report_inputs(wildcards):
     control_check tables and trained folders (provenance)."""
     name = CFG.report.control_model
     suites = list(SUITES)
-    control_suites = I.report_control_suites(CFG, SCORE_MODELS)
+    checked = I.report_control_suites(CFG, SCORE_MODELS)
     trained = I.report_control_model_suites(CFG, SCORE_MODELS, MODEL_ROWS)
     extracted = R.dumps_read_by(CFG, R.built_suites(CFG))
     return {
@@ -432,9 +380,7 @@ def report_inputs(wildcards):
         "facts": expand(rules.build_probes.output.facts, suite=suites),
         "control_models": [control_model(s) for s in trained],
         "summaries": expand(rules.summarize_metrics.output.summary, suite=suites),
-        "control": expand(
-            rules.control_check.output.check, suite=control_suites, model=name
-        ),
+        "control": expand(rules.control_check.output.check, suite=checked, model=name),
         "lib": library("render_report.py"),
         "human": HUMAN_TARGETS,
         "human_curves": HUMAN_CURVE_TARGETS,

@@ -17,8 +17,8 @@ rule compute_metrics:
     resources:
         mem_mb=4000,
     params:
-        settings=lookup(dpath="{suite}", within=METRICS_SETTINGS),
-        correct_set=lookup(dpath="{suite}", within=CORRECT_SETS),
+        settings=lookup(dpath="{suite}", within=RUN.metrics),
+        correct_set=lookup(dpath="{suite}", within=RUN.correct_sets),
         cutoff=lookup(dpath="{suite}/{model}", within=MODEL_CUTOFFS),
     script:
         "../scripts/compute_metrics.py"
@@ -66,7 +66,7 @@ rule summarize_metrics:
         "../../environment.yml"
     params:
         models=SCORE_MODELS,
-        settings=lookup(dpath="{suite}", within=METRICS_SETTINGS),
+        settings=lookup(dpath="{suite}", within=RUN.metrics),
         bootstrap=RUN.bootstrap,
     script:
         "../scripts/summarize_metrics.py"
@@ -133,9 +133,9 @@ rule cloze_subsets:
     resources:
         mem_mb=4000,
     params:
-        settings=lookup(dpath="{suite}", within=METRICS_SETTINGS),
-        correct_set=lookup(dpath="{suite}", within=CORRECT_SETS),
-        suite=lookup(dpath="{suite}", within=SUITE_PARAMS),
+        settings=lookup(dpath="{suite}", within=RUN.metrics),
+        correct_set=lookup(dpath="{suite}", within=RUN.correct_sets),
+        suite=lookup(dpath="{suite}", within=RUN.suite_params),
     script:
         "../scripts/cloze_subsets.py"
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from factprobe import settings as S
+from factprobe.registry import library_modules
 from factprobe.settings import Config
 
 #: Extensions of a dump file, longest first (a ``.json.gz`` is not a ``.json``).
@@ -70,6 +71,46 @@ def diff_inputs(cfg: Config, old: str, new: str, extract: Callable[[str, str], s
 def earlier_dumps(enabled: Iterable[str], dump: str) -> list[str]:
     """The enabled dumps before ``dump`` (objects present only there are "past")."""
     return [d for d in enabled if d < dump]
+
+
+def released_inputs(cfg: Config, suite: str, extract: Callable[[str, str], str], lib: list[str]) -> dict:
+    """The released files of an imported suite, the labels of its dumps, its dump's entities and
+    properties (``extract(name, dump)``)."""
+    block = cfg.suites[suite]
+    return {
+        "released": block.source.files(),
+        "labels": [extract("labels", d) for d in S.suite_dumps(block)],
+        "entities": extract("entities", block.dump),
+        "properties": extract("properties", block.dump),
+        "lib": lib,
+    }
+
+
+def probe_inputs(
+    cfg: Config,
+    suite: str,
+    template_sets: Mapping[str, Mapping],
+    extract: Callable[[str, str], str],
+    lib: list[str],
+    changes: str,
+    temporal: str,
+) -> dict:
+    """Extraction tables of the suite's dump (``extract(name, dump)``), labels of its label dumps,
+    its templates, the diff of a plausibility suite (``changes``, ``{old}``/``{new}``), the
+    temporal view of a ``temporal_only`` suite (``temporal``, ``{dump}``) and a listed-facts file."""
+    block = cfg.suites[suite]
+    files = {
+        "claims": extract("claims", block.dump),
+        "entities": extract("entities", block.dump),
+        "labels": [extract("labels", d) for d in S.suite_dumps(block)],
+        "templates": template_files(cfg, suite, template_sets),
+        "lib": lib,
+    }
+    if block.kind == "plausibility":
+        files["changes"] = changes.format(old=block.diff_old, new=block.dump)
+    if block.temporal_only:
+        files["temporal"] = temporal.format(dump=block.dump)
+    return {**files, **listed_source(cfg, suite)}
 
 
 def template_files(cfg: Config, suite: str, template_sets: Mapping[str, Mapping]) -> list[str]:
@@ -153,8 +194,12 @@ def report_control_model_suites(cfg: Config, score_models: list[str], model_rows
     return list(cfg.suites) if any(is_control(model_rows[m]) for m in score_models) else []
 
 
-def relative_inputs(files: Iterable[str | Path], cwd: str | Path) -> list[str]:
-    """Paths as rule inputs: relative inside the working directory (the clone), absolute for a
-    workflow used from elsewhere."""
+def library_inputs(script: str, scripts: Path, cwd: str | Path) -> list[str]:
+    """Library inputs of a rule: every factprobe module its ``script`` (under ``scripts``) imports,
+    directly or not, relative inside the working directory ``cwd`` (the clone), absolute for a
+    workflow used from elsewhere. A script's imports are invisible to Snakemake's code trigger;
+    with these as inputs, editing a module reruns exactly the rules whose scripts import it
+    (config/README.md, "When jobs rerun")."""
     here = Path(cwd)
-    return [os.path.relpath(f, here) if Path(f).is_relative_to(here) else str(f) for f in files]
+    files = [Path(scripts) / f for f in library_modules(Path(scripts) / script, scripts)]
+    return [os.path.relpath(f, here) if f.is_relative_to(here) else str(f) for f in files]
