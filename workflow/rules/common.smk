@@ -107,11 +107,6 @@ def bundled(path):
     return resolve_path(path, WORKFLOW_ROOT)
 
 
-def control_model(suite):
-    """Directory of the control model of ``suite`` (one per suite, rule train_control)."""
-    return rules.train_control.output.model.format(suite=suite)
-
-
 def model_folder(suite, model):
     """The folder a job loads ``model`` from: the suite's trained control model, or the folder
     rule prepare_model made from the models.tsv row (jobs never read a source directly).
@@ -378,7 +373,7 @@ def report_inputs(wildcards):
         "board": rules.leaderboard.output.board,
         "paired": rules.leaderboard.output.paired,
         "facts": expand(rules.build_probes.output.facts, suite=suites),
-        "control_models": [control_model(s) for s in trained],
+        "control_models": expand(rules.train_control.output.model, suite=trained),
         "summaries": expand(rules.summarize_metrics.output.summary, suite=suites),
         "control": expand(rules.control_check.output.check, suite=checked, model=name),
         "lib": library("render_report.py"),
