@@ -148,3 +148,22 @@ def test_library_inputs_are_the_scripts_imports(tmp_path):
     assert not any(p.startswith("/") for p in here)
     # A workflow used from another working directory: absolute paths.
     assert all(Path(p).is_absolute() for p in I.library_inputs("score_shard.py", scripts, tmp_path))
+
+
+def test_released_inputs_read_the_release_in_place(tmp_path):
+    """An imported suite (source.format probelm): its months' files then prompts.csv, the labels
+    of its dumps, its dump's entities and properties."""
+
+    def released(raw):
+        raw["suites"]["released"] = {
+            "kind": "plausibility",
+            "dump": "20190201",
+            "source": {"format": "probelm", "path": str(tmp_path), "months": ["102020"]},
+        }
+
+    cfg, _, _ = demo(released)
+    files = I.released_inputs(cfg, "released", extract, ["lib.py"])
+    assert files["released"] == [str(tmp_path / "102020.json"), str(tmp_path / "prompts.csv")]
+    assert files["entities"] == "w/20190201/entities" and files["properties"] == "w/20190201/properties"
+    assert files["labels"] == ["w/20190201/labels"] and files["lib"] == ["lib.py"]
+    assert R.released_suites(cfg) == ["released"]
