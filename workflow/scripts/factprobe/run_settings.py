@@ -23,20 +23,21 @@ CONTROL_CHECK_KEYS = ("control_strategy", "taught_target", "chance_band", *BOOTS
 
 @dataclass(frozen=True)
 class RunSettings:
-    """What the rules read, per suite / model / dump (names of ``common.smk`` in brackets)."""
+    """What the rules read, per suite / model / dump: ``RUN.<field>`` in the rule files, a few
+    under names of their own in ``common.smk`` (in brackets)."""
 
-    mt_rows: list[str]  # MT_ROWS: seq2seq translators among models.tsv rows
+    mt_rows: list[str]  # seq2seq translators among models.tsv rows
     score_models: list[str]  # SCORE_MODELS
-    model_params: dict[str, dict]  # MODEL_PARAMS: models.tsv rows without bookkeeping
-    prepare_params: dict[str, dict]  # PREPARE_PARAMS: what decides a prepared folder
-    suite_params: dict[str, dict]  # SUITE_PARAMS
-    template_sets: dict[str, dict]  # SUITE_TEMPLATE_SETS
+    model_params: dict[str, dict]  # models.tsv rows without bookkeeping
+    prepare_params: dict[str, dict]  # what decides a prepared folder
+    suite_params: dict[str, dict]  # plain suite blocks
+    template_sets: dict[str, dict]  # template sets per suite
     distractors: dict[str, dict]  # DISTRACTOR_SETTINGS
     retrieve: dict[str, dict]  # RETRIEVE_SETTINGS
     appropt: dict[str, dict[str, dict]]  # APPROPT_SETTINGS: suite -> model -> settings
-    metrics: dict[str, dict]  # METRICS_SETTINGS
-    correct_sets: dict[str, str]  # CORRECT_SETS
-    scoring_modes: dict[str, str]  # SCORING_MODES
+    metrics: dict[str, dict]  # per-suite metrics settings
+    correct_sets: dict[str, str]  # suites.<s>.correct_set
+    scoring_modes: dict[str, str]  # continuation or sentence
     end_markers: dict[str, str]  # END_MARKERS (per suite)
     model_cutoffs: dict[str, dict[str, dict]]  # MODEL_CUTOFFS: suite -> model -> cut-off
     sem_index: dict  # SEM_INDEX_SETTINGS
