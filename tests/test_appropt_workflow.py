@@ -125,7 +125,9 @@ def test_appropt_runs_per_model_through_metrics(tmp_path, demo_tables):
     per_fact = pd.read_parquet(work / "results/metrics/plaus/control.parquet")
     assert {"plaus_acc", "plaus_rr", "plaus_ndcg"} <= set(per_fact["measure"])
     # Both lists of PROBELM Algorithm 1: subject swaps scored as their own sentences and ranked.
-    assert plaus["prompt_id"].str.endswith("#subject-swap").any()
+    swaps = pd.read_parquet(work / "results/probes/plaus/subject_swaps.parquet")
+    assert set(swaps["group_prompt_id"]) <= set(prompts.index)
+    assert plaus["prompt_id"].isin(swaps["prompt_id"]).any()
     assert set(per_fact.loc[per_fact["measure"] == "plaus_rr", "strategy"]) == {"object", "subject"}
     # PROBELM §3.1: the facts new to this model (models.tsv cutoff 2016-01-01), reported per model.
     suite = pd.read_parquet(work / "results/metrics/plaus/control.suite.parquet").set_index("measure")[

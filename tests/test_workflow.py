@@ -63,6 +63,8 @@ DEMO_JOBS = {
     "diff_dumps": 1,
     "build_probes": 5,
     "retrieve_distractors": 5,
+    # the one sentence-mode suite (plausibility): its subject swaps as prompts (PROBELM Algorithm 1)
+    "build_subject_swaps": 1,
     "appropt_distractors": 2,
     "translate_prompts": 1,
     "train_control": 5,
@@ -125,6 +127,7 @@ def test_rules_import_only_the_light_settings_modules():
         "factprobe.report",  # report.provenance: standard library only
         "factprobe.profiles",  # the --profile/--workflow-profile check: standard library and yaml
         "factprobe.run_settings",  # every rule's settings resolved once: settings + registries
+        "factprobe.run_inputs",  # the choices behind the input functions: settings + registry
         "factprobe.distractors",  # the strategy registry (issue 25): standard library only
         "factprobe.wikidata.resolve",  # a date row's recorded resolution path: standard library only
     }

@@ -285,8 +285,8 @@ def test_default_samplings_follow_the_paper():
     rules = Path(__file__).resolve().parents[2] / "workflow" / "rules"
     text = (rules / "score.smk").read_text()
     # Per suite: scoring.samples, or 0 for a greedy-only suite (generate: greedy, issue 26 item 8).
-    assert re.search(r"samples=lookup\(dpath=\"\{suite\}\", within=GENERATION_SAMPLES\)", text)
-    assert re.search(r"else CFG\.scoring\.samples for s in SUITES", (rules / "common.smk").read_text())
+    assert re.search(r"samples=lookup\(dpath=\"\{suite\}\", within=RUN\.generation_samples\)", text)
+    # (factprobe.run_settings.generation_samples: tests/unit/test_run_settings.py)
     assert re.search(r"topk=CFG\.scoring\.topk", text)
 
 

@@ -353,7 +353,7 @@ def test_subject_swaps_fill_the_subject_slot_and_are_ranked_on_their_own():
     -1.25 beats the true "Marcelo ... Spain" -8/6 = -1.333, which beats "Kaka ... Spain" -11/6:
     the true scenario is 2nd of 3, RR 0.5.
     """
-    from factprobe.contracts import SUBJECT_SWAP, TRUE_SUBJECT
+    from factprobe.distractors.swaps import subject_swaps
     from factprobe.scoring.suite import build_pairs, score_pairs
 
     lm = WordLM(
@@ -394,11 +394,20 @@ def test_subject_swaps_fill_the_subject_slot_and_are_ranked_on_their_own():
     # Without subject swaps the subject-side alternatives are not put in the object slot.
     plain = build_pairs(prompts, cands, forms)
     assert set(plain["entity"]) == {"Q29", "Q145"}
-    pairs = build_pairs(prompts, cands, forms, subject_swaps=True)
-    swapped = pairs[pairs["prompt_id"] == "p" + SUBJECT_SWAP]
+    # The subject swaps are prompts of their own (real ids, real subject entities), grouped by
+    # the prompt they swap; the true scenario is the prompt itself with the fact's subject.
+    swaps = subject_swaps(prompts, cands, forms, facts)
+    assert set(swaps["group_prompt_id"]) == {"p"} and swaps["prompt_id"].is_unique
+    assert dict(zip(swaps["subject"], swaps["text"], strict=True)) == {
+        "Q1": "Marcelo is a citizen of",
+        "Q100": "Pepe is a citizen of",
+        "Q200": "Kaka is a citizen of",
+    }
+    pairs = build_pairs(prompts, cands, forms, swaps=swaps)
+    swapped = pairs[pairs["prompt_id"].isin(swaps["prompt_id"])]
     sentences = dict(zip(swapped["entity"], swapped["prompt_text"] + swapped["continuation"], strict=True))
     assert sentences == {
-        TRUE_SUBJECT: "Marcelo is a citizen of Spain",
+        "Q1": "Marcelo is a citizen of Spain",
         "Q100": "Pepe is a citizen of Spain",
         "Q200": "Kaka is a citizen of Spain",
     }
@@ -409,6 +418,7 @@ def test_subject_swaps_fill_the_subject_slot_and_are_ranked_on_their_own():
         full("candidates", cands),
         facts,
         ["cooccur"],
+        swaps,
     )
     got = out.set_index(["strategy", "measure"])["value"]
     assert (got[("object", "plaus_acc")], got[("object", "plaus_rr")]) == (1.0, 1.0)

@@ -62,3 +62,13 @@ def test_profile_names_are_looked_up_in_the_search_folders(tmp_path):
 def test_profiles_default_is_found_from_the_start_directory(tmp_path):
     assert auto_loaded_default({"PWD": str(ROOT)}, tmp_path)
     assert not auto_loaded_default({"PWD": str(tmp_path)}, tmp_path)
+
+
+def test_this_runs_check_looks_for_profiles_default_from_the_working_directory(tmp_path):
+    """common.smk's one call (factprobe.profiles.profile_mix_here): refused where profiles/default
+    would be auto-loaded, fine from a folder without one."""
+    from factprobe.profiles import profile_mix_here
+
+    argv = ["snakemake", "--profile", SLURM]
+    assert profile_mix_here(argv, {"PWD": str(ROOT)}, ROOT) is not None
+    assert profile_mix_here(argv, {"PWD": str(tmp_path)}, tmp_path) is None

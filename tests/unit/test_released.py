@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from contract_frames import full, full_inputs
 from factprobe import settings as S
-from factprobe.contracts import SUBJECT_SWAP, TRUE_SUBJECT
+from factprobe.distractors.swaps import subject_swaps
 from factprobe.metrics.pipeline import SuiteInputs, compute_suite_metrics
 from factprobe.probes.released import ReleasedDataError, build_released, read_groups, read_prompts
 from factprobe.scoring.suite import build_pairs
@@ -180,12 +180,12 @@ def test_label_matches_are_recorded(tables):
 def test_imported_suite_is_scored_by_the_pipeline_with_released_grades(tables):
     """Scenario sentences are the release's (§4.1) and the plausibility measures grade them by
     the released ranks (§4.2: NDCG with graded relevance 12 - rank)."""
-    pairs = build_pairs(tables["prompts"], tables["candidates"], tables["forms"], subject_swaps=True)
+    swaps = subject_swaps(tables["prompts"], tables["candidates"], tables["forms"], tables["facts"], "all")
+    pairs = build_pairs(tables["prompts"], tables["candidates"], tables["forms"], swaps=swaps)
     pid = "probelm/102020/7|probelm.statement.place_of_death|en|0|none"
-    mine = pairs[pairs["prompt_id"].str.startswith(pid)]
-    sentences = {
-        (p.prompt_id.endswith(SUBJECT_SWAP), p.prompt_text + p.continuation) for p in mine.itertuples()
-    }
+    group = swaps[swaps["group_prompt_id"] == pid]
+    mine = pairs[(pairs["prompt_id"] == pid) | pairs["prompt_id"].isin(group["prompt_id"])]
+    sentences = {(p.prompt_id != pid, p.prompt_text + p.continuation) for p in mine.itertuples()}
     # The released templates end in ".": the prompts' ending, scored after the answer (item 7).
     assert set(tables["prompts"]["ending"]) == {"."}
     whole = build_pairs(tables["prompts"], tables["candidates"], tables["forms"], ending=True)
@@ -200,7 +200,7 @@ def test_imported_suite_is_scored_by_the_pipeline_with_released_grades(tables):
     }
     # Per-token log-likelihoods (n_tokens 1): object side Paris > London > Marylebone, subject
     # side the true scenario first.
-    lp = {"Q90": -1.0, "text:London": -2.0, "text:Marylebone": -3.0, TRUE_SUBJECT: -0.5}
+    lp = {"Q90": -1.0, "text:London": -2.0, "text:Marylebone": -3.0, "Q7259": -0.5}
     lp |= {"Q46633": -1.0, "Q47152": -2.0}
     scores = mine.assign(
         logprob=[lp[e] for e in mine["entity"]], n_tokens=1, first_logprob=0.0, end_logprob=0.0
@@ -213,6 +213,7 @@ def test_imported_suite_is_scored_by_the_pipeline_with_released_grades(tables):
             candidates=tables["candidates"],
             facts=tables["facts"],
             forms=tables["forms"],
+            subject_swaps=group,
         )
     )
     settings = S.Metrics(families={}, plausibility_strategies=["cooccur"])

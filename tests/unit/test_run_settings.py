@@ -81,3 +81,58 @@ def test_report_settings_pick_only_their_keys():
     check = R.report_settings(cfg, R.CONTROL_CHECK_KEYS)
     assert set(check) == set(R.CONTROL_CHECK_KEYS) and "dpi" not in check
     assert check["bootstrap_seed"] == boot["bootstrap_seed"] == cfg.report.bootstrap_seed
+
+
+def test_generation_samples_bootstrap_and_control_check_settings():
+    """Per suite: scoring.samples, 0 for a greedy-only suite (generate: greedy); the report keys
+    of the bootstrap and of the control check, resolved once."""
+
+    def greedy_and_sampled(raw):
+        raw["suites"]["knowledge"]["generate"] = "greedy"
+        raw["suites"]["multiprompt"]["generate"] = True
+        raw["scoring"]["samples"] = 7
+
+    cfg, dumps, models = demo(greedy_and_sampled)
+    run = R.resolve(cfg, dumps, models)
+    assert run.generation_samples["knowledge"] == 0
+    assert run.generation_samples["multiprompt"] == 7
+    assert run.bootstrap == R.report_settings(cfg, R.BOOTSTRAP_KEYS)
+    assert run.control_check == R.report_settings(cfg, R.CONTROL_CHECK_KEYS)
+
+
+def test_load_run_validates_config_dumps_and_models_together(tmp_path):
+    """registry.load_run: what common.smk validates at parse time, in one call; a suite on a dump
+    that is not enabled fails naming the config source."""
+    import pytest
+    from factprobe.registry import load_run
+    from factprobe.settings import ConfigError
+
+    raw = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    cfg, dumps, models = load_run(raw, ROOT, SCHEMAS, "my.yaml")
+    assert list(cfg.suites) == ["knowledge", "multiprompt", "plausibility", "multilingual", "judged"]
+    assert [row["dump"] for row in dumps] == ["20141201", "20190201"]
+    assert all(Path(row["path"]).is_file() for row in dumps)  # resolved against the workflow root
+    assert [row["name"] for row in models] == ["control", "smollm2"]
+    raw["suites"]["knowledge"]["dump"] = "20160101"
+    with pytest.raises(ConfigError, match=r"my.yaml.*20160101 is not an enabled dump"):
+        load_run(raw, ROOT, SCHEMAS, "my.yaml")
+
+
+def test_report_provenance_rows_name_every_suite_and_the_scored_models():
+    from factprobe.report.provenance import config_hash, run_provenance
+
+    cfg, dumps, models = demo()
+    run = R.resolve(cfg, dumps, models)
+    got = run_provenance(ROOT, S.plain(cfg), run.suite_params, run.score_models, [{"dump": "x"}])
+    assert got["config_hash"] == config_hash(S.plain(cfg)) and got["dumps"] == [{"dump": "x"}]
+    import tomllib
+
+    assert got["version"] == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    # config/config.yaml: the plausibility suite probes the 2019-02-01 dump.
+    assert got["suites"][2] == {
+        "suite": "plausibility",
+        "kind": "plausibility",
+        "dump": "20190201",
+        "dump date": "2019-02-01",
+        "models": "control, smollm2",
+    }

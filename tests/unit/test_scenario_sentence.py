@@ -10,6 +10,7 @@ encoding code.
 import pandas as pd
 import pytest
 import torch
+from factprobe.distractors.swaps import subject_swaps
 from factprobe.lm import HFCausalLM
 from factprobe.probes.templates import Template
 from factprobe.probes.verbalize import ending, prompt_text
@@ -69,6 +70,12 @@ def suite_tables():
     return prompts, cands, forms
 
 
+def swaps_of(prompts, cands, forms):
+    """The suite's subject-swap prompts (rule build_subject_swaps): Ada Lovelace is Q7259."""
+    facts = pd.DataFrame({"fact_id": ["F"], "subject": ["Q7259"]})
+    return subject_swaps(prompts, cands, forms, facts, "label")
+
+
 def test_template_ending_is_the_text_after_the_object_slot():
     assert (prompt_text(STATEMENT, "Ada Lovelace"), ending(STATEMENT)) == ("Ada Lovelace was born in", ".")
     assert ending(QUESTION) == ""
@@ -77,7 +84,9 @@ def test_template_ending_is_the_text_after_the_object_slot():
 
 def test_scored_sentences_end_with_the_templates_rest_one_label_per_entity():
     prompts, cands, forms = suite_tables()
-    pairs = build_pairs(prompts, cands, forms, subject_swaps=True, ending=True, sentence_forms="label")
+    pairs = build_pairs(
+        prompts, cands, forms, swaps=swaps_of(prompts, cands, forms), ending=True, sentence_forms="label"
+    )
     got = sorted(pairs["prompt_text"] + pairs["continuation"])
     assert got == [
         "Ada Lovelace was born in London.",  # the subject swap group's true scenario
@@ -131,7 +140,9 @@ def test_sentence_score_equals_a_naive_forward(bos, first_token):
     model = GPT2LMHeadModel(cfg).eval()
     lm = HFCausalLM(model, tok, end_marker="none")
     prompts, cands, forms = suite_tables()
-    pairs = build_pairs(prompts, cands, forms, subject_swaps=True, ending=True, sentence_forms="label")
+    pairs = build_pairs(
+        prompts, cands, forms, swaps=swaps_of(prompts, cands, forms), ending=True, sentence_forms="label"
+    )
     scores = score_pairs(lm, pairs, progress=False, sentence=True, first_token=first_token)
     assert len(scores) == len(pairs) == 8
     for sentence, lp, n in zip(

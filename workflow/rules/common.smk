@@ -1,3 +1,4 @@
+import functools
 import os
 import re
 import sys
@@ -19,32 +20,18 @@ WORKFLOW_ROOT = Path(_HERE).resolve().parents[1]
 SCRIPTS = WORKFLOW_ROOT / "workflow" / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 # Only the light settings/registry modules (stdlib, pyyaml, jsonschema): parsing needs no science stack.
+from factprobe import run_inputs as I  # noqa: E402
 from factprobe import run_settings as R  # noqa: E402
 from factprobe import settings as S  # noqa: E402
 from factprobe import distractors as D  # noqa: E402 (strategy registry)
-from factprobe.registry import (  # noqa: E402
-    check_dumps,
-    check_models,
-    config_source,
-    library_modules,
-    read_config,
-    read_registry,
-    resolve_config_paths,
-    resolve_dump_paths,
-    resolve_path,
-)
+from factprobe.registry import config_source, load_run, resolve_path  # noqa: E402
 from factprobe.diskspace import input_scaled, input_size_mb  # noqa: E402
-from factprobe.profiles import auto_loaded_default, profile_mix_error  # noqa: E402
+from factprobe.profiles import profile_mix_here  # noqa: E402
 
 SCHEMAS = WORKFLOW_ROOT / "workflow" / "schemas"
 
 # `--profile profiles/slurm` would run the cluster job with the local profile on top of it.
-_MIX = profile_mix_error(
-    sys.argv,
-    os.environ,
-    [Path("~/.config/snakemake").expanduser()],
-    auto_loaded_default(os.environ, Path.cwd()),
-)
+_MIX = profile_mix_here(sys.argv, os.environ, Path.cwd())
 if _MIX is not None:
     raise WorkflowError(_MIX)
 
@@ -55,26 +42,10 @@ CONFIG_SOURCE = config_source(
     workflow.configfiles,
     replaced=workflow.config_settings.replace_workflow_config,
 )
-CFG = read_config(
-    resolve_config_paths(config, WORKFLOW_ROOT),
-    SCHEMAS / "config.schema.yaml",
-    CONFIG_SOURCE,
-)
-DUMPS = check_dumps(
-    resolve_dump_paths(
-        read_registry(CFG.dumps, SCHEMAS / "dumps.schema.yaml", key="dump"),
-        WORKFLOW_ROOT,
-    ),
-    CFG.dumps,
-)
-MODELS = check_models(
-    read_registry(CFG.models, SCHEMAS / "models.schema.yaml", key="name"), CFG.models
-)
+CFG, DUMPS, MODELS = load_run(config, WORKFLOW_ROOT, SCHEMAS, CONFIG_SOURCE)
 ENABLED = [row["dump"] for row in DUMPS if row["enabled"]]
 DUMP_ROWS = {row["dump"]: row for row in DUMPS}
 MODEL_ROWS = {row["name"]: row for row in MODELS}
-S.check_cross_keys(CFG, ENABLED, CONFIG_SOURCE)
-S.check_languages(CFG, CONFIG_SOURCE)
 SUITES = CFG.suites
 MULTILINGUAL_SUITES = [s for s, block in SUITES.items() if block.kind == "multilingual"]
 # Suites imported from a released benchmark (rule import_released) vs built from the dump
@@ -85,25 +56,13 @@ BUILT_SUITES = R.suite_pattern(R.built_suites(CFG), "no-built-suite")
 NO_SPACE_LANGUAGES = CFG.scoring.no_space_languages
 
 # Settings resolved once in the library (factprobe.run_settings, tested in Python) and handed
-# to rules as plain dicts with lookup().
+# to rules as plain dicts with lookup(): RUN.<field>, a few under names of their own.
 RUN = R.resolve(CFG, DUMP_ROWS, MODEL_ROWS)
-MT_ROWS = RUN.mt_rows
 SCORE_MODELS = RUN.score_models
-MODEL_PARAMS = RUN.model_params
-PREPARE_PARAMS = RUN.prepare_params
-SUITE_PARAMS = RUN.suite_params
-SUITE_TEMPLATE_SETS = RUN.template_sets
 DISTRACTOR_SETTINGS = RUN.distractors
 RETRIEVE_SETTINGS = RUN.retrieve
 APPROPT_SETTINGS = RUN.appropt
-METRICS_SETTINGS = RUN.metrics
-CORRECT_SETS = RUN.correct_sets
-SCORING_MODES = RUN.scoring_modes
 END_MARKERS = RUN.end_markers
-# Samples per prompt in generation mode: none for a greedy-only suite (generate: greedy).
-GENERATION_SAMPLES = {
-    s: 0 if SUITES[s].generate == "greedy" else CFG.scoring.samples for s in SUITES
-}
 MODEL_CUTOFFS = RUN.model_cutoffs
 SEM_INDEX_SETTINGS = RUN.sem_index
 SEM_ROWS = RUN.sem_rows
@@ -139,16 +98,8 @@ wildcard_constraints:
 
 
 def library(script):
-    """Library inputs of a rule: every factprobe module its script imports, directly or not.
-
-    A script's imports are invisible to Snakemake's code trigger; with these as inputs, editing
-    a module reruns exactly the rules whose scripts import it (config/README.md, "When jobs rerun").
-    """
-    files = [SCRIPTS / f for f in library_modules(SCRIPTS / script, SCRIPTS)]
-    # Relative inside the working directory (the clone), absolute for a workflow used from elsewhere.
-    return [
-        os.path.relpath(f) if f.is_relative_to(Path.cwd()) else str(f) for f in files
-    ]
+    """Every factprobe module ``script`` imports (factprobe.run_inputs.library_inputs)."""
+    return I.library_inputs(script, SCRIPTS, Path.cwd())
 
 
 def bundled(path):
@@ -156,107 +107,48 @@ def bundled(path):
     return resolve_path(path, WORKFLOW_ROOT)
 
 
-def is_control(model):
-    """Whether a models.tsv row is the workflow-trained builtin:control model."""
-    return MODEL_ROWS[model]["source"] == "builtin:control"
-
-
-def control_model(suite):
-    """Directory of the control model of ``suite`` (one per suite, rule train_control)."""
-    return rules.train_control.output.model.format(suite=suite)
-
-
 def model_folder(suite, model):
     """The folder a job loads ``model`` from: the suite's trained control model, or the folder
     rule prepare_model made from the models.tsv row (jobs never read a source directly).
     """
-    if is_control(model):
-        return control_model(suite)
-    return rules.prepare_model.output.model.format(model=model)
+    control = I.is_control(MODEL_ROWS[model])
+    out = rules.train_control if control else rules.prepare_model
+    return out.output.model.format(suite=suite, model=model)
 
 
 def translate_inputs(wildcards):
-    """The translating models' folders: translate.backend llm, the causal LM's (prepared, or the
-    suite's control model); seq2seq, those of the models.tsv rows named in translate.model(s).
-    """
-    if CFG.translate.backend == "llm":
-        if not CFG.translate.llm:
-            return {}
-        return {"llm": model_folder(wildcards.suite, CFG.translate.llm)}
-    if not MT_ROWS:
-        return {}
-    return {"mt_models": [model_folder(wildcards.suite, m) for m in MT_ROWS]}
+    folder = functools.partial(model_folder, wildcards.suite)
+    return I.translating_models(CFG, RUN.mt_rows, folder)
 
 
 def model_source_files(wildcards):
-    """Local files of a models.tsv source (a folder or a .gguf file); none for hub ids and
-    installed packages, whose content is pinned by the row's revision / the package version.
-    """
-    source = MODEL_ROWS[wildcards.model]["source"]
-    if source.startswith(("builtin:", "pypi:")) or not os.path.exists(source):
-        return {}
-    return {"source": source}
+    return I.model_source_files(MODEL_ROWS[wildcards.model])
 
 
-# --- download / extract ------------------------------------------------------------------
+# --- download / extract / diff -----------------------------------------------------------
 
 
 def dump_file(wildcards):
-    """Dump file of a registry row: its local path in place, else the downloaded copy."""
-    row = DUMP_ROWS[wildcards.dump]
-    if "path" in row:
-        return row["path"]
-    ext = dump_ext(row["url"]) if "url" in row else row["format"]  # a `source` row
-    return rules.download_dump.output.dump.format(dump=wildcards.dump, ext=ext)
+    return I.dump_file(DUMP_ROWS[wildcards.dump], rules.download_dump.output.dump)
 
 
 def local_dump_checksum(wildcards):
-    """Checksum of a dump used in place (``path`` row), verified by its extraction job: parsing
-    (and so ``snakemake -n``) never reads a dump. Downloads are verified by download_dump.
-    """
-    row = DUMP_ROWS[wildcards.dump]
-    return row.get("checksum", "") if "path" in row else ""
-
-
-def dump_ext(name):
-    """Extension of a dump file name or URL: json, json.gz or json.bz2."""
-    for ext in ("json.bz2", "json.gz", "json"):
-        if name.split("?")[0].endswith(f".{ext}"):
-            return ext
-    raise ValueError(f"cannot tell the format of {name}")
+    return I.local_dump_checksum(DUMP_ROWS[wildcards.dump])
 
 
 def extract_table(name, dump):
     """Path of extraction table ``name`` of a registered ``dump``."""
-    if dump not in DUMP_ROWS:
-        raise ValueError(
-            f"{CFG.dumps}: dump {dump} is not registered; add a row or fix the target"
-        )
-    return getattr(rules.extract_dump.output, name).format(dump=dump)
-
-
-# --- diff --------------------------------------------------------------------------------
+    template = getattr(rules.extract_dump.output, name)
+    return I.extract_path(template, dump, DUMP_ROWS, CFG.dumps)
 
 
 def diff_inputs(wildcards):
-    """Both dumps' claims, entities and properties tables, plus the bundled single-value list."""
-    if int(wildcards.old) >= int(wildcards.new):
-        raise ValueError(
-            f"diff {wildcards.old}_{wildcards.new}: the old dump must be the earlier one"
-        )
-    files = {
-        f"{side}_{name}": extract_table(name, getattr(wildcards, side))
-        for side in ("old", "new")
-        for name in ("claims", "entities", "properties")
-    }
-    if CFG.diff.single_value in ("list", "both"):
-        files["single_value_list"] = CFG.diff.single_value_list
-    return files
+    return I.diff_inputs(CFG, wildcards.old, wildcards.new, extract_table)
 
 
 def temporal_earlier(wildcards):
-    """Claims of every enabled dump before this one (objects present only there are "past")."""
-    return [extract_table("claims", d) for d in ENABLED if d < wildcards.dump]
+    dumps = I.earlier_dumps(ENABLED, wildcards.dump)
+    return [extract_table("claims", d) for d in dumps]
 
 
 # --- probes ------------------------------------------------------------------------------
@@ -268,44 +160,14 @@ def suite_dumps(suite):
 
 
 def released_inputs(wildcards):
-    """The released files of an imported suite, the labels, entities and properties of its dumps."""
-    suite = SUITES[wildcards.suite]
-    return {
-        "released": suite.source.files(),
-        "labels": [extract_table("labels", d) for d in suite_dumps(wildcards.suite)],
-        "entities": extract_table("entities", suite.dump),
-        "properties": extract_table("properties", suite.dump),
-        "lib": library("import_released.py"),
-    }
+    lib = library("import_released.py")
+    return I.released_inputs(CFG, wildcards.suite, extract_table, lib)
 
 
 def probe_inputs(wildcards):
-    """Extraction tables of the suite's dump, labels of its label dumps, templates, the diff."""
-    suite = SUITES[wildcards.suite]
-    files = {
-        "claims": extract_table("claims", suite.dump),
-        "entities": extract_table("entities", suite.dump),
-        "labels": [extract_table("labels", d) for d in suite_dumps(wildcards.suite)],
-        "templates": [
-            path
-            for entry in SUITE_TEMPLATE_SETS[wildcards.suite].values()
-            for path in S.load(S.TemplateSet, entry).files(suite.languages)
-        ],
-        "lib": library("build_probes.py"),
-    }
-    if suite.kind == "plausibility":
-        files["changes"] = rules.diff_dumps.output.changes.format(
-            old=suite.diff_old, new=suite.dump
-        )
-    if suite.temporal_only:
-        files["temporal"] = rules.temporal_view.output.temporal.format(dump=suite.dump)
-    # A listed-facts file is an input where it exists (edits rerun the suite); a missing one
-    # fails build_probes with an error naming it, so paper configs plan without the data.
-    if suite.source.format in ("triples", "verbalization-pairs") and os.path.exists(
-        suite.source.path
-    ):
-        files["source"] = suite.source.path
-    return files
+    paths = rules.diff_dumps.output.changes, rules.temporal_view.output.temporal
+    args = CFG, wildcards.suite, RUN.template_sets, extract_table
+    return I.probe_inputs(*args, library("build_probes.py"), *paths)
 
 
 # --- distractors -------------------------------------------------------------------------
@@ -378,28 +240,42 @@ def appropt_inputs(wildcards):
 # --- scoring -----------------------------------------------------------------------------
 
 
-def score_inputs(wildcards):
-    """Probe tables of the suite (+ translations, + per-model ApprOpt), the model, the library."""
-    suite = wildcards.suite
+def suite_table_inputs(suite):
+    """The suite's probe tables scoring merges: prompts, candidates, forms (+ translations)."""
+    probes, found = rules.build_probes.output, rules.retrieve_distractors.output
     files = {
-        "prompts": rules.build_probes.output.prompts.format(suite=suite),
-        "candidates": rules.retrieve_distractors.output.candidates.format(suite=suite),
-        "forms": rules.retrieve_distractors.output.forms.format(suite=suite),
-        "lib": library("score_shard.py"),
+        "prompts": probes.prompts.format(suite=suite),
+        "candidates": found.candidates.format(suite=suite),
+        "forms": found.forms.format(suite=suite),
     }
     if suite in MULTILINGUAL_SUITES and CFG.scoring.include_translated:
-        files["translated_prompts"] = rules.translate_prompts.output.prompts.format(
-            suite=suite
-        )
-        files["translated_forms"] = rules.translate_prompts.output.forms.format(
-            suite=suite
-        )
+        translated = rules.translate_prompts.output
+        files["translated_prompts"] = translated.prompts.format(suite=suite)
+        files["translated_forms"] = translated.forms.format(suite=suite)
+    return files
+
+
+def swap_inputs(wildcards):
+    """The suite's probe tables and facts (subject swaps: PROBELM Algorithm 1)."""
+    files = suite_table_inputs(wildcards.suite)
+    files["facts"] = rules.build_probes.output.facts.format(suite=wildcards.suite)
+    files["lib"] = library("build_subject_swaps.py")
+    return files
+
+
+def score_inputs(wildcards):
+    """Probe tables of the suite (+ translations, + subject swaps in sentence mode, + per-model
+    ApprOpt), the model, the library."""
+    suite, keys = wildcards.suite, {"suite": wildcards.suite, "model": wildcards.model}
+    files = suite_table_inputs(suite)
+    files["lib"] = library("score_shard.py")
+    if RUN.scoring_modes[suite] == "sentence":
+        swaps = rules.build_subject_swaps.output.swaps
+        files["subject_swaps"] = swaps.format(suite=suite)
     if uses_appropt(suite):
         appropt = rules.appropt_distractors.output
-        files["appropt"] = appropt.candidates.format(suite=suite, model=wildcards.model)
-        files["appropt_forms"] = appropt.forms.format(
-            suite=suite, model=wildcards.model
-        )
+        files["appropt"] = appropt.candidates.format(**keys)
+        files["appropt_forms"] = appropt.forms.format(**keys)
     files["model"] = model_folder(suite, wildcards.model)
     return files
 
@@ -415,19 +291,18 @@ def generate_inputs(wildcards):
 
 def generate_shard_files(wildcards):
     """Every generation shard of one (suite, model), gathered by generate_suite."""
-    out = rules.generate_shard.output.generations
+    out, shards = rules.generate_shard.output.generations, range(CFG.scoring.shards)
     keys = {"suite": wildcards.suite, "model": wildcards.model}
-    return {"shards": [out.format(shard=s, **keys) for s in range(CFG.scoring.shards)]}
+    return {"shards": expand(out, shard=shards, **keys)}
 
 
 def score_shard_files(wildcards):
     """Every shard of one (suite, model) (scores and top-k tables), gathered by score_suite."""
-    out = rules.score_shard.output
-    shards = range(CFG.scoring.shards)
+    out, shards = rules.score_shard.output, range(CFG.scoring.shards)
     keys = {"suite": wildcards.suite, "model": wildcards.model}
     return {
-        "shards": [out.scores.format(shard=s, **keys) for s in shards],
-        "topk_shards": [out.topk.format(shard=s, **keys) for s in shards],
+        "shards": expand(out.scores, shard=shards, **keys),
+        "topk_shards": expand(out.topk, shard=shards, **keys),
     }
 
 
@@ -445,129 +320,64 @@ def metrics_inputs(wildcards):
         lib=library("compute_metrics.py"),
     )
     if SUITES[suite].generate:
-        files["generations"] = rules.generate_suite.output.generations.format(
-            suite=suite, model=model
-        )
-    encoder = CFG.metrics.overlap.encoder
-    if "overlap" in METRICS_SETTINGS[suite]["families"] and encoder in MODEL_PARAMS:
-        # BERTScore's encoder named by a models.tsv row: its prepared folder.
+        out = rules.generate_suite.output.generations
+        files["generations"] = out.format(suite=suite, model=model)
+    encoder = I.needs_encoder(CFG, RUN.metrics[suite]["families"], RUN.model_params)
+    if encoder:  # BERTScore's encoder named by a models.tsv row: its prepared folder
         files["encoder"] = rules.prepare_model.output.model.format(model=encoder)
     return files
 
 
 def suite_metric_tables(wildcards):
     """Per-fact and suite-level tables of every model on one suite."""
-    out = rules.compute_metrics.output
+    out, suite = rules.compute_metrics.output, wildcards.suite
     return {
-        "per_fact": [
-            out.per_fact.format(suite=wildcards.suite, model=m) for m in SCORE_MODELS
-        ],
-        "suite": [
-            out.suite.format(suite=wildcards.suite, model=m) for m in SCORE_MODELS
-        ],
+        "per_fact": expand(out.per_fact, suite=suite, model=SCORE_MODELS),
+        "suite": expand(out.suite, suite=suite, model=SCORE_MODELS),
     }
 
 
 def human_file(wildcards):
-    """Judged triples of a suite's human alignment (§4.2): metrics.human_alignment.path, else the
-    suite's own `source: triples` file."""
-    return CFG.metrics.human_alignment.path or SUITES[wildcards.suite].source.path
+    return I.human_file(CFG, wildcards.suite)
 
 
 def human_cloze_tables(wildcards):
     """Every model's measures by number of cloze sentences on one suite (§5.1 Fig. 4)."""
-    return [
-        f"results/metrics/{wildcards.suite}/{m}.cloze.parquet" for m in SCORE_MODELS
-    ]
-
-
-def report_control_suites():
-    """Suites whose control check feeds the taught-vs-untaught panel: knowledge measure computed
-    and facts taught to the control model (config control.suites)."""
-    if CFG.report.control_model not in SCORE_MODELS:
-        return []
-    return [
-        s
-        for s in SUITES
-        if "knowledge" in S.suite_families(CFG, s) and s in CFG.control.suites
-    ]
-
-
-def bootstrap_settings():
-    """Config report keys of the bootstrap intervals (leaderboard, control check)."""
-    return R.report_settings(CFG, R.BOOTSTRAP_KEYS)
-
-
-def control_check_settings():
-    """Config report keys the control check reads (so report.dpi does not rerun it)."""
-    return R.report_settings(CFG, R.CONTROL_CHECK_KEYS)
-
-
-def report_control_model_suites():
-    """Suites whose trained control model the report fingerprints (when one is scored)."""
-    return list(SUITES) if any(is_control(m) for m in SCORE_MODELS) else []
-
-
-def report_dumps():
-    """The dumps of the report's provenance: those every suite reads."""
-    return R.dumps_read_by(CFG, SUITES)
-
-
-def extracted_report_dumps():
-    """The report's dumps that the run extracts (suites built from a dump, not imported ones)."""
-    return R.dumps_read_by(CFG, R.built_suites(CFG))
+    out = rules.cloze_subsets.output.cloze
+    return expand(out, suite=wildcards.suite, model=SCORE_MODELS)
 
 
 def report_provenance():
-    """Parse-time part of the report's provenance block: dumps.tsv rows the suites use, suites,
-    models.tsv rows, manifest paths, factprobe version, config hash (render adds fact counts,
-    malformed lines skipped per dump, manifests and the control model's fingerprint)."""
+    """Parse-time part of the report's provenance block (factprobe.report.provenance)."""
     from factprobe.report import provenance as P
     from factprobe.wikidata.resolve import record_paths
 
-    used = report_dumps()
-    return {
-        "version": P.factprobe_version(SCRIPTS.parents[1]),
-        "config_hash": P.config_hash(S.plain(CFG)),
-        "dumps": P.dump_records(
-            DUMP_ROWS,
-            used,
-            [Path.cwd(), WORKFLOW_ROOT],
-            record_paths(DUMP_ROWS, rules.download_dump.output.dump),
-        ),
-        "suites": [
-            {
-                "suite": suite,
-                "kind": block.kind,
-                "dump": block.dump,
-                "dump date": P.dump_date(block.dump),
-                "models": ", ".join(SCORE_MODELS),
-            }
-            for suite, block in SUITES.items()
-        ],
-    }
+    used = R.dumps_read_by(CFG, SUITES)
+    records = record_paths(DUMP_ROWS, rules.download_dump.output.dump)
+    roots = [Path.cwd(), WORKFLOW_ROOT]
+    dumps = P.dump_records(DUMP_ROWS, used, roots, records)
+    return P.run_provenance(
+        WORKFLOW_ROOT, S.plain(CFG), RUN.suite_params, SCORE_MODELS, dumps
+    )
 
 
 def report_inputs(wildcards):
     """Leaderboard (+ paired comparison), every suite's summary and facts, the control model's
     control_check tables and trained folders (provenance)."""
     name = CFG.report.control_model
-    files = {
+    suites = list(SUITES)
+    checked = I.report_control_suites(CFG, SCORE_MODELS)
+    trained = I.report_control_model_suites(CFG, SCORE_MODELS, MODEL_ROWS)
+    extracted = R.dumps_read_by(CFG, R.built_suites(CFG))
+    return {
         "board": rules.leaderboard.output.board,
         "paired": rules.leaderboard.output.paired,
-        "facts": expand(rules.build_probes.output.facts, suite=list(SUITES)),
-        "control_models": [control_model(s) for s in report_control_model_suites()],
-        "summaries": expand(rules.summarize_metrics.output.summary, suite=list(SUITES)),
-        "control": expand(
-            rules.control_check.output.check,
-            suite=report_control_suites(),
-            model=name,
-        ),
+        "facts": expand(rules.build_probes.output.facts, suite=suites),
+        "control_models": expand(rules.train_control.output.model, suite=trained),
+        "summaries": expand(rules.summarize_metrics.output.summary, suite=suites),
+        "control": expand(rules.control_check.output.check, suite=checked, model=name),
         "lib": library("render_report.py"),
         "human": HUMAN_TARGETS,
         "human_curves": HUMAN_CURVE_TARGETS,
-        "extract_stats": expand(
-            rules.extract_dump.output.stats, dump=extracted_report_dumps()
-        ),
+        "extract_stats": expand(rules.extract_dump.output.stats, dump=extracted),
     }
-    return files

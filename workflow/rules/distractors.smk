@@ -103,3 +103,22 @@ rule appropt_distractors:
         no_space_languages=NO_SPACE_LANGUAGES,
     script:
         "../scripts/appropt_distractors.py"
+
+
+# Sentence-mode suites: PROBELM's subject swaps as prompts of their own (Algorithm 1).
+rule build_subject_swaps:
+    input:
+        unpack(swap_inputs),
+    output:
+        swaps="results/probes/{suite}/subject_swaps.parquet",
+    log:
+        "logs/build_subject_swaps/{suite}.log",
+    conda:
+        "../../environment.yml"
+    resources:
+        mem_mb=2000,
+        disk_mb=input_size_mb(1.0),
+    params:
+        sentence_forms=CFG.scoring.sentence_forms,
+    script:
+        "../scripts/build_subject_swaps.py"

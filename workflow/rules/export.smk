@@ -3,13 +3,13 @@
 # Everything the dataset card states about how a suite was built, resolved once per suite.
 EXPORT_CARDS = {
     s: {
-        "settings": {**SUITE_PARAMS[s], "distractors": DISTRACTOR_SETTINGS[s]},
+        "settings": {**RUN.suite_params[s], "distractors": DISTRACTOR_SETTINGS[s]},
         "dumps": [
             {k: v for k, v in DUMP_ROWS[d].items() if k != "_line"}
             for d in (block.dump, block.diff_old)
             if d in DUMP_ROWS
         ],
-        "template_sets": SUITE_TEMPLATE_SETS[s],
+        "template_sets": RUN.template_sets[s],
     }
     for s, block in SUITES.items()
 }
@@ -53,7 +53,7 @@ rule export_lm_eval:
         mem_mb=2000,
     params:
         end_marker=lookup(dpath="{suite}", within=END_MARKERS),
-        correct_set=lookup(dpath="{suite}", within=CORRECT_SETS),
+        correct_set=lookup(dpath="{suite}", within=RUN.correct_sets),
         eos_text=CFG.export.eos_text,
         no_space_languages=NO_SPACE_LANGUAGES,
     script:

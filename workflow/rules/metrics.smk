@@ -17,8 +17,8 @@ rule compute_metrics:
     resources:
         mem_mb=4000,
     params:
-        settings=lookup(dpath="{suite}", within=METRICS_SETTINGS),
-        correct_set=lookup(dpath="{suite}", within=CORRECT_SETS),
+        settings=lookup(dpath="{suite}", within=RUN.metrics),
+        correct_set=lookup(dpath="{suite}", within=RUN.correct_sets),
         cutoff=lookup(dpath="{suite}/{model}", within=MODEL_CUTOFFS),
     script:
         "../scripts/compute_metrics.py"
@@ -41,7 +41,7 @@ rule control_check:
     conda:
         "../../environment.yml"
     params:
-        settings=control_check_settings(),
+        settings=RUN.control_check,
     script:
         "../scripts/control_check.py"
 
@@ -66,8 +66,8 @@ rule summarize_metrics:
         "../../environment.yml"
     params:
         models=SCORE_MODELS,
-        settings=lookup(dpath="{suite}", within=METRICS_SETTINGS),
-        bootstrap=bootstrap_settings(),
+        settings=lookup(dpath="{suite}", within=RUN.metrics),
+        bootstrap=RUN.bootstrap,
     script:
         "../scripts/summarize_metrics.py"
 
@@ -102,7 +102,7 @@ rule leaderboard:
     params:
         suites=list(SUITES),
         models=SCORE_MODELS,
-        bootstrap=bootstrap_settings(),
+        bootstrap=RUN.bootstrap,
     script:
         "../scripts/leaderboard.py"
 
@@ -111,11 +111,7 @@ rule leaderboard:
 # (metrics.human_alignment.path) or, without one, a listed suite's own `source: triples` file
 # with scores (as the reference's human-score file); the project ships no annotation data.
 HUMAN = CFG.metrics.human_alignment
-HUMAN_SUITES = [
-    s
-    for s in HUMAN.suites
-    if s in SUITES and (HUMAN.path or SUITES[s].source.format == "triples")
-]
+HUMAN_SUITES = I.human_suites(CFG)
 HUMAN_TARGETS = expand(
     "results/metrics/{suite}/human_alignment.csv", suite=HUMAN_SUITES
 )
@@ -137,9 +133,9 @@ rule cloze_subsets:
     resources:
         mem_mb=4000,
     params:
-        settings=lookup(dpath="{suite}", within=METRICS_SETTINGS),
-        correct_set=lookup(dpath="{suite}", within=CORRECT_SETS),
-        suite=lookup(dpath="{suite}", within=SUITE_PARAMS),
+        settings=lookup(dpath="{suite}", within=RUN.metrics),
+        correct_set=lookup(dpath="{suite}", within=RUN.correct_sets),
+        suite=lookup(dpath="{suite}", within=RUN.suite_params),
     script:
         "../scripts/cloze_subsets.py"
 

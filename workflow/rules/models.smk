@@ -19,6 +19,6 @@ rule prepare_model:
         mem_mb=8000,
         runtime=60,
     params:
-        row=lookup(dpath="{model}", within=PREPARE_PARAMS),
+        row=lookup(dpath="{model}", within=RUN.prepare_params),
     script:
         "../scripts/prepare_model.py"

@@ -21,8 +21,8 @@ rule build_probes:
         runtime=probes_runtime,
         disk_mb=input_size_mb(1.0),
     params:
-        suite=lookup(dpath="{suite}", within=SUITE_PARAMS),
-        sets=lookup(dpath="{suite}", within=SUITE_TEMPLATE_SETS),
+        suite=lookup(dpath="{suite}", within=RUN.suite_params),
+        sets=lookup(dpath="{suite}", within=RUN.template_sets),
     script:
         "../scripts/build_probes.py"
 
@@ -50,6 +50,6 @@ rule import_released:
         mem_mb=4000,
         disk_mb=input_size_mb(1.0),
     params:
-        suite=lookup(dpath="{suite}", within=SUITE_PARAMS),
+        suite=lookup(dpath="{suite}", within=RUN.suite_params),
     script:
         "../scripts/import_released.py"

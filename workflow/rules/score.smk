@@ -23,7 +23,7 @@ rule score_shard:
         disk_mb=input_size_mb(15),
         runtime=120,
     params:
-        model=lookup(dpath="{model}", within=MODEL_PARAMS),
+        model=lookup(dpath="{model}", within=RUN.model_params),
         shard="{shard}",
         shards=CFG.scoring.shards,
         end_marker=lookup(dpath="{suite}", within=END_MARKERS),
@@ -31,7 +31,7 @@ rule score_shard:
         no_space_languages=NO_SPACE_LANGUAGES,
         cache="results/cache/scores/{model}",
         topk=CFG.scoring.topk,
-        mode=lookup(dpath="{suite}", within=SCORING_MODES),
+        mode=lookup(dpath="{suite}", within=RUN.scoring_modes),
         sentence_forms=CFG.scoring.sentence_forms,
         sentence_first_token=CFG.scoring.sentence_first_token,
     script:
@@ -77,10 +77,10 @@ rule generate_shard:
         mem_mb=8000,
         runtime=120,
     params:
-        model=lookup(dpath="{model}", within=MODEL_PARAMS),
+        model=lookup(dpath="{model}", within=RUN.model_params),
         shard="{shard}",
         shards=CFG.scoring.shards,
-        samples=lookup(dpath="{suite}", within=GENERATION_SAMPLES),
+        samples=lookup(dpath="{suite}", within=RUN.generation_samples),
         confidence_prompts=CFG.scoring.confidence_prompts,
         max_new_tokens=CFG.scoring.max_new_tokens,
         batch_size=CFG.scoring.generation_batch_size,

@@ -40,8 +40,8 @@ rule translate_prompts:
         runtime=120,
     params:
         settings=S.plain(TRANSLATE),
-        llm=MODEL_PARAMS.get(TRANSLATE_LLM, {}),
-        mt_rows=MT_ROWS,
+        llm=RUN.model_params.get(TRANSLATE_LLM, {}),
+        mt_rows=RUN.mt_rows,
         no_space=NO_SPACE_LANGUAGES,
     script:
         "../scripts/translate_prompts.py"

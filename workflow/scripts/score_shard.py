@@ -21,14 +21,18 @@ shard, shards = int(params.shard), int(params.shards)
 prompts = prompts[[shard_of(p, shards) == shard for p in prompts["prompt_id"]]]
 log.info("shard %d/%d: %d prompts", shard, shards, len(prompts))
 sentence = params.mode == "sentence"
-# Subject-swapped scenarios are whole sentences: only the sentence mode can rank them (PROBELM §4.1).
+# Subject swaps (sentence-mode suites only: PROBELM §4.1 ranks whole sentences) are prompts of
+# their own, scored in the shard of the prompt they swap.
+swaps = contracts.read("subject_swaps", inp.subject_swaps) if "subject_swaps" in inp.keys() else None
+if swaps is not None:
+    swaps = swaps[[shard_of(p, shards) == shard for p in swaps["group_prompt_id"]]]
 # Sentence mode scores whole scenario sentences: the template's ending too, one label per entity.
 pairs = build_pairs(
     prompts,
     candidates,
     forms,
     tuple(params.no_space_languages),
-    subject_swaps=sentence,
+    swaps=swaps,
     ending=sentence,
     sentence_forms=params.sentence_forms if sentence else "all",
 )

@@ -136,6 +136,17 @@ SCHEMAS: dict[str, pa.Schema] = {
         ]
     ),
     "translated_forms": pa.schema([*FORMS, ("n_sentences", I32)]),
+    # build_subject_swaps: PROBELM's subject swaps as prompts (factprobe.distractors.swaps)
+    "subject_swaps": pa.schema(
+        [
+            *PROMPTS,
+            ("ending", S),
+            ("group_prompt_id", S),
+            ("subject", S),
+            ("object", S),
+            ("object_form", S),
+        ]
+    ),
     # retrieve_distractors / appropt_distractors
     "candidates": pa.schema(CANDIDATES),
     "forms": pa.schema(FORMS),
@@ -267,6 +278,7 @@ PATHS: dict[str, str] = {
     "translated_forms": "translated_forms.parquet",
     "candidates": "results/probes/{suite}/candidates.parquet",
     "forms": "results/probes/{suite}/forms.parquet",
+    "subject_swaps": "results/probes/{suite}/subject_swaps.parquet",
     "appropt": "results/probes/{suite}/appropt/{model}.parquet",
     "split": "results/models/control/split.parquet",
     "scores": "results/scores/{suite}/{model}.parquet",
@@ -482,20 +494,16 @@ def pair_key(subject, prop):
     return subject + "|" + prop
 
 
-# The two slots of PROBELM Algorithm 1 (§3.2, Appendix B): object swaps and subject swaps. A
-# ``candidates`` row with ``side == "subject"`` replaces the prompt's subject ("repeat with o
-# fixed"), so its scenario is another sentence; the scores table keeps those sentences under the
-# names below (docs/contracts.md, ``score_suite``), which scoring writes and metrics reads.
-
-#: Suffix of the prompt id under which a prompt's subject-swap scenarios are scored.
-SUBJECT_SWAP = "#subject-swap"
-#: Entity of the true scenario in a subject-swap group: the prompt's own subject, scored with the
-#: same object form as the swaps (so only the subject differs between the group's sentences).
-TRUE_SUBJECT = "=subject"
+def swap_prompt_id(group_prompt_id: str, subject: str, form: str) -> str:
+    """Id of a subject-swap prompt (``subject_swaps``): the prompt it swaps, the subject's entity
+    id and the form filled into the subject slot, ``"<group_prompt_id>|swap|<subject>|<form>"``."""
+    return f"{group_prompt_id}|swap|{subject}|{form}"
 
 
 def is_subject_side(candidates: pd.DataFrame) -> pd.Series:
-    """Rows that are subject-side alternatives (``side == "subject"``, cooccur's swapped subjects)."""
+    """Rows that are subject-side alternatives (``side == "subject"``, cooccur's swapped subjects):
+    they fill a prompt's subject slot (PROBELM Algorithm 1, "repeat with o fixed"), so they are
+    scored as prompts of their own (``subject_swaps``), never in the object slot."""
     if "side" not in candidates.columns:
         return pd.Series(False, index=candidates.index)
     return candidates["side"].fillna("object").astype(str) == "subject"

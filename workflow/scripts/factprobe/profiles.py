@@ -84,3 +84,13 @@ def profile_mix_error(
                 f"`snakemake --workflow-profile {profile}` instead (README, Running it yourself)"
             )
     return None
+
+
+#: Where Snakemake looks up a ``--profile`` given by name (besides the working directory).
+USER_PROFILES = Path("~/.config/snakemake")
+
+
+def profile_mix_here(argv: Sequence[str], environ: Mapping[str, str], cwd: Path) -> str | None:
+    """:func:`profile_mix_error` for this run: the user's profile folder searched, ``profiles/default``
+    looked up from ``cwd`` (:func:`auto_loaded_default`)."""
+    return profile_mix_error(argv, environ, [USER_PROFILES.expanduser()], auto_loaded_default(environ, cwd))

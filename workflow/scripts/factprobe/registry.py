@@ -18,7 +18,7 @@ import yaml
 
 from factprobe.lm import BACKENDS, row_backend
 from factprobe.model_source import PrepareError, resolve_source
-from factprobe.settings import Config, ConfigError, is_calendar_date, load
+from factprobe.settings import Config, ConfigError, check_cross_keys, check_languages, is_calendar_date, load
 
 __all__ = [
     "ConfigError",
@@ -228,6 +228,22 @@ def read_config(config: dict, schema_path: str | Path, source: str = "config/con
     """The validated config as typed settings (``factprobe.settings.Config``, defaults filled in)."""
     validate_config(config, schema_path, source)
     return load(Config, config, source)
+
+
+def load_run(
+    config: dict, workflow_root: str | Path, schemas: str | Path, source: str = "config/config.yaml"
+) -> tuple[Config, list[dict], list[dict]]:
+    """The run's validated config, dumps.tsv rows and models.tsv rows (paths resolved against the
+    working directory, then ``workflow_root``): every check that must fail before any job runs,
+    errors naming ``source``, the config file(s) given."""
+    schemas = Path(schemas)
+    cfg = read_config(resolve_config_paths(config, workflow_root), schemas / "config.schema.yaml", source)
+    dump_rows = read_registry(cfg.dumps, schemas / "dumps.schema.yaml", key="dump")
+    dumps = check_dumps(resolve_dump_paths(dump_rows, workflow_root), cfg.dumps)
+    models = check_models(read_registry(cfg.models, schemas / "models.schema.yaml", key="name"), cfg.models)
+    check_cross_keys(cfg, [row["dump"] for row in dumps if row["enabled"]], source)
+    check_languages(cfg, source)
+    return cfg, dumps, models
 
 
 #: Modules left out of library inputs: their values reach jobs as params, which Snakemake

@@ -23,26 +23,30 @@ CONTROL_CHECK_KEYS = ("control_strategy", "taught_target", "chance_band", *BOOTS
 
 @dataclass(frozen=True)
 class RunSettings:
-    """What the rules read, per suite / model / dump (names of ``common.smk`` in brackets)."""
+    """What the rules read, per suite / model / dump: ``RUN.<field>`` in the rule files, a few
+    under names of their own in ``common.smk`` (in brackets)."""
 
-    mt_rows: list[str]  # MT_ROWS: seq2seq translators among models.tsv rows
+    mt_rows: list[str]  # seq2seq translators among models.tsv rows
     score_models: list[str]  # SCORE_MODELS
-    model_params: dict[str, dict]  # MODEL_PARAMS: models.tsv rows without bookkeeping
-    prepare_params: dict[str, dict]  # PREPARE_PARAMS: what decides a prepared folder
-    suite_params: dict[str, dict]  # SUITE_PARAMS
-    template_sets: dict[str, dict]  # SUITE_TEMPLATE_SETS
+    model_params: dict[str, dict]  # models.tsv rows without bookkeeping
+    prepare_params: dict[str, dict]  # what decides a prepared folder
+    suite_params: dict[str, dict]  # plain suite blocks
+    template_sets: dict[str, dict]  # template sets per suite
     distractors: dict[str, dict]  # DISTRACTOR_SETTINGS
     retrieve: dict[str, dict]  # RETRIEVE_SETTINGS
     appropt: dict[str, dict[str, dict]]  # APPROPT_SETTINGS: suite -> model -> settings
-    metrics: dict[str, dict]  # METRICS_SETTINGS
-    correct_sets: dict[str, str]  # CORRECT_SETS
-    scoring_modes: dict[str, str]  # SCORING_MODES
+    metrics: dict[str, dict]  # per-suite metrics settings
+    correct_sets: dict[str, str]  # suites.<s>.correct_set
+    scoring_modes: dict[str, str]  # continuation or sentence
     end_markers: dict[str, str]  # END_MARKERS (per suite)
     model_cutoffs: dict[str, dict[str, dict]]  # MODEL_CUTOFFS: suite -> model -> cut-off
     sem_index: dict  # SEM_INDEX_SETTINGS
     sem_rows: dict[str, dict]  # SEM_ROWS: dump -> index rows
     control: dict  # CONTROL_PARAMS
     control_taught: dict[str, bool]  # CONTROL_TAUGHT
+    generation_samples: dict[str, int]  # samples per prompt besides greedy, per suite
+    bootstrap: dict  # report keys of the bootstrap intervals (leaderboard, summaries)
+    control_check: dict  # report keys the control check reads
 
 
 def translation_models(cfg: Config, model_rows: dict[str, dict]) -> list[str]:
@@ -108,7 +112,16 @@ def resolve(cfg: Config, dump_rows: dict[str, dict], model_rows: dict[str, dict]
         sem_rows={dump: S.sem_index_rows(cfg, dump) for dump in dump_rows},
         control=S.control_params(cfg),
         control_taught={s: s in cfg.control.suites for s in suites},
+        generation_samples={s: generation_samples(cfg, s) for s in suites},
+        bootstrap=report_settings(cfg, BOOTSTRAP_KEYS),
+        control_check=report_settings(cfg, CONTROL_CHECK_KEYS),
     )
+
+
+def generation_samples(cfg: Config, suite: str) -> int:
+    """Multinomial samples per prompt in generation mode: none for a greedy-only suite
+    (``generate: greedy``), else ``scoring.samples``."""
+    return 0 if cfg.suites[suite].generate == "greedy" else cfg.scoring.samples
 
 
 def dumps_read_by(cfg: Config, suites) -> list[str]:

@@ -65,7 +65,9 @@ def plausibility(f: SuiteFrame) -> Tables:
     # Both slots of PROBELM Algorithm 1: subject swaps are ranked in their own groups.
     every = f.inputs.candidates.copy()
     every["rank"] = pd.to_numeric(every["rank"], errors="coerce").fillna(0)
-    plaus = plausibility_per_fact(f.ent, f.prompts, every, f.facts, s.plausibility_strategies)
+    plaus = plausibility_per_fact(
+        f.ent, f.prompts, every, f.facts, s.plausibility_strategies, f.inputs.subject_swaps
+    )
     means = plaus.groupby([*GROUP_KEYS, "measure"])["value"].mean().reset_index()
     score = plausibility_score(means)
     dataset = [] if score.empty else [score.drop(columns="n_parts").assign(measure="plausibility", style="")]

@@ -47,12 +47,14 @@ class SuiteInputs:
     generations: pd.DataFrame | None = None
     forms: pd.DataFrame | None = None
     topk: pd.DataFrame | None = None
+    subject_swaps: pd.DataFrame | None = None
 
 
 def read_inputs(inputs: Mapping) -> SuiteInputs:
     """Read a compute_metrics job's named inputs (``snakemake.input`` or a dict of paths).
 
-    ``scores`` and ``facts`` are single tables, ``generations`` and ``topk`` are optional; the suite's merged
+    ``scores`` and ``facts`` are single tables, ``generations``, ``topk`` and ``subject_swaps`` (sentence-mode
+    suites) are optional; the suite's merged
     prompts, candidates and forms come from :func:`factprobe.suite_tables.load_suite_tables`.
     """
     from ..suite_tables import load_suite_tables, read_concat
@@ -71,6 +73,7 @@ def read_inputs(inputs: Mapping) -> SuiteInputs:
         generations=read_concat(generations),
         forms=tables.forms,
         topk=read_concat(topk),
+        subject_swaps=read_concat(inputs.get("subject_swaps"), "subject_swaps"),
     )
     contracts.check(
         out.candidates, "candidates", "candidates", ["fact_id", "entity", "role", "strategy", "rank"]

@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from factprobe import contracts
-from factprobe.contracts import SUBJECT_SWAP, TRUE_SUBJECT, is_subject_side
+from factprobe.contracts import is_subject_side
 
 from .common import GROUP_KEYS, average_per_fact, candidates_for_prompts
 from .ranking import ndcg_per_group
@@ -71,25 +71,40 @@ def plausibility_per_prompt(
     candidates: pd.DataFrame,
     facts: pd.DataFrame,
     strategies: Sequence[str],
+    swaps: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Accuracy, RR and both NDCGs (+ their random-ranker ``CHANCE`` values) for every prompt whose
     fact has alternatives of ``strategies``, one group per swapped slot (column ``side``).
 
     Object side: the true scenario and the object swaps under the prompt. Subject side (PROBELM
-    Algorithm 1's second list): the true scenario (entity ``TRUE_SUBJECT``) and the subject swaps,
-    scored under the prompt id + ``SUBJECT_SWAP`` (:func:`factprobe.scoring.suite.subject_swap_pairs`).
+    Algorithm 1's second list): the ``swaps`` prompts (``subject_swaps``) of the prompt
+    (``group_prompt_id``), one scenario per ``subject``, the fact's own subject the true one.
     Each group holds the true scenario and its up to 10 alternatives: 11 scenarios (§4.1).
     """
     subject = is_subject_side(candidates)
     out = [_rank_groups(ent, prompts, candidates[~subject], facts, strategies)]
     out[0]["side"] = "object"
     if subject.any():
-        twins = prompts.assign(prompt_id=prompts["prompt_id"] + SUBJECT_SWAP)
         side = candidates[subject | (candidates["role"] == "object")]
-        per = _rank_groups(ent, twins, side, facts.assign(object=TRUE_SUBJECT), strategies)
-        per["prompt_id"] = per["prompt_id"].str.removesuffix(SUBJECT_SWAP)
-        out.append(per.assign(side="subject"))
+        own = facts.assign(object=facts["subject"])
+        out.append(
+            _rank_groups(swap_scores(ent, swaps), prompts, side, own, strategies).assign(side="subject")
+        )
     return pd.concat(out, ignore_index=True)
+
+
+def swap_scores(ent: pd.DataFrame, swaps: pd.DataFrame | None) -> pd.DataFrame:
+    """Per (prompt, subject) scores of the subject-side groups: ``prompt_id`` the swapped prompt
+    (``group_prompt_id``), ``entity`` the subject, ``best_norm`` its best form's (one swap prompt
+    per form of the subject)."""
+    cols = ["prompt_id", "entity", "best_norm"]
+    if swaps is None or swaps.empty:
+        return pd.DataFrame(columns=cols)
+    rows = swaps[["prompt_id", "group_prompt_id", "subject"]].merge(
+        ent[cols], left_on=["prompt_id", "subject"], right_on=["prompt_id", "entity"]
+    )
+    best = rows.groupby(["group_prompt_id", "entity"], sort=False)["best_norm"].max().reset_index()
+    return best.rename(columns={"group_prompt_id": "prompt_id"})[cols]
 
 
 def _graded_rows(
@@ -157,10 +172,11 @@ def plausibility_per_fact(
     candidates: pd.DataFrame,
     facts: pd.DataFrame,
     strategies: Sequence[str],
+    swaps: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Per scenario group (fact) and prompt style: ``MEASURES`` (``plaus_acc``, ``plaus_rr``,
     ``plaus_ndcg``, ``plaus_ndcg_minmax``) and the random-ranker values ``CHANCE``."""
-    per = plausibility_per_prompt(ent, prompts, candidates, facts, strategies)
+    per = plausibility_per_prompt(ent, prompts, candidates, facts, strategies, swaps)
     per = per.merge(prompts[["prompt_id", *GROUP_KEYS]], on="prompt_id")
     # The swapped slot is the per-fact table's ``strategy``: "object" or "subject" swaps.
     per = per.rename(columns={"side": "strategy"})

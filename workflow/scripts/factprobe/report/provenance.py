@@ -59,6 +59,36 @@ def dump_date(dump: str) -> str:
     return f"{dump[:4]}-{dump[4:6]}-{dump[6:8]}" if len(dump) == 8 and dump.isdigit() else dump
 
 
+def run_provenance(
+    version_root: str | Path,
+    config: Mapping,
+    suites: Mapping[str, Mapping],
+    models: Iterable[str],
+    dumps: list[dict],
+) -> dict:
+    """The parse-time part of the report's provenance block: the factprobe version (of the copy at
+    ``version_root``), the hash of the resolved ``config``, the ``dumps`` records
+    (:func:`dump_records`) and one row per suite (``suites``: name -> its plain config block, with
+    ``kind`` and ``dump``) naming the scored ``models``. Rendering adds fact counts, malformed
+    lines skipped per dump, manifests and the control model's fingerprint."""
+    scored = ", ".join(models)
+    return {
+        "version": factprobe_version(version_root),
+        "config_hash": config_hash(config),
+        "dumps": dumps,
+        "suites": [
+            {
+                "suite": suite,
+                "kind": block["kind"],
+                "dump": block["dump"],
+                "dump date": dump_date(block["dump"]),
+                "models": scored,
+            }
+            for suite, block in suites.items()
+        ],
+    }
+
+
 def registry_path(path: str, roots: Iterable[str | Path] = ()) -> str:
     """A dump path as the registry names it: relative to the first of ``roots`` (the working
     directory, the workflow's folder) that holds it, else as given. The report then names

@@ -34,7 +34,8 @@ import numpy as np
 import pandas as pd
 
 from factprobe import contracts
-from factprobe.contracts import SUBJECT_SWAP, TRUE_SUBJECT, is_subject_side
+from factprobe.contracts import is_subject_side
+from factprobe.distractors.swaps import SENTENCE_FORMS, label_forms
 from factprobe.hashing import stable_hash
 from factprobe.lm import LM, NO_SPACE_LANGS, LoglikRequest, SentenceRequest, TopkRequest
 from factprobe.lm.encoding import continuation_text
@@ -47,23 +48,8 @@ def shard_of(prompt_id: str, shards: int) -> int:
     return stable_hash("score-shard", prompt_id) % shards
 
 
-#: scoring.sentence_forms: the forms of an entity scored in a scenario sentence.
-SENTENCE_FORMS = ("label", "all")
 #: scoring.sentence_first_token: whether a sentence's first token counts in its score.
 SENTENCE_FIRST_TOKEN = ("conditioned", "unscored")
-
-
-def label_forms(forms: pd.DataFrame) -> pd.DataFrame:
-    """One form per (entity, lang): its label (``source == "label"``), else its first form."""
-    f = forms.dropna(subset=["form"])
-    f = f[f["form"].str.strip() != ""]
-    rank = (f["source"] != "label").astype(int) if "source" in f.columns else pd.Series(0, index=f.index)
-    return (
-        f.assign(_r=rank)
-        .sort_values(["entity", "lang", "_r"], kind="stable")
-        .drop_duplicates(["entity", "lang"])
-        .drop(columns="_r")
-    )
 
 
 def endings(prompts: pd.DataFrame) -> pd.Series:
@@ -73,23 +59,13 @@ def endings(prompts: pd.DataFrame) -> pd.Series:
     return prompts["ending"].fillna("").astype(str)
 
 
-def subject_swap_pairs(
-    prompts: pd.DataFrame,
-    candidates: pd.DataFrame,
-    forms: pd.DataFrame,
-    no_space_langs: Collection[str] = NO_SPACE_LANGS,
-    ending: bool = False,
+def swap_pairs(
+    swaps: pd.DataFrame, no_space_langs: Collection[str] = NO_SPACE_LANGS, ending: bool = False
 ) -> pd.DataFrame:
-    """Subject-swapped scenarios (PROBELM Algorithm 1, §3.2; the released data's subject series).
-
-    For every prompt and every form λ of each subject-side alternative of its fact, the prompt's
-    subject form (``subject_form``, its first occurrence in ``text``) is replaced by λ and the
-    fact's object follows as usual, by its label (a form with source ``label``, else its first
-    form). Pairs get the prompt id + :data:`SUBJECT_SWAP`, so the scenario group of the swapped
-    subjects is ranked on its own; the group's true scenario is the unswapped prompt with the same
-    object form, entity :data:`TRUE_SUBJECT`. Prompts whose text does not contain their subject
-    form are skipped and counted in the log. ``ending``: the prompt's ending follows the object.
-    """
+    """The pairs of the subject-swap prompts (``subject_swaps``, :mod:`factprobe.distractors.swaps`):
+    each is scored once, its own sentence ``context + text`` followed by the fact's object label
+    (and, with ``ending``, the prompt's ending; PROBELM §4.1); the pair's ``entity`` and ``form`` are the subject
+    filled into the subject slot, what the group of ``group_prompt_id`` ranks."""
     cols = [
         "prompt_id",
         "fact_id",
@@ -101,52 +77,18 @@ def subject_swap_pairs(
         "context",
         "text",
     ]
-    swaps = candidates[is_subject_side(candidates)][["fact_id", "entity"]].drop_duplicates()
-    objects = candidates[candidates["role"] == "object"][["fact_id", "entity"]].drop_duplicates("fact_id")
-    if swaps.empty or objects.empty or "subject_form" not in prompts.columns:
+    if swaps is None or swaps.empty:
         return pd.DataFrame(columns=cols)
-    f = forms[["entity", "lang", "form", *(["source"] if "source" in forms.columns else [])]].dropna(
-        subset=["form"]
-    )
-    f = f[f["form"].str.strip() != ""]
-    labels = label_forms(f)
-    p = prompts[["prompt_id", "fact_id", "lang", "text", "context", "subject_form"]].copy()
-    p["ending"] = endings(prompts) if ending else ""
-    p["context"] = p["context"].fillna("")
-    p["subject_form"] = p["subject_form"].fillna("").astype(str)
-    slot = [bool(s) and s in text for s, text in zip(p["subject_form"], p["text"], strict=True)]
-    if not all(slot):
-        log.warning(
-            "%d prompt(s) do not contain their subject form: no subject swaps for them", slot.count(False)
-        )
-    p = p[slot]
-    p = p.merge(objects.rename(columns={"entity": "object"}), on="fact_id")
-    p = p.merge(
-        labels.rename(columns={"entity": "object", "form": "object_form"})[["object", "lang", "object_form"]],
-        on=["object", "lang"],
-    )
-    pairs = p.merge(swaps, on="fact_id").merge(
-        f[["entity", "lang", "form"]].drop_duplicates(), on=["entity", "lang"]
-    )
-    true = p[p["fact_id"].isin(set(swaps["fact_id"]))].assign(
-        entity=TRUE_SUBJECT, form=lambda x: x["subject_form"]
-    )
-    pairs = pd.concat([true, pairs], ignore_index=True)
-    if pairs.empty:
-        return pd.DataFrame(columns=cols)
-    pairs["text"] = [
-        text.replace(subject, form, 1)
-        for text, subject, form in zip(pairs["text"], pairs["subject_form"], pairs["form"], strict=True)
-    ]
-    pairs["prompt_id"] = pairs["prompt_id"] + SUBJECT_SWAP
+    contracts.check(swaps, "subject_swaps", "subject_swaps")
+    pairs = swaps.rename(columns={"subject": "entity", "subject_form": "form"})
+    pairs["context"] = pairs["context"].fillna("")
     pairs["prompt_text"] = pairs["context"] + pairs["text"]
+    ends = pairs["ending"].fillna("").astype(str) if ending else [""] * len(pairs)
     pairs["continuation"] = [
         continuation_text(form, lang, no_space_langs) + end
-        for form, lang, end in zip(
-            pairs["object_form"].astype(str), pairs["lang"], pairs["ending"], strict=True
-        )
+        for form, lang, end in zip(pairs["object_form"].astype(str), pairs["lang"], ends, strict=True)
     ]
-    return pairs.drop_duplicates(["prompt_id", "entity", "form"])[cols].reset_index(drop=True)
+    return pairs[cols].reset_index(drop=True)
 
 
 def build_pairs(
@@ -154,7 +96,7 @@ def build_pairs(
     candidates: pd.DataFrame,
     forms: pd.DataFrame,
     no_space_langs: Collection[str] = NO_SPACE_LANGS,
-    subject_swaps: bool = False,
+    swaps: pd.DataFrame | None = None,
     ending: bool = False,
     sentence_forms: str = "all",
 ) -> pd.DataFrame:
@@ -162,8 +104,8 @@ def build_pairs(
 
     A candidate without any form in the prompt's language cannot be scored: it is dropped and
     counted in the log (the metrics see it as missing, not as a zero). Subject-side alternatives
-    never fill the object slot; with ``subject_swaps`` (sentence mode) they get their own
-    subject-swapped scenarios (:func:`subject_swap_pairs`), otherwise they are left out.
+    never fill the object slot: they are the subjects of the ``swaps`` prompts (sentence mode,
+    ``subject_swaps``; :func:`swap_pairs`), whose pairs are added; without them they are left out.
     Sentence mode's scenario settings (module docstring): ``ending`` appends each prompt's
     ``ending`` to the continuation; ``sentence_forms="label"`` scores one form per entity.
     """
@@ -178,7 +120,7 @@ def build_pairs(
     p["context"] = p["context"].fillna("")
     p["ending"] = endings(prompts) if ending else ""
     subject_side = is_subject_side(candidates)
-    if subject_side.any() and not subject_swaps:
+    if subject_side.any() and swaps is None:
         log.info(
             "%d subject-side alternative(s) left out: they need subject-swapped sentences",
             int(subject_side.sum()),
@@ -209,8 +151,8 @@ def build_pairs(
     pairs = (
         pairs.drop(columns="ending").drop_duplicates(["prompt_id", "entity", "form"]).reset_index(drop=True)
     )
-    if subject_swaps:
-        swapped = subject_swap_pairs(prompts, candidates, forms, no_space_langs, ending)
+    if swaps is not None:
+        swapped = swap_pairs(swaps, no_space_langs, ending)
         log.info("%d subject-swap pairs (PROBELM Algorithm 1)", len(swapped))
         pairs = pd.concat([pairs, swapped[pairs.columns.intersection(swapped.columns)]], ignore_index=True)
     log.info(

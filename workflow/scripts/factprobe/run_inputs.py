@@ -1,0 +1,205 @@
+"""Which files a rule reads, worked out at parse time for the input functions of ``common.smk``.
+
+The input functions of ``workflow/rules/common.smk`` stay one-liners: the choices (which dump
+file, which model folder, which templates, which optional tables) are made here, as small pure
+functions of the typed config (:mod:`factprobe.settings`), the registry rows and the rules' output
+path templates (``{dump}``, ``{suite}``, ``{model}`` placeholders), so they are tested in Python
+(``tests/unit/test_run_inputs.py``). Light (stdlib + settings): imported while the workflow parses.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+from factprobe import settings as S
+from factprobe.registry import library_modules
+from factprobe.settings import Config
+
+#: Extensions of a dump file, longest first (a ``.json.gz`` is not a ``.json``).
+DUMP_EXTS = ("json.bz2", "json.gz", "json")
+#: Listed-facts formats whose file is an input of build_probes (where it exists).
+LISTED_FORMATS = ("triples", "verbalization-pairs")
+
+
+def dump_ext(name: str) -> str:
+    """Extension of a dump file name or URL (query string ignored): json, json.gz or json.bz2."""
+    for ext in DUMP_EXTS:
+        if name.split("?")[0].endswith(f".{ext}"):
+            return ext
+    raise ValueError(f"cannot tell the format of {name}")
+
+
+def dump_file(row: Mapping, download: str) -> str:
+    """Dump file of a dumps.tsv row: its ``path`` in place, else the downloaded copy (``download``,
+    rule download_dump's output, with the extension of the row's ``url`` or its ``format``)."""
+    if "path" in row:
+        return str(row["path"])
+    ext = dump_ext(row["url"]) if "url" in row else row["format"]  # a `source` row
+    return download.format(dump=row["dump"], ext=ext)
+
+
+def local_dump_checksum(row: Mapping) -> str:
+    """Checksum of a dump used in place (``path`` row), verified by its extraction job (parsing,
+    and so ``snakemake -n``, never reads a dump); "" for downloads (download_dump verifies them)."""
+    return row.get("checksum", "") if "path" in row else ""
+
+
+def extract_path(template: str, dump: str, dump_rows: Mapping, registry: str) -> str:
+    """An extraction table of a registered ``dump`` (``template`` with ``{dump}``)."""
+    if dump not in dump_rows:
+        raise ValueError(f"{registry}: dump {dump} is not registered; add a row or fix the target")
+    return template.format(dump=dump)
+
+
+def diff_inputs(cfg: Config, old: str, new: str, extract: Callable[[str, str], str]) -> dict:
+    """Both dumps' claims, entities and properties tables (``extract(name, dump)``), plus the
+    single-value list when ``diff.single_value`` reads it."""
+    if int(old) >= int(new):
+        raise ValueError(f"diff {old}_{new}: the old dump must be the earlier one")
+    files = {
+        f"{side}_{name}": extract(name, dump)
+        for side, dump in (("old", old), ("new", new))
+        for name in ("claims", "entities", "properties")
+    }
+    if cfg.diff.single_value in ("list", "both"):
+        files["single_value_list"] = cfg.diff.single_value_list
+    return files
+
+
+def earlier_dumps(enabled: Iterable[str], dump: str) -> list[str]:
+    """The enabled dumps before ``dump`` (objects present only there are "past")."""
+    return [d for d in enabled if d < dump]
+
+
+def released_inputs(cfg: Config, suite: str, extract: Callable[[str, str], str], lib: list[str]) -> dict:
+    """The released files of an imported suite, the labels of its dumps, its dump's entities and
+    properties (``extract(name, dump)``)."""
+    block = cfg.suites[suite]
+    return {
+        "released": block.source.files(),
+        "labels": [extract("labels", d) for d in S.suite_dumps(block)],
+        "entities": extract("entities", block.dump),
+        "properties": extract("properties", block.dump),
+        "lib": lib,
+    }
+
+
+def probe_inputs(
+    cfg: Config,
+    suite: str,
+    template_sets: Mapping[str, Mapping],
+    extract: Callable[[str, str], str],
+    lib: list[str],
+    changes: str,
+    temporal: str,
+) -> dict:
+    """Extraction tables of the suite's dump (``extract(name, dump)``), labels of its label dumps,
+    its templates, the diff of a plausibility suite (``changes``, ``{old}``/``{new}``), the
+    temporal view of a ``temporal_only`` suite (``temporal``, ``{dump}``) and a listed-facts file."""
+    block = cfg.suites[suite]
+    files = {
+        "claims": extract("claims", block.dump),
+        "entities": extract("entities", block.dump),
+        "labels": [extract("labels", d) for d in S.suite_dumps(block)],
+        "templates": template_files(cfg, suite, template_sets),
+        "lib": lib,
+    }
+    if block.kind == "plausibility":
+        files["changes"] = changes.format(old=block.diff_old, new=block.dump)
+    if block.temporal_only:
+        files["temporal"] = temporal.format(dump=block.dump)
+    return {**files, **listed_source(cfg, suite)}
+
+
+def template_files(cfg: Config, suite: str, template_sets: Mapping[str, Mapping]) -> list[str]:
+    """Every template file of a suite's template sets in its languages."""
+    languages = cfg.suites[suite].languages
+    return [
+        path
+        for entry in template_sets[suite].values()
+        for path in S.load(S.TemplateSet, entry).files(languages)
+    ]
+
+
+def listed_source(cfg: Config, suite: str) -> dict[str, str]:
+    """A listed-facts file as input ``source`` where it exists (edits rerun the suite); a missing
+    one fails build_probes with an error naming it, so paper configs plan without the data."""
+    source = cfg.suites[suite].source
+    if source.format in LISTED_FORMATS and os.path.exists(source.path):
+        return {"source": source.path}
+    return {}
+
+
+def model_source_files(row: Mapping) -> dict[str, str]:
+    """Local files of a models.tsv source (a folder or a .gguf file); none for hub ids and
+    installed packages, whose content the row's revision / the package version pins."""
+    source = row["source"]
+    if source.startswith(("builtin:", "pypi:")) or not os.path.exists(source):
+        return {}
+    return {"source": source}
+
+
+def is_control(row: Mapping) -> bool:
+    """Whether a models.tsv row is the workflow-trained builtin:control model."""
+    return row["source"] == "builtin:control"
+
+
+def translating_models(cfg: Config, mt_rows: list[str], folder: Callable[[str], str]) -> dict:
+    """The folders (``folder(model)``) of the models translate_prompts loads, by input name:
+    ``llm`` (translate.backend llm: the causal LM, when named) or ``mt_models`` (seq2seq: the
+    models.tsv rows named in translate.model(s)); none when no model translates."""
+    if cfg.translate.backend == "llm":
+        return {"llm": folder(cfg.translate.llm)} if cfg.translate.llm else {}
+    return {"mt_models": [folder(m) for m in mt_rows]} if mt_rows else {}
+
+
+def needs_encoder(cfg: Config, families: Iterable[str], model_rows: Mapping) -> str | None:
+    """The BERTScore encoder's models.tsv row when the suite computes overlap and
+    ``metrics.overlap.encoder`` names a row (its prepared folder is then an input), else None."""
+    encoder = cfg.metrics.overlap.encoder
+    return encoder if "overlap" in families and encoder in model_rows else None
+
+
+def human_suites(cfg: Config) -> list[str]:
+    """Suites of the human alignment (distractors paper §4.2): listed in
+    ``metrics.human_alignment.suites`` and with judged triples, a user file
+    (``metrics.human_alignment.path``) or the suite's own ``source: triples`` file."""
+    human = cfg.metrics.human_alignment
+    return [
+        s
+        for s in human.suites
+        if s in cfg.suites and (human.path or cfg.suites[s].source.format == "triples")
+    ]
+
+
+def human_file(cfg: Config, suite: str) -> str:
+    """Judged triples of a suite's human alignment: metrics.human_alignment.path, else the suite's
+    own ``source: triples`` file."""
+    return cfg.metrics.human_alignment.path or cfg.suites[suite].source.path
+
+
+def report_control_suites(cfg: Config, score_models: list[str]) -> list[str]:
+    """Suites whose control check feeds the report's taught-vs-untaught panel: the report's control
+    model is scored, the suite computes the knowledge measure and its facts are taught
+    (``control.suites``)."""
+    if cfg.report.control_model not in score_models:
+        return []
+    return [s for s in cfg.suites if "knowledge" in S.suite_families(cfg, s) and s in cfg.control.suites]
+
+
+def report_control_model_suites(cfg: Config, score_models: list[str], model_rows: Mapping) -> list[str]:
+    """Suites whose trained control model the report fingerprints (when one is scored)."""
+    return list(cfg.suites) if any(is_control(model_rows[m]) for m in score_models) else []
+
+
+def library_inputs(script: str, scripts: Path, cwd: str | Path) -> list[str]:
+    """Library inputs of a rule: every factprobe module its ``script`` (under ``scripts``) imports,
+    directly or not, relative inside the working directory ``cwd`` (the clone), absolute for a
+    workflow used from elsewhere. A script's imports are invisible to Snakemake's code trigger;
+    with these as inputs, editing a module reruns exactly the rules whose scripts import it
+    (config/README.md, "When jobs rerun")."""
+    here = Path(cwd)
+    files = [Path(scripts) / f for f in library_modules(Path(scripts) / script, scripts)]
+    return [os.path.relpath(f, here) if f.is_relative_to(here) else str(f) for f in files]
