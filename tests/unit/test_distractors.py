@@ -16,7 +16,7 @@ import pytest
 from contract_frames import full
 from factprobe.contracts import id_ints as qids
 from factprobe.distractors.cooccur import Cooccurrence
-from factprobe.distractors.omega import Omega, load_types, valid_objects
+from factprobe.distractors.omega import Omega, load_types, suite_omega, valid_objects
 from factprobe.distractors.pool import pool_distractors, relation_pools
 from factprobe.distractors.random import random_distractors
 from factprobe.distractors.retrieve import count_found, forms_of_candidates, retrieve
@@ -684,10 +684,16 @@ def _skewed(facts: pd.DataFrame) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize(
-    ("strategies", "sides"), [(["random", "cooccur"], ["object", "subject"]), (["random", "cooccur"], ["object"]), (["pool"], [])]
+    ("strategies", "sides", "ranks"),
+    [
+        (["random", "cooccur"], ["object", "subject"], "non_deprecated"),
+        (["random", "cooccur"], ["object", "subject"], "truthy"),
+        (["random", "cooccur"], ["object"], "non_deprecated"),
+        (["pool"], [], "non_deprecated"),
+    ],
 )
 def test_subject_shards_read_their_slice_and_gather_to_the_one_job_table(
-    demo_tables, suite, tmp_path, strategies, sides
+    demo_tables, suite, tmp_path, strategies, sides, ranks
 ):
     """Each shard reads the facts of its subjects and, unless a strategy takes every subject of
     the relation (subject-side co-occurrence, relation pools), only the statements valid for its
@@ -711,12 +717,14 @@ def test_subject_shards_read_their_slice_and_gather_to_the_one_job_table(
     )
     p = {
         "dump": DUMP,
-        "valid_ranks": "non_deprecated",
+        "valid_ranks": ranks,
         "form_threshold": 90,
         "strategies": strategies,
         "cooccur_sides": sides,
     }
-    settings = dataclasses.replace(demo_settings(strategies, n=4, pool_size=6), cooccur_sides=sides or ["object"])
+    settings = dataclasses.replace(
+        demo_settings(strategies, n=4, pool_size=6), cooccur_sides=sides or ["object"], valid_ranks=ranks
+    )
 
     def run(only=None):
         f, ef, st, om = load_suite_omega(inputs, p, only=only)
@@ -725,6 +733,13 @@ def test_subject_shards_read_their_slice_and_gather_to_the_one_job_table(
 
     every, whole_forms, whole_omega, whole = run()
     assert (whole["role"] == "distractor").sum() > 50
+    # The out-of-core job decides as Ω over the whole tables (pools: every object of the
+    # relation in the dump, whoever its subject; fluent-mLAMA §3.1).
+    claims = pq.read_table(demo_tables[DUMP] / "claims.parquet").to_pandas()
+    co = Cooccurrence(claims[claims["rank"] >= 1]) if "cooccur" in strategies else None
+    types = [demo_tables[d] / "types.parquet" for d in demo_tables]
+    omega = suite_omega(every, forms, claims, types, DUMP, ranks, 90)
+    pd.testing.assert_frame_equal(whole, retrieve(every, omega, settings, cooccur=co, entity_forms=forms))
     plan = shard_plan(every, 3)
     parts, part_forms, valid = [], [], []
     for shard in range(3):
@@ -736,9 +751,11 @@ def test_subject_shards_read_their_slice_and_gather_to_the_one_job_table(
     big = every["property"].value_counts()
     assert big.iloc[0] > len(every) / 2 and every.groupby("property")["subject"].nunique().min() == 1
     assert np.bincount(plan, minlength=3).max() <= 1.5 * len(every) / 3
+    # The valid statements are those of the shard's own subjects (and objects): they divide the
+    # whole job's.
+    assert max(valid) < len(whole_omega.valid)
     if sides == ["object"]:
-        # The valid statements are the shard's own subjects': they divide the whole job's.
-        assert max(valid) < len(whole_omega.valid) and sum(valid) <= len(whole_omega.valid)
+        assert sum(valid) <= len(whole_omega.valid)
     cand, got_forms = gather_shards(every, parts, part_forms)
     pd.testing.assert_frame_equal(cand, whole, check_dtype=False)
     pd.testing.assert_frame_equal(got_forms, forms_of_candidates(whole, whole_forms))

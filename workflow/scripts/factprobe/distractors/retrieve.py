@@ -289,21 +289,28 @@ def load_suite_omega(
         if needs(strategies, "statements")
         else pd.DataFrame(columns=["subject", "property", "object"])
     )
-    # Same-relation pools (pool_source: relation) take every object of the relation in the dump,
-    # whoever its subject (fluent-mLAMA §3.1), and so does the subject side of co-occurrence.
-    every_subject = needs_every_subject(settings)
-    subjects = None if every_subject else id_ints(mine["subject"])
-    dump = int(settings["dump"])
-    valid = scan.scan_valid(inputs.claims, dump, settings["valid_ranks"], rel_ids, subjects, con)
+    # Ω asks valid_for(s, r) of the facts' own pairs; the subject side of co-occurrence also asks
+    # whether (s*, r, o) is valid for a fact's object o, and same-relation pools take every
+    # object of the relation in the dump, whoever its subject (fluent-mLAMA §3.1): read as
+    # distinct (relation, object) pairs, not as the relation's statements.
+    dump, ranks = int(settings["dump"]), settings["valid_ranks"]
+    objects = id_ints(mine["object"]) if needs_every_subject(settings) else None
+    valid = scan.scan_valid(inputs.claims, dump, ranks, rel_ids, id_ints(mine["subject"]), con, objects)
     # Ω reads valid objects as sets per (s, r): a repeated row changes nothing, and de-duplicating
     # millions of rows in pandas cost more memory than the rows themselves.
-    valid = pd.concat([valid, facts_valid(facts if every_subject else mine)], ignore_index=True)
+    listed = facts_valid(facts)
+    valid = pd.concat([valid, listed if objects is not None else facts_valid(mine)], ignore_index=True)
+    dump_objects = None
+    if "pool" in strategies and settings.get("pool_source", "relation") == "relation":
+        dump_objects = scan.scan_valid_objects(inputs.claims, dump, ranks, rel_ids, con)
+        dump_objects = pd.concat([dump_objects, listed[["property", "object"]]], ignore_index=True)
     types = scan.scan_types(inputs.types, anchor_ids, con)
     # Forms of every fact's object too: the pools of the shard's relations are made of them.
     labelled = arrays.union(types["id"].to_numpy(), arrays.union(anchor_ids, scan.anchors(facts)))
     entity_forms = scan.scan_forms_table(inputs.entity_forms, labelled, con)
     con.close()
     omega = Omega.from_tables(types, entity_forms, valid, settings["form_threshold"])
+    omega.dump_objects = dump_objects
     typed, valid_rows = types["id"].nunique(), len(valid)
     del types, valid
     _trim_heap()
