@@ -20,8 +20,8 @@ from factprobe import contracts, scan
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.omega import Omega, load_types, suite_omega, valid_objects
 from factprobe.distractors.random import random_distractors
-from factprobe.hashing import stable_hash
 from factprobe.distractors.retrieve import load_suite_omega
+from factprobe.hashing import stable_hash
 
 NA = None
 # subject, property, object, rank, start, end, point_in_time

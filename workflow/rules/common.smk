@@ -131,6 +131,7 @@ def retrieve_shard_mem_mb(wildcards, input, attempt=1):
     scaled = input_scaled("mem_mb", per_mb, 2000, "retrieve_shard", 64000)
     return scaled(wildcards, input, attempt)
 
+
 retrieve_runtime = input_scaled("runtime", 0.05, 30, "retrieve_distractors")
 # Per dump: whether any suite searches its semantic index with HNSW (else the graph is not built).
 SEM_HNSW = {
