@@ -6,6 +6,7 @@ extracted demo tables, or is a fact of the demo data stated and checked as a pre
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -15,7 +16,7 @@ import pytest
 from contract_frames import full
 from factprobe.contracts import id_ints as qids
 from factprobe.distractors.cooccur import Cooccurrence
-from factprobe.distractors.omega import Omega, load_types, valid_objects
+from factprobe.distractors.omega import Omega, load_types, suite_omega, valid_objects
 from factprobe.distractors.pool import pool_distractors, relation_pools
 from factprobe.distractors.random import random_distractors
 from factprobe.distractors.retrieve import count_found, forms_of_candidates, retrieve
@@ -629,49 +630,83 @@ def test_bad_input_names_the_file_and_the_fix(suite):
 # --- retrieval shards (issue 15 item 4) --------------------------------------------------------
 
 
-def _facts_of(sizes: dict[str, int]) -> pd.DataFrame:
-    rows = [(f"{p}-{i}", p) for p, n in sizes.items() for i in range(n)]
-    return pd.DataFrame(rows, columns=["fact_id", "property"])
+def _facts_of(sizes: dict[str, int], subjects: dict[str, int] | None = None) -> pd.DataFrame:
+    """Facts ``P-i`` per relation; relation p's facts cycle over ``subjects[p]`` subjects (default:
+    one subject a fact)."""
+    subjects = subjects or {}
+    rows = [
+        (f"{p}-{i}", f"Q{p[1:]}{i % subjects.get(p, n):06d}", p) for p, n in sizes.items() for i in range(n)
+    ]
+    return pd.DataFrame(rows, columns=["fact_id", "subject", "property"])
 
 
-def test_shard_plan_keeps_relations_whole_and_balances_facts_by_hand():
+def test_shard_plan_cuts_by_subject_hash_and_divides_a_skewed_suite():
+    """Issue 31 item 4: a fact's shard is the stable hash of its subject modulo the shards, so a
+    subject's facts (every (s, r) of it) stay together, and a suite whose facts sit in one
+    relation is divided as evenly as its subjects allow."""
     from factprobe.distractors.retrieve import shard_plan
 
-    facts = _facts_of({"P1": 5, "P2": 3, "P3": 1})
-    # Parts, largest first, to the emptiest shard: P1 (5) -> 0, P2 (3) -> 1, P3 (1) -> 1.
-    plan = shard_plan(facts, 2)
-    assert plan.tolist() == [0] * 5 + [1] * 3 + [1]
-    assert shard_plan(facts, 1).tolist() == [0] * 9
-    # Five shards for three relations: P1 is cut first (5 facts a part), then P2 (3 against 2.5).
-    plan = shard_plan(facts, 5)
-    parts = {p: sorted(set(plan[facts["property"] == p].tolist())) for p in ("P1", "P2", "P3")}
-    assert [len(parts[p]) for p in ("P1", "P2", "P3")] == [2, 2, 1]
-    assert not set(parts["P1"]) & set(parts["P2"]) and not set(parts["P3"]) & (
-        set(parts["P1"]) | set(parts["P2"])
-    )
-    assert sorted(set(plan.tolist())) == [0, 1, 2, 3, 4]
-    # Inside a cut relation a fact's part is its fact-id hash modulo the parts.
-    p1 = facts["property"] == "P1"
-    hashed = [stable_hash(f, "retrieve-shard") % 2 for f in facts.loc[p1, "fact_id"]]
-    by_part = {h: s for h, s in zip(hashed, plan[p1].tolist(), strict=True)}
-    assert [by_part[h] for h in hashed] == plan[p1].tolist() and len(set(by_part.values())) == 2
-    # A relation is never cut below one fact a part: one fact and four shards leave three empty.
-    assert shard_plan(_facts_of({"P9": 1}), 4).tolist() == [0]
+    # P1 holds 960 of 1000 facts (skewed); P2 has one subject for its 30 facts; P3 ten facts.
+    facts = _facts_of({"P1": 960, "P2": 30, "P3": 10}, {"P2": 1})
+    with pytest.raises(ValueError, match="shards must be >= 1"):
+        shard_plan(facts, 0)
+    assert shard_plan(facts, 1).tolist() == [0] * len(facts)
+    for shards in (2, 4, 8):
+        plan = shard_plan(facts, shards)
+        by_hand = [stable_hash(s, "retrieve-shard") % shards for s in facts["subject"]]
+        assert plan.tolist() == by_hand
+        # The single-subject relation is one shard; the skewed relation spreads over all.
+        assert len(set(plan[facts["property"] == "P2"].tolist())) == 1
+        assert set(plan[facts["property"] == "P1"].tolist()) == set(range(shards))
+        # The largest shard holds at most 1.5/S of the facts (the relation plan put P1 whole in one).
+        assert np.bincount(plan, minlength=shards).max() <= 1.5 * len(facts) / shards
+    # A subject with facts in several relations is in one shard with all of them.
+    both = pd.concat([_facts_of({"P7": 3}), _facts_of({"P8": 3})], ignore_index=True)
+    both["subject"] = ["Q1", "Q2", "Q3"] * 2
+    plan = shard_plan(both, 5)
+    assert plan[:3].tolist() == plan[3:].tolist()
+    # One fact and four shards leave three empty.
+    assert len(shard_plan(_facts_of({"P9": 1}), 4)) == 1
 
 
-@pytest.mark.parametrize("strategies", [["random", "cooccur"], ["pool"]])
-def test_relation_shards_load_their_relations_only_and_gather_to_the_one_job_table(
-    demo_tables, suite, tmp_path, strategies
+def _skewed(facts: pd.DataFrame) -> pd.DataFrame:
+    """The demo facts with one relation (the one with most subjects) five times over (its facts
+    repeated under new ids), and one relation reduced to one subject: a suite where one relation holds
+    most facts and one has a single subject."""
+    counts = facts.groupby("property")["subject"].nunique()
+    big, single = counts.idxmax(), counts.idxmin()
+    extra = facts[facts["property"] == big]
+    copies = [extra.assign(fact_id=extra["fact_id"] + f"|copy{i}") for i in range(4)]
+    out = pd.concat([facts, *copies], ignore_index=True)
+    first = out.loc[out["property"] == single, "subject"].iloc[0]
+    keep = (out["property"] != single) | (out["subject"] == first)
+    return out[keep].reset_index(drop=True)
+
+
+@pytest.mark.parametrize(
+    ("strategies", "sides", "ranks"),
+    [
+        (["random", "cooccur"], ["object", "subject"], "non_deprecated"),
+        (["random", "cooccur"], ["object", "subject"], "truthy"),
+        (["random", "cooccur"], ["object"], "non_deprecated"),
+        (["pool"], [], "non_deprecated"),
+    ],
+)
+def test_subject_shards_read_their_slice_and_gather_to_the_one_job_table(
+    demo_tables, suite, tmp_path, strategies, sides, ranks
 ):
-    """Each shard reads the facts, statements, types and forms of its own relations
-    (load_suite_omega(relations=...)), on real demo facts of five relations; gathered in fact
-    order they are the rows of one job over the whole suite."""
+    """Each shard reads the facts of its subjects and, unless a strategy takes every subject of
+    the relation (subject-side co-occurrence, relation pools), only the statements valid for its
+    own (s, r) pairs (load_suite_omega(only=...)); on real demo facts of a skewed suite (one
+    relation with most facts, one with a single subject) the gathered shards are the rows of one
+    job over the whole suite, row order included."""
     from types import SimpleNamespace
 
     from factprobe import contracts
     from factprobe.distractors.retrieve import gather_shards, load_suite_omega, shard_plan
 
     facts, forms, _ = suite
+    facts = _skewed(facts)
     contracts.write("facts", facts, tmp_path / "facts.parquet")
     contracts.write("entity_forms", forms, tmp_path / "forms.parquet")
     inputs = SimpleNamespace(
@@ -682,37 +717,45 @@ def test_relation_shards_load_their_relations_only_and_gather_to_the_one_job_tab
     )
     p = {
         "dump": DUMP,
-        "valid_ranks": "non_deprecated",
+        "valid_ranks": ranks,
         "form_threshold": 90,
         "strategies": strategies,
-        "cooccur_sides": ["object", "subject"],
+        "cooccur_sides": sides,
     }
-    settings = demo_settings(strategies, n=4, pool_size=6)
+    settings = dataclasses.replace(
+        demo_settings(strategies, n=4, pool_size=6), cooccur_sides=sides or ["object"], valid_ranks=ranks
+    )
 
-    def run(relations=None, only=None):
-        f, ef, st, om = load_suite_omega(inputs, p, relations=relations)
+    def run(only=None):
+        f, ef, st, om = load_suite_omega(inputs, p, only=only)
         co = Cooccurrence(st) if "cooccur" in strategies else None
-        return f, ef, retrieve(f, om, settings, cooccur=co, entity_forms=ef, only=only)
+        return f, ef, om, retrieve(f, om, settings, cooccur=co, entity_forms=ef, only=only)
 
-    every, whole_forms, whole = run()
+    every, whole_forms, whole_omega, whole = run()
     assert (whole["role"] == "distractor").sum() > 50
     # The out-of-core job decides as Ω over the whole tables (pools: every object of the
     # relation in the dump, whoever its subject; fluent-mLAMA §3.1).
     claims = pq.read_table(demo_tables[DUMP] / "claims.parquet").to_pandas()
     co = Cooccurrence(claims[claims["rank"] >= 1]) if "cooccur" in strategies else None
-    old = retrieve(facts, demo_omega(demo_tables, facts, forms), settings, cooccur=co, entity_forms=forms)
-    pd.testing.assert_frame_equal(whole, old)
+    types = [demo_tables[d] / "types.parquet" for d in demo_tables]
+    omega = suite_omega(every, forms, claims, types, DUMP, ranks, 90)
+    pd.testing.assert_frame_equal(whole, retrieve(every, omega, settings, cooccur=co, entity_forms=forms))
     plan = shard_plan(every, 3)
-    parts, part_forms, loaded = [], [], []
+    parts, part_forms, valid = [], [], []
     for shard in range(3):
         mine = every[plan == shard]
-        relations = sorted(set(mine["property"]))
-        f, ef, got = run(relations, mine["fact_id"].tolist())
-        assert set(f["property"]) == set(relations)  # the shard's state: its relations only
-        loaded.append(ef.num_rows)
+        _, ef, om, got = run(mine["fact_id"].tolist())
+        valid.append(len(om.valid))
         parts.append(got)
         part_forms.append(forms_of_candidates(got, ef))
-    assert len(set(every["property"])) == 5 and max(loaded) < whole_forms.num_rows
+    big = every["property"].value_counts()
+    assert big.iloc[0] > len(every) / 2 and every.groupby("property")["subject"].nunique().min() == 1
+    assert np.bincount(plan, minlength=3).max() <= 1.5 * len(every) / 3
+    # The valid statements are those of the shard's own subjects (and objects): they divide the
+    # whole job's.
+    assert max(valid) < len(whole_omega.valid)
+    if sides == ["object"]:
+        assert sum(valid) <= len(whole_omega.valid)
     cand, got_forms = gather_shards(every, parts, part_forms)
     pd.testing.assert_frame_equal(cand, whole, check_dtype=False)
     pd.testing.assert_frame_equal(got_forms, forms_of_candidates(whole, whole_forms))

@@ -21,6 +21,7 @@ from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.omega import Omega, load_types, suite_omega, valid_objects
 from factprobe.distractors.random import random_distractors
 from factprobe.distractors.retrieve import load_suite_omega
+from factprobe.hashing import stable_hash
 
 NA = None
 # subject, property, object, rank, start, end, point_in_time
@@ -303,8 +304,9 @@ def test_bags_counted_in_duckdb_equal_the_in_memory_bags_bit_for_bit(
 
 @pytest.mark.parametrize("strategies", [["random"], ["cooccur"], ["pool"]])
 def test_retrieval_shards_gather_to_the_one_job_table(tables, strategies):
-    """Issue 15 item 4: one relation cut over shards by fact-id hash, gathered in fact order,
-    gives the rows of one job (pools still see every fact of the relation)."""
+    """Issue 31 item 4: one relation cut over shards by subject hash, each shard loading its own
+    slice, gathered in fact order, gives the rows of one job (pools still see every fact of the
+    relation)."""
     from factprobe.distractors.retrieve import forms_of_candidates, gather_shards, retrieve, shard_plan
     from factprobe.settings import Retrieve
 
@@ -339,13 +341,17 @@ def test_retrieval_shards_gather_to_the_one_job_table(tables, strategies):
     whole = retrieve(facts, omega, resolved, cooccur=co, entity_forms=forms)
     assert (whole["role"] == "distractor").sum() > 0
     shard = shard_plan(facts, 3)
-    # One relation cut in three hash parts: two facts share a part, one part (shard 2) is empty.
-    assert sorted(shard.tolist()) == [0, 0, 1]
-    parts = [
-        retrieve(facts, omega, resolved, cooccur=co, entity_forms=forms, only=facts["fact_id"][shard == s])
-        for s in (0, 1, 2)
-    ]
-    cand, got_forms = gather_shards(facts, parts, [forms_of_candidates(p, forms) for p in parts])
+    # One relation cut by subject hash (issue 31 item 4); each shard loads its own slice.
+    assert shard.tolist() == [stable_hash(s, "retrieve-shard") % 3 for s in facts["subject"]]
+    assert len(set(shard.tolist())) > 1
+    parts, part_forms = [], []
+    for s in (0, 1, 2):
+        only = facts["fact_id"][shard == s].tolist()
+        f, ef, st, om = load_suite_omega(inputs, settings, only=only)
+        got = retrieve(f, om, resolved, cooccur=Cooccurrence(st) if co else None, entity_forms=ef, only=only)
+        parts.append(got)
+        part_forms.append(forms_of_candidates(got, ef))
+    cand, got_forms = gather_shards(facts, parts, part_forms)
     pd.testing.assert_frame_equal(cand, whole, check_dtype=False)  # an empty shard is object-typed
     pd.testing.assert_frame_equal(got_forms, forms_of_candidates(whole, forms))
 

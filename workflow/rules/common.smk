@@ -74,6 +74,23 @@ probes_runtime = input_scaled("runtime", 0.2, 30, "build_probes")
 sem_index_mem_mb = input_scaled("mem_mb", 60, 2000, "build_sem_index", 64000)
 sem_index_runtime = input_scaled("runtime", 2, 30, "build_sem_index")
 retrieve_mem_mb = input_scaled("mem_mb", 4, 2000, "retrieve_distractors", 64000)
+# A retrieval shard (distractors.shards S > 1) holds the statements of its own subjects, 1/S of
+# the suite's, and the type members and forms every shard shares: RETRIEVE_SHARED + (1 -
+# RETRIEVE_SHARED) / S of one job's state above the floor (measured: config/README.md
+# "Profiles"). Co-occurrence reads its relations' statements whole in every shard: no division.
+RETRIEVE_SHARED = 0.2
+
+
+def retrieve_shard_mem_mb(wildcards, input, attempt=1):
+    """mem_mb of one retrieval shard: retrieve_mem_mb's factor times its slice of the state."""
+    shared = RETRIEVE_SHARED
+    if D.needs(DISTRACTOR_SETTINGS[wildcards.suite]["strategies"], "statements"):
+        shared = 1.0
+    per_mb = 4 * (shared + (1 - shared) / CFG.distractors.shards)
+    scaled = input_scaled("mem_mb", per_mb, 2000, "retrieve_shard", 64000)
+    return scaled(wildcards, input, attempt)
+
+
 retrieve_runtime = input_scaled("runtime", 0.05, 30, "retrieve_distractors")
 # Per dump: whether any suite searches its semantic index with HNSW (else the graph is not built).
 SEM_HNSW = {

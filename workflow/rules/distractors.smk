@@ -43,7 +43,7 @@ rule retrieve_shard:
     conda:
         "../../environment.yml"
     resources:
-        mem_mb=retrieve_mem_mb,
+        mem_mb=retrieve_shard_mem_mb,
         runtime=retrieve_runtime,
         disk_mb=input_size_mb(0.1),
     params:

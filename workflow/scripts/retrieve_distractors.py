@@ -38,18 +38,23 @@ else:
     # of Ω, co-occurrence and type slices, which grows with the relations (benchmarks/scale.py).
     mem_mb = int(snakemake.resources.get("mem_mb", 4000))
     memory_mb = scan.duckdb_mb(mem_mb)
-    only = relations = None
+    only = None
     if "shard" in snakemake.params.keys():
-        # A shard loads the state of its own relations only (shard_plan).
+        # A shard holds the facts of its subjects and reads their statements only (shard_plan).
         every = contracts.read("facts", snakemake.input.facts)
         shard, shards = int(snakemake.params.shard), int(snakemake.params.shards)
         mine = every[shard_plan(every, shards) == shard]
-        only, relations = mine["fact_id"].tolist(), sorted(set(mine["property"]))
+        only = mine["fact_id"].tolist()
         log.info(
-            "shard %d of %d: %d of %d facts, relations %s", shard, shards, len(only), len(every), relations
+            "shard %d of %d: %d of %d facts, %d subjects",
+            shard,
+            shards,
+            len(only),
+            len(every),
+            mine["subject"].nunique(),
         )
     facts, entity_forms, claims, omega = load_suite_omega(
-        snakemake.input, p, snakemake.threads, memory_mb, relations
+        snakemake.input, p, snakemake.threads, memory_mb, only
     )
     settings = load(Retrieve, p, f"distractors of suite {snakemake.wildcards.suite}")
     index = None
@@ -57,7 +62,8 @@ else:
         index = load_index(snakemake.input.index, p["search"], p["ef_search"])
     past = None
     if "temporal" in snakemake.input.keys():
-        past = past_of_facts(snakemake.input.temporal, facts, p["dump"], p["temporal_earlier_dump"])
+        mine = facts if only is None else facts[facts["fact_id"].isin(set(only))]
+        past = past_of_facts(snakemake.input.temporal, mine, p["dump"], p["temporal_earlier_dump"])
     # scan_statements keeps non-deprecated statements only, distinct and sorted.
     cooccur = Cooccurrence(claims) if needs(settings.strategies, "statements") else None
     del claims  # Cooccurrence keeps its own compact copy

@@ -177,31 +177,82 @@ def scan_valid(
     relations: Iterable[int],
     subjects: Iterable[int] | None = None,
     con: duckdb.DuckDBPyConnection | None = None,
+    objects: Iterable[int] | None = None,
 ) -> pd.DataFrame:
     """``subject, property, object`` valid at ``date`` (:func:`omega.valid_objects`), only of
     ``relations`` and, when given, ``subjects``: Ω asks ``valid_for(s, r)`` for the facts'
-    relations only, and for the facts' subjects only unless candidates fill the subject slot."""
+    relations only, and for the facts' subjects only unless candidates fill the subject slot.
+    ``objects`` (with ``subjects``): also the statements whose object is one of these (the
+    subject-side test ``(s*, r, o)`` of a fact's object o); ranks are still decided over every
+    statement of the (subject, property)."""
     con = con or connect()
+    _valid_tables(con, claims_path, ranks, relations, subjects, objects)
+    keep = "TRUE"
+    if subjects is not None:
+        keep = "subject IN (SELECT id FROM _subjects)"
+        if objects is not None:
+            keep += " OR object IN (SELECT id FROM _objects)"
+    out = con.execute(
+        "SELECT DISTINCT subject::BIGINT AS subject, property::BIGINT AS property, object::BIGINT AS object "
+        f"FROM ({_valid_query(claims_path, date, ranks, subjects, objects)}) WHERE {keep}"
+    ).df()
+    _drop_valid_tables(con)
+    return out.astype("int64").reset_index(drop=True)
+
+
+def scan_valid_objects(
+    claims_path: str | Path,
+    date: int,
+    ranks: str,
+    relations: Iterable[int],
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> pd.DataFrame:
+    """Distinct ``property, object`` (int64) of the statements of ``relations`` valid at ``date``,
+    whoever the subject: every object of a relation in the dump (same-relation pools,
+    fluent-mLAMA §3.1), without the statements themselves (issue 31 item 4)."""
+    con = con or connect()
+    _valid_tables(con, claims_path, ranks, relations, None, None)
+    out = con.execute(
+        "SELECT DISTINCT property::BIGINT AS property, object::BIGINT AS object "
+        f"FROM ({_valid_query(claims_path, date, ranks, None, None)}) ORDER BY property, object"
+    ).df()
+    _drop_valid_tables(con)
+    return out.astype("int64").reset_index(drop=True)
+
+
+def _valid_tables(con, claims_path, ranks, relations, subjects, objects) -> None:
     if ranks not in ("truthy", "non_deprecated"):
         raise ValueError(f"ranks must be 'truthy' or 'non_deprecated', not {ranks!r}")
     check_columns(
         con, "claims", claims_path, ["subject", "property", "object", "rank", "start", "end", "point_in_time"]
     )
     _ids_table(con, "_rels", relations)
+    _ids_table(con, "_subjects", [] if subjects is None else subjects)
+    _ids_table(con, "_objects", [] if objects is None else objects)
+
+
+def _drop_valid_tables(con) -> None:
+    for name in ("_rels", "_subjects", "_objects"):
+        con.unregister(name)
+
+
+def _valid_query(claims_path, date: int, ranks: str, subjects, objects) -> str:
+    """Valid statements of ``_rels`` (of the pairs of ``_subjects``, and with ``objects`` of the
+    subjects having a statement with an object in ``_objects``), ranks decided per pair."""
+    src = f"read_parquet({quote(claims_path)})"
     where = [valid_sql(date), "property IN (SELECT id FROM _rels)"]
     if subjects is not None:
-        _ids_table(con, "_subjects", subjects)
-        where.append("subject IN (SELECT id FROM _subjects)")
-    base = f"SELECT subject, property, object, rank FROM read_parquet({quote(claims_path)}) WHERE {' AND '.join(where)}"
+        mine = "subject IN (SELECT id FROM _subjects)"
+        if objects is not None:
+            mine = (
+                f"({mine} OR subject IN (SELECT subject FROM {src} WHERE property IN (SELECT id FROM _rels) "
+                "AND object IN (SELECT id FROM _objects)))"
+            )
+        where.append(mine)
+    base = f"SELECT subject, property, object, rank FROM {src} WHERE {' AND '.join(where)}"
     if ranks == "truthy":
         base = f"SELECT * FROM ({base}) QUALIFY rank = max(rank) OVER (PARTITION BY subject, property)"
-    out = con.execute(
-        f"SELECT DISTINCT subject::BIGINT AS subject, property::BIGINT AS property, object::BIGINT AS object FROM ({base})"
-    ).df()
-    for name in ("_rels", "_subjects"):
-        if subjects is not None or name == "_rels":
-            con.unregister(name)
-    return out.astype("int64").reset_index(drop=True)
+    return base
 
 
 def scan_statements(

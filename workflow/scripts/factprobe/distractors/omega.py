@@ -123,6 +123,10 @@ class Omega:
         key = pair_keys(valid["subject"].to_numpy(dtype=np.int64), valid["property"].to_numpy(dtype=np.int64))
         order = np.argsort(key, kind="stable")
         self._valid = (key[order], valid["object"].to_numpy(dtype=np.int64)[order])
+        # ``property, object`` of every statement of the relations valid at the dump date, whoever
+        # the subject (same-relation pools), when ``valid`` holds some subjects' only (a loader
+        # sets it; None: ``valid`` is whole).
+        self.dump_objects: pd.DataFrame | None = None
 
     @property
     def valid(self) -> pd.DataFrame:

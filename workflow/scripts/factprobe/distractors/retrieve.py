@@ -205,40 +205,21 @@ def forms_of_candidates(candidates: pd.DataFrame, entity_forms: pd.DataFrame | p
 
 
 def shard_plan(facts: pd.DataFrame, shards: int) -> np.ndarray:
-    """Retrieval shard (0..shards-1) of each fact: relations whole where there are enough of
-    them, so that a shard loads the statements, types and forms of its own relations only
-    (issue 15 item 4: a job's state is its relations', not the suite's).
+    """Retrieval shard (0..shards-1) of each fact: ``stable_hash(subject, "retrieve-shard")``
+    modulo ``shards`` (issue 31 item 4).
 
-    A relation is cut into parts by a stable hash of the fact id while there are fewer parts
-    than shards (the relation with the most facts per part is cut again first); parts go,
-    largest first, to the shard with the fewest facts so far (ties: the lower relation id, part
-    and shard). The plan depends on the facts table only, so every shard job computes the same.
+    Cutting by subject, not by relation, divides a suite whose facts sit in one relation as
+    evenly as one with many (the plan that kept relations whole left 44-90 % of a suite's rows
+    in its largest shard at 1M entities). Every fact of a subject lands in one shard, so each
+    (s, r) of a shard is whole: Ω's true objects of (s, r) are the statements of the shard's
+    own subjects, and a shard reads only those (:func:`load_suite_omega`). The hash depends on
+    the subject id alone, so every job computes the same plan from the facts table.
     """
     if shards < 1:
         raise ValueError(f"distractors.shards must be >= 1, not {shards}")
-    prop = id_ints(facts["property"])
-    relations, counts = np.unique(prop, return_counts=True)
-    parts = dict.fromkeys(relations.tolist(), 1)
-    size = dict(zip(relations.tolist(), counts.tolist(), strict=True))
-    while sum(parts.values()) < shards and any(size[r] > parts[r] for r in parts):
-        r = max(parts, key=lambda r: (size[r] / parts[r], -r))
-        parts[r] += 1
-    hashed = np.array([stable_hash(f, "retrieve-shard") for f in facts["fact_id"]], dtype=np.uint64)
-    part = np.zeros(len(facts), dtype=np.int64)
-    for r, k in parts.items():
-        mine = prop == r
-        part[mine] = (hashed[mine] % np.uint64(k)).astype(np.int64)
-    members = {(r, i): (prop == r) & (part == i) for r, k in parts.items() for i in range(k)}
-    pieces = sorted(
-        ((int(m.sum()), r, i) for (r, i), m in members.items()), key=lambda t: (-t[0], t[1], t[2])
-    )
-    load = [0] * shards
-    out = np.zeros(len(facts), dtype=np.int64)
-    for n, r, i in pieces:
-        s = min(range(shards), key=lambda j: (load[j], j))
-        load[s] += n
-        out[members[(r, i)]] = s
-    return out
+    subjects, inverse = np.unique(facts["subject"].to_numpy(dtype=object).astype(str), return_inverse=True)
+    hashed = np.array([stable_hash(s, "retrieve-shard") for s in subjects.tolist()], dtype=np.uint64)
+    return (hashed % np.uint64(shards)).astype(np.int64)[inverse.reshape(-1)]
 
 
 def gather_shards(facts: pd.DataFrame, shards: list[pd.DataFrame], forms: list[pd.DataFrame]):
@@ -274,7 +255,7 @@ def load_suite_omega(
     settings: dict,
     threads: int = 1,
     memory_mb: int | None = None,
-    relations: Iterable[str] | None = None,
+    only: Iterable[str] | None = None,
 ) -> tuple[pd.DataFrame, pa.Table, pd.DataFrame, Omega]:
     """Facts, entity forms, statements and Ω(f) of a suite from a rule's inputs (facts,
     entity_forms, claims, types) and its settings (dump, valid_ranks, form_threshold, strategies).
@@ -286,15 +267,21 @@ def load_suite_omega(
     object of the relation). The returned ``entity_forms``
     (the Arrow table of :func:`scan.scan_forms_table`; :func:`scan.forms_frame` makes it the
     contract frame) and statements are those restrictions; Ω answers as :func:`suite_omega` on the whole tables.
-    DuckDB stays within ``memory_mb`` (the job's share; it spills beyond). ``relations``
-    (property ids): only the facts of these relations and their state (a retrieval shard).
+    DuckDB stays within ``memory_mb`` (the job's share; it spills beyond). ``only``: the fact ids
+    of a retrieval shard (:func:`shard_plan`, by subject). The facts returned are then those of
+    the shard's relations (same-relation pools take them all), but the statements valid for
+    (s, r) are read for the shard's subjects only (every (s, r) of a shard is whole), and types
+    for the shard's subjects and objects and the members of their types: what Ω asks about the
+    shard's facts, so its answers are those of one job (issue 31 item 4).
     """
     facts = contracts.read("facts", inputs.facts)
-    if relations is not None:
-        facts = facts[facts["property"].isin(set(relations))].reset_index(drop=True)
+    mine = facts
+    if only is not None:
+        mine = facts[facts["fact_id"].isin(set(only))]
+        facts = facts[facts["property"].isin(set(mine["property"]))].reset_index(drop=True)
     con = scan.connect(threads, memory_mb)
-    anchor_ids = scan.anchors(facts)
-    rel_ids = arrays.unique(id_ints(facts["property"]))
+    anchor_ids = scan.anchors(mine)
+    rel_ids = arrays.unique(id_ints(mine["property"]))
     strategies = list(settings.get("strategies", []))
     # The largest scans first: their DuckDB working memory then adds to little of Ω's state.
     statements = (
@@ -302,27 +289,34 @@ def load_suite_omega(
         if needs(strategies, "statements")
         else pd.DataFrame(columns=["subject", "property", "object"])
     )
-    # Same-relation pools (pool_source: relation) take every object of the relation in the dump,
-    # whoever its subject (fluent-mLAMA §3.1), and so does the subject side of co-occurrence.
-    every_subject = needs_every_subject(settings)
-    subjects = None if every_subject else id_ints(facts["subject"])
-    dump = int(settings["dump"])
-    valid = scan.scan_valid(inputs.claims, dump, settings["valid_ranks"], rel_ids, subjects, con)
+    # Ω asks valid_for(s, r) of the facts' own pairs; the subject side of co-occurrence also asks
+    # whether (s*, r, o) is valid for a fact's object o, and same-relation pools take every
+    # object of the relation in the dump, whoever its subject (fluent-mLAMA §3.1): read as
+    # distinct (relation, object) pairs, not as the relation's statements.
+    dump, ranks = int(settings["dump"]), settings["valid_ranks"]
+    objects = id_ints(mine["object"]) if needs_every_subject(settings) else None
+    valid = scan.scan_valid(inputs.claims, dump, ranks, rel_ids, id_ints(mine["subject"]), con, objects)
     # Ω reads valid objects as sets per (s, r): a repeated row changes nothing, and de-duplicating
     # millions of rows in pandas cost more memory than the rows themselves.
-    valid = pd.concat([valid, facts_valid(facts)], ignore_index=True)
+    listed = facts_valid(facts)
+    valid = pd.concat([valid, listed if objects is not None else facts_valid(mine)], ignore_index=True)
+    dump_objects = None
+    if "pool" in strategies and settings.get("pool_source", "relation") == "relation":
+        dump_objects = scan.scan_valid_objects(inputs.claims, dump, ranks, rel_ids, con)
+        dump_objects = pd.concat([dump_objects, listed[["property", "object"]]], ignore_index=True)
     types = scan.scan_types(inputs.types, anchor_ids, con)
-    entity_forms = scan.scan_forms_table(
-        inputs.entity_forms, arrays.union(types["id"].to_numpy(), anchor_ids), con
-    )
+    # Forms of every fact's object too: the pools of the shard's relations are made of them.
+    labelled = arrays.union(types["id"].to_numpy(), arrays.union(anchor_ids, scan.anchors(facts)))
+    entity_forms = scan.scan_forms_table(inputs.entity_forms, labelled, con)
     con.close()
     omega = Omega.from_tables(types, entity_forms, valid, settings["form_threshold"])
+    omega.dump_objects = dump_objects
     typed, valid_rows = types["id"].nunique(), len(valid)
     del types, valid
     _trim_heap()
     log.info(
         "omega: %d facts, %d typed entities, %d forms, %d valid statements, %d co-occurrence statements",
-        len(facts),
+        len(mine),
         typed,
         entity_forms.num_rows,
         valid_rows,

@@ -85,8 +85,11 @@ def relation_pools(ctx: Context) -> None:
     if settings.pool_source == "dataset":
         pools = dataset_pools(ctx.facts, ctx.entity_forms, settings.languages, settings.dataset)
     else:
-        # All objects of the relation in the dump (Ω's valid statements), or the suite's.
-        dump_objects = ctx.omega.valid if settings.pool_source == "relation" else None
+        # All objects of the relation in the dump (Ω's valid statements, or the distinct objects
+        # a loader read when Ω holds some subjects' only), or the suite's.
+        dump_objects = None
+        if settings.pool_source == "relation":
+            dump_objects = ctx.omega.valid if ctx.omega.dump_objects is None else ctx.omega.dump_objects
         pools = _relation_pools(ctx.facts, ctx.entity_forms, settings.languages, dump_objects)
     ctx.built["s"] += time.perf_counter() - t0
     ctx.built["n"] += len(pools)
