@@ -34,6 +34,7 @@ from factprobe.registry import (  # noqa: E402
     resolve_path,
 )
 from factprobe.diskspace import input_scaled, input_size_mb  # noqa: E402
+from factprobe.distractors.semplan import dump_parts  # noqa: E402
 from factprobe.profiles import auto_loaded_default, profile_mix_error  # noqa: E402
 
 SCHEMAS = WORKFLOW_ROOT / "workflow" / "schemas"
@@ -112,8 +113,21 @@ SEM_ROWS = RUN.sem_rows
 # mem_mb is capped at 64 GB (issue 15's per-job bound; a retry asks twice that).
 probes_mem_mb = input_scaled("mem_mb", 40, 2000, "build_probes", 64000)
 probes_runtime = input_scaled("runtime", 0.2, 30, "build_probes")
-sem_index_mem_mb = input_scaled("mem_mb", 60, 2000, "build_sem_index", 64000)
-sem_index_runtime = input_scaled("runtime", 2, 30, "build_sem_index")
+# Parts of each dump's semantic index (issue 31 item 3): one per semplan.PART_DUMP_BYTES of
+# dump file, so that a sem_bags job counts a bounded number of non-zeros.
+SEM_PARTS = {dump: dump_parts(row["path"]) for dump, row in DUMP_ROWS.items()}
+
+
+def sem_parts_of(wildcards):
+    """Number of parts of the dump's index (the share of the claims a sem_bags job counts)."""
+    return SEM_PARTS[wildcards.dump]
+
+
+sem_bags_mem_mb = input_scaled("mem_mb", 60, 2000, "sem_bags", 64000, sem_parts_of)
+sem_bags_runtime = input_scaled("runtime", 2, 30, "sem_bags", None, sem_parts_of)
+# The merge holds the vocabulary and a block of rows (the HNSW graph, when searched, the matrix).
+sem_index_mem_mb = input_scaled("mem_mb", 4, 2000, "build_sem_index", 64000)
+sem_index_runtime = input_scaled("runtime", 0.5, 30, "build_sem_index")
 retrieve_mem_mb = input_scaled("mem_mb", 4, 2000, "retrieve_distractors", 64000)
 retrieve_runtime = input_scaled("runtime", 0.05, 30, "retrieve_distractors")
 # Per dump: whether any suite searches its semantic index with HNSW (else the graph is not built).
@@ -328,6 +342,12 @@ def omega_inputs(suite):
 def sem_index_types(wildcards):
     """Types of the dumps the searching suites type entities from (the index's candidate rows)."""
     return [extract_table("types", d) for d in SEM_ROWS[wildcards.dump]["type_dumps"]]
+
+
+def sem_index_parts(wildcards):
+    """The sem_bags folders of a dump's index, parts 0..P-1 (SEM_PARTS)."""
+    out = rules.sem_bags.output.bags
+    return [out.format(dump=wildcards.dump, part=p) for p in range(SEM_PARTS[wildcards.dump])]
 
 
 def retrieve_inputs(wildcards):

@@ -21,9 +21,9 @@ least 38 % of the work, and a type slice reads its rows from the merged matrix w
 they came from. The hash spreads consecutive ids, so a range of ids created together (often of
 one kind) is split evenly.
 
-The number of parts ``P`` is known when the DAG is built (:func:`parts_for`): the dump file's size
-divided by :data:`PART_DUMP_BYTES`, the compressed bytes whose bags hold about
-:data:`PART_NNZ` non-zeros. The merge's peak is the feature vocabulary (8 + 8 bytes a feature)
+The number of parts ``P`` is known when the DAG is built (:func:`.semplan.parts_for`): the dump
+file's size divided by :data:`.semplan.PART_DUMP_BYTES`, the compressed bytes whose bags hold about
+:data:`.semplan.PART_NNZ` non-zeros. The merge's peak is the feature vocabulary (8 + 8 bytes a feature)
 plus one block of rows; its work is linear in the non-zeros. The HNSW graph (``search: hnsw``
 only) is built over the merged matrix, as before: one graph, the same results.
 """
@@ -31,7 +31,6 @@ only) is built over the merged matrix, as before: one graph, the same results.
 from __future__ import annotations
 
 import json
-import math
 import time
 from pathlib import Path
 
@@ -40,14 +39,8 @@ import pyarrow.parquet as pq
 import scipy.sparse as sp
 
 from factprobe.distractors import semantic as S
+from factprobe.distractors.semplan import PART_DUMP_BYTES, PART_NNZ, parts_for  # noqa: F401 (re-exported)
 
-#: Non-zeros a part holds at most (≈ 43 bytes each while counted: ≈ 6.5 GB of a part job).
-PART_NNZ = 150_000_000
-#: Non-zeros per byte of compressed dump, measured on the Wikidata-shaped synthetic dumps
-#: (benchmarks/scale_dumps.py, 250 k entities: see docs/contracts.md "Semantic index").
-NNZ_PER_DUMP_BYTE = 0.5
-#: Compressed dump bytes per part (``PART_NNZ`` / ``NNZ_PER_DUMP_BYTE``).
-PART_DUMP_BYTES = int(PART_NNZ / NNZ_PER_DUMP_BYTE)
 # Global rows merged (weighed, written) at once: a few MB of each part's arrays.
 MERGE_ROWS = 1 << 17
 
@@ -56,13 +49,6 @@ def part_of(entities: np.ndarray, parts: int) -> np.ndarray:
     """Part (0 .. parts-1) of each entity id: the hash :func:`.semantic.part_sql` computes in DuckDB."""
     e = np.asarray(entities, np.int64) % S.PART_MODULUS
     return (e * S.PART_MULTIPLIER) % S.PART_MODULUS % int(parts)
-
-
-def parts_for(dump_bytes: int | None, part_bytes: int = PART_DUMP_BYTES) -> int:
-    """Number of parts of a dump's index: one per ``part_bytes`` of dump file (1 when unknown)."""
-    if not dump_bytes or dump_bytes <= 0:
-        return 1
-    return max(1, math.ceil(dump_bytes / part_bytes))
 
 
 def count_part(
