@@ -459,6 +459,15 @@ def sample_rows(n_rows: int, size: int, key: str) -> np.ndarray:
     return np.sort(rng.choice(n_rows, size=min(size, n_rows), replace=False))
 
 
+def release_pages(maps) -> None:
+    """Drop the pages of these memory maps read so far from the process (clean file pages: read
+    again on the next access), so that reading a matrix block by block keeps one block resident."""
+    for m in maps:
+        mm = getattr(m, "_mmap", None)
+        if mm is not None:
+            mm.madvise(mmap.MADV_DONTNEED)
+
+
 @dataclass
 class SemIndex:
     """A saved semantic index: entity ids per row, the weighted matrix, optionally HNSW."""
@@ -475,10 +484,7 @@ class SemIndex:
         """Drop the mapped matrix pages read so far from the process (clean file pages, read
         again on the next access): a job that ranked a large type does not keep its rows
         resident, so its peak RSS is its own arrays (issue 15)."""
-        for m in self.maps:
-            mm = getattr(m, "_mmap", None)
-            if mm is not None:
-                mm.madvise(mmap.MADV_DONTNEED)
+        release_pages(self.maps)
 
     def row_of(self, entities: np.ndarray) -> np.ndarray:
         """Row of each entity, ``-1`` when it has no bag in this dump."""

@@ -161,9 +161,18 @@ def _mean_length(mats: list[sp.csr_matrix], pos: list[np.ndarray], n_rows: int, 
     return length.mean()
 
 
+def _npy_writer(path: Path, dtype, n: int):
+    """An open ``.npy`` file of ``n`` items of ``dtype`` whose data is to be appended in order."""
+    f = open(path, "wb")  # noqa: SIM115 (closed by the caller once every block is written)
+    header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False, "shape": (n,)}
+    np.lib.format.write_array_header_1_0(f, header)
+    return f
+
+
 def _write_rows(
     folder: Path,
     mats: list[sp.csr_matrix],
+    maps: list[tuple],
     pos: list[np.ndarray],
     to_global: list[np.ndarray],
     idf: np.ndarray,
@@ -187,9 +196,10 @@ def _write_rows(
     np.cumsum(per_row, out=indptr[1:])
     del per_row
     nnz = int(indptr[-1])
-    open_memmap = np.lib.format.open_memmap
-    data = open_memmap(folder / "matrix.data.npy", "w+", np.float32, (nnz,))
-    indices = open_memmap(folder / "matrix.indices.npy", "w+", np.int32, (nnz,))
+    # Appended block by block to plain files (no writable map: its dirty pages would count in the
+    # job's resident memory), and the parts' mapped pages released after each block.
+    data = _npy_writer(folder / "matrix.data.npy", np.float32, nnz)
+    indices = _npy_writer(folder / "matrix.indices.npy", np.int32, nnz)
     for lo in range(0, n_rows, MERGE_ROWS):
         hi = min(n_rows, lo + MERGE_ROWS)
         pieces, where = [], []
@@ -201,11 +211,12 @@ def _write_rows(
                 where.append(at[a:z])
         block = sp.vstack(pieces, format="csr")[np.argsort(np.concatenate(where))]
         S.weigh_rows(block, idf, weighting, k1, b, mean)
-        data[indptr[lo] : indptr[hi]] = block.data
-        indices[indptr[lo] : indptr[hi]] = block.indices
-    data.flush()
-    indices.flush()
-    del data, indices
+        block.data.astype(np.float32, copy=False).tofile(data)
+        block.indices.astype(np.int32, copy=False).tofile(indices)
+        for m in maps:
+            S.release_pages(m)
+    data.close()
+    indices.close()
     # scipy's index dtype (int32 while it fits), as the unsharded build saves it.
     np.save(folder / "matrix.indptr.npy", indptr.astype(np.int32) if nnz < 2**31 else indptr)
     return nnz
@@ -236,13 +247,14 @@ def merge_parts(
     entities = np.sort(np.concatenate(ents))
     pos = [np.searchsorted(entities, e) for e in ents]
     del ents
-    mats = [S.load_matrix(f, len(p))[0] for f, p in zip(folders, pos, strict=True)]
+    loaded = [S.load_matrix(f, len(p)) for f, p in zip(folders, pos, strict=True)]
+    mats, maps = [m for m, _ in loaded], [m for _, m in loaded]
     to_global = [np.searchsorted(features, np.load(f / "features.npy")).astype(np.int32) for f in folders]
     mean = _mean_length(mats, pos, len(entities), metas) if weighting == "bm25" else None
     np.save(folder / "entities.npy", entities)
     np.save(folder / "features.npy", features)
     np.save(folder / "idf.npy", idf)
-    nnz = _write_rows(folder, mats, pos, to_global, idf, weighting, bm25_k1, bm25_b, mean)
+    nnz = _write_rows(folder, mats, maps, pos, to_global, idf, weighting, bm25_k1, bm25_b, mean)
     first = metas[0]
     return {
         "weighting": weighting,
