@@ -60,7 +60,7 @@ def run_step(code: str, spill: Path) -> dict:
 
     t = threading.Thread(target=poll, daemon=True)
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", code], env=env)
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.DEVNULL)  # DuckDB progress bars
     t.start()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
