@@ -33,7 +33,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
-FILES = ("entities.npy", "features.npy", "idf.npy", "matrix.data.npy", "matrix.indices.npy", "matrix.indptr.npy")
+FILES = (
+    "entities.npy",
+    "features.npy",
+    "idf.npy",
+    "matrix.data.npy",
+    "matrix.indices.npy",
+    "matrix.indptr.npy",
+)
 
 
 def _size(folder: Path) -> int:
@@ -60,7 +67,9 @@ def run_step(code: str, spill: Path) -> dict:
 
     t = threading.Thread(target=poll, daemon=True)
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.DEVNULL)  # DuckDB progress bars
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], env=env, stdout=subprocess.DEVNULL
+    )  # DuckDB progress bars
     t.start()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
@@ -116,7 +125,9 @@ def main() -> None:
             "merge": merge,
             "largest_part_rss_mb": max(s["peak_rss_mb"] for s in steps),
             "cpu_sum_s": round(sum(s["cpu_s"] for s in steps) + merge["cpu_s"], 2),
-            "cpu_vs_whole": round((sum(s["cpu_s"] for s in steps) + merge["cpu_s"]) / out["whole"]["cpu_s"], 3),
+            "cpu_vs_whole": round(
+                (sum(s["cpu_s"] for s in steps) + merge["cpu_s"]) / out["whole"]["cpu_s"], 3
+            ),
             "identical_to_whole": bool(same),
         }
         shutil.rmtree(work / f"P{p}", ignore_errors=True)

@@ -21,7 +21,14 @@ from factprobe.distractors.semparts import build_from_parts, count_part, part_of
 from factprobe.distractors.semplan import PART_DUMP_BYTES, dump_parts, parts_for
 from factprobe.scan import connect
 
-FILES = ("entities.npy", "features.npy", "idf.npy", "matrix.data.npy", "matrix.indices.npy", "matrix.indptr.npy")
+FILES = (
+    "entities.npy",
+    "features.npy",
+    "idf.npy",
+    "matrix.data.npy",
+    "matrix.indices.npy",
+    "matrix.indptr.npy",
+)
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +139,10 @@ def test_sem_rankings_equal_on_sharded_and_whole_index(claims, tmp_path):
     candidates = np.arange(1, 151)
     for entity in (3, 17, 60, 99, 120):
         assert parted.ranked_within(entity, candidates) == whole.ranked_within(entity, candidates)
-        a, b = whole.neighbours(np.array([entity]), 8, "exact"), parted.neighbours(np.array([entity]), 8, "exact")
+        a, b = (
+            whole.neighbours(np.array([entity]), 8, "exact"),
+            parted.neighbours(np.array([entity]), 8, "exact"),
+        )
         assert a == b
 
 

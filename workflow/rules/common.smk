@@ -347,7 +347,10 @@ def sem_index_types(wildcards):
 def sem_index_parts(wildcards):
     """The sem_bags folders of a dump's index, parts 0..P-1 (SEM_PARTS)."""
     out = rules.sem_bags.output.bags
-    return [out.format(dump=wildcards.dump, part=p) for p in range(SEM_PARTS[wildcards.dump])]
+    return [
+        out.format(dump=wildcards.dump, part=p)
+        for p in range(SEM_PARTS[wildcards.dump])
+    ]
 
 
 def retrieve_inputs(wildcards):

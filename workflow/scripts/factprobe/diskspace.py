@@ -85,7 +85,12 @@ def out_of_space_error(
 
 
 def input_scaled(
-    unit: str, per_input_mb: float, floor: int, name: str, cap: int | None = None, share: Callable | None = None
+    unit: str,
+    per_input_mb: float,
+    floor: int,
+    name: str,
+    cap: int | None = None,
+    share: Callable | None = None,
 ) -> Callable:
     """A Snakemake resource function ``min(cap, floor + per_input_mb x (MB of all inputs))``, times the attempt.
 

@@ -85,7 +85,9 @@ def count_part(
     S.tf_table(con, claims_path, reverse, bag, namespace, (part, parts))
     bags, total = con.execute("SELECT count(DISTINCT e), coalesce(sum(n), 0) FROM tf").fetchone()
     df_path = str(folder / "df.parquet").replace("'", "''")
-    con.execute(f"COPY (SELECT f, count(*)::BIGINT AS df FROM tf GROUP BY f ORDER BY f) TO '{df_path}' (FORMAT parquet)")
+    con.execute(
+        f"COPY (SELECT f, count(*)::BIGINT AS df FROM tf GROUP BY f ORDER BY f) TO '{df_path}' (FORMAT parquet)"
+    )
     if rows is not None:
         rows = np.asarray(rows, np.int64)
         keep = rows[part_of(rows, parts) == part]
@@ -126,7 +128,9 @@ def _read_parts(folders: list[Path]) -> list[dict]:
         metas.append(json.loads(path.read_text()))
     want = list(range(len(folders)))
     if [m["part"] for m in metas] != want or {m["parts"] for m in metas} != {len(folders)}:
-        raise RuntimeError(f"{folders}: not the parts 0..{len(folders) - 1} of one index; re-run rule sem_bags")
+        raise RuntimeError(
+            f"{folders}: not the parts 0..{len(folders) - 1} of one index; re-run rule sem_bags"
+        )
     keys = ("reverse", "bag", "namespace", "rows")
     if len({tuple(m[k] for k in keys) for m in metas}) != 1:
         raise RuntimeError(f"{folders}: parts built with different settings {keys}; re-run rule sem_bags")
@@ -207,7 +211,12 @@ def _write_rows(
             a, z = np.searchsorted(at, [lo, hi])
             if z > a:
                 sub = X[a:z]
-                pieces.append(sp.csr_matrix((np.array(sub.data, np.float32), cols[sub.indices], sub.indptr), shape=(z - a, len(idf))))
+                pieces.append(
+                    sp.csr_matrix(
+                        (np.array(sub.data, np.float32), cols[sub.indices], sub.indptr),
+                        shape=(z - a, len(idf)),
+                    )
+                )
                 where.append(at[a:z])
         block = sp.vstack(pieces, format="csr")[np.argsort(np.concatenate(where))]
         S.weigh_rows(block, idf, weighting, k1, b, mean)
@@ -269,7 +278,9 @@ def merge_parts(
         "nnz": nnz,
         "seconds_bags": round(sum(m["seconds"] for m in metas), 3),
         "seconds_merge": round(time.perf_counter() - t0, 3),
-        "parts": [{k: m[k] for k in ("part", "bags", "entities", "features", "nnz", "seconds")} for m in metas],
+        "parts": [
+            {k: m[k] for k in ("part", "bags", "entities", "features", "nnz", "seconds")} for m in metas
+        ],
     }
 
 
@@ -301,7 +312,9 @@ def build_from_parts(
     meta = merge_parts(parts, folder, weighting, bm25_k1, bm25_b)
     got = (meta["reverse"], meta["bag"], meta["namespace"])
     if got != (reverse, bag, namespace):
-        raise RuntimeError(f"{parts[0]}: parts counted with (reverse, bag, namespace) {got}; re-run rule sem_bags")
+        raise RuntimeError(
+            f"{parts[0]}: parts counted with (reverse, bag, namespace) {got}; re-run rule sem_bags"
+        )
     t1 = time.perf_counter()
     t2, recall, k, q = t1, None, 0, np.empty(0, np.int64)
     if hnsw:
@@ -310,7 +323,9 @@ def build_from_parts(
             X, folder, t1, hnsw_m, ef_construction, ef_search, post, threads, recall_queries, recall_k, key
         )
     meta["hnsw"] = (
-        {"M": hnsw_m, "efConstruction": ef_construction, "post": post, "efSearch": ef_search} if hnsw else None
+        {"M": hnsw_m, "efConstruction": ef_construction, "post": post, "efSearch": ef_search}
+        if hnsw
+        else None
     )
     meta["seconds_hnsw"] = round(t2 - t1, 3)
     meta["recall"] = {"k": int(k), "queries": int(len(q)), "value": recall}
