@@ -25,6 +25,10 @@ Features are int64 codes ``tag << 56 | a << 32 | b`` (tag = kind of feature), ma
 ``np.unique``: no Python dict of strings, so the vocabulary scales to hundreds of millions of
 features. Bags are indexed once per dump with nmslib HNSW ``cosinesimil_sparse`` (footnote §) and
 saved with the side files; exact search (scipy sparse product) is the reference and the fallback.
+
+The workflow builds the index in parts (:mod:`.semparts`, issue 31 item 3: rules ``sem_bags`` and
+``build_sem_index``), which give the files of :func:`build_index` (the unsharded build, kept as
+the reference) byte for byte.
 """
 
 from __future__ import annotations
