@@ -206,3 +206,17 @@ def test_merge_refuses_incomplete_or_mixed_parts(claims, tmp_path):
         build_from_parts(folders[:1], tmp_path / "one", hnsw=False)
     with pytest.raises(RuntimeError, match="re-run rule sem_bags"):
         build_from_parts(folders, tmp_path / "rev", hnsw=False, reverse=True)
+
+
+def test_part_jobs_ask_for_their_share_of_the_memory(tmp_path):
+    """sem_bags' mem_mb (common.smk): floor + factor x input MB / parts, so a part job of P asks
+    for about 1/P of what the one job over the whole claims asked for."""
+    from factprobe.diskspace import input_scaled
+
+    claims = tmp_path / "claims.parquet"
+    claims.write_bytes(b"\0" * (10 * 2**20))  # 10 MB
+    whole = input_scaled("mem_mb", 60, 2000, "sem_bags", 64000)
+    parted = input_scaled("mem_mb", 60, 2000, "sem_bags", 64000, lambda w: 4)
+    assert whole(None, [str(claims)]) == 2000 + 600
+    assert parted(None, [str(claims)]) == 2000 + 150
+    assert parted(None, [str(claims)], attempt=2) == 2 * 2150
