@@ -214,7 +214,7 @@ def test_part_jobs_ask_for_their_share_of_the_memory(tmp_path):
     from factprobe.diskspace import input_scaled
 
     claims = tmp_path / "claims.parquet"
-    claims.write_bytes(b"\0" * (10 * 2**20))  # 10 MB
+    claims.write_bytes(b"\0" * 10_000_000)  # 10 MB (diskspace.MB = 10^6 bytes)
     whole = input_scaled("mem_mb", 60, 2000, "sem_bags", 64000)
     parted = input_scaled("mem_mb", 60, 2000, "sem_bags", 64000, lambda w: 4)
     assert whole(None, [str(claims)]) == 2000 + 600
