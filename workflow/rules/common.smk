@@ -26,6 +26,7 @@ from factprobe import settings as S  # noqa: E402
 from factprobe import distractors as D  # noqa: E402 (strategy registry)
 from factprobe.registry import config_source, load_run, resolve_path  # noqa: E402
 from factprobe.diskspace import input_scaled, input_size_mb  # noqa: E402
+from factprobe.distractors.semplan import dump_parts  # noqa: E402
 from factprobe.profiles import profile_mix_here  # noqa: E402
 
 SCHEMAS = WORKFLOW_ROOT / "workflow" / "schemas"
@@ -71,8 +72,21 @@ SEM_ROWS = RUN.sem_rows
 # mem_mb is capped at 64 GB (issue 15's per-job bound; a retry asks twice that).
 probes_mem_mb = input_scaled("mem_mb", 40, 2000, "build_probes", 64000)
 probes_runtime = input_scaled("runtime", 0.2, 30, "build_probes")
-sem_index_mem_mb = input_scaled("mem_mb", 60, 2000, "build_sem_index", 64000)
-sem_index_runtime = input_scaled("runtime", 2, 30, "build_sem_index")
+# Parts of each dump's semantic index (issue 31 item 3): one per semplan.PART_DUMP_BYTES of
+# dump file, so that a sem_bags job counts a bounded number of non-zeros.
+SEM_PARTS = {dump: dump_parts(row["path"]) for dump, row in DUMP_ROWS.items()}
+
+
+def sem_parts_of(wildcards):
+    """Number of parts of the dump's index (the share of the claims a sem_bags job counts)."""
+    return SEM_PARTS[wildcards.dump]
+
+
+sem_bags_mem_mb = input_scaled("mem_mb", 60, 2000, "sem_bags", 64000, sem_parts_of)
+sem_bags_runtime = input_scaled("runtime", 2, 30, "sem_bags", None, sem_parts_of)
+# The merge holds the vocabulary and a block of rows (the HNSW graph, when searched, the matrix).
+sem_index_mem_mb = input_scaled("mem_mb", 4, 2000, "build_sem_index", 64000)
+sem_index_runtime = input_scaled("runtime", 0.5, 30, "build_sem_index")
 retrieve_mem_mb = input_scaled("mem_mb", 4, 2000, "retrieve_distractors", 64000)
 # A retrieval shard (distractors.shards S > 1) holds the statements of its own subjects, 1/S of
 # the suite's, and the type members and forms every shard shares: RETRIEVE_SHARED + (1 -
@@ -207,6 +221,15 @@ def omega_inputs(suite):
 def sem_index_types(wildcards):
     """Types of the dumps the searching suites type entities from (the index's candidate rows)."""
     return [extract_table("types", d) for d in SEM_ROWS[wildcards.dump]["type_dumps"]]
+
+
+def sem_index_parts(wildcards):
+    """The sem_bags folders of a dump's index, parts 0..P-1 (SEM_PARTS)."""
+    out = rules.sem_bags.output.bags
+    return [
+        out.format(dump=wildcards.dump, part=p)
+        for p in range(SEM_PARTS[wildcards.dump])
+    ]
 
 
 def retrieve_inputs(wildcards):

@@ -2,10 +2,41 @@
 # (docs/contracts.md); input functions in common.smk.
 
 
-rule build_sem_index:
+# The semantic index in parts (issue 31 item 3, factprobe.distractors.semparts): each sem_bags
+# job counts the bags of the entities of one part (entity hash), build_sem_index merges them
+# with the dump's IDF into the index retrieval maps.
+rule sem_bags:
     input:
         claims=rules.extract_dump.output.claims,
         types=sem_index_types,
+        lib=library("sem_bags.py"),
+    output:
+        bags=temp(directory("results/distractors/bags/{dump}/{part}")),
+    log:
+        "logs/sem_bags/{dump}/{part}.log",
+    benchmark:
+        "benchmarks/sem_bags/{dump}/{part}.tsv"
+    wildcard_constraints:
+        part=r"\d+",
+    conda:
+        "../../environment.yml"
+    threads: 2
+    resources:
+        mem_mb=sem_bags_mem_mb,
+        runtime=sem_bags_runtime,
+        disk_mb=input_size_mb(1.0),
+    params:
+        sem=SEM_INDEX_SETTINGS,
+        relations=lookup(dpath="{dump}/relations", within=SEM_ROWS),
+        part="{part}",
+        parts=lookup(dpath="{dump}", within=SEM_PARTS),
+    script:
+        "../scripts/sem_bags.py"
+
+
+rule build_sem_index:
+    input:
+        parts=sem_index_parts,
         lib=library("build_sem_index.py"),
     output:
         index=directory("results/distractors/index/{dump}"),
@@ -23,7 +54,6 @@ rule build_sem_index:
     params:
         sem=SEM_INDEX_SETTINGS,
         hnsw=lookup(dpath="{dump}", within=SEM_HNSW),
-        relations=lookup(dpath="{dump}/relations", within=SEM_ROWS),
     script:
         "../scripts/build_sem_index.py"
 

@@ -84,7 +84,14 @@ def out_of_space_error(
     )
 
 
-def input_scaled(unit: str, per_input_mb: float, floor: int, name: str, cap: int | None = None) -> Callable:
+def input_scaled(
+    unit: str,
+    per_input_mb: float,
+    floor: int,
+    name: str,
+    cap: int | None = None,
+    share: Callable | None = None,
+) -> Callable:
     """A Snakemake resource function ``min(cap, floor + per_input_mb x (MB of all inputs))``, times the attempt.
 
     ``cap``: the most a first attempt asks for. The DuckDB jobs bound their memory by what they
@@ -96,10 +103,12 @@ def input_scaled(unit: str, per_input_mb: float, floor: int, name: str, cap: int
     come from ``benchmarks/scale.py``, config/README.md "Profiles"), and a retry after an
     out-of-memory or time-limit kill (``retries`` in profiles/slurm) asks for twice as much.
     Like :func:`input_size_mb`, a missing input defers the evaluation until the job is ready.
+    ``share(wildcards)``: the number of jobs the input's work is divided among (the parts of the
+    semantic index each count 1/P of the claims): the factor applies to that share of the input.
     """
 
     def scaled(wildcards, input, attempt: int = 1) -> int:
-        size = sum(path_size(f) for f in _files(input)) / MB
+        size = sum(path_size(f) for f in _files(input)) / MB / (share(wildcards) if share else 1)
         first = floor + per_input_mb * size
         if cap is not None:
             first = min(first, cap)

@@ -25,6 +25,10 @@ Features are int64 codes ``tag << 56 | a << 32 | b`` (tag = kind of feature), ma
 ``np.unique``: no Python dict of strings, so the vocabulary scales to hundreds of millions of
 features. Bags are indexed once per dump with nmslib HNSW ``cosinesimil_sparse`` (footnote §) and
 saved with the side files; exact search (scipy sparse product) is the reference and the fallback.
+
+The workflow builds the index in parts (:mod:`.semparts`, issue 31 item 3: rules ``sem_bags`` and
+``build_sem_index``), which give the files of :func:`build_index` (the unsharded build, kept as
+the reference) byte for byte.
 """
 
 from __future__ import annotations
@@ -54,6 +58,10 @@ NAMESPACES = ("shared", "tagged")
 _ID_BITS = 32
 _TAG_SHIFT = 56
 _ROW_BLOCK = 1 << 16
+# Part of an entity (the sharded index, :mod:`.semparts`): a Lehmer hash modulo the prime
+# 2**31 - 1, computed alike in numpy and DuckDB (products stay below 2**47: no overflow).
+PART_MODULUS = (1 << 31) - 1
+PART_MULTIPLIER = 48271
 
 
 def _nnz_chunks(m: sp.csr_matrix, size: int = 1 << 22):
@@ -166,12 +174,39 @@ def weigh(
         df, mean_length = np.bincount(tf.indices, minlength=m).astype(np.float64), None
     else:
         n, df, mean_length = corpus[0], np.asarray(corpus[1], np.float64), corpus[2]
+    idf = idf_of(weighting, n, df)
+    weigh_rows(tf, idf, weighting, k1, b, mean_length)
+    X = tf if tf.dtype == np.float32 else tf.astype(np.float32)
+    X.sort_indices()
+    return X, idf
+
+
+def idf_of(weighting: str, n: int, df: np.ndarray) -> np.ndarray:
+    """IDF of each feature from its document frequency ``df`` over ``n`` bags (:func:`weigh`)."""
     if weighting == "tfidf":
-        idf = np.log((1.0 + n) / (1.0 + df)) + 1.0
-        for a, b in _nnz_chunks(tf):
-            tf.data[a:b] *= idf[tf.indices[a:b]].astype(np.float32)
+        return np.log((1.0 + n) / (1.0 + df)) + 1.0
+    if weighting == "bm25":
+        return np.log1p((n - df + 0.5) / (df + 0.5))
+    raise ValueError(f"weighting must be 'tfidf' or 'bm25', not {weighting!r}")
+
+
+def weigh_rows(
+    tf: sp.csr_matrix,
+    idf: np.ndarray,
+    weighting: str = "tfidf",
+    k1: float = 1.2,
+    b: float = 0.75,
+    mean_length: float | None = None,
+) -> None:
+    """Weigh and L2-normalise the rows of ``tf`` in place with a given ``idf``.
+
+    Every operation is row-local (given ``idf`` and BM25's ``mean_length``), so a block of rows
+    gets the same floats as in the whole matrix: the sharded index (:mod:`.semparts`) relies on it.
+    """
+    if weighting == "tfidf":
+        for a, b_ in _nnz_chunks(tf):
+            tf.data[a:b_] *= idf[tf.indices[a:b_]].astype(np.float32)
     elif weighting == "bm25":
-        idf = np.log1p((n - df + 0.5) / (df + 0.5))
         length = np.asarray(tf.sum(axis=1)).ravel()
         mean = length.mean() if mean_length is None else mean_length
         norm = k1 * (1 - b + b * length / max(mean, 1e-9))
@@ -190,11 +225,8 @@ def weigh(
         norms = np.sqrt(np.asarray(block.multiply(block).sum(axis=1)).ravel())
         norms[norms == 0] = 1.0
         scale = (1.0 / norms).astype(np.float32)
-        a, b = tf.indptr[lo], tf.indptr[hi]
-        tf.data[a:b] *= np.repeat(scale, np.diff(tf.indptr[lo : hi + 1]))
-    X = tf if tf.dtype == np.float32 else tf.astype(np.float32)
-    X.sort_indices()
-    return X, idf
+        a, b_ = tf.indptr[lo], tf.indptr[hi]
+        tf.data[a:b_] *= np.repeat(scale, np.diff(tf.indptr[lo : hi + 1]))
 
 
 def bags_from_parquet(
@@ -222,20 +254,7 @@ def bags_from_parquet(
 
     _check_bag(bag)
     con = scan.connect(threads, memory_mb)
-    scan.check_columns(con, "claims", claims_path, ["subject", "property", "object", "rank"])
-    src = f"read_parquet('{str(claims_path).replace(chr(39), chr(39) * 2)}')"
-    con.execute(
-        f"CREATE TEMP TABLE c AS SELECT DISTINCT subject::BIGINT AS s, property::BIGINT AS p, "
-        f"object::BIGINT AS o FROM {src} WHERE rank >= 1"
-    )
-    top_id, top_p = con.execute("SELECT max(greatest(s, o)), max(p) FROM c").fetchone()
-    if top_id is not None and (top_id >= 1 << _ID_BITS or top_p >= 1 << (_TAG_SHIFT - _ID_BITS)):
-        raise ValueError("entity id >= 2**32 or property id >= 2**24: widen the feature code layout")
-    tf = "count(*)::INTEGER" if bag == "counts" else "1::INTEGER"
-    con.execute(
-        f"CREATE TEMP TABLE tf AS SELECT e, f, {tf} AS n FROM ({_feature_sql(reverse, namespace)}) GROUP BY e, f"
-    )
-    con.execute("DROP TABLE c")
+    tf_table(con, claims_path, reverse, bag, namespace)
     n_all = total = None
     if rows is not None:
         n_all, total = con.execute("SELECT count(DISTINCT e), coalesce(sum(n), 0) FROM tf").fetchone()
@@ -251,6 +270,50 @@ def bags_from_parquet(
         n_all, total = len(entities), float(counts.data.sum(dtype=np.float64))
         df = np.bincount(counts.indices, minlength=len(features)).astype(np.float64)
     return entities, features, counts, (int(n_all), df, float(total) / max(int(n_all), 1))
+
+
+def part_sql(column: str, parts: int) -> str:
+    """DuckDB expression of :func:`factprobe.distractors.semparts.part_of` (the same integers)."""
+    return f"((({column} % {PART_MODULUS}) * {PART_MULTIPLIER}) % {PART_MODULUS}) % {int(parts)}"
+
+
+def tf_table(
+    con,
+    claims_path: str | Path,
+    reverse: bool,
+    bag: str,
+    namespace: str,
+    part: tuple[int, int] | None = None,
+) -> None:
+    """DuckDB temp table ``tf (e, f, n)``: the bags of the non-deprecated distinct triples.
+
+    ``part = (p, P)``: only the bags of the entities of part ``p`` of ``P`` (:func:`part_sql`):
+    the triples are filtered while scanned (a subject of the part, or with reverse features an
+    object), so only the part's slice is made distinct and grouped.
+    """
+    from factprobe import scan
+
+    scan.check_columns(con, "claims", claims_path, ["subject", "property", "object", "rank"])
+    src = f"read_parquet('{str(claims_path).replace(chr(39), chr(39) * 2)}')"
+    where = "rank >= 1"
+    if part is not None:
+        mine = f"{part_sql('subject', part[1])} = {int(part[0])}"
+        if reverse:
+            mine = f"({mine} OR {part_sql('object', part[1])} = {int(part[0])})"
+        where += f" AND {mine}"
+    con.execute(
+        f"CREATE TEMP TABLE c AS SELECT DISTINCT subject::BIGINT AS s, property::BIGINT AS p, "
+        f"object::BIGINT AS o FROM {src} WHERE {where}"
+    )
+    top_id, top_p = con.execute("SELECT max(greatest(s, o)), max(p) FROM c").fetchone()
+    if top_id is not None and (top_id >= 1 << _ID_BITS or top_p >= 1 << (_TAG_SHIFT - _ID_BITS)):
+        raise ValueError("entity id >= 2**32 or property id >= 2**24: widen the feature code layout")
+    tf = "count(*)::INTEGER" if bag == "counts" else "1::INTEGER"
+    keep = "" if part is None else f"WHERE {part_sql('e', part[1])} = {int(part[0])}"
+    con.execute(
+        f"CREATE TEMP TABLE tf AS SELECT e, f, {tf} AS n FROM ({_feature_sql(reverse, namespace)}) {keep} GROUP BY e, f"
+    )
+    con.execute("DROP TABLE c")
 
 
 def _feature_sql(reverse: bool, namespace: str) -> str:
@@ -400,6 +463,15 @@ def sample_rows(n_rows: int, size: int, key: str) -> np.ndarray:
     return np.sort(rng.choice(n_rows, size=min(size, n_rows), replace=False))
 
 
+def release_pages(maps) -> None:
+    """Drop the pages of these memory maps read so far from the process (clean file pages: read
+    again on the next access), so that reading a matrix block by block keeps one block resident."""
+    for m in maps:
+        mm = getattr(m, "_mmap", None)
+        if mm is not None:
+            mm.madvise(mmap.MADV_DONTNEED)
+
+
 @dataclass
 class SemIndex:
     """A saved semantic index: entity ids per row, the weighted matrix, optionally HNSW."""
@@ -416,10 +488,7 @@ class SemIndex:
         """Drop the mapped matrix pages read so far from the process (clean file pages, read
         again on the next access): a job that ranked a large type does not keep its rows
         resident, so its peak RSS is its own arrays (issue 15)."""
-        for m in self.maps:
-            mm = getattr(m, "_mmap", None)
-            if mm is not None:
-                mm.madvise(mmap.MADV_DONTNEED)
+        release_pages(self.maps)
 
     def row_of(self, entities: np.ndarray) -> np.ndarray:
         """Row of each entity, ``-1`` when it has no bag in this dump."""

@@ -1,0 +1,222 @@
+"""The semantic index built in parts (issue 31 item 3): the same index as the unsharded build.
+
+Each part job (``count_part``) counts the bags of the entities of its part (a hash of the entity
+id) and their document frequencies; ``build_from_parts`` sums the frequencies (IDF over the
+dump) and weighs the rows. Checked against the unsharded build (``build_index``, one DuckDB
+pass over every bag) file for file, against an independent TF-IDF written out below from the
+paper's definition (§3.3: a bag is the set of e, r, o, (r, o); smooth IDF; cosine), and on the
+Sem rankings retrieval reads.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from factprobe.distractors.semantic import PART_MODULUS, build_index, exact_topk, load_index, part_sql
+from factprobe.distractors.semparts import build_from_parts, count_part, part_of
+from factprobe.distractors.semplan import PART_DUMP_BYTES, dump_parts, parts_for
+from factprobe.scan import connect
+
+FILES = (
+    "entities.npy",
+    "features.npy",
+    "idf.npy",
+    "matrix.data.npy",
+    "matrix.indices.npy",
+    "matrix.indptr.npy",
+)
+
+
+@pytest.fixture(scope="module")
+def claims(tmp_path_factory):
+    """400 statements over 120 subjects and 150 objects, some deprecated (rank 0), repeats."""
+    rng = np.random.default_rng(31)
+    n = 400
+    table = pd.DataFrame(
+        {
+            "subject": rng.integers(1, 121, n),
+            "property": rng.integers(1, 9, n),
+            "object": rng.integers(1, 151, n),
+            "rank": rng.integers(0, 3, n),
+        }
+    )
+    path = tmp_path_factory.mktemp("claims") / "claims.parquet"
+    table.to_parquet(path)
+    return path, table
+
+
+def build_parts(claims_path, root, parts, settings, rows=None):
+    folders = []
+    for p in range(parts):
+        folder = root / f"bags{parts}" / str(p)
+        count_part(
+            claims_path,
+            folder,
+            p,
+            parts,
+            settings.get("reverse", False),
+            settings.get("bag", "sets"),
+            settings.get("namespace", "shared"),
+            rows=rows,
+        )
+        folders.append(folder)
+    out = root / f"index{parts}"
+    build_from_parts(folders, out, hnsw=False, **settings)
+    return folders, out
+
+
+SETTINGS = [
+    {},  # the paper's bag: sets, shared namespace, TF-IDF
+    {"weighting": "bm25"},
+    {"weighting": "bm25", "reverse": True, "bag": "counts", "namespace": "tagged"},
+]
+
+
+@pytest.mark.parametrize("settings", SETTINGS)
+@pytest.mark.parametrize("candidates", [False, True])
+def test_parts_give_the_unsharded_index_file_for_file(claims, tmp_path, settings, candidates):
+    path, _ = claims
+    rows = np.arange(1, 151, 4) if candidates else None
+    build_index(path, tmp_path / "whole", hnsw=False, rows=rows, **settings)
+    for parts in (1, 2, 3):
+        _, out = build_parts(path, tmp_path, parts, settings, rows)
+        for name in FILES:
+            want, got = np.load(tmp_path / "whole" / name), np.load(out / name)
+            assert got.dtype == want.dtype and np.array_equal(got, want), (parts, name)
+        meta = json.loads((out / "meta.json").read_text())
+        assert [p["part"] for p in meta["parts"]] == list(range(parts))
+        assert meta["nnz"] == sum(p["nnz"] for p in meta["parts"])
+
+
+def naive_cosines(table: pd.DataFrame) -> tuple[list[int], np.ndarray]:
+    """§3.3 written out with dicts: bag = set of e, r, o, (r, o) strings; idf = ln((1+N)/(1+df)) + 1."""
+    bags: dict[int, set[str]] = {}
+    kept = table[table["rank"] >= 1]
+    for s, r, o in zip(kept["subject"], kept["property"], kept["object"], strict=True):
+        bags.setdefault(int(s), set()).update({f"Q{s}", f"P{r}", f"Q{o}", f"P{r}_Q{o}"})
+    order = sorted(bags)
+    df: dict[str, int] = {}
+    for bag in bags.values():
+        for f in bag:
+            df[f] = df.get(f, 0) + 1
+    idf = {f: math.log((1 + len(bags)) / (1 + d)) + 1 for f, d in df.items()}
+    vecs = []
+    for e in order:
+        norm = math.sqrt(sum(idf[f] ** 2 for f in bags[e]))
+        vecs.append({f: idf[f] / norm for f in bags[e]})
+    cos = np.array([[sum(w * b.get(f, 0.0) for f, w in a.items()) for b in vecs] for a in vecs])
+    return order, cos
+
+
+def test_parts_give_the_naive_tfidf_cosines_and_rankings(claims, tmp_path):
+    path, table = claims
+    order, cos = naive_cosines(table)
+    _, out = build_parts(path, tmp_path, 3, {})
+    index = load_index(out, "exact")
+    assert index.entities.tolist() == order
+    X = index.X
+    assert np.abs((X @ X.T).toarray() - cos).max() < 1e-5
+    # Sem's exact ranking of every entity: cosine descending (ties by row), as the naive cosines.
+    ids, sims = exact_topk(X, np.arange(len(order)), 10)
+    for q in range(len(order)):
+        got = ids[q][ids[q] >= 0]
+        assert np.allclose(sims[q][: len(got)], cos[q, got], atol=1e-5)
+        others = np.delete(cos[q], q)
+        if len(got) == 10:  # no cosine outside the top 10 beats its 10th
+            assert np.sort(others)[-10] <= sims[q][9] + 1e-5
+
+
+def test_sem_rankings_equal_on_sharded_and_whole_index(claims, tmp_path):
+    """The lists retrieval ranks (TypeSlice, sem_distractors' exact search) are the same."""
+    path, _ = claims
+    build_index(path, tmp_path / "whole", hnsw=False)
+    _, out = build_parts(path, tmp_path, 2, {})
+    whole, parted = load_index(tmp_path / "whole", "exact"), load_index(out, "exact")
+    candidates = np.arange(1, 151)
+    for entity in (3, 17, 60, 99, 120):
+        assert parted.ranked_within(entity, candidates) == whole.ranked_within(entity, candidates)
+        a, b = (
+            whole.neighbours(np.array([entity]), 8, "exact"),
+            parted.neighbours(np.array([entity]), 8, "exact"),
+        )
+        assert a == b
+
+
+def test_part_assignment_is_a_stable_hash_alike_in_numpy_and_duckdb():
+    # By hand: part = ((e mod (2^31 - 1)) · 48271 mod (2^31 - 1)) mod P.
+    # e = 1: 48271 mod 3 = 1 (48271 = 3 · 16090 + 1); e = 2: 96542 = 3 · 32180 + 2;
+    # e = 2^31 - 1 ≡ 0: part 0; e = 2^31: ≡ 1, like e = 1.
+    ids = np.array([1, 2, PART_MODULUS, PART_MODULUS + 1, 44_000, 2**32 - 1], np.int64)
+    got = part_of(ids, 3)
+    assert got[:4].tolist() == [1, 2, 0, 1]
+    assert got[4] == (44_000 * 48271) % PART_MODULUS % 3
+    con = connect()
+    con.register("ids", pd.DataFrame({"e": np.arange(0, 2**32, 7_654_321, dtype=np.int64)}))
+    frame = con.execute(f"SELECT e, {part_sql('e', 5)} AS p FROM ids ORDER BY e").fetchdf()
+    assert np.array_equal(frame["p"].to_numpy(), part_of(frame["e"].to_numpy(), 5))
+    # Balanced over consecutive ids (Wikidata's are dense): each of 4 parts within 2 % of 1/4.
+    counts = np.bincount(part_of(np.arange(1, 400_001), 4), minlength=4)
+    assert counts.min() > 0.98 * 100_000 and counts.max() < 1.02 * 100_000
+
+
+def test_each_part_reads_only_its_entities(claims, tmp_path):
+    """A part's bags are its entities only, their statistics add up to the whole dump's, and a
+    statement of another part is never materialised: an id too wide for the feature code layout
+    fails only the part that owns it."""
+    path, table = claims
+    folders, _ = build_parts(path, tmp_path, 3, {})
+    subjects = np.unique(table.loc[table["rank"] >= 1, "subject"].to_numpy())
+    seen = []
+    for p, folder in enumerate(folders):
+        ents = np.load(folder / "entities.npy")
+        assert (part_of(ents, 3) == p).all()
+        seen.append(ents)
+        meta = json.loads((folder / "meta.json").read_text())
+        assert meta["bags"] == len(ents)
+    assert np.array_equal(np.sort(np.concatenate(seen)), subjects)
+    wide = 2**32 + 5  # ids must be < 2^32: the layout check raises where this subject is read
+    bad = pd.concat([table, pd.DataFrame({"subject": [wide], "property": [1], "object": [1], "rank": [1]})])
+    bad_path = tmp_path / "bad.parquet"
+    bad.to_parquet(bad_path)
+    owner = int(part_of(np.array([wide]), 3)[0])
+    for p in range(3):
+        if p == owner:
+            with pytest.raises(ValueError, match="widen the feature code layout"):
+                count_part(bad_path, tmp_path / "bad" / str(p), p, 3)
+        else:
+            count_part(bad_path, tmp_path / "bad" / str(p), p, 3)
+
+
+def test_parts_from_the_dump_size(tmp_path):
+    assert parts_for(None) == parts_for(0) == 1
+    assert parts_for(PART_DUMP_BYTES) == 1 and parts_for(PART_DUMP_BYTES + 1) == 2
+    assert dump_parts(tmp_path / "absent.json.gz") == 1
+    # Whole Wikidata (≈ 140 GB of .json.gz): ≈ 14 parts of ≤ 150 M non-zeros.
+    assert 10 <= parts_for(140 * 10**9) <= 20
+
+
+def test_merge_refuses_incomplete_or_mixed_parts(claims, tmp_path):
+    path, _ = claims
+    folders, _ = build_parts(path, tmp_path, 2, {})
+    with pytest.raises(RuntimeError, match="re-run rule sem_bags"):
+        build_from_parts(folders[:1], tmp_path / "one", hnsw=False)
+    with pytest.raises(RuntimeError, match="re-run rule sem_bags"):
+        build_from_parts(folders, tmp_path / "rev", hnsw=False, reverse=True)
+
+
+def test_part_jobs_ask_for_their_share_of_the_memory(tmp_path):
+    """sem_bags' mem_mb (common.smk): floor + factor x input MB / parts, so a part job of P asks
+    for about 1/P of what the one job over the whole claims asked for."""
+    from factprobe.diskspace import input_scaled
+
+    claims = tmp_path / "claims.parquet"
+    claims.write_bytes(b"\0" * 10_000_000)  # 10 MB (diskspace.MB = 10^6 bytes)
+    whole = input_scaled("mem_mb", 60, 2000, "sem_bags", 64000)
+    parted = input_scaled("mem_mb", 60, 2000, "sem_bags", 64000, lambda w: 4)
+    assert whole(None, [str(claims)]) == 2000 + 600
+    assert parted(None, [str(claims)]) == 2000 + 150
+    assert parted(None, [str(claims)], attempt=2) == 2 * 2150
