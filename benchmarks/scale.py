@@ -109,23 +109,20 @@ class Stage:
 
 
 # The one table to update when rules change: measured rule -> stage (RULE_STAGE; a rule not
-# listed is its own stage) and each stage's shape. Names marked (planned) are the issue-31
-# designs of other branches (semshard: a per-dump document-frequency job plus index parts by
-# entity hash; retshard: an optional per-suite preparation job plus shards by subject hash):
-# a stage without measurements is left out of the model, and a measured rule missing here is
-# modelled as one job per unit after extraction, with a warning.
+# listed is its own stage) and each stage's shape. The semantic index is sem_bags parts (entity
+# hash, semplan) merged by build_sem_index; retrieval shards split a suite by subject hash. A
+# measured rule missing here is modelled as one job per unit after extraction, with a warning.
 STAGES = {
     "extract_dump": Stage("dump", 4),
     "diff_dumps": Stage("pair", 2, ("extract_dump",)),
     "temporal_view": Stage("dump", 2, ("extract_dump",)),
-    "sem_df": Stage("dump", 2, ("extract_dump",)),  # (planned)
-    "build_sem_index": Stage("dump", 2, ("extract_dump", "sem_df"), split="entity hash"),
+    "sem_bags": Stage("dump", 2, ("extract_dump",), split="entity hash"),
+    "build_sem_index": Stage("dump", 1, ("sem_bags",)),
     "build_probes": Stage("suite", 1, ("extract_dump", "diff_dumps", "temporal_view")),
-    "prepare_retrieval": Stage("suite", 1, ("build_probes",)),  # (planned)
     "retrieve_distractors": Stage(
         "suite",
         1,
-        ("build_probes", "prepare_retrieval", "temporal_view", "build_sem_index", "sem_df"),
+        ("build_probes", "temporal_view", "build_sem_index"),
         split="subject hash",
     ),
 }
@@ -142,7 +139,7 @@ DUCKDB_MIN_MB = 1024
 # (the diff also splits its buckets by mem_mb). DuckDB fills whatever limit it gets, so a request
 # that grows with the input (common.smk) shows up as growth in peak RSS; --mem-mb gives them all
 # one request at every size, and the RSS fit then sees only what grows with the data. Not the
-# semantic index: its bag aggregation does not spill (1M items with 1 GB: DuckDB out of memory).
+# semantic index's parts (sem_bags): their peak is the part's CSR beside DuckDB, fitted as measured.
 DUCKDB_RULES = ("diff_dumps", "temporal_view", "build_probes", "retrieve_distractors", "retrieve_shard")
 RETRIEVAL_LINE = re.compile(r"candidates: (\d+) facts in ([0-9.]+) s")
 SEARCH_LINE = re.compile(r"([0-9.]+) s in exact semantic search")
