@@ -167,3 +167,29 @@ def test_released_inputs_read_the_release_in_place(tmp_path):
     assert files["entities"] == "w/20190201/entities" and files["properties"] == "w/20190201/properties"
     assert files["labels"] == ["w/20190201/labels"] and files["lib"] == ["lib.py"]
     assert R.released_suites(cfg) == ["released"]
+
+
+def test_retrieval_inputs_follow_the_strategies_needs():
+    cfg, _, _ = demo()
+    probes = {"facts": "p/{suite}/facts", "entity_forms": "p/{suite}/ef"}
+    omega = I.omega_inputs(cfg, "plausibility", probes, extract)
+    assert omega == {
+        "facts": "p/plausibility/facts",
+        "entity_forms": "p/plausibility/ef",
+        "types": ["w/20190201/types", "w/20141201/types"],
+        "claims": "w/20190201/claims",
+    }
+    # Sem needs the dump's index, temporal strategies its temporal view; cooccur neither.
+    sem = {"strategies": ["sem", "random"], "dump": "20190201"}
+    files = I.retrieve_job_inputs(sem, omega, ["lib.py"], "i/{dump}", "t/{dump}")
+    assert files["index"] == "i/20190201" and "temporal" not in files and files["lib"] == ["lib.py"]
+    temp = I.retrieve_job_inputs(
+        {"strategies": ["temp+sem"], "dump": "20190201"}, omega, [], "i/{dump}", "t/{dump}"
+    )
+    assert temp["temporal"] == "t/20190201" and temp["index"] == "i/20190201"
+    plain = I.retrieve_job_inputs({"strategies": ["cooccur"], "dump": "20190201"}, omega, [], "i", "t")
+    assert set(plain) == {*omega, "lib"}
+    out = {"candidates": "s/{suite}/{shard}.c", "forms": "s/{suite}/{shard}.f"}
+    gather = I.retrieve_gather_inputs("knowledge", 3, "p/{suite}/facts", out, ["lib.py"])
+    assert gather["shards"] == ["s/knowledge/0.c", "s/knowledge/1.c", "s/knowledge/2.c"]
+    assert gather["shard_forms"][2] == "s/knowledge/2.f" and gather["facts"] == "p/knowledge/facts"

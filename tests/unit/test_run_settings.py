@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 from factprobe import run_settings as R
 from factprobe import settings as S
@@ -136,3 +137,14 @@ def test_report_provenance_rows_name_every_suite_and_the_scored_models():
         "dump date": "2019-02-01",
         "models": "control, smollm2",
     }
+
+
+def test_retrieval_shard_memory_factor_and_hnsw_dumps():
+    # 4 MB a MB of input times the shard's slice: 0.2 shared + 0.8 / S (worked by hand).
+    assert R.retrieve_shard_factor(["sem", "random"], 1) == pytest.approx(4.0)
+    assert R.retrieve_shard_factor(["sem", "random"], 4) == pytest.approx(4 * (0.2 + 0.2))
+    assert R.retrieve_shard_factor(["random"], 8) == pytest.approx(4 * 0.3)
+    # Co-occurrence reads its relations' statements whole in every shard.
+    assert R.retrieve_shard_factor(["cooccur"], 8) == pytest.approx(4.0)
+    cfg, dumps, models = demo()
+    assert R.resolve(cfg, dumps, models).sem_hnsw == {"20141201": False, "20190201": False}

@@ -88,33 +88,17 @@ sem_bags_runtime = input_scaled("runtime", 2, 30, "sem_bags", None, sem_parts_of
 sem_index_mem_mb = input_scaled("mem_mb", 4, 2000, "build_sem_index", 64000)
 sem_index_runtime = input_scaled("runtime", 0.5, 30, "build_sem_index")
 retrieve_mem_mb = input_scaled("mem_mb", 4, 2000, "retrieve_distractors", 64000)
-# A retrieval shard (distractors.shards S > 1) holds the statements of its own subjects, 1/S of
-# the suite's, and the type members and forms every shard shares: RETRIEVE_SHARED + (1 -
-# RETRIEVE_SHARED) / S of one job's state above the floor (measured: config/README.md
-# "Profiles"). Co-occurrence reads its relations' statements whole in every shard: no division.
-RETRIEVE_SHARED = 0.2
 
 
 def retrieve_shard_mem_mb(wildcards, input, attempt=1):
-    """mem_mb of one retrieval shard: retrieve_mem_mb's factor times its slice of the state."""
-    shared = RETRIEVE_SHARED
-    if D.needs(DISTRACTOR_SETTINGS[wildcards.suite]["strategies"], "statements"):
-        shared = 1.0
-    per_mb = 4 * (shared + (1 - shared) / CFG.distractors.shards)
+    """A retrieval shard's slice of one job's state (run_settings.retrieve_shard_factor)."""
+    strategies = DISTRACTOR_SETTINGS[wildcards.suite]["strategies"]
+    per_mb = R.retrieve_shard_factor(strategies, CFG.distractors.shards)
     scaled = input_scaled("mem_mb", per_mb, 2000, "retrieve_shard", 64000)
     return scaled(wildcards, input, attempt)
 
 
 retrieve_runtime = input_scaled("runtime", 0.05, 30, "retrieve_distractors")
-# Per dump: whether any suite searches its semantic index with HNSW (else the graph is not built).
-SEM_HNSW = {
-    dump: any(
-        r["search"] == "hnsw" and r["dump"] == dump
-        for r in RETRIEVE_SETTINGS.values()
-        if D.needs(r["strategies"], "index")
-    )
-    for dump in DUMP_ROWS
-}
 CONTROL_PARAMS = RUN.control
 CONTROL_TAUGHT = RUN.control_taught
 
@@ -209,13 +193,8 @@ def uses_appropt(suite):
 
 
 def omega_inputs(suite):
-    """Tables Ω(f) needs: the suite's probes, types of its label dumps, the suite's claims."""
-    return {
-        "facts": rules.build_probes.output.facts.format(suite=suite),
-        "entity_forms": rules.build_probes.output.entity_forms.format(suite=suite),
-        "types": [extract_table("types", d) for d in suite_dumps(suite)],
-        "claims": extract_table("claims", SUITES[suite].dump),
-    }
+    probes = rules.build_probes.output
+    return I.omega_inputs(CFG, suite, probes, extract_table)
 
 
 def sem_index_types(wildcards):
@@ -233,37 +212,19 @@ def sem_index_parts(wildcards):
 
 
 def retrieve_inputs(wildcards):
-    """One job (distractors.shards 1): as retrieve_shard_inputs; else the suite's shards and facts."""
+    """One job (distractors.shards 1): as retrieve_shard_inputs; else the suite's shards."""
     if CFG.distractors.shards == 1:
         return retrieve_shard_inputs(wildcards)
-    out = rules.retrieve_shard.output
-    shards = range(CFG.distractors.shards)
-    return {
-        "facts": rules.build_probes.output.facts.format(suite=wildcards.suite),
-        "shards": [
-            out.candidates.format(suite=wildcards.suite, shard=s) for s in shards
-        ],
-        "shard_forms": [
-            out.forms.format(suite=wildcards.suite, shard=s) for s in shards
-        ],
-        "lib": library("retrieve_distractors.py"),
-    }
+    facts, lib = rules.build_probes.output.facts, library("retrieve_distractors.py")
+    out, shards = rules.retrieve_shard.output, CFG.distractors.shards
+    return I.retrieve_gather_inputs(wildcards.suite, shards, facts, out, lib)
 
 
 def retrieve_shard_inputs(wildcards):
-    """Ω tables, plus the semantic index (sem, temp) and the temporal view (temp) when used."""
-    files = omega_inputs(wildcards.suite)
-    files["lib"] = library("retrieve_distractors.py")
     settings = DISTRACTOR_SETTINGS[wildcards.suite]
-    if D.needs(settings["strategies"], "index"):
-        files["index"] = rules.build_sem_index.output.index.format(
-            dump=settings["dump"]
-        )
-    if D.needs(settings["strategies"], "temporal"):
-        files["temporal"] = rules.temporal_view.output.temporal.format(
-            dump=settings["dump"]
-        )
-    return files
+    paths = rules.build_sem_index.output.index, rules.temporal_view.output.temporal
+    omega, lib = omega_inputs(wildcards.suite), library("retrieve_distractors.py")
+    return I.retrieve_job_inputs(settings, omega, lib, *paths)
 
 
 def appropt_inputs(wildcards):

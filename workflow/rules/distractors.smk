@@ -53,7 +53,7 @@ rule build_sem_index:
         disk_mb=input_size_mb(1.0),
     params:
         sem=SEM_INDEX_SETTINGS,
-        hnsw=lookup(dpath="{dump}", within=SEM_HNSW),
+        hnsw=lookup(dpath="{dump}", within=RUN.sem_hnsw),
     script:
         "../scripts/build_sem_index.py"
 

@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from factprobe import distractors as D  # the strategy registry: standard library only
 from factprobe import settings as S
 from factprobe.registry import library_modules
 from factprobe.settings import Config
@@ -203,3 +204,43 @@ def library_inputs(script: str, scripts: Path, cwd: str | Path) -> list[str]:
     here = Path(cwd)
     files = [Path(scripts) / f for f in library_modules(Path(scripts) / script, scripts)]
     return [os.path.relpath(f, here) if f.is_relative_to(here) else str(f) for f in files]
+
+
+def omega_inputs(
+    cfg: Config, suite: str, probes: Mapping[str, str], extract: Callable[[str, str], str]
+) -> dict:
+    """Tables Ω(f) needs: the suite's facts and entity forms (``probes``: build_probes' output
+    templates), the types of its label dumps and the claims of its dump."""
+    block = cfg.suites[suite]
+    return {
+        "facts": probes["facts"].format(suite=suite),
+        "entity_forms": probes["entity_forms"].format(suite=suite),
+        "types": [extract("types", d) for d in S.suite_dumps(block)],
+        "claims": extract("claims", block.dump),
+    }
+
+
+def retrieve_job_inputs(settings: Mapping, omega: dict, lib: list[str], index: str, temporal: str) -> dict:
+    """One retrieval job's (or shard's) inputs: the Ω tables, plus the dump's semantic index
+    (``index``, ``{dump}``) and temporal view (``temporal``) where a strategy of the suite needs them
+    (``distractors.STRATEGIES``)."""
+    files = {**omega, "lib": lib}
+    if D.needs(settings["strategies"], "index"):
+        files["index"] = index.format(dump=settings["dump"])
+    if D.needs(settings["strategies"], "temporal"):
+        files["temporal"] = temporal.format(dump=settings["dump"])
+    return files
+
+
+def retrieve_gather_inputs(
+    suite: str, shards: int, facts: str, shard_out: Mapping[str, str], lib: list[str]
+) -> dict:
+    """The gather of a suite's ``shards`` retrieval shards: its facts (the row order) and the
+    shards' candidates and forms (``shard_out``: retrieve_shard's output templates)."""
+    keys = [{"suite": suite, "shard": s} for s in range(shards)]
+    return {
+        "facts": facts.format(suite=suite),
+        "shards": [shard_out["candidates"].format(**k) for k in keys],
+        "shard_forms": [shard_out["forms"].format(**k) for k in keys],
+        "lib": lib,
+    }

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from factprobe import distractors as D  # the strategy registry: standard library only
 from factprobe import settings as S
 from factprobe.settings import Config
 
@@ -42,6 +43,7 @@ class RunSettings:
     model_cutoffs: dict[str, dict[str, dict]]  # MODEL_CUTOFFS: suite -> model -> cut-off
     sem_index: dict  # SEM_INDEX_SETTINGS
     sem_rows: dict[str, dict]  # SEM_ROWS: dump -> index rows
+    sem_hnsw: dict[str, bool]  # dump -> whether a suite searches its index with HNSW
     control: dict  # CONTROL_PARAMS
     control_taught: dict[str, bool]  # CONTROL_TAUGHT
     generation_samples: dict[str, int]  # samples per prompt besides greedy, per suite
@@ -110,12 +112,37 @@ def resolve(cfg: Config, dump_rows: dict[str, dict], model_rows: dict[str, dict]
         },
         sem_index=S.sem_index(cfg),
         sem_rows={dump: S.sem_index_rows(cfg, dump) for dump in dump_rows},
+        sem_hnsw={dump: searches_hnsw(cfg, dump) for dump in dump_rows},
         control=S.control_params(cfg),
         control_taught={s: s in cfg.control.suites for s in suites},
         generation_samples={s: generation_samples(cfg, s) for s in suites},
         bootstrap=report_settings(cfg, BOOTSTRAP_KEYS),
         control_check=report_settings(cfg, CONTROL_CHECK_KEYS),
     )
+
+
+def searches_hnsw(cfg: Config, dump: str) -> bool:
+    """Whether a suite searches ``dump``'s semantic index with HNSW (else the graph is not built:
+    its build grows as n^1.3, issue 15)."""
+    return any(
+        r["search"] == "hnsw" and r["dump"] == dump
+        for r in (S.suite_retrieve(cfg, s) for s in cfg.suites)
+        if D.needs(r["strategies"], "index")
+    )
+
+
+#: Share of one retrieval job's state above its floor that every shard holds whatever its slice
+#: (type members and their forms; measured 0.19 at 50 k entities, config/README.md "Profiles").
+RETRIEVE_SHARED = 0.2
+
+
+def retrieve_shard_factor(strategies: list[str], shards: int, per_mb: float = 4.0) -> float:
+    """MB of memory per MB of input of one retrieval shard: ``per_mb`` (one job's factor) times its
+    slice of the state, ``RETRIEVE_SHARED + (1 - RETRIEVE_SHARED) / shards`` (issue 31 item 4: a
+    shard holds the statements of its own subjects). Strategies that read their relations'
+    statements whole (co-occurrence, ``needs: statements``) do so in every shard: no division."""
+    shared = 1.0 if D.needs(strategies, "statements") else RETRIEVE_SHARED
+    return per_mb * (shared + (1 - shared) / shards)
 
 
 def generation_samples(cfg: Config, suite: str) -> int:
