@@ -71,6 +71,9 @@ class Cooccurrence:
         # retrieval log separates them from the per-fact cost (benchmarks/scale.py).
         self.built_s, self.built = 0.0, 0
         self._counts: dict[tuple, _Levels] = {}
+        # Entities held by the memo (levels and their admissible parts), kept as a running total:
+        # summing over the memo at every miss cost O(memo) per fact.
+        self._held = 0
         self._by_object: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def _columns(self, r: int, side: str) -> tuple[np.ndarray, np.ndarray]:
@@ -90,12 +93,11 @@ class Cooccurrence:
         key_col, found_col = self._columns(r, side)
         types = omega.types_of(anchor)
         key = (r, side, tuple(types.tolist()))
-        if key not in self._counts:
-            if len(self._counts) > 4096 or sum(len(v.ents) for v in self._counts.values()) > _MEMO_ENTITIES:
-                self._counts.clear()
+        lv = self._counts.get(key)
+        if lv is None:
             started = time.perf_counter()
             rows = _rows_of(_fitting(omega.members(types), key_col.dtype), key_col)
-            self._counts[key] = _Levels(*np.unique(found_col[rows], return_counts=True))
+            lv = self._remember(key, _Levels(*np.unique(found_col[rows], return_counts=True)))
             self.built_s += time.perf_counter() - started
             self.built += 1
         # A typed anchor is one of its own siblings: its statements come off the counts.
@@ -104,7 +106,36 @@ class Cooccurrence:
             # The anchor in the column's own dtype: a Python int would make searchsorted copy it.
             at = key_col.dtype.type(anchor)
             own = found_col[np.searchsorted(key_col, at, "left") : np.searchsorted(key_col, at, "right")]
-        return self._counts[key], own
+        return lv, own
+
+    def _remember(self, key: tuple, lv: _Levels) -> _Levels:
+        """Memoise ``lv`` under ``key``, emptying the memo first when it is full."""
+        if len(self._counts) > 4096 or self._held > _MEMO_ENTITIES:
+            self._counts.clear()
+            self._held = 0
+        self._counts[key] = lv
+        self._held += len(lv.ents)
+        return lv
+
+    def _admissible(self, omega: Omega, lv: _Levels, types: tuple) -> _Levels:
+        """``lv`` restricted to the entities declaring one of ``types`` (Ω's clause 1 for the
+        slot's anchor), memoised in ``lv``: facts of a relation share a few such pairs of type
+        sets, and a hub's sibling set (every subject of (·, P17, country)) is mostly of other
+        types, which Ω would reject one by one, fact after fact."""
+        sub = lv.within.get(types)
+        if sub is None:
+            started = time.perf_counter()
+            members = _fitting(omega.members(np.array(types, np.int64)), lv.ents.dtype)
+            # Intersect from the smaller side: a binary search per entity of it.
+            if len(members) < len(lv.ents):
+                idx = np.searchsorted(lv.ents, members[in_sorted(lv.ents, members)])
+            else:
+                idx = np.flatnonzero(in_sorted(members, lv.ents))
+            sub = lv.within[types] = _Levels(lv.ents[idx], lv.counts[idx])
+            self._held += len(idx)
+            self.built_s += time.perf_counter() - started
+            self.built += 1
+        return sub
 
     def counts(self, omega: Omega, s: int, r: int, o: int, side: str) -> tuple[np.ndarray, np.ndarray]:
         """``(entities, frequencies)`` of Algorithm 1 for one fact (sorted ids, frequency ≥ 1)."""
@@ -114,20 +145,29 @@ class Cooccurrence:
         keep = counts > 0
         return lv.ents[keep], counts[keep]
 
-    def levels(self, omega: Omega, fact_id: str, s: int, r: int, o: int, side: str):
+    def levels(
+        self, omega: Omega, fact_id: str, s: int, r: int, o: int, side: str, within: tuple | None = None
+    ):
         """The ranking of one side as lists of ``(entity, frequency)``, most frequent first (no
         Ω yet): one list per frequency level, ties by ``stable_hash(fact_id, side, entity)``; a
-        level above ``big_tie`` entities in blocks of its per-fact rotation (module docstring)."""
+        level above ``big_tie`` entities in blocks of its per-fact rotation (module docstring).
+
+        ``within``: declared types; only the entities declaring one of them are listed, in the
+        same order (whether a level is a big tie still follows its whole size)."""
         lv, own = self._levels_of(omega, s if side == "object" else o, r, side)
         moved, by = np.unique(own, return_counts=True)
         base = lv.counts[np.searchsorted(lv.ents, moved)] if len(moved) else moved
         now = base - by
-        for level in arrays.union(lv.values, now[now > 0])[::-1].tolist():
-            members = lv.level(level)
-            gone = moved[base == level]
-            come = moved[now == level]
-            size = len(members) - len(gone) + len(come)
-            if size <= 0:
+        sub, mine = lv, np.ones(len(moved), dtype=bool)
+        if within is not None:
+            sub = self._admissible(omega, lv, within)
+            mine = in_sorted(sub.ents, moved)
+        for level in arrays.union(sub.values, now[(now > 0) & mine])[::-1].tolist():
+            size = lv.size(level) - int(np.count_nonzero(base == level)) + int(np.count_nonzero(now == level))
+            members = sub.level(level)
+            gone = moved[(base == level) & mine]
+            come = moved[(now == level) & mine]
+            if size <= 0 or len(members) - len(gone) + len(come) <= 0:
                 continue
             if size <= self.big_tie:
                 tied = arrays.union(members[~in_sorted(gone, members)], come)
@@ -135,9 +175,9 @@ class Cooccurrence:
                 yield [(int(e), level) for e in tied[np.argsort(hashed, kind="stable")].tolist()]
             else:
                 started = time.perf_counter()
-                order = lv.hash_order(level, r, side)
+                order = sub.hash_order(level, r, side)
                 self.built_s += time.perf_counter() - started
-                yield from lv.rotation(level, order, (r, side), stable_hash(fact_id, side), gone, come)
+                yield from sub.rotation(level, order, (r, side), stable_hash(fact_id, side), gone, come)
 
     def ranked(self, omega: Omega, fact_id: str, s: int, r: int, o: int, side: str) -> list[tuple[int, int]]:
         """All ``(entity, frequency)`` alternatives of one side, most frequent first (no Ω yet)."""
@@ -148,8 +188,11 @@ class Cooccurrence:
     ) -> list[tuple[int, int, float]]:
         """Top ``n`` Ω-valid alternatives ``(entity, frequency, relevance)``."""
         admit = omega.filter if side == "object" else omega.filter_subjects
+        # Ω admits only entities sharing a declared type with the slot's true filler (clause 1):
+        # listing those only, in the same order, gives the same first n.
+        within = tuple(omega.types_of(o if side == "object" else s).tolist())
         found: list[tuple[int, int]] = []
-        for level in self.levels(omega, fact_id, s, r, o, side):
+        for level in self.levels(omega, fact_id, s, r, o, side, within):
             if len(found) >= n:
                 break
             freq = dict(level)
@@ -201,11 +244,18 @@ class _Levels:
             zip(self.values.tolist(), zip(first.tolist(), ends.tolist(), strict=True), strict=True)
         )
         self._hashed: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        # The admissible parts of these levels per declared type set (Cooccurrence._admissible).
+        self.within: dict[tuple, _Levels] = {}
 
     def level(self, value: int) -> np.ndarray:
         """Entities of frequency ``value`` (sorted ids; empty when none)."""
         lo, hi = self.bounds.get(value, (0, 0))
         return self.by_level[lo:hi]
+
+    def size(self, value: int) -> int:
+        """Number of entities of frequency ``value``."""
+        lo, hi = self.bounds.get(value, (0, 0))
+        return hi - lo
 
     def hash_order(self, value: int, r: int, side: str) -> tuple[np.ndarray, np.ndarray]:
         """``(hashes, entities)`` of level ``value`` ascending by ``stable_hash(r, side, e)``
