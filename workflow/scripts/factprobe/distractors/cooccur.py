@@ -41,6 +41,13 @@ class Cooccurrence:
     a relation) count once, and a fact only moves its anchor's own statements one level down
     (Algorithm 1 excludes the anchor from its siblings). Ranking is lazy, one level at a time,
     so a fact's work follows the levels Ω reaches, not the size of the sibling set (issue 15).
+
+    Ω admits only entities sharing a declared type with the slot's true filler, so
+    :meth:`alternatives` ranks the levels restricted to those entities, memoised per filler
+    type set too (issue 31): a hub's sibling set is mostly of other types (every subject of
+    (·, P17, country) against one subject's type), which Ω used to reject one by one for every
+    fact, a read that grew with the dump (8.5k candidates per subject-side fact at 250k
+    entities, 1.9k at 50k). The order is that of the whole ranking, so the output is the same.
     """
 
     def __init__(self, statements: pd.DataFrame, big_tie: int = BIG_TIE) -> None:
