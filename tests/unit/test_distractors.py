@@ -574,11 +574,10 @@ def hub_world() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     return st, types, pd.DataFrame({"entity": ents, "form": names})
 
 
-def algorithm_1_reference(st, types, omega, fid, s, r, o, side, n, big_tie):
+def algorithm_1_reference(st, typed, omega, fid, s, r, o, side, n, big_tie):
     """PROBELM Algorithm 1 on plain Python sets for one side, ties ordered as the module
     docstring states (a tie of more than ``big_tie`` entities as a rotation of the hash order),
-    then the first ``n`` that Ω admits, checked clause by clause."""
-    typed = types.groupby("id")["type"].apply(set).to_dict()
+    then the first ``n`` that Ω admits, checked clause by clause. ``typed``: id -> set of types."""
     anchor, col, other = (s, "subject", "object") if side == "object" else (o, "object", "subject")
     siblings = {e for e, ts in typed.items() if ts & typed.get(anchor, set())} - {anchor}
     rows = st[(st["property"] == r) & st[col].isin(siblings)]
@@ -614,6 +613,7 @@ def test_cooccur_alternatives_equal_algorithm_1_with_hubs_and_big_ties():
     # (memoised per type sets) and must list exactly what the naive ranking + Ω lists.
     st, types, forms = hub_world()
     omega = Omega(types, forms, st, form_threshold=None)
+    typed = types.groupby("id")["type"].apply(set).to_dict()
     # Random facts of each relation and those of the observatories, a small type among many.
     picked = pd.concat([st.groupby("property").sample(12, random_state=3), st[st["subject"] >= 4000]])
     facts = [(int(f.subject), int(f.property), int(f.object)) for f in picked.itertuples(index=False)]
@@ -623,7 +623,7 @@ def test_cooccur_alternatives_equal_algorithm_1_with_hubs_and_big_ties():
         for s, r, o in facts:
             fid = f"Q{s}|P{r}|Q{o}"
             for side in ("object", "subject"):
-                want, ranked = algorithm_1_reference(st, types, omega, fid, s, r, o, side, 5, big_tie)
+                want, ranked = algorithm_1_reference(st, typed, omega, fid, s, r, o, side, 5, big_tie)
                 assert co.alternatives(omega, fid, s, r, o, 5, side) == want, (big_tie, fid, side)
                 assert [e for e, _ in co.ranked(omega, fid, s, r, o, side)] == ranked
                 # Facts whose admitted alternatives sit deep in a hub's ranking.
@@ -631,6 +631,21 @@ def test_cooccur_alternatives_equal_algorithm_1_with_hubs_and_big_ties():
         # Facts share their (relation, side, type sets): far fewer structures than facts.
         assert co.built < 2 * len(facts) * 2
     assert deep >= 10
+
+
+def test_valid_with_is_valid_for_per_subject():
+    # The subject side's validity clause for a block of candidates at once, against the set of
+    # each (s*, r): companies with two countries, subjects without the relation, unknown ids.
+    st, types, forms = hub_world()
+    omega = Omega(types, forms, st, form_threshold=None)
+    part = np.concatenate([np.arange(2990, 3060), np.arange(90, 110), [10**9]]).astype(np.int64)
+    hits = 0
+    for r, o in [(17, 1), (17, 5), (19, 150), (99, 1)]:
+        want = np.array([o in omega.valid_for(e, r) for e in part.tolist()])
+        assert (omega.valid_with(part, r, o) == want).all()
+        hits += int(want.sum())
+    assert hits > 10
+    assert omega.valid_with(np.empty(0, np.int64), 17, 1).size == 0
 
 
 def test_pool_is_hash_ordered_same_relation_objects(suite):
