@@ -31,6 +31,8 @@ BIG_TIE = 1024
 _INT32_MAX = np.iinfo(np.int32).max
 # Entities held by the memoised levels before the memo is emptied (a few GB at most).
 _MEMO_ENTITIES = 50_000_000
+# Admissible parts (one per relation, side and pair of type sets) held before the memo is emptied.
+_MEMO_PARTS = 65_536
 
 
 class Cooccurrence:
@@ -78,9 +80,9 @@ class Cooccurrence:
         # retrieval log separates them from the per-fact cost (benchmarks/scale.py).
         self.built_s, self.built = 0.0, 0
         self._counts: dict[tuple, _Levels] = {}
-        # Entities held by the memo (levels and their admissible parts), kept as a running total:
-        # summing over the memo at every miss cost O(memo) per fact.
-        self._held = 0
+        # Entities and admissible parts held by the memo, kept as running totals: summing over
+        # the memo at every miss cost O(memo) per fact.
+        self._held, self._parts = 0, 0
         self._by_object: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def _columns(self, r: int, side: str) -> tuple[np.ndarray, np.ndarray]:
@@ -117,9 +119,9 @@ class Cooccurrence:
 
     def _remember(self, key: tuple, lv: _Levels) -> _Levels:
         """Memoise ``lv`` under ``key``, emptying the memo first when it is full."""
-        if len(self._counts) > 4096 or self._held > _MEMO_ENTITIES:
+        if len(self._counts) > 4096 or self._parts > _MEMO_PARTS or self._held > _MEMO_ENTITIES:
             self._counts.clear()
-            self._held = 0
+            self._held, self._parts = 0, 0
         self._counts[key] = lv
         self._held += len(lv.ents)
         return lv
@@ -140,6 +142,7 @@ class Cooccurrence:
                 idx = np.flatnonzero(in_sorted(members, lv.ents))
             sub = lv.within[types] = _Levels(lv.ents[idx], lv.counts[idx])
             self._held += len(idx)
+            self._parts += 1
             self.built_s += time.perf_counter() - started
             self.built += 1
         return sub
