@@ -33,6 +33,8 @@ _INT32_MAX = np.iinfo(np.int32).max
 _MEMO_ENTITIES = 50_000_000
 # Admissible parts (one per relation, side and pair of type sets) held before the memo is emptied.
 _MEMO_PARTS = 65_536
+# An anchor with more own statements than this is a hub: its moves are memoised (_moves).
+_HUB_OWN = 256
 
 
 class Cooccurrence:
@@ -147,6 +149,28 @@ class Cooccurrence:
             self.built += 1
         return sub
 
+    def _moves(self, lv: _Levels, sub: _Levels, key: tuple, own: np.ndarray) -> tuple:
+        """``(moved, base, now, change)``: the anchor's own found entities that are in ``sub``,
+        their frequency in ``lv`` and without the anchor's statements, and the net change of
+        each level's whole size. Memoised in ``lv`` for a hub anchor (a country's subjects,
+        tens of thousands at 1M entities), which every fact of that object would redo."""
+        got = lv.moves.get(key)
+        if got is None:
+            moved, by = np.unique(own, return_counts=True)
+            base = lv.counts[np.searchsorted(lv.ents, moved)] if len(moved) else moved
+            now = base - by
+            values, at = np.unique(np.concatenate([base, now]), return_inverse=True)
+            net = np.bincount(at, np.repeat([-1.0, 1.0], len(moved)), minlength=len(values))
+            change = dict(zip(values.tolist(), net.astype(np.int64).tolist(), strict=True))
+            if sub is not lv:
+                mine = in_sorted(sub.ents, moved)
+                moved, base, now = moved[mine], base[mine], now[mine]
+            got = (moved, base, now, change)
+            if len(own) > _HUB_OWN:
+                lv.moves[key] = got
+                self._held += len(own)
+        return got
+
     def counts(self, omega: Omega, s: int, r: int, o: int, side: str) -> tuple[np.ndarray, np.ndarray]:
         """``(entities, frequencies)`` of Algorithm 1 for one fact (sorted ids, frequency ≥ 1)."""
         lv, own = self._levels_of(omega, s if side == "object" else o, r, side)
@@ -164,19 +188,15 @@ class Cooccurrence:
 
         ``within``: declared types; only the entities declaring one of them are listed, in the
         same order (whether a level is a big tie still follows its whole size)."""
-        lv, own = self._levels_of(omega, s if side == "object" else o, r, side)
-        moved, by = np.unique(own, return_counts=True)
-        base = lv.counts[np.searchsorted(lv.ents, moved)] if len(moved) else moved
-        now = base - by
-        sub, mine = lv, np.ones(len(moved), dtype=bool)
-        if within is not None:
-            sub = self._admissible(omega, lv, within)
-            mine = in_sorted(sub.ents, moved)
-        for level in arrays.union(sub.values, now[(now > 0) & mine])[::-1].tolist():
-            size = lv.size(level) - int(np.count_nonzero(base == level)) + int(np.count_nonzero(now == level))
+        anchor = s if side == "object" else o
+        lv, own = self._levels_of(omega, anchor, r, side)
+        sub = lv if within is None else self._admissible(omega, lv, within)
+        moved, base, now, change = self._moves(lv, sub, (anchor, within), own)
+        for level in arrays.union(sub.values, now[now > 0])[::-1].tolist():
+            size = lv.size(level) + change.get(level, 0)
             members = sub.level(level)
-            gone = moved[(base == level) & mine]
-            come = moved[(now == level) & mine]
+            gone = moved[base == level]
+            come = moved[now == level]
             if size <= 0 or len(members) - len(gone) + len(come) <= 0:
                 continue
             if size <= self.big_tie:
@@ -254,8 +274,10 @@ class _Levels:
             zip(self.values.tolist(), zip(first.tolist(), ends.tolist(), strict=True), strict=True)
         )
         self._hashed: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
-        # The admissible parts of these levels per declared type set (Cooccurrence._admissible).
+        # The admissible parts of these levels per declared type set (Cooccurrence._admissible)
+        # and the moves of hub anchors (Cooccurrence._moves).
         self.within: dict[tuple, _Levels] = {}
+        self.moves: dict[tuple, tuple] = {}
 
     def level(self, value: int) -> np.ndarray:
         """Entities of frequency ``value`` (sorted ids; empty when none)."""
