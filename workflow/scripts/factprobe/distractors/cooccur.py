@@ -149,27 +149,31 @@ class Cooccurrence:
             self.built += 1
         return sub
 
-    def _moves(self, lv: _Levels, sub: _Levels, key: tuple, own: np.ndarray) -> tuple:
+    def _moves(self, lv: _Levels, sub: _Levels, anchor: int, own: np.ndarray) -> tuple:
         """``(moved, base, now, change)``: the anchor's own found entities that are in ``sub``,
         their frequency in ``lv`` and without the anchor's statements, and the net change of
-        each level's whole size. Memoised in ``lv`` for a hub anchor (a country's subjects,
-        tens of thousands at 1M entities), which every fact of that object would redo."""
-        got = lv.moves.get(key)
+        each level's whole size. A hub anchor's (a country's subjects, tens of thousands at 1M
+        entities), which every fact of that object would redo, is memoised in ``lv``."""
+        got = lv.moves.get(anchor)
         if got is None:
             moved, by = np.unique(own, return_counts=True)
             base = lv.counts[np.searchsorted(lv.ents, moved)] if len(moved) else moved
             now = base - by
             values, at = np.unique(np.concatenate([base, now]), return_inverse=True)
             net = np.bincount(at, np.repeat([-1.0, 1.0], len(moved)), minlength=len(values))
-            change = dict(zip(values.tolist(), net.astype(np.int64).tolist(), strict=True))
-            if sub is not lv:
-                mine = in_sorted(sub.ents, moved)
-                moved, base, now = moved[mine], base[mine], now[mine]
-            got = (moved, base, now, change)
+            got = (moved, base, now, dict(zip(values.tolist(), net.astype(np.int64).tolist(), strict=True)))
             if len(own) > _HUB_OWN:
-                lv.moves[key] = got
+                lv.moves[anchor] = got
                 self._held += len(own)
-        return got
+        moved, base, now, change = got
+        if sub is lv:
+            return got
+        # Intersect from the smaller side (a hub's moves against a small admissible part).
+        if len(sub.ents) < len(moved):
+            mine = np.searchsorted(moved, sub.ents[in_sorted(moved, sub.ents)])
+        else:
+            mine = np.flatnonzero(in_sorted(sub.ents, moved))
+        return moved[mine], base[mine], now[mine], change
 
     def counts(self, omega: Omega, s: int, r: int, o: int, side: str) -> tuple[np.ndarray, np.ndarray]:
         """``(entities, frequencies)`` of Algorithm 1 for one fact (sorted ids, frequency ≥ 1)."""
@@ -191,7 +195,7 @@ class Cooccurrence:
         anchor = s if side == "object" else o
         lv, own = self._levels_of(omega, anchor, r, side)
         sub = lv if within is None else self._admissible(omega, lv, within)
-        moved, base, now, change = self._moves(lv, sub, (anchor, within), own)
+        moved, base, now, change = self._moves(lv, sub, anchor, own)
         for level in arrays.union(sub.values, now[now > 0])[::-1].tolist():
             size = lv.size(level) + change.get(level, 0)
             members = sub.level(level)
