@@ -545,6 +545,109 @@ def test_cooccur_rotation_reads_a_long_tie_in_blocks():
     assert co.ranked(omega, "Q99999|P27|Q1", 99_999, 27, 1, "object") == []
 
 
+def hub_world() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``(statements, types, forms)`` of a small Wikidata-shaped graph with hubs: cities, people,
+    companies and a few observatories in 12 countries (country 1 a hub holding half of them),
+    people born in cities; most entities of other types than any one subject, some with two
+    types, a few without a form or sharing a form with another entity."""
+    rng = np.random.default_rng(31)
+    countries, cities = np.arange(1, 13), np.arange(100, 400)
+    people, companies, observatories = np.arange(1000, 2200), np.arange(3000, 3300), np.arange(4000, 4012)
+    located = np.concatenate([cities, people, companies, observatories])
+    hub = rng.random(len(located)) < 0.5
+    country = np.where(hub, 1, rng.integers(2, 13, len(located)))
+    born = rng.choice(people, 900, replace=False)
+    st = pd.DataFrame(
+        {
+            "subject": np.concatenate([located, born, companies[:40]]),
+            "property": np.repeat([17, 19, 17], [len(located), len(born), 40]),
+            "object": np.concatenate([country, rng.choice(cities, len(born)), rng.integers(2, 13, 40)]),
+        }
+    ).drop_duplicates()
+    kinds = [(countries, 6), (cities, 515), (people, 5), (companies, 4830), (observatories, 62832)]
+    types = pd.concat([pd.DataFrame({"id": ids, "type": t}) for ids, t in kinds])
+    # Capitals are cities and companies' seats: entities of two types, two type sets per kind.
+    types = pd.concat([types, pd.DataFrame({"id": cities[:30], "type": 4830})]).astype("int64")
+    ents = np.concatenate([countries, cities, people, companies, observatories])
+    ents = ents[rng.random(len(ents)) > 0.05]
+    names = [f"name {e}" if e % 37 else "shared name" for e in ents.tolist()]
+    return st, types, pd.DataFrame({"entity": ents, "form": names})
+
+
+def algorithm_1_reference(st, typed, omega, fid, s, r, o, side, n, big_tie):
+    """PROBELM Algorithm 1 on plain Python sets for one side, ties ordered as the module
+    docstring states (a tie of more than ``big_tie`` entities as a rotation of the hash order),
+    then the first ``n`` that Ω admits, checked clause by clause. ``typed``: id -> set of types."""
+    anchor, col, other = (s, "subject", "object") if side == "object" else (o, "object", "subject")
+    siblings = {e for e, ts in typed.items() if ts & typed.get(anchor, set())} - {anchor}
+    rows = st[(st["property"] == r) & st[col].isin(siblings)]
+    freq = rows[other].value_counts().to_dict()
+    size = pd.Series(freq).value_counts().to_dict() if freq else {}
+    offset = stable_hash(fid, side)
+
+    def key(e):
+        if size[freq[e]] <= big_tie:
+            return (-freq[e], stable_hash(fid, side, e))
+        return (-freq[e], (stable_hash(r, side, e) - offset) % 2**64)
+
+    filler = o if side == "object" else s
+    forms = omega.forms_of(filler)
+    valid = set(st.loc[(st["subject"] == s) & (st["property"] == r), "object"]) if side == "object" else None
+    got = []
+    for e in sorted(freq, key=key):
+        admitted = (
+            bool(typed.get(e, set()) & typed.get(filler, set()))
+            and e != filler
+            and (e not in valid if side == "object" else o not in omega.valid_for(e, r))
+            and bool(omega.forms_of(e))
+            and not set(forms) & set(omega.forms_of(e))
+        )
+        if admitted and len(got) < n:
+            got.append((e, freq[e], float(n + 1 - len(got) - 1)))
+    return got, sorted(freq, key=key)
+
+
+def test_cooccur_alternatives_equal_algorithm_1_with_hubs_and_big_ties():
+    # Subject side of (·, P17, country): the hub's sibling set is every located entity, mostly
+    # of other types than the fact's subject; the optimised path ranks only the admissible ones
+    # (memoised per type sets) and must list exactly what the naive ranking + Ω lists.
+    st, types, forms = hub_world()
+    omega = Omega(types, forms, st, form_threshold=None)
+    typed = types.groupby("id")["type"].apply(set).to_dict()
+    # Random facts of each relation and those of the observatories, a small type among many.
+    picked = pd.concat([st.groupby("property").sample(12, random_state=3), st[st["subject"] >= 4000]])
+    facts = [(int(f.subject), int(f.property), int(f.object)) for f in picked.itertuples(index=False)]
+    deep = 0
+    for big_tie in (0, 8, 10**9):
+        co = Cooccurrence(st.assign(rank=1), big_tie=big_tie)
+        for s, r, o in facts:
+            fid = f"Q{s}|P{r}|Q{o}"
+            for side in ("object", "subject"):
+                want, ranked = algorithm_1_reference(st, typed, omega, fid, s, r, o, side, 5, big_tie)
+                assert co.alternatives(omega, fid, s, r, o, 5, side) == want, (big_tie, fid, side)
+                assert [e for e, _ in co.ranked(omega, fid, s, r, o, side)] == ranked
+                # Facts whose admitted alternatives sit deep in a hub's ranking.
+                deep += bool(want) and ranked.index(want[-1][0]) > 100
+        # Facts share their (relation, side, type sets): far fewer structures than facts.
+        assert co.built < 2 * len(facts) * 2
+    assert deep >= 10
+
+
+def test_valid_with_is_valid_for_per_subject():
+    # The subject side's validity clause for a block of candidates at once, against the set of
+    # each (s*, r): companies with two countries, subjects without the relation, unknown ids.
+    st, types, forms = hub_world()
+    omega = Omega(types, forms, st, form_threshold=None)
+    part = np.concatenate([np.arange(2990, 3060), np.arange(90, 110), [10**9]]).astype(np.int64)
+    hits = 0
+    for r, o in [(17, 1), (17, 5), (19, 150), (99, 1)]:
+        want = np.array([o in omega.valid_for(e, r) for e in part.tolist()])
+        assert (omega.valid_with(part, r, o) == want).all()
+        hits += int(want.sum())
+    assert hits > 10
+    assert omega.valid_with(np.empty(0, np.int64), 17, 1).size == 0
+
+
 def test_pool_is_hash_ordered_same_relation_objects(suite):
     facts, forms, omega = suite
     pools = relation_pools(facts, forms, ["en", "cs"])

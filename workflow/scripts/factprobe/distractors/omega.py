@@ -195,6 +195,20 @@ class Omega:
         lo, hi = np.searchsorted(keys, key, "left"), np.searchsorted(keys, key, "right")
         return set(objects[lo:hi].tolist())
 
+    def valid_with(self, subjects: np.ndarray, r: int, o: int) -> np.ndarray:
+        """Which ``subjects`` s* have (s*, r, o) valid at the dump date, vectorised: ``o in
+        valid_for(s*, r)`` for each, without a Python loop over the candidates."""
+        keys, objects = self._valid
+        want = pair_keys(subjects, np.full(len(subjects), r, np.int64))
+        lo, hi = np.searchsorted(keys, want, "left"), np.searchsorted(keys, want, "right")
+        width = hi - lo
+        owner = np.repeat(np.arange(len(want)), width)
+        # Row positions lo..hi-1 of every subject, one after the other.
+        at = np.arange(width.sum()) + np.repeat(lo - np.cumsum(width) + width, width)
+        out = np.zeros(len(want), dtype=bool)
+        out[owner[objects[at] == o]] = True
+        return out
+
     def forms_of(self, entity: int) -> tuple:
         """Normalised forms of ``entity`` (distinct, first occurrence first)."""
         ents, raw, memo = self._forms
@@ -281,7 +295,7 @@ class Omega:
 
         def admit(part: np.ndarray) -> np.ndarray:
             part = part[self.same_type(s, part) & (part != s)]
-            part = part[np.array([o not in self.valid_for(e, r) for e in part.tolist()], dtype=bool)]
+            part = part[~self.valid_with(part, r, o)]
             part = part[self.has_form(part)]
             return part[~self.shares_form(s, part)]
 

@@ -799,30 +799,7 @@ def sem_distractors(
     """
     out: list[list[int]] = [[] for _ in facts]
     if search == "exact":
-        # Ω admits only entities sharing a declared type with o: search inside them (one exact
-        # search per type set, the reference code's index per type), not against every entity.
-        by_types: dict[tuple, list[int]] = {}
-        for i, (_, _, o) in enumerate(facts):
-            by_types.setdefault(tuple(omega.types_of(o).tolist()), []).append(i)
-        for types, group in by_types.items():
-            started = time.perf_counter()
-            within = TypeSlice(index, omega.members(np.array(types, np.int64)))
-            if built is not None:
-                built["s"] += time.perf_counter() - started
-                built["n"] += 1
-            for i in group:
-                s, r, o = facts[i]
-                started = time.perf_counter()
-                scored = within.scores(o)
-                # Ω keeps the first n of the ranking: rank a prefix, the whole set only if Ω
-                # rejects most of it (the same list either way).
-                prefix = within.ranked(o, widen * n + 16, scored)
-                if built is not None:
-                    built["search_s"] = built.get("search_s", 0.0) + time.perf_counter() - started
-                out[i] = omega.filter(s, r, o, prefix, n)
-                if len(out[i]) < n and len(prefix) < len(scored[0]):
-                    out[i] = omega.filter(s, r, o, within.ranked(o, None, scored), n)
-        return out
+        return _exact_lists(index, omega, facts, n, widen, built)
     todo = list(range(len(facts)))
     k = widen * n + 16
     total = len(index.entities)
@@ -836,4 +813,43 @@ def sem_distractors(
             if len(out[i]) < n and len(cand) >= min(k, total - 1) and k < total - 1:
                 again.append(i)
         todo, k = again, k * widen
+    return out
+
+
+def _exact_lists(index: SemIndex, omega, facts: list[tuple[int, int, int]], n: int, widen: int, built):
+    """:func:`sem_distractors` with ``search="exact"``: the ranking of the entities sharing a
+    declared type with o (the only ones Ω admits), by exact cosine, then Ω.
+
+    One exact search per type set (the reference code's index per type), not against every
+    entity; within it, one product per distinct object: facts sharing an object (a country,
+    hundreds of facts at 250k entities) share its ranking, and only Ω, which depends on
+    (s, r), runs per fact (issue 31: the product costs the postings of o's features in its
+    type, which grow with the dump)."""
+    out: list[list[int]] = [[] for _ in facts]
+    by_types: dict[tuple, list[int]] = {}
+    for i, (_, _, o) in enumerate(facts):
+        by_types.setdefault(tuple(omega.types_of(o).tolist()), []).append(i)
+    for types, group in by_types.items():
+        started = time.perf_counter()
+        within = TypeSlice(index, omega.members(np.array(types, np.int64)))
+        if built is not None:
+            built["s"] += time.perf_counter() - started
+            built["n"] += 1
+        last, whole = None, None
+        for i in sorted(group, key=lambda i: facts[i][2]):
+            s, r, o = facts[i]
+            if o != last:
+                started = time.perf_counter()
+                scored = within.scores(o)
+                # Ω keeps the first n of the ranking: rank a prefix, the whole set only if Ω
+                # rejects most of it (the same list either way).
+                prefix = within.ranked(o, widen * n + 16, scored)
+                last, whole = o, None
+                if built is not None:
+                    built["search_s"] = built.get("search_s", 0.0) + time.perf_counter() - started
+            out[i] = omega.filter(s, r, o, prefix, n)
+            if len(out[i]) < n and len(prefix) < len(scored[0]):
+                if whole is None:
+                    whole = within.ranked(o, None, scored)
+                out[i] = omega.filter(s, r, o, whole, n)
     return out
