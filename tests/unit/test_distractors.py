@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 from contract_frames import full
 from factprobe.contracts import id_ints as qids
+from factprobe.distractors import semantic
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.omega import Omega, load_types, suite_omega, valid_objects
 from factprobe.distractors.pool import pool_distractors, relation_pools
@@ -381,6 +382,26 @@ def test_sem_ranks_a_prefix_and_falls_back_to_the_whole_type(index, suite):
     assert sum(len(w) > 16 for w in want) >= 5
     for widen in (0, 1, 4):
         assert sem_distractors(idx, omega, triples, 30, "exact", widen) == want
+
+
+def test_sem_per_type_slices_give_the_type_set_ranking(index, suite, monkeypatch):
+    # Slices per declared type, their scores united per type set (issue 31), equal one slice of
+    # the whole set; whether the cache holds every type or drops each after use (budget 1).
+    facts, _, omega = suite
+    idx = load_index(index, "exact")
+    triples = [tuple(int(x[1:]) for x in fid.split("|")) for fid in facts["fact_id"]]
+    assert sum(len(omega.types_of(o)) > 1 for _, _, o in triples) >= 5  # sets of several types
+    want = [
+        omega.filter(s, r, o, TypeSlice(idx, omega.members(omega.types_of(o))).ranked(o), 10)
+        for s, r, o in triples
+    ]
+    for budget in (1, 10**9):
+        monkeypatch.setattr(semantic, "SLICE_CACHE_NNZ", budget)
+        built = {"s": 0.0, "n": 0}
+        assert sem_distractors(idx, omega, triples, 10, "exact", 4, built) == want
+        types = {int(t) for _, _, o in triples for t in omega.types_of(o)}
+        # Each type read once while held; re-read after being dropped.
+        assert built["n"] == len(types) if budget > 1 else built["n"] >= len(types)
 
 
 def test_temp_sem_puts_past_objects_first(claims, suite, index):

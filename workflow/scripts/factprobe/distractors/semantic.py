@@ -565,12 +565,18 @@ class TypeSlice:
         """Candidate ids most similar first, ties by id; ``top``: only those at least as similar
         as the ``top``-th (a prefix of the whole ranking, ties kept whole)."""
         rows, vals = scored if scored is not None else self.scores(entity)
-        if top is not None and len(vals) > top:
-            kth = np.partition(vals, len(vals) - top)[len(vals) - top]
-            keep = vals >= kth
-            rows, vals = rows[keep], vals[keep]
-        order = np.lexsort((rows, -vals))
-        return self.index.entities[rows[order]].tolist()
+        return _ranked(self.index, rows, vals, top)
+
+
+def _ranked(index: SemIndex, rows: np.ndarray, vals: np.ndarray, top: int | None) -> list[int]:
+    """Entity ids of ``rows`` by cosine ``vals`` descending, ties by row (= entity id order);
+    ``top``: only those at least as similar as the ``top``-th (ties kept whole)."""
+    if top is not None and len(vals) > top:
+        kth = np.partition(vals, len(vals) - top)[len(vals) - top]
+        keep = vals >= kth
+        rows, vals = rows[keep], vals[keep]
+    order = np.lexsort((rows, -vals))
+    return index.entities[rows[order]].tolist()
 
 
 def _weighted_bags(
@@ -816,40 +822,86 @@ def sem_distractors(
     return out
 
 
+class TypeSlices:
+    """:class:`TypeSlice` per declared type, kept while their non-zeros fit ``budget_nnz``
+    (least recently used dropped first), for :func:`_exact_lists`.
+
+    Ω admits the entities sharing a declared type with o: the union of o's types' members. One
+    slice per type set re-read a giant class (humans, scholarly articles) for every set that
+    holds it, so the slices' building grew as (number of sets) x (class size), n^1.5-1.9 between
+    250 k and 4 M entities (issue 31). Per type, a class is read once while it stays in the
+    budget, and a set's scores are the union of its types' scores: each cosine is the same float
+    in every slice (:class:`TypeSlice`), so the union is the set's own ranking.
+    """
+
+    def __init__(self, index: SemIndex, omega, budget_nnz: int, built: dict | None = None) -> None:
+        self.index, self.omega, self.budget, self.built = index, omega, budget_nnz, built
+        self.slices: dict[int, TypeSlice] = {}
+
+    def _slice(self, t: int) -> TypeSlice:
+        got = self.slices.pop(t, None)
+        if got is None:
+            started = time.perf_counter()
+            got = TypeSlice(self.index, self.omega.members(np.array([t], np.int64)))
+            if self.built is not None:
+                self.built["s"] += time.perf_counter() - started
+                self.built["n"] += 1
+        self.slices[t] = got  # most recently used last
+        held = sum(x.XT.nnz for x in self.slices.values() if x.XT is not None)
+        for old in list(self.slices):
+            if held <= self.budget or old == t:
+                break
+            gone = self.slices.pop(old)
+            held -= gone.XT.nnz if gone.XT is not None else 0
+        return got
+
+    def scores(self, types: np.ndarray, entity: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, cosines)`` of the members of any of ``types`` with cosine > 0 to ``entity``."""
+        parts = [self._slice(int(t)).scores(entity) for t in types]
+        if not parts:
+            return np.empty(0, np.int64), np.empty(0, np.float32)
+        if len(parts) == 1:
+            return parts[0]
+        rows, first = np.unique(np.concatenate([p[0] for p in parts]), return_index=True)
+        return rows, np.concatenate([p[1] for p in parts])[first]
+
+
+#: Non-zeros of the type slices :func:`_exact_lists` keeps (8 bytes each: ≈ 1.6 GB).
+SLICE_CACHE_NNZ = 200_000_000
+
+
 def _exact_lists(index: SemIndex, omega, facts: list[tuple[int, int, int]], n: int, widen: int, built):
     """:func:`sem_distractors` with ``search="exact"``: the ranking of the entities sharing a
     declared type with o (the only ones Ω admits), by exact cosine, then Ω.
 
-    One exact search per type set (the reference code's index per type), not against every
-    entity; within it, one product per distinct object: facts sharing an object (a country,
-    hundreds of facts at 250k entities) share its ranking, and only Ω, which depends on
-    (s, r), runs per fact (issue 31: the product costs the postings of o's features in its
-    type, which grow with the dump)."""
+    Exact search inside o's types (the reference code's index per type; :class:`TypeSlices`), not
+    against every entity; one product per distinct object: facts sharing an object (a country,
+    hundreds of facts at 250k entities) share its ranking, and only Ω, which depends on (s, r),
+    runs per fact (issue 31: the product costs the postings of o's features in its types, which
+    grow with the dump)."""
     out: list[list[int]] = [[] for _ in facts]
+    slices = TypeSlices(index, omega, SLICE_CACHE_NNZ, built)
     by_types: dict[tuple, list[int]] = {}
     for i, (_, _, o) in enumerate(facts):
         by_types.setdefault(tuple(omega.types_of(o).tolist()), []).append(i)
-    for types, group in by_types.items():
-        started = time.perf_counter()
-        within = TypeSlice(index, omega.members(np.array(types, np.int64)))
-        if built is not None:
-            built["s"] += time.perf_counter() - started
-            built["n"] += 1
+    # Sets sharing their first types one after another: their slices are still held.
+    for types in sorted(by_types):
+        group = by_types[types]
         last, whole = None, None
         for i in sorted(group, key=lambda i: facts[i][2]):
             s, r, o = facts[i]
             if o != last:
                 started = time.perf_counter()
-                scored = within.scores(o)
+                scored = slices.scores(np.array(types, np.int64), o)
                 # Ω keeps the first n of the ranking: rank a prefix, the whole set only if Ω
                 # rejects most of it (the same list either way).
-                prefix = within.ranked(o, widen * n + 16, scored)
+                prefix = _ranked(index, *scored, widen * n + 16)
                 last, whole = o, None
                 if built is not None:
                     built["search_s"] = built.get("search_s", 0.0) + time.perf_counter() - started
             out[i] = omega.filter(s, r, o, prefix, n)
             if len(out[i]) < n and len(prefix) < len(scored[0]):
                 if whole is None:
-                    whole = within.ranked(o, None, scored)
+                    whole = _ranked(index, *scored, None)
                 out[i] = omega.filter(s, r, o, whole, n)
     return out
