@@ -549,14 +549,39 @@ class TypeSlice:
             index.release_pages()
         rows = blocks[0] if len(blocks) == 1 else sp.vstack(blocks, format="csr") if blocks else None
         del blocks
-        self.XT = rows.T.tocsr() if rows is not None else None
+        # Columns renumbered to the features the slice holds (a monotone map, so each row keeps
+        # its order and each cosine its float): the transposed slice's size follows its own
+        # non-zeros, not the dump's vocabulary (8 bytes a feature of indptr per slice: 2 GB at
+        # full size, and as much work to build, issue 31).
+        self.features = np.unique(rows.indices) if rows is not None else np.empty(0, np.int32)
+        self.XT = None
+        if rows is not None:
+            local = np.searchsorted(self.features, rows.indices).astype(np.int32)
+            rows = sp.csr_matrix((rows.data, local, rows.indptr), shape=(rows.shape[0], len(self.features)))
+            self.XT = rows.T.tocsr()
+
+    def nbytes(self) -> int:
+        """Bytes the slice holds (its transposed rows and feature map)."""
+        if self.XT is None:
+            return self.features.nbytes
+        return self.features.nbytes + sum(a.nbytes for a in (self.XT.data, self.XT.indices, self.XT.indptr))
 
     def scores(self, entity: int) -> tuple[np.ndarray, np.ndarray]:
         """``(rows, cosines)`` of the candidates with cosine > 0 to ``entity``, itself excluded."""
         q = self.index.row_of(np.array([entity], np.int64))[0]
         if q < 0 or self.XT is None:
             return np.empty(0, np.int64), np.empty(0, np.float32)
-        sims = (self.index.X[[q]] @ self.XT).tocsr()
+        query = self.index.X[[q]]
+        # The query's features the slice holds, in the same (ascending) order: the sums of the
+        # product run over the same terms in the same order as against the whole matrix.
+        pos = np.searchsorted(self.features, query.indices)
+        hit = pos < len(self.features)
+        hit[hit] = self.features[pos[hit]] == query.indices[hit]
+        local = sp.csr_matrix(
+            (query.data[hit], pos[hit].astype(np.int32), np.array([0, int(hit.sum())])),
+            shape=(1, len(self.features)),
+        )
+        sims = (local @ self.XT).tocsr()
         rows, vals = self.rows[sims.indices], sims.data
         keep = (vals > 0) & (rows != q)
         return rows[keep], vals[keep]
@@ -823,7 +848,7 @@ def sem_distractors(
 
 
 class TypeSlices:
-    """:class:`TypeSlice` per declared type, kept while their non-zeros fit ``budget_nnz``
+    """:class:`TypeSlice` per declared type, kept while they fit ``budget_bytes``
     (least recently used dropped first), for :func:`_exact_lists`.
 
     Ω admits the entities sharing a declared type with o: the union of o's types' members. One
@@ -834,8 +859,8 @@ class TypeSlices:
     in every slice (:class:`TypeSlice`), so the union is the set's own ranking.
     """
 
-    def __init__(self, index: SemIndex, omega, budget_nnz: int, built: dict | None = None) -> None:
-        self.index, self.omega, self.budget, self.built = index, omega, budget_nnz, built
+    def __init__(self, index: SemIndex, omega, budget_bytes: int, built: dict | None = None) -> None:
+        self.index, self.omega, self.budget, self.built = index, omega, budget_bytes, built
         self.slices: dict[int, TypeSlice] = {}
 
     def _slice(self, t: int) -> TypeSlice:
@@ -847,12 +872,12 @@ class TypeSlices:
                 self.built["s"] += time.perf_counter() - started
                 self.built["n"] += 1
         self.slices[t] = got  # most recently used last
-        held = sum(x.XT.nnz for x in self.slices.values() if x.XT is not None)
+        held = sum(x.nbytes() for x in self.slices.values())
         for old in list(self.slices):
             if held <= self.budget or old == t:
                 break
             gone = self.slices.pop(old)
-            held -= gone.XT.nnz if gone.XT is not None else 0
+            held -= gone.nbytes()
         return got
 
     def scores(self, types: np.ndarray, entity: int) -> tuple[np.ndarray, np.ndarray]:
@@ -866,8 +891,8 @@ class TypeSlices:
         return rows, np.concatenate([p[1] for p in parts])[first]
 
 
-#: Non-zeros of the type slices :func:`_exact_lists` keeps (8 bytes each: ≈ 1.6 GB).
-SLICE_CACHE_NNZ = 200_000_000
+#: Bytes of type slices :func:`_exact_lists` keeps (≈ 8 a non-zero).
+SLICE_CACHE_BYTES = 1_600_000_000
 
 
 def _exact_lists(index: SemIndex, omega, facts: list[tuple[int, int, int]], n: int, widen: int, built):
@@ -880,7 +905,7 @@ def _exact_lists(index: SemIndex, omega, facts: list[tuple[int, int, int]], n: i
     runs per fact (issue 31: the product costs the postings of o's features in its types, which
     grow with the dump)."""
     out: list[list[int]] = [[] for _ in facts]
-    slices = TypeSlices(index, omega, SLICE_CACHE_NNZ, built)
+    slices = TypeSlices(index, omega, SLICE_CACHE_BYTES, built)
     by_types: dict[tuple, list[int]] = {}
     for i, (_, _, o) in enumerate(facts):
         by_types.setdefault(tuple(omega.types_of(o).tolist()), []).append(i)
