@@ -238,13 +238,16 @@ def _children_cpu() -> float:
 
 def read_job_cpu(work: Path) -> dict[str, dict]:
     """The jobs' true CPU records (benchmarks/jobcpu.py), keyed by their benchmark file relative to
-    ``work``: the rules name it after their log (``logs/R/W.log`` -> ``benchmarks/R/W.tsv``)."""
+    ``work``: the rules name it after their log (``logs/R/W.log`` -> ``benchmarks/R/W.tsv``). A job
+    run again (``--keep`` after a code change, a retry) has a record per run: the latest counts,
+    as its benchmark file is the latest run's."""
     out = {}
     for path in sorted((work / "jobcpu").glob("*.json")):
         record = json.loads(path.read_text())
         if record["log"]:
-            log = Path(record["log"][0])
-            out[str(Path("benchmarks", *log.parts[1:]).with_suffix(".tsv"))] = record
+            key = str(Path("benchmarks", *Path(record["log"][0]).parts[1:]).with_suffix(".tsv"))
+            if key not in out or record.get("end", 0) >= out[key].get("end", 0):
+                out[key] = record
     return out
 
 

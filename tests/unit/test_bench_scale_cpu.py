@@ -128,3 +128,16 @@ def test_a_snakemake_job_with_short_lived_children_is_counted_whole(tmp_path):
     # Snakemake's sampling sees a child only while it lives (measured: 7.6 of 23.3 CPU-s for 40
     # children of ~0.6 s); the true figure is never below it.
     assert rules["cpu_s"] >= rules["sm_cpu_s"] - 0.2
+
+
+def test_a_job_run_again_counts_its_latest_record(tmp_path):
+    # --keep after a code change reruns a job: its benchmark file is the new run's, so is its CPU.
+    folder = tmp_path / "jobcpu"
+    folder.mkdir()
+    log = ["logs/retrieve_distractors/knowledge.log"]
+    # File names sort against the runs' order (pids wrap): the end time decides, not the name.
+    for pid, cpu, end in ((900, 1.5, 200.0), (100, 9.0, 100.0)):
+        record = {"rule": "retrieve_distractors", "log": log, "cpu_s": cpu, "end": end}
+        (folder / f"retrieve_distractors.{pid}.json").write_text(json.dumps(record))
+    got = scale.read_job_cpu(tmp_path)
+    assert got["benchmarks/retrieve_distractors/knowledge.tsv"]["cpu_s"] == 1.5
