@@ -136,7 +136,7 @@ def test_a_job_run_again_counts_its_latest_record(tmp_path):
     folder.mkdir()
     log = ["logs/retrieve_distractors/knowledge.log"]
     # File names sort against the runs' order (pids wrap): the end time decides, not the name.
-    for pid, cpu, end in ((900, 1.5, 200.0), (100, 9.0, 100.0)):
+    for pid, cpu, end in ((100, 1.5, 200.0), (900, 9.0, 100.0)):
         record = {"rule": "retrieve_distractors", "log": log, "cpu_s": cpu, "end": end}
         (folder / f"retrieve_distractors.{pid}.json").write_text(json.dumps(record))
     got = scale.read_job_cpu(tmp_path)
