@@ -512,6 +512,8 @@ def workflow_run(tmp_path_factory):
         write_frame(forms, probes / "forms.parquet")
         write_frame(full("translated_prompts", prompts.iloc[:0]), probes / "translated_prompts.parquet")
         write_frame(full("translated_forms", forms.iloc[:0]), probes / "translated_forms.parquet")
+        # Sentence-mode suites read their subject swaps (PROBELM Algorithm 1): none here.
+        write_frame(full("subject_swaps", prompts.iloc[:0]), probes / "subject_swaps.parquet")
         if settings["kind"] == "plausibility":
             # The diff dates the facts' additions (PROBELM §3.1 per-model cut-off): all undated, new.
             ids = tables.facts["fact_id"].str.extract(r"Q(\d+)\|P(\d+)\|Q(\d+)").astype(int)

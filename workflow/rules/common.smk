@@ -72,14 +72,13 @@ SEM_ROWS = RUN.sem_rows
 # mem_mb is capped at 64 GB (issue 15's per-job bound; a retry asks twice that).
 probes_mem_mb = input_scaled("mem_mb", 40, 2000, "build_probes", 64000)
 probes_runtime = input_scaled("runtime", 0.2, 30, "build_probes")
-# Parts of each dump's semantic index (issue 31 item 3): one per semplan.PART_DUMP_BYTES of
-# dump file, so that a sem_bags job counts a bounded number of non-zeros.
-SEM_PARTS = {dump: dump_parts(row["path"]) for dump, row in DUMP_ROWS.items()}
 
 
 def sem_parts_of(wildcards):
-    """Number of parts of the dump's index (the share of the claims a sem_bags job counts)."""
-    return SEM_PARTS[wildcards.dump]
+    """Parts of the dump's semantic index (issue 31 item 3): one per semplan.PART_DUMP_BYTES of
+    its file (in place or downloaded; 1 while not downloaded yet), so that a sem_bags job counts
+    a bounded number of non-zeros."""
+    return dump_parts(dump_file(wildcards))
 
 
 sem_bags_mem_mb = input_scaled("mem_mb", 60, 2000, "sem_bags", 64000, sem_parts_of)
@@ -203,11 +202,10 @@ def sem_index_types(wildcards):
 
 
 def sem_index_parts(wildcards):
-    """The sem_bags folders of a dump's index, parts 0..P-1 (SEM_PARTS)."""
+    """The sem_bags folders of a dump's index, parts 0..P-1 (sem_parts_of)."""
     out = rules.sem_bags.output.bags
     return [
-        out.format(dump=wildcards.dump, part=p)
-        for p in range(SEM_PARTS[wildcards.dump])
+        out.format(dump=wildcards.dump, part=p) for p in range(sem_parts_of(wildcards))
     ]
 
 

@@ -29,7 +29,7 @@ rule sem_bags:
         sem=SEM_INDEX_SETTINGS,
         relations=lookup(dpath="{dump}/relations", within=SEM_ROWS),
         part="{part}",
-        parts=lookup(dpath="{dump}", within=SEM_PARTS),
+        parts=sem_parts_of,
     script:
         "../scripts/sem_bags.py"
 
