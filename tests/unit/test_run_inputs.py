@@ -4,24 +4,13 @@ hand-made registry rows (issue 25 item 5: common.smk keeps one-line input functi
 from pathlib import Path
 
 import pytest
-import yaml
+from demo_config import demo
 from factprobe import run_inputs as I
 from factprobe import run_settings as R
-from factprobe.registry import read_config, read_registry, resolve_config_paths
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "workflow" / "schemas"
 SUITES = ["knowledge", "multiprompt", "plausibility", "multilingual", "judged"]
-
-
-def demo(edit=None):
-    raw = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    if edit:
-        edit(raw)
-    cfg = read_config(resolve_config_paths(raw, ROOT), SCHEMAS / "config.schema.yaml")
-    models = {r["name"]: r for r in read_registry(cfg.models, SCHEMAS / "models.schema.yaml", key="name")}
-    dumps = {r["dump"]: r for r in read_registry(cfg.dumps, SCHEMAS / "dumps.schema.yaml", key="dump")}
-    return cfg, dumps, models
 
 
 def extract(name, dump):

@@ -7,22 +7,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from demo_config import demo
 from factprobe import run_settings as R
 from factprobe import settings as S
-from factprobe.registry import read_config, read_registry, resolve_config_paths
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "workflow" / "schemas"
-
-
-def demo(edit=None):
-    raw = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    if edit:
-        edit(raw)
-    cfg = read_config(resolve_config_paths(raw, ROOT), SCHEMAS / "config.schema.yaml")
-    models = {r["name"]: r for r in read_registry(cfg.models, SCHEMAS / "models.schema.yaml", key="name")}
-    dumps = {r["dump"]: r for r in read_registry(cfg.dumps, SCHEMAS / "dumps.schema.yaml", key="dump")}
-    return cfg, dumps, models
 
 
 def test_demo_run_settings():

@@ -91,7 +91,7 @@ def feature_tags(namespace: str = "shared") -> dict[int, int]:
     return {k: same.get(k, k) for k in kinds}
 
 
-def _check_bag(bag: str) -> None:
+def check_bag(bag: str) -> None:
     if bag not in BAGS:
         raise ValueError(f"distractors.sem.bag must be one of {BAGS}, not {bag!r}")
 
@@ -143,7 +143,7 @@ def weight_matrix(
     occurrences. ``tfidf`` is scikit-learn's smooth TF-IDF (tf × (ln((1+N)/(1+df)) + 1));
     ``bm25`` uses idf ln(1 + (N-df+0.5)/(df+0.5)) and saturated tf with k1, b.
     """
-    _check_bag(bag)
+    check_bag(bag)
     entities, r = np.unique(rows, return_inverse=True)
     features, c = np.unique(codes, return_inverse=True)
     n, m = len(entities), len(features)
@@ -252,7 +252,7 @@ def bags_from_parquet(
     """
     from factprobe import scan
 
-    _check_bag(bag)
+    check_bag(bag)
     con = scan.connect(threads, memory_mb)
     tf_table(con, claims_path, reverse, bag, namespace)
     n_all = total = None
@@ -263,7 +263,7 @@ def bags_from_parquet(
         con.execute("CREATE TEMP TABLE kept AS SELECT * FROM tf WHERE e IN (SELECT e FROM keep_rows)")
         con.execute("DROP TABLE tf")
         con.execute("ALTER TABLE kept RENAME TO tf")
-    entities, features, df, counts = _read_bags(con, rows is not None)
+    entities, features, df, counts = read_bags(con, rows is not None)
     con.close()
     if rows is None:
         # The matrix is the whole corpus: its statistics come from the arrays, no second scan.
@@ -340,7 +340,7 @@ def _feature_sql(reverse: bool, namespace: str) -> str:
     return " UNION ALL ".join(parts)
 
 
-def _read_bags(con, with_dfs: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, sp.csr_matrix]:
+def read_bags(con, with_dfs: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, sp.csr_matrix]:
     """``(entities, features, df or None, counts)`` of DuckDB table ``tf`` (e, f, n), as a CSR."""
     per_row = con.execute("SELECT e, count(*) AS k FROM tf GROUP BY e ORDER BY e").fetchnumpy()
     entities = per_row["e"].astype(np.int64)
@@ -670,6 +670,38 @@ def _hnsw_with_recall(
     return t2, recall, k, q
 
 
+def add_hnsw(
+    X: sp.csr_matrix | None,
+    folder: Path,
+    hnsw: bool,
+    hnsw_m: int,
+    ef_construction: int,
+    ef_search: int,
+    post: int,
+    threads: int,
+    recall_queries: int,
+    recall_k: int,
+    key: str,
+) -> dict:
+    """The HNSW graph of an index's matrix ``X`` (``hnsw``: some suite searches it) and the
+    ``meta.json`` entries that describe it: ``hnsw`` (its settings, None without a graph),
+    ``seconds_hnsw`` and ``recall`` (recall@k of HNSW vs exact cosine on a sample)."""
+    t1 = time.perf_counter()
+    t2, recall, k, q = t1, None, 0, np.empty(0, np.int64)
+    if hnsw:
+        t2, recall, k, q = _hnsw_with_recall(
+            X, folder, t1, hnsw_m, ef_construction, ef_search, post, threads, recall_queries, recall_k, key
+        )
+    else:
+        log.info("no suite searches this index with HNSW: graph not built (exact search only)")
+    settings = {"M": hnsw_m, "efConstruction": ef_construction, "post": post, "efSearch": ef_search}
+    return {
+        "hnsw": settings if hnsw else None,
+        "seconds_hnsw": round(t2 - t1, 3),
+        "recall": {"k": int(k), "queries": int(len(q)), "value": recall},
+    }
+
+
 def build_index(
     claims: pd.DataFrame | str | Path,
     folder: str | Path,
@@ -722,13 +754,9 @@ def build_index(
     np.save(folder / "features.npy", features)
     np.save(folder / "idf.npy", idf)
     save_matrix(folder, X)
-    t2, recall, k, q = t1, None, 0, np.empty(0, np.int64)
-    if hnsw:
-        t2, recall, k, q = _hnsw_with_recall(
-            X, folder, t1, hnsw_m, ef_construction, ef_search, post, threads, recall_queries, recall_k, key
-        )
-    else:
-        log.info("no suite searches this index with HNSW: graph not built (exact search only)")
+    graph = add_hnsw(
+        X, folder, hnsw, hnsw_m, ef_construction, ef_search, post, threads, recall_queries, recall_k, key
+    )
     meta = {
         "weighting": weighting,
         "reverse": reverse,
@@ -736,16 +764,14 @@ def build_index(
         "namespace": namespace,
         "bm25_k1": bm25_k1,
         "bm25_b": bm25_b,
-        "hnsw": {"M": hnsw_m, "efConstruction": ef_construction, "post": post, "efSearch": ef_search}
-        if hnsw
-        else None,
+        "hnsw": graph["hnsw"],
         "entities": int(X.shape[0]),
         "rows": "every entity" if rows is None else "candidates",
         "features": int(X.shape[1]),
         "nnz": int(X.nnz),
         "seconds_bags": round(t1 - t0, 3),
-        "seconds_hnsw": round(t2 - t1, 3),
-        "recall": {"k": int(k), "queries": int(len(q)), "value": recall},
+        "seconds_hnsw": graph["seconds_hnsw"],
+        "recall": graph["recall"],
     }
     (folder / "meta.json").write_text(json.dumps(meta, indent=2))
     return meta
@@ -862,6 +888,7 @@ class TypeSlices:
     def __init__(self, index: SemIndex, omega, budget_bytes: int, built: dict | None = None) -> None:
         self.index, self.omega, self.budget, self.built = index, omega, budget_bytes, built
         self.slices: dict[int, TypeSlice] = {}
+        self.held = 0  # bytes of the slices held
 
     def _slice(self, t: int) -> TypeSlice:
         got = self.slices.pop(t, None)
@@ -871,13 +898,10 @@ class TypeSlices:
             if self.built is not None:
                 self.built["s"] += time.perf_counter() - started
                 self.built["n"] += 1
+            self.held += got.nbytes()
         self.slices[t] = got  # most recently used last
-        held = sum(x.nbytes() for x in self.slices.values())
-        for old in list(self.slices):
-            if held <= self.budget or old == t:
-                break
-            gone = self.slices.pop(old)
-            held -= gone.nbytes()
+        while self.held > self.budget and next(iter(self.slices)) != t:
+            self.held -= self.slices.pop(next(iter(self.slices))).nbytes()
         return got
 
     def scores(self, types: np.ndarray, entity: int) -> tuple[np.ndarray, np.ndarray]:

@@ -75,7 +75,7 @@ def count_part(
     """
     from factprobe import scan
 
-    S._check_bag(bag)
+    S.check_bag(bag)
     if not 0 <= part < parts:
         raise ValueError(f"part {part} is not one of 0..{parts - 1}")
     folder = Path(folder)
@@ -95,7 +95,7 @@ def count_part(
         con.execute("CREATE TEMP TABLE kept AS SELECT * FROM tf WHERE e IN (SELECT e FROM keep_rows)")
         con.execute("DROP TABLE tf")
         con.execute("ALTER TABLE kept RENAME TO tf")
-    entities, features, _, counts = S._read_bags(con, False)
+    entities, features, _, counts = S.read_bags(con, False)
     con.close()
     np.save(folder / "entities.npy", entities)
     np.save(folder / "features.npy", features)
@@ -315,19 +315,10 @@ def build_from_parts(
         raise RuntimeError(
             f"{parts[0]}: parts counted with (reverse, bag, namespace) {got}; re-run rule sem_bags"
         )
-    t1 = time.perf_counter()
-    t2, recall, k, q = t1, None, 0, np.empty(0, np.int64)
-    if hnsw:
-        X = S.load_matrix(folder, meta["entities"])[0]
-        t2, recall, k, q = S._hnsw_with_recall(
-            X, folder, t1, hnsw_m, ef_construction, ef_search, post, threads, recall_queries, recall_k, key
-        )
-    meta["hnsw"] = (
-        {"M": hnsw_m, "efConstruction": ef_construction, "post": post, "efSearch": ef_search}
-        if hnsw
-        else None
+    X = S.load_matrix(folder, meta["entities"])[0] if hnsw else None
+    graph = S.add_hnsw(
+        X, folder, hnsw, hnsw_m, ef_construction, ef_search, post, threads, recall_queries, recall_k, key
     )
-    meta["seconds_hnsw"] = round(t2 - t1, 3)
-    meta["recall"] = {"k": int(k), "queries": int(len(q)), "value": recall}
+    meta.update(graph)
     (folder / "meta.json").write_text(json.dumps(meta, indent=2))
     return meta
