@@ -37,8 +37,9 @@ parts x its largest part). A DuckDB job holds its state outside DuckDB (logged o
 connection is closed, rulelog.log_resident) plus DuckDB's limit, which it spills beyond: the
 model gives DuckDB the workflow's limit at full size, lowered so the job stays within its cores'
 share of a node and 32 GB (UnitModel.duckdb_share; more spilling, unpriced). A split stage's
-parts at full size are derived (parts_needed): enough for every job to fit 32 GB and for the
-stage's CPU to spread over the cluster's cores. The report prints node wall, CPU-hours, the
+parts at full size (parts_needed): the index's as the workflow plans them (semplan), retrieval's
+one distractors.shards for every suite whose schedule ends first (choose_shards: each shard pays
+its suite's loading again), more wherever a part would not fit 32 GB. The report prints node wall, CPU-hours, the
 largest job and the targets (1 node <= 3 h, 4 nodes <= 1 h, every job <= 32 GB), met or not.
 
 Not part of the test suite. On a shared machine keep the sizes small (the load average is
@@ -100,7 +101,7 @@ class Stage:
     per job (the rule's threads; extraction: profiles/slurm's cpus_per_task); ``after``: stages
     whose jobs a job waits for (those of its own suite when both are per suite, else all of
     them); ``split``: how a unit divides into parts at full size ("" = one job per unit), their
-    number chosen by the model (parts_needed)."""
+    number planned or chosen (parts_needed, choose_shards)."""
 
     per: str
     threads: int
@@ -127,10 +128,12 @@ STAGES = {
     ),
 }
 RULE_STAGE = {"retrieve_shard": "retrieve_distractors"}
-# A split job's parts: at least enough that each fits JOB_GB, and enough that the stage's work
-# spreads over the cluster's cores in pieces of at most 1 / PART_GRAIN of a core's share (so
-# longest-first packing leaves little idle), at most MAX_PARTS.
-PART_GRAIN, MAX_PARTS = 16, 4096
+# A split job's parts: the stage's shards (planned by the workflow, or the setting the model
+# chooses, at most MAX_SHARDS), more where a part would not fit JOB_GB; at most MAX_PARTS.
+MAX_SHARDS, MAX_PARTS = 512, 4096
+# Whole Wikidata's latest-all.json.gz, the size semplan plans the index's parts from (its
+# NNZ_PER_DUMP_BYTE note: ≈ 140 GB).
+FULL_DUMP_BYTES = 140e9
 # A DuckDB job at full size asks DuckDB for the limit it would get from common.smk, less where
 # that would take the job over JOB_GB (it then spills more; the model does not price the spill),
 # but never below DUCKDB_MIN_MB.
@@ -864,28 +867,59 @@ def stage_models(runs: list[dict], floor: float) -> tuple[dict[str, list[UnitMod
     return out, warnings
 
 
-def parts_needed(model: UnitModel, stage_cpu_s: float, cluster_cores: int) -> int:
-    """Parts of a unit of a split stage at full size: enough that each job fits JOB_GB (with
-    DuckDB at DUCKDB_MIN_MB), and enough that no part's wall exceeds 1 / PART_GRAIN of the
-    stage's CPU over the cluster's cores; 1 where the stage does not split."""
+def parts_needed(model: UnitModel, shards: int = 1) -> int:
+    """Parts of a unit of a split stage at full size: the stage's planned ``shards`` (the
+    workflow's setting: semplan's parts of the index, distractors.shards of retrieval), more
+    where a part would not fit JOB_GB (with DuckDB at DUCKDB_MIN_MB); 1 where the stage does not
+    split."""
     stage = STAGES.get(model.stage, Stage("dump", 1))
     if not stage.split:
         return 1
     duck = min(model.duckdb_mb, DUCKDB_MIN_MB) if model.fit_duckdb else model.duckdb_mb
     room = JOB_GB * 1024 - model.mem_fixed_mb - duck
     by_mem = math.ceil(model.mem_var_mb / room) if room > 0 else MAX_PARTS
-    by_cpu = (
-        math.ceil(model.cpu_s * cluster_cores * PART_GRAIN / (stage_cpu_s * stage.threads))
-        if stage_cpu_s > 0
-        else 1
-    )
-    return int(min(MAX_PARTS, max(1, by_mem, by_cpu)))
+    return int(min(MAX_PARTS, max(1, by_mem, shards)))
+
+
+def planned_shards(stage: str) -> int | None:
+    """A split stage's parts as the workflow plans them at full size, ``None`` where they are a
+    setting the model chooses (choose_shards): the index's parts come from the dump's size
+    (semplan.parts_for, one per 10 GB of .json.gz, for FULL_DUMP_BYTES)."""
+    if stage == "sem_bags":
+        from factprobe.distractors import semplan
+
+        return semplan.parts_for(int(FULL_DUMP_BYTES))
+    return None
+
+
+def choose_shards(
+    models: dict[str, list[UnitModel]], nodes: int
+) -> tuple[dict[str, int], float, list[tuple[int, float, float]]]:
+    """``({stage: shards}, makespan h, tried)``: planned stages at their plan; the others (one
+    ``distractors.shards`` for every suite, as the config has it) at the power of two up to
+    MAX_SHARDS whose list schedule on ``nodes`` nodes ends first (ties: fewer CPU-hours), since
+    every shard pays its suite's loading again. ``tried``: (shards, makespan h, CPU-h) each."""
+    fixed = {s: k for s in models if (k := planned_shards(s)) is not None}
+    free = [s for s in models if STAGES.get(s, Stage("dump", 1)).split and s not in fixed]
+    tried: list[tuple[int, float, float]] = []
+    best: tuple[float, float, dict[str, int]] | None = None
+    for k in (2**i for i in range(int(math.log2(MAX_SHARDS)) + 1)):
+        plan = {**fixed, **dict.fromkeys(free, k)}
+        jobs, _ = full_jobs(models, plan)
+        wall, _ = list_schedule(jobs, nodes, NODE_CORES, NODE_MEM_GB)
+        cpu_h = sum(j.hours * j.cores for j in jobs)
+        tried.append((k, wall, cpu_h))
+        if best is None or (round(wall, 3), cpu_h) < (round(best[0], 3), best[1]):
+            best = (wall, cpu_h, plan)
+        if not free:
+            break
+    return best[2], best[0], tried
 
 
 def full_jobs(
-    models: dict[str, list[UnitModel]], cluster_cores: int
+    models: dict[str, list[UnitModel]], shards: dict[str, int] | None = None
 ) -> tuple[list[Job], dict[tuple[str, str], int]]:
-    """The full-size DAG's jobs for a cluster of ``cluster_cores`` cores and each unit's parts:
+    """The full-size DAG's jobs with ``shards`` per split stage (parts_needed) and each unit's parts:
     a part runs its share of the unit's CPU plus the per-part loading on its stage's threads
     (wall = CPU / threads), with its state and DuckDB share (UnitModel.job_mb); it waits for
     the jobs of the stages in its ``after`` that were measured (same suite where both stages
@@ -895,9 +929,8 @@ def full_jobs(
     parts: dict[tuple[str, str], int] = {}
     for stage, units in models.items():
         spec = STAGES.get(stage, Stage("dump", 1, ("extract_dump",)))
-        stage_cpu = sum(m.cpu_s for m in units)
         for m in units:
-            k = parts[(stage, m.unit)] = parts_needed(m, stage_cpu, cluster_cores)
+            k = parts[(stage, m.unit)] = parts_needed(m, (shards or {}).get(stage, 1))
             deps: list[str] = []
             for before in spec.after:
                 if before not in models:
@@ -929,20 +962,27 @@ def node_model(runs: list[dict], floor: float) -> list[str]:
         f"nodes of {NODE_CORES} cores / {NODE_MEM_GB:.0f} GB. A DuckDB job's memory = its state outside "
         f"DuckDB + DuckDB's limit, which the model lowers from the workflow's (common.smk, capped) to what "
         f"keeps the job within its cores' share of the node ({NODE_MEM_GB / NODE_CORES:.0f} GB per core) and "
-        f"{JOB_GB:.0f} GB, at least {DUCKDB_MIN_MB} MB (it then spills more: spill time is not modelled). Split stages (STAGES.split) get parts = max(enough to fit "
-        f"{JOB_GB:.0f} GB, enough to spread their CPU over the cluster's cores in 1/{PART_GRAIN} shares); "
-        "each part pays its unit's per-job loading again and its share of the rest. Wall of a job = "
+        f"{JOB_GB:.0f} GB, at least {DUCKDB_MIN_MB} MB (it then spills more: spill time is not modelled). Split stages (STAGES.split) get their shards: the index's parts "
+        f"as semplan plans them for a {FULL_DUMP_BYTES / 1e9:.0f} GB dump, and one distractors.shards for every "
+        f"suite, the power of two up to {MAX_SHARDS} whose schedule ends first; more parts where a part would "
+        f"not fit {JOB_GB:.0f} GB. Each part pays its unit's per-job loading again and its share of the rest. Wall of a job = "
         "CPU / threads.",
         *(f"- WARNING: {w}" for w in warnings),
         "",
         f"| stage | unit | split | parts (1 / {CLUSTER_NODES} nodes) | CPU-h | GB per job (state + DuckDB) | CPU and memory model |",
         "|---|---|---|---|---|---|---|",
     ]
-    plans = {}
+    plans, chosen = {}, []
     for nodes in (1, CLUSTER_NODES):
-        jobs, parts = full_jobs(models, nodes * NODE_CORES)
-        wall, _ = list_schedule(jobs, nodes, NODE_CORES, NODE_MEM_GB)
+        shards, wall, tried = choose_shards(models, nodes)
+        jobs, parts = full_jobs(models, shards)
         plans[nodes] = (jobs, parts, wall)
+        if len(tried) > 1:
+            chosen.append(
+                f"- {nodes} node(s): shards tried (shards: node wall h / CPU-h): "
+                + ", ".join(f"{k}: {w:.2f} / {c:.1f}" for k, w, c in tried)
+                + f"; chosen {shards}"
+            )
     for stage, units in models.items():
         split = STAGES[stage].split if stage in STAGES else "?"
         for m in units:
@@ -952,7 +992,7 @@ def node_model(runs: list[dict], floor: float) -> list[str]:
                 f"| {stage} | {m.unit} | {split or '-'} | {p1} / {pk} | {cpu_h:,.2f} | "
                 f"{m.job_mb(p1) / 1024:.1f} ({m.state_mb(p1) / 1024:.1f} + {m.duckdb_share(p1) / 1024:.1f}) | {m.how} |"
             )
-    lines.append("")
+    lines += ["", *chosen]
     big_run = runs[-1]
     for stage, states in sorted(big_run.get("states", {}).items()):
         # The bound's check where it was measured: the peak of the largest run within state + limit.
@@ -981,8 +1021,9 @@ def node_model(runs: list[dict], floor: float) -> list[str]:
     fixed = {st: [replace(m, fit_duckdb=False) for m in ms] for st, ms in models.items()}
     walls = []
     for nodes in (1, CLUSTER_NODES):
-        jobs, _ = full_jobs(fixed, nodes * NODE_CORES)
-        walls.append(f"{list_schedule(jobs, nodes, NODE_CORES, NODE_MEM_GB)[0]:.2f} h on {nodes}")
+        shards, wall, _ = choose_shards(fixed, nodes)
+        jobs, _ = full_jobs(fixed, shards)
+        walls.append(f"{wall:.2f} h on {nodes}")
     top = max(jobs, key=lambda j: j.mem_gb)
     lines.append(
         f"- with DuckDB at the workflow's limit instead (not lowered): node wall {', '.join(walls)} "

@@ -109,18 +109,37 @@ def test_duckdb_share_fills_the_cores_share_of_the_node_and_no_more():
     assert scale.UnitModel("r", "s", 0, 0, 500, 0, 0, "").job_mb(1) == 500
 
 
-def test_parts_fit_the_job_cap_and_spread_the_cpu(monkeypatch):
-    monkeypatch.setattr(scale, "PART_GRAIN", 4)
+def test_parts_are_the_shards_or_more_to_fit_the_job_cap():
     # 100 GB that divide, 1 GB that does not, DuckDB at its 1 GB minimum: 30 GB per part -> 4 parts.
     m = scale.UnitModel("retrieve_distractors", "s", 10.0, 0, 1024, 100 * 1024, 16 * 1024, "")
-    assert scale.parts_needed(m, stage_cpu_s=1e9, cluster_cores=16) == 4
-    # A quarter of the stage's CPU on 16 cores, grain 4: 0.25 x 16 x 4 = 16 parts.
-    assert scale.parts_needed(m, stage_cpu_s=40.0, cluster_cores=16) == 16
+    assert scale.parts_needed(m, shards=1) == 4
+    # More shards than memory needs: the shards.
+    assert scale.parts_needed(m, shards=16) == 16
     # A stage that does not split runs whole, whatever its memory.
-    assert (
-        scale.parts_needed(scale.UnitModel("build_probes", "s", 10.0, 0, 1024, 100 * 1024, 0, ""), 10.0, 16)
-        == 1
-    )
+    assert scale.parts_needed(scale.UnitModel("build_probes", "s", 10.0, 0, 1024, 100 * 1024, 0, ""), 8) == 1
+    # The index's parts: semplan's for a 140 GB dump (one per 10 GB).
+    assert scale.planned_shards("sem_bags") == 14 and scale.planned_shards("retrieve_distractors") is None
+
+
+def test_shards_chosen_where_the_schedule_ends_first(monkeypatch):
+    monkeypatch.setattr(scale, "MAX_SHARDS", 8)
+    unit = scale.UnitModel
+    # One suite: 16 core-hours that divide and 0.25 h of loading per shard, on one 16-core node.
+    # By hand: S shards run side by side (S <= 16), wall = 16 / S + 0.25 h: 16.25, 8.25, 4.25,
+    # 2.25 h for S = 1, 2, 4, 8; CPU-h = 16 + 0.25 S.
+    models = {"retrieve_distractors": [unit("retrieve_distractors", "a", 16 * 3600, 900, 100, 0, 0, "")]}
+    shards, wall, tried = scale.choose_shards(models, 1)
+    assert [k for k, _, _ in tried] == [1, 2, 4, 8]
+    assert [w for _, w, _ in tried] == pytest.approx([16.25, 8.25, 4.25, 2.25])
+    assert [c for _, _, c in tried] == pytest.approx([16.25, 16.5, 17.0, 18.0])
+    assert shards == {"retrieve_distractors": 8} and wall == pytest.approx(2.25)
+    # Loading of 3 h a shard: 16 + 3 = 19, 8 + 3 = 11, 4 + 3 = 7, 2 + 3 = 5 h: still 8, but with
+    # 4 cores a node the 8 shards queue two deep (2 x 5 h = 10 h) and 4 shards win (7 h).
+    models3 = {"retrieve_distractors": [unit("retrieve_distractors", "a", 16 * 3600, 3 * 3600, 100, 0, 0, "")]}
+    monkeypatch.setattr(scale, "NODE_CORES", 4)
+    shards, wall, tried = scale.choose_shards(models3, 1)
+    assert [w for _, w, _ in tried] == pytest.approx([19, 11, 7, 10])
+    assert shards == {"retrieve_distractors": 4} and wall == pytest.approx(7)
 
 
 def _job(name, hours, mem_gb=1.0, cores=1, deps=()):
@@ -171,17 +190,15 @@ def test_job_paths_map_to_stage_unit_and_part():
     assert scale.job_key(Path("build_probes/knowledge.tsv")) == ("build_probes", "knowledge", "")
 
 
-def test_full_jobs_split_units_and_wait_for_their_own_suite(monkeypatch):
-    monkeypatch.setattr(scale, "PART_GRAIN", 4)
+def test_full_jobs_split_units_and_wait_for_their_own_suite():
     unit = scale.UnitModel
     models = {
         "extract_dump": [unit("extract_dump", "d", 4 * 3600, 0, 100, 0, 0, "", 4)],
         "build_probes": [unit("build_probes", s, 3600, 0, 100, 0, 0, "") for s in ("a", "b")],
-        # 200 GB that divide: 7 parts of 29 GB + the floor fit 32 GB (the CPU alone asks for
-        # 4 parts on 1 core: PART_GRAIN).
+        # 200 GB that divide: 7 parts of 29 GB + the floor fit 32 GB (4 shards asked for).
         "retrieve_distractors": [unit("retrieve_distractors", "a", 3600, 60, 100, 200 * 1024, 0, "")],
     }
-    jobs, parts = scale.full_jobs(models, cluster_cores=1)
+    jobs, parts = scale.full_jobs(models, {"retrieve_distractors": 4})
     by = {j.name: j for j in jobs}
     assert parts[("retrieve_distractors", "a")] == 7
     assert by["extract_dump/d/0"].hours == pytest.approx(1.0) and by["extract_dump/d/0"].cores == 4
