@@ -135,7 +135,9 @@ def test_shards_chosen_where_the_schedule_ends_first(monkeypatch):
     assert shards == {"retrieve_distractors": 8} and wall == pytest.approx(2.25)
     # Loading of 3 h a shard: 16 + 3 = 19, 8 + 3 = 11, 4 + 3 = 7, 2 + 3 = 5 h: still 8, but with
     # 4 cores a node the 8 shards queue two deep (2 x 5 h = 10 h) and 4 shards win (7 h).
-    models3 = {"retrieve_distractors": [unit("retrieve_distractors", "a", 16 * 3600, 3 * 3600, 100, 0, 0, "")]}
+    models3 = {
+        "retrieve_distractors": [unit("retrieve_distractors", "a", 16 * 3600, 3 * 3600, 100, 0, 0, "")]
+    }
     monkeypatch.setattr(scale, "NODE_CORES", 4)
     shards, wall, tried = scale.choose_shards(models3, 1)
     assert [w for _, w, _ in tried] == pytest.approx([19, 11, 7, 10])
