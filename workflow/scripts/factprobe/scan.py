@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import duckdb
@@ -218,6 +218,49 @@ def scan_valid_objects(
     ).df()
     _drop_valid_tables(con)
     return out.astype("int64").reset_index(drop=True)
+
+
+def scan_valid_parts(
+    claims_path: str | Path,
+    date: int,
+    ranks: str,
+    relations: Iterable[int],
+    con: duckdb.DuckDBPyConnection,
+    part_rows: int,
+) -> Iterator[pd.DataFrame]:
+    """:func:`scan_valid` of ``relations`` (no subject filter) in (property, subject, object)
+    order, streamed in parts of about ``part_rows`` rows (each batch of that many is cut before
+    its last (property, subject), which goes on in the next part), so a part never splits a
+    pair: per-pair work can go part by part while DuckDB sorts (and spills) the relation, and
+    the caller holds one part, not the relation (issue 31 item 5).
+    The stream runs on its own cursor of ``con``'s database, so the caller may query ``con``
+    between parts."""
+    cur = con.cursor()
+    _valid_tables(cur, claims_path, ranks, relations, None, None)
+    reader = cur.execute(
+        "SELECT DISTINCT subject::BIGINT AS subject, property::BIGINT AS property, object::BIGINT AS object "
+        f"FROM ({_valid_query(claims_path, date, ranks, None, None)}) ORDER BY property, subject, object"
+    ).to_arrow_reader(max(1, int(part_rows)))
+    buffered: list[pd.DataFrame] = []
+    rows = 0
+    for batch in reader:
+        buffered.append(batch.to_pandas().astype("int64"))
+        rows += batch.num_rows
+        if rows < part_rows:
+            continue
+        frame = pd.concat(buffered, ignore_index=True)
+        # Cut before the last (property, subject): its rows may go on in the next batch.
+        last = (frame["property"] == frame["property"].iat[-1]) & (
+            frame["subject"] == frame["subject"].iat[-1]
+        )
+        done = frame[~last.to_numpy()]
+        if len(done):
+            yield done.reset_index(drop=True)
+        buffered, rows = [frame[last.to_numpy()]], int(last.sum())
+    _drop_valid_tables(cur)
+    cur.close()
+    if rows:
+        yield pd.concat(buffered, ignore_index=True).reset_index(drop=True)
 
 
 def _valid_tables(con, claims_path, ranks, relations, subjects, objects) -> None:
