@@ -237,7 +237,8 @@ def scan_valid_parts(
     between parts."""
     cur = con.cursor()
     _valid_tables(cur, claims_path, ranks, relations, None, None)
-    reader = cur.execute(
+    # A relation (not a DB-API result, which DuckDB materialises whole before Arrow copies it).
+    reader = cur.sql(
         "SELECT DISTINCT subject::BIGINT AS subject, property::BIGINT AS property, object::BIGINT AS object "
         f"FROM ({_valid_query(claims_path, date, ranks, None, None)}) ORDER BY property, subject, object"
     ).to_arrow_reader(max(1, int(part_rows)))
