@@ -4,7 +4,8 @@
   gives the demonstrations of a naive draw over the whole pool, written here from the fewshot.py
   docstring (both branches: a pool sorted whole and, above SORT_LIMIT, hashed probes);
 * ``RelationStrata`` fed a relation in parts draws ``select.sample_facts``' rows;
-* ``scan.scan_valid_parts`` streams ``scan.scan_valid`` without splitting a (property, subject).
+* ``scan.scan_truthy_parts`` streams ``scan.scan_valid`` with labels and sitelinks, never
+  splitting a (property, subject).
 """
 
 from __future__ import annotations
@@ -156,7 +157,9 @@ def test_relation_strata_in_parts_draws_sample_facts_rows(tmp_path):
         assert [list(o) for o in got["objects"]] == list(want["objects"])
 
 
-def test_valid_parts_stream_scan_valid_without_splitting_a_subject(tmp_path):
+def test_truthy_parts_stream_scan_valid_with_labels_and_sitelinks(tmp_path):
+    """``scan.scan_truthy_parts`` = ``scan_valid`` (truthy) in order, never splitting a
+    (property, subject), each row flagged by ``labelled_ids`` and given ``sitelinks_of``."""
     rng = np.random.default_rng(5)
     n = 3000
     claims = pd.DataFrame(
@@ -170,14 +173,43 @@ def test_valid_parts_stream_scan_valid_without_splitting_a_subject(tmp_path):
             "point_in_time": pd.array([None] * n, dtype="Int32"),
         }
     )
-    path = tmp_path / "claims.parquet"
-    claims.to_parquet(path, index=False)
+    claims.to_parquet(tmp_path / "claims.parquet", index=False)
+    # Labels: English for ids not divisible by 3, German for odd ids (an alias does not count).
+    forms = [(f"Q{i}", "en", f"e{i}", "label") for i in range(1, 400) if i % 3]
+    forms += [(f"Q{i}", "de", f"d{i}", "label" if i % 2 else "alias") for i in range(1, 400)]
+    contracts.write(
+        "entity_forms",
+        pd.DataFrame(forms, columns=["entity", "lang", "form", "source"]),
+        tmp_path / "f.parquet",
+    )
+    ids = np.arange(1, 400, 2)  # items with sitelinks: odd ids; id 5 twice (its first row counts)
+    entities = pd.DataFrame(
+        {
+            "id": np.concatenate([ids, [5]]),
+            "kind": "item",
+            "sitelinks": np.concatenate([ids % 17, [99]]).astype(np.int32),
+            "modified": "",
+            "created": 0,
+        }
+    )
+    contracts.write("entities", entities, tmp_path / "e.parquet")
     con = scan.connect()
-    whole = scan.scan_valid(str(path), 20200101, "truthy", [31, 17], None, con)
+    paths = [str(tmp_path / name) for name in ("claims.parquet", "f.parquet", "e.parquet")]
+    whole = scan.scan_valid(paths[0], 20200101, "truthy", [31, 17], None, con)
     whole = whole.sort_values(["property", "subject", "object"]).reset_index(drop=True)
-    parts = list(scan.scan_valid_parts(str(path), 20200101, "truthy", [31, 17], con, 100))
+    args = (paths[0], 20200101, [31, 17], paths[1], ["en", "de"], paths[2], con, 100)
+    parts = list(scan.scan_truthy_parts(*args))
     assert len(parts) > 5
-    assert pd.concat(parts, ignore_index=True).equals(whole)
+    got = pd.concat(parts, ignore_index=True)
+    assert got[["subject", "property", "object"]].equals(whole)
+    labelled = set(scan.labelled_ids(paths[1], ["en", "de"], range(1, 400), con))
+    assert labelled == {i for i in range(1, 400) if i % 3 and i % 2}
+    assert got["s_labelled"].tolist() == [s in labelled for s in whole["subject"]]
+    assert got["o_labelled"].tolist() == [o in labelled for o in whole["object"]]
+    links = scan.sitelinks_of(paths[2], range(1, 400), con)
+    assert links[5] == 5 and 4 not in links.index
+    want = [links.get(s) for s in whole["subject"]]
+    assert [None if pd.isna(v) else int(v) for v in got["sitelinks"]] == want
     keys = [set(zip(p["property"], p["subject"], strict=True)) for p in parts]
     assert all(not (a & b) for i, a in enumerate(keys) for b in keys[i + 1 :])
     assert all(80 <= len(p) <= 120 for p in parts[:-1])  # about part_rows: cut at a subject's end

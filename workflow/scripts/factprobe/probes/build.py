@@ -514,7 +514,7 @@ def relation_candidate_parts(
 ) -> Iterator[pd.DataFrame]:
     """Every probe-able fact of one relation (:func:`select.candidate_facts`), in parts by
     ascending subject: its truthy statements (the same rule as Ω's truthy validity,
-    :func:`scan.scan_valid`, streamed by :func:`scan.scan_valid_parts`), with the labels and
+    :func:`scan.scan_valid`, streamed by :func:`scan.scan_truthy_parts`), with the labels and
     sitelinks of their entities; ``allowed`` (plausibility, :func:`allowed_facts`): only facts
     new in the diff after the cut-off; ``temporal_path`` (``temporal_only``): only facts with a
     temporal distractor (S′). The parts put together are the relation's candidates in one call."""
@@ -525,12 +525,15 @@ def relation_candidate_parts(
             "temporal", temporal_path, [contracts.id_int(rel)], contracts.columns("temporal"), con
         )
     counts = Counter()
-    for truthy in scan.scan_valid_parts(
-        claims_path, int(dump), "truthy", [contracts.id_int(rel)], con, part_rows
-    ):
-        subjects = truthy["subject"].to_numpy(np.int64)
-        labelled = scan.labelled_ids(forms_path, languages, arrays.union(subjects, truthy["object"]), con)
-        sitelinks = scan.sitelinks_of(entities_path, arrays.unique(subjects), con)
+    parts = scan.scan_truthy_parts(
+        claims_path, int(dump), [contracts.id_int(rel)], forms_path, languages, entities_path, con, part_rows
+    )
+    for part in parts:
+        truthy = part[["subject", "property", "object"]]
+        s_lab, o_lab = part["s_labelled"].to_numpy(bool), part["o_labelled"].to_numpy(bool)
+        labelled = arrays.union(part["subject"].to_numpy()[s_lab], part["object"].to_numpy()[o_lab])
+        linked = part[part["sitelinks"].notna().to_numpy()].drop_duplicates("subject")
+        sitelinks = linked.set_index("subject")["sitelinks"]
         candidates = candidate_facts(truthy, [rel], labelled, sitelinks, seed, allowed=allowed_ids)
         counts.update(parts=1, truthy=len(truthy), labelled=len(labelled), candidates=len(candidates))
         if temporal is not None:
