@@ -169,3 +169,23 @@ def test_popularity_bins_on_the_real_demo_dump(demo_tables):
     assert facts["stratum"].tolist() == [want[f] for f in facts["fact_id"]]
     again, _, _ = build(demo_tables, paper)
     assert again["fact_id"].tolist() == facts["fact_id"].tolist()
+
+
+@pytest.mark.parametrize("n", [40, 0, 10_000])
+def test_popularity_bins_in_parts_draws_the_whole_populations_sample(entities, n):
+    """Issue 31 item 5: fed in many parts (a part of a relation at a time), the sampler keeps
+    no per-candidate array, yet draws what ``weighted_sample`` draws over the whole population
+    (bins over the whole range, keys in position order)."""
+    every = pd.concat([_candidates("P17", 300, 1), _candidates("P36", 100, 5000)], ignore_index=True)
+    sampler = PopularityBins(n, 10, 7, entities)
+    for cut in np.array_split(np.arange(len(every)), 9):
+        sampler.add(every.iloc[cut].reset_index(drop=True))
+    sampler.add(every.iloc[0:0])  # an empty part changes nothing
+    got = sampler.finish()
+    links = {f"Q{9000 + k}": 10**k - (k == 0) for k in range(7)}
+    pop = importance(every["popularity"]) + importance(every["object"].map(links))
+    bin_of = equal_width_bins(pop)
+    chosen = weighted_sample(bin_weights(bin_of), uniforms(7, every["fact_id"]), n)
+    got = pd.concat(got, ignore_index=True) if got else pd.DataFrame(columns=["fact_id", "stratum"])
+    assert got["fact_id"].tolist() == every["fact_id"].iloc[chosen].tolist()
+    assert got["stratum"].tolist() == bin_of[chosen].tolist()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import duckdb
@@ -220,6 +220,70 @@ def scan_valid_objects(
     return out.astype("int64").reset_index(drop=True)
 
 
+def scan_truthy_parts(
+    claims_path: str | Path,
+    date: int,
+    relations: Iterable[int],
+    forms_path: str | Path,
+    languages: Sequence[str],
+    entities_path: str | Path,
+    con: duckdb.DuckDBPyConnection,
+    part_rows: int,
+) -> Iterator[pd.DataFrame]:
+    """:func:`scan_valid` (truthy) of ``relations`` in (property, subject, object) order, with
+    what fact selection asks of each statement's entities: ``s_labelled`` and ``o_labelled``
+    (:func:`labelled_ids`' rule in ``languages``) and the subject's ``sitelinks``
+    (:func:`sitelinks_of`; null without an item row).
+
+    DuckDB joins and sorts once (spilling beyond its limit) and the rows stream in parts of about
+    ``part_rows`` (each batch of that many is cut before its last (property, subject), which goes
+    on in the next part), so a part never splits a pair: per-pair work goes part by part and the
+    caller holds one part, not the relation (issue 31 item 5). The stream runs on its own cursor
+    of ``con``'s database, so the caller may query ``con`` between parts.
+    """
+    cur = con.cursor()
+    check_columns(cur, "entity_forms", forms_path, ["entity", "lang", "source"])
+    check_columns(cur, "entities", entities_path, ["id", "kind", "sitelinks"])
+    _valid_tables(cur, claims_path, "truthy", relations, None, None)
+    valid = _valid_query(claims_path, date, "truthy", None, None)
+    # A relation (not a DB-API result, which DuckDB materialises whole before Arrow copies it).
+    reader = cur.sql(
+        f"""
+        WITH t AS (
+            SELECT DISTINCT subject::BIGINT AS subject, property::BIGINT AS property,
+                object::BIGINT AS object FROM ({valid})
+        ),
+        lab AS ({_labelled_sql(forms_path, languages, "SELECT subject FROM t UNION SELECT object FROM t")}),
+        links AS ({_sitelinks_sql(entities_path, "SELECT subject FROM t")})
+        SELECT t.subject, t.property, t.object, ls.e IS NOT NULL AS s_labelled,
+            lo.e IS NOT NULL AS o_labelled, links.sitelinks
+        FROM t LEFT JOIN lab ls ON ls.e = t.subject LEFT JOIN lab lo ON lo.e = t.object
+        LEFT JOIN links ON links.id = t.subject
+        ORDER BY t.property, t.subject, t.object
+        """
+    ).to_arrow_reader(max(1, int(part_rows)))
+    buffered: list[pd.DataFrame] = []
+    rows = 0
+    for batch in reader:
+        buffered.append(batch.to_pandas())
+        rows += batch.num_rows
+        if rows < part_rows:
+            continue
+        frame = pd.concat(buffered, ignore_index=True)
+        # Cut before the last (property, subject): its rows may go on in the next batch.
+        last = (frame["property"] == frame["property"].iat[-1]) & (
+            frame["subject"] == frame["subject"].iat[-1]
+        )
+        done = frame[~last.to_numpy()]
+        if len(done):
+            yield done.reset_index(drop=True)
+        buffered, rows = [frame[last.to_numpy()]], int(last.sum())
+    _drop_valid_tables(cur)
+    cur.close()
+    if rows:
+        yield pd.concat(buffered, ignore_index=True).reset_index(drop=True)
+
+
 def _valid_tables(con, claims_path, ranks, relations, subjects, objects) -> None:
     if ranks not in ("truthy", "non_deprecated"):
         raise ValueError(f"ranks must be 'truthy' or 'non_deprecated', not {ranks!r}")
@@ -389,6 +453,27 @@ def write_entity_forms(
     return rows
 
 
+def _labelled_sql(forms_path: str | Path, languages: Sequence[str], ids_sql: str) -> str:
+    """Query of ``e``: the ids among ``ids_sql``'s with a label in every one of ``languages``."""
+    langs = ", ".join(quote(lang) for lang in dict.fromkeys(languages)) or "NULL"
+    return f"""
+        SELECT e FROM (
+            SELECT TRY_CAST(substr(entity, 2) AS BIGINT) AS e, lang FROM read_parquet({quote(forms_path)})
+            WHERE source = 'label' AND lang IN ({langs}) AND entity LIKE 'Q%'
+        ) WHERE e IN ({ids_sql})
+        GROUP BY e HAVING count(DISTINCT lang) = {len(set(languages))}
+        """
+
+
+def _sitelinks_sql(entities_path: str | Path, ids_sql: str) -> str:
+    """Query of ``id, sitelinks`` of the items among ``ids_sql``'s ids (an id's first row)."""
+    return f"""
+        SELECT id, sitelinks FROM read_parquet({quote(entities_path)}, file_row_number = true)
+        WHERE kind = 'item' AND id IN ({ids_sql})
+        QUALIFY row_number() OVER (PARTITION BY id ORDER BY file_row_number) = 1
+        """
+
+
 def labelled_ids(
     forms_path: str | Path,
     languages: Sequence[str],
@@ -400,15 +485,8 @@ def labelled_ids(
     con = con or connect()
     check_columns(con, "entity_forms", forms_path, ["entity", "lang", "source"])
     _ids_table(con, "_ids", ids)
-    langs = ", ".join(quote(lang) for lang in dict.fromkeys(languages)) or "NULL"
     got = con.execute(
-        f"""
-        SELECT e FROM (
-            SELECT TRY_CAST(substr(entity, 2) AS BIGINT) AS e, lang FROM read_parquet({quote(forms_path)})
-            WHERE source = 'label' AND lang IN ({langs}) AND entity LIKE 'Q%'
-        ) WHERE e IN (SELECT id FROM _ids)
-        GROUP BY e HAVING count(DISTINCT lang) = {len(set(languages))} ORDER BY e
-        """
+        f"{_labelled_sql(forms_path, languages, 'SELECT id FROM _ids')} ORDER BY e"
     ).fetchnumpy()["e"]
     con.unregister("_ids")
     return np.asarray(got, dtype=np.int64)
@@ -422,13 +500,7 @@ def sitelinks_of(
     con = con or connect()
     check_columns(con, "entities", entities_path, ["id", "kind", "sitelinks"])
     _ids_table(con, "_ids", ids)
-    got = con.sql(
-        f"""
-        SELECT id, sitelinks FROM read_parquet({quote(entities_path)}, file_row_number = true)
-        WHERE kind = 'item' AND id IN (SELECT id FROM _ids)
-        QUALIFY row_number() OVER (PARTITION BY id ORDER BY file_row_number) = 1 ORDER BY id
-        """
-    ).to_arrow_table()
+    got = con.sql(f"{_sitelinks_sql(entities_path, 'SELECT id FROM _ids')} ORDER BY id").to_arrow_table()
     con.unregister("_ids")
     frame = got.to_pandas()
     return frame.set_index("id")["sitelinks"]

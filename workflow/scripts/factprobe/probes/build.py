@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from factprobe import arrays, contracts, scan
 from factprobe.diff.rules import new_since, statement_date
 from factprobe.settings import Suite, SuiteTemplates, TemplateSet, load
 
+from .demopool import SpilledPool, fill
 from .fewshot import DemoPool, context, parse_setting
 from .importers import import_lama, import_mpararel, import_myriadlama, import_pararel, import_xfactr
 from .layouts import check_layout, target_text
@@ -180,15 +183,18 @@ def build_suite(
     covered = relations_present(plan, claims_path, con)
     log.info("suite %s: %d forms written", name, n_forms)
     paths = SelectionPaths(claims_path, entities_path, str(forms_path), changes_path, temporal_path)
-    facts, candidates = sample_suite(plan, covered, paths, con)
-    # Forms of the entities prompts can name (subjects; with demonstrations, the pool's facts),
-    # not of every labelled entity: the dump-sized part of this job at scale (issue 15).
-    named = set(facts["subject"])
-    if candidates is not None:
-        named |= set(candidates["subject"]) | set(candidates["object"])
-    index = forms_index(scan.scan_forms(forms_path, contracts.id_ints(sorted(named)), con))
+    with SpilledPool(con) if plan.with_demos else nullcontext() as spilled:
+        facts = sample_suite(plan, covered, paths, con, spilled)
+        # Forms of the entities prompts name (subjects; demonstrations load their own, demopool.fill),
+        # not of every labelled entity: the dump-sized part of this job at scale (issue 15).
+        index = forms_index(
+            scan.scan_forms(forms_path, contracts.id_ints(sorted(set(facts["subject"]))), con)
+        )
+        pool = None
+        if spilled is not None:
+            pool = fill(spilled, list(demo_requests(plan, facts)), plan.by_key, paths.forms, con)
     con.close()
-    return facts, suite_prompts(plan, facts, candidates, index), None
+    return facts, suite_prompts(plan, facts, pool, index), None
 
 
 def listed_suite(name, suite, sets, paths, forms_path, memory_mb) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -297,13 +303,14 @@ class SelectionPaths:
 
 
 def sample_suite(
-    plan: SuitePlan, covered: list[str], paths: SelectionPaths, con
-) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    """The suite's sampled facts and, with demonstrations, every relation's candidates (the pool).
+    plan: SuitePlan, covered: list[str], paths: SelectionPaths, con, pool: SpilledPool | None = None
+) -> pd.DataFrame:
+    """The suite's sampled facts; with demonstrations, every relation's candidates go to ``pool``.
 
-    Candidates, strata and the sample are per relation (select.py), so the relations are read
-    one at a time: the job holds one relation's truthy statements, not the suite's (issue 15).
-    Demonstration pools need every relation's candidates and keep them.
+    Candidates, strata and the sample are per relation (select.py) and per (subject, relation)
+    within one, so relations are read one at a time and each in parts
+    (:func:`relation_candidate_parts`): the job holds one part of one relation's truthy
+    statements (issues 15, 31). The samplers and the demonstration pool spill what they keep.
     """
     name, suite = plan.name, plan.suite
     dump, seed = str(suite.dump), suite.seed
@@ -311,7 +318,7 @@ def sample_suite(
     if suite.temporal_only and paths.temporal is None:
         raise ValueError(f"suites.{name}.temporal_only needs the temporal view of dump {dump}")
     temporal = paths.temporal if suite.temporal_only else None
-    pools, dated, n_candidates = [], [], 0
+    dated, n_candidates = [], 0
     # probes/sample.py (suites.<s>.sampler)
     sampler = sampler_for(suite, seed, paths.entities, con)
     for rel in covered:
@@ -319,7 +326,7 @@ def sample_suite(
         if picks is not None:
             allowed = allowed_facts(rel, paths.changes, picks, suite.cutoff, con)
             dated.append(allowed)
-        candidates = relation_candidates(
+        for part in relation_candidate_parts(
             name,
             rel,
             dump,
@@ -331,12 +338,11 @@ def sample_suite(
             con,
             allowed,
             temporal,
-        )
-        n_candidates += len(candidates)
-        sampler.add(candidates)
-        if plan.with_demos:
-            pools.append(candidates)
-        del candidates
+        ):
+            n_candidates += len(part)
+            sampler.add(part)
+            if pool is not None:
+                pool.add(part)
     sampled = sampler.finish()
     facts = pd.concat(sampled, ignore_index=True) if sampled else pd.DataFrame()
     if facts.empty:
@@ -353,12 +359,7 @@ def sample_suite(
         len(facts),
         facts["property"].value_counts().sort_index().to_dict(),
     )
-    if not plan.with_demos:
-        return facts, None
-    # In candidate_facts' order over every relation: (integer subject, property).
-    pool = pd.concat(pools, ignore_index=True)
-    order = np.lexsort((contracts.id_ints(pool["property"]), contracts.id_ints(pool["subject"])))
-    return facts, pool.iloc[order].reset_index(drop=True)
+    return facts
 
 
 def explain_no_facts(plan: SuitePlan, covered: list[str], paths: SelectionPaths, picks, con) -> ValueError:
@@ -377,18 +378,26 @@ def explain_no_facts(plan: SuitePlan, covered: list[str], paths: SelectionPaths,
     return no_facts_error(plan.name, dump, paths.claims, covered, truthy, labelled, plan.languages, allowed)
 
 
-def suite_prompts(
-    plan: SuitePlan, facts: pd.DataFrame, candidates: pd.DataFrame | None, index: dict
-) -> pd.DataFrame:
+def demo_requests(plan: SuitePlan, facts: pd.DataFrame) -> Iterator[tuple]:
+    """The arguments of every demonstration draw the suite's prompts make
+    (:meth:`fewshot.DemoPool.draw`, in :func:`fact_prompt_rows`' key)."""
+    suite = plan.suite
+    for fact in facts[["fact_id", "subject", "property"]].itertuples(index=False):
+        for lang in plan.languages:
+            for template in plan.by_lang_rel.get((lang, fact.property), []):
+                for shots, mode, k in plan.shots:
+                    if k:
+                        key = (suite.seed, fact.fact_id, template.id, lang, shots)
+                        args = (mode, k, template, fact.subject, fact.property, lang, key)
+                        yield (*args, suite.layout, suite.mask_token)
+
+
+def suite_prompts(plan: SuitePlan, facts: pd.DataFrame, pool: DemoPool | None, index: dict) -> pd.DataFrame:
     """The ``prompts`` table: every fact × language × template × few-shot setting × subject form.
 
-    ``candidates`` (with demonstrations) is the pool the demonstrations are drawn from;
+    ``pool`` (with demonstrations) is the pool the demonstrations are drawn from;
     ``index`` the forms of the entities prompts name (:func:`verbalize.forms_index`).
     """
-    pool = None
-    if candidates is not None:
-        label_of = {key: forms[0][0] for key, forms in index.items() if forms[0][1] == "label"}
-        pool = DemoPool(candidates[["fact_id", "subject", "property", "object"]], label_of, plan.by_key)
     rows, short = [], Counter()
     for fact in tqdm(
         facts.itertuples(index=False), total=len(facts), desc=f"prompts {plan.name}", mininterval=5
@@ -483,7 +492,13 @@ def allowed_facts(rel: str, changes_path: str, picks, cutoff, con) -> pd.DataFra
     )
 
 
-def relation_candidates(
+#: Truthy statements of a relation handled at once (about; cut at a subject's end): fact
+#: selection is per (subject, relation) and per entity, so a relation goes part by part and the
+#: job holds one part, not the relation (P31 is 2.9 M statements at 4 M entities; issue 31 item 5).
+PART_ROWS = 250_000
+
+
+def relation_candidate_parts(
     name: str,
     rel: str,
     dump: str,
@@ -495,46 +510,58 @@ def relation_candidates(
     con,
     allowed: pd.DataFrame | None = None,
     temporal_path: str | None = None,
-) -> pd.DataFrame:
-    """Every probe-able fact of one relation (:func:`select.candidate_facts`): its truthy
-    statements (the same rule as Ω's truthy validity, :func:`scan.scan_valid`), with the labels
-    and sitelinks of their entities; ``allowed`` (plausibility, :func:`allowed_facts`): only facts
+    part_rows: int = PART_ROWS,
+) -> Iterator[pd.DataFrame]:
+    """Every probe-able fact of one relation (:func:`select.candidate_facts`), in parts by
+    ascending subject: its truthy statements (the same rule as Ω's truthy validity,
+    :func:`scan.scan_valid`, streamed by :func:`scan.scan_truthy_parts`), with the labels and
+    sitelinks of their entities; ``allowed`` (plausibility, :func:`allowed_facts`): only facts
     new in the diff after the cut-off; ``temporal_path`` (``temporal_only``): only facts with a
-    temporal distractor (S′)."""
-    truthy = (
-        scan.scan_valid(claims_path, int(dump), "truthy", [contracts.id_int(rel)], None, con)
-        .sort_values(["property", "subject", "object"])
-        .reset_index(drop=True)
-    )
-    subjects = truthy["subject"].to_numpy(np.int64)
-    labelled = scan.labelled_ids(forms_path, languages, arrays.union(subjects, truthy["object"]), con)
-    sitelinks = scan.sitelinks_of(entities_path, arrays.unique(subjects), con)
+    temporal distractor (S′). The parts put together are the relation's candidates in one call."""
     allowed_ids = None if allowed is None else set(allowed["fact_id"])
-    candidates = candidate_facts(truthy, [rel], labelled, sitelinks, seed, allowed=allowed_ids)
-    log.info(
-        "suite %s, %s: %d truthy statements at %s, %d of their entities labelled in %s, %d candidate facts%s",
-        name,
-        rel,
-        len(truthy),
-        dump,
-        len(labelled),
-        languages,
-        len(candidates),
-        "" if allowed is None else f" ({len(allowed)} new in the diff after the cut-off)",
-    )
+    temporal = None
     if temporal_path is not None:
-        from factprobe.diff.temporal import with_temporal_distractors
-
         temporal = scan.table_of_relations(
             "temporal", temporal_path, [contracts.id_int(rel)], contracts.columns("temporal"), con
         )
-        before = len(candidates)
-        candidates = with_temporal_distractors(candidates, temporal)
-        log.info(
-            "suite %s, %s: S′ keeps %d of %d candidate facts (with a temporal distractor)",
-            name,
-            rel,
-            len(candidates),
-            before,
-        )
-    return candidates
+    counts = Counter()
+    parts = scan.scan_truthy_parts(
+        claims_path, int(dump), [contracts.id_int(rel)], forms_path, languages, entities_path, con, part_rows
+    )
+    for part in parts:
+        truthy = part[["subject", "property", "object"]]
+        s_lab, o_lab = part["s_labelled"].to_numpy(bool), part["o_labelled"].to_numpy(bool)
+        labelled = arrays.union(part["subject"].to_numpy()[s_lab], part["object"].to_numpy()[o_lab])
+        linked = part[part["sitelinks"].notna().to_numpy()].drop_duplicates("subject")
+        sitelinks = linked.set_index("subject")["sitelinks"]
+        candidates = candidate_facts(truthy, [rel], labelled, sitelinks, seed, allowed=allowed_ids)
+        counts.update(parts=1, truthy=len(truthy), labelled=len(labelled), candidates=len(candidates))
+        if temporal is not None:
+            from factprobe.diff.temporal import with_temporal_distractors
+
+            candidates = with_temporal_distractors(candidates, temporal)
+            counts.update(temporal=len(candidates))
+        yield candidates
+    log.info(
+        "suite %s, %s: %d truthy statements at %s in %d part(s), %d of their entities labelled in %s "
+        "(per part), %d candidate facts%s%s",
+        name,
+        rel,
+        counts["truthy"],
+        dump,
+        counts["parts"],
+        counts["labelled"],
+        languages,
+        counts["candidates"],
+        "" if allowed is None else f" ({len(allowed)} new in the diff after the cut-off)",
+        "" if temporal is None else f"; S′ keeps {counts['temporal']} (with a temporal distractor)",
+    )
+
+
+def relation_candidates(*args, **kwargs) -> pd.DataFrame:
+    """:func:`relation_candidate_parts` put together: one relation's candidates in one frame."""
+    parts = list(relation_candidate_parts(*args, **kwargs))
+    if parts:
+        return pd.concat(parts, ignore_index=True)
+    none = pd.DataFrame({c: np.zeros(0, np.int64) for c in ("subject", "property", "object")})
+    return candidate_facts(none, [args[1]], np.zeros(0, np.int64), pd.Series(dtype="int64"))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -51,6 +52,25 @@ def parse_setting(setting: str) -> tuple[str, int]:
     return setting, 0
 
 
+class PoolRow(NamedTuple):
+    """One fact of a demonstration pool."""
+
+    fact_id: str
+    subject: str
+    property: str
+    object: str
+
+
+class Unfetched(LookupError):
+    """A draw reached a pool position that a :class:`FetchedPool` has not loaded yet."""
+
+
+def probe_positions(size: int, key: tuple, count: int) -> list[int]:
+    """The first ``count`` positions a draw of ``key`` probes in a pool of ``size`` facts above
+    :data:`SORT_LIMIT` (``stable_hash(*key, n) % size``, n = 0, 1, ...; at most 64 × SORT_LIMIT)."""
+    return [stable_hash(*key, n) % size for n in range(min(count, 64 * SORT_LIMIT))]
+
+
 class DemoPool:
     """Facts demonstrations are drawn from, with their label sentences per language.
 
@@ -58,6 +78,10 @@ class DemoPool:
     the label; ``templates`` maps ``(lang, relation, style)`` to usable templates. Demonstrations
     of ``random`` and ``relation`` choose among every style's templates of their relation
     (``by_lang_relation``, in template id order).
+
+    A draw sees a pool (every fact for ``random``, the target's relation else) as its facts in
+    ``fact_id`` order: :meth:`size` and :meth:`row` at a position are all it reads, so a pool
+    that loads only the positions draws reach (:class:`FetchedPool`) draws the same demonstrations.
     """
 
     def __init__(
@@ -66,7 +90,6 @@ class DemoPool:
         labels: dict[tuple[str, str], str],
         templates: dict[tuple[str, str, str], list[Template]],
     ):
-        self.facts = facts.sort_values("fact_id").reset_index(drop=True)
         self.labels = labels
         self.templates = templates
         by_lang_relation: dict[tuple[str, str], list[Template]] = {}
@@ -75,19 +98,29 @@ class DemoPool:
         self.by_lang_relation = {
             key: sorted(options, key=lambda t: t.id) for key, options in by_lang_relation.items()
         }
-        self.by_relation = {p: g.index.to_list() for p, g in self.facts.groupby("property")}
-        self.all = self.facts.index.to_list()
-        self.fact_ids = self.facts["fact_id"].to_list()
-        self.rows = list(self.facts[["fact_id", "subject", "property", "object"]].itertuples(index=False))
+        facts = facts.sort_values("fact_id").reset_index(drop=True)
+        self.rows = [
+            PoolRow(*r) for r in facts[["fact_id", "subject", "property", "object"]].itertuples(index=False)
+        ]
+        self.by_relation = {p: g.index.to_list() for p, g in facts.groupby("property")}
 
-    def _order(self, candidates: list[int], key: tuple) -> Iterator[int]:
-        """Candidates in a hash order of ``key``: a full sort for small pools, lazy hashed probes else."""
-        if len(candidates) <= SORT_LIMIT:
-            yield from sorted(candidates, key=lambda i: stable_hash(*key, self.fact_ids[i]))
+    def size(self, relation: str | None) -> int:
+        """Facts in the pool of ``relation`` (``None``: every relation)."""
+        return len(self.rows) if relation is None else len(self.by_relation.get(relation, []))
+
+    def row(self, relation: str | None, position: int) -> PoolRow:
+        """The fact at ``position`` in ``fact_id`` order of the pool of ``relation`` (``None``: all)."""
+        return self.rows[position if relation is None else self.by_relation[relation][position]]
+
+    def _order(self, relation: str | None, key: tuple) -> Iterator[int]:
+        """Positions in a hash order of ``key``: a full sort for small pools, lazy hashed probes else."""
+        size = self.size(relation)
+        if size <= SORT_LIMIT:
+            yield from sorted(range(size), key=lambda i: stable_hash(*key, self.row(relation, i).fact_id))
             return
         # Duplicates are skipped by the caller; the probe count bounds the work for odd pools.
         for n in range(64 * SORT_LIMIT):
-            yield candidates[stable_hash(*key, n) % len(candidates)]
+            yield stable_hash(*key, n) % size
 
     def draw(
         self,
@@ -103,16 +136,16 @@ class DemoPool:
     ) -> list[Demo]:
         """Up to ``k`` demonstrations for one target prompt (fewer only if the pool runs out),
         written in the suite's ``layout`` (:mod:`factprobe.probes.layouts`)."""
-        pool = self.all if setting == "random" else self.by_relation.get(relation, [])
+        scope = None if setting == "random" else relation
         chosen: list[Demo] = []
         used: set[int] = set()
-        for i in self._order(pool, ("shot", *key)):
+        for i in self._order(scope, ("shot", *key)):
             if len(chosen) == k:
                 break
             if i in used:
                 continue
             used.add(i)
-            row = self.rows[i]
+            row = self.row(scope, i)
             if row.subject == subject and row.property == relation:
                 continue
             s_label = self.labels.get((row.subject, lang))
@@ -128,6 +161,42 @@ class DemoPool:
                 template = options[stable_hash("shot-template", *key, row.fact_id) % len(options)]
             chosen.append(Demo(row.fact_id, template, demo_text(template, s_label, o_label, layout, mask)))
         return chosen
+
+
+class FetchedPool(DemoPool):
+    """A :class:`DemoPool` that holds only the positions draws reach (issue 31 item 5).
+
+    ``sizes`` gives every pool's size (``None``: all relations); rows come in through
+    :meth:`load` with the labels of their entities; :meth:`row` of a position not loaded raises
+    :class:`Unfetched`, which tells the filler (:func:`factprobe.probes.demopool.fill`) to probe further.
+    """
+
+    def __init__(self, sizes: dict[str | None, int], templates: dict[tuple[str, str, str], list[Template]]):
+        super().__init__(pd.DataFrame(columns=list(PoolRow._fields)), {}, templates)
+        self.sizes = dict(sizes)
+        self.loaded: dict[tuple[str | None, int], PoolRow] = {}
+
+    def size(self, relation: str | None) -> int:
+        return self.sizes.get(relation, 0)
+
+    def row(self, relation: str | None, position: int) -> PoolRow:
+        try:
+            return self.loaded[relation, position]
+        except KeyError:
+            raise Unfetched(relation, position) from None
+
+    def load(self, rows: dict[tuple[str | None, int], PoolRow], labels: dict[tuple[str, str], str]) -> None:
+        """Add rows by (pool, position) and the labels of their entities."""
+        self.loaded.update(rows)
+        self.labels.update(labels)
+
+    def wanted(self, setting: str, relation: str, key: tuple, probes: int) -> set[tuple[str | None, int]]:
+        """The (pool, position) pairs not yet loaded among the first ``probes`` a draw of ``key``
+        reaches (every position of a pool up to :data:`SORT_LIMIT`, which a draw sorts whole)."""
+        scope = None if setting == "random" else relation
+        size = self.size(scope)
+        positions = range(size) if size <= SORT_LIMIT else probe_positions(size, ("shot", *key), probes)
+        return {(scope, p) for p in positions} - self.loaded.keys()
 
 
 def context(instruction: str, demos: list[Demo], setting: str) -> str:

@@ -39,8 +39,6 @@ import pandas as pd
 from factprobe.contracts import id_ints
 from factprobe.hashing import stable_hashes
 
-from .select import sample_facts
-
 SAMPLERS = ("relation_strata", "popularity_bins")
 
 
@@ -88,34 +86,82 @@ def weighted_sample(weights: np.ndarray, u: np.ndarray, n: int) -> np.ndarray:
 
 
 class RelationStrata:
-    """``relation_strata``: :func:`factprobe.probes.select.sample_facts` relation by relation."""
+    """``relation_strata``: :func:`factprobe.probes.select.sample_facts` relation by relation.
 
-    def __init__(self, n_facts: int | None, strata: int, seed: object):
-        self.n_facts, self.strata, self.seed = n_facts, strata, seed
-        self.parts: list[pd.DataFrame] = []
+    A relation's candidates come in parts (issue 31 item 5); each part goes to a temporary
+    Parquet file with its sample hash, and :meth:`finish` lets DuckDB (which spills) bin and draw
+    every relation by the rule of ``sample_facts``: equal-count strata over (popularity, fact_id),
+    ``n_facts // strata`` per stratum (one more in the top ``n_facts % strata``), the lowest
+    ``stable_hash(seed, "sample", fact_id)`` first. The job holds the sample, not the candidates.
+    """
+
+    def __init__(self, n_facts: int | None, strata: int, seed: object, con=None):
+        self.n_facts, self.strata, self.seed, self.con = n_facts, strata, seed, con
+        self.tmp = tempfile.TemporaryDirectory(prefix="factprobe-strata-")
+        self.files: dict[str, list[str]] = {}
 
     def add(self, candidates: pd.DataFrame) -> None:
-        self.parts.append(sample_facts(candidates, self.n_facts, self.strata, self.seed))
+        if candidates.empty:
+            return
+        files = self.files.setdefault(str(candidates["property"].iat[0]), [])
+        path = str(Path(self.tmp.name) / f"{len(self.files)}-{len(files)}.parquet")
+        candidates.assign(_h=stable_hashes((self.seed, "sample"), candidates["fact_id"])).to_parquet(
+            path, index=False
+        )
+        files.append(path)
 
     def finish(self) -> list[pd.DataFrame]:
-        return self.parts
+        from factprobe import scan
+
+        con = self.con if self.con is not None else scan.connect()
+        try:
+            return [self._draw(con, files) for files in self.files.values()]
+        finally:
+            self.tmp.cleanup()
+
+    def _draw(self, con, files: list[str]) -> pd.DataFrame:
+        from factprobe import scan
+
+        strata, n = self.strata, self.n_facts
+        keep = ""
+        if n is not None:
+            quota = f"{n // strata} + CASE WHEN stratum >= {strata - n % strata} THEN 1 ELSE 0 END"
+            keep = f"QUALIFY row_number() OVER (PARTITION BY stratum ORDER BY _h) <= {quota}"
+        paths = ", ".join(scan.quote(f) for f in files)
+        table = con.sql(
+            f"""
+            SELECT * EXCLUDE (_h, _rank, _n) FROM (
+                SELECT *, (_rank * {strata}) // _n AS stratum FROM (
+                    SELECT *, row_number() OVER (ORDER BY popularity, fact_id) - 1 AS _rank,
+                           count(*) OVER () AS _n
+                    FROM read_parquet([{paths}])
+                )
+            ) {keep} ORDER BY stratum, _h
+            """
+        ).to_arrow_table()
+        return table.to_pandas()
 
 
 class PopularityBins:
     """``popularity_bins``: one sample over every relation's candidates (module docstring).
 
-    Relations come one at a time (a job holds one relation's candidates, issue 15): each is
-    written to a temporary Parquet file and only its popularity and uniform draw are kept
-    (16 bytes per candidate, about 60 during the draw's sort); :meth:`finish` bins them all,
-    draws, and reads the drawn rows back.
+    Candidates come a part of a relation at a time (issues 15, 31): each part is written to a
+    temporary Parquet file, its popularity and uniform draw to a NumPy file beside it, and only
+    the range of popularity is kept. :meth:`finish` reads the parts back one at a time, twice:
+    to count the equal-width bins, then to keep the ``n`` largest Efraimidis–Spirakis keys so far
+    (:func:`weighted_sample`'s order: key, then position); it reads the drawn rows back. The
+    job holds one part and the sample, not 16 bytes per candidate.
     """
 
     def __init__(self, n_facts: int | None, bins: int, seed: object, entities_path: str, con=None):
         self.n_facts, self.bins, self.seed = n_facts, bins, seed
         self.entities_path, self.con = entities_path, con
         self.tmp = tempfile.TemporaryDirectory(prefix="factprobe-sample-")
-        self.popularity: list[np.ndarray] = []
-        self.u: list[np.ndarray] = []
+        self.sizes: list[int] = []
+        self.lo, self.hi = np.inf, -np.inf
+
+    def _path(self, i: int, ext: str) -> Path:
+        return Path(self.tmp.name) / f"{i}.{ext}"
 
     def add(self, candidates: pd.DataFrame) -> None:
         from factprobe import scan
@@ -123,9 +169,13 @@ class PopularityBins:
         objects = id_ints(candidates["object"])
         sitelinks = scan.sitelinks_of(self.entities_path, np.unique(objects), self.con)
         object_links = pd.Series(objects).map(sitelinks).fillna(0).to_numpy()
-        self.popularity.append(importance(candidates["popularity"]) + importance(object_links))
-        self.u.append(uniforms(self.seed, candidates["fact_id"]))
-        candidates.to_parquet(Path(self.tmp.name) / f"{len(self.popularity) - 1}.parquet", index=False)
+        pop = importance(candidates["popularity"]) + importance(object_links)
+        if len(pop):
+            self.lo, self.hi = min(self.lo, float(pop.min())), max(self.hi, float(pop.max()))
+        i = len(self.sizes)
+        np.save(self._path(i, "npy"), np.stack([pop, uniforms(self.seed, candidates["fact_id"])]))
+        candidates.to_parquet(self._path(i, "parquet"), index=False)
+        self.sizes.append(len(candidates))
 
     def finish(self) -> list[pd.DataFrame]:
         try:
@@ -133,27 +183,43 @@ class PopularityBins:
         finally:
             self.tmp.cleanup()
 
+    def _bins(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """Part ``i``'s bins over the whole range (:func:`equal_width_bins`' rule) and uniforms."""
+        pop, u = np.load(self._path(i, "npy"))
+        whole = np.array([self.lo, self.hi]) if self.hi >= self.lo else np.zeros(0)
+        # The bins of the whole range are those of the part with the range's ends added.
+        return equal_width_bins(np.concatenate([whole, pop]), self.bins)[len(whole) :], u
+
     def _draw(self) -> list[pd.DataFrame]:
-        if not self.popularity:
+        total = sum(self.sizes)
+        if not total:
             return []
-        pop, u = np.concatenate(self.popularity), np.concatenate(self.u)
-        part = np.repeat(np.arange(len(self.popularity)), [len(p) for p in self.popularity])
-        start = np.cumsum([0] + [len(p) for p in self.popularity])
-        bin_of = equal_width_bins(pop, self.bins)
-        n = len(pop) if self.n_facts is None else self.n_facts
-        chosen = weighted_sample(bin_weights(bin_of), u, n) if len(pop) else np.zeros(0, np.int64)
+        start = np.cumsum([0, *self.sizes])
+        sizes = np.zeros(self.bins, np.int64)
+        for i in range(len(self.sizes)):
+            sizes += np.bincount(self._bins(i)[0], minlength=self.bins)
+        n = total if self.n_facts is None else min(self.n_facts, total)
+        best_key, best_pos = np.zeros(0), np.zeros(0, np.int64)
+        for i in range(len(self.sizes)):
+            bin_of, u = self._bins(i)
+            key = np.log(u) / (1.0 / (sizes[bin_of] * np.count_nonzero(sizes)))
+            keys = np.concatenate([best_key, key])
+            pos = np.concatenate([best_pos, start[i] + np.arange(len(key))])
+            keep = np.lexsort((pos, -keys))[:n]
+            best_key, best_pos = keys[keep], pos[keep]
+        chosen = np.sort(best_pos)
         out = []
-        for i in np.unique(part[chosen]):
-            rows = chosen[part[chosen] == i]
-            frame = pd.read_parquet(Path(self.tmp.name) / f"{i}.parquet").iloc[rows - start[i]]
-            out.append(frame.assign(stratum=bin_of[rows]).reset_index(drop=True))
+        for i in np.unique(np.searchsorted(start, chosen, side="right") - 1):
+            rows = chosen[(chosen >= start[i]) & (chosen < start[i + 1])] - start[i]
+            frame = pd.read_parquet(self._path(i, "parquet")).iloc[rows]
+            out.append(frame.assign(stratum=self._bins(i)[0][rows]).reset_index(drop=True))
         return out
 
 
 def sampler_for(suite, seed: object, entities_path: str, con=None) -> RelationStrata | PopularityBins:
     """The sampler ``suites.<s>.sampler`` names (settings ``Suite``: ``sampler``, ``n_facts``, ``strata``)."""
     if suite.sampler == "relation_strata":
-        return RelationStrata(suite.n_facts, suite.strata, seed)
+        return RelationStrata(suite.n_facts, suite.strata, seed, con)
     if suite.sampler == "popularity_bins":
         return PopularityBins(suite.n_facts, suite.strata, seed, entities_path, con)
     raise ValueError(f"suites.<s>.sampler must be one of {SAMPLERS}, not {suite.sampler!r}")
