@@ -152,8 +152,8 @@ STATE_LINE = re.compile(r"resident after [^:]+: (\d+) MB \(DuckDB limit (\d+) MB
 OMEGA_LINE = re.compile(
     r"omega: \d+ facts, (\d+) typed entities, (\d+) forms, (\d+) valid statements, (\d+) co-occurrence"
 )
-# common.smk caps the requests that grow with the input at 64 GB.
-MEM_CAP_MB = 64000
+# common.smk caps the requests that grow with the input at 64 GB, build_probes' at 8 GB.
+MEM_CAP_MB, RULE_MEM_CAP_MB = 64000, {"build_probes": 8000}
 
 
 def make_workdir(work: Path, items: int, facts: int, shards: int = 1) -> dict:
@@ -400,7 +400,8 @@ def limit_full_mb(runs: list[dict], rule: str) -> float:
     mem = [max(j["mem_mb"] for j in js) for js in jobs]
     share = max(j["limit_mb"] / j["mem_mb"] for j in jobs[-1])
     grown = mem[-1] > mem[0]
-    return share * (min(MEM_CAP_MB, mem[-1] * FULL_ENTITIES / runs[-1]["items"]) if grown else mem[-1])
+    cap = RULE_MEM_CAP_MB.get(rule, MEM_CAP_MB)
+    return share * (min(cap, mem[-1] * FULL_ENTITIES / runs[-1]["items"]) if grown else mem[-1])
 
 
 def claims_rows(work: Path) -> int:
