@@ -5,6 +5,7 @@ retrieve_distractors either retrieves every fact (``distractors.shards: 1``) or 
 """
 
 import sys
+from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
@@ -12,6 +13,7 @@ from factprobe import contracts, scan
 from factprobe.distractors import needs
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.retrieve import (
+    SLICES,
     forms_of_candidates,
     gather_shards,
     load_suite_omega,
@@ -53,13 +55,17 @@ else:
             len(every),
             mine["subject"].nunique(),
         )
+    # Shards map the suite's types and forms, prepared once (rule prepare_retrieval).
+    prepared = snakemake.input.prepared if "prepared" in snakemake.input.keys() else None
     facts, entity_forms, claims, omega = load_suite_omega(
-        snakemake.input, p, snakemake.threads, memory_mb, only
+        snakemake.input, p, snakemake.threads, memory_mb, only, prepared
     )
     settings = load(Retrieve, p, f"distractors of suite {snakemake.wildcards.suite}")
     index = None
     if "index" in snakemake.input.keys():
         index = load_index(snakemake.input.index, p["search"], p["ef_search"])
+        if prepared is not None and (Path(prepared) / SLICES).is_dir():
+            index.slices = Path(prepared) / SLICES  # the suite's type slices, built once
     past = None
     if "temporal" in snakemake.input.keys():
         mine = facts if only is None else facts[facts["fact_id"].isin(set(only))]
@@ -71,6 +77,7 @@ else:
     candidates = retrieve(facts, omega, settings, index, past, cooccur, entity_forms, only)
     forms = forms_of_candidates(candidates, entity_forms)
     log_resident(log, "retrieval", memory_mb, mem_mb)
+    log.info("Ω read the forms of %d entities", omega.forms_read)
 found = candidates[candidates["role"] == "distractor"].groupby(["strategy"]).size()
 log.info(
     "distractors per strategy: %s; %d forms of %d entities",

@@ -483,6 +483,9 @@ class SemIndex:
     threads: int = 1
     # The memory maps under X (load_index), whose read pages release_pages hands back.
     maps: tuple = ()
+    # A folder of TypeSlice.save folders, one per declared type (rule prepare_retrieval): a type
+    # found there is mapped, not built (TypeSlices).
+    slices: Path | None = None
 
     def release_pages(self) -> None:
         """Drop the mapped matrix pages read so far from the process (clean file pages, read
@@ -559,6 +562,31 @@ class TypeSlice:
             local = np.searchsorted(self.features, rows.indices).astype(np.int32)
             rows = sp.csr_matrix((rows.data, local, rows.indptr), shape=(rows.shape[0], len(self.features)))
             self.XT = rows.T.tocsr()
+
+    def save(self, folder: str | Path) -> None:
+        """Write the slice's arrays to ``folder`` (uncompressed ``.npy``, for :meth:`mapped`)."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        arrays_ = {"rows": self.rows, "features": self.features}
+        if self.XT is not None:
+            arrays_.update(data=self.XT.data, indices=self.XT.indices, indptr=self.XT.indptr)
+        for name, values in arrays_.items():
+            np.save(folder / f"{name}.npy", values)
+
+    @classmethod
+    def mapped(cls, index: SemIndex, folder: str | Path) -> TypeSlice:
+        """A slice :meth:`save` wrote, memory-mapped: a query reads the postings of its own
+        features only (issue 31 item 4: retrieval shards share one preparation's slices)."""
+        folder = Path(folder)
+        got = cls.__new__(cls)
+        got.index = index
+        got.rows = np.load(folder / "rows.npy", mmap_mode="r")
+        got.features = np.load(folder / "features.npy", mmap_mode="r")
+        got.XT = None
+        if (folder / "indptr.npy").exists():
+            parts = [np.load(folder / f"{n}.npy", mmap_mode="r") for n in ("data", "indices", "indptr")]
+            got.XT = sp.csr_matrix(tuple(parts), shape=(len(got.features), len(got.rows)), copy=False)
+        return got
 
     def nbytes(self) -> int:
         """Bytes the slice holds (its transposed rows and feature map)."""
@@ -892,7 +920,11 @@ class TypeSlices:
 
     def _slice(self, t: int) -> TypeSlice:
         got = self.slices.pop(t, None)
-        if got is None:
+        stored = None if self.index.slices is None else self.index.slices / str(t)
+        if got is None and stored is not None and stored.is_dir():
+            got = TypeSlice.mapped(self.index, stored)
+            self.held += got.nbytes()
+        elif got is None:
             started = time.perf_counter()
             got = TypeSlice(self.index, self.omega.members(np.array([t], np.int64)))
             if self.built is not None:
