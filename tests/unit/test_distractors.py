@@ -961,3 +961,17 @@ def test_prepared_type_slices_are_mapped_and_rank_as_built_ones(index, suite, tm
     built_mapped = {"s": 0.0, "n": 0}
     assert sem_distractors(idx, omega, triples, 10, "exact", 4, built_mapped) == want
     assert built_mapped["n"] == 0  # every slice mapped, none built
+    # Objects ranked once (a preparation's prefixes): the same lists, also for n and widen that
+    # make Ω read past a prefix (then the whole ranking from the slices); a prefix of another
+    # top is not used.
+    objects = qids(facts["object"])
+    for n, widen in ((10, 4), (30, 0)):
+        expect = sem_distractors(load_index(index, "exact"), omega, triples, n, "exact", widen)
+        held = semantic.exact_prefixes(idx, omega, objects, n, widen)
+        held.save(tmp_path / f"prefixes{n}")
+        idx.prefixes = semantic.Prefixes.load(tmp_path / f"prefixes{n}")
+        assert len(idx.prefixes.objects) == len(set(objects.tolist())) and idx.prefixes.top == widen * n + 16
+        assert sem_distractors(idx, omega, triples, n, "exact", widen) == expect
+    longer = [len(idx.prefixes.get(o)[0]) < idx.prefixes.get(o)[1] for o in set(objects.tolist())]
+    assert any(longer)  # some rankings go on past their prefix
+    assert sem_distractors(idx, omega, triples, 10, "exact", 4) == want

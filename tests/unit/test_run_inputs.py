@@ -198,6 +198,10 @@ def test_sharded_retrieval_reads_one_preparation_per_suite():
     assert I.retrieve_job_inputs(sem, omega, [], "i/{dump}", "t/{dump}", prepared)["prepared"] == prepared
     assert "prepared" not in I.retrieve_job_inputs(sem, omega, [], "i/{dump}", "t/{dump}")
     prep = I.prepare_inputs(sem, omega, ["lib.py"], "i/{dump}")
-    assert prep == {**{k: v for k, v in omega.items() if k != "claims"}, "lib": ["lib.py"], "index": "i/20190201"}
+    assert prep == {
+        **{k: v for k, v in omega.items() if k != "claims"},
+        "lib": ["lib.py"],
+        "index": "i/20190201",
+    }
     assert "index" not in I.prepare_inputs({**sem, "search": "hnsw"}, omega, [], "i/{dump}")
     assert "index" not in I.prepare_inputs({"strategies": ["cooccur"], "dump": "20190201"}, omega, [], "i")

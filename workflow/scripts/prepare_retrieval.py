@@ -13,6 +13,6 @@ log = rule_logger(snakemake)
 mem_mb = int(snakemake.resources.get("mem_mb", 4000))
 memory_mb = scan.duckdb_mb(mem_mb)
 with io.atomic_dir(snakemake.output.prepared, snakemake.resources.get("disk_mb")) as tmp:
-    search = snakemake.params.settings["search"]
-    prepare_universe(snakemake.input, tmp, snakemake.threads, memory_mb, search)
+    settings = snakemake.params.settings
+    prepare_universe(snakemake.input, tmp, snakemake.threads, memory_mb, settings["search"], settings["n"])
 log_resident(log, "preparation", memory_mb, mem_mb)

@@ -5,7 +5,6 @@ retrieve_distractors either retrieves every fact (``distractors.shards: 1``) or 
 """
 
 import sys
-from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
@@ -13,10 +12,11 @@ from factprobe import contracts, scan
 from factprobe.distractors import needs
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.retrieve import (
-    SLICES,
     forms_of_candidates,
     gather_shards,
     load_suite_omega,
+    prepared_index,
+    resident_split_mb,
     retrieve,
     shard_plan,
 )
@@ -63,9 +63,8 @@ else:
     settings = load(Retrieve, p, f"distractors of suite {snakemake.wildcards.suite}")
     index = None
     if "index" in snakemake.input.keys():
-        index = load_index(snakemake.input.index, p["search"], p["ef_search"])
-        if prepared is not None and (Path(prepared) / SLICES).is_dir():
-            index.slices = Path(prepared) / SLICES  # the suite's type slices, built once
+        # A shard maps the suite's type slices and ranked objects, computed once.
+        index = prepared_index(load_index(snakemake.input.index, p["search"], p["ef_search"]), prepared)
     past = None
     if "temporal" in snakemake.input.keys():
         mine = facts if only is None else facts[facts["fact_id"].isin(set(only))]
@@ -77,7 +76,7 @@ else:
     candidates = retrieve(facts, omega, settings, index, past, cooccur, entity_forms, only)
     forms = forms_of_candidates(candidates, entity_forms)
     log_resident(log, "retrieval", memory_mb, mem_mb)
-    log.info("Ω read the forms of %d entities", omega.forms_read)
+    log.info("Ω read the forms of %d entities; resident MB by kind %s", omega.forms_read, resident_split_mb())
 found = candidates[candidates["role"] == "distractor"].groupby(["strategy"]).size()
 log.info(
     "distractors per strategy: %s; %d forms of %d entities",

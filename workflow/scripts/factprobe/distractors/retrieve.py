@@ -28,7 +28,7 @@ from factprobe.distractors import STRATEGIES, needs, needs_every_subject
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.omega import Omega, facts_valid, suite_omega  # noqa: F401 (re-export)
 from factprobe.distractors.pool import is_string_entity, string_forms
-from factprobe.distractors.semantic import SemIndex, TypeSlice, load_index
+from factprobe.distractors.semantic import Prefixes, SemIndex, TypeSlice, exact_prefixes, load_index
 from factprobe.hashing import stable_hash
 from factprobe.settings import Retrieve
 
@@ -370,7 +370,12 @@ UNIVERSE_FORMS = "forms.arrow"
 
 
 def prepare_universe(
-    inputs, folder: str | Path, threads: int = 1, memory_mb: int | None = None, search: str | None = None
+    inputs,
+    folder: str | Path,
+    threads: int = 1,
+    memory_mb: int | None = None,
+    search: str | None = None,
+    n: int | None = None,
 ) -> dict:
     """Write once per suite what every retrieval shard would otherwise scan or build whole (rule
     prepare_retrieval, issue 31 item 4): the types of all the suite's subjects and objects and
@@ -378,7 +383,8 @@ def prepare_universe(
     searches (:meth:`Omega.layout`), for :func:`map_universe`. The same rows as one job's
     :func:`load_suite_omega` reads, so Ω's answers are one job's. With ``search="exact"`` and
     ``inputs.index``: also the Sem type slice of every declared type of the suite's objects
-    (:func:`prepare_slices`). Returns the row counts."""
+    (:func:`prepare_slices`) and, given the suite's ``n``, every object's ranked prefix
+    (:func:`~factprobe.distractors.semantic.exact_prefixes`). Returns the row counts."""
     facts = contracts.read("facts", inputs.facts)
     con = scan.connect(threads, memory_mb)
     types, entity_forms = _scan_universe(inputs, facts, facts, con)
@@ -398,12 +404,34 @@ def prepare_universe(
     )
     if search == "exact" and getattr(inputs, "index", None) is not None:
         omega = Omega.from_arrays(*_layout_args(layout), table, layout["form_ids"], no_valid)
-        counts["slices"] = prepare_slices(load_index(inputs.index, "exact"), omega, facts, folder / SLICES)
+        index = load_index(inputs.index, "exact")
+        counts["slices"] = prepare_slices(index, omega, facts, folder / SLICES)
+        if n is not None:
+            index.slices = folder / SLICES
+            started = time.perf_counter()
+            held = exact_prefixes(index, omega, id_ints(facts["object"]), SEM_LIST_FACTOR * n)
+            held.save(folder / PREFIXES)
+            counts["prefixes"] = len(held.objects)
+            log.info(
+                "exact Sem prefixes: %d objects in %.2f s", len(held.objects), time.perf_counter() - started
+            )
     return counts
 
 
-#: Sub-folder of a preparation holding one TypeSlice folder per declared type (SemIndex.slices).
-SLICES = "slices"
+#: Sub-folders of a preparation: one TypeSlice folder per declared type (SemIndex.slices), and
+#: the objects' ranked prefixes (SemIndex.prefixes).
+SLICES, PREFIXES = "slices", "prefixes"
+#: Sem lists hold this many times n: Temp+Sem may drop Sem items already in the temporal list.
+SEM_LIST_FACTOR = 2
+
+
+def prepared_index(index: SemIndex, prepared: str | Path | None) -> SemIndex:
+    """``index`` reading a suite preparation's type slices and ranked prefixes, where it holds them."""
+    if prepared is not None and (Path(prepared) / SLICES).is_dir():
+        index.slices = Path(prepared) / SLICES
+    if prepared is not None and (Path(prepared) / PREFIXES).is_dir():
+        index.prefixes = Prefixes.load(Path(prepared) / PREFIXES)
+    return index
 
 
 def prepare_slices(index: SemIndex, omega: Omega, facts: pd.DataFrame, folder: Path) -> int:
@@ -442,6 +470,21 @@ def _layout_args(layout: dict[str, np.ndarray]) -> tuple[tuple, tuple]:
         (layout["id_ids"], layout["id_starts"], layout["id_types"]),
         (layout["type_types"], layout["type_starts"], layout["type_ids"]),
     )
+
+
+def resident_split_mb() -> dict[str, float]:
+    """The process's resident memory now by kind (MB; Linux ``RssAnon``, ``RssFile``): a shard's
+    own memory apart from the clean pages of the files it maps (a preparation's tables, the
+    index), which every shard on a node shares from the page cache. Empty elsewhere."""
+    out = {}
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(("RssAnon:", "RssFile:")):
+                    out[line.split(":")[0]] = int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return out
 
 
 def _trim_heap() -> None:
