@@ -975,3 +975,16 @@ def test_prepared_type_slices_are_mapped_and_rank_as_built_ones(index, suite, tm
     longer = [len(idx.prefixes.get(o)[0]) < idx.prefixes.get(o)[1] for o in set(objects.tolist())]
     assert any(longer)  # some rankings go on past their prefix
     assert sem_distractors(idx, omega, triples, 10, "exact", 4) == want
+
+
+def test_a_rule_input_is_optional_by_name():
+    """A Snakemake input list is a list: ``inputs.index`` is a guard object, not a missing input,
+    so the preparation asks for an optional input by key (a suite without Sem has no index)."""
+    from factprobe.distractors.retrieve import _optional
+    from snakemake.iocontainers import InputFiles
+
+    assert _optional(InputFiles(fromdict={"facts": "f"}), "index") is None
+    assert _optional(InputFiles(fromdict={"facts": "f", "index": "i"}), "index") == "i"
+    from types import SimpleNamespace
+
+    assert _optional(SimpleNamespace(facts="f"), "index") is None

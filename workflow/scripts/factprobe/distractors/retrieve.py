@@ -402,7 +402,7 @@ def prepare_universe(
     log.info(
         "universe: %d typed entities of %d types, %d forms", counts["typed"], counts["types"], counts["forms"]
     )
-    if search == "exact" and getattr(inputs, "index", None) is not None:
+    if search == "exact" and _optional(inputs, "index") is not None:
         omega = Omega.from_arrays(*_layout_args(layout), table, layout["form_ids"], no_valid)
         index = load_index(inputs.index, "exact")
         counts["slices"] = prepare_slices(index, omega, facts, folder / SLICES)
@@ -416,6 +416,15 @@ def prepare_universe(
                 "exact Sem prefixes: %d objects in %.2f s", len(held.objects), time.perf_counter() - started
             )
     return counts
+
+
+def _optional(inputs, name: str):
+    """Input ``name`` of a rule's inputs (Snakemake's named list or a namespace), None if absent:
+    asked by key where there are keys, since a named list is a list (``inputs.index`` would be
+    its ``list.index`` method)."""
+    if callable(getattr(inputs, "keys", None)):
+        return inputs[name] if name in inputs.keys() else None
+    return getattr(inputs, name, None)
 
 
 #: Sub-folders of a preparation: one TypeSlice folder per declared type (SemIndex.slices), and
