@@ -98,6 +98,20 @@ def test_dry_run_of_whole_dag_has_the_expected_jobs_per_rule():
     assert job_counts(proc.stdout + proc.stderr) == DEMO_JOBS
 
 
+def test_sharded_retrieval_prepares_each_suite_once(tmp_path):
+    """distractors.shards 3: per built suite one prepare_retrieval job (the types, forms and type
+    slices its shards map) and three retrieve_shard jobs, gathered by retrieve_distractors; every
+    other rule as in the demo. One job per suite (the demo) has no preparation."""
+    shards = tmp_path / "shards.yaml"
+    shards.write_text("distractors:\n  shards: 3\n")
+    args = ("--configfile", "config/config.yaml", str(shards))
+    proc = snakemake("-n", "--forceall", "--cores", "2", "--quiet", "rules", *args)
+    suites = DEMO_JOBS["retrieve_distractors"]
+    expected = {**DEMO_JOBS, "prepare_retrieval": suites, "retrieve_shard": 3 * suites}
+    assert job_counts(proc.stdout + proc.stderr) == expected
+    assert "prepare_retrieval" not in DEMO_JOBS
+
+
 def test_one_min_version_equal_to_the_pyproject_pin():
     sources = [ROOT / "workflow/Snakefile", *sorted((ROOT / "workflow/rules").glob("*.smk"))]
     calls = [m for p in sources for m in re.findall(r'min_version\("([^"]+)"\)', p.read_text())]

@@ -843,7 +843,7 @@ def test_subject_shards_read_their_slice_and_gather_to_the_one_job_table(
     from types import SimpleNamespace
 
     from factprobe import contracts
-    from factprobe.distractors.retrieve import gather_shards, load_suite_omega, shard_plan
+    from factprobe.distractors.retrieve import gather_shards, load_suite_omega, prepare_universe, shard_plan
 
     facts, forms, _ = suite
     facts = _skewed(facts)
@@ -866,8 +866,8 @@ def test_subject_shards_read_their_slice_and_gather_to_the_one_job_table(
         demo_settings(strategies, n=4, pool_size=6), cooccur_sides=sides or ["object"], valid_ranks=ranks
     )
 
-    def run(only=None):
-        f, ef, st, om = load_suite_omega(inputs, p, only=only)
+    def run(only=None, prepared=None):
+        f, ef, st, om = load_suite_omega(inputs, p, only=only, prepared=prepared)
         co = Cooccurrence(st) if "cooccur" in strategies else None
         return f, ef, om, retrieve(f, om, settings, cooccur=co, entity_forms=ef, only=only)
 
@@ -881,13 +881,23 @@ def test_subject_shards_read_their_slice_and_gather_to_the_one_job_table(
     omega = suite_omega(every, forms, claims, types, DUMP, ranks, 90)
     pd.testing.assert_frame_equal(whole, retrieve(every, omega, settings, cooccur=co, entity_forms=forms))
     plan = shard_plan(every, 3)
-    parts, part_forms, valid = [], [], []
+    # Shards that map the suite's types and forms, prepared once (rule prepare_retrieval), give
+    # the rows of shards that scan their own.
+    counts = prepare_universe(inputs, tmp_path / "prepared")
+    assert counts["typed"] == whole_omega.layout()["id_ids"].size and counts["forms"] == whole_forms.num_rows
+    parts, part_forms, valid, mapped, mapped_forms = [], [], [], [], []
     for shard in range(3):
         mine = every[plan == shard]
         _, ef, om, got = run(mine["fact_id"].tolist())
         valid.append(len(om.valid))
         parts.append(got)
         part_forms.append(forms_of_candidates(got, ef))
+        _, ef, om, got = run(mine["fact_id"].tolist(), tmp_path / "prepared")
+        assert isinstance(om.layout()["type_ids"], np.memmap)
+        mapped.append(got)
+        mapped_forms.append(forms_of_candidates(got, ef))
+        pd.testing.assert_frame_equal(got, parts[-1])
+        pd.testing.assert_frame_equal(mapped_forms[-1], part_forms[-1])
     big = every["property"].value_counts()
     assert big.iloc[0] > len(every) / 2 and every.groupby("property")["subject"].nunique().min() == 1
     assert np.bincount(plan, minlength=3).max() <= 1.5 * len(every) / 3
@@ -897,6 +907,9 @@ def test_subject_shards_read_their_slice_and_gather_to_the_one_job_table(
     if sides == ["object"]:
         assert sum(valid) <= len(whole_omega.valid)
     cand, got_forms = gather_shards(every, parts, part_forms)
+    pd.testing.assert_frame_equal(cand, whole, check_dtype=False)
+    pd.testing.assert_frame_equal(got_forms, forms_of_candidates(whole, whole_forms))
+    cand, got_forms = gather_shards(every, mapped, mapped_forms)
     pd.testing.assert_frame_equal(cand, whole, check_dtype=False)
     pd.testing.assert_frame_equal(got_forms, forms_of_candidates(whole, whole_forms))
 
@@ -922,3 +935,56 @@ def test_type_slice_in_blocks_ranks_as_one_block(index, suite, monkeypatch):
         assert whole.ranked(entity) == cut.ranked(entity) == cut.ranked(entity, None, b)
     idx.release_pages()
     assert cut.ranked(GERMANY, 5) == whole.ranked(GERMANY, 5)
+
+
+def test_prepared_type_slices_are_mapped_and_rank_as_built_ones(index, suite, tmp_path):
+    """The type slices a preparation saves (retrieve.prepare_slices, rule prepare_retrieval) are
+    memory-mapped by a shard's TypeSlices instead of built, and give the same cosines (bit for
+    bit) and so the same exact Sem lists as slices built from the index."""
+    from factprobe.distractors.retrieve import fact_ids, prepare_slices
+
+    facts, _, omega = suite
+    idx = load_index(index, "exact")
+    triples = fact_ids(facts)
+    built_here = {"s": 0.0, "n": 0}
+    want = sem_distractors(idx, omega, triples, 10, "exact", 4, built_here)
+    assert built_here["n"] > 3
+    assert prepare_slices(idx, omega, facts, tmp_path / "slices") == built_here["n"]
+    mapped = TypeSlice.mapped(idx, tmp_path / "slices" / str(int(omega.types_of(GERMANY)[0])))
+    # Mapped, not copied: the product reads the postings of the query's features only.
+    assert isinstance(mapped.rows, np.memmap) and not mapped.XT.data.flags.writeable
+    whole = TypeSlice(idx, omega.members(omega.types_of(GERMANY)[:1]))
+    for entity in (GERMANY, CHINA, MALI):
+        a, b = whole.scores(entity), mapped.scores(entity)
+        assert (a[0] == b[0]).all() and (a[1] == b[1]).all() and len(a[0]) > 0
+    idx.slices = tmp_path / "slices"
+    built_mapped = {"s": 0.0, "n": 0}
+    assert sem_distractors(idx, omega, triples, 10, "exact", 4, built_mapped) == want
+    assert built_mapped["n"] == 0  # every slice mapped, none built
+    # Objects ranked once (a preparation's prefixes): the same lists, also for n and widen that
+    # make Ω read past a prefix (then the whole ranking from the slices); a prefix of another
+    # top is not used.
+    objects = qids(facts["object"])
+    for n, widen in ((10, 4), (30, 0)):
+        expect = sem_distractors(load_index(index, "exact"), omega, triples, n, "exact", widen)
+        held = semantic.exact_prefixes(idx, omega, objects, n, widen)
+        held.save(tmp_path / f"prefixes{n}")
+        idx.prefixes = semantic.Prefixes.load(tmp_path / f"prefixes{n}")
+        assert len(idx.prefixes.objects) == len(set(objects.tolist())) and idx.prefixes.top == widen * n + 16
+        assert sem_distractors(idx, omega, triples, n, "exact", widen) == expect
+    longer = [len(idx.prefixes.get(o)[0]) < idx.prefixes.get(o)[1] for o in set(objects.tolist())]
+    assert any(longer)  # some rankings go on past their prefix
+    assert sem_distractors(idx, omega, triples, 10, "exact", 4) == want
+
+
+def test_a_rule_input_is_optional_by_name():
+    """A Snakemake input list is a list: ``inputs.index`` is a guard object, not a missing input,
+    so the preparation asks for an optional input by key (a suite without Sem has no index)."""
+    from factprobe.distractors.retrieve import _optional
+    from snakemake.iocontainers import InputFiles
+
+    assert _optional(InputFiles(fromdict={"facts": "f"}), "index") is None
+    assert _optional(InputFiles(fromdict={"facts": "f", "index": "i"}), "index") == "i"
+    from types import SimpleNamespace
+
+    assert _optional(SimpleNamespace(facts="f"), "index") is None

@@ -182,3 +182,26 @@ def test_retrieval_inputs_follow_the_strategies_needs():
     gather = I.retrieve_gather_inputs("knowledge", 3, "p/{suite}/facts", out, ["lib.py"])
     assert gather["shards"] == ["s/knowledge/0.c", "s/knowledge/1.c", "s/knowledge/2.c"]
     assert gather["shard_forms"][2] == "s/knowledge/2.f" and gather["facts"] == "p/knowledge/facts"
+
+
+def test_sharded_retrieval_reads_one_preparation_per_suite():
+    """distractors.shards > 1: each shard maps its suite's preparation (rule prepare_retrieval);
+    one job (shards 1) has none. The preparation reads the Ω tables but the claims, and the index
+    only where Sem searches exactly (it saves the type slices)."""
+    cfg, _, _ = demo()
+    probes = {"facts": "p/{suite}/facts", "entity_forms": "p/{suite}/ef"}
+    omega = I.omega_inputs(cfg, "knowledge", probes, extract)
+    assert I.shard_prepared("knowledge", 1, "p/{suite}/prepared") is None
+    prepared = I.shard_prepared("knowledge", 4, "p/{suite}/prepared")
+    assert prepared == "p/knowledge/prepared"
+    sem = {"strategies": ["sem", "random"], "dump": "20190201", "search": "exact"}
+    assert I.retrieve_job_inputs(sem, omega, [], "i/{dump}", "t/{dump}", prepared)["prepared"] == prepared
+    assert "prepared" not in I.retrieve_job_inputs(sem, omega, [], "i/{dump}", "t/{dump}")
+    prep = I.prepare_inputs(sem, omega, ["lib.py"], "i/{dump}")
+    assert prep == {
+        **{k: v for k, v in omega.items() if k != "claims"},
+        "lib": ["lib.py"],
+        "index": "i/20190201",
+    }
+    assert "index" not in I.prepare_inputs({**sem, "search": "hnsw"}, omega, [], "i/{dump}")
+    assert "index" not in I.prepare_inputs({"strategies": ["cooccur"], "dump": "20190201"}, omega, [], "i")

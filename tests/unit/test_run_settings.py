@@ -132,8 +132,8 @@ def test_report_provenance_rows_name_every_suite_and_the_scored_models():
 def test_retrieval_shard_memory_factor_and_hnsw_dumps():
     # 4 MB a MB of input times the shard's slice: 0.2 shared + 0.8 / S (worked by hand).
     assert R.retrieve_shard_factor(["sem", "random"], 1) == pytest.approx(4.0)
-    assert R.retrieve_shard_factor(["sem", "random"], 4) == pytest.approx(4 * (0.2 + 0.2))
-    assert R.retrieve_shard_factor(["random"], 8) == pytest.approx(4 * 0.3)
+    assert R.retrieve_shard_factor(["sem", "random"], 4) == pytest.approx(4 * (0.35 + 0.1625))
+    assert R.retrieve_shard_factor(["random"], 8) == pytest.approx(4 * (0.35 + 0.08125))
     # Co-occurrence reads its relations' statements whole in every shard.
     assert R.retrieve_shard_factor(["cooccur"], 8) == pytest.approx(4.0)
     cfg, dumps, models = demo()

@@ -224,7 +224,22 @@ def retrieve_shard_inputs(wildcards):
     settings = DISTRACTOR_SETTINGS[wildcards.suite]
     paths = rules.build_sem_index.output.index, rules.temporal_view.output.temporal
     omega, lib = omega_inputs(wildcards.suite), library("retrieve_distractors.py")
-    return I.retrieve_job_inputs(settings, omega, lib, *paths)
+    prepared = rules.prepare_retrieval.output.prepared
+    shards = CFG.distractors.shards
+    return I.retrieve_job_inputs(
+        settings,
+        omega,
+        lib,
+        *paths,
+        I.shard_prepared(wildcards.suite, shards, prepared),
+    )
+
+
+def prepare_retrieval_inputs(wildcards):
+    """The Ω tables of a sharded suite's preparation, and its index where Sem searches exactly."""
+    settings = RETRIEVE_SETTINGS[wildcards.suite]
+    index, lib = rules.build_sem_index.output.index, library("prepare_retrieval.py")
+    return I.prepare_inputs(settings, omega_inputs(wildcards.suite), lib, index)
 
 
 def appropt_inputs(wildcards):

@@ -58,6 +58,30 @@ rule build_sem_index:
         "../scripts/build_sem_index.py"
 
 
+# distractors.shards > 1: what every shard of a suite would read or build whole - the types and
+# forms of its entities and of the members of their types, and the exact-Sem type slices -
+# written once, memory-mapped by the shards (factprobe.distractors.retrieve.prepare_universe).
+rule prepare_retrieval:
+    input:
+        unpack(prepare_retrieval_inputs),
+    output:
+        prepared=temp(directory("results/probes/{suite}/prepared")),
+    log:
+        "logs/prepare_retrieval/{suite}.log",
+    benchmark:
+        "benchmarks/prepare_retrieval/{suite}.tsv"
+    conda:
+        "../../environment.yml"
+    resources:
+        mem_mb=retrieve_mem_mb,
+        runtime=retrieve_runtime,
+        disk_mb=input_size_mb(0.5),
+    params:
+        settings=lookup(dpath="{suite}", within=RETRIEVE_SETTINGS),
+    script:
+        "../scripts/prepare_retrieval.py"
+
+
 rule retrieve_shard:
     input:
         unpack(retrieve_shard_inputs),

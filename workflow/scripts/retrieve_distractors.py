@@ -15,6 +15,8 @@ from factprobe.distractors.retrieve import (
     forms_of_candidates,
     gather_shards,
     load_suite_omega,
+    prepared_index,
+    resident_split_mb,
     retrieve,
     shard_plan,
 )
@@ -53,13 +55,16 @@ else:
             len(every),
             mine["subject"].nunique(),
         )
+    # Shards map the suite's types and forms, prepared once (rule prepare_retrieval).
+    prepared = snakemake.input.prepared if "prepared" in snakemake.input.keys() else None
     facts, entity_forms, claims, omega = load_suite_omega(
-        snakemake.input, p, snakemake.threads, memory_mb, only
+        snakemake.input, p, snakemake.threads, memory_mb, only, prepared
     )
     settings = load(Retrieve, p, f"distractors of suite {snakemake.wildcards.suite}")
     index = None
     if "index" in snakemake.input.keys():
-        index = load_index(snakemake.input.index, p["search"], p["ef_search"])
+        # A shard maps the suite's type slices and ranked objects, computed once.
+        index = prepared_index(load_index(snakemake.input.index, p["search"], p["ef_search"]), prepared)
     past = None
     if "temporal" in snakemake.input.keys():
         mine = facts if only is None else facts[facts["fact_id"].isin(set(only))]
@@ -71,6 +76,7 @@ else:
     candidates = retrieve(facts, omega, settings, index, past, cooccur, entity_forms, only)
     forms = forms_of_candidates(candidates, entity_forms)
     log_resident(log, "retrieval", memory_mb, mem_mb)
+    log.info("Ω read the forms of %d entities; resident MB by kind %s", omega.forms_read, resident_split_mb())
 found = candidates[candidates["role"] == "distractor"].groupby(["strategy"]).size()
 log.info(
     "distractors per strategy: %s; %d forms of %d entities",

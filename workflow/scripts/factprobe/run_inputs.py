@@ -220,15 +220,38 @@ def omega_inputs(
     }
 
 
-def retrieve_job_inputs(settings: Mapping, omega: dict, lib: list[str], index: str, temporal: str) -> dict:
+def retrieve_job_inputs(
+    settings: Mapping, omega: dict, lib: list[str], index: str, temporal: str, prepared: str | None = None
+) -> dict:
     """One retrieval job's (or shard's) inputs: the Ω tables, plus the dump's semantic index
     (``index``, ``{dump}``) and temporal view (``temporal``) where a strategy of the suite needs them
-    (``distractors.STRATEGIES``)."""
+    (``distractors.STRATEGIES``), and a shard's suite preparation (``prepared``, rule
+    prepare_retrieval; None for one job)."""
     files = {**omega, "lib": lib}
     if D.needs(settings["strategies"], "index"):
         files["index"] = index.format(dump=settings["dump"])
     if D.needs(settings["strategies"], "temporal"):
         files["temporal"] = temporal.format(dump=settings["dump"])
+    if prepared is not None:
+        files["prepared"] = prepared
+    return files
+
+
+def shard_prepared(suite: str, shards: int, prepared: str) -> str | None:
+    """The preparation a retrieval job of ``suite`` maps (``prepared``: rule prepare_retrieval's
+    output template): the suite's shards share one when ``distractors.shards`` > 1; one job
+    (``shards`` 1) reads its tables itself, as a preparation would."""
+    return prepared.format(suite=suite) if shards > 1 else None
+
+
+def prepare_inputs(settings: Mapping, omega: dict, lib: list[str], index: str) -> dict:
+    """A suite's retrieval preparation reads the Ω tables but the claims (the shards read the
+    statements of their own subjects), and the dump's semantic index when Sem searches exactly
+    (it saves the type slices of the suite's objects' types)."""
+    files = {k: v for k, v in omega.items() if k != "claims"}
+    files["lib"] = lib
+    if D.needs(settings["strategies"], "index") and settings.get("search") == "exact":
+        files["index"] = index.format(dump=settings["dump"])
     return files
 
 

@@ -131,9 +131,12 @@ def searches_hnsw(cfg: Config, dump: str) -> bool:
     )
 
 
-#: Share of one retrieval job's state above its floor that every shard holds whatever its slice
-#: (type members and their forms; measured 0.19 at 50 k entities, config/README.md "Profiles").
-RETRIEVE_SHARED = 0.2
+#: Share of one retrieval job's state above its floor that every shard holds whatever its slice:
+#: the pages of the suite's preparation it maps (types, forms, type slices; prepare_retrieval) and
+#: the products it reads. Measured at 1M entities on the knowledge suite, state above the 136 MB
+#: of imports: one job 745 MB, the largest of 4 shards 360 and of 8 shards 306, i.e.
+#: 0.34 + 0.56/S of one job's (config/README.md, "Retrieval shards, measured").
+RETRIEVE_SHARED = 0.35
 
 
 def retrieve_shard_factor(strategies: list[str], shards: int, per_mb: float = 4.0) -> float:

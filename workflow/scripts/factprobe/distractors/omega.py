@@ -120,9 +120,7 @@ class Omega:
             ent, raw = ent[order], pa.array(forms["form"].to_numpy(dtype=object)[order], pa.string())
         self._forms = (ent, raw, {})
         self._form_ids = arrays.unique(ent)
-        key = pair_keys(valid["subject"].to_numpy(dtype=np.int64), valid["property"].to_numpy(dtype=np.int64))
-        order = np.argsort(key, kind="stable")
-        self._valid = (key[order], valid["object"].to_numpy(dtype=np.int64)[order])
+        self._valid = _valid_arrays(valid)
         # ``property, object`` of every statement of the relations valid at the dump date, whoever
         # the subject (same-relation pools), when ``valid`` holds some subjects' only (a loader
         # sets it; None: ``valid`` is whole).
@@ -152,6 +150,48 @@ class Omega:
             {"entity": id_ints(entity_forms["entity"]), "form": entity_forms["form"].to_numpy()}
         )
         return cls(types, forms, valid, form_threshold)
+
+    @classmethod
+    def from_arrays(
+        cls,
+        by_id: tuple[np.ndarray, np.ndarray, np.ndarray],
+        by_type: tuple[np.ndarray, np.ndarray, np.ndarray],
+        forms: pa.Table,
+        form_ids: np.ndarray,
+        valid: pd.DataFrame,
+        form_threshold: float | None = 90.0,
+    ) -> Omega:
+        """Ω over types and forms already in the layout ``__init__`` builds (``(ids, starts,
+        values)`` by entity and by type; ``forms`` sorted by ``id``; ``form_ids`` its distinct
+        ids), e.g. memory-mapped from a retrieval preparation (:func:`factprobe.distractors.
+        retrieve.prepare_universe`): nothing is sorted or copied, so a shard reads only the
+        pages of the entities it asks about (issue 31 item 4)."""
+        omega = cls.__new__(cls)
+        omega.form_threshold = form_threshold
+        omega._by_id, omega._by_type = by_id, by_type
+        omega._forms = (forms["id"].to_numpy(), forms["form"].combine_chunks(), {})
+        omega._form_ids = form_ids
+        omega._valid = _valid_arrays(valid)
+        omega.dump_objects = None
+        return omega
+
+    def layout(self) -> dict[str, np.ndarray]:
+        """The sorted arrays of types and form ids that :meth:`from_arrays` takes back."""
+        (uid, start, tys), (utype, tstart, ids) = self._by_id, self._by_type
+        return {
+            "id_ids": uid,
+            "id_starts": start,
+            "id_types": tys,
+            "type_types": utype,
+            "type_starts": tstart,
+            "type_ids": ids,
+            "form_ids": self._form_ids,
+        }
+
+    @property
+    def forms_read(self) -> int:
+        """Entities whose forms Ω has read and normalised so far (since its memo was last cleared)."""
+        return len(self._forms[2])
 
     # --- single clauses -------------------------------------------------------------------
     def types_of(self, entity: int) -> np.ndarray:
@@ -300,6 +340,13 @@ class Omega:
             return part[~self.shares_form(s, part)]
 
         return _first_admitted(candidates, admit, limit)
+
+
+def _valid_arrays(valid: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """``(keys, objects)`` of valid statements sorted by their (subject, property) key."""
+    key = pair_keys(valid["subject"].to_numpy(dtype=np.int64), valid["property"].to_numpy(dtype=np.int64))
+    order = np.argsort(key, kind="stable")
+    return key[order], valid["object"].to_numpy(dtype=np.int64)[order]
 
 
 def in_sorted(sorted_unique: np.ndarray, values: Sequence[int]) -> np.ndarray:

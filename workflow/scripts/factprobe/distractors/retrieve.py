@@ -15,11 +15,11 @@ import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 from tqdm import tqdm
 
 from factprobe import arrays, contracts, scan
@@ -28,7 +28,7 @@ from factprobe.distractors import STRATEGIES, needs, needs_every_subject
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.omega import Omega, facts_valid, suite_omega  # noqa: F401 (re-export)
 from factprobe.distractors.pool import is_string_entity, string_forms
-from factprobe.distractors.semantic import SemIndex
+from factprobe.distractors.semantic import Prefixes, SemIndex, TypeSlice, exact_prefixes, load_index
 from factprobe.hashing import stable_hash
 from factprobe.settings import Retrieve
 
@@ -190,7 +190,7 @@ def forms_of_candidates(candidates: pd.DataFrame, entity_forms: pd.DataFrame | p
     candidates = candidates[~strings]
     if isinstance(entity_forms, pa.Table):
         wanted = arrays.unique(id_ints(candidates["entity"].unique()))
-        keep = scan.forms_frame(entity_forms.filter(pc.is_in(entity_forms["id"], pa.array(wanted))))
+        keep = scan.forms_frame(entity_forms.take(rows_of_ids(entity_forms["id"].to_numpy(), wanted)))
     else:
         keep = entity_forms[entity_forms["entity"].isin(set(candidates["entity"]))]
     # String distractors (pool_source: dataset) have their one form: the string itself.
@@ -202,6 +202,15 @@ def forms_of_candidates(candidates: pd.DataFrame, entity_forms: pd.DataFrame | p
         .sort_values(["entity", "lang"], kind="stable")
         .reset_index(drop=True)
     )
+
+
+def rows_of_ids(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Row positions, in table order, of the rows of a table sorted by ``ids`` whose id is in
+    ``wanted`` (sorted unique): a binary search per wanted id, so a memory-mapped table is read
+    at those rows only (the filter of every row it replaces read the whole id column)."""
+    lo, hi = np.searchsorted(ids, wanted, "left"), np.searchsorted(ids, wanted, "right")
+    width = hi - lo
+    return np.arange(width.sum()) + np.repeat(lo - np.cumsum(width) + width, width)
 
 
 def shard_plan(facts: pd.DataFrame, shards: int) -> np.ndarray:
@@ -256,6 +265,7 @@ def load_suite_omega(
     threads: int = 1,
     memory_mb: int | None = None,
     only: Iterable[str] | None = None,
+    prepared: str | Path | None = None,
 ) -> tuple[pd.DataFrame, pa.Table, pd.DataFrame, Omega]:
     """Facts, entity forms, statements and Ω(f) of a suite from a rule's inputs (facts,
     entity_forms, claims, types) and its settings (dump, valid_ranks, form_threshold, strategies).
@@ -270,9 +280,11 @@ def load_suite_omega(
     DuckDB stays within ``memory_mb`` (the job's share; it spills beyond). ``only``: the fact ids
     of a retrieval shard (:func:`shard_plan`, by subject). The facts returned are then those of
     the shard's relations (same-relation pools take them all), but the statements valid for
-    (s, r) are read for the shard's subjects only (every (s, r) of a shard is whole), and types
-    for the shard's subjects and objects and the members of their types: what Ω asks about the
-    shard's facts, so its answers are those of one job (issue 31 item 4).
+    (s, r) are read for the shard's subjects only (every (s, r) of a shard is whole): what Ω
+    asks about the shard's facts, so its answers are those of one job (issue 31 item 4).
+    ``prepared``: the suite's :func:`prepare_universe` folder; its types and forms (the whole
+    suite's, as one job reads them) are memory-mapped instead of scanned, so a shard neither
+    scans nor sorts them and reads the pages of what it asks about only.
     """
     facts = contracts.read("facts", inputs.facts)
     mine = facts
@@ -280,7 +292,41 @@ def load_suite_omega(
         mine = facts[facts["fact_id"].isin(set(only))]
         facts = facts[facts["property"].isin(set(mine["property"]))].reset_index(drop=True)
     con = scan.connect(threads, memory_mb)
-    anchor_ids = scan.anchors(mine)
+    statements, valid, dump_objects = _read_statements(inputs, settings, facts, mine, con)
+    if prepared is None:
+        types, entity_forms = _scan_universe(inputs, facts, mine, con)
+    con.close()
+    if prepared is None:
+        omega = Omega.from_tables(types, entity_forms, valid, settings["form_threshold"])
+        typed, how = types["id"].nunique(), "scanned"
+        del types
+    else:
+        layout, entity_forms = map_universe(prepared)
+        omega = Omega.from_arrays(
+            *_layout_args(layout), entity_forms, layout["form_ids"], valid, settings["form_threshold"]
+        )
+        typed, how = len(layout["id_ids"]), "mapped"
+    omega.dump_objects = dump_objects
+    valid_rows = len(valid)
+    del valid
+    _trim_heap()
+    log.info(
+        "omega: %d facts, %d typed entities, %d forms, %d valid statements, %d co-occurrence statements "
+        "(types and forms %s)",
+        len(mine),
+        typed,
+        entity_forms.num_rows,
+        valid_rows,
+        len(statements),
+        how,
+    )
+    return facts, entity_forms, statements, omega
+
+
+def _read_statements(inputs, settings: dict, facts: pd.DataFrame, mine: pd.DataFrame, con):
+    """``(statements, valid, dump_objects)`` of :func:`load_suite_omega`: the relations'
+    statements (co-occurrence), the statements valid for the facts' (s, r) (and, for the subject
+    side, for their objects) and every valid (relation, object) of the dump (relation pools)."""
     rel_ids = arrays.unique(id_ints(mine["property"]))
     strategies = list(settings.get("strategies", []))
     # The largest scans first: their DuckDB working memory then adds to little of Ω's state.
@@ -304,25 +350,150 @@ def load_suite_omega(
     if "pool" in strategies and settings.get("pool_source", "relation") == "relation":
         dump_objects = scan.scan_valid_objects(inputs.claims, dump, ranks, rel_ids, con)
         dump_objects = pd.concat([dump_objects, listed[["property", "object"]]], ignore_index=True)
+    return statements, valid, dump_objects
+
+
+def _scan_universe(inputs, facts: pd.DataFrame, mine: pd.DataFrame, con) -> tuple[pd.DataFrame, pa.Table]:
+    """Types of ``mine``'s subjects and objects and of the members of their types, and the
+    forms of those entities and of every fact's subject and object (the pools of the shard's
+    relations are made of them)."""
+    anchor_ids = scan.anchors(mine)
     types = scan.scan_types(inputs.types, anchor_ids, con)
-    # Forms of every fact's object too: the pools of the shard's relations are made of them.
     labelled = arrays.union(types["id"].to_numpy(), arrays.union(anchor_ids, scan.anchors(facts)))
-    entity_forms = scan.scan_forms_table(inputs.entity_forms, labelled, con)
+    return types, scan.scan_forms_table(inputs.entity_forms, labelled, con)
+
+
+#: Files of a :func:`prepare_universe` folder: Ω's sorted arrays (:meth:`Omega.layout`) as
+#: ``.npy`` and the forms as an uncompressed Arrow file, all memory-mappable.
+UNIVERSE_ARRAYS = ("id_ids", "id_starts", "id_types", "type_types", "type_starts", "type_ids", "form_ids")
+UNIVERSE_FORMS = "forms.arrow"
+
+
+def prepare_universe(
+    inputs,
+    folder: str | Path,
+    threads: int = 1,
+    memory_mb: int | None = None,
+    search: str | None = None,
+    n: int | None = None,
+) -> dict:
+    """Write once per suite what every retrieval shard would otherwise scan or build whole (rule
+    prepare_retrieval, issue 31 item 4): the types of all the suite's subjects and objects and
+    of the members of their types, and the forms of those entities, in the sorted layout Ω
+    searches (:meth:`Omega.layout`), for :func:`map_universe`. The same rows as one job's
+    :func:`load_suite_omega` reads, so Ω's answers are one job's. With ``search="exact"`` and
+    ``inputs.index``: also the Sem type slice of every declared type of the suite's objects
+    (:func:`prepare_slices`) and, given the suite's ``n``, every object's ranked prefix
+    (:func:`~factprobe.distractors.semantic.exact_prefixes`). Returns the row counts."""
+    facts = contracts.read("facts", inputs.facts)
+    con = scan.connect(threads, memory_mb)
+    types, entity_forms = _scan_universe(inputs, facts, facts, con)
     con.close()
-    omega = Omega.from_tables(types, entity_forms, valid, settings["form_threshold"])
-    omega.dump_objects = dump_objects
-    typed, valid_rows = types["id"].nunique(), len(valid)
-    del types, valid
-    _trim_heap()
+    no_valid = pd.DataFrame({c: np.empty(0, np.int64) for c in ("subject", "property", "object")})
+    layout = Omega.from_tables(types, entity_forms, no_valid).layout()
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in UNIVERSE_ARRAYS:
+        np.save(folder / f"{name}.npy", np.ascontiguousarray(layout[name], dtype=np.int64))
+    table = entity_forms.combine_chunks()
+    with pa.OSFile(str(folder / UNIVERSE_FORMS), "wb") as sink, pa.ipc.new_file(sink, table.schema) as out:
+        out.write_table(table)
+    counts = {"typed": len(layout["id_ids"]), "types": len(layout["type_types"]), "forms": table.num_rows}
     log.info(
-        "omega: %d facts, %d typed entities, %d forms, %d valid statements, %d co-occurrence statements",
-        len(mine),
-        typed,
-        entity_forms.num_rows,
-        valid_rows,
-        len(statements),
+        "universe: %d typed entities of %d types, %d forms", counts["typed"], counts["types"], counts["forms"]
     )
-    return facts, entity_forms, statements, omega
+    if search == "exact" and _optional(inputs, "index") is not None:
+        omega = Omega.from_arrays(*_layout_args(layout), table, layout["form_ids"], no_valid)
+        index = load_index(inputs.index, "exact")
+        counts["slices"] = prepare_slices(index, omega, facts, folder / SLICES)
+        if n is not None:
+            index.slices = folder / SLICES
+            started = time.perf_counter()
+            held = exact_prefixes(index, omega, id_ints(facts["object"]), SEM_LIST_FACTOR * n)
+            held.save(folder / PREFIXES)
+            counts["prefixes"] = len(held.objects)
+            log.info(
+                "exact Sem prefixes: %d objects in %.2f s", len(held.objects), time.perf_counter() - started
+            )
+    return counts
+
+
+def _optional(inputs, name: str):
+    """Input ``name`` of a rule's inputs (Snakemake's named list or a namespace), None if absent:
+    asked by key where there are keys, since a named list is a list (``inputs.index`` would be
+    its ``list.index`` method)."""
+    if callable(getattr(inputs, "keys", None)):
+        return inputs[name] if name in inputs.keys() else None
+    return getattr(inputs, name, None)
+
+
+#: Sub-folders of a preparation: one TypeSlice folder per declared type (SemIndex.slices), and
+#: the objects' ranked prefixes (SemIndex.prefixes).
+SLICES, PREFIXES = "slices", "prefixes"
+#: Sem lists hold this many times n: Temp+Sem may drop Sem items already in the temporal list.
+SEM_LIST_FACTOR = 2
+
+
+def prepared_index(index: SemIndex, prepared: str | Path | None) -> SemIndex:
+    """``index`` reading a suite preparation's type slices and ranked prefixes, where it holds them."""
+    if prepared is not None and (Path(prepared) / SLICES).is_dir():
+        index.slices = Path(prepared) / SLICES
+    if prepared is not None and (Path(prepared) / PREFIXES).is_dir():
+        index.prefixes = Prefixes.load(Path(prepared) / PREFIXES)
+    return index
+
+
+def prepare_slices(index: SemIndex, omega: Omega, facts: pd.DataFrame, folder: Path) -> int:
+    """Save the exact-search type slice (:class:`~factprobe.distractors.semantic.TypeSlice`) of
+    every declared type of the facts' objects into ``folder/<type>``, the slices each shard would
+    otherwise build again from the index (Sem, distractors paper §3.3). Returns their number."""
+    objects = arrays.unique(id_ints(facts["object"]))
+    wanted = arrays.unique(
+        np.concatenate([omega.types_of(o) for o in objects.tolist()] + [np.empty(0, np.int64)])
+    )
+    started, nnz = time.perf_counter(), 0
+    for t in wanted.tolist():
+        piece = TypeSlice(index, omega.members(np.array([t], np.int64)))
+        piece.save(Path(folder) / str(t))
+        nnz += 0 if piece.XT is None else piece.XT.nnz
+        del piece
+    log.info("type slices: %d types, %d non-zeros in %.2f s", len(wanted), nnz, time.perf_counter() - started)
+    return len(wanted)
+
+
+def map_universe(folder: str | Path) -> tuple[dict[str, np.ndarray], pa.Table]:
+    """The arrays and forms of a :func:`prepare_universe` folder, memory-mapped (read-only)."""
+    folder = Path(folder)
+    missing = [
+        n for n in (*[f"{a}.npy" for a in UNIVERSE_ARRAYS], UNIVERSE_FORMS) if not (folder / n).exists()
+    ]
+    if missing:
+        raise FileNotFoundError(f"{folder}: no {missing[0]} (an interrupted prepare_retrieval); rerun it")
+    layout = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in UNIVERSE_ARRAYS}
+    forms = pa.ipc.open_file(pa.memory_map(str(folder / UNIVERSE_FORMS))).read_all()
+    return layout, forms
+
+
+def _layout_args(layout: dict[str, np.ndarray]) -> tuple[tuple, tuple]:
+    return (
+        (layout["id_ids"], layout["id_starts"], layout["id_types"]),
+        (layout["type_types"], layout["type_starts"], layout["type_ids"]),
+    )
+
+
+def resident_split_mb() -> dict[str, float]:
+    """The process's resident memory now by kind (MB; Linux ``RssAnon``, ``RssFile``): a shard's
+    own memory apart from the clean pages of the files it maps (a preparation's tables, the
+    index), which every shard on a node shares from the page cache. Empty elsewhere."""
+    out = {}
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(("RssAnon:", "RssFile:")):
+                    out[line.split(":")[0]] = int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return out
 
 
 def _trim_heap() -> None:

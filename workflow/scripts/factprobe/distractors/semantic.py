@@ -483,6 +483,11 @@ class SemIndex:
     threads: int = 1
     # The memory maps under X (load_index), whose read pages release_pages hands back.
     maps: tuple = ()
+    # A folder of TypeSlice.save folders, one per declared type (rule prepare_retrieval): a type
+    # found there is mapped, not built (TypeSlices).
+    slices: Path | None = None
+    # Exact rankings of objects computed once for a suite (rule prepare_retrieval, _exact_lists).
+    prefixes: Prefixes | None = None
 
     def release_pages(self) -> None:
         """Drop the mapped matrix pages read so far from the process (clean file pages, read
@@ -559,6 +564,31 @@ class TypeSlice:
             local = np.searchsorted(self.features, rows.indices).astype(np.int32)
             rows = sp.csr_matrix((rows.data, local, rows.indptr), shape=(rows.shape[0], len(self.features)))
             self.XT = rows.T.tocsr()
+
+    def save(self, folder: str | Path) -> None:
+        """Write the slice's arrays to ``folder`` (uncompressed ``.npy``, for :meth:`mapped`)."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        arrays_ = {"rows": self.rows, "features": self.features}
+        if self.XT is not None:
+            arrays_.update(data=self.XT.data, indices=self.XT.indices, indptr=self.XT.indptr)
+        for name, values in arrays_.items():
+            np.save(folder / f"{name}.npy", values)
+
+    @classmethod
+    def mapped(cls, index: SemIndex, folder: str | Path) -> TypeSlice:
+        """A slice :meth:`save` wrote, memory-mapped: a query reads the postings of its own
+        features only (issue 31 item 4: retrieval shards share one preparation's slices)."""
+        folder = Path(folder)
+        got = cls.__new__(cls)
+        got.index = index
+        got.rows = np.load(folder / "rows.npy", mmap_mode="r")
+        got.features = np.load(folder / "features.npy", mmap_mode="r")
+        got.XT = None
+        if (folder / "indptr.npy").exists():
+            parts = [np.load(folder / f"{n}.npy", mmap_mode="r") for n in ("data", "indices", "indptr")]
+            got.XT = sp.csr_matrix(tuple(parts), shape=(len(got.features), len(got.rows)), copy=False)
+        return got
 
     def nbytes(self) -> int:
         """Bytes the slice holds (its transposed rows and feature map)."""
@@ -892,7 +922,11 @@ class TypeSlices:
 
     def _slice(self, t: int) -> TypeSlice:
         got = self.slices.pop(t, None)
-        if got is None:
+        stored = None if self.index.slices is None else self.index.slices / str(t)
+        if got is None and stored is not None and stored.is_dir():
+            got = TypeSlice.mapped(self.index, stored)
+            self.held += got.nbytes()
+        elif got is None:
             started = time.perf_counter()
             got = TypeSlice(self.index, self.omega.members(np.array([t], np.int64)))
             if self.built is not None:
@@ -927,9 +961,12 @@ def _exact_lists(index: SemIndex, omega, facts: list[tuple[int, int, int]], n: i
     against every entity; one product per distinct object: facts sharing an object (a country,
     hundreds of facts at 250k entities) share its ranking, and only Ω, which depends on (s, r),
     runs per fact (issue 31: the product costs the postings of o's features in its types, which
-    grow with the dump)."""
+    grow with the dump). An object whose ranked prefix a preparation holds (``index.prefixes``,
+    the same ``top``) is not ranked again: retrieval shards share one suite's products."""
     out: list[list[int]] = [[] for _ in facts]
     slices = TypeSlices(index, omega, SLICE_CACHE_BYTES, built)
+    top = widen * n + 16
+    held = index.prefixes if index.prefixes is not None and index.prefixes.top == top else None
     by_types: dict[tuple, list[int]] = {}
     for i, (_, _, o) in enumerate(facts):
         by_types.setdefault(tuple(omega.types_of(o).tolist()), []).append(i)
@@ -941,16 +978,84 @@ def _exact_lists(index: SemIndex, omega, facts: list[tuple[int, int, int]], n: i
             s, r, o = facts[i]
             if o != last:
                 started = time.perf_counter()
-                scored = slices.scores(np.array(types, np.int64), o)
+                got = held.get(o) if held is not None else None
+                scored = None
+                if got is None:
+                    scored = slices.scores(np.array(types, np.int64), o)
+                    got = (_ranked(index, *scored, top), len(scored[0]))
                 # Ω keeps the first n of the ranking: rank a prefix, the whole set only if Ω
                 # rejects most of it (the same list either way).
-                prefix = _ranked(index, *scored, widen * n + 16)
-                last, whole = o, None
+                (prefix, ranked), last, whole = got, o, None
                 if built is not None:
                     built["search_s"] = built.get("search_s", 0.0) + time.perf_counter() - started
             out[i] = omega.filter(s, r, o, prefix, n)
-            if len(out[i]) < n and len(prefix) < len(scored[0]):
+            if len(out[i]) < n and len(prefix) < ranked:
                 if whole is None:
+                    scored = scored if scored is not None else slices.scores(np.array(types, np.int64), o)
                     whole = _ranked(index, *scored, None)
                 out[i] = omega.filter(s, r, o, whole, n)
     return out
+
+
+@dataclass
+class Prefixes:
+    """Exact Sem rankings of a suite's objects (:func:`exact_prefixes`): per object, the ranked
+    prefix :func:`_exact_lists` keeps (``top`` = widen·n + 16, ties whole) and how many members
+    have cosine > 0 (beyond the prefix only an Ω that rejects most of it reads on)."""
+
+    top: int
+    objects: np.ndarray  # sorted
+    starts: np.ndarray  # len(objects) + 1 offsets into entities
+    entities: np.ndarray
+    scored: np.ndarray
+
+    def get(self, o: int) -> tuple[list[int], int] | None:
+        """``(prefix, number scored)`` of object ``o``, None when not held."""
+        i = int(np.searchsorted(self.objects, o))
+        if i >= len(self.objects) or self.objects[i] != o:
+            return None
+        return self.entities[self.starts[i] : self.starts[i + 1]].tolist(), int(self.scored[i])
+
+    def save(self, folder: str | Path) -> None:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in ("objects", "starts", "entities", "scored"):
+            np.save(folder / f"{name}.npy", np.asarray(getattr(self, name), np.int64))
+        (folder / "meta.json").write_text(json.dumps({"top": int(self.top)}))
+
+    @classmethod
+    def load(cls, folder: str | Path) -> Prefixes:
+        folder = Path(folder)
+        top = json.loads((folder / "meta.json").read_text())["top"]
+        got = {
+            n: np.load(folder / f"{n}.npy", mmap_mode="r")
+            for n in ("objects", "starts", "entities", "scored")
+        }
+        return cls(top, **got)
+
+
+def exact_prefixes(
+    index: SemIndex, omega, objects: np.ndarray, n: int, widen: int = 4, built=None
+) -> Prefixes:
+    """The :class:`Prefixes` of ``objects`` for :func:`sem_distractors` (``search="exact"``, its
+    ``n`` and ``widen``): each ranked once, as :func:`_exact_lists` ranks it (distractors paper
+    §3.3, Sem), in the same type-set order so that slices are reused."""
+    slices, top = TypeSlices(index, omega, SLICE_CACHE_BYTES, built), widen * n + 16
+    by_types: dict[tuple, list[int]] = {}
+    for o in arrays.unique(np.asarray(objects, np.int64)).tolist():
+        by_types.setdefault(tuple(omega.types_of(o).tolist()), []).append(o)
+    ranked: dict[int, tuple[list[int], int]] = {}
+    for types in sorted(by_types):
+        for o in by_types[types]:
+            scored = slices.scores(np.array(types, np.int64), o)
+            ranked[o] = (_ranked(index, *scored, top), len(scored[0]))
+    keys = sorted(ranked)
+    sizes = np.array([len(ranked[o][0]) for o in keys], np.int64)
+    entities = [e for o in keys for e in ranked[o][0]]
+    return Prefixes(
+        top,
+        np.array(keys, np.int64),
+        np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+        np.array(entities, np.int64),
+        np.array([ranked[o][1] for o in keys], np.int64),
+    )

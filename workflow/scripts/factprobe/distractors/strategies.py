@@ -15,7 +15,7 @@ from factprobe.contracts import pid
 from factprobe.distractors.pool import dataset_pools, pool_distractors, string_distractors, string_entity
 from factprobe.distractors.pool import relation_pools as _relation_pools
 from factprobe.distractors.random import random_distractors
-from factprobe.distractors.retrieve import Context, rows
+from factprobe.distractors.retrieve import SEM_LIST_FACTOR, Context, rows
 from factprobe.distractors.semantic import sem_distractors
 from factprobe.distractors.temporal import temp_sem
 
@@ -35,7 +35,7 @@ def sem_lists(ctx: Context) -> None:
     if ctx.index is None:
         raise ValueError("strategies sem/temp+sem need the semantic index of the suite's dump")
     # Temp+Sem may drop sem items already in the temporal list, hence 2n.
-    n, search = 2 * ctx.settings.n, ctx.settings.search
+    n, search = SEM_LIST_FACTOR * ctx.settings.n, ctx.settings.search
     ctx.shared["sem_lists"] = sem_distractors(ctx.index, ctx.omega, ctx.triples, n, search, built=ctx.built)
 
 
