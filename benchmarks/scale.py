@@ -120,10 +120,12 @@ STAGES = {
     "sem_bags": Stage("dump", 2, ("extract_dump",), split="entity hash"),
     "build_sem_index": Stage("dump", 1, ("sem_bags",)),
     "build_probes": Stage("suite", 1, ("extract_dump", "diff_dumps", "temporal_view")),
+    # distractors.shards > 1: one job per suite maps what every shard would read or rank again.
+    "prepare_retrieval": Stage("suite", 1, ("build_probes", "temporal_view", "build_sem_index")),
     "retrieve_distractors": Stage(
         "suite",
         1,
-        ("build_probes", "temporal_view", "build_sem_index"),
+        ("build_probes", "temporal_view", "build_sem_index", "prepare_retrieval"),
         split="subject hash",
     ),
 }
@@ -146,6 +148,8 @@ DUCKDB_MIN_MB = 1024
 DUCKDB_RULES = ("diff_dumps", "temporal_view", "build_probes", "retrieve_distractors", "retrieve_shard")
 RETRIEVAL_LINE = re.compile(r"candidates: (\d+) facts in ([0-9.]+) s")
 SEARCH_LINE = re.compile(r"([0-9.]+) s in exact semantic search")
+# prepare_retrieval: the exact Sem ranking of the suite's objects, once for all shards.
+PREFIX_LINE = re.compile(r"exact Sem prefixes: (\d+) objects in ([0-9.]+) s")
 # rulelog.log_resident: a DuckDB job's resident memory once its connection is closed, its DuckDB
 # limit and its request; the retrieval's Ω line gives the rows of state it holds.
 STATE_LINE = re.compile(r"resident after [^:]+: (\d+) MB \(DuckDB limit (\d+) MB of mem_mb (\d+)\)")
@@ -365,6 +369,10 @@ def read_retrieval(work: Path) -> dict[str, dict]:
         r["cpu_s"] += cpu
         r["fixed_s"] = max(r["fixed_s"], cpu - loop)
         r["shards"] += 1
+    for suite, r in out.items():
+        prep = logs / "prepare_retrieval" / f"{suite}.log"
+        found = PREFIX_LINE.findall(prep.read_text()) if prep.exists() else []
+        r["prep_search_s"] = float(found[-1][1]) if found else 0.0
     return out
 
 
@@ -585,6 +593,25 @@ def retrieval_full(runs: list[dict]) -> dict[str, tuple[float, float]]:
             extrapolate(n, per_fact, FULL_ENTITIES, b_fact) + search[-1] * FULL_ENTITIES / n[-1],
         )
     return out
+
+
+def prepare_full(runs: list[dict], suite: str, cpu_n: list[float]) -> tuple[float, str]:
+    """``(CPU-s, how)`` of a suite's prepare_retrieval job at full size: its scans and type
+    slices fitted in entities (exponent at least 1), plus its exact ranking of the suite's
+    objects per probed fact, scaled linearly in entities as the shards' search is
+    (retrieval_full) and to FULL_FACTS facts."""
+    n = [run["items"] for run in runs]
+    search = [run["retrieval"][suite].get("prep_search_s", 0.0) for run in runs]
+    facts = max(runs[-1]["retrieval"][suite]["facts"], 1)
+    rest = [max(c - s, 0.0) for c, s in zip(cpu_n, search, strict=True)]
+    b = increment_exponent(n, rest, CPU_NOISE_S)
+    loading = extrapolate(n, rest, FULL_ENTITIES, max(b or 1.0, 1.0))
+    ranking = search[-1] / facts * FULL_FACTS * FULL_ENTITIES / n[-1]
+    how = (
+        f"CPU {rest[0]:.1f} -> {rest[-1]:.1f} s loading, b = {'-' if b is None else f'{b:.2f}'} (used: >= 1), "
+        f"+ ranking {search[-1] / facts * 1000:.2f} ms per fact at {n[-1]:,} (x entities)"
+    )
+    return loading + ranking, how
 
 
 def targets(runs: list[dict], floor: float) -> list[str]:
@@ -855,6 +882,9 @@ def stage_models(runs: list[dict], floor: float) -> tuple[dict[str, list[UnitMod
                 fixed_cpu, per_fact = retrieval[unit]
                 cpu = per_fact * FULL_FACTS
                 cpu_how = f"CPU {fixed_cpu:.0f} s per job + {per_fact * 1000:.1f} ms per fact"
+            elif stage == "prepare_retrieval" and all(unit in run.get("retrieval", {}) for run in runs):
+                fixed_cpu = 0.0
+                cpu, cpu_how = prepare_full(runs, unit, [s["cpu_s"] for s in series])
             else:
                 cpu_n = [s["cpu_s"] for s in series]
                 b = increment_exponent(n, cpu_n, CPU_NOISE_S)

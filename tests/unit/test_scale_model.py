@@ -257,3 +257,16 @@ def test_workdir_leaves_out_suites_of_listed_facts(tmp_path):
     assert all(b["n_facts"] == 7 and "source" not in b for b in config["suites"].values())
     assert "judged" not in config["metrics"]["human_alignment"]["suites"]
     assert config["distractors"]["shards"] == 2
+
+
+def test_the_preparation_scales_its_loading_in_entities_and_its_ranking_per_fact(monkeypatch):
+    monkeypatch.setattr(scale, "FULL_ENTITIES", 400)
+    monkeypatch.setattr(scale, "FULL_FACTS", 1000)
+    runs = [
+        {"items": n, "retrieval": {"k": {"facts": 100, "prep_search_s": search}}}
+        for n, search in ((100, 5.0), (200, 10.0), (300, 15.0))
+    ]
+    # Loading (CPU - ranking): 10, 20, 30 s at 100, 200, 300 entities, b = 1: 40 s at 400. Ranking:
+    # 15 s for 100 facts at 300 entities = 0.15 s a fact, x 1000 facts x 400 / 300 entities = 200 s.
+    cpu, how = scale.prepare_full(runs, "k", [15.0, 30.0, 45.0])
+    assert cpu == pytest.approx(40 + 200) and "b = 1.00" in how
