@@ -204,7 +204,9 @@ def test_popularity_bins_gets_the_objects_sitelinks_with_each_part(demo_tables, 
     dump = "20190201"
     paths = {t: str(demo_tables[dump] / f"{t}.parquet") for t in ("claims", "entities")}
     forms = tmp_path / "forms.parquet"
-    scan.write_entity_forms([str(demo_tables[d] / "labels.parquet") for d in sorted(demo_tables)], ["en"], forms)
+    scan.write_entity_forms(
+        [str(demo_tables[d] / "labels.parquet") for d in sorted(demo_tables)], ["en"], forms
+    )
     ents = contracts.read("entities", paths["entities"])
     links = ents[ents["kind"] == "item"].drop_duplicates("id").set_index("id")["sitelinks"]
     con = scan.connect()

@@ -531,12 +531,16 @@ def relation_candidate_parts(
     sitelinks of their subjects and objects (:class:`CandidatePart`); ``allowed`` (plausibility, :func:`allowed_facts`): only facts
     new in the diff after the cut-off; ``temporal_path`` (``temporal_only``): only facts with a
     temporal distractor (S′). The parts put together are the relation's candidates in one call."""
-    allowed_ids = None if allowed is None else set(allowed["fact_id"])
-    temporal = None
+    # Built once per relation, used by every part: per-part work stays linear in the part.
+    allowed_ids = None if allowed is None else pd.Index(allowed["fact_id"].unique())
+    pairs = None
     if temporal_path is not None:
+        from factprobe.diff.temporal import temporal_distractor_pairs
+
         temporal = scan.table_of_relations(
             "temporal", temporal_path, [contracts.id_int(rel)], contracts.columns("temporal"), con
         )
+        pairs = temporal_distractor_pairs(temporal)
     counts = Counter()
     parts = scan.scan_truthy_parts(
         claims_path, int(dump), [contracts.id_int(rel)], forms_path, languages, entities_path, con, part_rows
@@ -551,10 +555,10 @@ def relation_candidate_parts(
         object_sitelinks = linked.set_index("object")["o_sitelinks"].rename("sitelinks")
         candidates = candidate_facts(truthy, [rel], labelled, sitelinks, seed, allowed=allowed_ids)
         counts.update(parts=1, truthy=len(truthy), labelled=len(labelled), candidates=len(candidates))
-        if temporal is not None:
-            from factprobe.diff.temporal import with_temporal_distractors
+        if pairs is not None:
+            from factprobe.diff.temporal import with_pairs
 
-            candidates = with_temporal_distractors(candidates, temporal)
+            candidates = with_pairs(candidates, pairs)
             counts.update(temporal=len(candidates))
         yield CandidatePart(candidates, object_sitelinks)
     log.info(
@@ -569,7 +573,7 @@ def relation_candidate_parts(
         languages,
         counts["candidates"],
         "" if allowed is None else f" ({len(allowed)} new in the diff after the cut-off)",
-        "" if temporal is None else f"; S′ keeps {counts['temporal']} (with a temporal distractor)",
+        "" if pairs is None else f"; S′ keeps {counts['temporal']} (with a temporal distractor)",
     )
 
 
