@@ -172,5 +172,6 @@ def with_pairs(candidates: pd.DataFrame, pairs: set[tuple[int, int]]) -> pd.Data
     """The candidates (string ids) whose integer (subject, property) is in ``pairs``."""
     subjects = contracts.id_ints(candidates["subject"]).tolist()
     properties = contracts.id_ints(candidates["property"]).tolist()
-    keep = [k in pairs for k in zip(subjects, properties, strict=True)]
+    keep = np.array([k in pairs for k in zip(subjects, properties, strict=True)], dtype=bool)
+    # A boolean array selects rows even when empty (an empty list would select no columns).
     return candidates[keep].reset_index(drop=True)

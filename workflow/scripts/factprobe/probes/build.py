@@ -528,9 +528,10 @@ def relation_candidate_parts(
     """Every probe-able fact of one relation (:func:`select.candidate_facts`), in parts by
     ascending subject: its truthy statements (the same rule as Ω's truthy validity,
     :func:`scan.scan_valid`, streamed by :func:`scan.scan_truthy_parts`), with the labels and
-    sitelinks of their subjects and objects (:class:`CandidatePart`); ``allowed`` (plausibility, :func:`allowed_facts`): only facts
-    new in the diff after the cut-off; ``temporal_path`` (``temporal_only``): only facts with a
-    temporal distractor (S′). The parts put together are the relation's candidates in one call."""
+    sitelinks of their subjects and objects (:class:`CandidatePart`); ``allowed`` (plausibility,
+    :func:`allowed_facts`): only facts new in the diff after the cut-off; ``temporal_path``
+    (``temporal_only``): only facts with a temporal distractor (S′). The parts put together are
+    the relation's candidates in one call."""
     # Built once per relation, used by every part: per-part work stays linear in the part.
     allowed_ids = None if allowed is None else pd.Index(allowed["fact_id"].unique())
     pairs = None

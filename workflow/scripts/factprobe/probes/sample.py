@@ -149,10 +149,11 @@ class PopularityBins:
     Candidates come a part of a relation at a time (issues 15, 31): each part is written to a
     temporary Parquet file, its popularity and uniform draw to a NumPy file beside it, and only
     the range of popularity is kept. A part's objects' sitelinks come with it (:meth:`add`), from
-    the query that streams the relation, so the work per part does not grow with the dump. :meth:`finish` reads the parts back one at a time, twice:
-    to count the equal-width bins, then to keep the ``n`` largest Efraimidis–Spirakis keys so far
-    (:func:`weighted_sample`'s order: key, then position); it reads the drawn rows back. The
-    job holds one part and the sample, not 16 bytes per candidate.
+    the query that streams the relation, so the work per part does not grow with the dump.
+    :meth:`finish` reads the parts back one at a time, twice: to count the equal-width bins, then
+    to keep the ``n`` largest Efraimidis–Spirakis keys so far (:func:`weighted_sample`'s order:
+    key, then position); it reads the drawn rows back. The job holds one part and the sample, not
+    16 bytes per candidate.
     """
 
     def __init__(self, n_facts: int | None, bins: int, seed: object, entities_path: str, con=None):
