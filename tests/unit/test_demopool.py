@@ -210,6 +210,10 @@ def test_truthy_parts_stream_scan_valid_with_labels_and_sitelinks(tmp_path):
     assert links[5] == 5 and 4 not in links.index
     want = [links.get(s) for s in whole["subject"]]
     assert [None if pd.isna(v) else int(v) for v in got["sitelinks"]] == want
+    # The objects' sitelinks come from the same query (popularity_bins reads them per part).
+    want = [links.get(o) for o in whole["object"]]
+    assert [None if pd.isna(v) else int(v) for v in got["o_sitelinks"]] == want
+    assert got["o_sitelinks"].notna().any() and got["o_sitelinks"].isna().any()
     keys = [set(zip(p["property"], p["subject"], strict=True)) for p in parts]
     assert all(not (a & b) for i, a in enumerate(keys) for b in keys[i + 1 :])
     assert all(80 <= len(p) <= 120 for p in parts[:-1])  # about part_rows: cut at a subject's end

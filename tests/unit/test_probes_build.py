@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from factprobe.io import write_frame
@@ -213,3 +214,57 @@ def test_relation_at_a_time_candidates_are_the_whole_suites(demo_tables, tmp_pat
     pd.testing.assert_frame_equal(
         got.sort_values(key).reset_index(drop=True), want.sort_values(key).reset_index(drop=True)
     )
+
+
+def test_candidate_parts_filter_by_the_diff_and_s_prime_as_the_whole_relation(demo_tables, tmp_path):
+    """Issue 31 item 5: the plausibility filter (``allowed``, kept as a hash index) and S′'s
+    temporal pairs are built once per relation and applied to each part; in parts of ~30
+    statements the candidates are those of candidate_facts and with_temporal_distractors over
+    the whole relation from pandas tables."""
+    from factprobe import contracts, scan
+    from factprobe.diff.temporal import with_temporal_distractors
+    from factprobe.probes.build import relation_candidate_parts
+    from factprobe.probes.select import candidate_facts, item_sitelinks, labelled_entities, truthy_claims
+
+    dump, rel = "20190201", "P47"
+    claims_path = str(demo_tables[dump] / "claims.parquet")
+    entities_path = str(demo_tables[dump] / "entities.parquet")
+    forms_path = tmp_path / "forms.parquet"
+    scan.write_entity_forms(
+        [str(demo_tables[d] / "labels.parquet") for d in sorted(demo_tables)], ["en"], forms_path
+    )
+    claims = contracts.read("claims", claims_path)
+    truthy = truthy_claims(claims[claims["property"] == 47], int(dump)).astype("int64")
+    labelled = labelled_entities(contracts.read("entity_forms", forms_path), ["en"])
+    links = item_sitelinks(contracts.read("entities", entities_path))
+    every = candidate_facts(truthy, [rel], labelled, links, 7)
+    # Three facts in four are new in the diff; each (s, r) has a past object: a counted one
+    # (start < end), a point (start == end) or one known only from an earlier dump (neither counts).
+    allowed = pd.DataFrame({"fact_id": every["fact_id"][np.arange(len(every)) % 4 > 0]})
+    subjects = contracts.id_ints(every["subject"])
+    kinds = np.arange(len(subjects)) % 3
+    temporal = pd.DataFrame(
+        {
+            "subject": subjects,
+            "property": np.int32(47),
+            "object": np.int64(1),
+            "status": "past",
+            "start": pd.array(np.where(kinds == 2, None, 20000101), dtype="Int32"),
+            "end": pd.array(
+                np.where(kinds == 0, 20100101, np.where(kinds == 1, 20000101, None)), dtype="Int32"
+            ),
+            "point_in_time": pd.array([None] * len(subjects), dtype="Int32"),
+            "source": np.where(kinds == 2, "earlier_dump", "qualifier"),
+            "truthy": False,
+            "last_seen": dump,
+        }
+    )
+    contracts.write("temporal", temporal, tmp_path / "temporal.parquet")
+    args = ("t", rel, dump, claims_path, entities_path, str(forms_path), ["en"], 7, scan.connect())
+    parts = list(relation_candidate_parts(*args, allowed, str(tmp_path / "temporal.parquet"), part_rows=30))
+    got = pd.concat([p.candidates for p in parts], ignore_index=True)
+    want = with_temporal_distractors(
+        candidate_facts(truthy, [rel], labelled, links, 7, set(allowed["fact_id"])), temporal
+    )
+    assert len(parts) > 5 and 3 <= len(want) < len(every) // 2
+    pd.testing.assert_frame_equal(got, want)

@@ -189,3 +189,45 @@ def test_popularity_bins_in_parts_draws_the_whole_populations_sample(entities, n
     got = pd.concat(got, ignore_index=True) if got else pd.DataFrame(columns=["fact_id", "stratum"])
     assert got["fact_id"].tolist() == every["fact_id"].iloc[chosen].tolist()
     assert got["stratum"].tolist() == bin_of[chosen].tolist()
+
+
+def test_popularity_bins_gets_the_objects_sitelinks_with_each_part(demo_tables, tmp_path):
+    """Issue 31 item 5: build_suite's parts carry their objects' sitelinks, joined in the query
+    that streams the relation, so ``popularity_bins`` never reads the entities file per part.
+    Checked on the real demo dump, cut into parts of ~40 statements: each part's object
+    sitelinks are the entities table's (read here with pandas), and the sampler fed those parts
+    with no entities file to read draws what ``weighted_sample`` draws over the whole population
+    with ln(1 + subject) + ln(1 + object sitelinks) computed here."""
+    from factprobe import scan
+    from factprobe.probes.build import relation_candidate_parts
+
+    dump = "20190201"
+    paths = {t: str(demo_tables[dump] / f"{t}.parquet") for t in ("claims", "entities")}
+    forms = tmp_path / "forms.parquet"
+    scan.write_entity_forms(
+        [str(demo_tables[d] / "labels.parquet") for d in sorted(demo_tables)], ["en"], forms
+    )
+    ents = contracts.read("entities", paths["entities"])
+    links = ents[ents["kind"] == "item"].drop_duplicates("id").set_index("id")["sitelinks"]
+    con = scan.connect()
+    sampler = PopularityBins(30, 10, 3, str(tmp_path / "absent.parquet"), con)
+    every, n_parts = [], 0
+    for rel in ("P47", "P17", "P36"):
+        args = (rel, dump, paths["claims"], paths["entities"], str(forms), ["en"], 3, con)
+        for part in relation_candidate_parts("t", *args, part_rows=40):
+            objects = contracts.id_ints(part.candidates["object"])
+            got = pd.Series(objects).map(part.object_sitelinks).fillna(0).astype(int).tolist()
+            assert got == pd.Series(objects).map(links).fillna(0).astype(int).tolist()
+            sampler.add(part.candidates, part.object_sitelinks)
+            every.append(part.candidates)
+            n_parts += 1
+    every = pd.concat(every, ignore_index=True)
+    assert n_parts > 10 and every["property"].nunique() == 3
+    obj = every["object"].str[1:].astype(int).map(links).fillna(0)
+    assert (obj > 0).mean() > 0.5 and obj.nunique() > 10 and len(every) > 50
+    pop = np.log1p(every["popularity"].astype(float)) + np.log1p(obj.astype(float))
+    bin_of = pd.cut(pop, 10, labels=False).to_numpy()
+    chosen = weighted_sample(bin_weights(bin_of), uniforms(3, every["fact_id"]), 30)
+    drawn = pd.concat(sampler.finish(), ignore_index=True)
+    assert drawn["fact_id"].tolist() == every["fact_id"].iloc[chosen].tolist()
+    assert drawn["stratum"].tolist() == bin_of[chosen].tolist()

@@ -94,4 +94,7 @@ def test_s_prime_keeps_facts_with_a_temporal_distractor():
     assert kept["fact_id"].tolist() == ["Q30|P6|Q9"]
     both = with_temporal_distractors(candidates, TEMPORAL, earlier_dump=True)
     assert both["fact_id"].tolist() == ["Q30|P6|Q9", "Q31|P6|Q7"]
+    # A part without candidates keeps its columns (popularity_bins reads "object" of every part).
+    none = with_temporal_distractors(candidates.iloc[0:0], TEMPORAL)
+    assert none.empty and none.columns.tolist() == candidates.columns.tolist()
     assert np.isnan(day_number(float("nan")))

@@ -232,8 +232,10 @@ def scan_truthy_parts(
 ) -> Iterator[pd.DataFrame]:
     """:func:`scan_valid` (truthy) of ``relations`` in (property, subject, object) order, with
     what fact selection asks of each statement's entities: ``s_labelled`` and ``o_labelled``
-    (:func:`labelled_ids`' rule in ``languages``) and the subject's ``sitelinks``
-    (:func:`sitelinks_of`; null without an item row).
+    (:func:`labelled_ids`' rule in ``languages``), the subject's ``sitelinks`` and the object's
+    ``o_sitelinks`` (:func:`sitelinks_of`; null without an item row). The entities file is read
+    once per call, for subjects and objects together: a sampler that needs the objects'
+    popularity (``popularity_bins``) must not read it again per part (issue 31 item 5).
 
     DuckDB joins and sorts once (spilling beyond its limit) and the rows stream in parts of about
     ``part_rows`` (each batch of that many is cut before its last (property, subject), which goes
@@ -254,11 +256,11 @@ def scan_truthy_parts(
                 object::BIGINT AS object FROM ({valid})
         ),
         lab AS ({_labelled_sql(forms_path, languages, "SELECT subject FROM t UNION SELECT object FROM t")}),
-        links AS ({_sitelinks_sql(entities_path, "SELECT subject FROM t")})
+        links AS ({_sitelinks_sql(entities_path, "SELECT subject FROM t UNION SELECT object FROM t")})
         SELECT t.subject, t.property, t.object, ls.e IS NOT NULL AS s_labelled,
-            lo.e IS NOT NULL AS o_labelled, links.sitelinks
+            lo.e IS NOT NULL AS o_labelled, sl.sitelinks, ol.sitelinks AS o_sitelinks
         FROM t LEFT JOIN lab ls ON ls.e = t.subject LEFT JOIN lab lo ON lo.e = t.object
-        LEFT JOIN links ON links.id = t.subject
+        LEFT JOIN links sl ON sl.id = t.subject LEFT JOIN links ol ON ol.id = t.object
         ORDER BY t.property, t.subject, t.object
         """
     ).to_arrow_reader(max(1, int(part_rows)))

@@ -157,9 +157,21 @@ def with_temporal_distractors(
     be ``past``), but Ω may still reject a past object later, so S′ is a superset of the facts
     whose Temp+Sem list really starts with a temporal distractor (``source`` says which do).
     """
+    return with_pairs(candidates, temporal_distractor_pairs(temporal, earlier_dump))
+
+
+def temporal_distractor_pairs(temporal: pd.DataFrame, earlier_dump: bool = False) -> set[tuple[int, int]]:
+    """The integer (subject, property) pairs that have a temporal distractor (:func:`counted_past`):
+    built once per relation, then :func:`with_pairs` filters each part of its candidates
+    (redoing it per part would cost parts × the relation's temporal rows; issue 31 item 5)."""
     past = counted_past(temporal, earlier_dump)
-    pairs = set(zip(past["subject"].astype("int64"), past["property"].astype("int64"), strict=True))
+    return set(zip(past["subject"].astype("int64"), past["property"].astype("int64"), strict=True))
+
+
+def with_pairs(candidates: pd.DataFrame, pairs: set[tuple[int, int]]) -> pd.DataFrame:
+    """The candidates (string ids) whose integer (subject, property) is in ``pairs``."""
     subjects = contracts.id_ints(candidates["subject"]).tolist()
     properties = contracts.id_ints(candidates["property"]).tolist()
-    keep = [k in pairs for k in zip(subjects, properties, strict=True)]
+    keep = np.array([k in pairs for k in zip(subjects, properties, strict=True)], dtype=bool)
+    # A boolean array selects rows even when empty (an empty list would select no columns).
     return candidates[keep].reset_index(drop=True)

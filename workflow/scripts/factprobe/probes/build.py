@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -339,10 +340,10 @@ def sample_suite(
             allowed,
             temporal,
         ):
-            n_candidates += len(part)
-            sampler.add(part)
+            n_candidates += len(part.candidates)
+            sampler.add(part.candidates, part.object_sitelinks)
             if pool is not None:
-                pool.add(part)
+                pool.add(part.candidates)
     sampled = sampler.finish()
     facts = pd.concat(sampled, ignore_index=True) if sampled else pd.DataFrame()
     if facts.empty:
@@ -498,6 +499,18 @@ def allowed_facts(rel: str, changes_path: str, picks, cutoff, con) -> pd.DataFra
 PART_ROWS = 250_000
 
 
+class CandidatePart(NamedTuple):
+    """One part of a relation's candidates and the sitelinks of their objects."""
+
+    #: :func:`select.candidate_facts` of the part (``popularity``: the subject's sitelinks).
+    candidates: pd.DataFrame
+    #: Sitelinks per integer object id of the part (objects without an item row left out),
+    #: joined in the same DuckDB query as the subjects' (:func:`scan.scan_truthy_parts`):
+    #: ``popularity_bins`` adds the object's popularity, and reading the entities file again
+    #: for every part would cost parts × entities (issue 31 item 5).
+    object_sitelinks: pd.Series
+
+
 def relation_candidate_parts(
     name: str,
     rel: str,
@@ -511,19 +524,24 @@ def relation_candidate_parts(
     allowed: pd.DataFrame | None = None,
     temporal_path: str | None = None,
     part_rows: int = PART_ROWS,
-) -> Iterator[pd.DataFrame]:
+) -> Iterator[CandidatePart]:
     """Every probe-able fact of one relation (:func:`select.candidate_facts`), in parts by
     ascending subject: its truthy statements (the same rule as Ω's truthy validity,
     :func:`scan.scan_valid`, streamed by :func:`scan.scan_truthy_parts`), with the labels and
-    sitelinks of their entities; ``allowed`` (plausibility, :func:`allowed_facts`): only facts
-    new in the diff after the cut-off; ``temporal_path`` (``temporal_only``): only facts with a
-    temporal distractor (S′). The parts put together are the relation's candidates in one call."""
-    allowed_ids = None if allowed is None else set(allowed["fact_id"])
-    temporal = None
+    sitelinks of their subjects and objects (:class:`CandidatePart`); ``allowed`` (plausibility,
+    :func:`allowed_facts`): only facts new in the diff after the cut-off; ``temporal_path``
+    (``temporal_only``): only facts with a temporal distractor (S′). The parts put together are
+    the relation's candidates in one call."""
+    # Built once per relation, used by every part: per-part work stays linear in the part.
+    allowed_ids = None if allowed is None else pd.Index(allowed["fact_id"].unique())
+    pairs = None
     if temporal_path is not None:
+        from factprobe.diff.temporal import temporal_distractor_pairs
+
         temporal = scan.table_of_relations(
             "temporal", temporal_path, [contracts.id_int(rel)], contracts.columns("temporal"), con
         )
+        pairs = temporal_distractor_pairs(temporal)
     counts = Counter()
     parts = scan.scan_truthy_parts(
         claims_path, int(dump), [contracts.id_int(rel)], forms_path, languages, entities_path, con, part_rows
@@ -534,14 +552,16 @@ def relation_candidate_parts(
         labelled = arrays.union(part["subject"].to_numpy()[s_lab], part["object"].to_numpy()[o_lab])
         linked = part[part["sitelinks"].notna().to_numpy()].drop_duplicates("subject")
         sitelinks = linked.set_index("subject")["sitelinks"]
+        linked = part[part["o_sitelinks"].notna().to_numpy()].drop_duplicates("object")
+        object_sitelinks = linked.set_index("object")["o_sitelinks"].rename("sitelinks")
         candidates = candidate_facts(truthy, [rel], labelled, sitelinks, seed, allowed=allowed_ids)
         counts.update(parts=1, truthy=len(truthy), labelled=len(labelled), candidates=len(candidates))
-        if temporal is not None:
-            from factprobe.diff.temporal import with_temporal_distractors
+        if pairs is not None:
+            from factprobe.diff.temporal import with_pairs
 
-            candidates = with_temporal_distractors(candidates, temporal)
+            candidates = with_pairs(candidates, pairs)
             counts.update(temporal=len(candidates))
-        yield candidates
+        yield CandidatePart(candidates, object_sitelinks)
     log.info(
         "suite %s, %s: %d truthy statements at %s in %d part(s), %d of their entities labelled in %s "
         "(per part), %d candidate facts%s%s",
@@ -554,13 +574,13 @@ def relation_candidate_parts(
         languages,
         counts["candidates"],
         "" if allowed is None else f" ({len(allowed)} new in the diff after the cut-off)",
-        "" if temporal is None else f"; S′ keeps {counts['temporal']} (with a temporal distractor)",
+        "" if pairs is None else f"; S′ keeps {counts['temporal']} (with a temporal distractor)",
     )
 
 
 def relation_candidates(*args, **kwargs) -> pd.DataFrame:
     """:func:`relation_candidate_parts` put together: one relation's candidates in one frame."""
-    parts = list(relation_candidate_parts(*args, **kwargs))
+    parts = [part.candidates for part in relation_candidate_parts(*args, **kwargs)]
     if parts:
         return pd.concat(parts, ignore_index=True)
     none = pd.DataFrame({c: np.zeros(0, np.int64) for c in ("subject", "property", "object")})

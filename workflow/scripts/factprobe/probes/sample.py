@@ -100,7 +100,8 @@ class RelationStrata:
         self.tmp = tempfile.TemporaryDirectory(prefix="factprobe-strata-")
         self.files: dict[str, list[str]] = {}
 
-    def add(self, candidates: pd.DataFrame) -> None:
+    def add(self, candidates: pd.DataFrame, object_sitelinks: pd.Series | None = None) -> None:
+        """Spill one part of a relation's candidates (``object_sitelinks`` is not needed here)."""
         if candidates.empty:
             return
         files = self.files.setdefault(str(candidates["property"].iat[0]), [])
@@ -147,10 +148,12 @@ class PopularityBins:
 
     Candidates come a part of a relation at a time (issues 15, 31): each part is written to a
     temporary Parquet file, its popularity and uniform draw to a NumPy file beside it, and only
-    the range of popularity is kept. :meth:`finish` reads the parts back one at a time, twice:
-    to count the equal-width bins, then to keep the ``n`` largest Efraimidis–Spirakis keys so far
-    (:func:`weighted_sample`'s order: key, then position); it reads the drawn rows back. The
-    job holds one part and the sample, not 16 bytes per candidate.
+    the range of popularity is kept. A part's objects' sitelinks come with it (:meth:`add`), from
+    the query that streams the relation, so the work per part does not grow with the dump.
+    :meth:`finish` reads the parts back one at a time, twice: to count the equal-width bins, then
+    to keep the ``n`` largest Efraimidis–Spirakis keys so far (:func:`weighted_sample`'s order:
+    key, then position); it reads the drawn rows back. The job holds one part and the sample, not
+    16 bytes per candidate.
     """
 
     def __init__(self, n_facts: int | None, bins: int, seed: object, entities_path: str, con=None):
@@ -163,12 +166,17 @@ class PopularityBins:
     def _path(self, i: int, ext: str) -> Path:
         return Path(self.tmp.name) / f"{i}.{ext}"
 
-    def add(self, candidates: pd.DataFrame) -> None:
-        from factprobe import scan
-
+    def add(self, candidates: pd.DataFrame, object_sitelinks: pd.Series | None = None) -> None:
+        """Spill one part of candidates. ``object_sitelinks``: sitelinks per integer object id
+        (an id left out has none), as :func:`factprobe.probes.build.relation_candidate_parts`
+        gives them; without it they are read from the entities file, a whole-file scan per call
+        that a caller feeding many parts must not pay (issue 31 item 5)."""
         objects = id_ints(candidates["object"])
-        sitelinks = scan.sitelinks_of(self.entities_path, np.unique(objects), self.con)
-        object_links = pd.Series(objects).map(sitelinks).fillna(0).to_numpy()
+        if object_sitelinks is None:
+            from factprobe import scan
+
+            object_sitelinks = scan.sitelinks_of(self.entities_path, np.unique(objects), self.con)
+        object_links = pd.Series(objects).map(object_sitelinks).fillna(0).to_numpy()
         pop = importance(candidates["popularity"]) + importance(object_links)
         if len(pop):
             self.lo, self.hi = min(self.lo, float(pop.min())), max(self.hi, float(pop.max()))
