@@ -104,18 +104,21 @@ def _by_bucket(key: np.ndarray, bits: int, cols) -> tuple[list, dict]:
     at = np.flatnonzero(np.r_[True, b[1:] != b[:-1]]) if len(b) else np.empty(0, np.int64)
     ends = np.r_[at[1:], len(b)] if len(b) else at
     spans = dict(zip(b[at].tolist(), zip(at.tolist(), ends.tolist(), strict=True), strict=True))
-    return [c[order].astype(np.uint32) for c in cols], spans
+    return [c[order] for c in cols], spans
 
 
-def _entity_buckets(s, p, o, part: int, parts: int, reverse: bool, bits: int):
+def _entity_buckets(triples: list, part: int, parts: int, reverse: bool, bits: int):
     """Yield ``(lo, forward, reverse)`` for every bucket ``[lo, lo + 2^bits)`` of ids that holds an
     entity of the part, in id order: the statements whose subject (forward features) or object
-    (reverse) is one of its entities, as int64 ``(s, p, o)``."""
+    (reverse) is one of its entities, as int64 ``(s, p, o)``. Empties ``triples`` (int64, ids
+    checked < 2^32): the statements are held once, as uint32, grouped by bucket."""
+    s, p, o = (t.astype(np.uint32) for t in triples)
+    triples.clear()
     fwd = part_of(s, parts) == part
     rev = part_of(o, parts) == part if reverse else np.zeros(len(s), bool)
     fcols, fb = _by_bucket(s[fwd], bits, (s[fwd], p[fwd], o[fwd]))
     rcols, rb = _by_bucket(o[rev], bits, (s[rev], p[rev], o[rev]))
-    del fwd, rev
+    del fwd, rev, s, p, o
     for b in sorted(fb.keys() | rb.keys()):
         f0, f1 = fb.get(b, (0, 0))
         r0, r1 = rb.get(b, (0, 0))
@@ -226,7 +229,7 @@ def _count_buckets(triples, part, parts, reverse, bag, namespace, rows, bits) ->
     """Every bucket's bags (:func:`_bucket_bags`): the statistics of all of them, the kept rows
     (``rows``: candidates, else all) and each bucket's (code, document frequency) piece."""
     out: dict = {"bags": 0, "total": 0, "entities": [], "lengths": [], "f": [], "n": [], "pieces": []}
-    for lo, fwd, rev in _entity_buckets(*triples, part, parts, reverse, bits):
+    for lo, fwd, rev in _entity_buckets(triples, part, parts, reverse, bits):
         got = _bucket_bags(lo, fwd, rev, reverse, bag, namespace)
         e, f, n = got["e"], got["f"], got["n"]
         starts = np.flatnonzero(np.r_[True, e[1:] != e[:-1]]) if len(e) else np.empty(0, np.int64)
@@ -287,7 +290,7 @@ def count_part(
     folder.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     con = scan.connect(threads, memory_mb)
-    triples = _read_triples(con, claims_path, part, parts, reverse)
+    triples = list(_read_triples(con, claims_path, part, parts, reverse))
     con.close()
     if rows is not None:
         rows = np.asarray(rows, np.int64)
