@@ -187,47 +187,47 @@ def _cuts(pieces: list[np.ndarray], feature_rows: int) -> np.ndarray:
     return np.unique(sample[(np.arange(1, ranges) * len(sample)) // ranges])
 
 
-def _split(codes: np.ndarray, cuts: np.ndarray) -> list[np.ndarray]:
-    """Positions of ``codes`` by range (``cuts``): a radix sort of the range numbers, linear."""
-    r = np.searchsorted(cuts, codes, side="right").astype(np.uint16)
-    order = np.argsort(r, kind="stable")
-    at = np.zeros(len(cuts) + 2, np.int64)
-    np.cumsum(np.bincount(r, minlength=len(cuts) + 1), out=at[1:])
-    return [order[at[i] : at[i + 1]] for i in range(len(cuts) + 1)]
-
-
-def _vocabulary(codes: np.ndarray, cuts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(features, columns)``: the sorted unique ``codes`` and each code's column, one range of
-    codes at a time (a range's features precede the next range's: offsets add up)."""
-    columns = np.empty(len(codes), np.int32)
-    vocab, offset = [], 0
-    for pos in _split(codes, cuts):
-        u, inv = np.unique(codes[pos], return_inverse=True)
-        columns[pos] = inv + offset
-        vocab.append(u)
-        offset += len(u)
-    return (np.concatenate(vocab) if vocab else np.empty(0, np.int64)).astype(np.int64), columns
-
-
-def _document_frequencies(pieces: list[tuple], cuts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(f, df)`` sorted by code: the buckets' (sorted unique code, count) pieces summed, one
-    range of codes (``cuts``) at a time."""
-    at = [np.r_[0, np.searchsorted(c, cuts, side="right"), len(c)] for c, _ in pieces]
-    fs, dfs = [np.empty(0, np.int64)], [np.empty(0, np.int64)]
+def _frequencies(pieces: list[tuple], cuts: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``(f, df, features, columns)`` from the buckets' pieces ``(codes, bags, kept bags)``
+    (sorted unique codes of a bucket, the number of its bags and of its kept bags holding each),
+    one range of codes (``cuts``) at a time: every code with its document frequency, the codes of
+    the kept bags (the vocabulary, sorted) and, per piece, the column of each of its codes (kept)."""
+    at = [np.r_[0, np.searchsorted(c, cuts, side="right"), len(c)] for c, _, _ in pieces]
+    columns = [np.zeros(len(c), np.int32) for c, _, _ in pieces]
+    fs, dfs, vocab, offset = [np.empty(0, np.int64)], [np.empty(0, np.int64)], [np.empty(0, np.int64)], 0
     for r in range(len(cuts) + 1):
-        codes = [c[i[r] : i[r + 1]] for (c, _), i in zip(pieces, at, strict=True)]
-        if not sum(len(c) for c in codes):
+        spans = [(i[r], i[r + 1]) for i in at]
+        if not sum(z - a for a, z in spans):
             continue
-        u, inv = np.unique(np.concatenate(codes), return_inverse=True)
-        n = np.concatenate([k[i[r] : i[r + 1]] for (_, k), i in zip(pieces, at, strict=True)])
+        u, inv = np.unique(
+            np.concatenate([c[a:z] for (c, _, _), (a, z) in zip(pieces, spans, strict=True)]),
+            return_inverse=True,
+        )
+        df = np.bincount(
+            inv, np.concatenate([n[a:z] for (_, n, _), (a, z) in zip(pieces, spans, strict=True)]), len(u)
+        )
+        kept = (
+            np.bincount(
+                inv, np.concatenate([k[a:z] for (_, _, k), (a, z) in zip(pieces, spans, strict=True)]), len(u)
+            )
+            > 0
+        )
+        rank = (np.cumsum(kept) - 1 + offset).astype(np.int32)  # a kept code's column
+        offset += int(kept.sum())
+        lo = 0
+        for col, (a, z) in zip(columns, spans, strict=True):
+            col[a:z] = rank[inv[lo : lo + z - a]]
+            lo += z - a
         fs.append(u)
-        dfs.append(np.bincount(inv, weights=n, minlength=len(u)).astype(np.int64))
-    return np.concatenate(fs), np.concatenate(dfs)
+        dfs.append(df.astype(np.int64))
+        vocab.append(u[kept])
+    return np.concatenate(fs), np.concatenate(dfs), np.concatenate(vocab), columns
 
 
 def _count_buckets(triples, part, parts, reverse, bag, namespace, rows, bits) -> dict:
     """Every bucket's bags (:func:`_bucket_bags`): the statistics of all of them, the kept rows
-    (``rows``: candidates, else all) and each bucket's (code, document frequency) piece."""
+    (``rows``: candidates, else all) as positions in the bucket's codes, and each bucket's piece
+    for :func:`_frequencies`."""
     out: dict = {"bags": 0, "total": 0, "entities": [], "lengths": [], "f": [], "n": [], "pieces": []}
     for lo, fwd, rev in _entity_buckets(triples, part, parts, reverse, bits):
         got = _bucket_bags(lo, fwd, rev, reverse, bag, namespace)
@@ -235,17 +235,19 @@ def _count_buckets(triples, part, parts, reverse, bag, namespace, rows, bits) ->
         starts = np.flatnonzero(np.r_[True, e[1:] != e[:-1]]) if len(e) else np.empty(0, np.int64)
         out["bags"] += len(starts)
         out["total"] += int(n.sum(dtype=np.int64))
-        codes, counts = np.unique(f, return_counts=True)
-        out["pieces"].append((codes, counts))
+        # The bucket's codes and where each row's code is in them: its columns come from here
+        # once the vocabulary is known (no search of the whole vocabulary for each row).
+        codes, inv, counts = np.unique(f, return_inverse=True, return_counts=True)
         ents, lengths = e[starts], np.diff(np.r_[starts, len(e)])
         if rows is not None:
             mine = rows[np.searchsorted(rows, lo) : np.searchsorted(rows, lo + (1 << bits))]
             keep_ent = np.isin(ents, mine, assume_unique=True)
             keep = np.repeat(keep_ent, lengths)
-            ents, lengths, f, n = ents[keep_ent], lengths[keep_ent], f[keep], n[keep]
+            ents, lengths, inv, n = ents[keep_ent], lengths[keep_ent], inv[keep], n[keep]
+        out["pieces"].append((codes, counts, np.bincount(inv, minlength=len(codes))))
         out["entities"].append(ents)
         out["lengths"].append(lengths)
-        out["f"].append(f)
+        out["f"].append(inv.astype(np.int32))
         out["n"].append(n.astype(np.float32))
     return out
 
@@ -299,12 +301,12 @@ def count_part(
         raise ValueError(f"entity buckets of 2^{sizes[0]} ids: the bits must be 1..16")
     got = _count_buckets(triples, part, parts, reverse, bag, namespace, rows, sizes[0])
     del triples
-    cuts = _cuts([c for c, _ in got["pieces"]], sizes[1])
-    f_all, df = _document_frequencies(got.pop("pieces"), cuts)
+    cuts = _cuts([c for c, _, _ in got["pieces"]], sizes[1])
+    f_all, df, features, at = _frequencies(got.pop("pieces"), cuts)
     pq.write_table(pa.table({"f": f_all, "df": df}), folder / "df.parquet")
     del f_all, df
     entities, lengths = _cat(got["entities"], np.int64), _cat(got["lengths"], np.int64)
-    features, columns = _vocabulary(_cat(got.pop("f"), np.int64), cuts)
+    columns = _cat([col[i] for col, i in zip(at, got.pop("f"), strict=True)], np.int32)
     indptr = np.zeros(len(entities) + 1, np.int64)
     np.cumsum(lengths, out=indptr[1:])
     counts = sp.csr_matrix(
