@@ -11,7 +11,10 @@ bytes per non-zero (85-270 GB at full size). Here the same index is built in two
    grew as n^1.22 from 1 M to 4 M entities (each of its hash tables and sorts grew past the
    caches; the search of every non-zero's feature in the sorted vocabulary too), so the part is
    counted one bucket of 2^14 entity ids at a time (a bounded sort in numpy, the buckets found
-   by a radix sort) and its vocabulary made one range of feature codes at a time.
+   by a radix sort), its vocabulary and document frequencies made one range of feature codes
+   at a time, and each non-zero's column looked up among its own bucket's codes. What still
+   grows faster than the statements: the bucket of an entity named as object by a share of
+   the dump (a class, with reverse features) is one sort of that share.
 2. ``build_sem_index`` (rule, one job per dump): :func:`merge_parts` sums the document
    frequencies (global IDF, so nothing depends on the number of parts), then streams the parts'
    rows in entity order into one index folder, weighing and L2-normalising a block of rows at a
