@@ -49,8 +49,9 @@ def claims(tmp_path_factory):
     return path, table
 
 
-def build_parts(claims_path, root, parts, settings, rows=None):
+def build_parts(claims_path, root, parts, settings, rows=None, sizes=None):
     folders = []
+    more = {} if sizes is None else {"sizes": sizes}
     for p in range(parts):
         folder = root / f"bags{parts}" / str(p)
         count_part(
@@ -62,6 +63,7 @@ def build_parts(claims_path, root, parts, settings, rows=None):
             settings.get("bag", "sets"),
             settings.get("namespace", "shared"),
             rows=rows,
+            **more,
         )
         folders.append(folder)
     out = root / f"index{parts}"
@@ -90,6 +92,30 @@ def test_parts_give_the_unsharded_index_file_for_file(claims, tmp_path, settings
         meta = json.loads((out / "meta.json").read_text())
         assert [p["part"] for p in meta["parts"]] == list(range(parts))
         assert meta["nnz"] == sum(p["nnz"] for p in meta["parts"])
+
+
+@pytest.mark.parametrize("settings", SETTINGS)
+@pytest.mark.parametrize("sizes", [(3, 40), (5, 7), (1, 1)])
+def test_entity_and_feature_buckets_give_the_unsharded_index_file_for_file(claims, tmp_path, settings, sizes):
+    """A part cut into buckets of entity ids (2^sizes[0] ids) and ranges of feature codes (sizes[1]
+    codes) writes the files of one bucket, and the merge those of the unsharded build: the
+    buckets only bound each sort, they do not change the bags, the vocabulary or the counts."""
+    path, _ = claims
+    rows = np.arange(1, 151, 3)
+    build_index(path, tmp_path / "whole", hnsw=False, rows=rows, **settings)
+    for parts in (1, 2):
+        one, _ = build_parts(path, tmp_path / "one", parts, settings, rows)
+        many, out = build_parts(path, tmp_path / "many", parts, settings, rows, sizes)
+        for a, b in zip(one, many, strict=True):
+            for name in ("entities.npy", "features.npy", *FILES[3:]):
+                assert np.array_equal(np.load(a / name), np.load(b / name)), (parts, name)
+            want, got = pd.read_parquet(a / "df.parquet"), pd.read_parquet(b / "df.parquet")
+            assert want.equals(got) and len(got) > 0
+            assert {k: v for k, v in json.loads((a / "meta.json").read_text()).items() if k != "seconds"} == {
+                k: v for k, v in json.loads((b / "meta.json").read_text()).items() if k != "seconds"
+            }
+        for name in FILES:
+            assert np.array_equal(np.load(tmp_path / "whole" / name), np.load(out / name)), (parts, name)
 
 
 def naive_cosines(table: pd.DataFrame) -> tuple[list[int], np.ndarray]:

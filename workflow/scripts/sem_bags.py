@@ -12,7 +12,8 @@ from factprobe.rulelog import rule_logger
 log = rule_logger(snakemake)
 sem = snakemake.params.sem
 part, parts = int(snakemake.params.part), int(snakemake.params.parts)
-# Bags are counted out of core from the Parquet file by DuckDB, within its share of the job's memory.
+# DuckDB reads the part's statements from the Parquet file (filtered while scanning, within its share
+# of the job's memory); they are counted in memory one bucket of entity ids at a time (semparts).
 memory_mb = scan.duckdb_mb(snakemake.resources.get("mem_mb", 4000))
 rows = None
 if snakemake.params.relations is not None:

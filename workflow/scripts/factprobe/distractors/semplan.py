@@ -9,9 +9,11 @@ from __future__ import annotations
 import math
 import os
 
-#: Non-zeros a part holds at most, by the estimate below. Counting a part takes ≈ 55 bytes of peak
-#: RSS a non-zero above the imports (benchmarks/sem_index.py at 1 M entities: 1.21 GB for 16.7 M
-#: non-zeros in one job, 0.70 GB for half of them), so ≈ 8 GB a part job: under issue 31's 16 GB.
+#: Non-zeros a part holds at most, by the estimate below. Counting a part in memory, bucket by
+#: bucket (:func:`.semparts.count_part`), takes ≈ 70 bytes of peak RSS a kept non-zero above the
+#: imports (the workflow's job with reverse features and candidate rows at 4 M entities: 4.18 GB
+#: for 59 M non-zeros, 24.9 M statements; the DuckDB count before it: 3.39 GB and 2.2 GB spilled),
+#: so ≈ 10.5 GB a part job: under issue 31's 16 GB.
 PART_NNZ = 150_000_000
 #: Non-zeros of the index per byte of compressed dump (the default features: sets, shared
 #: namespace, no reverse). Measured: 0.0068 on the Wikidata-shaped synthetic dumps of
