@@ -49,6 +49,9 @@ MERGE_ROWS = 1 << 17
 # part's df.parquet read at once.
 MERGE_FEATURES = 1 << 20
 DF_BATCH = 1 << 18
+# Bytes of a mapped vocabulary-sized array (IDF, a part's column map) read between two releases
+# of its pages (:class:`_Paged`).
+GATHER_BYTES = 1 << 25
 
 
 def part_of(entities: np.ndarray, parts: int) -> np.ndarray:
@@ -234,8 +237,9 @@ def _write_rows(
     first block (the parts' rows and non-zeros add up), so each is appended to, never held.
     """
     parts = _open_parts(folders)
-    cols = [np.load(scratch / f"to_global.{p}.npy", mmap_mode="r") for p in range(len(folders))]
-    idf = np.load(folder / "idf.npy", mmap_mode="r")
+    # Read at the block's columns, scattered over the vocabulary: a span at a time (_Paged).
+    cols = [_Paged(np.load(scratch / f"to_global.{p}.npy", mmap_mode="r")) for p in range(len(folders))]
+    idf = _Paged(np.load(folder / "idf.npy", mmap_mode="r"))
     n_rows = sum(len(e) for e, _, _ in parts)
     nnz = sum(int(X.nnz) for _, X, _ in parts)
     # scipy's index dtype (int32 while it fits), as the unsharded build saves it.
@@ -259,7 +263,6 @@ def _write_rows(
         (block.indptr[1:] + done).astype(ptr_type).tofile(out["indptr"])
         done += int(block.nnz)
         _release_parts(parts)
-        S.release_pages([*cols, idf])
     for f in out.values():
         f.close()
     return n_rows, nnz
@@ -461,3 +464,35 @@ def _row_block(parts: list[tuple], cols: list[np.ndarray], cut: list[tuple], n_f
     ids = np.concatenate(ids)
     order = np.argsort(ids, kind="stable")
     return ids[order], sp.vstack(pieces, format="csr")[order]
+
+
+class _Paged:
+    """A mapped 1-D array read at scattered positions (``a[idx]``: a block's columns) one span of
+    :data:`GATHER_BYTES` at a time, its pages released after each span: the pages resident at
+    once are bounded whatever the array's size (a vocabulary of ≈ 460 M features at full size,
+    3.7 GB of IDF, would otherwise be paged in whole by every block of rows). Positions are
+    grouped by span with numpy's linear radix sort of 16-bit keys."""
+
+    def __init__(self, mapped: np.ndarray) -> None:
+        self.a = mapped
+        self.span = max(GATHER_BYTES // mapped.itemsize, -(-len(mapped) // 65535), 1)
+
+    def __len__(self) -> int:
+        return len(self.a)
+
+    def __getitem__(self, idx) -> np.ndarray:
+        idx = np.asarray(idx)
+        if len(self.a) <= self.span:
+            out = np.asarray(self.a[idx])
+            S.release_pages([self.a])
+            return out
+        out = np.empty(idx.shape, self.a.dtype)
+        key = (idx // self.span).astype(np.uint16)
+        order = np.argsort(key, kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(key, minlength=1))])
+        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+            if hi > lo:
+                at = order[lo:hi]
+                out[at] = self.a[idx[at]]
+                S.release_pages([self.a])
+        return out
