@@ -248,10 +248,17 @@ def test_merge_cuts_split_no_value_and_cover_every_array():
 
 
 @pytest.mark.parametrize(
-    "settings,candidates", [({}, True), ({"weighting": "bm25"}, False), ({"weighting": "bm25"}, True)]
+    "settings,rows",
+    [
+        ({}, range(1, 151, 3)),
+        ({"weighting": "bm25"}, None),
+        ({"weighting": "bm25"}, range(1, 151, 3)),
+        ({}, [3]),  # two parts without a row
+        ({"weighting": "bm25"}, [5000]),  # no row at all
+    ],
 )
 def test_streaming_merge_in_tiny_blocks_gives_the_unsharded_files(
-    claims, tmp_path, monkeypatch, settings, candidates
+    claims, tmp_path, monkeypatch, settings, rows
 ):
     """Blocks of 2 features and 2 rows (df.parquet read 3 rows at a time, the mapped column maps
     and IDF 16 bytes at a time), so that every block crosses the parts: the same files as the
@@ -260,7 +267,7 @@ def test_streaming_merge_in_tiny_blocks_gives_the_unsharded_files(
     import factprobe.distractors.semparts as SP
 
     path, _ = claims
-    rows = np.arange(1, 151, 3) if candidates else None
+    rows = None if rows is None else np.array(rows, np.int64)
     build_index(path, tmp_path / "whole", hnsw=False, rows=rows, **settings)
     monkeypatch.setattr(SP, "MERGE_FEATURES", 2)
     monkeypatch.setattr(SP, "MERGE_ROWS", 2)
