@@ -260,8 +260,8 @@ def test_merge_cuts_split_no_value_and_cover_every_array():
 def test_streaming_merge_in_tiny_blocks_gives_the_unsharded_files(
     claims, tmp_path, monkeypatch, settings, rows
 ):
-    """Blocks of 2 features and 2 rows (df.parquet read 3 rows at a time, the mapped column maps
-    and IDF 16 bytes at a time), so that every block crosses the parts: the same files as the
+    """Blocks of 2 features and 2 rows or 9 non-zeros (df.parquet read 3 rows at a time, the mapped
+    column maps and IDF 16 bytes and 3 positions at a time), so that every block crosses the parts: the same files as the
     unsharded build; features = np.unique of the parts' features and IDF from the parts'
     df.parquet summed by pandas (independent of the merge); no scratch file left."""
     import factprobe.distractors.semparts as SP
@@ -273,6 +273,8 @@ def test_streaming_merge_in_tiny_blocks_gives_the_unsharded_files(
     monkeypatch.setattr(SP, "MERGE_ROWS", 2)
     monkeypatch.setattr(SP, "DF_BATCH", 3)
     monkeypatch.setattr(SP, "GATHER_BYTES", 16)
+    monkeypatch.setattr(SP, "GATHER_ITEMS", 3)
+    monkeypatch.setattr(SP, "MERGE_NNZ", 9)
     folders, out = build_parts(path, tmp_path, 3, settings, rows)
     for name in FILES:
         want, got = np.load(tmp_path / "whole" / name), np.load(out / name)

@@ -44,8 +44,10 @@ from factprobe import arrays
 from factprobe.distractors import semantic as S
 from factprobe.distractors.semplan import PART_DUMP_BYTES, PART_NNZ, parts_for  # noqa: F401 (re-exported)
 
-# Global rows merged (weighed, written) at once: a few MB of each part's arrays.
+# Global rows merged (weighed, written) at once: at most MERGE_ROWS rows and MERGE_NNZ non-zeros (or
+# one row, whatever its length: Wikidata's reverse bags are heavy-tailed), a few tens of MB.
 MERGE_ROWS = 1 << 17
+MERGE_NNZ = 1 << 21
 # Global features merged at once (k-way, :func:`_global_vocabulary`): 8 MB of codes; rows of a
 # part's df.parquet read at once.
 MERGE_FEATURES = 1 << 20
@@ -53,6 +55,7 @@ DF_BATCH = 1 << 18
 # Bytes of a mapped vocabulary-sized array (IDF, a part's column map) read between two releases
 # of its pages (:class:`_Paged`).
 GATHER_BYTES = 1 << 25
+GATHER_ITEMS = 1 << 20
 
 
 def part_of(entities: np.ndarray, parts: int) -> np.ndarray:
@@ -196,7 +199,7 @@ def _mean_length(folders: list[Path], metas: list[dict]) -> float:
     parts = _open_parts(folders)
     length = np.zeros(sum(len(e) for e, _, _ in parts), np.float32)
     lo = 0
-    for cut in _merge_cuts([e for e, _, _ in parts], max(1, MERGE_ROWS // len(parts))):
+    for cut in _row_cuts(parts):
         ids, sums = [], []
         for (ents, X, _), (a, z) in zip(parts, cut, strict=True):
             if z > a:
@@ -255,7 +258,7 @@ def _write_rows(
     }
     np.zeros(1, ptr_type).tofile(out["indptr"])
     done = 0
-    for cut in _merge_cuts([e for e, _, _ in parts], max(1, MERGE_ROWS // len(parts))):
+    for cut in _row_cuts(parts):
         ids, block = _row_block(parts, cols, cut, n_features)
         S.weigh_rows(block, idf, weighting, k1, b, mean)
         ids.astype(np.int64, copy=False).tofile(out["entities"])
@@ -363,7 +366,7 @@ def build_from_parts(
 # The streaming merge's helpers (issue 31 item 3: the merge's memory independent of the dump).
 
 
-def _merge_cuts(arrays: list[np.ndarray], window: int):
+def _merge_cuts(arrays: list[np.ndarray], window: int, indptrs: list | None = None, nnz: int = 0):
     """Yield the steps of a k-way merge of sorted arrays, each of distinct values: per step, one
     ``(lo, hi)`` range of each array, together every value of the arrays up to a threshold
     (so a value found in several arrays falls in one step) and at most ``window`` of each.
@@ -371,11 +374,18 @@ def _merge_cuts(arrays: list[np.ndarray], window: int):
     The threshold is the smallest last value among the next ``window`` values of the arrays that
     go on beyond them: within each array what follows is larger (values are distinct), so every
     value up to it is in the ranges, and the array it came from moves a whole window ahead.
+    ``indptrs`` (the arrays' rows' CSR offsets): a window also ends before ``nnz`` non-zeros of
+    its rows, or after its first row.
     """
     lo = [0] * len(arrays)
     sizes = [len(a) for a in arrays]
     while any(i < n for i, n in zip(lo, sizes, strict=True)):
         ends = [min(n, i + window) for i, n in zip(lo, sizes, strict=True)]
+        if indptrs is not None:
+            ends = [
+                min(e, max(i + 1, _rows_within(ptr, i, nnz)))
+                for e, i, ptr in zip(ends, lo, indptrs, strict=True)
+            ]
         going_on = [a[e - 1] for a, e, n in zip(arrays, ends, sizes, strict=True) if e < n]
         if going_on:
             t = min(going_on)
@@ -391,7 +401,10 @@ class _SortedDf:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.batches = pq.ParquetFile(path).iter_batches(DF_BATCH, columns=["f", "df"])
+        # Without pre-buffering and read-ahead, pyarrow holds one batch (else ≈ 100 MB a part).
+        self.batches = pq.ParquetFile(path, pre_buffer=False).iter_batches(
+            DF_BATCH, columns=["f", "df"], use_threads=False
+        )
         self.codes, self.counts, self.at, self.last = np.zeros(0, np.int64), np.zeros(0, np.int64), 0, None
 
     def _next_batch(self) -> bool:
@@ -457,14 +470,17 @@ def _row_block(parts: list[tuple], cols: list[np.ndarray], cut: list[tuple], n_f
             sub = X[a:z]
             pieces.append(
                 sp.csr_matrix(
-                    (np.array(sub.data, np.float32), np.asarray(to_global[sub.indices]), sub.indptr),
+                    (sub.data.astype(np.float32, copy=False), to_global[sub.indices], sub.indptr),
                     shape=(z - a, n_features),
                 )
             )
             ids.append(np.asarray(ents[a:z]))
     ids = np.concatenate(ids)
-    order = np.argsort(ids, kind="stable")
-    return ids[order], sp.vstack(pieces, format="csr")[order]
+    block = pieces[0] if len(pieces) == 1 else sp.vstack(pieces, format="csr")
+    if len(ids) > 1 and np.any(ids[1:] < ids[:-1]):  # parts interleave: rows into entity order
+        order = np.argsort(ids, kind="stable")
+        return ids[order], block[order]
+    return ids, block
 
 
 class _Paged:
@@ -488,12 +504,30 @@ class _Paged:
             S.release_pages([self.a])
             return out
         out = np.empty(idx.shape, self.a.dtype)
-        key = (idx // self.span).astype(np.uint16)
-        order = np.argsort(key, kind="stable")
-        bounds = np.concatenate([[0], np.cumsum(np.bincount(key, minlength=1))])
-        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
-            if hi > lo:
-                at = order[lo:hi]
-                out[at] = self.a[idx[at]]
-                S.release_pages([self.a])
+        for c in range(0, len(idx), GATHER_ITEMS):  # temporaries of GATHER_ITEMS positions
+            part = idx[c : c + GATHER_ITEMS]
+            key = (part // self.span).astype(np.uint16)
+            order = np.argsort(key, kind="stable")
+            bounds = np.concatenate([[0], np.cumsum(np.bincount(key, minlength=1))])
+            for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+                if hi > lo:
+                    at = order[lo:hi]
+                    out[c + at] = self.a[part[at]]
+                    S.release_pages([self.a])
         return out
+
+
+def _rows_within(indptr: np.ndarray, lo: int, nnz: int) -> int:
+    """End of the rows from ``lo`` whose non-zeros add up to at most ``nnz`` (CSR ``indptr``)."""
+    return int(np.searchsorted(indptr, indptr[lo] + nnz, "right")) - 1
+
+
+def _row_cuts(parts: list[tuple]):
+    """:func:`_merge_cuts` of the parts' entities, a block of rows bounded in rows and non-zeros."""
+    n = len(parts)
+    return _merge_cuts(
+        [e for e, _, _ in parts],
+        max(1, MERGE_ROWS // n),
+        [X.indptr for _, X, _ in parts],
+        max(1, MERGE_NNZ // n),
+    )
