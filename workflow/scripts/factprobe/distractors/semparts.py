@@ -243,6 +243,8 @@ def _write_rows(
     parts = _open_parts(folders)
     # Read at the block's columns, scattered over the vocabulary: a span at a time (_Paged).
     cols = [_Paged(np.load(scratch / f"to_global.{p}.npy", mmap_mode="r")) for p in range(len(folders))]
+    # A part holding every feature (one part) maps its columns to themselves: no gather.
+    cols = [None if len(c) == n_features else c for c in cols]
     idf = _Paged(np.load(folder / "idf.npy", mmap_mode="r"))
     n_rows = sum(len(e) for e, _, _ in parts)
     nnz = sum(int(X.nnz) for _, X, _ in parts)
@@ -470,7 +472,11 @@ def _row_block(parts: list[tuple], cols: list[np.ndarray], cut: list[tuple], n_f
             sub = X[a:z]
             pieces.append(
                 sp.csr_matrix(
-                    (sub.data.astype(np.float32, copy=False), to_global[sub.indices], sub.indptr),
+                    (
+                        sub.data.astype(np.float32, copy=False),
+                        sub.indices if to_global is None else to_global[sub.indices],
+                        sub.indptr,
+                    ),
                     shape=(z - a, n_features),
                 )
             )
