@@ -246,3 +246,80 @@ def test_part_jobs_ask_for_their_share_of_the_memory(tmp_path):
     assert whole(None, [str(claims)]) == 2000 + 600
     assert parted(None, [str(claims)]) == 2000 + 150
     assert parted(None, [str(claims)], attempt=2) == 2 * 2150
+
+
+def test_merge_cuts_split_no_value_and_cover_every_array():
+    """The k-way merge's steps (semparts._merge_cuts): ranges that tile each array, at most a
+    window of each, and every value of a step below every value of the next, so the unique
+    values of the steps, one after another, are np.unique of the concatenation."""
+    from factprobe.distractors.semparts import _merge_cuts
+
+    rng = np.random.default_rng(7)
+    arrays = [np.unique(rng.integers(0, 60, k)) for k in (40, 5, 0, 25)] + [np.arange(50, 58)]
+    want = np.unique(np.concatenate(arrays))
+    for window in (1, 2, 3, 7, 100):
+        steps = list(_merge_cuts(arrays, window))
+        got, prev_max = [], -1
+        for step in steps:
+            values = np.concatenate([a[lo:hi] for a, (lo, hi) in zip(arrays, step, strict=True)])
+            assert len(values) and values.min() > prev_max, window
+            assert all(hi - lo <= window for lo, hi in step)
+            prev_max = values.max()
+            got.append(np.unique(values))
+        assert np.array_equal(np.concatenate(got), want), window
+        for p, a in enumerate(arrays):  # each array's ranges follow on from each other to its end
+            bounds = [s[p] for s in steps]
+            assert bounds[0][0] == 0 and bounds[-1][1] == len(a)
+            assert all(x[1] == y[0] for x, y in zip(bounds[:-1], bounds[1:], strict=True))
+
+
+@pytest.mark.parametrize(
+    "settings,rows",
+    [
+        ({}, range(1, 151, 3)),
+        ({"weighting": "bm25"}, None),
+        ({"weighting": "bm25"}, range(1, 151, 3)),
+        ({}, [3]),  # two parts without a row
+        ({"weighting": "bm25"}, [5000]),  # no row at all
+    ],
+)
+def test_streaming_merge_in_tiny_blocks_gives_the_unsharded_files(
+    claims, tmp_path, monkeypatch, settings, rows
+):
+    """Blocks of 2 features and 2 rows or 9 non-zeros (df.parquet read 3 rows at a time, the mapped
+    column maps and IDF 16 bytes and 3 positions at a time), so that every block crosses the parts: the same files as the
+    unsharded build; features = np.unique of the parts' features and IDF from the parts'
+    df.parquet summed by pandas (independent of the merge); no scratch file left."""
+    import factprobe.distractors.semparts as SP
+
+    path, _ = claims
+    rows = None if rows is None else np.array(rows, np.int64)
+    build_index(path, tmp_path / "whole", hnsw=False, rows=rows, **settings)
+    monkeypatch.setattr(SP, "MERGE_FEATURES", 2)
+    monkeypatch.setattr(SP, "MERGE_ROWS", 2)
+    monkeypatch.setattr(SP, "DF_BATCH", 3)
+    monkeypatch.setattr(SP, "GATHER_BYTES", 16)
+    monkeypatch.setattr(SP, "GATHER_ITEMS", 3)
+    monkeypatch.setattr(SP, "MERGE_NNZ", 9)
+    folders, out = build_parts(path, tmp_path, 3, settings, rows)
+    for name in FILES:
+        want, got = np.load(tmp_path / "whole" / name), np.load(out / name)
+        assert got.dtype == want.dtype and np.array_equal(got, want), name
+        assert (out / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
+    features = np.load(out / "features.npy")
+    assert np.array_equal(features, np.unique(np.concatenate([np.load(f / "features.npy") for f in folders])))
+    df = pd.concat([pd.read_parquet(f / "df.parquet") for f in folders]).groupby("f")["df"].sum()
+    n = sum(json.loads((f / "meta.json").read_text())["bags"] for f in folders)
+    d = df.loc[features].to_numpy(np.float64)
+    want_idf = np.log((1.0 + n) / (1.0 + d)) + 1.0 if not settings else np.log1p((n - d + 0.5) / (d + 0.5))
+    assert np.allclose(np.load(out / "idf.npy"), want_idf, rtol=1e-12)
+    assert sorted(p.name for p in out.iterdir()) == sorted([*FILES, "meta.json"])
+
+
+def test_merge_refuses_a_df_file_out_of_order(claims, tmp_path):
+    path, _ = claims
+    folders, _ = build_parts(path, tmp_path, 2, {})
+    df = pd.read_parquet(folders[1] / "df.parquet")
+    df.iloc[::-1].to_parquet(folders[1] / "df.parquet")
+    with pytest.raises(RuntimeError, match=r"df\.parquet: features not in increasing order"):
+        build_from_parts(folders, tmp_path / "bad", hnsw=False)
