@@ -162,6 +162,23 @@ class Omega:
             return np.empty(0, dtype=np.int64)
         return tys[start[i] : start[i + 1]]
 
+    def type_rows(self, entities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(position, type)`` of every declared type of every entity, vectorised: position
+        ``i`` of ``entities`` once per type of ``entities[i]`` (none when untyped), in position
+        order; the rows :meth:`types_of` gives one entity at a time."""
+        uid, start, tys = self._by_id
+        ent = np.asarray(entities, dtype=np.int64)
+        if len(uid) == 0 or len(ent) == 0:
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        i = np.minimum(np.searchsorted(uid, ent), len(uid) - 1)
+        found = uid[i] == ent
+        lo = np.where(found, start[i], 0)
+        width = np.where(found, start[i + 1] - start[i], 0)
+        owner = np.repeat(np.arange(len(ent), dtype=np.int64), width)
+        # Row positions lo..lo+width-1 of every entity, one after the other (as valid_with).
+        at = np.arange(width.sum()) + np.repeat(lo - np.cumsum(width) + width, width)
+        return owner, tys[at]
+
     def members(self, types: np.ndarray) -> np.ndarray:
         """Sorted unique entities declaring any of ``types`` (memoised: facts share objects' types)."""
         key = tuple(int(t) for t in types)
