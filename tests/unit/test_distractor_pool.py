@@ -89,3 +89,59 @@ def test_retrieve_draws_pool_distractors_from_the_dump(size):
     pool = cand[(cand["strategy"] == "pool") & (cand["fact_id"] == "Q1|P47|Q2")]
     assert sorted(pool["entity"]) == ["Q4", "Q4"]
     assert np.array_equal(pool["rank"].to_numpy(), [1, 1])
+
+
+# --- a pool indexed by declared type (issue 31: per-fact cost flat in the pool's size) -----------
+
+
+def _random_world(seed):
+    """A pool of 3,000 entities in a random order over 40 types of very different sizes (a giant
+    type, a long tail), some with 2-3 types, some untyped, some type rows listed twice; forms
+    with shared names (clause 3) and valid objects (clause 2) to reject within a type."""
+    rng = np.random.default_rng(seed)
+    ents = np.arange(1, 3001)
+    giant = rng.random(len(ents)) < 0.4
+    rows = [(e, 900) for e in ents[giant]]
+    for e in ents[~giant]:
+        k = rng.choice([0, 1, 1, 1, 2, 3])
+        rows += [(int(e), 901 + int(rng.zipf(1.6)) % 39) for _ in range(k)]
+    rows += rows[:50]  # duplicated (id, type) rows
+    types = pd.DataFrame(rows, columns=["id", "type"])
+    names = [f"n{int(x)}" for x in rng.integers(0, 400, len(ents))]
+    forms = pd.DataFrame({"entity": ents, "form": names})
+    forms = forms[rng.random(len(forms)) < 0.95]  # some entities without a form
+    subj = rng.integers(5000, 5050, 600)
+    valid = pd.DataFrame({"subject": subj, "property": 47, "object": rng.choice(ents, 600)})
+    om = Omega(types, forms, valid, form_threshold=None)
+    pool = rng.permutation(np.append(ents, [7000, 7001]))  # 7000, 7001: in no types table
+    return om, pool, subj, rng
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_typed_pool_gives_the_whole_pool_filter(seed):
+    from factprobe.distractors.pool import TypedPool, pool_distractors
+
+    om, pool, subj, rng = _random_world(seed)
+    typed = TypedPool(pool, om)
+    # Every type's entries, in pool order, block by block with small first blocks.
+    for o in [*rng.choice(pool, 60).tolist(), 7000]:
+        want = pool[om.same_type(o, pool)]
+        for first in (1, 3, 64):
+            blocks = list(typed.sharing_type(om.types_of(o), first=first))
+            got = np.concatenate(blocks) if blocks else np.empty(0, np.int64)
+            assert got.tolist() == want.tolist()
+            assert all(len(b) for b in blocks)
+    # The distractors: the naive filter over the whole pool (every clause, every n).
+    for s, o in zip(subj[:200].tolist(), rng.choice(pool, 200).tolist(), strict=True):
+        for n in (0, 1, 4, 50, 5000):
+            assert pool_distractors(om, typed, s, 47, o, n) == om.filter(s, 47, o, pool, n)
+
+
+def test_type_rows_are_types_of_each_entity():
+    om, pool, _, _ = _random_world(3)
+    owner, types = om.type_rows(pool)
+    assert np.all(np.diff(owner) >= 0)
+    for i, e in enumerate(pool.tolist()):
+        assert types[owner == i].tolist() == om.types_of(e).tolist()
+    empty = Omega(TYPES.iloc[:0], pd.DataFrame({"entity": [1], "form": ["a"]}), VALID)
+    assert [a.tolist() for a in empty.type_rows(np.array([1, 2]))] == [[], []]

@@ -12,7 +12,13 @@ import time
 import numpy as np
 
 from factprobe.contracts import pid
-from factprobe.distractors.pool import dataset_pools, pool_distractors, string_distractors, string_entity
+from factprobe.distractors.pool import (
+    TypedPool,
+    dataset_pools,
+    pool_distractors,
+    string_distractors,
+    string_entity,
+)
 from factprobe.distractors.pool import relation_pools as _relation_pools
 from factprobe.distractors.random import random_distractors
 from factprobe.distractors.retrieve import SEM_LIST_FACTOR, Context, rows
@@ -91,6 +97,8 @@ def relation_pools(ctx: Context) -> None:
         if settings.pool_source == "relation":
             dump_objects = ctx.omega.valid if ctx.omega.dump_objects is None else ctx.omega.dump_objects
         pools = _relation_pools(ctx.facts, ctx.entity_forms, settings.languages, dump_objects)
+        # Indexed by declared type once, so that a fact reads its object's types' entries only.
+        pools = {key: TypedPool(pool, ctx.omega) for key, pool in pools.items()}
     ctx.built["s"] += time.perf_counter() - t0
     ctx.built["n"] += len(pools)
     ctx.shared["pools"] = pools
