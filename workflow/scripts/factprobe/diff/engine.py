@@ -70,6 +70,8 @@ class DiffResult:
 
     rows_in: int = 0
     partitions: int = 1
+    #: how the subjects were cut: "one" bucket, subject "range"s, or a "hash" repartition
+    bucketing: str = "one"
     counts: dict[str, int] = field(default_factory=dict)
     rules: dict[str, int] = field(default_factory=dict)
 
@@ -334,7 +336,7 @@ def diff_claims(
         triples = triples_sql(inputs.t_old, inputs.t_new, single_value, best_rank)
         others = others_sql(inputs.t_old, inputs.t_new, obj_ph_new=created)
         output = output_sql()
-        buckets = _buckets(con, inputs, created, result.partitions, work)
+        buckets, result.bucketing = _buckets(con, inputs, created, result.partitions, work)
         result.partitions = len(buckets)
         cols = ", ".join(f'"{c}"' for c in contracts.columns("changes"))
 
@@ -359,12 +361,13 @@ def diff_claims(
     if stats_path is not None:
         contracts.write_text("diff_stats", table, stats_path)
     log.info(
-        "diff %s -> %s: %d claims in, %s, %d partition(s)",
+        "diff %s -> %s: %d claims in, %s, %d partition(s) (%s)",
         inputs.t_old,
         inputs.t_new,
         result.rows_in,
         result.counts,
         result.partitions,
+        result.bucketing,
     )
     return result
 
@@ -411,9 +414,10 @@ def _read(path: str | Path) -> str:
 
 def _buckets(
     con: duckdb.DuckDBPyConnection, inputs: DiffInputs, created: bool, n: int, work: Path
-) -> list[tuple[str, str, str, str]]:
+) -> tuple[list[tuple[str, str, str, str]], str]:
     """The old and new claims and entities SQL of each of about ``n`` subject buckets: subject
-    ranges when the claims are clustered by subject (no extra pass), else a hash repartition."""
+    ranges when the claims are clustered by subject (no extra pass), else a hash repartition;
+    and which of "one", "range", "hash" it is."""
     if n == 1:
         return [
             (
@@ -422,12 +426,12 @@ def _buckets(
                 _entity_sql(inputs.old_entities, created),
                 _entity_sql(inputs.new_entities, created),
             )
-        ]
+        ], "one"
     ranges = subject_ranges([inputs.old_claims, inputs.new_claims], n)
     if ranges is None:
         log.info("claims not clustered by subject: hash repartition into %d buckets", n)
-        return _repartition(con, inputs, created, n, work)
-    return _range_buckets(inputs, created, ranges)
+        return _repartition(con, inputs, created, n, work), "hash"
+    return _range_buckets(inputs, created, ranges), "range"
 
 
 def _range_buckets(inputs: DiffInputs, created: bool, ranges: list[Range]) -> list[tuple[str, str, str, str]]:
