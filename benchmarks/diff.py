@@ -247,7 +247,12 @@ def child(args: argparse.Namespace) -> None:
         rules["_replace"] = con.execute(
             f"SELECT count(*) FROM read_parquet('{folder}/changes.parquet') WHERE is_replace"
         ).fetchone()[0]
-        out = {"rules": rules, "rows_in": res.rows_in, "partitions": res.partitions}
+        out = {
+            "rules": rules,
+            "rows_in": res.rows_in,
+            "partitions": res.partitions,
+            "bucketing": res.bucketing,
+        }
     out["seconds"] = time.perf_counter() - t0
     usage = resource.getrusage(resource.RUSAGE_SELF)
     out["cpu_seconds"] = usage.ru_utime + usage.ru_stime
@@ -303,7 +308,7 @@ def main() -> None:
     runs = (
         ("baseline full outer join", base),
         (f"bare anti-join ({anti['new_facts']:,} new facts)", anti),
-        (f"diff ({diff['partitions']} partition(s))", diff),
+        (f"diff ({diff['partitions']} partition(s), {diff['bucketing']})", diff),
     )
     for name, r in runs:
         print(

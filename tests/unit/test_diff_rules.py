@@ -129,10 +129,11 @@ IGNORED = {(4, 39, 7): "ended_before_old", (5, 39, 7): "starts_after_new", (6, 3
 CLAIMS = SCHEMAS["claims"]  # the extraction contract
 
 
-def _write(tmp_path, name, rows, items, created=True):
+def _write(tmp_path, name, rows, items, created=True, row_group_size=None):
     pq.write_table(
         pa.Table.from_pylist([dict(zip(CLAIMS.names, r, strict=False)) for r in rows], schema=CLAIMS),
         tmp_path / f"{name}_claims.parquet",
+        row_group_size=row_group_size,
     )
     ents = [{"id": i, "kind": "item", "created": c} for i, c in items.items()]
     ents.append({"id": 3, "kind": "property", "created": None})  # P3 shares the id space with Q3
@@ -144,9 +145,11 @@ def _write(tmp_path, name, rows, items, created=True):
     pq.write_table(table, tmp_path / f"{name}_entities.parquet")
 
 
-def run_diff(tmp_path, created=True, **kw):
-    _write(tmp_path, "old", OLD, OLD_ITEMS, created)
-    _write(tmp_path, "new", NEW, NEW_ITEMS, created)
+def run_diff(tmp_path, created=True, sort_rows=False, row_group_size=None, **kw):
+    # sort_rows: claims in subject order, as extracted (the diff may then cut subject ranges)
+    old, new = (sorted(OLD, key=lambda r: r[0]), sorted(NEW, key=lambda r: r[0])) if sort_rows else (OLD, NEW)
+    _write(tmp_path, "old", old, OLD_ITEMS, created, row_group_size)
+    _write(tmp_path, "new", new, NEW_ITEMS, created, row_group_size)
     inputs = DiffInputs(
         *(tmp_path / f"{s}_{t}.parquet" for s in ("old", "new") for t in ("claims",)),
         tmp_path / "old_entities.parquet",
@@ -232,12 +235,30 @@ def test_partitioned_diff_equals_single_pass(tmp_path):
     one = run_diff(tmp_path / "a")
     many = run_diff(tmp_path / "b", rows_per_partition=7)
     assert one[0].partitions == 1
-    assert many[0].partitions == -(-(len(OLD) + len(NEW)) // 7)
+    # one row group per file: subject ranges would read it per bucket, so a hash split
+    assert many[0].partitions == -(-(len(OLD) + len(NEW)) // 7) and many[0].bucketing == "hash"
     cols = ["subject", "property", "object"]
     a = one[1].sort_values(cols).reset_index(drop=True)
     b = many[1].sort_values(cols).reset_index(drop=True)
     pd.testing.assert_frame_equal(a, b)
     pd.testing.assert_frame_equal(one[2], many[2])
+
+
+@pytest.mark.parametrize("rows_per_partition", [20, 9, 4])
+def test_subject_range_buckets_equal_single_pass(tmp_path, rows_per_partition):
+    """Claims in subject order in small row groups (as extracted): the diff cuts subject
+    ranges, reads each through row-group pruning, and writes the rows of one pass."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    one = run_diff(tmp_path / "a")
+    many = run_diff(tmp_path / "b", sort_rows=True, row_group_size=2, rows_per_partition=rows_per_partition)
+    assert many[0].bucketing == "range" and many[0].partitions > 1
+    cols = ["subject", "property", "object"]
+    a = one[1].sort_values(cols).reset_index(drop=True)
+    b = many[1].sort_values(cols).reset_index(drop=True)
+    pd.testing.assert_frame_equal(a, b)
+    pd.testing.assert_frame_equal(one[2], many[2])
+    assert as_dict(many[1]) == EXPECTED
 
 
 def test_stats_counts_per_property_and_status(tmp_path):

@@ -23,5 +23,7 @@ temporal_view(
     memory_mb=duckdb_mb,
     threads=snakemake.threads,
     temp_dir=snakemake.resources.get("tmpdir"),
+    # ~200 bytes of DuckDB memory per claim (120 measured at 4 M) keeps a bucket in RAM.
+    rows_per_partition=duckdb_mb * 5_000,
 )
 log_resident(log, "the temporal view", duckdb_mb, mem_mb)

@@ -4,9 +4,11 @@ Why DuckDB and not pyarrow: the diff is a full outer match of two ~1 B-row table
 per-(subject, property) window logic. DuckDB runs hash aggregates, joins and windows in parallel
 and spills them to disk under a hard ``memory_limit``; pyarrow has joins but no spilling and no
 windows, so it would need hand-written external sorting. To bound the state of each query we
-still split the work by ``subject % n`` (every rule only looks at one subject's statements, plus
-the object's "physically new" flag, which comes from a small global table), writing each bucket
-once with ``COPY ... PARTITION_BY`` instead of re-scanning the inputs per bucket.
+still split the work into subject buckets (every rule only looks at one subject's statements,
+plus the object's "physically new" flag, which comes from a small global table): subject ranges
+read through Parquet row-group pruning when the claims are in subject order, as extracted;
+otherwise ``subject % n``, each input written once with ``COPY ... PARTITION_BY``
+(:mod:`factprobe.diff.buckets`). The buckets' rows stream into one Parquet writer.
 """
 
 from __future__ import annotations
@@ -15,16 +17,18 @@ import logging
 import math
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from factprobe import contracts
+from factprobe.diff.buckets import Range, copy_stream, query_reader, range_sql, subject_ranges
 from factprobe.diff.rules import (
     CHANGED,
     RULE_NAMES,
@@ -35,7 +39,6 @@ from factprobe.diff.rules import (
     ignored_sql,
     sql_list,
 )
-from factprobe.io import atomic_path
 from factprobe.scan import connect, parquet_columns, quote
 from factprobe.validity import valid_sql
 
@@ -67,6 +70,8 @@ class DiffResult:
 
     rows_in: int = 0
     partitions: int = 1
+    #: how the subjects were cut: "one" bucket, subject "range"s, or a "hash" repartition
+    bucketing: str = "one"
     counts: dict[str, int] = field(default_factory=dict)
     rules: dict[str, int] = field(default_factory=dict)
 
@@ -316,7 +321,9 @@ def diff_claims(
     result.partitions = n_partitions(result.rows_in, rows_per_partition)
     work = Path(tempfile.mkdtemp(prefix="factprobe-diff-", dir=temp_dir))
     try:
-        con = connect(threads, memory_mb, work / "spill", keep_order=False)
+        # The writer of the output (buckets.copy_stream) holds one row group: a small share.
+        writer_mb = max(128, memory_mb // 8)
+        con = connect(threads, max(256, memory_mb - writer_mb), work / "spill", keep_order=False)
         created = _check_inputs(con, inputs)
         old_e = _entity_sql(inputs.old_entities, created)
         new_e = _entity_sql(inputs.new_entities, created)
@@ -329,20 +336,17 @@ def diff_claims(
         triples = triples_sql(inputs.t_old, inputs.t_new, single_value, best_rank)
         others = others_sql(inputs.t_old, inputs.t_new, obj_ph_new=created)
         output = output_sql()
-        n = result.partitions
-        if n == 1:
-            buckets = [(_read(inputs.old_claims), _read(inputs.new_claims), old_e, new_e)]
-        else:
-            buckets = _repartition(con, inputs, created, n, work)
-        parts: list[Path] = []
-        for k, bucket in enumerate(tqdm(buckets, desc="diff buckets", disable=n == 1)):
-            parts.append(
-                _diff_bucket(
-                    con, bucket, (triples, others, output), inputs.t_old, work / f"part-{k:05d}.parquet"
-                )
-            )
-            log.info("diff bucket %d/%d done", k + 1, n)
-        _gather_parts(con, parts, changes_path)
+        buckets, result.bucketing = _buckets(con, inputs, created, result.partitions, work)
+        result.partitions = len(buckets)
+        cols = ", ".join(f'"{c}"' for c in contracts.columns("changes"))
+
+        def readers() -> Iterator[pa.RecordBatchReader]:
+            for k, bucket in enumerate(tqdm(buckets, desc="diff buckets", disable=len(buckets) == 1)):
+                _prepare_bucket(con, bucket, (triples, others), inputs.t_old)
+                yield query_reader(con, f"SELECT {cols} FROM ({output})")
+                log.info("diff bucket %d/%d done", k + 1, len(buckets))
+
+        copy_stream(readers(), changes_path, PARQUET, writer_mb)
         stats = con.execute(
             f"SELECT property, {sql_list(RULE_STATUSES)}[rule_id + 1] AS status, "
             f"{sql_list(RULE_NAMES)}[rule_id + 1] AS rule, sum(n)::BIGINT AS n FROM stats GROUP BY ALL"
@@ -357,25 +361,23 @@ def diff_claims(
     if stats_path is not None:
         contracts.write_text("diff_stats", table, stats_path)
     log.info(
-        "diff %s -> %s: %d claims in, %s, %d partition(s)",
+        "diff %s -> %s: %d claims in, %s, %d partition(s) (%s)",
         inputs.t_old,
         inputs.t_new,
         result.rows_in,
         result.counts,
         result.partitions,
+        result.bucketing,
     )
     return result
 
 
-def _diff_bucket(
-    con: duckdb.DuckDBPyConnection, bucket: tuple, sql: tuple[str, str, str], t_old: int, part: Path
-) -> Path:
-    """Decide one bucket's triples into the Parquet file ``part``; its counts go to the ``stats``
-    and ``replace_n`` tables. ``bucket``: old and new claims and entities SQL; ``sql``: the
-    triples, others and output queries."""
+def _prepare_bucket(con: duckdb.DuckDBPyConnection, bucket: tuple, sql: tuple[str, str], t_old: int) -> None:
+    """Decide one bucket's triples into the temp tables that :func:`output_sql` reads; their
+    counts go to the ``stats`` and ``replace_n`` tables. ``bucket``: old and new claims and
+    entities SQL; ``sql``: the triples and others queries."""
     old_c, new_c, oe, ne = bucket
-    triples, others, output = sql
-    cols = ", ".join(f'"{c}"' for c in contracts.columns("changes"))
+    triples, others = sql
     con.execute(f"CREATE OR REPLACE TEMP VIEW old_c AS {old_c}")
     con.execute(f"CREATE OR REPLACE TEMP VIEW new_c AS {new_c}")
     con.execute(f"CREATE OR REPLACE TEMP TABLE subjects AS {_subjects_sql(oe, ne, t_old)}")
@@ -387,21 +389,6 @@ def _diff_bucket(
     con.execute("INSERT INTO stats SELECT property, rule_id, count(*) FROM decided GROUP BY ALL")
     # Each replacement group writes exactly two is_replace rows (its new and obsolete one).
     con.execute("INSERT INTO replace_n SELECT property, 2 * count(*) FROM replaced GROUP BY ALL")
-    con.execute(f"COPY (SELECT {cols} FROM ({output})) TO {quote(part)} {PARQUET}")
-    con.execute("DROP VIEW decided")
-    con.execute("DROP TABLE triples")
-    con.execute("DROP TABLE others")
-    return part
-
-
-def _gather_parts(con: duckdb.DuckDBPyConnection, parts: list[Path], changes_path: str | Path) -> None:
-    """The buckets' Parquet files as one ``changes`` table, written atomically."""
-    with atomic_path(changes_path) as tmp:
-        if len(parts) == 1:
-            shutil.move(parts[0], tmp)
-        else:
-            files = "[" + ", ".join(quote(p) for p in parts) + "]"
-            con.execute(f"COPY (SELECT * FROM read_parquet({files})) TO {quote(tmp)} {PARQUET}")
 
 
 def _single_rank(path: str | Path) -> bool:
@@ -423,6 +410,46 @@ def _single_rank(path: str | Path) -> bool:
 
 def _read(path: str | Path) -> str:
     return f"SELECT * FROM read_parquet({quote(path)})"
+
+
+def _buckets(
+    con: duckdb.DuckDBPyConnection, inputs: DiffInputs, created: bool, n: int, work: Path
+) -> tuple[list[tuple[str, str, str, str]], str]:
+    """The old and new claims and entities SQL of each of about ``n`` subject buckets: subject
+    ranges when the claims are clustered by subject (no extra pass), else a hash repartition;
+    and which of "one", "range", "hash" it is."""
+    if n == 1:
+        return [
+            (
+                _read(inputs.old_claims),
+                _read(inputs.new_claims),
+                _entity_sql(inputs.old_entities, created),
+                _entity_sql(inputs.new_entities, created),
+            )
+        ], "one"
+    ranges = subject_ranges([inputs.old_claims, inputs.new_claims], n)
+    if ranges is None:
+        log.info("claims not clustered by subject: hash repartition into %d buckets", n)
+        return _repartition(con, inputs, created, n, work), "hash"
+    return _range_buckets(inputs, created, ranges), "range"
+
+
+def _range_buckets(inputs: DiffInputs, created: bool, ranges: list[Range]) -> list[tuple[str, str, str, str]]:
+    """Per subject range (:func:`factprobe.diff.buckets.subject_ranges`), the SQL of its old and
+    new claims and entities: filters that DuckDB pushes into the Parquet scans, which then skip
+    the row groups outside the range."""
+    buckets = []
+    for k, bucket in enumerate(ranges):
+        subj, ids = range_sql("subject", bucket, k == 0), range_sql("id", bucket, k == 0)
+        buckets.append(
+            (
+                f"{_read(inputs.old_claims)} WHERE {subj}",
+                f"{_read(inputs.new_claims)} WHERE {subj}",
+                f"SELECT * FROM ({_entity_sql(inputs.old_entities, created)}) WHERE {ids}",
+                f"SELECT * FROM ({_entity_sql(inputs.new_entities, created)}) WHERE {ids}",
+            )
+        )
+    return buckets
 
 
 def _repartition(

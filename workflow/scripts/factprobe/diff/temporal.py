@@ -22,27 +22,32 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from factprobe import contracts
+from factprobe.diff.buckets import Range, copy_stream, query_reader, range_sql, subject_ranges
 from factprobe.diff.engine import (
     PARQUET,
     decode_sql,
+    n_partitions,
     statement_key_sql,
     valid_dates_sql,
 )
-from factprobe.io import atomic_path
 from factprobe.scan import connect, parquet_columns, quote
 
 log = logging.getLogger(__name__)
 
 
-def temporal_sql(dump: str, earlier: dict[str, str]) -> str:
+def temporal_sql(dump: str, earlier: dict[str, str], subjects: str = "TRUE") -> str:
     """Query over ``read_parquet`` of this dump's claims/entities (views ``cur_c``, ``cur_e``)
-    and the earlier dumps' claims (``earlier``: dump date -> path)."""
+    and the earlier dumps' claims (``earlier``: dump date -> path), of which only the rows
+    whose ``subject`` meets the SQL condition ``subjects`` are read (a bucket of subjects)."""
     t = int(dump)
     key = statement_key_sql("0", valid_dates_sql(t))
     current = f"""
@@ -57,7 +62,8 @@ def temporal_sql(dump: str, earlier: dict[str, str]) -> str:
             dkey = statement_key_sql(str(int(date)), valid_dates_sql(date))
             parts.append(
                 f"SELECT subject, property, object, {dkey} AS k FROM (SELECT subject, property, object, "
-                f'start AS s, "end" AS e, point_in_time AS p FROM read_parquet({quote(path)}) WHERE rank > 0)'
+                f'start AS s, "end" AS e, point_in_time AS p FROM read_parquet({quote(path)}) '
+                f"WHERE rank > 0 AND {subjects})"
             )
         before = f"""
         SELECT b.subject, b.property, b.object, max(b.k) AS k
@@ -100,23 +106,38 @@ def temporal_view(
     memory_mb: int = 4000,
     threads: int = 2,
     temp_dir: str | Path | None = None,
+    rows_per_partition: int = 60_000_000,
 ) -> dict[str, int]:
-    """Write the temporal view of ``dump`` to ``out_path``; return row counts per status/source."""
+    """Write the temporal view of ``dump`` to ``out_path``; return row counts per status/source.
+
+    Every row depends on one subject's statements only, so the claims are cut into subject
+    ranges of about ``rows_per_partition`` rows (:mod:`factprobe.diff.buckets`; one range when
+    the claims are not in subject order), whose rows stream into one Parquet writer.
+    """
     earlier = {str(d): str(p) for d, p in earlier.items() if int(d) < int(dump)}
     work = Path(tempfile.mkdtemp(prefix="factprobe-temporal-", dir=temp_dir))
     try:
-        con = connect(threads, memory_mb, work / "spill", keep_order=False)
+        writer_mb = max(128, memory_mb // 8)
+        con = connect(threads, max(256, memory_mb - writer_mb), work / "spill", keep_order=False)
         for path in [claims, *earlier.values()]:
             contracts.check(parquet_columns(con, path), "claims", path)
-        con.execute(f"CREATE TEMP VIEW cur_c AS SELECT * FROM read_parquet({quote(claims)})")
-        con.execute(
-            f"CREATE TEMP VIEW cur_e AS SELECT id FROM read_parquet({quote(entities)}) WHERE kind = 'item'"
-        )
+        ranges = _ranges(claims, rows_per_partition)
         cols = ", ".join(f'"{c}"' for c in contracts.columns("temporal"))
-        with atomic_path(out_path) as tmp:
-            con.execute(
-                f"COPY (SELECT {cols} FROM ({temporal_sql(dump, earlier)})) TO {quote(tmp)} {PARQUET}"
-            )
+
+        def readers() -> Iterator[pa.RecordBatchReader]:
+            for k, bucket in enumerate(ranges):
+                subj, ids = range_sql("subject", bucket, k == 0), range_sql("id", bucket, k == 0)
+                con.execute(
+                    f"CREATE OR REPLACE TEMP VIEW cur_c AS SELECT * FROM read_parquet({quote(claims)}) WHERE {subj}"
+                )
+                con.execute(
+                    f"CREATE OR REPLACE TEMP VIEW cur_e AS SELECT id FROM read_parquet({quote(entities)}) "
+                    f"WHERE kind = 'item' AND {ids}"
+                )
+                yield query_reader(con, f"SELECT {cols} FROM ({temporal_sql(dump, earlier, subj)})")
+                log.info("temporal bucket %d/%d done", k + 1, len(ranges))
+
+        copy_stream(readers(), out_path, PARQUET, writer_mb)
         counts = dict(
             (f"{s}/{src}", n)
             for s, src, n in con.execute(
@@ -128,6 +149,17 @@ def temporal_view(
         shutil.rmtree(work, ignore_errors=True)
     log.info("temporal view %s (earlier dumps %s): %s", dump, sorted(earlier), counts)
     return counts
+
+
+def _ranges(claims: str | Path, rows_per_partition: int) -> list[Range]:
+    """Subject ranges of about ``rows_per_partition`` claims each; one when the claims are
+    small or not clustered by subject (then DuckDB spills what does not fit)."""
+    n = n_partitions(pq.ParquetFile(claims).metadata.num_rows, rows_per_partition)
+    ranges = subject_ranges([claims], n)
+    if ranges is None:
+        log.info("%s: claims not clustered by subject; one pass over %d buckets' worth", claims, n)
+        return [(None, None)]
+    return ranges
 
 
 def counted_past(temporal: pd.DataFrame, earlier_dump: bool = False) -> pd.DataFrame:
