@@ -121,7 +121,8 @@ STAGES = {
     "build_sem_index": Stage("dump", 1, ("sem_bags",)),
     "build_probes": Stage("suite", 1, ("extract_dump", "diff_dumps", "temporal_view")),
     # distractors.shards > 1: one job per suite maps what every shard would read or rank again.
-    "prepare_retrieval": Stage("suite", 1, ("build_probes", "temporal_view", "build_sem_index")),
+    # Its ranking of the suite's objects runs on the rule's threads (profiles/slurm set-threads).
+    "prepare_retrieval": Stage("suite", 16, ("build_probes", "temporal_view", "build_sem_index")),
     "retrieve_distractors": Stage(
         "suite",
         1,
@@ -149,7 +150,7 @@ DUCKDB_RULES = ("diff_dumps", "temporal_view", "build_probes", "retrieve_distrac
 RETRIEVAL_LINE = re.compile(r"candidates: (\d+) facts in ([0-9.]+) s")
 SEARCH_LINE = re.compile(r"([0-9.]+) s in exact semantic search")
 # prepare_retrieval: the exact Sem ranking of the suite's objects, once for all shards.
-PREFIX_LINE = re.compile(r"exact Sem prefixes: (\d+) objects in ([0-9.]+) s")
+PREFIX_LINE = re.compile(r"exact Sem prefixes: (\d+) objects in ([0-9.]+) s(?:, CPU ([0-9.]+) s)?")
 # rulelog.log_resident: a DuckDB job's resident memory once its connection is closed, its DuckDB
 # limit and its request; the retrieval's Ω line gives the rows of state it holds.
 STATE_LINE = re.compile(r"resident after [^:]+: (\d+) MB \(DuckDB limit (\d+) MB of mem_mb (\d+)\)")
@@ -372,7 +373,8 @@ def read_retrieval(work: Path) -> dict[str, dict]:
     for suite, r in out.items():
         prep = logs / "prepare_retrieval" / f"{suite}.log"
         found = PREFIX_LINE.findall(prep.read_text()) if prep.exists() else []
-        r["prep_search_s"] = float(found[-1][1]) if found else 0.0
+        # The ranking's CPU (its forked workers' included) where logged, else its wall (one process).
+        r["prep_search_s"] = float(found[-1][2] or found[-1][1]) if found else 0.0
     return out
 
 
@@ -595,11 +597,12 @@ def retrieval_full(runs: list[dict]) -> dict[str, tuple[float, float]]:
     return out
 
 
-def prepare_full(runs: list[dict], suite: str, cpu_n: list[float]) -> tuple[float, str]:
-    """``(CPU-s, how)`` of a suite's prepare_retrieval job at full size: its scans and type
-    slices fitted in entities (exponent at least 1), plus its exact ranking of the suite's
-    objects per probed fact, scaled linearly in entities as the shards' search is
-    (retrieval_full) and to FULL_FACTS facts."""
+def prepare_full(runs: list[dict], suite: str, cpu_n: list[float]) -> tuple[float, float, str]:
+    """``(loading CPU-s, ranking CPU-s, how)`` of a suite's prepare_retrieval job at full size:
+    its scans and type slices fitted in entities (exponent at least 1), modelled on one core;
+    its exact ranking of the suite's objects per probed fact, scaled linearly in entities as the
+    shards' search is (retrieval_full) and to FULL_FACTS facts, which divides over its threads
+    (forked rankers, semantic.exact_prefixes)."""
     n = [run["items"] for run in runs]
     search = [run["retrieval"][suite].get("prep_search_s", 0.0) for run in runs]
     facts = max(runs[-1]["retrieval"][suite]["facts"], 1)
@@ -611,7 +614,7 @@ def prepare_full(runs: list[dict], suite: str, cpu_n: list[float]) -> tuple[floa
         f"CPU {rest[0]:.1f} -> {rest[-1]:.1f} s loading, b = {'-' if b is None else f'{b:.2f}'} (used: >= 1), "
         f"+ ranking {search[-1] / facts * 1000:.2f} ms per fact at {n[-1]:,} (x entities)"
     )
-    return loading + ranking, how
+    return loading, ranking, how
 
 
 def targets(runs: list[dict], floor: float) -> list[str]:
@@ -736,6 +739,7 @@ class UnitModel:
     how: str
     threads: int = 1
     fit_duckdb: bool = True  # False: DuckDB keeps the workflow's limit (the sensitivity line)
+    serial_cpu_s: float = 0.0  # of cpu_s, what runs on one core whatever the job's threads
 
     def state_mb(self, parts: int) -> float:
         return self.mem_fixed_mb + self.mem_var_mb / parts
@@ -878,13 +882,17 @@ def stage_models(runs: list[dict], floor: float) -> tuple[dict[str, list[UnitMod
         has_states = all(run.get("states", {}).get(stage) for run in runs)
         duckdb = limit_full_mb(runs, stage) if has_states else 0.0
         for unit, series in unit_series(runs, stage).items():
+            serial = 0.0
             if stage == "retrieve_distractors" and unit in retrieval:
                 fixed_cpu, per_fact = retrieval[unit]
                 cpu = per_fact * FULL_FACTS
                 cpu_how = f"CPU {fixed_cpu:.0f} s per job + {per_fact * 1000:.1f} ms per fact"
             elif stage == "prepare_retrieval" and all(unit in run.get("retrieval", {}) for run in runs):
-                fixed_cpu = 0.0
-                cpu, cpu_how = prepare_full(runs, unit, [s["cpu_s"] for s in series])
+                fixed_cpu, (serial, ranking, cpu_how) = (
+                    0.0,
+                    prepare_full(runs, unit, [s["cpu_s"] for s in series]),
+                )
+                cpu = serial + ranking
             else:
                 cpu_n = [s["cpu_s"] for s in series]
                 b = increment_exponent(n, cpu_n, CPU_NOISE_S)
@@ -893,7 +901,11 @@ def stage_models(runs: list[dict], floor: float) -> tuple[dict[str, list[UnitMod
             mem_fixed, mem_var, how = unit_memory(runs, stage, unit, series, floor)
             how = f"{cpu_how}; {how}"
             threads = STAGES[stage].threads if stage in STAGES else 1
-            models.append(UnitModel(stage, unit, cpu, fixed_cpu, mem_fixed, mem_var, duckdb, how, threads))
+            models.append(
+                UnitModel(
+                    stage, unit, cpu, fixed_cpu, mem_fixed, mem_var, duckdb, how, threads, serial_cpu_s=serial
+                )
+            )
         out[stage] = models
     return out, warnings
 
@@ -972,7 +984,8 @@ def full_jobs(
                         deps += names[(before, u.unit)]
             for i in range(k):
                 name = f"{stage}/{m.unit}/{i}"
-                hours = (m.cpu_s / k + m.fixed_cpu_s) / spec.threads / 3600
+                serial = m.serial_cpu_s / k
+                hours = ((m.cpu_s / k + m.fixed_cpu_s - serial) / spec.threads + serial) / 3600
                 jobs.append(Job(name, hours, spec.threads, m.job_mb(k) / 1024, tuple(deps)))
                 names[(stage, m.unit)].append(name)
     return jobs, parts

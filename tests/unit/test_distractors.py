@@ -988,6 +988,10 @@ def test_prepared_type_slices_are_mapped_and_rank_as_built_ones(index, suite, tm
     for n, widen in ((10, 4), (30, 0)):
         expect = sem_distractors(load_index(index, "exact"), omega, triples, n, "exact", widen)
         held = semantic.exact_prefixes(idx, omega, objects, n, widen)
+        # Ranked in forked processes (the preparation's threads): the same prefixes.
+        forked = semantic.exact_prefixes(idx, omega, objects, n, widen, workers=3)
+        for name in ("objects", "starts", "entities", "scored"):
+            assert np.array_equal(getattr(forked, name), getattr(held, name)), name
         held.save(tmp_path / f"prefixes{n}")
         idx.prefixes = semantic.Prefixes.load(tmp_path / f"prefixes{n}")
         assert len(idx.prefixes.objects) == len(set(objects.tolist())) and idx.prefixes.top == widen * n + 16

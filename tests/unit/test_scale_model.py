@@ -268,5 +268,10 @@ def test_the_preparation_scales_its_loading_in_entities_and_its_ranking_per_fact
     ]
     # Loading (CPU - ranking): 10, 20, 30 s at 100, 200, 300 entities, b = 1: 40 s at 400. Ranking:
     # 15 s for 100 facts at 300 entities = 0.15 s a fact, x 1000 facts x 400 / 300 entities = 200 s.
-    cpu, how = scale.prepare_full(runs, "k", [15.0, 30.0, 45.0])
-    assert cpu == pytest.approx(40 + 200) and "b = 1.00" in how
+    loading, ranking, how = scale.prepare_full(runs, "k", [15.0, 30.0, 45.0])
+    assert (loading, ranking) == pytest.approx((40, 200)) and "b = 1.00" in how
+    # On 4 threads only the ranking divides: 40 + 200 / 4 = 90 s of wall, 4 cores held.
+    unit = scale.UnitModel("prepare_retrieval", "k", 240, 0, 100, 0, 0, "", 4, serial_cpu_s=40)
+    monkeypatch.setitem(scale.STAGES, "prepare_retrieval", scale.Stage("suite", 4))
+    (job,), _ = scale.full_jobs({"prepare_retrieval": [unit]})
+    assert job.hours * 3600 == pytest.approx(90) and job.cores == 4

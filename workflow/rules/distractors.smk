@@ -72,6 +72,7 @@ rule prepare_retrieval:
         "benchmarks/prepare_retrieval/{suite}.tsv"
     conda:
         "../../environment.yml"
+    threads: 2
     resources:
         mem_mb=retrieve_mem_mb,
         runtime=retrieve_runtime,

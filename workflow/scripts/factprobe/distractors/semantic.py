@@ -1003,6 +1003,49 @@ def _exact_lists(index: SemIndex, omega, facts: list[tuple[int, int, int]], n: i
     return out
 
 
+def _rank_groups(index: SemIndex, omega, groups: list, top: int, built=None) -> dict:
+    """``{object: (ranked prefix, number scored)}`` of every object of ``groups`` (type set,
+    objects), the sets in the given order so that a set's slices serve the next."""
+    slices, ranked = TypeSlices(index, omega, SLICE_CACHE_BYTES, built), {}
+    for types, objects in groups:
+        for o in objects:
+            scored = slices.scores(np.array(types, np.int64), o)
+            ranked[o] = (_ranked(index, *scored, top), len(scored[0]))
+    return ranked
+
+
+_FORKED: tuple | None = None
+
+
+def _rank_run(run: list) -> dict:
+    index, omega, top = _FORKED
+    return _rank_groups(index, omega, run, top)
+
+
+def _rank_forked(index: SemIndex, omega, groups: list, top: int, workers: int) -> dict:
+    """:func:`_rank_groups` over ``workers`` forked processes, in contiguous runs of type sets
+    (neighbours share slices) of about equal numbers of objects, 4 runs a worker to even out
+    the load. Forked: the index, Ω and mapped slices are shared, not pickled."""
+    import multiprocessing
+
+    global _FORKED
+    total, runs, run, size = sum(len(g[1]) for g in groups), [], [], 0
+    for g in groups:
+        run.append(g)
+        size += len(g[1])
+        if size >= total / (4 * workers):
+            runs.append(run)
+            run, size = [], 0
+    runs += [run] if run else []
+    _FORKED = (index, omega, top)
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            parts = pool.map(_rank_run, runs, chunksize=1)
+    finally:
+        _FORKED = None
+    return {o: got for part in parts for o, got in part.items()}
+
+
 @dataclass
 class Prefixes:
     """Exact Sem rankings of a suite's objects (:func:`exact_prefixes`): per object, the ranked
@@ -1041,20 +1084,22 @@ class Prefixes:
 
 
 def exact_prefixes(
-    index: SemIndex, omega, objects: np.ndarray, n: int, widen: int = 4, built=None
+    index: SemIndex, omega, objects: np.ndarray, n: int, widen: int = 4, built=None, workers: int = 1
 ) -> Prefixes:
     """The :class:`Prefixes` of ``objects`` for :func:`sem_distractors` (``search="exact"``, its
     ``n`` and ``widen``): each ranked once, as :func:`_exact_lists` ranks it (distractors paper
-    §3.3, Sem), in the same type-set order so that slices are reused."""
-    slices, top = TypeSlices(index, omega, SLICE_CACHE_BYTES, built), widen * n + 16
+    §3.3, Sem), in the same type-set order so that slices are reused. ``workers`` > 1: runs of
+    type sets ranked in forked processes (each object's ranking is its own: the same prefixes);
+    the preparation job is on the knowledge suite's critical path (issue 31 item 5)."""
+    top = widen * n + 16
     by_types: dict[tuple, list[int]] = {}
     for o in arrays.unique(np.asarray(objects, np.int64)).tolist():
         by_types.setdefault(tuple(omega.types_of(o).tolist()), []).append(o)
-    ranked: dict[int, tuple[list[int], int]] = {}
-    for types in sorted(by_types):
-        for o in by_types[types]:
-            scored = slices.scores(np.array(types, np.int64), o)
-            ranked[o] = (_ranked(index, *scored, top), len(scored[0]))
+    groups = [(types, by_types[types]) for types in sorted(by_types)]
+    if workers > 1 and len(groups) > 1:
+        ranked = _rank_forked(index, omega, groups, top, workers)
+    else:
+        ranked = _rank_groups(index, omega, groups, top, built)
     keys = sorted(ranked)
     sizes = np.array([len(ranked[o][0]) for o in keys], np.int64)
     entities = [e for o in keys for e in ranked[o][0]]
