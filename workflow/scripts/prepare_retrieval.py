@@ -1,5 +1,5 @@
 """Rule script prepare_retrieval: the types and forms every retrieval shard of a suite reads,
-written once in the layout Ω searches (factprobe.distractors.retrieve.prepare_universe)."""
+written once in the layout Ω searches (distractors.retrieve.prepare_universe of the library)."""
 
 import sys
 
