@@ -188,8 +188,9 @@ def test_logprobs_equal_naive_forward(smol, facts):
     for row in facts.itertuples():
         prompt = prompt_text(_statement(row.relation), row.subject)
         pairs += [(prompt, " " + form) for form in [row.object, *row.distractors]]
-    chosen = [pairs[i] for i in sorted(rng.choice(len(pairs), size=min(50, len(pairs)), replace=False))]
-    assert len(chosen) == 50
+    # 30 random pairs (of every fact's object and distractors): lengths and batch positions vary.
+    chosen = [pairs[i] for i in sorted(rng.choice(len(pairs), size=min(30, len(pairs)), replace=False))]
+    assert len(chosen) == 30
     lp = _logprobs(smol, [p for p, _ in chosen], [c for _, c in chosen])
     ref = np.array([_naive(smol.model, smol.tokenizer, p, c) for p, c in chosen])
     assert np.abs(lp - ref).max() < 1e-4, np.abs(lp - ref).max()
