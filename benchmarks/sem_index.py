@@ -32,15 +32,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
-
-FILES = (
-    "entities.npy",
-    "features.npy",
-    "idf.npy",
-    "matrix.data.npy",
-    "matrix.indices.npy",
-    "matrix.indptr.npy",
-)
+from factprobe.distractors.semantic import INDEX_FILES  # noqa: E402 (the path above first)
 
 
 def _size(folder: Path) -> int:
@@ -119,7 +111,9 @@ def main() -> None:
             f"build_from_parts({folders!r}, {str(work / f'M{p}')!r}, hnsw=False)",
             work / "spill" / f"M{p}",
         )
-        same = all(np.array_equal(np.load(work / "whole" / f), np.load(work / f"M{p}" / f)) for f in FILES)
+        same = all(
+            np.array_equal(np.load(work / "whole" / f), np.load(work / f"M{p}" / f)) for f in INDEX_FILES
+        )
         out[f"P{p}"] = {
             "parts": steps,
             "merge": merge,

@@ -16,19 +16,19 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from factprobe.distractors.semantic import PART_MODULUS, build_index, exact_topk, load_index, part_sql
+from factprobe.distractors.semantic import (
+    INDEX_FILES,
+    PART_MODULUS,
+    build_index,
+    exact_topk,
+    load_index,
+    part_sql,
+)
 from factprobe.distractors.semparts import build_from_parts, count_part, part_of
 from factprobe.distractors.semplan import PART_DUMP_BYTES, dump_parts, parts_for
 from factprobe.scan import connect
 
-FILES = (
-    "entities.npy",
-    "features.npy",
-    "idf.npy",
-    "matrix.data.npy",
-    "matrix.indices.npy",
-    "matrix.indptr.npy",
-)
+FILES = INDEX_FILES
 
 
 @pytest.fixture(scope="module")

@@ -26,3 +26,17 @@ def unique(values) -> np.ndarray:
 def union(a, b) -> np.ndarray:
     """Sorted distinct values of ``a`` and ``b`` together (``np.union1d``)."""
     return unique(np.concatenate([np.asarray(a).ravel(), np.asarray(b).ravel()]))
+
+
+def ranges(lo: np.ndarray, width: np.ndarray) -> np.ndarray:
+    """Positions ``lo[i] .. lo[i] + width[i] - 1`` of every ``i``, one range after the other:
+    the rows of many binary-searched runs of a sorted column, without a Python loop."""
+    lo, width = np.asarray(lo, np.int64), np.asarray(width, np.int64)
+    return np.arange(width.sum()) + np.repeat(lo - np.cumsum(width) + width, width)
+
+
+def first_of_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Mask of the first row of each distinct ``(a, b)`` pair, the rows sorted by (a, b)."""
+    keep = np.ones(len(a), dtype=bool)
+    keep[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+    return keep

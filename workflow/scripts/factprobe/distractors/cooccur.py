@@ -260,8 +260,7 @@ def _rows_of(members: np.ndarray, key_col: np.ndarray) -> np.ndarray:
     lo, hi = np.searchsorted(key_col, members, "left"), np.searchsorted(key_col, members, "right")
     has = hi > lo
     lo, hi = lo[has], hi[has]
-    width = hi - lo
-    return np.repeat(lo - np.concatenate([[0], np.cumsum(width)[:-1]]), width) + np.arange(width.sum())
+    return arrays.ranges(lo, hi - lo)
 
 
 class _Levels:

@@ -109,8 +109,7 @@ class Omega:
         order = np.lexsort((ids, tys))
         ty_sorted, id_by_type = tys[order], ids[order]
         # One row per (type, id): a type's members are then its slice, sorted and distinct.
-        once = np.ones(len(order), dtype=bool)
-        once[1:] = (ty_sorted[1:] != ty_sorted[:-1]) | (id_by_type[1:] != id_by_type[:-1])
+        once = arrays.first_of_pairs(ty_sorted, id_by_type)
         ty_sorted, id_by_type = ty_sorted[once], id_by_type[once]
         id_by_type.flags.writeable = False  # members() hands out views of it
         utype, tstart = np.unique(ty_sorted, return_index=True)
@@ -222,9 +221,7 @@ class Omega:
         lo = np.where(found, start[i], 0)
         width = np.where(found, start[i + 1] - start[i], 0)
         owner = np.repeat(np.arange(len(ent), dtype=np.int64), width)
-        # Row positions lo..lo+width-1 of every entity, one after the other (as valid_with).
-        at = np.arange(width.sum()) + np.repeat(lo - np.cumsum(width) + width, width)
-        return owner, tys[at]
+        return owner, tys[arrays.ranges(lo, width)]
 
     def members(self, types: np.ndarray) -> np.ndarray:
         """Sorted unique entities declaring any of ``types`` (read-only).
@@ -282,8 +279,7 @@ class Omega:
         lo, hi = np.searchsorted(keys, want, "left"), np.searchsorted(keys, want, "right")
         width = hi - lo
         owner = np.repeat(np.arange(len(want)), width)
-        # Row positions lo..hi-1 of every subject, one after the other.
-        at = np.arange(width.sum()) + np.repeat(lo - np.cumsum(width) + width, width)
+        at = arrays.ranges(lo, width)
         out = np.zeros(len(want), dtype=bool)
         out[owner[objects[at] == o]] = True
         return out

@@ -107,8 +107,7 @@ class TypedPool:
         order = np.lexsort((owner, types))
         types, owner = types[order], owner[order]
         # A (type, position) row listed twice in the types table counts once.
-        keep = np.ones(len(types), dtype=bool)
-        keep[1:] = (types[1:] != types[:-1]) | (owner[1:] != owner[:-1])
+        keep = arrays.first_of_pairs(types, owner)
         types, self._positions = types[keep], owner[keep]
         self._types, start = np.unique(types, return_index=True)
         self._start = np.append(start, len(types))

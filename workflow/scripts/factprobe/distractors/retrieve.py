@@ -209,8 +209,7 @@ def rows_of_ids(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     ``wanted`` (sorted unique): a binary search per wanted id, so a memory-mapped table is read
     at those rows only (the filter of every row it replaces read the whole id column)."""
     lo, hi = np.searchsorted(ids, wanted, "left"), np.searchsorted(ids, wanted, "right")
-    width = hi - lo
-    return np.arange(width.sum()) + np.repeat(lo - np.cumsum(width) + width, width)
+    return arrays.ranges(lo, hi - lo)
 
 
 def shard_plan(facts: pd.DataFrame, shards: int) -> np.ndarray:

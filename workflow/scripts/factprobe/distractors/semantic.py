@@ -810,6 +810,8 @@ def build_index(
 
 
 MATRIX_PARTS = ("data", "indices", "indptr")
+#: The arrays of an index folder (build_index, semparts.merge_parts); meta.json lies beside them.
+INDEX_FILES = ("entities.npy", "features.npy", "idf.npy", *(f"matrix.{p}.npy" for p in MATRIX_PARTS))
 # Rows of a type slice read at once (TypeSlice): at most a few MB of mapped pages each.
 SLICE_ROWS = 4096
 
