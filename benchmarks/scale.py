@@ -119,7 +119,9 @@ STAGES = {
     "temporal_view": Stage("dump", 2, ("extract_dump",)),
     "sem_bags": Stage("dump", 2, ("extract_dump",), split="entity hash"),
     "build_sem_index": Stage("dump", 1, ("sem_bags",)),
-    "build_probes": Stage("suite", 1, ("extract_dump", "diff_dumps", "temporal_view")),
+    # Each part's candidates run in the rule's threads as forked processes, DuckDB beside them
+    # (profiles/slurm set-threads): what the job logs as its parts' CPU divides, the rest not.
+    "build_probes": Stage("suite", 16, ("extract_dump", "diff_dumps", "temporal_view")),
     # distractors.shards > 1: one job per suite maps what every shard would read or rank again.
     # Its ranking of the suite's objects runs on the rule's threads (profiles/slurm set-threads).
     "prepare_retrieval": Stage("suite", 16, ("build_probes", "temporal_view", "build_sem_index")),
@@ -151,6 +153,10 @@ RETRIEVAL_LINE = re.compile(r"candidates: (\d+) facts in ([0-9.]+) s")
 SEARCH_LINE = re.compile(r"([0-9.]+) s in exact semantic search")
 # prepare_retrieval: the exact Sem ranking of the suite's objects, once for all shards.
 PREFIX_LINE = re.compile(r"exact Sem prefixes: (\d+) objects in ([0-9.]+) s(?:, CPU ([0-9.]+) s)?")
+# prepare_retrieval's type slices, built in forked processes (the workers' CPU included).
+SLICES_LINE = re.compile(r"type slices: \d+ types, \d+ non-zeros in ([0-9.]+) s(?:, CPU ([0-9.]+) s)?")
+# build_probes: the CPU of its parts' candidate selection, in forked processes where threads > 1.
+PARTS_LINE = re.compile(r"candidate parts: \d+ in ([0-9.]+) s, CPU ([0-9.]+) s")
 # rulelog.log_resident: a DuckDB job's resident memory once its connection is closed, its DuckDB
 # limit and its request; the retrieval's Ω line gives the rows of state it holds.
 STATE_LINE = re.compile(r"resident after [^:]+: (\d+) MB \(DuckDB limit (\d+) MB of mem_mb (\d+)\)")
@@ -375,6 +381,19 @@ def read_retrieval(work: Path) -> dict[str, dict]:
         found = PREFIX_LINE.findall(prep.read_text()) if prep.exists() else []
         # The ranking's CPU (its forked workers' included) where logged, else its wall (one process).
         r["prep_search_s"] = float(found[-1][2] or found[-1][1]) if found else 0.0
+        found = SLICES_LINE.findall(prep.read_text()) if prep.exists() else []
+        r["prep_slices_s"] = float(found[-1][1] or found[-1][0]) if found else 0.0
+    return out
+
+
+def read_probes(work: Path) -> dict[str, dict]:
+    """Per suite: ``parts_s``, the CPU of build_probes' candidate selection part by part (its
+    forked processes' included), the share of the job that divides over its threads."""
+    out = {}
+    for path in sorted((work / "logs" / "build_probes").glob("*.log")):
+        found = PARTS_LINE.findall(path.read_text())
+        if found:
+            out[path.stem] = {"parts_s": float(found[-1][1])}
     return out
 
 
@@ -598,23 +617,46 @@ def retrieval_full(runs: list[dict]) -> dict[str, tuple[float, float]]:
 
 
 def prepare_full(runs: list[dict], suite: str, cpu_n: list[float]) -> tuple[float, float, str]:
-    """``(loading CPU-s, ranking CPU-s, how)`` of a suite's prepare_retrieval job at full size:
-    its scans and type slices fitted in entities (exponent at least 1), modelled on one core;
-    its exact ranking of the suite's objects per probed fact, scaled linearly in entities as the
-    shards' search is (retrieval_full) and to FULL_FACTS facts, which divides over its threads
-    (forked rankers, semantic.exact_prefixes)."""
+    """``(serial CPU-s, dividing CPU-s, how)`` of a suite's prepare_retrieval job at full size:
+    its scans fitted in entities (exponent at least 1), modelled on one core; its type slices
+    (built in forked processes, retrieve.prepare_slices) fitted in entities as well, and its exact
+    ranking of the suite's objects per probed fact, scaled linearly in entities as the shards'
+    search is (retrieval_full) and to FULL_FACTS facts: both divide over its threads."""
     n = [run["items"] for run in runs]
     search = [run["retrieval"][suite].get("prep_search_s", 0.0) for run in runs]
+    slices = [run["retrieval"][suite].get("prep_slices_s", 0.0) for run in runs]
     facts = max(runs[-1]["retrieval"][suite]["facts"], 1)
-    rest = [max(c - s, 0.0) for c, s in zip(cpu_n, search, strict=True)]
+    rest = [max(c - s - t, 0.0) for c, s, t in zip(cpu_n, search, slices, strict=True)]
     b = increment_exponent(n, rest, CPU_NOISE_S)
     loading = extrapolate(n, rest, FULL_ENTITIES, max(b or 1.0, 1.0))
+    b_slices = increment_exponent(n, slices, CPU_NOISE_S)
+    sliced = extrapolate(n, slices, FULL_ENTITIES, max(b_slices or 1.0, 1.0)) if slices[-1] else 0.0
     ranking = search[-1] / facts * FULL_FACTS * FULL_ENTITIES / n[-1]
     how = (
         f"CPU {rest[0]:.1f} -> {rest[-1]:.1f} s loading, b = {'-' if b is None else f'{b:.2f}'} (used: >= 1), "
-        f"+ ranking {search[-1] / facts * 1000:.2f} ms per fact at {n[-1]:,} (x entities)"
+        f"+ slices {slices[0]:.1f} -> {slices[-1]:.1f} s, b = {'-' if b_slices is None else f'{b_slices:.2f}'}, "
+        f"+ ranking {search[-1] / facts * 1000:.2f} ms per fact at {n[-1]:,} (x entities); slices and ranking divide"
     )
-    return loading, ranking, how
+    return loading, sliced + ranking, how
+
+
+def probes_full(runs: list[dict], suite: str, cpu_n: list[float]) -> tuple[float, float, str]:
+    """``(serial CPU-s, dividing CPU-s, how)`` of a suite's build_probes job at full size, each
+    fitted in entities (exponent at least 1): its candidate selection part by part (read_probes),
+    which divides over its threads, and the rest (forms, DuckDB's streaming and sampling, prompts),
+    modelled on one core although DuckDB runs it on the job's threads: an upper bound."""
+    n = [run["items"] for run in runs]
+    parts = [run.get("probes", {}).get(suite, {}).get("parts_s", 0.0) for run in runs]
+    rest = [max(c - p, 0.0) for c, p in zip(cpu_n, parts, strict=True)]
+    b_rest, b_parts = increment_exponent(n, rest, CPU_NOISE_S), increment_exponent(n, parts, CPU_NOISE_S)
+    serial = extrapolate(n, rest, FULL_ENTITIES, max(b_rest or 1.0, 1.0))
+    dividing = extrapolate(n, parts, FULL_ENTITIES, max(b_parts or 1.0, 1.0)) if parts[-1] else 0.0
+    how = (
+        f"CPU {rest[0]:.1f} -> {rest[-1]:.1f} s on one core, b = {'-' if b_rest is None else f'{b_rest:.2f}'}, "
+        f"+ parts {parts[0]:.1f} -> {parts[-1]:.1f} s dividing, b = {'-' if b_parts is None else f'{b_parts:.2f}'} "
+        "(used: >= 1)"
+    )
+    return serial, dividing, how
 
 
 def targets(runs: list[dict], floor: float) -> list[str]:
@@ -888,11 +930,17 @@ def stage_models(runs: list[dict], floor: float) -> tuple[dict[str, list[UnitMod
                 cpu = per_fact * FULL_FACTS
                 cpu_how = f"CPU {fixed_cpu:.0f} s per job + {per_fact * 1000:.1f} ms per fact"
             elif stage == "prepare_retrieval" and all(unit in run.get("retrieval", {}) for run in runs):
-                fixed_cpu, (serial, ranking, cpu_how) = (
+                fixed_cpu, (serial, dividing, cpu_how) = (
                     0.0,
                     prepare_full(runs, unit, [s["cpu_s"] for s in series]),
                 )
-                cpu = serial + ranking
+                cpu = serial + dividing
+            elif stage == "build_probes":
+                fixed_cpu, (serial, dividing, cpu_how) = (
+                    0.0,
+                    probes_full(runs, unit, [s["cpu_s"] for s in series]),
+                )
+                cpu = serial + dividing
             else:
                 cpu_n = [s["cpu_s"] for s in series]
                 b = increment_exponent(n, cpu_n, CPU_NOISE_S)
@@ -1130,6 +1178,7 @@ def main() -> None:
             "claims": claims_rows(work),
             "rules": read_benchmarks(work),
             "retrieval": read_retrieval(work),
+            "probes": read_probes(work),
             "states": read_states(work),
             "jobs": read_jobs(work),
         }

@@ -970,6 +970,12 @@ def test_prepared_type_slices_are_mapped_and_rank_as_built_ones(index, suite, tm
     want = sem_distractors(idx, omega, triples, 10, "exact", 4, built_here)
     assert built_here["n"] > 3
     assert prepare_slices(idx, omega, facts, tmp_path / "slices") == built_here["n"]
+    # Built in forked processes (the preparation's threads): the same files, byte for byte.
+    assert prepare_slices(idx, omega, facts, tmp_path / "forked", workers=2) == built_here["n"]
+    files = sorted(f.relative_to(tmp_path / "slices") for f in (tmp_path / "slices").rglob("*.npy"))
+    assert len(files) >= 3 * built_here["n"]
+    for f in files:
+        assert (tmp_path / "forked" / f).read_bytes() == (tmp_path / "slices" / f).read_bytes(), f
     mapped = TypeSlice.mapped(idx, tmp_path / "slices" / str(int(omega.types_of(GERMANY)[0])))
     # Mapped, not copied: the product reads the postings of the query's features only.
     assert isinstance(mapped.rows, np.memmap) and not mapped.XT.data.flags.writeable

@@ -268,3 +268,105 @@ def test_candidate_parts_filter_by_the_diff_and_s_prime_as_the_whole_relation(de
     )
     assert len(parts) > 5 and 3 <= len(want) < len(every) // 2
     pd.testing.assert_frame_equal(got, want)
+
+
+def _temporal_past(demo_tables, dump, path):
+    """A temporal view giving every third truthy (subject, relation) of the dump a counted past
+    object (start < end), so ``temporal_only`` keeps about a third of the candidates."""
+    from factprobe import contracts
+
+    claims = contracts.read("claims", demo_tables[dump] / "claims.parquet")
+    pairs = claims[["subject", "property"]].drop_duplicates().iloc[::3]
+    n = len(pairs)
+    temporal = pd.DataFrame(
+        {
+            "subject": pairs["subject"].to_numpy(np.int64),
+            "property": pairs["property"].to_numpy(np.int32),
+            "object": np.int64(1),
+            "status": "past",
+            "start": pd.array([20000101] * n, dtype="Int32"),
+            "end": pd.array([20100101] * n, dtype="Int32"),
+            "point_in_time": pd.array([None] * n, dtype="Int32"),
+            "source": "qualifier",
+            "truthy": False,
+            "last_seen": dump,
+        }
+    )
+    contracts.write("temporal", temporal, path)
+    return str(path)
+
+
+def test_parts_in_forked_processes_give_the_one_process_suite(demo_tables, tmp_path, monkeypatch):
+    """Issue 31: a suite's statements stream in parts, each part's candidates are selected in
+    ``threads`` forked processes and taken back in order. With parts of ~20 statements (many
+    parts, several holding the end of one relation and the start of the next, relations listed
+    out of id order) and 3 processes, every sampler and filter gives the bytes of one process
+    with the whole relation in one part: relation strata, popularity bins with S′ (temporal
+    pairs), the plausibility diff filter and a demonstration pool."""
+    import factprobe.probes.build as build_module
+
+    dump = "20190201"
+    claims, entities = (str(demo_tables[dump] / f"{t}.parquet") for t in ("claims", "entities"))
+    labels = [str(demo_tables[d] / "labels.parquet") for d in sorted(demo_tables)]
+    temporal = _temporal_past(demo_tables, dump, tmp_path / "temporal.parquet")
+    changes = tmp_path / "changes.parquet"
+    every = build(demo_tables, {"kind": "knowledge", "dump": dump, "relations": ["P47", "P17", "P36"]})[0]
+    new = every.iloc[::2]
+    pd.DataFrame(
+        {
+            "subject": new["subject"].str[1:].astype("int64"),
+            "property": new["property"].str[1:].astype("int64"),
+            "object": new["object"].str[1:].astype("int64"),
+            "status": "new",
+            "rule": "",
+            "is_replace": False,
+            "start": float("nan"),
+            "end": float("nan"),
+            "point_in_time": float("nan"),
+        }
+    ).to_parquet(changes)
+    suites = {
+        "strata": {"kind": "knowledge", "relations": ["P47", "P17", "P36"], "n_facts": 5, "strata": 2},
+        "bins": {
+            "kind": "knowledge",
+            "relations": ["P47", "P36", "P17"],
+            "sampler": "popularity_bins",
+            "n_facts": 12,
+            "temporal_only": True,
+        },
+        "plausibility": {
+            "kind": "plausibility",
+            "diff_old": "20141201",
+            "cutoff": "20160101",
+            "relations": ["P47", "P17", "P36"],
+            "n_facts": 4,
+        },
+        "demos": {
+            "kind": "multiprompt",
+            "relations": ["P47", "P36"],
+            "n_facts": 3,
+            "few_shot": {"settings": ["zero-shot", "2-template"]},
+        },
+    }
+
+    def run(name, threads):
+        suite = {"dump": dump, "templates": {"styles": ["statement"]}, **suites[name]}
+        args = (claims, entities, labels, str(changes), temporal)
+        facts, prompts, forms = build_suite(name, suite, SETS, *args, threads=threads)
+        out = tmp_path / f"{name}-{threads}-{build_module.PART_ROWS}"
+        out.mkdir()
+        for table, frame in (("facts", facts), ("prompts", prompts), ("forms", forms)):
+            write_frame(frame, out / f"{table}.parquet")
+        return out, len(facts)
+
+    for name in suites:
+        one, n_facts = run(name, 1)
+        assert n_facts >= 3, name
+        monkeypatch.setattr(build_module, "PART_ROWS", 20)
+        forked, _ = run(name, 3)
+        monkeypatch.setattr(build_module, "PART_ROWS", 250_000)
+        for table in ("facts", "prompts", "forms"):
+            assert (forked / f"{table}.parquet").read_bytes() == (one / f"{table}.parquet").read_bytes(), (
+                name,
+                table,
+            )

@@ -263,15 +263,35 @@ def test_the_preparation_scales_its_loading_in_entities_and_its_ranking_per_fact
     monkeypatch.setattr(scale, "FULL_ENTITIES", 400)
     monkeypatch.setattr(scale, "FULL_FACTS", 1000)
     runs = [
-        {"items": n, "retrieval": {"k": {"facts": 100, "prep_search_s": search}}}
+        {"items": n, "retrieval": {"k": {"facts": 100, "prep_search_s": search, "prep_slices_s": search / 2}}}
         for n, search in ((100, 5.0), (200, 10.0), (300, 15.0))
     ]
-    # Loading (CPU - ranking): 10, 20, 30 s at 100, 200, 300 entities, b = 1: 40 s at 400. Ranking:
-    # 15 s for 100 facts at 300 entities = 0.15 s a fact, x 1000 facts x 400 / 300 entities = 200 s.
-    loading, ranking, how = scale.prepare_full(runs, "k", [15.0, 30.0, 45.0])
-    assert (loading, ranking) == pytest.approx((40, 200)) and "b = 1.00" in how
+    # Loading (CPU - ranking - slices): 10, 20, 30 s at 100, 200, 300 entities, b = 1: 40 s at 400.
+    # Slices 2.5, 5, 7.5 s: 10 s at 400. Ranking: 15 s for 100 facts at 300 entities = 0.15 s a
+    # fact, x 1000 facts x 400 / 300 entities = 200 s. Slices and ranking divide.
+    loading, dividing, how = scale.prepare_full(runs, "k", [17.5, 35.0, 52.5])
+    assert (loading, dividing) == pytest.approx((40, 210)) and "b = 1.00" in how
     # On 4 threads only the ranking divides: 40 + 200 / 4 = 90 s of wall, 4 cores held.
     unit = scale.UnitModel("prepare_retrieval", "k", 240, 0, 100, 0, 0, "", 4, serial_cpu_s=40)
     monkeypatch.setitem(scale.STAGES, "prepare_retrieval", scale.Stage("suite", 4))
     (job,), _ = scale.full_jobs({"prepare_retrieval": [unit]})
     assert job.hours * 3600 == pytest.approx(90) and job.cores == 4
+
+
+def test_build_probes_divides_its_parts_over_its_threads_and_not_the_rest(monkeypatch):
+    """build_probes logs its parts' CPU (forked processes): that share divides over the job's
+    threads, the rest (forms, DuckDB, prompts) is modelled on one core."""
+    monkeypatch.setattr(scale, "FULL_ENTITIES", 400)
+    runs = [{"items": n, "probes": {"k": {"parts_s": 0.6 * n / 10}}} for n in (100, 200, 300)]
+    # CPU 10, 20, 30 s of which parts 6, 12, 18: rest 4, 8, 12 -> 16 s at 400, parts 24 s.
+    serial, dividing, how = scale.probes_full(runs, "k", [10.0, 20.0, 30.0])
+    assert (serial, dividing) == pytest.approx((16, 24)) and "parts 6.0 -> 18.0 s dividing" in how
+    unit = scale.UnitModel("build_probes", "k", 40, 0, 100, 0, 0, "", 16, serial_cpu_s=16)
+    (job,), _ = scale.full_jobs({"build_probes": [unit]})
+    assert scale.STAGES["build_probes"].threads == 16
+    assert job.hours * 3600 == pytest.approx(16 + 24 / 16) and job.cores == 16
+    # Runs saved before the parts were logged: all of it on one core.
+    assert scale.probes_full([{"items": n} for n in (100, 200, 300)], "k", [10.0, 20.0, 30.0])[:2] == (
+        pytest.approx(40),
+        0.0,
+    )

@@ -14,6 +14,8 @@ rule build_probes:
         "benchmarks/build_probes/{suite}.tsv"
     wildcard_constraints:
         suite=BUILT_SUITES,
+    # DuckDB's queries and the processes selecting each part's candidates (profiles/slurm: 16).
+    threads: 2
     conda:
         "../../environment.yml"
     resources:

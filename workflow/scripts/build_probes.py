@@ -23,6 +23,7 @@ facts, prompts, _ = build_suite(
     snakemake.input.get("temporal"),
     forms_path=snakemake.output.entity_forms,
     memory_mb=duckdb_mb,
+    threads=snakemake.threads,
 )
 log_resident(log, "building the suite", duckdb_mb, mem_mb)
 contracts.write("facts", facts, snakemake.output.facts)

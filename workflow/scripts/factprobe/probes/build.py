@@ -10,7 +10,9 @@ The kinds share one pipeline and differ in where facts come from and in their de
 from __future__ import annotations
 
 import logging
+import pickle
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import nullcontext
@@ -22,7 +24,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from factprobe import arrays, contracts, scan
+from factprobe import arrays, contracts, io, parallel, scan
 from factprobe.diff.rules import new_since, statement_date
 from factprobe.settings import Suite, SuiteTemplates, TemplateSet, load
 
@@ -141,6 +143,7 @@ def build_suite(
     temporal_path: str | None = None,
     forms_path: str | Path | None = None,
     memory_mb: int | None = None,
+    threads: int = 1,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
     """Facts, prompts and entity forms of suite ``name`` (config ``suites.<name>``, as settings or a mapping).
 
@@ -153,12 +156,16 @@ def build_suite(
     the sitelinks of their subjects, the forms of the entities its prompts name, the changes and
     temporal rows of its relations. With ``forms_path`` the returned forms are ``None``; without
     it they are written to a temporary file and returned as a frame.
+
+    ``threads``: DuckDB's threads and the processes that select each part's candidates
+    (:func:`sample_suite`); the output does not depend on them (issue 31: the knowledge suite's
+    job is on the full-size critical path).
     """
     if forms_path is None:
         with tempfile.TemporaryDirectory(prefix="factprobe-forms-") as tmp:
             forms_file = Path(tmp) / "entity_forms.parquet"
             paths = (claims_path, entities_path, label_files, changes_path, temporal_path)
-            facts, prompts, _ = build_suite(name, suite, sets, *paths, forms_file, memory_mb)
+            facts, prompts, _ = build_suite(name, suite, sets, *paths, forms_file, memory_mb, threads)
             return facts, prompts, contracts.read("entity_forms", forms_file)
     suite = load(Suite, suite, f"suites.{name}")
     sets = {key: load(TemplateSet, value, f"templates.sets.{key}") for key, value in sets.items()}
@@ -179,13 +186,14 @@ def build_suite(
     # Out of core (issue 15 item 2): the forms stream to their output; the property column to
     # check the relations, then only the truthy statements of the suite's relations (selection
     # never looks at other properties) and the labels and sitelinks of their entities.
-    con = scan.connect(memory_mb=memory_mb)
+    # DuckDB's queries on the job's threads; each part's candidates in as many processes.
+    con = scan.connect(threads=threads, memory_mb=memory_mb)
     n_forms = scan.write_entity_forms(label_files, plan.languages, forms_path, con)
     covered = relations_present(plan, claims_path, con)
     log.info("suite %s: %d forms written", name, n_forms)
     paths = SelectionPaths(claims_path, entities_path, str(forms_path), changes_path, temporal_path)
     with SpilledPool(con) if plan.with_demos else nullcontext() as spilled:
-        facts = sample_suite(plan, covered, paths, con, spilled)
+        facts = sample_suite(plan, covered, paths, con, spilled, threads)
         # Forms of the entities prompts name (subjects; demonstrations load their own, demopool.fill),
         # not of every labelled entity: the dump-sized part of this job at scale (issue 15).
         index = forms_index(
@@ -304,46 +312,53 @@ class SelectionPaths:
 
 
 def sample_suite(
-    plan: SuitePlan, covered: list[str], paths: SelectionPaths, con, pool: SpilledPool | None = None
+    plan: SuitePlan,
+    covered: list[str],
+    paths: SelectionPaths,
+    con,
+    pool: SpilledPool | None = None,
+    workers: int = 1,
 ) -> pd.DataFrame:
     """The suite's sampled facts; with demonstrations, every relation's candidates go to ``pool``.
 
     Candidates, strata and the sample are per relation (select.py) and per (subject, relation)
-    within one, so relations are read one at a time and each in parts
-    (:func:`relation_candidate_parts`): the job holds one part of one relation's truthy
-    statements (issues 15, 31). The samplers and the demonstration pool spill what they keep.
+    within one, so the suite's truthy statements stream in parts from one DuckDB query
+    (:func:`scan.scan_truthy_parts`, which reads the forms and entities once for every relation)
+    and the job holds a few parts, not a relation (issues 15, 31). Each part's candidates and
+    the sampler's spill of them (:func:`part_candidates`) run in ``workers`` forked processes
+    (:func:`factprobe.parallel.ordered_map`), taken back in the stream's order, so the sample does
+    not depend on ``workers``. The samplers and the demonstration pool spill what they keep.
     """
     name, suite = plan.name, plan.suite
     dump, seed = str(suite.dump), suite.seed
     picks = suite.changes if suite.kind == "plausibility" else None
     if suite.temporal_only and paths.temporal is None:
         raise ValueError(f"suites.{name}.temporal_only needs the temporal view of dump {dump}")
-    temporal = paths.temporal if suite.temporal_only else None
-    dated, n_candidates = [], 0
     # probes/sample.py (suites.<s>.sampler)
     sampler = sampler_for(suite, seed, paths.entities, con)
-    for rel in covered:
-        allowed = None
-        if picks is not None:
-            allowed = allowed_facts(rel, paths.changes, picks, suite.cutoff, con)
-            dated.append(allowed)
-        for part in relation_candidate_parts(
-            name,
-            rel,
-            dump,
-            paths.claims,
-            paths.entities,
-            paths.forms,
-            plan.languages,
-            seed,
-            con,
-            allowed,
-            temporal,
-        ):
-            n_candidates += len(part.candidates)
-            sampler.add(part.candidates, part.object_sitelinks)
+    counts: dict[str, Counter] = {rel: Counter() for rel in covered}
+    started, cpu = time.perf_counter(), 0.0
+    with tempfile.TemporaryDirectory(prefix="factprobe-relations-") as tmp:
+        contexts = RelationContexts(paths, picks, suite.cutoff, suite.temporal_only, con, Path(tmp))
+        dated = [contexts.allowed(rel) for rel in covered] if picks is not None else []
+        tasks = part_tasks(plan, covered, paths, con, contexts, sampler, want=pool is not None)
+        for done in parallel.ordered_map(candidate_task, tasks, workers):
+            part = done.value
+            cpu += done.cpu_s
+            counts[part.rel].update(part.counts)
+            sampler.register(part.rel, part.spill_path, part.spilled)
             if pool is not None:
                 pool.add(part.candidates)
+    for rel in covered:
+        log_relation(name, rel, dump, plan.languages, counts[rel], contexts.n_allowed.get(rel))
+    log.info(
+        "suite %s: candidate parts: %d in %.2f s, CPU %.2f s in %d process(es)",
+        name,
+        sum(c["parts"] for c in counts.values()),
+        time.perf_counter() - started,
+        cpu,
+        workers,
+    )
     sampled = sampler.finish()
     facts = pd.concat(sampled, ignore_index=True) if sampled else pd.DataFrame()
     if facts.empty:
@@ -356,7 +371,7 @@ def sample_suite(
     log.info(
         "suite %s: %d candidate facts, %d sampled; per relation: %s",
         name,
-        n_candidates,
+        sum(c["candidates"] for c in counts.values()),
         len(facts),
         facts["property"].value_counts().sort_index().to_dict(),
     )
@@ -531,37 +546,59 @@ def relation_candidate_parts(
     sitelinks of their subjects and objects (:class:`CandidatePart`); ``allowed`` (plausibility,
     :func:`allowed_facts`): only facts new in the diff after the cut-off; ``temporal_path``
     (``temporal_only``): only facts with a temporal distractor (S′). The parts put together are
-    the relation's candidates in one call."""
+    the relation's candidates in one call. :func:`sample_suite` streams every relation of a
+    suite at once and runs :func:`part_candidates` on each part as this does."""
     # Built once per relation, used by every part: per-part work stays linear in the part.
     allowed_ids = None if allowed is None else pd.Index(allowed["fact_id"].unique())
-    pairs = None
-    if temporal_path is not None:
-        from factprobe.diff.temporal import temporal_distractor_pairs
-
-        temporal = scan.table_of_relations(
-            "temporal", temporal_path, [contracts.id_int(rel)], contracts.columns("temporal"), con
-        )
-        pairs = temporal_distractor_pairs(temporal)
+    pairs = None if temporal_path is None else temporal_pairs(rel, temporal_path, con)
     counts = Counter()
     parts = scan.scan_truthy_parts(
         claims_path, int(dump), [contracts.id_int(rel)], forms_path, languages, entities_path, con, part_rows
     )
     for part in parts:
-        truthy = part[["subject", "property", "object"]]
-        s_lab, o_lab = part["s_labelled"].to_numpy(bool), part["o_labelled"].to_numpy(bool)
-        labelled = arrays.union(part["subject"].to_numpy()[s_lab], part["object"].to_numpy()[o_lab])
-        linked = part[part["sitelinks"].notna().to_numpy()].drop_duplicates("subject")
-        sitelinks = linked.set_index("subject")["sitelinks"]
-        linked = part[part["o_sitelinks"].notna().to_numpy()].drop_duplicates("object")
-        object_sitelinks = linked.set_index("object")["o_sitelinks"].rename("sitelinks")
-        candidates = candidate_facts(truthy, [rel], labelled, sitelinks, seed, allowed=allowed_ids)
-        counts.update(parts=1, truthy=len(truthy), labelled=len(labelled), candidates=len(candidates))
-        if pairs is not None:
-            from factprobe.diff.temporal import with_pairs
+        got, n = part_candidates(part, rel, seed, allowed_ids, pairs)
+        counts.update(n)
+        yield got
+    log_relation(name, rel, dump, languages, counts, None if allowed is None else len(allowed))
 
-            candidates = with_pairs(candidates, pairs)
-            counts.update(temporal=len(candidates))
-        yield CandidatePart(candidates, object_sitelinks)
+
+def temporal_pairs(rel: str, temporal_path: str, con) -> set[tuple[int, int]]:
+    """The (subject, property) pairs of ``rel`` with a temporal distractor (S′, ``temporal_only``)."""
+    from factprobe.diff.temporal import temporal_distractor_pairs
+
+    temporal = scan.table_of_relations(
+        "temporal", temporal_path, [contracts.id_int(rel)], contracts.columns("temporal"), con
+    )
+    return temporal_distractor_pairs(temporal)
+
+
+def part_candidates(
+    part: pd.DataFrame, rel: str, seed: object, allowed_ids: pd.Index | None, pairs: set | None
+) -> tuple[CandidatePart, Counter]:
+    """One part of :func:`scan.scan_truthy_parts` (statements of ``rel`` only) as candidates
+    (:func:`select.candidate_facts`; ``pairs``: only those with a temporal distractor) with
+    their objects' sitelinks, and the part's counts for the relation's log line."""
+    truthy = part[["subject", "property", "object"]]
+    s_lab, o_lab = part["s_labelled"].to_numpy(bool), part["o_labelled"].to_numpy(bool)
+    labelled = arrays.union(part["subject"].to_numpy()[s_lab], part["object"].to_numpy()[o_lab])
+    linked = part[part["sitelinks"].notna().to_numpy()].drop_duplicates("subject")
+    sitelinks = linked.set_index("subject")["sitelinks"]
+    linked = part[part["o_sitelinks"].notna().to_numpy()].drop_duplicates("object")
+    object_sitelinks = linked.set_index("object")["o_sitelinks"].rename("sitelinks")
+    candidates = candidate_facts(truthy, [rel], labelled, sitelinks, seed, allowed=allowed_ids)
+    counts = Counter(parts=1, truthy=len(truthy), labelled=len(labelled), candidates=len(candidates))
+    if pairs is not None:
+        from factprobe.diff.temporal import with_pairs
+
+        candidates = with_pairs(candidates, pairs)
+        counts.update(temporal=len(candidates))
+    return CandidatePart(candidates, object_sitelinks), counts
+
+
+def log_relation(
+    name: str, rel: str, dump: str, languages: list[str], counts: Counter, n_allowed: int | None
+) -> None:
+    """The log line of one relation's selection: its statements, parts and candidates."""
     log.info(
         "suite %s, %s: %d truthy statements at %s in %d part(s), %d of their entities labelled in %s "
         "(per part), %d candidate facts%s%s",
@@ -573,8 +610,101 @@ def relation_candidate_parts(
         counts["labelled"],
         languages,
         counts["candidates"],
-        "" if allowed is None else f" ({len(allowed)} new in the diff after the cut-off)",
-        "" if pairs is None else f"; S′ keeps {counts['temporal']} (with a temporal distractor)",
+        "" if n_allowed is None else f" ({n_allowed} new in the diff after the cut-off)",
+        "" if "temporal" not in counts else f"; S′ keeps {counts['temporal']} (with a temporal distractor)",
+    )
+
+
+class RelationContexts:
+    """What every part of a relation needs besides its statements (``allowed`` fact ids of a
+    plausibility suite, S′ pairs of ``temporal_only``), built once per relation in the job's
+    process and pickled to ``folder``, from which the processes running the parts load it once
+    per relation (:func:`candidate_task`) rather than receive it with every part."""
+
+    def __init__(self, paths: SelectionPaths, picks, cutoff, temporal_only: bool, con, folder: Path):
+        self.paths, self.picks, self.cutoff, self.con, self.folder = paths, picks, cutoff, con, folder
+        self.temporal = paths.temporal if temporal_only else None
+        self.frames: dict[str, pd.DataFrame] = {}
+        self.n_allowed: dict[str, int] = {}
+
+    def allowed(self, rel: str) -> pd.DataFrame:
+        """:func:`allowed_facts` of ``rel`` (plausibility), kept for the facts' dates."""
+        if rel not in self.frames:
+            self.frames[rel] = allowed_facts(rel, self.paths.changes, self.picks, self.cutoff, self.con)
+            self.n_allowed[rel] = len(self.frames[rel])
+        return self.frames[rel]
+
+    def path(self, rel: str) -> str:
+        """The pickled context of ``rel``, written on first use."""
+        path = self.folder / f"{rel}.pickle"
+        if not path.exists():
+            allowed = None if self.picks is None else pd.Index(self.allowed(rel)["fact_id"].unique())
+            pairs = None if self.temporal is None else temporal_pairs(rel, self.temporal, self.con)
+            with io.atomic_path(path) as tmp, open(tmp, "wb") as f:
+                pickle.dump((allowed, pairs), f, protocol=pickle.HIGHEST_PROTOCOL)
+        return str(path)
+
+
+class PartTask(NamedTuple):
+    """One part of one relation's statements and where its candidates are spilled."""
+
+    rel: str
+    part: pd.DataFrame
+    seed: object
+    context: str
+    spill: object  # the sampler's spiller (probes/sample.py)
+    spill_path: str
+    want_candidates: bool
+
+
+class PartDone(NamedTuple):
+    rel: str
+    spill_path: str
+    spilled: object
+    counts: Counter
+    candidates: pd.DataFrame | None
+
+
+def part_tasks(plan: SuitePlan, covered, paths: SelectionPaths, con, contexts, sampler, want: bool):
+    """The suite's truthy statements of its ``covered`` relations, in parts
+    (:func:`scan.scan_truthy_parts`, by property then subject), as :class:`PartTask`. A part
+    holding the end of one relation and the start of the next is split between them."""
+    rel_ids = {contracts.id_int(rel): rel for rel in covered}
+    stream = scan.scan_truthy_parts(
+        paths.claims,
+        int(plan.suite.dump),
+        list(rel_ids),
+        paths.forms,
+        plan.languages,
+        paths.entities,
+        con,
+        PART_ROWS,
+    )
+    spill = sampler.spiller()
+    for part in stream:
+        props = part["property"].to_numpy()
+        cuts = np.flatnonzero(props[1:] != props[:-1]) + 1
+        for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(part)], strict=True):
+            rel = rel_ids[int(props[lo])]
+            rows = part.iloc[lo:hi].reset_index(drop=True) if len(cuts) else part
+            yield PartTask(rel, rows, plan.suite.seed, contexts.path(rel), spill, sampler.reserve(), want)
+
+
+#: The context a process running parts loaded last: ``(path, (allowed ids, pairs))``.
+_CONTEXT: tuple[str, tuple] | None = None
+
+
+def candidate_task(task: PartTask) -> PartDone:
+    """:func:`part_candidates` of one part and the sampler's spill of them (in a worker process)."""
+    global _CONTEXT
+    if _CONTEXT is None or _CONTEXT[0] != task.context:
+        with open(task.context, "rb") as f:
+            _CONTEXT = (task.context, pickle.load(f))
+    allowed_ids, pairs = _CONTEXT[1]
+    got, counts = part_candidates(task.part, task.rel, task.seed, allowed_ids, pairs)
+    spilled = task.spill(got.candidates, got.object_sitelinks, task.spill_path)
+    return PartDone(
+        task.rel, task.spill_path, spilled, counts, got.candidates if task.want_candidates else None
     )
 
 

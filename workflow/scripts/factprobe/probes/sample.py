@@ -31,6 +31,7 @@ number of bins; a fact's ``stratum`` is its popularity bin (0 = least popular).
 from __future__ import annotations
 
 import tempfile
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -99,17 +100,31 @@ class RelationStrata:
         self.n_facts, self.strata, self.seed, self.con = n_facts, strata, seed, con
         self.tmp = tempfile.TemporaryDirectory(prefix="factprobe-strata-")
         self.files: dict[str, list[str]] = {}
+        self._n = 0  # parts reserved
+
+    def reserve(self) -> str:
+        """A fresh path for one part's spill (:func:`spill_strata`; in the job's process)."""
+        self._n += 1
+        return str(Path(self.tmp.name) / f"{self._n}.parquet")
+
+    def spiller(self) -> partial:
+        """The per-part work of :meth:`add` as a picklable function ``(candidates,
+        object_sitelinks, path) -> rows`` that a forked worker can run (:mod:`factprobe.parallel`)."""
+        return partial(spill_strata, seed=self.seed)
+
+    def register(self, prop: str, path: str, rows: int) -> None:
+        """Take one spilled part of relation ``prop`` (:func:`spill_strata`'s ``rows``; 0: none)."""
+        if rows:
+            self.files.setdefault(prop, []).append(path)
 
     def add(self, candidates: pd.DataFrame, object_sitelinks: pd.Series | None = None) -> None:
         """Spill one part of a relation's candidates (``object_sitelinks`` is not needed here)."""
         if candidates.empty:
             return
-        files = self.files.setdefault(str(candidates["property"].iat[0]), [])
-        path = str(Path(self.tmp.name) / f"{len(self.files)}-{len(files)}.parquet")
-        candidates.assign(_h=stable_hashes((self.seed, "sample"), candidates["fact_id"])).to_parquet(
-            path, index=False
+        path = self.reserve()
+        self.register(
+            str(candidates["property"].iat[0]), path, spill_strata(candidates, None, path, self.seed)
         )
-        files.append(path)
 
     def finish(self) -> list[pd.DataFrame]:
         from factprobe import scan
@@ -161,29 +176,43 @@ class PopularityBins:
         self.entities_path, self.con = entities_path, con
         self.tmp = tempfile.TemporaryDirectory(prefix="factprobe-sample-")
         self.sizes: list[int] = []
+        self.stems: list[str] = []
+        self._n = 0  # parts reserved
         self.lo, self.hi = np.inf, -np.inf
 
     def _path(self, i: int, ext: str) -> Path:
-        return Path(self.tmp.name) / f"{i}.{ext}"
+        return Path(f"{self.stems[i]}.{ext}")
+
+    def reserve(self) -> str:
+        """A fresh stem for one part's spill (:func:`spill_bins`; in the job's process)."""
+        self._n += 1
+        return str(Path(self.tmp.name) / str(self._n))
+
+    def spiller(self) -> partial:
+        """The per-part work of :meth:`add` as a picklable function ``(candidates,
+        object_sitelinks, stem) -> (rows, lo, hi)`` that a forked worker can run."""
+        return partial(spill_bins, seed=self.seed)
+
+    def register(self, prop: str, stem: str, spilled: tuple[int, float, float]) -> None:
+        """Take one spilled part (:func:`spill_bins`' result), in the order of the population."""
+        rows, lo, hi = spilled
+        if rows:
+            self.lo, self.hi = min(self.lo, lo), max(self.hi, hi)
+        self.stems.append(stem)
+        self.sizes.append(rows)
 
     def add(self, candidates: pd.DataFrame, object_sitelinks: pd.Series | None = None) -> None:
         """Spill one part of candidates. ``object_sitelinks``: sitelinks per integer object id
         (an id left out has none), as :func:`factprobe.probes.build.relation_candidate_parts`
         gives them; without it they are read from the entities file, a whole-file scan per call
         that a caller feeding many parts must not pay (issue 31 item 5)."""
-        objects = id_ints(candidates["object"])
         if object_sitelinks is None:
             from factprobe import scan
 
-            object_sitelinks = scan.sitelinks_of(self.entities_path, np.unique(objects), self.con)
-        object_links = pd.Series(objects).map(object_sitelinks).fillna(0).to_numpy()
-        pop = importance(candidates["popularity"]) + importance(object_links)
-        if len(pop):
-            self.lo, self.hi = min(self.lo, float(pop.min())), max(self.hi, float(pop.max()))
-        i = len(self.sizes)
-        np.save(self._path(i, "npy"), np.stack([pop, uniforms(self.seed, candidates["fact_id"])]))
-        candidates.to_parquet(self._path(i, "parquet"), index=False)
-        self.sizes.append(len(candidates))
+            objects = np.unique(id_ints(candidates["object"]))
+            object_sitelinks = scan.sitelinks_of(self.entities_path, objects, self.con)
+        stem = self.reserve()
+        self.register("", stem, spill_bins(candidates, object_sitelinks, stem, self.seed))
 
     def finish(self) -> list[pd.DataFrame]:
         try:
@@ -222,6 +251,31 @@ class PopularityBins:
             frame = pd.read_parquet(self._path(i, "parquet")).iloc[rows]
             out.append(frame.assign(stratum=self._bins(i)[0][rows]).reset_index(drop=True))
         return out
+
+
+def spill_strata(candidates: pd.DataFrame, object_sitelinks, path: str, seed: object) -> int:
+    """:class:`RelationStrata`'s per-part work: the part with its sample hash to ``path``
+    (nothing for an empty part). Returns its rows."""
+    if candidates.empty:
+        return 0
+    candidates.assign(_h=stable_hashes((seed, "sample"), candidates["fact_id"])).to_parquet(path, index=False)
+    return len(candidates)
+
+
+def spill_bins(
+    candidates: pd.DataFrame, object_sitelinks: pd.Series, stem: str, seed: object
+) -> tuple[int, float, float]:
+    """:class:`PopularityBins`' per-part work: each candidate's popularity (module docstring)
+    and uniform draw to ``stem.npy``, the part to ``stem.parquet``. Returns its rows and its
+    range of popularity (``inf, -inf`` when empty)."""
+    objects = id_ints(candidates["object"])
+    object_links = pd.Series(objects).map(object_sitelinks).fillna(0).to_numpy()
+    pop = importance(candidates["popularity"]) + importance(object_links)
+    np.save(f"{stem}.npy", np.stack([pop, uniforms(seed, candidates["fact_id"])]))
+    candidates.to_parquet(f"{stem}.parquet", index=False)
+    if not len(pop):
+        return 0, np.inf, -np.inf
+    return len(pop), float(pop.min()), float(pop.max())
 
 
 def sampler_for(suite, seed: object, entities_path: str, con=None) -> RelationStrata | PopularityBins:

@@ -1,0 +1,57 @@
+"""Ordered work in forked processes, bounded so that a stream never piles up in memory.
+
+A job that streams its input in parts from DuckDB (``build_probes``: a suite's truthy statements)
+hands each part's pure-Python work to ``workers`` forked processes and takes the results back
+in input order, so its output does not depend on how many processes ran (issue 31 item 5: the
+knowledge suite's ``build_probes`` is on the four-node critical path at full size).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class Timed:
+    """A task's result and the CPU seconds its process spent on it."""
+
+    value: Any
+    cpu_s: float
+
+
+def _timed(fn: Callable, item: Any) -> Timed:
+    start = time.process_time()
+    value = fn(item)
+    return Timed(value, time.process_time() - start)
+
+
+def ordered_map(
+    fn: Callable, items: Iterable, workers: int = 1, window: int | None = None
+) -> Iterator[Timed]:
+    """``fn(item)`` for every item, in order, each with its CPU seconds (:class:`Timed`).
+
+    ``workers <= 1`` runs in this process. Else a fork pool runs them, with at most ``window``
+    (default ``2 * workers``) items handed out and not yet yielded: ``items`` is read only as
+    fast as results are taken, so a stream of parts is held a window at a time. ``fn`` and the
+    items must pickle (a module-level function; the forked processes inherit everything else).
+    Fork only while no other thread of this process holds a lock the children need: callers
+    start it between DuckDB queries, not during one.
+    """
+    if workers <= 1:
+        for item in items:
+            yield _timed(fn, item)
+        return
+    window = window or 2 * workers
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        pending: deque = deque()
+        for item in items:
+            pending.append(pool.apply_async(_timed, (fn, item)))
+            if len(pending) >= window:
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()
