@@ -157,6 +157,8 @@ PREFIX_LINE = re.compile(r"exact Sem prefixes: (\d+) objects in ([0-9.]+) s(?:, 
 SLICES_LINE = re.compile(r"type slices: \d+ types, \d+ non-zeros in ([0-9.]+) s(?:, CPU ([0-9.]+) s)?")
 # build_probes: the CPU of its parts' candidate selection, in forked processes where threads > 1.
 PARTS_LINE = re.compile(r"candidate parts: \d+ in ([0-9.]+) s, CPU ([0-9.]+) s")
+# build_probes: the CPU of the job's main thread, which does not divide over its threads.
+MAIN_LINE = re.compile(r"built in ([0-9.]+) s, CPU ([0-9.]+) s on the main thread")
 # rulelog.log_resident: a DuckDB job's resident memory once its connection is closed, its DuckDB
 # limit and its request; the retrieval's Ω line gives the rows of state it holds.
 STATE_LINE = re.compile(r"resident after [^:]+: (\d+) MB \(DuckDB limit (\d+) MB of mem_mb (\d+)\)")
@@ -391,9 +393,12 @@ def read_probes(work: Path) -> dict[str, dict]:
     forked processes' included), the share of the job that divides over its threads."""
     out = {}
     for path in sorted((work / "logs" / "build_probes").glob("*.log")):
-        found = PARTS_LINE.findall(path.read_text())
+        text = path.read_text()
+        found, main = PARTS_LINE.findall(text), MAIN_LINE.findall(text)
         if found:
             out[path.stem] = {"parts_s": float(found[-1][1])}
+            if main:
+                out[path.stem]["main_s"] = float(main[-1][1])
     return out
 
 
@@ -642,19 +647,27 @@ def prepare_full(runs: list[dict], suite: str, cpu_n: list[float]) -> tuple[floa
 
 def probes_full(runs: list[dict], suite: str, cpu_n: list[float]) -> tuple[float, float, str]:
     """``(serial CPU-s, dividing CPU-s, how)`` of a suite's build_probes job at full size, each
-    fitted in entities (exponent at least 1): its candidate selection part by part (read_probes),
-    which divides over its threads, and the rest (forms, DuckDB's streaming and sampling, prompts),
-    modelled on one core although DuckDB runs it on the job's threads: an upper bound."""
+    fitted in entities (exponent at least 1). Serial: the CPU of the job's main thread where
+    logged (read_probes: its Python, and DuckDB's share of the queries it runs), else all but
+    the parts. Dividing over its threads: the parts' candidate selection (forked processes) and
+    the rest of the job's CPU (DuckDB's other threads), as every DuckDB job's CPU is here."""
     n = [run["items"] for run in runs]
-    parts = [run.get("probes", {}).get(suite, {}).get("parts_s", 0.0) for run in runs]
-    rest = [max(c - p, 0.0) for c, p in zip(cpu_n, parts, strict=True)]
-    b_rest, b_parts = increment_exponent(n, rest, CPU_NOISE_S), increment_exponent(n, parts, CPU_NOISE_S)
-    serial = extrapolate(n, rest, FULL_ENTITIES, max(b_rest or 1.0, 1.0))
-    dividing = extrapolate(n, parts, FULL_ENTITIES, max(b_parts or 1.0, 1.0)) if parts[-1] else 0.0
+    probes = [run.get("probes", {}).get(suite, {}) for run in runs]
+    parts = [p.get("parts_s", 0.0) for p in probes]
+    logged = all("main_s" in p for p in probes)
+    serial_n = [
+        p["main_s"] if logged else c - p.get("parts_s", 0.0) for p, c in zip(probes, cpu_n, strict=True)
+    ]
+    serial_n = [max(min(s, c), 0.0) for s, c in zip(serial_n, cpu_n, strict=True)]
+    rest = [max(c - s, 0.0) for c, s in zip(cpu_n, serial_n, strict=True)]
+    b_serial, b_rest = increment_exponent(n, serial_n, CPU_NOISE_S), increment_exponent(n, rest, CPU_NOISE_S)
+    serial = extrapolate(n, serial_n, FULL_ENTITIES, max(b_serial or 1.0, 1.0))
+    dividing = extrapolate(n, rest, FULL_ENTITIES, max(b_rest or 1.0, 1.0)) if rest[-1] else 0.0
+    what = "main thread" if logged else "all but the parts"
     how = (
-        f"CPU {rest[0]:.1f} -> {rest[-1]:.1f} s on one core, b = {'-' if b_rest is None else f'{b_rest:.2f}'}, "
-        f"+ parts {parts[0]:.1f} -> {parts[-1]:.1f} s dividing, b = {'-' if b_parts is None else f'{b_parts:.2f}'} "
-        "(used: >= 1)"
+        f"CPU {serial_n[0]:.1f} -> {serial_n[-1]:.1f} s on one core ({what}), "
+        f"b = {'-' if b_serial is None else f'{b_serial:.2f}'}, + {rest[0]:.1f} -> {rest[-1]:.1f} s dividing "
+        f"(parts {parts[0]:.1f} -> {parts[-1]:.1f} s), b = {'-' if b_rest is None else f'{b_rest:.2f}'} (used: >= 1)"
     )
     return serial, dividing, how
 

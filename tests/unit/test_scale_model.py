@@ -278,18 +278,26 @@ def test_the_preparation_scales_its_loading_in_entities_and_its_ranking_per_fact
     assert job.hours * 3600 == pytest.approx(90) and job.cores == 4
 
 
-def test_build_probes_divides_its_parts_over_its_threads_and_not_the_rest(monkeypatch):
-    """build_probes logs its parts' CPU (forked processes): that share divides over the job's
-    threads, the rest (forms, DuckDB, prompts) is modelled on one core."""
+def test_build_probes_divides_all_but_its_main_thread_over_its_threads(monkeypatch):
+    """build_probes logs its parts' CPU (forked processes) and its main thread's CPU: the main
+    thread's is modelled on one core, the rest of the job's CPU divides over its threads."""
     monkeypatch.setattr(scale, "FULL_ENTITIES", 400)
-    runs = [{"items": n, "probes": {"k": {"parts_s": 0.6 * n / 10}}} for n in (100, 200, 300)]
-    # CPU 10, 20, 30 s of which parts 6, 12, 18: rest 4, 8, 12 -> 16 s at 400, parts 24 s.
+    runs = [
+        {"items": n, "probes": {"k": {"parts_s": 0.6 * n / 10, "main_s": n / 50}}} for n in (100, 200, 300)
+    ]
+    # CPU 10, 20, 30 s; main thread 2, 4, 6 -> 8 s at 400; the rest 8, 16, 24 -> 32 s at 400.
     serial, dividing, how = scale.probes_full(runs, "k", [10.0, 20.0, 30.0])
-    assert (serial, dividing) == pytest.approx((16, 24)) and "parts 6.0 -> 18.0 s dividing" in how
-    unit = scale.UnitModel("build_probes", "k", 40, 0, 100, 0, 0, "", 16, serial_cpu_s=16)
+    assert (serial, dividing) == pytest.approx((8, 32)) and "(parts 6.0 -> 18.0 s)" in how
+    assert "main thread" in how
+    unit = scale.UnitModel("build_probes", "k", 40, 0, 100, 0, 0, "", 16, serial_cpu_s=8)
     (job,), _ = scale.full_jobs({"build_probes": [unit]})
     assert scale.STAGES["build_probes"].threads == 16
-    assert job.hours * 3600 == pytest.approx(16 + 24 / 16) and job.cores == 16
+    assert job.hours * 3600 == pytest.approx(8 + 32 / 16) and job.cores == 16
+    # Runs saved before the main thread was logged: all but the parts on one core.
+    for run in runs:
+        del run["probes"]["k"]["main_s"]
+    serial, dividing, how = scale.probes_full(runs, "k", [10.0, 20.0, 30.0])
+    assert (serial, dividing) == pytest.approx((16, 24)) and "all but the parts" in how
     # Runs saved before the parts were logged: all of it on one core.
     assert scale.probes_full([{"items": n} for n in (100, 200, 300)], "k", [10.0, 20.0, 30.0])[:2] == (
         pytest.approx(40),
