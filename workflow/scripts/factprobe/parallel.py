@@ -9,6 +9,8 @@ knowledge suite's ``build_probes`` is on the four-node critical path at full siz
 from __future__ import annotations
 
 import multiprocessing
+import queue
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -55,3 +57,46 @@ def ordered_map(
                 yield pending.popleft().get()
         while pending:
             yield pending.popleft().get()
+
+
+def prefetch(items: Iterable, depth: int = 2) -> Iterator:
+    """The items of ``items``, produced by a background thread up to ``depth`` ahead.
+
+    For a DuckDB stream (``scan.scan_truthy_tables``): DuckDB's work on the stream then runs
+    beside this thread's Python instead of on it, and this thread's CPU is what does not divide
+    over the job's threads (benchmarks/scale.py). The thread starts at the first item taken, so
+    a fork pool started before that (:func:`ordered_map`) forks without it. An error in the
+    producer is raised here.
+    """
+    done = object()
+    box: queue.Queue = queue.Queue(maxsize=max(1, depth))
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        box.put((item, None), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            box.put((done, None))
+        except BaseException as err:  # handed to the consumer, which raises it
+            box.put((done, err))
+
+    thread = threading.Thread(target=produce, name="prefetch", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item, err = box.get()
+            if item is done:
+                if err is not None:
+                    raise err
+                return
+            yield item
+    finally:
+        stop.set()
+        thread.join(timeout=5)

@@ -233,15 +233,34 @@ def scan_truthy_parts(
     """:func:`scan_valid` (truthy) of ``relations`` in (property, subject, object) order, with
     what fact selection asks of each statement's entities: ``s_labelled`` and ``o_labelled``
     (:func:`labelled_ids`' rule in ``languages``), the subject's ``sitelinks`` and the object's
-    ``o_sitelinks`` (:func:`sitelinks_of`; null without an item row). The entities file is read
-    once per call, for subjects and objects together: a sampler that needs the objects'
-    popularity (``popularity_bins``) must not read it again per part (issue 31 item 5).
+    ``o_sitelinks`` (:func:`sitelinks_of`; null without an item row), in parts that never split
+    a (property, subject) pair: :func:`scan_truthy_tables`' parts as frames."""
+    args = (claims_path, date, relations, forms_path, languages, entities_path, con, part_rows)
+    for table in scan_truthy_tables(*args):
+        yield table.to_pandas()
+
+
+def scan_truthy_tables(
+    claims_path: str | Path,
+    date: int,
+    relations: Iterable[int],
+    forms_path: str | Path,
+    languages: Sequence[str],
+    entities_path: str | Path,
+    con: duckdb.DuckDBPyConnection,
+    part_rows: int,
+) -> Iterator[pa.Table]:
+    """The parts of :func:`scan_truthy_parts` as Arrow tables: a caller that hands them to other
+    processes converts them there (``probes.build.part_tasks``). The entities file is read once
+    per call, for subjects and objects together: a sampler that needs the objects' popularity
+    (``popularity_bins``) must not read it again per part (issue 31 item 5).
 
     DuckDB joins and sorts once (spilling beyond its limit) and the rows stream in parts of about
     ``part_rows`` (each batch of that many is cut before its last (property, subject), which goes
     on in the next part), so a part never splits a pair: per-pair work goes part by part and the
     caller holds one part, not the relation (issue 31 item 5). The stream runs on its own cursor
-    of ``con``'s database, so the caller may query ``con`` between parts.
+    of ``con``'s database, so the caller may query ``con`` between parts (from one thread: the
+    stream may be read from another, ``parallel.prefetch``).
     """
     cur = con.cursor()
     check_columns(cur, "entity_forms", forms_path, ["entity", "lang", "source"])
@@ -264,26 +283,26 @@ def scan_truthy_parts(
         ORDER BY t.property, t.subject, t.object
         """
     ).to_arrow_reader(max(1, int(part_rows)))
-    buffered: list[pd.DataFrame] = []
+    buffered: list[pa.RecordBatch] = []
     rows = 0
     for batch in reader:
-        buffered.append(batch.to_pandas())
+        buffered.append(batch)
         rows += batch.num_rows
         if rows < part_rows:
             continue
-        frame = pd.concat(buffered, ignore_index=True)
-        # Cut before the last (property, subject): its rows may go on in the next batch.
-        last = (frame["property"] == frame["property"].iat[-1]) & (
-            frame["subject"] == frame["subject"].iat[-1]
-        )
-        done = frame[~last.to_numpy()]
-        if len(done):
-            yield done.reset_index(drop=True)
-        buffered, rows = [frame[last.to_numpy()]], int(last.sum())
+        table = pa.Table.from_batches(buffered)
+        # Cut before the last (property, subject): its rows may go on in the next batch. Rows
+        # are in (property, subject) order, so they are the table's last ones.
+        prop, subj = (table.column(c).to_numpy() for c in ("property", "subject"))
+        cut = len(prop) - int(((prop == prop[-1]) & (subj == subj[-1])).sum())
+        if cut:
+            yield table.slice(0, cut)
+        rest = table.slice(cut)
+        buffered, rows = rest.to_batches(), rest.num_rows
     _drop_valid_tables(cur)
     cur.close()
     if rows:
-        yield pd.concat(buffered, ignore_index=True).reset_index(drop=True)
+        yield pa.Table.from_batches(buffered)
 
 
 def _valid_tables(con, claims_path, ranks, relations, subjects, objects) -> None:

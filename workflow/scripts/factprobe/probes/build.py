@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from tqdm import tqdm
 
 from factprobe import arrays, contracts, io, parallel, scan
@@ -660,7 +661,7 @@ class PartTask(NamedTuple):
     """One part of one relation's statements and where its candidates are spilled."""
 
     rel: str
-    part: pd.DataFrame
+    part: pa.Table  # scan.scan_truthy_tables' columns
     seed: object
     context: str
     spill: object  # the sampler's spiller (probes/sample.py)
@@ -678,26 +679,19 @@ class PartDone(NamedTuple):
 
 def part_tasks(plan: SuitePlan, covered, paths: SelectionPaths, con, contexts, sampler, want: bool):
     """The suite's truthy statements of its ``covered`` relations, in parts
-    (:func:`scan.scan_truthy_parts`, by property then subject), as :class:`PartTask`. A part
-    holding the end of one relation and the start of the next is split between them."""
+    (:func:`scan.scan_truthy_tables`, by property then subject, read by a background thread so
+    that DuckDB streams beside this one), as :class:`PartTask`: Arrow tables, which the processes
+    running them convert. A part holding the end of one relation and the start of the next is
+    split between them."""
     rel_ids = {contracts.id_int(rel): rel for rel in covered}
-    stream = scan.scan_truthy_parts(
-        paths.claims,
-        int(plan.suite.dump),
-        list(rel_ids),
-        paths.forms,
-        plan.languages,
-        paths.entities,
-        con,
-        PART_ROWS,
-    )
+    args = (paths.claims, int(plan.suite.dump), list(rel_ids), paths.forms, plan.languages, paths.entities)
     spill = sampler.spiller()
-    for part in stream:
-        props = part["property"].to_numpy()
-        cuts = np.flatnonzero(props[1:] != props[:-1]) + 1
-        for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(part)], strict=True):
+    for part in parallel.prefetch(scan.scan_truthy_tables(*args, con, PART_ROWS)):
+        props = part.column("property").to_numpy()
+        cuts = (np.flatnonzero(props[1:] != props[:-1]) + 1).tolist()
+        for lo, hi in zip([0, *cuts], [*cuts, len(props)], strict=True):
             rel = rel_ids[int(props[lo])]
-            rows = part.iloc[lo:hi].reset_index(drop=True) if len(cuts) else part
+            rows = part.slice(lo, hi - lo) if cuts else part
             yield PartTask(rel, rows, plan.suite.seed, contexts.path(rel), spill, sampler.reserve(), want)
 
 
@@ -712,7 +706,7 @@ def candidate_task(task: PartTask) -> PartDone:
         with open(task.context, "rb") as f:
             _CONTEXT = (task.context, pickle.load(f))
     allowed_ids, pairs = _CONTEXT[1]
-    got, counts = part_candidates(task.part, task.rel, task.seed, allowed_ids, pairs)
+    got, counts = part_candidates(task.part.to_pandas(), task.rel, task.seed, allowed_ids, pairs)
     spilled = task.spill(got.candidates, got.object_sitelinks, task.spill_path)
     return PartDone(
         task.rel, task.spill_path, spilled, counts, got.candidates if task.want_candidates else None
