@@ -435,6 +435,37 @@ def test_entity_forms_stream_the_label_tables_rows_in_order(tmp_path, demo_table
         assert scan.labelled_ids(out, chosen, ids).tolist() == want_ids
 
 
+def test_entity_forms_are_the_same_bytes_on_any_number_of_duckdb_threads(tmp_path):
+    """build_probes runs DuckDB on its threads: the entity forms' row groups hold exactly
+    batch_rows rows (DuckDB's threads hand out batches of other sizes on a large sort), so the
+    file is the same bytes on 1 and 4 threads."""
+    import pyarrow.parquet as pq
+
+    n = 300_000
+    rng = np.random.default_rng(0)
+    labels = pd.DataFrame(
+        {
+            "id": rng.integers(1, 10**6, n),
+            "lang": rng.choice(["en", "de"], n),
+            "text": [f"t{i}" for i in range(n)],
+            "is_alias": rng.random(n) < 0.3,
+        }
+    )
+    (tmp_path / "20200101").mkdir()
+    labels.to_parquet(tmp_path / "20200101" / "labels.parquet", row_group_size=20_000)
+    files = {}
+    for threads in (1, 4):
+        files[threads] = tmp_path / f"forms-{threads}.parquet"
+        con = scan.connect(threads=threads)
+        scan.write_entity_forms(
+            [tmp_path / "20200101" / "labels.parquet"], ["en", "de"], files[threads], con, 10_000
+        )
+    assert files[1].read_bytes() == files[4].read_bytes()
+    meta = pq.ParquetFile(files[4]).metadata
+    sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    assert len(sizes) == 30 and set(sizes) == {10_000}
+
+
 def test_sitelinks_changes_and_temporal_rows_of_the_suites_relations(tmp_path, demo_tables):
     from factprobe.probes.select import item_sitelinks
 
