@@ -14,10 +14,10 @@ rule build_probes:
         "benchmarks/build_probes/{suite}.tsv"
     wildcard_constraints:
         suite=BUILT_SUITES,
-    # DuckDB's queries and the processes selecting each part's candidates (profiles/slurm: 16).
-    threads: 2
     conda:
         "../../environment.yml"
+    # DuckDB's queries and the processes selecting each part's candidates (profiles/slurm: 16).
+    threads: 2
     resources:
         mem_mb=probes_mem_mb,
         runtime=probes_runtime,
