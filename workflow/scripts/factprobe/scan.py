@@ -220,23 +220,9 @@ def scan_valid_objects(
     return out.astype("int64").reset_index(drop=True)
 
 
-def scan_truthy_parts(
-    claims_path: str | Path,
-    date: int,
-    relations: Iterable[int],
-    forms_path: str | Path,
-    languages: Sequence[str],
-    entities_path: str | Path,
-    con: duckdb.DuckDBPyConnection,
-    part_rows: int,
-) -> Iterator[pd.DataFrame]:
-    """:func:`scan_valid` (truthy) of ``relations`` in (property, subject, object) order, with
-    what fact selection asks of each statement's entities: ``s_labelled`` and ``o_labelled``
-    (:func:`labelled_ids`' rule in ``languages``), the subject's ``sitelinks`` and the object's
-    ``o_sitelinks`` (:func:`sitelinks_of`; null without an item row), in parts that never split
-    a (property, subject) pair: :func:`scan_truthy_tables`' parts as frames."""
-    args = (claims_path, date, relations, forms_path, languages, entities_path, con, part_rows)
-    for table in scan_truthy_tables(*args):
+def scan_truthy_parts(*args, **kwargs) -> Iterator[pd.DataFrame]:
+    """:func:`scan_truthy_tables`' parts (same arguments) as frames."""
+    for table in scan_truthy_tables(*args, **kwargs):
         yield table.to_pandas()
 
 
@@ -250,8 +236,12 @@ def scan_truthy_tables(
     con: duckdb.DuckDBPyConnection,
     part_rows: int,
 ) -> Iterator[pa.Table]:
-    """The parts of :func:`scan_truthy_parts` as Arrow tables: a caller that hands them to other
-    processes converts them there (``probes.build.part_tasks``). The entities file is read once
+    """:func:`scan_valid` (truthy) of ``relations`` in (property, subject, object) order, with
+    what fact selection asks of each statement's entities: ``s_labelled`` and ``o_labelled``
+    (:func:`labelled_ids`' rule in ``languages``), the subject's ``sitelinks`` and the object's
+    ``o_sitelinks`` (:func:`sitelinks_of`; null without an item row), as Arrow tables in parts
+    that never split a (property, subject) pair: a caller that hands them to other processes
+    converts them there (``probes.build.part_tasks``). The entities file is read once
     per call, for subjects and objects together: a sampler that needs the objects' popularity
     (``popularity_bins``) must not read it again per part (issue 31 item 5).
 
