@@ -16,8 +16,9 @@ rule build_probes:
         suite=BUILT_SUITES,
     conda:
         "../../environment.yml"
-    # DuckDB's queries and the processes selecting each part's candidates (profiles/slurm: 16).
-    threads: 2
+    # DuckDB's queries and the processes selecting each part's candidates: 1 here, so that a
+    # small run's suites build side by side; profiles/slurm gives 16 (full-size critical path).
+    threads: 1
     resources:
         mem_mb=probes_mem_mb,
         runtime=probes_runtime,
