@@ -456,23 +456,25 @@ def write_entity_forms(
             FROM firsts ORDER BY entity, lang, is_alias, f, rn
             """
         ).to_arrow_reader(batch_rows)
+
         # Row groups of exactly batch_rows rows, each one chunk (the writer's pages follow the
         # chunks), whatever batches DuckDB's threads hand out: the same bytes on any threads.
+        def write(group: pa.Table) -> int:
+            group = contracts.conform(group.combine_chunks(), "entity_forms", path)
+            out.write_table(group.select(schema.names), row_group_size=batch_rows)
+            return group.num_rows
+
         rows, pending, held = 0, [], 0
         for batch in reader:
             pending.append(batch)
             held += batch.num_rows
             while held >= batch_rows:
                 table = pa.Table.from_batches(pending)
-                group, rest = table.slice(0, batch_rows), table.slice(batch_rows)
-                group = contracts.conform(group.combine_chunks(), "entity_forms", path)
-                out.write_table(group.select(schema.names), row_group_size=batch_rows)
-                rows += group.num_rows
+                rows += write(table.slice(0, batch_rows))
+                rest = table.slice(batch_rows)
                 pending, held = rest.to_batches(), rest.num_rows
         if held:
-            group = contracts.conform(pa.Table.from_batches(pending).combine_chunks(), "entity_forms", path)
-            out.write_table(group.select(schema.names), row_group_size=batch_rows)
-            rows += group.num_rows
+            rows += write(pa.Table.from_batches(pending))
     return rows
 
 

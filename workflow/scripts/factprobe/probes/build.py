@@ -335,7 +335,7 @@ def sample_suite(
 
     Candidates, strata and the sample are per relation (select.py) and per (subject, relation)
     within one, so the suite's truthy statements stream in parts from one DuckDB query
-    (:func:`scan.scan_truthy_parts`, which reads the forms and entities once for every relation)
+    (:func:`scan.scan_truthy_tables`, which reads the forms and entities once for every relation)
     and the job holds a few parts, not a relation (issues 15, 31). Each part's candidates and
     the sampler's spill of them (:func:`part_candidates`) run in ``workers`` forked processes
     (:func:`factprobe.parallel.ordered_map`), taken back in the stream's order, so the sample does
@@ -361,6 +361,7 @@ def sample_suite(
             sampler.register(part.rel, part.spill_path, part.spilled)
             if pool is not None:
                 pool.add(part.candidates)
+    release_context()
     for rel in covered:
         log_relation(name, rel, dump, plan.languages, counts[rel], contexts.n_allowed.get(rel))
     log.info(
@@ -697,6 +698,12 @@ def part_tasks(plan: SuitePlan, covered, paths: SelectionPaths, con, contexts, s
 
 #: The context a process running parts loaded last: ``(path, (allowed ids, pairs))``.
 _CONTEXT: tuple[str, tuple] | None = None
+
+
+def release_context() -> None:
+    """Drop the context :func:`candidate_task` keeps (in this process, where it ran inline)."""
+    global _CONTEXT
+    _CONTEXT = None
 
 
 def candidate_task(task: PartTask) -> PartDone:
