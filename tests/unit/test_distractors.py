@@ -863,7 +863,13 @@ def test_subject_shards_read_their_slice_and_gather_to_the_one_job_table(
     from types import SimpleNamespace
 
     from factprobe import contracts
-    from factprobe.distractors.retrieve import gather_shards, load_suite_omega, prepare_universe, shard_plan
+    from factprobe.distractors.retrieve import (
+        gather_shards,
+        load_suite_omega,
+        prepare_universe,
+        shard_plan,
+        suite_cooccurrence,
+    )
 
     facts, forms, _ = suite
     facts = _skewed(facts)
@@ -888,7 +894,12 @@ def test_subject_shards_read_their_slice_and_gather_to_the_one_job_table(
 
     def run(only=None, prepared=None):
         f, ef, st, om = load_suite_omega(inputs, p, only=only, prepared=prepared)
-        co = Cooccurrence(st) if "cooccur" in strategies else None
+        co = suite_cooccurrence(st, f, prepared) if "cooccur" in strategies else None
+        if co is not None and prepared is not None:
+            # The shard mapped the relations' statements sorted once by the preparation; it
+            # scanned none itself.
+            assert st.empty and co.statements() > 0
+            assert all(isinstance(c, np.memmap) for cols in co.by_property.values() for c in cols)
         return f, ef, om, retrieve(f, om, settings, cooccur=co, entity_forms=ef, only=only)
 
     every, whole_forms, whole_omega, whole = run()
@@ -903,8 +914,15 @@ def test_subject_shards_read_their_slice_and_gather_to_the_one_job_table(
     plan = shard_plan(every, 3)
     # Shards that map the suite's types and forms, prepared once (rule prepare_retrieval), give
     # the rows of shards that scan their own.
-    counts = prepare_universe(inputs, tmp_path / "prepared")
+    counts = prepare_universe(inputs, tmp_path / "prepared", p)
     assert counts["typed"] == whole_omega.layout()["id_ids"].size and counts["forms"] == whole_forms.num_rows
+    if "cooccur" in strategies:
+        assert counts["statements"] == Cooccurrence(load_suite_omega(inputs, p)[2]).statements() > 0
+    # Where Ω holds every subject (the subject side, relation pools), the preparation holds one
+    # job's valid statements; a shard's own scan then reads the hub objects' statements again.
+    assert ("valid" in counts) == (sides == ["object", "subject"] or strategies == ["pool"])
+    if "valid" in counts:
+        assert counts["valid"] == len(whole_omega.valid)
     parts, part_forms, valid, mapped, mapped_forms = [], [], [], [], []
     for shard in range(3):
         mine = every[plan == shard]
@@ -914,6 +932,8 @@ def test_subject_shards_read_their_slice_and_gather_to_the_one_job_table(
         part_forms.append(forms_of_candidates(got, ef))
         _, ef, om, got = run(mine["fact_id"].tolist(), tmp_path / "prepared")
         assert isinstance(om.layout()["type_ids"], np.memmap)
+        if "valid" in counts:
+            assert len(om.valid) == len(whole_omega.valid)
         mapped.append(got)
         mapped_forms.append(forms_of_candidates(got, ef))
         pd.testing.assert_frame_equal(got, parts[-1])

@@ -1,5 +1,6 @@
 """Rule script prepare_retrieval: the types and forms every retrieval shard of a suite reads,
-written once in the layout Ω searches (distractors.retrieve.prepare_universe of the library)."""
+written once in the layout Ω searches, and the relations' statements where co-occurrence counts
+them (distractors.retrieve.prepare_universe of the library)."""
 
 import sys
 
@@ -13,6 +14,6 @@ log = rule_logger(snakemake)
 mem_mb = int(snakemake.resources.get("mem_mb", 4000))
 memory_mb = scan.duckdb_mb(mem_mb)
 with io.atomic_dir(snakemake.output.prepared, snakemake.resources.get("disk_mb")) as tmp:
-    settings = snakemake.params.settings
-    prepare_universe(snakemake.input, tmp, snakemake.threads, memory_mb, settings["search"], settings["n"])
+    settings = dict(snakemake.params.settings)
+    prepare_universe(snakemake.input, tmp, settings, snakemake.threads, memory_mb)
 log_resident(log, "preparation", memory_mb, mem_mb)

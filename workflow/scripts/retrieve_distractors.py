@@ -10,7 +10,6 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 
 from factprobe import contracts, scan
 from factprobe.distractors import needs
-from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.retrieve import (
     forms_of_candidates,
     gather_shards,
@@ -19,6 +18,7 @@ from factprobe.distractors.retrieve import (
     resident_split_mb,
     retrieve,
     shard_plan,
+    suite_cooccurrence,
 )
 from factprobe.distractors.semantic import load_index
 from factprobe.distractors.temporal import past_of_facts
@@ -69,8 +69,11 @@ else:
     if "temporal" in snakemake.input.keys():
         mine = facts if only is None else facts[facts["fact_id"].isin(set(only))]
         past = past_of_facts(snakemake.input.temporal, mine, p["dump"], p["temporal_earlier_dump"])
-    # scan_statements keeps non-deprecated statements only, distinct and sorted.
-    cooccur = Cooccurrence(claims) if needs(settings.strategies, "statements") else None
+    # scan_statements keeps non-deprecated statements only, distinct and sorted; a shard maps
+    # its suite's, sorted once (rule prepare_retrieval).
+    cooccur = (
+        suite_cooccurrence(claims, facts, prepared) if needs(settings.strategies, "statements") else None
+    )
     del claims  # Cooccurrence keeps its own compact copy
     log.info("%d facts, %d entity forms, strategies %s", len(facts), len(entity_forms), settings.strategies)
     candidates = retrieve(facts, omega, settings, index, past, cooccur, entity_forms, only)

@@ -246,9 +246,10 @@ def shard_prepared(suite: str, shards: int, prepared: str) -> str | None:
 
 def prepare_inputs(settings: Mapping, omega: dict, lib: list[str], index: str) -> dict:
     """A suite's retrieval preparation reads the Ω tables but the claims (the shards read the
-    statements of their own subjects), and the dump's semantic index when Sem searches exactly
-    (it saves the type slices of the suite's objects' types)."""
-    files = {k: v for k, v in omega.items() if k != "claims"}
+    statements valid for their own subjects), unless co-occurrence counts every statement of the
+    suite's relations (it saves them, sorted once for all the shards); and the dump's semantic
+    index when Sem searches exactly (it saves the type slices of the suite's objects' types)."""
+    files = {k: v for k, v in omega.items() if k != "claims" or D.needs(settings["strategies"], "statements")}
     files["lib"] = lib
     if D.needs(settings["strategies"], "index") and settings.get("search") == "exact":
         files["index"] = index.format(dump=settings["dump"])

@@ -17,6 +17,8 @@ ranks 1..n+1 of the PROBELM data turned into NDCG gains.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -54,7 +56,19 @@ class Cooccurrence:
     entities, 1.9k at 50k). The order is that of the whole ranking, so the output is the same.
     """
 
-    def __init__(self, statements: pd.DataFrame, big_tie: int = BIG_TIE) -> None:
+    def __init__(self, statements: pd.DataFrame | None, big_tie: int = BIG_TIE) -> None:
+        self.big_tie = big_tie
+        # Seconds and count of memoised structures built (per type set and big level): the
+        # retrieval log separates them from the per-fact cost (benchmarks/scale.py).
+        self.built_s, self.built = 0.0, 0
+        self._counts: dict[tuple, _Levels] = {}
+        # Entities and admissible parts held by the memo, kept as running totals: summing over
+        # the memo at every miss cost O(memo) per fact.
+        self._held, self._parts = 0, 0
+        self._by_object: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.dtype, self.by_property = np.int32, {}
+        if statements is None:
+            return  # :meth:`load` fills the columns
         subj, prop, obj = (statements[c].to_numpy(np.int64) for c in ("subject", "property", "object"))
         if not _distinct_sorted(prop, subj, obj):
             st = (
@@ -77,15 +91,60 @@ class Cooccurrence:
             if len(prop)
             else {}
         )
-        self.big_tie = big_tie
-        # Seconds and count of memoised structures built (per type set and big level): the
-        # retrieval log separates them from the per-fact cost (benchmarks/scale.py).
-        self.built_s, self.built = 0.0, 0
-        self._counts: dict[tuple, _Levels] = {}
-        # Entities and admissible parts held by the memo, kept as running totals: summing over
-        # the memo at every miss cost O(memo) per fact.
-        self._held, self._parts = 0, 0
-        self._by_object: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def save(self, folder: str | Path) -> int:
+        """Write the columns of every relation, and their object-sorted copies (the subject
+        side's), as ``.npy`` files :meth:`load` maps: a suite's retrieval shards then share one
+        sorted copy instead of each scanning and sorting every statement of its relations
+        (issue 31 item 4; rule prepare_retrieval). Returns the number of statements."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        props = sorted(self.by_property)
+        sizes = [len(self.by_property[r][0]) for r in props]
+        columns = {name: [] for name in _SAVED}
+        for r in props:
+            subj, obj = self.by_property[r]
+            by_obj, subj_by_obj = self._columns(r, "subject")
+            for name, col in zip(_SAVED, (subj, obj, by_obj, subj_by_obj), strict=True):
+                columns[name].append(col)
+            # The object-sorted copy is saved, not memoised here as well.
+            self._by_object.pop(r, None)
+        np.save(folder / "properties.npy", np.array(props, np.int64))
+        np.save(folder / "starts.npy", np.r_[0, np.cumsum(sizes, dtype=np.int64)].astype(np.int64))
+        for name, parts in columns.items():
+            np.save(folder / f"{name}.npy", np.concatenate(parts) if parts else np.empty(0, self.dtype))
+        return int(sum(sizes))
+
+    @classmethod
+    def load(
+        cls, folder: str | Path, relations: Iterable[int] | None = None, big_tie: int = BIG_TIE
+    ) -> Cooccurrence:
+        """The co-occurrence counts of a :meth:`save` folder, its columns memory-mapped (read
+        only: the pages are the node's page cache, shared by the shards that map them), restricted
+        to ``relations`` where given. Answers as the instance that was saved."""
+        folder = Path(folder)
+        missing = [n for n in ("properties", "starts", *_SAVED) if not (folder / f"{n}.npy").exists()]
+        if missing:
+            raise FileNotFoundError(
+                f"{folder}: no {missing[0]}.npy (an interrupted prepare_retrieval); rerun it"
+            )
+        self = cls(None, big_tie)
+        props = np.load(folder / "properties.npy").tolist()
+        starts = np.load(folder / "starts.npy").tolist()
+        cols = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in _SAVED}
+        self.dtype = cols["subject"].dtype.type
+        wanted = None if relations is None else {int(r) for r in relations}
+        for i, r in enumerate(props):
+            if wanted is not None and r not in wanted:
+                continue
+            a, b = starts[i], starts[i + 1]
+            self.by_property[r] = (cols["subject"][a:b], cols["object"][a:b])
+            self._by_object[r] = (cols["by_object"][a:b], cols["subject_by_object"][a:b])
+        return self
+
+    def statements(self) -> int:
+        """Statements held (of the relations held)."""
+        return int(sum(len(s) for s, _ in self.by_property.values()))
 
     def _columns(self, r: int, side: str) -> tuple[np.ndarray, np.ndarray]:
         """``(anchor column, found column)`` of relation ``r``, the anchor column sorted."""
@@ -232,6 +291,11 @@ class Cooccurrence:
             freq = dict(level)
             found += [(e, freq[e]) for e in admit(s, r, o, [e for e, _ in level], n - len(found))]
         return [(e, f, float(n + 1 - i)) for i, (e, f) in enumerate(found, start=1)]
+
+
+#: Column files of :meth:`Cooccurrence.save`: per relation (``starts.npy`` bounds), subject and
+#: object sorted by (subject, object), then the object-sorted copy and its subjects.
+_SAVED = ("subject", "object", "by_object", "subject_by_object")
 
 
 def _distinct_sorted(*columns: np.ndarray) -> bool:

@@ -126,7 +126,7 @@ class Omega:
             ent, raw = ent[order], pa.array(forms["form"].to_numpy(dtype=object)[order], pa.string())
         self._forms = (ent, raw, {})
         self._form_ids = arrays.unique(ent)
-        self._valid = _valid_arrays(valid)
+        self._valid = valid_arrays(valid)
         # ``property, object`` of every statement of the relations valid at the dump date, whoever
         # the subject (same-relation pools), when ``valid`` holds some subjects' only (a loader
         # sets it; None: ``valid`` is whole).
@@ -164,20 +164,22 @@ class Omega:
         by_type: tuple[np.ndarray, np.ndarray, np.ndarray],
         forms: pa.Table,
         form_ids: np.ndarray,
-        valid: pd.DataFrame,
+        valid: pd.DataFrame | tuple[np.ndarray, np.ndarray],
         form_threshold: float | None = 90.0,
     ) -> Omega:
         """Ω over types and forms already in the layout ``__init__`` builds (``(ids, starts,
         values)`` by entity and by type; ``forms`` sorted by ``id``; ``form_ids`` its distinct
         ids), e.g. memory-mapped from a retrieval preparation (:func:`factprobe.distractors.
         retrieve.prepare_universe`): nothing is sorted or copied, so a shard reads only the
-        pages of the entities it asks about (issue 31 item 4)."""
+        pages of the entities it asks about (issue 31 item 4). ``valid``: statements, or their
+        :func:`valid_arrays` (a preparation's, mapped)."""
         omega = cls.__new__(cls)
         omega.form_threshold = form_threshold
         omega._by_id, omega._by_type = by_id, by_type
         omega._forms = (forms["id"].to_numpy(), forms["form"].combine_chunks(), {})
         omega._form_ids = form_ids
-        omega._valid = _valid_arrays(valid)
+        # A preparation's valid statements come already sorted (retrieve.map_valid).
+        omega._valid = valid if isinstance(valid, tuple) else valid_arrays(valid)
         omega.dump_objects = None
         return omega
 
@@ -377,7 +379,7 @@ class Omega:
         return _first_admitted(candidates, admit, limit)
 
 
-def _valid_arrays(valid: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def valid_arrays(valid: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """``(keys, objects)`` of valid statements sorted by their (subject, property) key."""
     key = pair_keys(valid["subject"].to_numpy(dtype=np.int64), valid["property"].to_numpy(dtype=np.int64))
     order = np.argsort(key, kind="stable")

@@ -26,7 +26,7 @@ from factprobe import arrays, contracts, parallel, scan
 from factprobe.contracts import id_ints
 from factprobe.distractors import STRATEGIES, needs, needs_every_subject
 from factprobe.distractors.cooccur import Cooccurrence
-from factprobe.distractors.omega import Omega, facts_valid, suite_omega  # noqa: F401 (re-export)
+from factprobe.distractors.omega import Omega, facts_valid, suite_omega, valid_arrays  # noqa: F401 (re-export)
 from factprobe.distractors.pool import is_string_entity, string_forms
 from factprobe.distractors.semantic import Prefixes, SemIndex, TypeSlice, exact_prefixes, load_index
 from factprobe.hashing import stable_hash
@@ -291,7 +291,12 @@ def load_suite_omega(
         mine = facts[facts["fact_id"].isin(set(only))]
         facts = facts[facts["property"].isin(set(mine["property"]))].reset_index(drop=True)
     con = scan.connect(threads, memory_mb)
-    statements, valid, dump_objects = _read_statements(inputs, settings, facts, mine, con)
+    # What the preparation holds (co-occurrence statements, the suite's valid statements) is
+    # mapped instead of scanned.
+    held = prepared_parts(prepared)
+    statements, valid, dump_objects = _read_statements(inputs, settings, facts, mine, con, held)
+    if VALID in held:
+        valid = map_valid(prepared)
     if prepared is None:
         types, entity_forms = _scan_universe(inputs, facts, mine, con)
     con.close()
@@ -306,50 +311,62 @@ def load_suite_omega(
         )
         typed, how = len(layout["id_ids"]), "mapped"
     omega.dump_objects = dump_objects
-    valid_rows = len(valid)
+    valid_rows = len(valid[0]) if isinstance(valid, tuple) else len(valid)
     del valid
     _trim_heap()
     log.info(
         "omega: %d facts, %d typed entities, %d forms, %d valid statements, %d co-occurrence statements "
-        "(types and forms %s)",
+        "(types and forms %s%s)",
         len(mine),
         typed,
         entity_forms.num_rows,
         valid_rows,
         len(statements),
         how,
+        "".join(f"; {HELD_NAMES[part]} mapped" for part in sorted(held)),
     )
     return facts, entity_forms, statements, omega
 
 
-def _read_statements(inputs, settings: dict, facts: pd.DataFrame, mine: pd.DataFrame, con):
+def _read_statements(
+    inputs, settings: dict, facts: pd.DataFrame, mine: pd.DataFrame, con, held: frozenset = frozenset()
+):
     """``(statements, valid, dump_objects)`` of :func:`load_suite_omega`: the relations'
     statements (co-occurrence), the statements valid for the facts' (s, r) (and, for the subject
-    side, for their objects) and every valid (relation, object) of the dump (relation pools)."""
+    side, for their objects) and every valid (relation, object) of the dump (relation pools).
+    What ``held`` names (:func:`prepared_parts`) is not read: no statements, valid None."""
     rel_ids = arrays.unique(id_ints(mine["property"]))
     strategies = list(settings.get("strategies", []))
     # The largest scans first: their DuckDB working memory then adds to little of Ω's state.
     statements = (
         scan.scan_statements(inputs.claims, rel_ids, con)
-        if needs(strategies, "statements")
+        if needs(strategies, "statements") and COOCCUR not in held
         else pd.DataFrame(columns=["subject", "property", "object"])
     )
-    # Ω asks valid_for(s, r) of the facts' own pairs; the subject side of co-occurrence also asks
-    # whether (s*, r, o) is valid for a fact's object o, and same-relation pools take every
-    # object of the relation in the dump, whoever its subject (fluent-mLAMA §3.1): read as
-    # distinct (relation, object) pairs, not as the relation's statements.
-    dump, ranks = int(settings["dump"]), settings["valid_ranks"]
-    objects = id_ints(mine["object"]) if needs_every_subject(settings) else None
-    valid = scan.scan_valid(inputs.claims, dump, ranks, rel_ids, id_ints(mine["subject"]), con, objects)
-    # Ω reads valid objects as sets per (s, r): a repeated row changes nothing, and de-duplicating
-    # millions of rows in pandas cost more memory than the rows themselves.
+    valid = None if VALID in held else _scan_valid(inputs, settings, facts, mine, con)
     listed = facts_valid(facts)
-    valid = pd.concat([valid, listed if objects is not None else facts_valid(mine)], ignore_index=True)
+    dump, ranks = int(settings["dump"]), settings["valid_ranks"]
     dump_objects = None
     if "pool" in strategies and settings.get("pool_source", "relation") == "relation":
         dump_objects = scan.scan_valid_objects(inputs.claims, dump, ranks, rel_ids, con)
         dump_objects = pd.concat([dump_objects, listed[["property", "object"]]], ignore_index=True)
     return statements, valid, dump_objects
+
+
+def _scan_valid(inputs, settings: dict, facts: pd.DataFrame, mine: pd.DataFrame, con) -> pd.DataFrame:
+    """The statements Ω reads as valid for ``mine``'s facts (those of ``facts``' relations)."""
+    # Ω asks valid_for(s, r) of the facts' own pairs; the subject side of co-occurrence also asks
+    # whether (s*, r, o) is valid for a fact's object o, and same-relation pools take every
+    # object of the relation in the dump, whoever its subject (fluent-mLAMA §3.1): read as
+    # distinct (relation, object) pairs, not as the relation's statements.
+    rel_ids = arrays.unique(id_ints(mine["property"]))
+    dump, ranks = int(settings["dump"]), settings["valid_ranks"]
+    objects = id_ints(mine["object"]) if needs_every_subject(settings) else None
+    valid = scan.scan_valid(inputs.claims, dump, ranks, rel_ids, id_ints(mine["subject"]), con, objects)
+    # Ω reads valid objects as sets per (s, r): a repeated row changes nothing, and de-duplicating
+    # millions of rows in pandas cost more memory than the rows themselves.
+    listed = facts_valid(facts) if objects is not None else facts_valid(mine)
+    return pd.concat([valid, listed], ignore_index=True)
 
 
 def _scan_universe(inputs, facts: pd.DataFrame, mine: pd.DataFrame, con) -> tuple[pd.DataFrame, pa.Table]:
@@ -368,39 +385,76 @@ UNIVERSE_ARRAYS = ("id_ids", "id_starts", "id_types", "type_types", "type_starts
 UNIVERSE_FORMS = "forms.arrow"
 
 
+def suite_cooccurrence(
+    statements: pd.DataFrame, facts: pd.DataFrame, prepared: str | Path | None
+) -> Cooccurrence:
+    """The co-occurrence counts of a retrieval job: mapped from its suite's preparation where that
+    holds the statements (a shard, restricted to ``facts``' relations), else built from the
+    ``statements`` :func:`load_suite_omega` scanned."""
+    if prepared is not None and (Path(prepared) / COOCCUR).is_dir():
+        return Cooccurrence.load(Path(prepared) / COOCCUR, arrays.unique(id_ints(facts["property"])).tolist())
+    return Cooccurrence(statements)
+
+
 def prepare_universe(
     inputs,
     folder: str | Path,
+    settings: dict | None = None,
     threads: int = 1,
     memory_mb: int | None = None,
-    search: str | None = None,
-    n: int | None = None,
 ) -> dict:
     """Write once per suite what every retrieval shard would otherwise scan or build whole (rule
     prepare_retrieval, issue 31 item 4): the types of all the suite's subjects and objects and
     of the members of their types, and the forms of those entities, in the sorted layout Ω
     searches (:meth:`Omega.layout`), for :func:`map_universe`. The same rows as one job's
-    :func:`load_suite_omega` reads, so Ω's answers are one job's. With ``search="exact"`` and
-    ``inputs.index``: also the Sem type slice of every declared type of the suite's objects
-    (:func:`prepare_slices`) and, given the suite's ``n``, every object's ranked prefix
-    (:func:`~factprobe.distractors.semantic.exact_prefixes`). Returns the row counts."""
+    :func:`load_suite_omega` reads, so Ω's answers are one job's.
+
+    ``settings`` (the suite's retrieve settings) add what the shards would each read whole:
+
+    - Sem with ``search: exact`` and ``inputs.index``: the type slice of every declared type of
+      the suite's objects (:func:`prepare_slices`) and every object's ranked prefix of
+      ``SEM_LIST_FACTOR * n`` (:func:`~factprobe.distractors.semantic.exact_prefixes`);
+    - co-occurrence (PROBELM Algorithm 1 counts over every subject of a relation): the
+      relations' statements from ``inputs.claims``, sorted both ways (:meth:`Cooccurrence.save`);
+    - where Ω holds every subject of a relation (the subject side, relation pools): the valid
+      statements of one job (those of every fact's subject and object), sorted by (s, r) key,
+      instead of each shard reading the (·, r, o) statements of hub objects again.
+
+    Returns the row counts."""
+    settings = settings or {}
     facts = contracts.read("facts", inputs.facts)
     con = scan.connect(threads, memory_mb)
+    folder = Path(folder)
+    counts = {}
+    if needs(settings.get("strategies", []), "statements"):
+        rel_ids = arrays.unique(id_ints(facts["property"]))
+        counts["statements"] = Cooccurrence(scan.scan_statements(inputs.claims, rel_ids, con)).save(
+            folder / COOCCUR
+        )
+    if needs_every_subject(settings):
+        keys, objects = valid_arrays(_scan_valid(inputs, settings, facts, facts, con))
+        (folder / VALID).mkdir(parents=True, exist_ok=True)
+        np.save(folder / VALID / "keys.npy", keys)
+        np.save(folder / VALID / "objects.npy", objects)
+        counts["valid"] = len(keys)
+        del keys, objects
     types, entity_forms = _scan_universe(inputs, facts, facts, con)
     con.close()
+    if counts:
+        log.info("statements held for the shards: %s", counts)
     no_valid = pd.DataFrame({c: np.empty(0, np.int64) for c in ("subject", "property", "object")})
     layout = Omega.from_tables(types, entity_forms, no_valid).layout()
-    folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     for name in UNIVERSE_ARRAYS:
         np.save(folder / f"{name}.npy", np.ascontiguousarray(layout[name], dtype=np.int64))
     table = entity_forms.combine_chunks()
     with pa.OSFile(str(folder / UNIVERSE_FORMS), "wb") as sink, pa.ipc.new_file(sink, table.schema) as out:
         out.write_table(table)
-    counts = {"typed": len(layout["id_ids"]), "types": len(layout["type_types"]), "forms": table.num_rows}
+    counts.update(typed=len(layout["id_ids"]), types=len(layout["type_types"]), forms=table.num_rows)
     log.info(
         "universe: %d typed entities of %d types, %d forms", counts["typed"], counts["types"], counts["forms"]
     )
+    search, n = settings.get("search"), settings.get("n")
     if search == "exact" and _optional(inputs, "index") is not None:
         omega = Omega.from_arrays(*_layout_args(layout), table, layout["form_ids"], no_valid)
         index = load_index(inputs.index, "exact")
@@ -443,6 +497,28 @@ def _optional(inputs, name: str):
 #: Sub-folders of a preparation: one TypeSlice folder per declared type (SemIndex.slices), and
 #: the objects' ranked prefixes (SemIndex.prefixes).
 SLICES, PREFIXES = "slices", "prefixes"
+#: Sub-folders of a preparation holding the relations' statements (:meth:`Cooccurrence.save`)
+#: and one job's valid statements (``keys.npy``, ``objects.npy`` of Ω's (s, r)-sorted arrays).
+COOCCUR, VALID = "cooccur", "valid"
+HELD_NAMES = {COOCCUR: "co-occurrence statements", VALID: "valid statements"}
+
+
+def prepared_parts(prepared: str | Path | None) -> frozenset:
+    """Which of :data:`COOCCUR` and :data:`VALID` a preparation folder holds."""
+    if prepared is None:
+        return frozenset()
+    return frozenset(part for part in (COOCCUR, VALID) if (Path(prepared) / part).is_dir())
+
+
+def map_valid(prepared: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """A preparation's valid statements as Ω's ``(keys, objects)`` arrays, memory-mapped."""
+    folder = Path(prepared) / VALID
+    missing = [n for n in ("keys.npy", "objects.npy") if not (folder / n).exists()]
+    if missing:
+        raise FileNotFoundError(f"{folder}: no {missing[0]} (an interrupted prepare_retrieval); rerun it")
+    return np.load(folder / "keys.npy", mmap_mode="r"), np.load(folder / "objects.npy", mmap_mode="r")
+
+
 #: Sem lists hold this many times n: Temp+Sem may drop Sem items already in the temporal list.
 SEM_LIST_FACTOR = 2
 
