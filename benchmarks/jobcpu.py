@@ -11,6 +11,14 @@ the tree with psutil every 30 s (after its first 30 s), so the CPU of processes 
 samples and of the last interval is lost. Inert without the variable, in Snakemake itself and in
 multiprocessing children (which leave through ``os._exit`` or carry a parent process).
 
+Memory (issue 31 item 5): a daemon thread samples the job's process tree every
+``SAMPLE_S`` seconds, summing each process's proportional set size (``Pss`` of
+``/proc/<pid>/smaps_rollup``: a page shared by n processes counts 1/n in each), so a parent and the
+workers it forked count the pages they share once, as the node's memory does; Snakemake's
+``max_rss`` sums their RSS and counts shared pages once per process, and ``ru_maxrss`` is the
+largest single process. It records the tree's peak, and the largest worker's (a child of the job's
+process) with the number of workers then, which ``scale.py`` scales to a node's threads.
+
 The hook runs last among the exit handlers (registered first), but before the interpreter frees
 its modules and objects: that teardown (a few tenths of a second for a job holding hundreds of MB)
 is not counted, so for short jobs, which Snakemake samples every 0.5 s during their first 30 s,
@@ -19,19 +27,71 @@ the two figures agree within that margin and either may be the larger.
 
 import atexit
 import os
+import threading
+import time
 
 _DIR = os.environ.get("FACTPROBE_JOB_CPU_DIR")
 _PID = os.getpid()
+SAMPLE_S = 0.5
+# Peaks of the sampled process tree (MB): whole tree, one worker, workers at the worker's peak.
+_PEAK = {"tree_pss_mb": 0.0, "worker_pss_mb": 0.0, "workers": 0}
+
+
+def _job():
+    import sys
+
+    job = getattr(sys.modules.get("__main__"), "snakemake", None)
+    return job if hasattr(job, "rule") and hasattr(job, "log") else None
+
+
+def _children(pid: int) -> list[int]:
+    """Every descendant of ``pid`` (Linux ``/proc/<pid>/task/<tid>/children``)."""
+    out = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                kids = [int(k) for k in f.read().split()]
+        except OSError:
+            continue
+        for kid in kids:
+            out.append(kid)
+            out += _children(kid)
+    return out
+
+
+def _pss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError):
+        pass
+    return 0.0
+
+
+def _sample() -> None:
+    while _job() is None:
+        time.sleep(SAMPLE_S)
+    while True:
+        kids = _children(_PID)
+        per = [_pss_mb(k) for k in kids]
+        _PEAK["tree_pss_mb"] = max(_PEAK["tree_pss_mb"], _pss_mb(_PID) + sum(per))
+        if per and max(per) > _PEAK["worker_pss_mb"]:
+            _PEAK["worker_pss_mb"], _PEAK["workers"] = max(per), len(per)
+        time.sleep(SAMPLE_S)
 
 
 def _record() -> None:
     import json
     import resource
-    import sys
-    import time
 
-    job = getattr(sys.modules.get("__main__"), "snakemake", None)
-    if os.getpid() != _PID or job is None or not hasattr(job, "rule") or not hasattr(job, "log"):
+    job = _job()
+    if os.getpid() != _PID or job is None:
         return
     import multiprocessing
 
@@ -46,6 +106,7 @@ def _record() -> None:
         "cpu_s": me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime,
         # ru_maxrss is KB on Linux: the largest of the process and of any one child.
         "max_rss_mb": max(me.ru_maxrss, kids.ru_maxrss) / 1024,
+        **{k: round(v, 1) for k, v in _PEAK.items()},
         "end": time.time(),
     }
     path = os.path.join(_DIR, f"{job.rule}.{_PID}.json")
@@ -56,3 +117,5 @@ def _record() -> None:
 
 if _DIR:
     atexit.register(_record)
+    # Not in multiprocessing's children (started from a job, they are sampled as its workers).
+    threading.Thread(target=_sample, name="jobcpu-memory", daemon=True).start()

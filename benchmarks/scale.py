@@ -149,6 +149,7 @@ DUCKDB_MIN_MB = 1024
 # one request at every size, and the RSS fit then sees only what grows with the data. Not the
 # semantic index's parts (sem_bags): their peak is the part's CSR beside DuckDB, fitted as measured.
 DUCKDB_RULES = ("diff_dumps", "temporal_view", "build_probes", "retrieve_distractors", "retrieve_shard")
+# The per-fact loop's CPU seconds (logs before issue 31's last stop gave its wall time).
 RETRIEVAL_LINE = re.compile(r"candidates: (\d+) facts in ([0-9.]+) s")
 SEARCH_LINE = re.compile(r"([0-9.]+) s in exact semantic search")
 # prepare_retrieval: the exact Sem ranking of the suite's objects, once for all shards.
@@ -323,6 +324,7 @@ def read_jobs(work: Path) -> list[dict]:
             row = next(csv.DictReader(f, delimiter="\t"))
 
         cpu = record["cpu_s"] if record else _num(row, "cpu_time")
+        record = record or {}
         out.append(
             {
                 "stage": stage,
@@ -331,6 +333,12 @@ def read_jobs(work: Path) -> list[dict]:
                 "wall_s": _num(row, "s"),
                 "cpu_s": cpu,
                 "rss_mb": _num(row, "max_rss"),
+                # The process tree's sampled PSS peak, the largest process's ru_maxrss, and the
+                # largest forked worker's PSS with the workers then (benchmarks/jobcpu.py).
+                "pss_mb": record.get("tree_pss_mb", 0.0),
+                "proc_mb": record.get("max_rss_mb", 0.0),
+                "worker_mb": record.get("worker_pss_mb", 0.0),
+                "workers": record.get("workers", 0),
             }
         )
     return out
@@ -342,8 +350,9 @@ def _num(row: dict, key: str) -> float:
 
 
 def read_retrieval(work: Path) -> dict[str, dict]:
-    """Per suite: probed facts and seconds of the per-fact loop (the rule's log line), apart
-    from the job's loading of Ω tables, index and temporal view; summed over the suite's shards
+    """Per suite: probed facts and CPU seconds of the per-fact loop (the rule's log line; its
+    building of pools, slices and co-occurrence levels apart, also in CPU), apart from the job's
+    loading of Ω tables, index and temporal view; summed over the suite's shards
     (``distractors.shards`` > 1: rule retrieve_shard), with ``fixed_s`` the largest loading and
     building time of one of its jobs (CPU minus loop; true CPU where recorded) and ``shards`` the
     jobs that retrieved."""
@@ -498,6 +507,7 @@ def report(runs: list[dict], facts: int, floor: float) -> str:
             cells.append(f"{r['wall_s']:.1f} / {r['cpu_s']:.1f} / {r['rss_mb']:.0f}" if r else "-")
         lines.append(f"| {rule} | " + " | ".join(cells) + " |")
     lines += cpu_table(runs)
+    lines += memory_table(runs)
     lines += ["", "| size | claims rows | DAG wall s | load avg before / after |", "|---|---|---|---|"]
     for run in runs:
         lines.append(
@@ -860,11 +870,12 @@ def unit_series(runs: list[dict], stage: str) -> dict[str, list[dict]]:
         for j in run_jobs(run):
             if j["stage"] != stage:
                 continue
-            u = units.setdefault(j["unit"], {"cpu_s": 0.0, "parts": 0, "rss_mb": 0.0})
+            u = units.setdefault(j["unit"], {"cpu_s": 0.0, "parts": 0, "rss_mb": 0.0, "worker_mb": 0.0})
             u["cpu_s"] += j["cpu_s"]
             # A sharded unit's parts; its gather job (no part) adds CPU, not a part.
             u["parts"] += bool(j["part"])
             u["rss_mb"] = max(u["rss_mb"], j["rss_mb"])
+            u["worker_mb"] = max(u["worker_mb"], j.get("worker_mb", 0.0))
         for u in units.values():
             u["parts"] = max(u["parts"], 1)
         per_run.append(units)
@@ -910,6 +921,53 @@ def unit_memory(
         f"{what} {floor:.0f} MB + {peak[0]:.0f} -> {peak[-1]:.0f} MB, b = {'-' if b is None else f'{b:.2f}'}"
     )
     return floor, var, how
+
+
+def workers_memory(n: list[int], series: list[dict], threads: int) -> tuple[float, str]:
+    """``(MB, how)`` of the processes a job of the unit forks (build_probes' parts,
+    prepare_retrieval's type slices): the largest worker's sampled PSS at each size, fitted in
+    entities, times the job's threads at full size, added to each job's memory as if every worker
+    held that peak at once and beside the state and DuckDB's limit (the phases do not overlap in
+    the code: an upper bound). 0 where no run sampled a worker."""
+    worker = [s.get("worker_mb", 0.0) for s in series]
+    if threads <= 1 or not all(worker):
+        return 0.0, ""
+    b = increment_exponent(n, worker, RSS_NOISE_MB)
+    full = extrapolate(n, worker, FULL_ENTITIES, b)
+    how = (
+        f"; + {threads} workers x {full:.0f} MB (a worker's PSS {worker[0]:.0f} -> {worker[-1]:.0f} MB, "
+        f"b = {'-' if b is None else f'{b:.2f}'})"
+    )
+    return threads * full, how
+
+
+def memory_table(runs: list[dict]) -> list[str]:
+    """Per rule at the largest size: the peak as Snakemake samples it (the tree's RSS summed: a
+    page shared by a parent and its forked workers counts once per process), the largest
+    process's ``ru_maxrss``, the tree's sampled PSS (shared pages counted once) and the largest
+    forked worker's PSS."""
+    run = runs[-1]
+    jobs = run_jobs(run)
+    if not any(j.get("pss_mb") for j in jobs):
+        return []
+    lines = [
+        "",
+        f"## Memory at {run['items']:,} entities: largest job per rule (MB; benchmarks/jobcpu.py samples PSS)",
+        "",
+        "| rule | Snakemake max_rss | largest process (ru_maxrss) | process tree PSS | largest worker PSS (workers) |",
+        "|---|---|---|---|---|",
+    ]
+    for stage in sorted({j["stage"] for j in jobs}):
+        mine = [j for j in jobs if j["stage"] == stage]
+        top = max(mine, key=lambda j: j.get("pss_mb", 0.0))
+        worker = max(mine, key=lambda j: j.get("worker_mb", 0.0))
+        lines.append(
+            f"| {stage} | {max(j['rss_mb'] for j in mine):.0f} | {max(j.get('proc_mb', 0.0) for j in mine):.0f} | "
+            f"{top.get('pss_mb', 0.0):.0f} ({top['unit']}) | "
+            + (f"{worker['worker_mb']:.0f} ({worker['workers']})" if worker.get("worker_mb") else "-")
+            + " |"
+        )
+    return lines
 
 
 def state_line(jobs: list[dict]) -> tuple[float, float, int]:
@@ -963,8 +1021,10 @@ def stage_models(runs: list[dict], floor: float) -> tuple[dict[str, list[UnitMod
                 fixed_cpu, cpu = 0.0, extrapolate(n, cpu_n, FULL_ENTITIES, max(b or 1.0, 1.0))
                 cpu_how = f"CPU {cpu_n[0]:.1f} -> {cpu_n[-1]:.1f} s, b = {'-' if b is None else f'{b:.2f}'} (used: >= 1)"
             mem_fixed, mem_var, how = unit_memory(runs, stage, unit, series, floor)
-            how = f"{cpu_how}; {how}"
             threads = STAGES[stage].threads if stage in STAGES else 1
+            workers_mb, workers_how = workers_memory(n, series, threads)
+            mem_fixed += workers_mb
+            how = f"{cpu_how}; {how}{workers_how}"
             models.append(
                 UnitModel(
                     stage, unit, cpu, fixed_cpu, mem_fixed, mem_var, duckdb, how, threads, serial_cpu_s=serial

@@ -59,6 +59,36 @@ def test_hook_records_the_whole_process_tree_once(tmp_path):
     assert scale.read_job_cpu(tmp_path) == {"benchmarks/extract_dump/20141201.tsv": record}
 
 
+# A job holding 200 MB that forks two workers, each holding 100 MB of its own for a while: the
+# pages the workers share with the parent count once in the tree's PSS (twice more in a sum of RSS).
+MEMORY_JOB = """
+import multiprocessing as mp, time
+class Job:
+    rule = "build_probes"
+    log = ["logs/build_probes/knowledge.log"]
+snakemake = Job()
+held = bytearray(b"x") * (200 * 2**20)
+def work(_):
+    own = bytearray(b"y") * (100 * 2**20)
+    time.sleep(2.5)
+    return len(own) + len(held)
+if __name__ == "__main__":
+    time.sleep(1.0)
+    with mp.get_context("fork").Pool(2) as pool:
+        pool.map(work, [0, 1], chunksize=1)
+"""
+
+
+def test_hook_samples_the_process_tree_memory_by_pss(tmp_path):
+    _run(tmp_path, MEMORY_JOB)
+    (record,) = [json.loads(p.read_text()) for p in (tmp_path / "jobcpu").glob("*.json")]
+    # 200 MB + 2 x 100 MB (+ interpreters); the RSS of the three summed would be about 800 MB.
+    assert 390 < record["tree_pss_mb"] < 560
+    # A worker: its own 100 MB and a third of the 200 MB it shares with the parent and the other.
+    assert record["workers"] == 2 and 150 < record["worker_pss_mb"] < 230
+    assert record["max_rss_mb"] > 290  # ru_maxrss: the largest process, shared pages whole
+
+
 def test_hook_is_inert_outside_a_job(tmp_path):
     _run(tmp_path, "sum(range(1000))\n")
     assert list((tmp_path / "jobcpu").glob("*.json")) == []

@@ -241,7 +241,7 @@ def test_read_jobs_keeps_each_part_with_its_true_cpu(tmp_path):
     ]
     # Per unit: CPU summed, parts counted, the largest part's peak.
     series = scale.unit_series([{"jobs": jobs}], "build_sem_index")
-    assert series == {"20190201": [{"cpu_s": 4.5, "parts": 2, "rss_mb": 400.0}]}
+    assert series == {"20190201": [{"cpu_s": 4.5, "parts": 2, "rss_mb": 400.0, "worker_mb": 0.0}]}
 
 
 def test_workdir_leaves_out_suites_of_listed_facts(tmp_path):
@@ -303,3 +303,16 @@ def test_build_probes_divides_all_but_its_main_thread_over_its_threads(monkeypat
         pytest.approx(40),
         0.0,
     )
+
+
+def test_forked_workers_memory_is_fitted_and_counted_once_per_thread():
+    """A job's forked workers (benchmarks/jobcpu.py samples the largest one's PSS): their peak
+    fitted in entities, times the job's threads at full size; nothing where none was sampled."""
+    n = [1e6, 2e6, 4e6]
+    series = [{"worker_mb": w} for w in (100.0, 160.0, 280.0)]
+    # Increments 60 MB over 1M entities and 180 over 3M: b = 1; at 110M: 100 + 180 x 109/3 MB.
+    mb, how = scale.workers_memory(n, series, 16)
+    assert mb == pytest.approx(16 * (100 + 180 * 109 / 3))
+    assert "16 workers" in how and "b = 1.00" in how
+    assert scale.workers_memory(n, series, 1) == (0.0, "")
+    assert scale.workers_memory(n, [*series[:2], {"worker_mb": 0.0}], 16) == (0.0, "")

@@ -16,7 +16,6 @@ ranks 1..n+1 of the PROBELM data turned into NDCG gains.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import pandas as pd
 from factprobe import arrays
 from factprobe.distractors.omega import Omega, in_sorted
 from factprobe.hashing import stable_hash, stable_hashes
+from factprobe.parallel import cpu_clock
 
 # Tie levels up to this size are sorted by the per-fact hash (the largest level of the 20k-entity
 # replicated demo, benchmarks/scale_dumps.py, holds 494 entities).
@@ -165,10 +165,10 @@ class Cooccurrence:
         key = (r, side, tuple(types.tolist()))
         lv = self._counts.get(key)
         if lv is None:
-            started = time.perf_counter()
+            started = cpu_clock()
             rows = _rows_of(_fitting(omega.members(types), key_col.dtype), key_col)
             lv = self._remember(key, _Levels(*np.unique(found_col[rows], return_counts=True)))
-            self.built_s += time.perf_counter() - started
+            self.built_s += cpu_clock() - started
             self.built += 1
         # A typed anchor is one of its own siblings: its statements come off the counts.
         own = found_col[:0]
@@ -194,7 +194,7 @@ class Cooccurrence:
         types, which Ω would reject one by one, fact after fact."""
         sub = lv.within.get(types)
         if sub is None:
-            started = time.perf_counter()
+            started = cpu_clock()
             members = _fitting(omega.members(np.array(types, np.int64)), lv.ents.dtype)
             # Intersect from the smaller side: a binary search per entity of it.
             if len(members) < len(lv.ents):
@@ -204,7 +204,7 @@ class Cooccurrence:
             sub = lv.within[types] = _Levels(lv.ents[idx], lv.counts[idx])
             self._held += len(idx)
             self._parts += 1
-            self.built_s += time.perf_counter() - started
+            self.built_s += cpu_clock() - started
             self.built += 1
         return sub
 
@@ -267,9 +267,9 @@ class Cooccurrence:
                 hashed = stable_hashes((fact_id, side), tied.tolist())
                 yield [(int(e), level) for e in tied[np.argsort(hashed, kind="stable")].tolist()]
             else:
-                started = time.perf_counter()
+                started = cpu_clock()
                 order = sub.hash_order(level, r, side)
-                self.built_s += time.perf_counter() - started
+                self.built_s += cpu_clock() - started
                 yield from sub.rotation(level, order, (r, side), stable_hash(fact_id, side), gone, come)
 
     def ranked(self, omega: Omega, fact_id: str, s: int, r: int, o: int, side: str) -> list[tuple[int, int]]:

@@ -7,8 +7,6 @@ once per suite, what every fact shares (semantic lists, relation pools, co-occur
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from factprobe.contracts import pid
@@ -24,6 +22,7 @@ from factprobe.distractors.random import random_distractors
 from factprobe.distractors.retrieve import SEM_LIST_FACTOR, Context, rows
 from factprobe.distractors.semantic import sem_distractors
 from factprobe.distractors.temporal import temp_sem
+from factprobe.parallel import cpu_clock
 
 Triple = tuple[int, int, int]
 
@@ -87,7 +86,7 @@ def relation_pools(ctx: Context) -> None:
     if ctx.entity_forms is None:
         raise ValueError("strategy pool needs the suite's entity_forms")
     settings = ctx.settings
-    t0 = time.perf_counter()
+    t0 = cpu_clock()
     if settings.pool_source == "dataset":
         pools = dataset_pools(ctx.facts, ctx.entity_forms, settings.languages, settings.dataset)
     else:
@@ -99,7 +98,7 @@ def relation_pools(ctx: Context) -> None:
         pools = _relation_pools(ctx.facts, ctx.entity_forms, settings.languages, dump_objects)
         # Indexed by declared type once, so that a fact reads its object's types' entries only.
         pools = {key: TypedPool(pool, ctx.omega) for key, pool in pools.items()}
-    ctx.built["s"] += time.perf_counter() - t0
+    ctx.built["s"] += cpu_clock() - t0
     ctx.built["n"] += len(pools)
     ctx.shared["pools"] = pools
 
