@@ -207,3 +207,12 @@ def test_sharded_retrieval_reads_one_preparation_per_suite():
     cooccur = I.prepare_inputs({"strategies": ["cooccur"], "dump": "20190201"}, omega, [], "i")
     # Co-occurrence counts every statement of the relations: the preparation sorts them once.
     assert "index" not in cooccur and cooccur["claims"] == omega["claims"]
+    # Relation pools take every object of the relation: the preparation holds one job's valid
+    # statements (prepare_universe), read from the claims.
+    pool = I.prepare_inputs(
+        {"strategies": ["pool"], "pool_source": "relation", "dump": "20190201"}, omega, [], "i"
+    )
+    assert pool["claims"] == omega["claims"]
+    assert "claims" not in I.prepare_inputs(
+        {"strategies": ["pool"], "pool_source": "dataset", "dump": "1"}, omega, [], "i"
+    )

@@ -247,9 +247,11 @@ def shard_prepared(suite: str, shards: int, prepared: str) -> str | None:
 def prepare_inputs(settings: Mapping, omega: dict, lib: list[str], index: str) -> dict:
     """A suite's retrieval preparation reads the Ω tables but the claims (the shards read the
     statements valid for their own subjects), unless co-occurrence counts every statement of the
-    suite's relations (it saves them, sorted once for all the shards); and the dump's semantic
-    index when Sem searches exactly (it saves the type slices of the suite's objects' types)."""
-    files = {k: v for k, v in omega.items() if k != "claims" or D.needs(settings["strategies"], "statements")}
+    suite's relations or Ω holds every subject of them (subject side, relation pools): it then
+    saves those statements once for all the shards. And the dump's semantic index when Sem
+    searches exactly (it saves the type slices of the suite's objects' types)."""
+    claims = D.needs(settings["strategies"], "statements") or D.needs_every_subject(settings)
+    files = {k: v for k, v in omega.items() if k != "claims" or claims}
     files["lib"] = lib
     if D.needs(settings["strategies"], "index") and settings.get("search") == "exact":
         files["index"] = index.format(dump=settings["dump"])
