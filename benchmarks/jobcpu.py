@@ -17,7 +17,8 @@ Memory (issue 31 item 5): a daemon thread samples the job's process tree every
 workers it forked count the pages they share once, as the node's memory does; Snakemake's
 ``max_rss`` sums their RSS and counts shared pages once per process, and ``ru_maxrss`` is the
 largest single process. It records the tree's peak, and the largest worker's (a child of the job's
-process) with the number of workers then, which ``scale.py`` scales to a node's threads.
+process) PSS and own pages (USS: ``Private_*``, not the parent's pages it shares) with the number of
+workers then; ``scale.py`` scales the USS to a node's threads.
 
 The hook runs last among the exit handlers (registered first), but before the interpreter frees
 its modules and objects: that teardown (a few tenths of a second for a job holding hundreds of MB)
@@ -33,8 +34,9 @@ import time
 _DIR = os.environ.get("FACTPROBE_JOB_CPU_DIR")
 _PID = os.getpid()
 SAMPLE_S = 0.5
-# Peaks of the sampled process tree (MB): whole tree, one worker, workers at the worker's peak.
-_PEAK = {"tree_pss_mb": 0.0, "worker_pss_mb": 0.0, "workers": 0}
+# Peaks of the sampled process tree (MB): the whole tree's PSS, one worker's PSS and its own
+# pages (USS), and the workers running at that USS peak.
+_PEAK = {"tree_pss_mb": 0.0, "worker_pss_mb": 0.0, "worker_uss_mb": 0.0, "workers": 0}
 
 
 def _job():
@@ -63,26 +65,32 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def _pss_mb(pid: int) -> float:
+def _memory_mb(pid: int) -> tuple[float, float]:
+    """``(PSS, USS)`` of a process in MB: its proportional share of every page it maps, and the
+    pages only it maps (``Private_Clean`` + ``Private_Dirty``: a forked worker's own, not the
+    parent's pages it still shares)."""
+    got = {}
     try:
         with open(f"/proc/{pid}/smaps_rollup") as f:
             for line in f:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) / 1024
-    except (OSError, ValueError):
+                key, _, rest = line.partition(":")
+                if key in ("Pss", "Private_Clean", "Private_Dirty"):
+                    got[key] = int(rest.split()[0]) / 1024
+    except (OSError, ValueError, IndexError):
         pass
-    return 0.0
+    return got.get("Pss", 0.0), got.get("Private_Clean", 0.0) + got.get("Private_Dirty", 0.0)
 
 
 def _sample() -> None:
     while _job() is None:
         time.sleep(SAMPLE_S)
     while True:
-        kids = _children(_PID)
-        per = [_pss_mb(k) for k in kids]
-        _PEAK["tree_pss_mb"] = max(_PEAK["tree_pss_mb"], _pss_mb(_PID) + sum(per))
-        if per and max(per) > _PEAK["worker_pss_mb"]:
-            _PEAK["worker_pss_mb"], _PEAK["workers"] = max(per), len(per)
+        per = [_memory_mb(k) for k in _children(_PID)]
+        _PEAK["tree_pss_mb"] = max(_PEAK["tree_pss_mb"], _memory_mb(_PID)[0] + sum(p for p, _ in per))
+        if per:
+            _PEAK["worker_pss_mb"] = max(_PEAK["worker_pss_mb"], max(p for p, _ in per))
+            if max(u for _, u in per) > _PEAK["worker_uss_mb"]:
+                _PEAK["worker_uss_mb"], _PEAK["workers"] = max(u for _, u in per), len(per)
         time.sleep(SAMPLE_S)
 
 

@@ -337,7 +337,8 @@ def read_jobs(work: Path) -> list[dict]:
                 # largest forked worker's PSS with the workers then (benchmarks/jobcpu.py).
                 "pss_mb": record.get("tree_pss_mb", 0.0),
                 "proc_mb": record.get("max_rss_mb", 0.0),
-                "worker_mb": record.get("worker_pss_mb", 0.0),
+                "worker_pss_mb": record.get("worker_pss_mb", 0.0),
+                "worker_mb": record.get("worker_uss_mb", 0.0),
                 "workers": record.get("workers", 0),
             }
         )
@@ -925,17 +926,18 @@ def unit_memory(
 
 def workers_memory(n: list[int], series: list[dict], threads: int) -> tuple[float, str]:
     """``(MB, how)`` of the processes a job of the unit forks (build_probes' parts,
-    prepare_retrieval's type slices): the largest worker's sampled PSS at each size, fitted in
-    entities, times the job's threads at full size, added to each job's memory as if every worker
-    held that peak at once and beside the state and DuckDB's limit (the phases do not overlap in
-    the code: an upper bound). 0 where no run sampled a worker."""
+    prepare_retrieval's type slices): the largest worker's own pages (USS, sampled; the pages it
+    shares with the parent are the parent's state) at each size, fitted in entities, times the
+    job's threads at full size, added to each job's memory as if every worker held that peak at
+    once and beside the state and DuckDB's limit (the phases do not overlap in the code: an upper
+    bound). 0 where no run sampled a worker."""
     worker = [s.get("worker_mb", 0.0) for s in series]
     if threads <= 1 or not all(worker):
         return 0.0, ""
     b = increment_exponent(n, worker, RSS_NOISE_MB)
     full = extrapolate(n, worker, FULL_ENTITIES, b)
     how = (
-        f"; + {threads} workers x {full:.0f} MB (a worker's PSS {worker[0]:.0f} -> {worker[-1]:.0f} MB, "
+        f"; + {threads} workers x {full:.0f} MB (a worker's own {worker[0]:.0f} -> {worker[-1]:.0f} MB, "
         f"b = {'-' if b is None else f'{b:.2f}'})"
     )
     return threads * full, how
@@ -945,7 +947,7 @@ def memory_table(runs: list[dict]) -> list[str]:
     """Per rule at the largest size: the peak as Snakemake samples it (the tree's RSS summed: a
     page shared by a parent and its forked workers counts once per process), the largest
     process's ``ru_maxrss``, the tree's sampled PSS (shared pages counted once) and the largest
-    forked worker's PSS."""
+    forked worker's PSS and own pages (USS)."""
     run = runs[-1]
     jobs = run_jobs(run)
     if not any(j.get("pss_mb") for j in jobs):
@@ -954,7 +956,7 @@ def memory_table(runs: list[dict]) -> list[str]:
         "",
         f"## Memory at {run['items']:,} entities: largest job per rule (MB; benchmarks/jobcpu.py samples PSS)",
         "",
-        "| rule | Snakemake max_rss | largest process (ru_maxrss) | process tree PSS | largest worker PSS (workers) |",
+        "| rule | Snakemake max_rss | largest process (ru_maxrss) | process tree PSS | largest worker PSS / own (workers) |",
         "|---|---|---|---|---|",
     ]
     for stage in sorted({j["stage"] for j in jobs}):
@@ -964,7 +966,11 @@ def memory_table(runs: list[dict]) -> list[str]:
         lines.append(
             f"| {stage} | {max(j['rss_mb'] for j in mine):.0f} | {max(j.get('proc_mb', 0.0) for j in mine):.0f} | "
             f"{top.get('pss_mb', 0.0):.0f} ({top['unit']}) | "
-            + (f"{worker['worker_mb']:.0f} ({worker['workers']})" if worker.get("worker_mb") else "-")
+            + (
+                f"{worker.get('worker_pss_mb', 0.0):.0f} / {worker['worker_mb']:.0f} ({worker['workers']})"
+                if worker.get("worker_mb")
+                else "-"
+            )
             + " |"
         )
     return lines
