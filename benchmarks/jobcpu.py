@@ -17,8 +17,9 @@ Memory (issue 31 item 5): a daemon thread samples the job's process tree every
 workers it forked count the pages they share once, as the node's memory does; Snakemake's
 ``max_rss`` sums their RSS and counts shared pages once per process, and ``ru_maxrss`` is the
 largest single process. It records the tree's peak, and the largest worker's (a child of the job's
-process) PSS and own pages (USS: ``Private_*``, not the parent's pages it shares) with the number of
-workers then; ``scale.py`` scales the USS to a node's threads.
+process) PSS and own written pages (``Private_Dirty``: not the parent's pages it shares, nor the
+clean pages of files it maps) with the number of workers then; ``scale.py`` scales those to a
+node's threads.
 
 The hook runs last among the exit handlers (registered first), but before the interpreter frees
 its modules and objects: that teardown (a few tenths of a second for a job holding hundreds of MB)
@@ -35,8 +36,8 @@ _DIR = os.environ.get("FACTPROBE_JOB_CPU_DIR")
 _PID = os.getpid()
 SAMPLE_S = 0.5
 # Peaks of the sampled process tree (MB): the whole tree's PSS, one worker's PSS and its own
-# pages (USS), and the workers running at that USS peak.
-_PEAK = {"tree_pss_mb": 0.0, "worker_pss_mb": 0.0, "worker_uss_mb": 0.0, "workers": 0}
+# written pages, and the workers running at that peak.
+_PEAK = {"tree_pss_mb": 0.0, "worker_pss_mb": 0.0, "worker_own_mb": 0.0, "workers": 0}
 
 
 def _job():
@@ -66,19 +67,20 @@ def _children(pid: int) -> list[int]:
 
 
 def _memory_mb(pid: int) -> tuple[float, float]:
-    """``(PSS, USS)`` of a process in MB: its proportional share of every page it maps, and the
-    pages only it maps (``Private_Clean`` + ``Private_Dirty``: a forked worker's own, not the
-    parent's pages it still shares)."""
+    """``(PSS, own)`` of a process in MB: its proportional share of every page it maps, and the
+    pages it wrote that no other process maps (``Private_Dirty``: a forked worker's heap, not the
+    parent's pages it still shares, nor the clean pages of files it maps, which are the node's
+    page cache)."""
     got = {}
     try:
         with open(f"/proc/{pid}/smaps_rollup") as f:
             for line in f:
                 key, _, rest = line.partition(":")
-                if key in ("Pss", "Private_Clean", "Private_Dirty"):
+                if key in ("Pss", "Private_Dirty"):
                     got[key] = int(rest.split()[0]) / 1024
     except (OSError, ValueError, IndexError):
         pass
-    return got.get("Pss", 0.0), got.get("Private_Clean", 0.0) + got.get("Private_Dirty", 0.0)
+    return got.get("Pss", 0.0), got.get("Private_Dirty", 0.0)
 
 
 def _sample() -> None:
@@ -89,8 +91,8 @@ def _sample() -> None:
         _PEAK["tree_pss_mb"] = max(_PEAK["tree_pss_mb"], _memory_mb(_PID)[0] + sum(p for p, _ in per))
         if per:
             _PEAK["worker_pss_mb"] = max(_PEAK["worker_pss_mb"], max(p for p, _ in per))
-            if max(u for _, u in per) > _PEAK["worker_uss_mb"]:
-                _PEAK["worker_uss_mb"], _PEAK["workers"] = max(u for _, u in per), len(per)
+            if max(u for _, u in per) > _PEAK["worker_own_mb"]:
+                _PEAK["worker_own_mb"], _PEAK["workers"] = max(u for _, u in per), len(per)
         time.sleep(SAMPLE_S)
 
 

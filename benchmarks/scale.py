@@ -338,7 +338,7 @@ def read_jobs(work: Path) -> list[dict]:
                 "pss_mb": record.get("tree_pss_mb", 0.0),
                 "proc_mb": record.get("max_rss_mb", 0.0),
                 "worker_pss_mb": record.get("worker_pss_mb", 0.0),
-                "worker_mb": record.get("worker_uss_mb", 0.0),
+                "worker_mb": record.get("worker_own_mb", 0.0),
                 "workers": record.get("workers", 0),
             }
         )
@@ -925,29 +925,37 @@ def unit_memory(
 
 
 def workers_memory(n: list[int], series: list[dict], threads: int) -> tuple[float, str]:
-    """``(MB, how)`` of the processes a job of the unit forks (build_probes' parts,
-    prepare_retrieval's type slices): the largest worker's own pages (USS, sampled; the pages it
-    shares with the parent are the parent's state) at each size, fitted in entities, times the
-    job's threads at full size, added to each job's memory as if every worker held that peak at
-    once and beside the state and DuckDB's limit (the phases do not overlap in the code: an upper
-    bound). 0 where no run sampled a worker."""
+    """``(MB per worker, how)`` of the processes a job of the unit forks (build_probes' parts,
+    prepare_retrieval's type slices and ranking): the largest worker's own written pages
+    (``Private_Dirty``, sampled by benchmarks/jobcpu.py; the pages it shares with the parent are
+    the parent's state, and the clean pages of mapped files are the node's page cache) at each
+    size, fitted in entities. stage_models adds one per thread to the job's memory, as if every
+    worker held that peak at once and beside the state and DuckDB's limit (an upper bound), and
+    gives the job no more threads than fit JOB_GB. 0 where no run sampled a worker."""
     worker = [s.get("worker_mb", 0.0) for s in series]
     if threads <= 1 or not all(worker):
         return 0.0, ""
     b = increment_exponent(n, worker, RSS_NOISE_MB)
     full = extrapolate(n, worker, FULL_ENTITIES, b)
     how = (
-        f"; + {threads} workers x {full:.0f} MB (a worker's own {worker[0]:.0f} -> {worker[-1]:.0f} MB, "
+        f"; + workers x {full:.0f} MB (a worker's own {worker[0]:.0f} -> {worker[-1]:.0f} MB, "
         f"b = {'-' if b is None else f'{b:.2f}'})"
     )
-    return threads * full, how
+    return full, how
+
+
+def workers_that_fit(threads: int, worker_mb: float, state_mb: float) -> int:
+    """Memory respected: as many forked workers (at most ``threads``, at least one) as fit JOB_GB
+    beside the job's state and the smallest DuckDB limit; the job asks for that many cores."""
+    room = JOB_GB * 1024 - state_mb - DUCKDB_MIN_MB
+    return max(1, min(threads, int(room // worker_mb)))
 
 
 def memory_table(runs: list[dict]) -> list[str]:
     """Per rule at the largest size: the peak as Snakemake samples it (the tree's RSS summed: a
     page shared by a parent and its forked workers counts once per process), the largest
     process's ``ru_maxrss``, the tree's sampled PSS (shared pages counted once) and the largest
-    forked worker's PSS and own pages (USS)."""
+    forked worker's PSS and own written pages (Private_Dirty)."""
     run = runs[-1]
     jobs = run_jobs(run)
     if not any(j.get("pss_mb") for j in jobs):
@@ -1028,8 +1036,13 @@ def stage_models(runs: list[dict], floor: float) -> tuple[dict[str, list[UnitMod
                 cpu_how = f"CPU {cpu_n[0]:.1f} -> {cpu_n[-1]:.1f} s, b = {'-' if b is None else f'{b:.2f}'} (used: >= 1)"
             mem_fixed, mem_var, how = unit_memory(runs, stage, unit, series, floor)
             threads = STAGES[stage].threads if stage in STAGES else 1
-            workers_mb, workers_how = workers_memory(n, series, threads)
-            mem_fixed += workers_mb
+            worker_mb, workers_how = workers_memory(n, series, threads)
+            if worker_mb:
+                fit = workers_that_fit(threads, worker_mb, mem_fixed + mem_var)
+                if fit < threads:
+                    workers_how += f"; {fit} of {threads} workers fit {JOB_GB:.0f} GB"
+                threads = fit
+                mem_fixed += threads * worker_mb
             how = f"{cpu_how}; {how}{workers_how}"
             models.append(
                 UnitModel(
@@ -1115,8 +1128,10 @@ def full_jobs(
             for i in range(k):
                 name = f"{stage}/{m.unit}/{i}"
                 serial = m.serial_cpu_s / k
-                hours = ((m.cpu_s / k + m.fixed_cpu_s - serial) / spec.threads + serial) / 3600
-                jobs.append(Job(name, hours, spec.threads, m.job_mb(k) / 1024, tuple(deps)))
+                # The unit's threads: the stage's, or fewer where its forked workers' memory
+                # would not fit (stage_models).
+                hours = ((m.cpu_s / k + m.fixed_cpu_s - serial) / m.threads + serial) / 3600
+                jobs.append(Job(name, hours, m.threads, m.job_mb(k) / 1024, tuple(deps)))
                 names[(stage, m.unit)].append(name)
     return jobs, parts
 

@@ -293,6 +293,10 @@ def test_build_probes_divides_all_but_its_main_thread_over_its_threads(monkeypat
     (job,), _ = scale.full_jobs({"build_probes": [unit]})
     assert scale.STAGES["build_probes"].threads == 16
     assert job.hours * 3600 == pytest.approx(8 + 32 / 16) and job.cores == 16
+    # A unit given fewer threads (its workers' memory, workers_that_fit) asks for those cores.
+    unit = scale.UnitModel("build_probes", "k", 40, 0, 100, 0, 0, "", 3, serial_cpu_s=8)
+    (job,), _ = scale.full_jobs({"build_probes": [unit]})
+    assert job.hours * 3600 == pytest.approx(8 + 32 / 3) and job.cores == 3
     # Runs saved before the main thread was logged: all but the parts on one core.
     for run in runs:
         del run["probes"]["k"]["main_s"]
@@ -312,7 +316,12 @@ def test_forked_workers_memory_is_fitted_and_counted_once_per_thread():
     series = [{"worker_mb": w} for w in (100.0, 160.0, 280.0)]
     # Increments 60 MB over 1M entities and 180 over 3M: b = 1; at 110M: 100 + 180 x 109/3 MB.
     mb, how = scale.workers_memory(n, series, 16)
-    assert mb == pytest.approx(16 * (100 + 180 * 109 / 3))
-    assert "16 workers" in how and "b = 1.00" in how
+    assert mb == pytest.approx(100 + 180 * 109 / 3)
+    assert "b = 1.00" in how
     assert scale.workers_memory(n, series, 1) == (0.0, "")
+    # 32 GB = 32,768 MB: 6,000 of state and DuckDB's smallest limit of 1,024 leave 25,744 MB,
+    # two workers of 9,000 MB; workers of 1,000 MB: all 16; workers above the room: still one.
+    assert scale.workers_that_fit(16, 9000.0, 6000.0) == 2
+    assert scale.workers_that_fit(16, 1000.0, 6000.0) == 16
+    assert scale.workers_that_fit(16, 40000.0, 6000.0) == 1
     assert scale.workers_memory(n, [*series[:2], {"worker_mb": 0.0}], 16) == (0.0, "")
