@@ -17,9 +17,9 @@ Memory (issue 31 item 5): a daemon thread samples the job's process tree every
 workers it forked count the pages they share once, as the node's memory does; Snakemake's
 ``max_rss`` sums their RSS and counts shared pages once per process, and ``ru_maxrss`` is the
 largest single process. It records the tree's peak, and the largest worker's (a child of the job's
-process) PSS and own written pages (``Private_Dirty``: not the parent's pages it shares, nor the
-clean pages of files it maps) with the number of workers then; ``scale.py`` scales those to a
-node's threads.
+process) PSS and own memory (the private pages of its anonymous mappings: not the parent's pages it
+still shares, nor the pages of files it maps, whose dirty pages are page cache) with the number of
+workers then; ``scale.py`` scales the latter to a node's threads.
 
 The hook runs last among the exit handlers (registered first), but before the interpreter frees
 its modules and objects: that teardown (a few tenths of a second for a job holding hundreds of MB)
@@ -36,7 +36,7 @@ _DIR = os.environ.get("FACTPROBE_JOB_CPU_DIR")
 _PID = os.getpid()
 SAMPLE_S = 0.5
 # Peaks of the sampled process tree (MB): the whole tree's PSS, one worker's PSS and its own
-# written pages, and the workers running at that peak.
+# anonymous memory, and the workers running at that peak.
 _PEAK = {"tree_pss_mb": 0.0, "worker_pss_mb": 0.0, "worker_own_mb": 0.0, "workers": 0}
 
 
@@ -66,29 +66,43 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def _memory_mb(pid: int) -> tuple[float, float]:
-    """``(PSS, own)`` of a process in MB: its proportional share of every page it maps, and the
-    pages it wrote that no other process maps (``Private_Dirty``: a forked worker's heap, not the
-    parent's pages it still shares, nor the clean pages of files it maps, which are the node's
-    page cache)."""
-    got = {}
+def _pss_mb(pid: int) -> float:
+    """A process's proportional share of every page it maps (MB)."""
     try:
         with open(f"/proc/{pid}/smaps_rollup") as f:
             for line in f:
-                key, _, rest = line.partition(":")
-                if key in ("Pss", "Private_Dirty"):
-                    got[key] = int(rest.split()[0]) / 1024
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) / 1024
     except (OSError, ValueError, IndexError):
         pass
-    return got.get("Pss", 0.0), got.get("Private_Dirty", 0.0)
+    return 0.0
+
+
+def _own_anon_mb(pid: int) -> float:
+    """A worker's own memory (MB): the private pages of its anonymous mappings (heap, arenas,
+    large arrays), not the pages it still shares with its parent nor those of files it maps
+    (their dirty pages, just written, are the page cache's until written back)."""
+    total, anon = 0, False
+    try:
+        with open(f"/proc/{pid}/smaps") as f:
+            for line in f:
+                if "-" in line.split(" ", 1)[0]:
+                    fields = line.split()
+                    anon = len(fields) < 6 or fields[5].startswith(("[heap", "[anon", "[stack"))
+                elif anon and line.startswith(("Private_Dirty:", "Private_Clean:")):
+                    total += int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return total / 1024
 
 
 def _sample() -> None:
     while _job() is None:
         time.sleep(SAMPLE_S)
     while True:
-        per = [_memory_mb(k) for k in _children(_PID)]
-        _PEAK["tree_pss_mb"] = max(_PEAK["tree_pss_mb"], _memory_mb(_PID)[0] + sum(p for p, _ in per))
+        kids = _children(_PID)
+        per = [(_pss_mb(k), _own_anon_mb(k)) for k in kids]
+        _PEAK["tree_pss_mb"] = max(_PEAK["tree_pss_mb"], _pss_mb(_PID) + sum(p for p, _ in per))
         if per:
             _PEAK["worker_pss_mb"] = max(_PEAK["worker_pss_mb"], max(p for p, _ in per))
             if max(u for _, u in per) > _PEAK["worker_own_mb"]:

@@ -926,10 +926,9 @@ def unit_memory(
 
 def workers_memory(n: list[int], series: list[dict], threads: int) -> tuple[float, str]:
     """``(MB per worker, how)`` of the processes a job of the unit forks (build_probes' parts,
-    prepare_retrieval's type slices and ranking): the largest worker's own written pages
-    (``Private_Dirty``, sampled by benchmarks/jobcpu.py; the pages it shares with the parent are
-    the parent's state, and the clean pages of mapped files are the node's page cache) at each
-    size, fitted in entities. stage_models adds one per thread to the job's memory, as if every
+    prepare_retrieval's type slices and ranking): the largest worker's own anonymous memory
+    (sampled by benchmarks/jobcpu.py; the pages it shares with the parent are the parent's state,
+    and the pages of mapped files are the node's page cache) at each size, fitted in entities. stage_models adds one per thread to the job's memory, as if every
     worker held that peak at once and beside the state and DuckDB's limit (an upper bound), and
     gives the job no more threads than fit JOB_GB. 0 where no run sampled a worker."""
     worker = [s.get("worker_mb", 0.0) for s in series]
@@ -955,7 +954,7 @@ def memory_table(runs: list[dict]) -> list[str]:
     """Per rule at the largest size: the peak as Snakemake samples it (the tree's RSS summed: a
     page shared by a parent and its forked workers counts once per process), the largest
     process's ``ru_maxrss``, the tree's sampled PSS (shared pages counted once) and the largest
-    forked worker's PSS and own written pages (Private_Dirty)."""
+    forked worker's PSS and own anonymous memory."""
     run = runs[-1]
     jobs = run_jobs(run)
     if not any(j.get("pss_mb") for j in jobs):

@@ -86,7 +86,7 @@ def test_hook_samples_the_process_tree_memory_by_pss(tmp_path):
     assert 390 < record["tree_pss_mb"] < 560
     # A worker: its own 100 MB and a third of the 200 MB it shares with the parent and the other.
     assert record["workers"] == 2 and 150 < record["worker_pss_mb"] < 230
-    assert 95 < record["worker_own_mb"] < 130  # its own written pages only
+    assert 95 < record["worker_own_mb"] < 130  # its own anonymous pages only
     assert record["max_rss_mb"] > 290  # ru_maxrss: the largest process, shared pages whole
 
 
