@@ -101,12 +101,13 @@ def _sample() -> None:
         time.sleep(SAMPLE_S)
     while True:
         kids = _children(_PID)
-        per = [(_pss_mb(k), _own_anon_mb(k)) for k in kids]
-        _PEAK["tree_pss_mb"] = max(_PEAK["tree_pss_mb"], _pss_mb(_PID) + sum(p for p, _ in per))
-        if per:
-            _PEAK["worker_pss_mb"] = max(_PEAK["worker_pss_mb"], max(p for p, _ in per))
-            if max(u for _, u in per) > _PEAK["worker_own_mb"]:
-                _PEAK["worker_own_mb"], _PEAK["workers"] = max(u for _, u in per), len(per)
+        pss = [_pss_mb(k) for k in kids]
+        own = [_own_anon_mb(k) for k in kids]
+        _PEAK["tree_pss_mb"] = max(_PEAK["tree_pss_mb"], _pss_mb(_PID) + sum(pss))
+        if kids:
+            _PEAK["worker_pss_mb"] = max(_PEAK["worker_pss_mb"], max(pss))
+            if max(own) > _PEAK["worker_own_mb"]:
+                _PEAK["worker_own_mb"], _PEAK["workers"] = max(own), len(kids)
         time.sleep(SAMPLE_S)
 
 

@@ -345,12 +345,12 @@ def _read_statements(
         else pd.DataFrame(columns=["subject", "property", "object"])
     )
     valid = None if VALID in held else _scan_valid(inputs, settings, facts, mine, con)
-    listed = facts_valid(facts)
-    dump, ranks = int(settings["dump"]), settings["valid_ranks"]
     dump_objects = None
     if "pool" in strategies and settings.get("pool_source", "relation") == "relation":
+        dump, ranks = int(settings["dump"]), settings["valid_ranks"]
         dump_objects = scan.scan_valid_objects(inputs.claims, dump, ranks, rel_ids, con)
-        dump_objects = pd.concat([dump_objects, listed[["property", "object"]]], ignore_index=True)
+        listed = facts_valid(facts)[["property", "object"]]
+        dump_objects = pd.concat([dump_objects, listed], ignore_index=True)
     return statements, valid, dump_objects
 
 
@@ -392,7 +392,7 @@ def suite_cooccurrence(
     """The co-occurrence counts of a retrieval job: mapped from its suite's preparation where that
     holds the statements (a shard, restricted to ``facts``' relations), else built from the
     ``statements`` :func:`load_suite_omega` scanned."""
-    if prepared is not None and (Path(prepared) / COOCCUR).is_dir():
+    if COOCCUR in prepared_parts(prepared):
         return Cooccurrence.load(Path(prepared) / COOCCUR, arrays.unique(id_ints(facts["property"])).tolist())
     return Cooccurrence(statements)
 
