@@ -980,6 +980,57 @@ def test_type_slice_in_blocks_ranks_as_one_block(index, suite, monkeypatch):
     assert cut.ranked(GERMANY, 5) == whole.ranked(GERMANY, 5)
 
 
+def test_sem_slices_in_parts_rank_as_one_slice(index, suite, monkeypatch, tmp_path):
+    """Type slices in parts of at most SLICE_PART members (issue 31 item 5: a giant class's
+    slice held GBs in the worker building or ranking it), each cosine is the float of one slice,
+    the prefix kept is the prefix of the whole ranking (ties whole), the count is the number of
+    distinct candidates scored: for objects of one type and of several, parts built or saved
+    and mapped, so Sem's lists and a preparation's prefixes do not change. The query's bag is
+    matched in chunks of QUERY_CHUNK features alike."""
+    from factprobe.distractors.retrieve import fact_ids, prepare_slices
+
+    facts, _, omega = suite
+    idx = load_index(index, "exact")
+    triples = fact_ids(facts)
+    objects = qids(facts["object"])
+    want = sem_distractors(idx, omega, triples, 10, "exact", 4)
+    want_prefixes = semantic.exact_prefixes(idx, omega, objects, 10, 4)
+    several = [o for o in set(objects.tolist()) if len(omega.types_of(o)) > 1]
+    assert len(several) >= 5
+    probe = sorted(set(objects.tolist()))[:60] + several[:20]
+    whole = semantic.TypeSlices(idx, omega, 10**9)
+    ref = {o: dict(zip(*whole.scores(omega.types_of(o), o), strict=True)) for o in probe}
+    for part, chunk in ((1, 1), (3, 2), (7, 65536)):
+        monkeypatch.setattr(semantic, "SLICE_PART", part)
+        monkeypatch.setattr(semantic, "QUERY_CHUNK", chunk)
+        folder = tmp_path / f"slices{part}"
+        prepare_slices(idx, omega, facts, folder, workers=2)
+        split = [d for d in folder.iterdir() if not (d / "rows.npy").exists()]
+        assert split and all((d / "0" / "rows.npy").exists() for d in split)  # saved in parts
+        for mapped in (None, folder):
+            idx.slices = mapped
+            slices = semantic.TypeSlices(idx, omega, 10**9)
+            for o in probe:
+                types = omega.types_of(o)
+                rows, vals = slices.scores(types, o)
+                # The same candidates, each with the same float (a product lists its columns in
+                # the order it meets them).
+                assert dict(zip(rows, vals, strict=True)) == ref[o] and len(rows) == len(ref[o])
+                for top in (1, 5, 56):
+                    p_rows, p_vals, count = slices.prefix(types, o, top)
+                    assert count == len(rows)
+                    assert len(p_rows) <= len(rows) and set(p_rows.tolist()) <= set(rows.tolist())
+                    assert semantic._ranked(idx, p_rows, p_vals, top) == semantic._ranked(
+                        idx, rows, vals, top
+                    )
+            assert sem_distractors(idx, omega, triples, 10, "exact", 4) == want
+            got = semantic.exact_prefixes(idx, omega, objects, 10, 4, workers=2 if mapped else 1)
+            for name in ("objects", "starts", "entities", "scored"):
+                assert np.array_equal(getattr(got, name), getattr(want_prefixes, name)), name
+    # Parts of one member split every type with more than one: several types had several parts.
+    assert max(len(omega.members(omega.types_of(o))) for o in several) > 7
+
+
 def test_prepared_type_slices_are_mapped_and_rank_as_built_ones(index, suite, tmp_path):
     """The type slices a preparation saves (retrieve.prepare_slices, rule prepare_retrieval) are
     memory-mapped by a shard's TypeSlices instead of built, and give the same cosines (bit for

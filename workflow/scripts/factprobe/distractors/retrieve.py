@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 from factprobe import arrays, contracts, parallel, scan
 from factprobe.contracts import id_ints
-from factprobe.distractors import STRATEGIES, needs, needs_every_subject
+from factprobe.distractors import STRATEGIES, needs, needs_every_subject, semantic
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.omega import Omega, facts_valid, suite_omega, valid_arrays  # noqa: F401 (re-export)
 from factprobe.distractors.pool import is_string_entity, string_forms
@@ -540,19 +540,30 @@ def prepare_slices(index: SemIndex, omega: Omega, facts: pd.DataFrame, folder: P
         np.concatenate([omega.types_of(o) for o in objects.tolist()] + [np.empty(0, np.int64)])
     )
     sizes = np.array([len(omega.members(np.array([t], np.int64))) for t in wanted.tolist()], np.int64)
-    order = wanted[np.argsort(-sizes, kind="stable")]
+    by_size = np.argsort(-sizes, kind="stable")
+    # A type larger than a part is split here, once, and its parts built side by side: a
+    # giant class's slice is ≈ 10⁹ non-zeros at full size (issue 31 item 5).
+    split, items = {}, []
+    for t, size in zip(wanted[by_size].tolist(), sizes[by_size].tolist(), strict=True):
+        if size > semantic.SLICE_PART:
+            split[t] = semantic.part_rows(index, omega.members(np.array([t], np.int64)))
+            items += [(t, i) for i in range(len(split[t]))]
+        else:
+            items.append((t, None))
     started, nnz, cpu = time.perf_counter(), 0, 0.0
-    _SLICING = (index, omega, Path(folder))
+    _SLICING = (index, omega, Path(folder), split)
     try:
-        for done in parallel.ordered_map(_save_slice, order.tolist(), workers):
+        for done in parallel.ordered_map(_save_slice, items, workers):
             nnz += done.value
             cpu += done.cpu_s
     finally:
         _SLICING = None
     # benchmarks/scale.py reads the CPU figure (the workers' included).
     log.info(
-        "type slices: %d types, %d non-zeros in %.2f s, CPU %.2f s in %d process(es)",
+        "type slices: %d types (%d split into %d parts), %d non-zeros in %.2f s, CPU %.2f s in %d process(es)",
         len(wanted),
+        len(split),
+        sum(len(p) for p in split.values()),
         nnz,
         time.perf_counter() - started,
         cpu,
@@ -561,16 +572,23 @@ def prepare_slices(index: SemIndex, omega: Omega, facts: pd.DataFrame, folder: P
     return len(wanted)
 
 
-#: ``(index, Ω, folder)`` of the running :func:`prepare_slices`, inherited by its forked workers.
+#: ``(index, Ω, folder, {type: part rows})`` of the running :func:`prepare_slices`, inherited by
+#: its forked workers.
 _SLICING: tuple | None = None
 
 
-def _save_slice(t: int) -> int:
-    """Build and save the slice of type ``t`` (:func:`prepare_slices`); returns its non-zeros."""
-    index, omega, folder = _SLICING
-    piece = TypeSlice(index, omega.members(np.array([t], np.int64)))
-    piece.save(folder / str(t))
-    return 0 if piece.XT is None else int(piece.XT.nnz)
+def _save_slice(item: tuple[int, int | None]) -> int:
+    """Build and save type ``t``'s slice, or its part ``i`` (:func:`prepare_slices`); returns
+    its non-zeros."""
+    index, omega, folder, split = _SLICING
+    t, i = item
+    if i is None:
+        parts = semantic.type_parts(index, omega.members(np.array([t], np.int64)))
+        semantic.save_parts(parts, folder / str(t))
+    else:
+        parts = [TypeSlice(index, index.entities[split[t][i]])]
+        parts[0].save(folder / str(t) / str(i))
+    return sum(0 if p.XT is None else int(p.XT.nnz) for p in parts)
 
 
 def map_universe(folder: str | Path) -> tuple[dict[str, np.ndarray], pa.Table]:

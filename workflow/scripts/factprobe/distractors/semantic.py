@@ -599,19 +599,40 @@ class TypeSlice:
             return self.features.nbytes
         return self.features.nbytes + sum(a.nbytes for a in (self.XT.data, self.XT.indices, self.XT.indptr))
 
+    def _query(self, entity: int) -> tuple[int, np.ndarray, np.ndarray]:
+        """``(row, weights, slice features)`` of ``entity``'s features the slice holds, in the
+        same (ascending) order: the sums of a product run over the same terms in the same
+        order as against the whole matrix. Row ``-1`` when the entity has no bag.
+
+        Read from the matrix's arrays in chunks of :data:`QUERY_CHUNK` features: a class's own
+        bag holds a reverse feature per member (scholarly article: 3 M at 4 M entities), and
+        copying the row whole (``X[[q]]``) and matching it at once held ≈ 100 MB at 4 M
+        entities, 30 times that at full size, in every worker ranking it (issue 31 item 5)."""
+        q = int(self.index.row_of(np.array([entity], np.int64))[0])
+        if q < 0 or self.XT is None:
+            return -1, np.empty(0, np.float32), np.empty(0, np.int64)
+        X = self.index.X
+        begin, end = int(X.indptr[q]), int(X.indptr[q + 1])
+        weights, features = [], []
+        for lo in range(begin, end, QUERY_CHUNK):
+            hi = min(lo + QUERY_CHUNK, end)
+            indices = X.indices[lo:hi]
+            pos = np.searchsorted(self.features, indices)
+            hit = pos < len(self.features)
+            hit[hit] = self.features[pos[hit]] == indices[hit]
+            weights.append(X.data[lo:hi][hit])
+            features.append(pos[hit].astype(np.int64))
+        if not weights:
+            return q, np.empty(0, X.dtype), np.empty(0, np.int64)
+        return q, np.concatenate(weights), np.concatenate(features)
+
     def scores(self, entity: int) -> tuple[np.ndarray, np.ndarray]:
         """``(rows, cosines)`` of the candidates with cosine > 0 to ``entity``, itself excluded."""
-        q = self.index.row_of(np.array([entity], np.int64))[0]
-        if q < 0 or self.XT is None:
+        q, weights, features = self._query(entity)
+        if q < 0:
             return np.empty(0, np.int64), np.empty(0, np.float32)
-        query = self.index.X[[q]]
-        # The query's features the slice holds, in the same (ascending) order: the sums of the
-        # product run over the same terms in the same order as against the whole matrix.
-        pos = np.searchsorted(self.features, query.indices)
-        hit = pos < len(self.features)
-        hit[hit] = self.features[pos[hit]] == query.indices[hit]
         local = sp.csr_matrix(
-            (query.data[hit], pos[hit].astype(np.int32), np.array([0, int(hit.sum())])),
+            (weights, features.astype(np.int32), np.array([0, len(features)])),
             shape=(1, len(self.features)),
         )
         sims = (local @ self.XT).tocsr()
@@ -624,6 +645,45 @@ class TypeSlice:
         as the ``top``-th (a prefix of the whole ranking, ties kept whole)."""
         rows, vals = scored if scored is not None else self.scores(entity)
         return _ranked(self.index, rows, vals, top)
+
+
+def part_rows(index: SemIndex, candidates: np.ndarray) -> list[np.ndarray]:
+    """The index rows of ``candidates`` in parts of at most :data:`SLICE_PART`, in row order.
+
+    A type's slice is built, saved and ranked part by part: one slice of a giant class
+    (scholarly articles, 40 M members and ≈ 10⁹ non-zeros at full size) held ≈ 30 bytes a
+    non-zero while built and ≈ 30 bytes a member while ranked, in one worker (issue 31 item 5:
+    ≈ 350 MB at 4 M entities already). A cosine is a column's sum over the query's features
+    in ascending order, whatever the other columns, so a part's floats are the whole slice's."""
+    rows = index.row_of(np.asarray(candidates, np.int64))
+    rows = arrays.unique(rows[rows >= 0])
+    return [rows[lo : lo + SLICE_PART] for lo in range(0, len(rows), SLICE_PART)] or [rows]
+
+
+def type_parts(index: SemIndex, candidates: np.ndarray) -> list[TypeSlice]:
+    """:class:`TypeSlice` of each of :func:`part_rows`."""
+    return [TypeSlice(index, index.entities[rows]) for rows in part_rows(index, candidates)]
+
+
+def save_parts(parts: list[TypeSlice], folder: str | Path) -> None:
+    """One part: its arrays in ``folder`` (:meth:`TypeSlice.save`); several: ``folder/<i>``."""
+    folder = Path(folder)
+    if len(parts) == 1:
+        parts[0].save(folder)
+        return
+    for i, part in enumerate(parts):
+        part.save(folder / str(i))
+
+
+def mapped_parts(index: SemIndex, folder: str | Path) -> list[TypeSlice]:
+    """The parts :func:`save_parts` wrote, memory-mapped (:meth:`TypeSlice.mapped`)."""
+    folder = Path(folder)
+    if (folder / "rows.npy").exists():
+        return [TypeSlice.mapped(index, folder)]
+    parts = sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit())
+    if not parts or parts != list(range(len(parts))):
+        raise RuntimeError(f"{folder}: not a saved type slice (parts {parts}); rerun prepare_retrieval")
+    return [TypeSlice.mapped(index, folder / str(i)) for i in parts]
 
 
 def _ranked(index: SemIndex, rows: np.ndarray, vals: np.ndarray, top: int | None) -> list[int]:
@@ -815,6 +875,12 @@ MATRIX_PARTS = ("data", "indices", "indptr")
 INDEX_FILES = ("entities.npy", "features.npy", "idf.npy", *(f"matrix.{p}.npy" for p in MATRIX_PARTS))
 # Rows of a type slice read at once (TypeSlice): at most a few MB of mapped pages each.
 SLICE_ROWS = 4096
+#: Members of a type one slice part holds at most (type_parts): building a part holds ≈ 30
+#: bytes a non-zero of its rows, ranking against it ≈ 30 bytes a member, ≈ 100 MB at most
+#: whatever the size of the class (issue 31 item 5).
+SLICE_PART = 1 << 17
+#: Features of a query's bag matched against a slice at once (TypeSlice._query).
+QUERY_CHUNK = 1 << 16
 
 
 def save_matrix(folder: Path, X: sp.csr_matrix) -> None:
@@ -922,36 +988,80 @@ class TypeSlices:
 
     def __init__(self, index: SemIndex, omega, budget_bytes: int, built: dict | None = None) -> None:
         self.index, self.omega, self.budget, self.built = index, omega, budget_bytes, built
-        self.slices: dict[int, TypeSlice] = {}
+        self.slices: dict[int, list[TypeSlice]] = {}
         self.held = 0  # bytes of the slices held
+        # Per entity row, the last object whose scores counted it (prefix: a type set's
+        # distinct candidates), allocated when first needed.
+        self._seen: np.ndarray | None = None
+        self._stamp = 0
 
-    def _slice(self, t: int) -> TypeSlice:
+    def _slice(self, t: int) -> list[TypeSlice]:
+        """The parts of type ``t``'s slice (:func:`type_parts`)."""
         got = self.slices.pop(t, None)
         stored = None if self.index.slices is None else self.index.slices / str(t)
         if got is None and stored is not None and stored.is_dir():
-            got = TypeSlice.mapped(self.index, stored)
-            self.held += got.nbytes()
+            got = mapped_parts(self.index, stored)
+            self.held += sum(p.nbytes() for p in got)
         elif got is None:
             started = cpu_clock()
-            got = TypeSlice(self.index, self.omega.members(np.array([t], np.int64)))
+            got = type_parts(self.index, self.omega.members(np.array([t], np.int64)))
             if self.built is not None:
                 self.built["s"] += cpu_clock() - started
                 self.built["n"] += 1
-            self.held += got.nbytes()
+            self.held += sum(p.nbytes() for p in got)
         self.slices[t] = got  # most recently used last
         while self.held > self.budget and next(iter(self.slices)) != t:
-            self.held -= self.slices.pop(next(iter(self.slices))).nbytes()
+            self.held -= sum(p.nbytes() for p in self.slices.pop(next(iter(self.slices))))
         return got
 
     def scores(self, types: np.ndarray, entity: int) -> tuple[np.ndarray, np.ndarray]:
         """``(rows, cosines)`` of the members of any of ``types`` with cosine > 0 to ``entity``."""
-        parts = [self._slice(int(t)).scores(entity) for t in types]
+        parts = [p.scores(entity) for t in types for p in self._slice(int(t))]
         if not parts:
             return np.empty(0, np.int64), np.empty(0, np.float32)
         if len(parts) == 1:
             return parts[0]
+        if len(types) == 1:  # a type's parts hold disjoint rows
+            return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
         rows, first = np.unique(np.concatenate([p[0] for p in parts]), return_index=True)
         return rows, np.concatenate([p[1] for p in parts])[first]
+
+    def prefix(self, types: np.ndarray, entity: int, top: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """``(rows, cosines, number scored)``: of :meth:`scores`, the candidates
+        :func:`_ranked` keeps with ``top`` (at least as similar as the ``top``-th, ties whole),
+        possibly with more, and the number of distinct candidates with cosine > 0.
+
+        Part by part (:func:`type_parts`), keeping each part's own ``top`` (ties whole): the
+        ``top`` of the union are within the ``top`` of the part they lie in (a part holds no
+        more candidates above them than the union does), so :func:`_ranked` of what is kept
+        is the prefix of the whole ranking, while a worker holds one part's scores, not a
+        giant class's (issue 31 item 5)."""
+        slices = [self._slice(int(t)) for t in types]
+        if sum(len(parts) for parts in slices) <= 1:
+            rows, vals = self.scores(types, entity)
+            return rows, vals, len(rows)
+        if len(slices) > 1:
+            # Distinct candidates over the types' parts: each row counted by the first part
+            # that scores it for this object.
+            if self._seen is None or self._stamp == np.iinfo(np.uint8).max:
+                self._seen, self._stamp = np.zeros(len(self.index.entities), np.uint8), 0
+            self._stamp += 1
+        kept_rows, kept_vals, scored = [], [], 0
+        for parts in slices:
+            for part in parts:
+                rows, vals = part.scores(entity)
+                if len(slices) > 1:
+                    scored += int((self._seen[rows] != self._stamp).sum())
+                    self._seen[rows] = self._stamp
+                else:
+                    scored += len(rows)
+                if len(vals) > top:
+                    keep = vals >= np.partition(vals, len(vals) - top)[len(vals) - top]
+                    rows, vals = rows[keep], vals[keep]
+                kept_rows.append(rows)
+                kept_vals.append(vals)
+        rows, first = np.unique(np.concatenate(kept_rows), return_index=True)
+        return rows, np.concatenate(kept_vals)[first], scored
 
 
 #: Bytes of type slices :func:`_exact_lists` keeps (≈ 8 a non-zero).
@@ -986,8 +1096,10 @@ def _exact_lists(index: SemIndex, omega, facts: list[tuple[int, int, int]], n: i
                 got = held.get(o) if held is not None else None
                 scored = None
                 if got is None:
-                    scored = slices.scores(np.array(types, np.int64), o)
-                    got = (_ranked(index, *scored, top), len(scored[0]))
+                    rows, vals, count = slices.prefix(np.array(types, np.int64), o, top)
+                    got = (_ranked(index, rows, vals, top), count)
+                    # Every candidate scored, not only a prefix: the whole ranking needs no product.
+                    scored = (rows, vals) if count == len(rows) else None
                 # Ω keeps the first n of the ranking: rank a prefix, the whole set only if Ω
                 # rejects most of it (the same list either way).
                 (prefix, ranked), last, whole = got, o, None
@@ -1012,8 +1124,8 @@ def _rank_groups(index: SemIndex, omega, groups: list, top: int, built=None) -> 
     slices, ranked = TypeSlices(index, omega, SLICE_CACHE_BYTES, built), {}
     for types, objects in groups:
         for o in objects:
-            scored = slices.scores(np.array(types, np.int64), o)
-            ranked[o] = (_ranked(index, *scored, top), len(scored[0]))
+            rows, vals, count = slices.prefix(np.array(types, np.int64), o, top)
+            ranked[o] = (_ranked(index, rows, vals, top), count)
     return ranked
 
 
