@@ -155,7 +155,9 @@ SEARCH_LINE = re.compile(r"([0-9.]+) s in exact semantic search")
 # prepare_retrieval: the exact Sem ranking of the suite's objects, once for all shards.
 PREFIX_LINE = re.compile(r"exact Sem prefixes: (\d+) objects in ([0-9.]+) s(?:, CPU ([0-9.]+) s)?")
 # prepare_retrieval's type slices, built in forked processes (the workers' CPU included).
-SLICES_LINE = re.compile(r"type slices: \d+ types, \d+ non-zeros in ([0-9.]+) s(?:, CPU ([0-9.]+) s)?")
+SLICES_LINE = re.compile(
+    r"type slices: \d+ types(?: \(\d+ split into \d+ parts\))?, \d+ non-zeros in ([0-9.]+) s(?:, CPU ([0-9.]+) s)?"
+)
 # build_probes: the CPU of its parts' candidate selection, in forked processes where threads > 1.
 PARTS_LINE = re.compile(r"candidate parts: \d+ in ([0-9.]+) s, CPU ([0-9.]+) s")
 # build_probes: the CPU of the job's main thread, which does not divide over its threads.

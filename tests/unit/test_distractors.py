@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -38,6 +40,9 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from test_distractors_common import DUMP, demo_omega, demo_suite
 
 ISRAEL, DIPLOMATIC, GERMANY, CHINA, MAURITANIA, MALI, BONN = 801, 530, 183, 148, 1025, 912, 586
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import scale  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -980,7 +985,7 @@ def test_type_slice_in_blocks_ranks_as_one_block(index, suite, monkeypatch):
     assert cut.ranked(GERMANY, 5) == whole.ranked(GERMANY, 5)
 
 
-def test_sem_slices_in_parts_rank_as_one_slice(index, suite, monkeypatch, tmp_path):
+def test_sem_slices_in_parts_rank_as_one_slice(index, suite, monkeypatch, tmp_path, caplog):
     """Type slices in parts of at most SLICE_PART members (issue 31 item 5: a giant class's
     slice held GBs in the worker building or ranking it), each cosine is the float of one slice,
     the prefix kept is the prefix of the whole ranking (ties whole), the count is the number of
@@ -1000,11 +1005,17 @@ def test_sem_slices_in_parts_rank_as_one_slice(index, suite, monkeypatch, tmp_pa
     probe = sorted(set(objects.tolist()))[:60] + several[:20]
     whole = semantic.TypeSlices(idx, omega, 10**9)
     ref = {o: dict(zip(*whole.scores(omega.types_of(o), o), strict=True)) for o in probe}
-    for part, chunk in ((1, 1), (3, 2), (7, 65536)):
+    for part, chunk in ((2, 1), (7, 65536)):
         monkeypatch.setattr(semantic, "SLICE_PART", part)
         monkeypatch.setattr(semantic, "QUERY_CHUNK", chunk)
         folder = tmp_path / f"slices{part}"
-        prepare_slices(idx, omega, facts, folder, workers=2)
+        caplog.clear()
+        with caplog.at_level("INFO", logger="factprobe.distractors.retrieve"):
+            prepare_slices(idx, omega, facts, folder, workers=2)
+        # benchmarks/scale.py reads the line's times (the model's slice building).
+        line = [r.getMessage() for r in caplog.records if r.getMessage().startswith("type slices")]
+        assert len(line) == 1 and " split into " in line[0]
+        assert len(scale.SLICES_LINE.findall(line[0])) == 1
         split = [d for d in folder.iterdir() if not (d / "rows.npy").exists()]
         assert split and all((d / "0" / "rows.npy").exists() for d in split)  # saved in parts
         for mapped in (None, folder):
@@ -1027,7 +1038,7 @@ def test_sem_slices_in_parts_rank_as_one_slice(index, suite, monkeypatch, tmp_pa
             got = semantic.exact_prefixes(idx, omega, objects, 10, 4, workers=2 if mapped else 1)
             for name in ("objects", "starts", "entities", "scored"):
                 assert np.array_equal(getattr(got, name), getattr(want_prefixes, name)), name
-    # Parts of one member split every type with more than one: several types had several parts.
+    # Parts of two members split every type with more than two: several types had several parts.
     assert max(len(omega.members(omega.types_of(o))) for o in several) > 7
 
 
