@@ -1,8 +1,15 @@
 """Shared fixtures: paths of the bundled real data (the repo passes without ../shared)."""
 
+import os
 from pathlib import Path
 
 import pytest
+
+# `make test` runs two workers on two cores, each forwarding models on up to two OpenMP threads:
+# threads that spin while they wait take the core the other worker needs. A two-thread forward
+# beside one busy process: 24 s wall, 31 CPU-s spinning (the default); 15 s, 16 CPU-s passive.
+# Set before any test process imports torch (its OpenMP reads it once); subprocesses inherit it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
