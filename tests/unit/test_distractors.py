@@ -1008,6 +1008,8 @@ def test_sem_slices_in_parts_rank_as_one_slice(index, suite, monkeypatch, tmp_pa
     for part, chunk in ((2, 1), (7, 65536)):
         monkeypatch.setattr(semantic, "SLICE_PART", part)
         monkeypatch.setattr(semantic, "QUERY_CHUNK", chunk)
+        # Few parts held at once (each mapped array holds a file descriptor): the same answers.
+        monkeypatch.setattr(semantic, "SLICE_CACHE_PARTS", 3 if part == 2 else 128)
         folder = tmp_path / f"slices{part}"
         caplog.clear()
         with caplog.at_level("INFO", logger="factprobe.distractors.retrieve"):
@@ -1034,6 +1036,10 @@ def test_sem_slices_in_parts_rank_as_one_slice(index, suite, monkeypatch, tmp_pa
                     assert semantic._ranked(idx, p_rows, p_vals, top) == semantic._ranked(
                         idx, rows, vals, top
                     )
+            held = [len(parts) for parts in slices.slices.values()]
+            assert slices.parts == sum(held)
+            if part == 2:  # only the type last used may hold more than the cap on its own
+                assert len(held) == 1 or slices.parts <= 3, held
             assert sem_distractors(idx, omega, triples, 10, "exact", 4) == want
             got = semantic.exact_prefixes(idx, omega, objects, 10, 4, workers=2 if mapped else 1)
             for name in ("objects", "starts", "entities", "scored"):

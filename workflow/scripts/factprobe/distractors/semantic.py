@@ -683,7 +683,25 @@ def mapped_parts(index: SemIndex, folder: str | Path) -> list[TypeSlice]:
     parts = sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit())
     if not parts or parts != list(range(len(parts))):
         raise RuntimeError(f"{folder}: not a saved type slice (parts {parts}); rerun prepare_retrieval")
+    _descriptors_for(len(parts) * len(SLICE_FILES) + SLICE_CACHE_PARTS * len(SLICE_FILES))
     return [TypeSlice.mapped(index, folder / str(i)) for i in parts]
+
+
+#: Arrays of a saved slice part, each mapped with a file descriptor of its own.
+SLICE_FILES = ("rows", "features", "data", "indices", "indptr")
+
+
+def _descriptors_for(needed: int) -> None:
+    """Raise this process's soft limit of open files towards its hard limit when ``needed``
+    more may not fit: a giant class's parts are mapped together (305 parts of 5 arrays at full
+    size), and many systems start jobs at 1024."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = needed + 256
+    if soft != resource.RLIM_INFINITY and soft < want:
+        target = want if hard == resource.RLIM_INFINITY else min(hard, max(want, soft))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
 
 
 def _ranked(index: SemIndex, rows: np.ndarray, vals: np.ndarray, top: int | None) -> list[int]:
@@ -990,6 +1008,7 @@ class TypeSlices:
         self.index, self.omega, self.budget, self.built = index, omega, budget_bytes, built
         self.slices: dict[int, list[TypeSlice]] = {}
         self.held = 0  # bytes of the slices held
+        self.parts = 0  # and their parts
         # Per entity row, the last object whose scores counted it (prefix: a type set's
         # distinct candidates), allocated when first needed.
         self._seen: np.ndarray | None = None
@@ -1002,6 +1021,7 @@ class TypeSlices:
         if got is None and stored is not None and stored.is_dir():
             got = mapped_parts(self.index, stored)
             self.held += sum(p.nbytes() for p in got)
+            self.parts += len(got)
         elif got is None:
             started = cpu_clock()
             got = type_parts(self.index, self.omega.members(np.array([t], np.int64)))
@@ -1009,9 +1029,15 @@ class TypeSlices:
                 self.built["s"] += cpu_clock() - started
                 self.built["n"] += 1
             self.held += sum(p.nbytes() for p in got)
+            self.parts += len(got)
         self.slices[t] = got  # most recently used last
-        while self.held > self.budget and next(iter(self.slices)) != t:
-            self.held -= sum(p.nbytes() for p in self.slices.pop(next(iter(self.slices))))
+        # Bytes, and parts: each mapped array holds a file descriptor (CPython's mmap keeps a
+        # duplicate), and a suite's thousands of small types ran a preparation's workers out of
+        # them at 4 M entities with 10 k facts a relation (issue 31).
+        while (self.held > self.budget or self.parts > SLICE_CACHE_PARTS) and next(iter(self.slices)) != t:
+            dropped = self.slices.pop(next(iter(self.slices)))
+            self.held -= sum(p.nbytes() for p in dropped)
+            self.parts -= len(dropped)
         return got
 
     def scores(self, types: np.ndarray, entity: int) -> tuple[np.ndarray, np.ndarray]:
@@ -1066,6 +1092,8 @@ class TypeSlices:
 
 #: Bytes of type slices :func:`_exact_lists` keeps (≈ 8 a non-zero).
 SLICE_CACHE_BYTES = 1_600_000_000
+#: Slice parts it keeps at most: a mapped part holds 5 file descriptors (1024 is a common limit).
+SLICE_CACHE_PARTS = 128
 
 
 def _exact_lists(index: SemIndex, omega, facts: list[tuple[int, int, int]], n: int, widen: int, built):
