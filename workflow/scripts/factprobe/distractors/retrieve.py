@@ -28,7 +28,7 @@ from factprobe.distractors import STRATEGIES, needs, needs_every_subject, semant
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.omega import Omega, facts_valid, suite_omega, valid_arrays  # noqa: F401 (re-export)
 from factprobe.distractors.pool import is_string_entity, string_forms
-from factprobe.distractors.semantic import Prefixes, SemIndex, TypeSlice, exact_prefixes, load_index
+from factprobe.distractors.semantic import Prefixes, SemIndex, exact_prefixes, load_index
 from factprobe.hashing import stable_hash
 from factprobe.settings import Retrieve
 
@@ -586,7 +586,7 @@ def _save_slice(item: tuple[int, int | None]) -> int:
         parts = semantic.type_parts(index, omega.members(np.array([t], np.int64)))
         semantic.save_parts(parts, folder / str(t))
     else:
-        parts = [TypeSlice(index, index.entities[split[t][i]])]
+        parts = [semantic.part_slice(index, split[t][i])]
         parts[0].save(folder / str(t) / str(i))
     return sum(0 if p.XT is None else int(p.XT.nnz) for p in parts)
 

@@ -653,16 +653,21 @@ def part_rows(index: SemIndex, candidates: np.ndarray) -> list[np.ndarray]:
     A type's slice is built, saved and ranked part by part: one slice of a giant class
     (scholarly articles, 40 M members and ≈ 10⁹ non-zeros at full size) held ≈ 30 bytes a
     non-zero while built and ≈ 30 bytes a member while ranked, in one worker (issue 31 item 5:
-    ≈ 350 MB at 4 M entities already). A cosine is a column's sum over the query's features
+    284 MB at 4 M entities already). A cosine is a column's sum over the query's features
     in ascending order, whatever the other columns, so a part's floats are the whole slice's."""
     rows = index.row_of(np.asarray(candidates, np.int64))
     rows = arrays.unique(rows[rows >= 0])
     return [rows[lo : lo + SLICE_PART] for lo in range(0, len(rows), SLICE_PART)] or [rows]
 
 
+def part_slice(index: SemIndex, rows: np.ndarray) -> TypeSlice:
+    """The :class:`TypeSlice` of one of :func:`part_rows`."""
+    return TypeSlice(index, index.entities[rows])
+
+
 def type_parts(index: SemIndex, candidates: np.ndarray) -> list[TypeSlice]:
-    """:class:`TypeSlice` of each of :func:`part_rows`."""
-    return [TypeSlice(index, index.entities[rows]) for rows in part_rows(index, candidates)]
+    """:func:`part_slice` of each of :func:`part_rows`."""
+    return [part_slice(index, rows) for rows in part_rows(index, candidates)]
 
 
 def save_parts(parts: list[TypeSlice], folder: str | Path) -> None:
@@ -700,7 +705,7 @@ def _descriptors_for(needed: int) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = needed + 256
     if soft != resource.RLIM_INFINITY and soft < want:
-        target = want if hard == resource.RLIM_INFINITY else min(hard, max(want, soft))
+        target = want if hard == resource.RLIM_INFINITY else min(hard, want)
         resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
 
 
