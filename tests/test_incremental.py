@@ -9,6 +9,7 @@ predecessor 2019-02-01 and its temporal view.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -28,12 +29,15 @@ THIRD = "20190402\ttrue\ttests/data/short_stream.json.bz2\t\t\n"
 
 
 def snakemake(workdir: Path, *args: str, timeout: int = 300) -> str:
+    """Snakemake in ``workdir``, from the workflow copy inside it when there is one
+    (:func:`_small_config_dir`), else from the repository."""
+    own = workdir / REPO / "workflow" / "Snakefile"
     cmd = [
         sys.executable,
         "-m",
         "snakemake",
         "-s",
-        str(ROOT / "workflow" / "Snakefile"),
+        str(own if own.exists() else ROOT / "workflow" / "Snakefile"),
         "--directory",
         str(workdir),
         "--configfile",
@@ -42,7 +46,8 @@ def snakemake(workdir: Path, *args: str, timeout: int = 300) -> str:
         "2",
         *args,
     ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    env = {**os.environ, PLUGIN_ENV: PLUGIN} if (workdir / PLUGIN).exists() else None
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=workdir, env=env)
     assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc.stdout + proc.stderr
 
@@ -129,11 +134,53 @@ def per_suite(rules: list[str], *suites: str) -> set[tuple[str, str]]:
     return {(rule, wildcards.get(rule, "suite={s}").format(s=s)) for s in suites for rule in rules}
 
 
+#: The workflow's own copy inside a small run's directory: library inputs are then relative paths,
+#: so a copy of the run (:func:`copy_run`) has its own library to edit.
+REPO = "factprobe"
+#: A plugin of the small runs (``FACTPROBE_PLUGINS``, a path relative to the working directory):
+#: one measure family, so that editing it concerns the measures' jobs only.
+PLUGIN = "plugins/probe_mean.py"
+PLUGIN_ENV = "FACTPROBE_PLUGINS"
+PLUGIN_CODE = '''"""A measure family of the small test runs: the mean log Pl(o | c) of a fact's object."""
+
+from factprobe.metrics import family, register_measure
+
+
+@family("probe_mean")
+def probe_mean(frame):
+    from factprobe.metrics.common import GROUP_KEYS, average_per_fact
+
+    objects = frame.cands[frame.cands["role"] == "object"][["fact_id", "entity"]].drop_duplicates()
+    per_prompt = (
+        frame.prompts[["prompt_id", "fact_id", *GROUP_KEYS]]
+        .merge(objects, on="fact_id")
+        .merge(frame.ent[["prompt_id", "entity", "logpl"]], on=["prompt_id", "entity"])
+        .rename(columns={"logpl": "probe_mean_logpl"})
+    )
+    return [average_per_fact(per_prompt, [], ["probe_mean_logpl"])], []
+
+
+register_measure("probe_mean_logpl", "probe_mean", "test only", "mean log Pl(o|c)", unit="nats")
+'''
+
+
+def _workflow_copy(work: Path) -> None:
+    """The repository's workflow copied into ``work/factprobe`` (bundled files linked)."""
+    repo = work / REPO
+    shutil.copytree(ROOT / "workflow", repo / "workflow", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("resources", "config", "tests", "environment.yml", "pyproject.toml"):
+        (repo / name).symlink_to(ROOT / name)
+    (work / PLUGIN).parent.mkdir(parents=True, exist_ok=True)
+    (work / PLUGIN).write_text(PLUGIN_CODE)
+
+
 def _small_config_dir(work: Path, rows: list[str]) -> None:
-    """A working directory with the two-suite config above and the given dump rows."""
+    """A working directory with the two-suite config above, the given dump rows, its own copy of
+    the workflow and a measure plugin."""
     (work / "config").mkdir(parents=True)
     for name in ("resources", "tests"):
         (work / name).symlink_to(ROOT / name)
+    _workflow_copy(work)
     shutil.copy(ROOT / "config" / "models.tsv", work / "config" / "models.tsv")
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     config.update(dumps="dumps.tsv", suites=SUITES)
@@ -250,3 +297,49 @@ def test_adding_a_dump_gives_the_tables_of_a_clean_run_on_all_dumps(tmp_path, sm
     actual, keys = demo_digest(inc / "results", with_keys=True)
     assert len(expected.tables) > 40
     assert compare(expected, actual, keys) == []
+
+
+# --- a code edit reruns the jobs that run that code, and only those --------------------------
+
+UPSTREAM = {"extract_dump", "diff_dumps", "temporal_view", "build_probes", "translate_prompts"}
+SCORING = {"score_shard", "score_suite"}
+MEASURES = {"compute_metrics", "control_check", "summarize_metrics", "leaderboard", "render_report"}
+
+
+@pytest.mark.slow
+def test_editing_library_code_reruns_the_jobs_that_run_it(small_run):
+    """After a finished run, each edit (a line appended, then undone with its time stamp) plans
+    the jobs whose code path runs the module, through registry references (``"module:attr"``),
+    lazy attributes and plugins, and none upstream of them."""
+    work = small_run
+    lib = work / REPO / "workflow" / "scripts" / "factprobe"
+    assert planned_jobs(snakemake(work, "-n")) == set()
+
+    def plan_after_editing(path: Path) -> set[str]:
+        before, stat = path.read_text(), path.stat()
+        try:
+            path.write_text(before + "\n# edited\n")
+            return {rule for rule, _ in planned_jobs(snakemake(work, "-n"))}
+        finally:
+            path.write_text(before)
+            os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+    # the scoring engine: registered backend "factprobe.lm.hf:HFCausalLM", which imports packed
+    for module in ("lm/packed.py", "lm/hf.py", "lm/canonical.py"):
+        planned = plan_after_editing(lib / module)
+        assert SCORING | MEASURES <= planned, (module, planned)
+        assert not planned & (UPSTREAM | {"retrieve_distractors", "train_control"}), (module, planned)
+    # measure families: "factprobe.metrics.families:knowledge", ...
+    for module in ("metrics/knowledge.py", "metrics/belief.py"):
+        planned = plan_after_editing(lib / module)
+        assert {"compute_metrics", "summarize_metrics", "leaderboard"} <= planned, (module, planned)
+        assert not planned & (UPSTREAM | SCORING | {"retrieve_distractors"}), (module, planned)
+    # distractor strategies: "factprobe.distractors.strategies:random_rows"
+    planned = plan_after_editing(lib / "distractors" / "strategies.py")
+    assert "retrieve_distractors" in planned and SCORING <= planned, planned
+    assert not planned & UPSTREAM, planned
+    # the plugin fills the measures' registry only
+    planned = plan_after_editing(work / PLUGIN)
+    assert {"compute_metrics", "summarize_metrics"} <= planned, planned
+    assert not planned & (UPSTREAM | SCORING | {"retrieve_distractors"}), planned
+    assert planned_jobs(snakemake(work, "-n")) == set()  # every edit undone: up to date again

@@ -57,13 +57,14 @@ def test_greedy_is_argmax_and_samples_are_seeded(tiny):
 
 
 def test_generation_stops_at_first_line_break_per_row(tiny):
-    """A model that never emits EOS: row 0 breaks the line at its 2nd token, row 1 at its 4th.
+    """transformers' cached path (``invariant=False``), a model that never emits EOS: row 0 breaks
+    the line at its 2nd token, row 1 at its 4th.
 
     Generation must end after 4 forward passes (not ``max_new_tokens`` = 20), each row cut at its
     own line break, in one batch.
     """
     model, tok = tiny
-    lm = HFCausalLM(model, tok, generation_batch_size=2)
+    lm = HFCausalLM(model, tok, generation_batch_size=2, invariant=False)
     newline = next(i for i in lm.line_break_ids() if tok.decode([i]) == "\n")
     calls = []
 
@@ -94,6 +95,37 @@ def test_generation_stops_at_first_line_break_per_row(tiny):
     assert row0.text == first
     assert row1.text.startswith(first) and len(row1.text) > len(first) and "\n" not in row1.text
     assert row0.logprob <= 0 and row1.logprob < row0.logprob
+
+
+def test_invariant_generation_stops_at_first_line_break_per_row(tiny, monkeypatch):
+    """The batch-invariant path: one packed pass per step for the live rows; row 0 breaks the
+    line at its 2nd token, row 1 at its 4th; each answer's log-probability is the sum of its
+    tokens' up to and including the line break."""
+    import factprobe.lm.hf as hf
+
+    model, tok = tiny
+    lm = HFCausalLM(model, tok, generation_batch_size=2)
+    newline = next(i for i in lm.line_break_ids() if tok.decode([i]) == "\n")
+    word = tok("Paris")["input_ids"][-1]
+    assert word not in lm.line_break_ids() and word != tok.eos_token_id
+    steps = []
+
+    def fake(model, queries, budget):
+        steps.append(len(queries))
+        rows = []
+        for k, (_prefix, partial, tokens) in enumerate(queries):
+            assert tokens is None  # generation asks for the whole vocabulary
+            lp = torch.full((len(tok),), -30.0, dtype=torch.float64)
+            stop_at = 1 if len(queries) == 2 and k == 0 else 3  # row 0 is first while it lives
+            lp[newline if len(partial) == stop_at else word] = -0.5
+            rows.append(lp)
+        return rows
+
+    monkeypatch.setattr(hf, "continuation_logprobs", fake)
+    (row0,), (row1,) = lm.generate([GenerateRequest("The capital of Italy is", max_new_tokens=20)] * 2)
+    assert steps == [2, 2, 1, 1]
+    assert row0.text == tok.decode([word]).strip() and row0.logprob == -1.0
+    assert row1.text == tok.decode([word] * 3).strip() and row1.logprob == -2.0
 
 
 def _naive_sample(model, tok, prompt: str, seed: int, max_new_tokens: int, stops: set[int]):

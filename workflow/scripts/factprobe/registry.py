@@ -246,51 +246,7 @@ def load_run(
     return cfg, dumps, models
 
 
-#: Modules left out of library inputs: their values reach jobs as params, which Snakemake
-#: tracks itself (config/README.md, section "When jobs rerun").
-NOT_CODE_INPUTS = ("factprobe/settings.py", "factprobe/registry.py")
-
-
-def _module_file(root: Path, module: str) -> Path | None:
-    base = root / module.replace(".", "/")
-    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def library_modules(script: str | Path, root: str | Path) -> list[str]:
-    """``factprobe`` modules a rule script imports, directly or through other ``factprobe``
-    modules (every ``import`` statement, also those inside functions), as paths relative to
-    ``root`` (the folder that holds ``factprobe/``), sorted. Package ``__init__`` files and
-    ``NOT_CODE_INPUTS`` are left out."""
-    import ast
-
-    root = Path(root)
-    seen: set[Path] = set()
-    todo = [Path(script)]
-    while todo:
-        path = todo.pop()
-        package = ".".join(path.relative_to(root).parent.parts) if path.is_relative_to(root) else ""
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            names: list[str] = []
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    base = ".".join([*parts, base] if base else parts)
-                names = [base] + [f"{base}.{alias.name}" for alias in node.names]
-            for name in names:
-                if name.split(".")[0] != "factprobe":
-                    continue
-                found = _module_file(root, name)
-                if found is not None and found not in seen:
-                    seen.add(found)
-                    todo.append(found)
-    files = (str(p.relative_to(root)) for p in seen if p.name != "__init__.py")
-    return sorted(f for f in files if f not in NOT_CODE_INPUTS)
+from factprobe.code_inputs import NOT_CODE_INPUTS, library_modules  # noqa: E402, F401  (re-exported)
 
 
 #: Hugging Face repo id: ``name`` or ``org/name`` (huggingface_hub's validate_repo_id rules).

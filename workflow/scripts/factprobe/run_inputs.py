@@ -15,7 +15,7 @@ from pathlib import Path
 
 from factprobe import distractors as D  # the strategy registry: standard library only
 from factprobe import settings as S
-from factprobe.registry import library_modules
+from factprobe.code_inputs import library_modules, plugin_files
 from factprobe.settings import Config
 
 #: Extensions of a dump file, longest first (a ``.json.gz`` is not a ``.json``).
@@ -197,12 +197,14 @@ def report_control_model_suites(cfg: Config, score_models: list[str], model_rows
 
 def library_inputs(script: str, scripts: Path, cwd: str | Path) -> list[str]:
     """Library inputs of a rule: every factprobe module its ``script`` (under ``scripts``) imports,
-    directly or not, relative inside the working directory ``cwd`` (the clone), absolute for a
+    directly or not, with the registry entries and plugins it reaches
+    (:mod:`factprobe.code_inputs`), relative inside the working directory ``cwd`` (the clone), absolute for a
     workflow used from elsewhere. A script's imports are invisible to Snakemake's code trigger;
     with these as inputs, editing a module reruns exactly the rules whose scripts import it
     (config/README.md, "When jobs rerun")."""
     here = Path(cwd)
-    files = [Path(scripts) / f for f in library_modules(Path(scripts) / script, scripts)]
+    plugins = plugin_files(root=Path(scripts))
+    files = [Path(scripts) / f for f in library_modules(Path(scripts) / script, scripts, plugins)]
     return [os.path.relpath(f, here) if f.is_relative_to(here) else str(f) for f in files]
 
 

@@ -1,4 +1,4 @@
-"""Beam search over a trie of token sequences (constrained decoding), KV cache reused.
+"""Beam search over a trie of token sequences (constrained decoding), batch-invariant.
 
 The search ApprOpt runs (distractors paper §3.3): every hypothesis is a complete path of a
 :class:`TokenTrie` (a form's continuation ids followed by the end marker, EOS by default), scored
@@ -18,8 +18,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
-
-import torch
 
 from factprobe.lm.encoding import tokenize_pairs
 
@@ -104,11 +102,10 @@ def continuation_paths(
     return list(prefix or ()), paths
 
 
-@torch.no_grad()
 def constrained_beam_search(
     model: Any, prefix_ids: list[int], trie: TokenTrie, width: int, max_new_tokens: int | None = None
 ) -> list[Hyp]:
-    """Beam search of ``width`` over ``trie`` paths after ``prefix_ids``, KV cache reused.
+    """Beam search of ``width`` over ``trie`` paths after ``prefix_ids``.
 
     Returns up to ``width`` finished hypotheses ``(tokens incl. EOS, log-prob, leaf values)``,
     best first. Every expansion that reaches EOS is kept as finished (its score is final); the
@@ -116,44 +113,23 @@ def constrained_beam_search(
     finished hypotheses are at least as good as the best open beam (log-probs only fall), so with
     ``width`` ≥ the number of trie paths the result is exactly the exhaustive ranking.
     """
-    if not trie.root or width <= 0:
-        return []
-    device = next(model.parameters()).device
-    max_new_tokens = max_new_tokens or trie.depth()
-    out = model(input_ids=torch.tensor([prefix_ids], device=device), use_cache=True)
-    past = out.past_key_values
-    logp = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
-    beams: list[tuple[tuple[int, ...], float, dict]] = [((), 0.0, trie.root)]
-    finished: list[Hyp] = []
-    for _ in range(max_new_tokens):
-        nxt, finished, over = _expand(beams, logp, trie, width, finished)
-        if over:
-            break
-        parents = torch.tensor([h[3] for h in nxt], device=device)
-        past.reorder_cache(parents)
-        step = torch.tensor([[h[0][-1]] for h in nxt], device=device)
-        out = model(input_ids=step, past_key_values=past, use_cache=True)
-        past = out.past_key_values
-        logp = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
-        beams = [(h[0], h[1], h[2]) for h in nxt]
-    return finished
+    return batched_beam_search(model, [prefix_ids], [trie], width, steps=max_new_tokens)[0]
 
 
 def _expand(
     beams: list[tuple[tuple[int, ...], float, dict]],
-    logp: torch.Tensor,
+    step: list[list[float]],
     trie: TokenTrie,
     width: int,
     finished: list[Hyp],
 ) -> tuple[list[tuple[tuple[int, ...], float, dict, int]], list[Hyp], bool]:
-    """One beam step of one search: the next open beams (with their parent's row in ``logp``),
-    the ``width`` best finished hypotheses so far, and whether the search is over."""
+    """One beam step of one search: the next open beams (with their parent's index in ``beams``),
+    the ``width`` best finished hypotheses so far, and whether the search is over. ``step[b]``:
+    the log-probabilities of beam b's allowed tokens (:meth:`TokenTrie.allowed` order)."""
     cands = []
     for b, (_, score, node) in enumerate(beams):
         allowed = trie.allowed(node)
-        if allowed:
-            lps = logp[b, torch.tensor(allowed, device=logp.device)].tolist()
-            cands.extend((score + lp, b, t) for t, lp in zip(allowed, lps, strict=True))
+        cands.extend((score + lp, b, t) for t, lp in zip(allowed, step[b], strict=True))
     if not cands:
         return [], finished, True
     cands.sort(key=lambda c: (-c[0], c[1], c[2]))
@@ -171,68 +147,49 @@ def _expand(
     return nxt, finished, over
 
 
-@torch.no_grad()
 def batched_beam_search(
-    model: Any, prefixes: list[list[int]], tries: list[TokenTrie], width: int, pad_id: int = 0
+    model: Any,
+    prefixes: list[list[int]],
+    tries: list[TokenTrie],
+    width: int,
+    pad_id: int = 0,
+    steps: int | None = None,
+    token_budget: Any = 4096,
 ) -> list[list[Hyp]]:
-    """:func:`constrained_beam_search` of many prompts at once (one forward per step for all).
+    """:func:`constrained_beam_search` of many prompts at once (one packed pass per step for all).
 
-    Prompts are left-padded; every open beam of every prompt is one row of the KV cache, rows are
-    reordered by parent after each step and finished prompts drop out. Each search decides alone
-    (its own beams, finished list and stop rule), so the result is the one-prompt search up to the
-    last bits of padded arithmetic (checked against it in tests/unit/test_appropt.py).
+    Every open beam of every prompt is a continuation unit of the packed engine
+    (:func:`factprobe.lm.packed.continuation_logprobs`: its tokens so far after its prompt), so a
+    beam's log-probabilities, and with them the search, do not depend on the other prompts or
+    beams: the result is the one-prompt search's, bit for bit. Each search decides alone (its own
+    beams, finished list and stop rule). ``pad_id`` is unused (no padding is attended).
     """
+    from factprobe.lm.packed import continuation_logprobs
+
     results: list[list[Hyp]] = [[] for _ in prefixes]
-    live = [k for k, t in enumerate(tries) if t.root and width > 0]
-    if not live:
-        return results
-    device = next(model.parameters()).device
-    longest = max(len(prefixes[k]) for k in live)
-    ids = torch.full((len(live), longest), pad_id, dtype=torch.long)
-    mask = torch.zeros(len(live), longest, dtype=torch.long)
-    for row, k in enumerate(live):
-        ids[row, longest - len(prefixes[k]) :] = torch.tensor(prefixes[k])
-        mask[row, longest - len(prefixes[k]) :] = 1
-    positions = (mask.sum(1) - 1).clamp_min(0)
-    mask, positions = mask.to(device), positions.to(device)
-    out = model(
-        input_ids=ids.to(device),
-        attention_mask=mask,
-        position_ids=(mask.cumsum(1) - 1).clamp_min(0),
-        use_cache=True,
-    )
-    past = out.past_key_values
-    logp = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
-    # per live prompt: (first row in logp, its open beams, finished, steps left)
-    state = {k: [row, [((), 0.0, tries[k].root)], [], tries[k].depth()] for row, k in enumerate(live)}
+    # per live prompt: (open beams, finished, steps left)
+    state = {
+        k: [[((), 0.0, tries[k].root)], [], steps or tries[k].depth()]
+        for k, t in enumerate(tries)
+        if t.root and width > 0
+    }
     while state:
-        parents, steps, order = [], [], []
+        queries, owners = [], []
+        for k, (beams, _, _) in state.items():
+            for toks, _, node in beams:
+                queries.append((prefixes[k], toks, tries[k].allowed(node)))
+                owners.append(k)
+        lps = continuation_logprobs(model, queries, token_budget)
+        per_prompt: dict[int, list[list[float]]] = {k: [] for k in state}
+        for k, lp in zip(owners, lps, strict=True):
+            per_prompt[k].append(lp.tolist())
         for k in list(state):
-            first, beams, finished, left = state[k]
-            block = logp[first : first + len(beams)]
-            nxt, finished, over = _expand(beams, block, tries[k], width, finished)
+            beams, finished, left = state[k]
+            nxt, finished, over = _expand(beams, per_prompt[k], tries[k], width, finished)
             left -= 1
             if over or left <= 0:
                 results[k] = finished
                 del state[k]
                 continue
-            state[k] = [len(parents), [(h[0], h[1], h[2]) for h in nxt], finished, left]
-            parents += [first + h[3] for h in nxt]
-            steps += [h[0][-1] for h in nxt]
-            order.append(k)
-        if not state:
-            break
-        index = torch.tensor(parents, device=device)
-        past.reorder_cache(index)
-        positions = positions[index] + 1
-        mask = torch.cat([mask[index], torch.ones(len(parents), 1, dtype=mask.dtype, device=device)], dim=1)
-        out = model(
-            input_ids=torch.tensor(steps, device=device)[:, None],
-            attention_mask=mask,
-            position_ids=positions[:, None],
-            past_key_values=past,
-            use_cache=True,
-        )
-        past = out.past_key_values
-        logp = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
+            state[k] = [[(h[0], h[1], h[2]) for h in nxt], finished, left]
     return results

@@ -42,7 +42,7 @@ from factprobe.lm.encoding import (
     tokenize_pairs,
 )
 from factprobe.lm.load import ModelSpec, load_hf, spec_from_row
-from factprobe.lm.packed import TokenBudget, score_requests
+from factprobe.lm.packed import TokenBudget, continuation_logprobs, next_token_logprobs, score_requests
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +73,13 @@ class HFCausalLM(LM):
         generation_batch_size: int = 16,
         end_token: str = "",
         prompt_format: str = "plain",
+        invariant: bool = True,
     ):
         self.model = model.eval()
+        # Batch invariance (the default): every score and answer a function of its own request.
+        # False scores on the shared-mask path and generates with transformers' KV cache: faster
+        # where it is, and a result's last bits then depend on what was computed beside it.
+        self.invariant = invariant
         self.tokenizer = tokenizer
         param = next(model.parameters())
         self.device, self.dtype = param.device, param.dtype
@@ -129,16 +134,11 @@ class HFCausalLM(LM):
         return self.tokenizer.decode(list(ids))
 
     def trie_search(self, prefixes: list[list[int]], tries: list, width: int) -> list[list]:
-        """:func:`factprobe.lm.beam.batched_beam_search` on this model, padded with the pad token
-        (the tokenizer's EOS where it has none)."""
+        """:func:`factprobe.lm.beam.batched_beam_search` on this model (batch-invariant beams, the
+        model's token budget)."""
         from factprobe.lm.beam import batched_beam_search
 
-        pad = next(
-            t
-            for t in (self.tokenizer.pad_token_id, self.tokenizer.eos_token_id, self.eos_id, 0)
-            if t is not None
-        )
-        return batched_beam_search(self.model, prefixes, tries, width, pad_id=int(pad))
+        return batched_beam_search(self.model, prefixes, tries, width, token_budget=self.budget)
 
     # -- the encoding rule ---------------------------------------------------------------------
 
@@ -213,48 +213,24 @@ class HFCausalLM(LM):
             progress=progress,
             on_batch=finished,
             last_out=req_last,
+            invariant=self.invariant,
         )
         return results(plans)
 
-    @torch.inference_mode()
     def topk(self, requests: Sequence[TopkRequest]) -> list[TopkResult]:
-        """The ``k`` most likely next tokens after each context (the first token of any continuation)."""
+        """The ``k`` most likely next tokens after each context (the first token of any continuation),
+        batch-invariant (:func:`factprobe.lm.packed.next_token_logprobs`)."""
+        if not requests:
+            return []
         seqs = [self.context_ids(r.context) for r in requests]
-        order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i]))
-        out: list[TopkResult | None] = [None] * len(seqs)
-        start = 0
-        while start < len(order):
-            width = len(seqs[order[start]])
-            chunk = order[start : start + max(1, self.budget.tokens // width)]
-            ids = torch.zeros(len(chunk), width, dtype=torch.long)
-            mask = torch.zeros(len(chunk), width, dtype=torch.long)
-            for b, i in enumerate(chunk):
-                ids[b, : len(seqs[i])] = torch.tensor(seqs[i])
-                mask[b, : len(seqs[i])] = 1
-            last = torch.tensor([len(seqs[i]) - 1 for i in chunk])
-            # the vocabulary projection only at the prompts' last positions (a few distinct ones)
-            keep = torch.unique(last)
-            try:
-                logits = self.model(
-                    input_ids=ids.to(self.device),
-                    attention_mask=mask.to(self.device),
-                    logits_to_keep=keep.to(self.device),
-                ).logits
-            except Exception as exc:
-                if len(chunk) == 1:
-                    raise
-                self.budget.shrink(exc, f"top-k of {len(chunk)} prompts x {width} tokens")
-                continue
-            start += len(chunk)
-            where = torch.searchsorted(keep, last).to(self.device)
-            logits = logits[torch.arange(len(chunk), device=self.device), where].float()
-            k = max(requests[i].k for i in chunk)
-            values, indices = torch.log_softmax(logits, -1).topk(min(k, logits.shape[-1]), dim=-1)
-            for b, i in enumerate(chunk):
-                top = indices[b, : requests[i].k].tolist()
-                tokens = tuple(self.tokenizer.decode([t]) for t in top)
-                out[i] = TopkResult(tuple(top), tokens, tuple(values[b, : requests[i].k].double().tolist()))
-        return out  # type: ignore[return-value]
+        k = max(r.k for r in requests)
+        values, indices = next_token_logprobs(self.model, seqs, k, self.budget)
+        out = []
+        for b, r in enumerate(requests):
+            top = indices[b, : r.k].tolist()
+            tokens = tuple(self.tokenizer.decode([t]) for t in top)
+            out.append(TopkResult(tuple(top), tokens, tuple(values[b, : r.k].tolist())))
+        return out
 
     def generate(
         self, requests: Sequence[GenerateRequest], progress: bool = False
@@ -284,7 +260,11 @@ class HFCausalLM(LM):
             longest = max(requests[i].max_new_tokens for i, _ in chunk)
             seeds = [sample_seed(requests[i].seed, j) for i, j in chunk] if sampled else None
             try:
-                answers = self._generate([requests[i].context for i, _ in chunk], seeds, longest)
+                contexts = [requests[i].context for i, _ in chunk]
+                if self.invariant:
+                    answers = self._generate_invariant(contexts, seeds, longest)
+                else:
+                    answers = self._generate(contexts, seeds, longest)
             except Exception as exc:
                 if size == 1:
                     raise
@@ -306,6 +286,39 @@ class HFCausalLM(LM):
             texts = self.tokenizer.batch_decode([[i] for i in range(vocab)])
             self._line_ids = [i for i, text in enumerate(texts) if "\n" in text]
         return self._line_ids
+
+    def _generate_invariant(
+        self, contexts: list[str], seeds: Sequence[int] | None, max_new_tokens: int
+    ) -> list[GenerateResult]:
+        """:meth:`_generate`'s answers token by token through the packed engine: each step's
+        distribution is a continuation unit (:func:`factprobe.lm.packed.continuation_logprobs`), so a
+        row's answer and log-probability do not depend on the rows generated with it. The answers
+        of one prompt (greedy and samples) share its packed row; nothing is cached between steps."""
+        seqs = [self.context_ids(c) for c in contexts]
+        eos = self.tokenizer.eos_token_id
+        stops = set(self.line_break_ids()) | ({int(eos)} if eos is not None else set())
+        generators = [torch.Generator().manual_seed(int(s)) for s in seeds] if seeds is not None else None
+        answers: list[list[int]] = [[] for _ in seqs]
+        totals = [0.0] * len(seqs)
+        alive = list(range(len(seqs)))
+        for _ in range(max_new_tokens):
+            if not alive:
+                break
+            steps = continuation_logprobs(
+                self.model, [(seqs[i], answers[i], None) for i in alive], self.budget
+            )
+            still = []
+            for i, lp in zip(alive, steps, strict=True):
+                # sampling: log-probabilities plus the row's Gumbel noise, as _GumbelNoise draws it
+                pick = lp if generators is None else lp + gumbel_noise(generators[i], lp.shape[-1])
+                token = int(torch.argmax(pick))
+                answers[i].append(token)
+                totals[i] += float(lp[token])
+                if token not in stops:
+                    still.append(i)
+            alive = still
+        texts = [self.tokenizer.decode(a, skip_special_tokens=True) for a in answers]
+        return [GenerateResult(t.split("\n", 1)[0].strip(), v) for t, v in zip(texts, totals, strict=True)]
 
     @torch.inference_mode()
     def _generate(

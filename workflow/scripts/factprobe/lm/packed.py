@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from factprobe.lm.canonical import Plan, canonical_attention, padded_keep, padded_width, plan_units
+
 log = logging.getLogger(__name__)
 
 
@@ -97,25 +99,35 @@ def _build_rows(
     return rows
 
 
-def _pack(rows: list[_Row], device: torch.device, mask_dtype: torch.dtype):
-    """Input ids, positions and 4D additive mask of a batch of packed rows, plus target bookkeeping."""
-    width = max(r.length for r in rows)
+def _pack(rows: list[_Row], device: torch.device, invariant: bool = True):
+    """Input ids, positions and attention of a batch of packed rows, plus target bookkeeping.
+
+    ``invariant``: each row is padded to :func:`~factprobe.lm.canonical.padded_width`, and its
+    prefix and each continuation are attention units (:mod:`factprobe.lm.canonical`), so no score
+    depends on the other rows of the batch or the other continuations of its row. Otherwise the
+    attention is one additive 4D mask over the unpadded batch (:func:`_shared_mask`): faster, but
+    a score moves in its last bits with what is packed beside it."""
+    longest = max(r.length for r in rows)
+    width = padded_width(longest, len(rows)) if invariant else longest
     ids = torch.zeros(len(rows), width, dtype=torch.long)
     pos = torch.zeros(len(rows), width, dtype=torch.long)
-    seg = torch.full((len(rows), width), -1, dtype=torch.long)
+    units: list[tuple[list[int], list[int]]] = []
     t_row, t_col, t_tok, t_req, t_first, t_last = [], [], [], [], [], []
     for b, row in enumerate(rows):
         plen = len(row.prefix)
+        base = b * width
         ids[b, :plen] = torch.tensor(row.prefix)
         pos[b, :plen] = torch.arange(plen)
-        seg[b, :plen] = 0
+        prefix_keys = list(range(base, base + plen))
+        units.append((prefix_keys, prefix_keys))
         col = plen
-        for k, (req, cont) in enumerate(row.items, start=1):
+        for req, cont in row.items:
             body = cont[:-1]
             if body:
                 ids[b, col : col + len(body)] = torch.tensor(body)
                 pos[b, col : col + len(body)] = torch.arange(plen, plen + len(body))
-                seg[b, col : col + len(body)] = k
+                own = list(range(base + col, base + col + len(body)))
+                units.append((own, prefix_keys + own))
             for j, tok in enumerate(cont):
                 t_row.append(b)
                 t_col.append(plen - 1 if j == 0 else col + j - 1)
@@ -124,13 +136,6 @@ def _pack(rows: list[_Row], device: torch.device, mask_dtype: torch.dtype):
                 t_first.append(j == 0)
                 t_last.append(j == len(cont) - 1)
             col += len(body)
-    q = torch.arange(width)
-    causal = q[None, :] <= q[:, None]  # [query, key]
-    same = (seg[:, None, :] == 0) | (seg[:, None, :] == seg[:, :, None])
-    allowed = causal[None] & same & (seg[:, :, None] >= 0)
-    allowed |= torch.eye(width, dtype=torch.bool)[None]  # padding attends to itself: no NaN rows
-    mask = torch.zeros(allowed.shape, dtype=mask_dtype)
-    mask.masked_fill_(~allowed, torch.finfo(mask_dtype).min)
     targets = (
         torch.tensor(t_row),
         torch.tensor(t_col),
@@ -139,18 +144,57 @@ def _pack(rows: list[_Row], device: torch.device, mask_dtype: torch.dtype):
         torch.tensor(t_first),
         torch.tensor(t_last),
     )
-    return ids.to(device), pos.to(device), mask[:, None].to(device), targets
+    if not invariant:
+        mask = _shared_mask(units, len(rows), width, torch.float32)
+        return ids.to(device), pos.to(device), mask, targets
+    return ids.to(device), pos.to(device), plan_units(units, device), targets
+
+
+def _shared_mask(units, rows: int, width: int, dtype: torch.dtype) -> torch.Tensor:
+    """The additive [rows, 1, width, width] mask in which each unit's query i sees the unit's keys
+    up to nk - nq + i, and a padding position itself only (no NaN rows)."""
+    allowed = torch.zeros(rows * width, width, dtype=torch.bool)
+    for queries, keys in units:
+        nq, nk = len(queries), len(keys)
+        cols = torch.tensor(keys) % width
+        see = torch.arange(nk)[None, :] <= torch.arange(nq)[:, None] + (nk - nq)
+        allowed[torch.tensor(queries)[:, None], cols[None, :]] |= see
+    allowed = allowed.view(rows, width, width) | torch.eye(width, dtype=torch.bool)[None]
+    mask = torch.zeros(allowed.shape, dtype=dtype)
+    mask.masked_fill_(~allowed, torch.finfo(dtype).min)
+    return mask[:, None]
+
+
+def _logits_at(
+    model, ids, pos, attention, rows: int, cols: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logits [rows, distinct cols, vocab] of a packed batch at columns ``cols`` (per target), and
+    each target's index into the distinct columns. ``attention``: a :class:`Plan` (batch-invariant
+    units) or a shared 4D mask."""
+    keep = torch.unique(cols)
+    if not isinstance(attention, Plan):
+        logits = model(
+            input_ids=ids,
+            attention_mask=attention.to(dtype=next(model.parameters()).dtype, device=ids.device),
+            position_ids=pos,
+            logits_to_keep=keep.to(ids.device),
+        ).logits
+        return logits, torch.searchsorted(keep, cols)
+    plan = attention
+    with canonical_attention(model):
+        logits = model(
+            input_ids=ids,
+            position_ids=pos,
+            logits_to_keep=padded_keep(keep, rows).to(ids.device),
+            factprobe_plan=plan,
+        ).logits
+    return logits, torch.searchsorted(keep, cols)
 
 
 @torch.inference_mode()
-def _forward_batch(model, rows: list[_Row], device, logsoftmax_chunk: int):
-    param = next(model.parameters())
-    ids, pos, mask, (t_row, t_col, t_tok, t_req, t_first, t_last) = _pack(rows, device, param.dtype)
-    keep = torch.unique(t_col)
-    where = torch.searchsorted(keep, t_col)
-    logits = model(
-        input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=keep.to(device)
-    ).logits
+def _forward_batch(model, rows: list[_Row], device, logsoftmax_chunk: int, invariant: bool = True):
+    ids, pos, plan, (t_row, t_col, t_tok, t_req, t_first, t_last) = _pack(rows, device, invariant)
+    logits, where = _logits_at(model, ids, pos, plan, len(rows), t_col)
     scores = torch.empty(len(t_tok), dtype=torch.float64)
     for start in range(0, len(t_tok), logsoftmax_chunk):
         sl = slice(start, start + logsoftmax_chunk)
@@ -168,6 +212,7 @@ def score_requests(
     progress: bool = False,
     on_batch: Callable[[np.ndarray, np.ndarray, np.ndarray], None] | None = None,
     last_out: np.ndarray | None = None,
+    invariant: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Summed continuation log-probability and first-token log-probability of every request.
 
@@ -176,6 +221,8 @@ def score_requests(
     ``(request indices, logprob, first_logprob)`` of every finished request (for the cache).
     ``last_out`` (length ``len(requests)``), when given, receives the log-probability of each
     request's last token (the end marker), filled before ``on_batch`` sees the request.
+    ``invariant`` (default): each score is the same float whatever else is scored with it
+    (:mod:`factprobe.lm.canonical`); False takes the shared-mask path (:func:`_pack`).
     """
     budget = token_budget if isinstance(token_budget, TokenBudget) else TokenBudget(token_budget)
     from tqdm import tqdm
@@ -205,7 +252,7 @@ def score_requests(
         while rows and (len(batch) + 1) * width <= budget.tokens:
             batch.append(rows.popleft())
         try:
-            t_req, t_first, t_last, scores = _forward_batch(model, batch, device, logsoftmax_chunk)
+            t_req, t_first, t_last, scores = _forward_batch(model, batch, device, logsoftmax_chunk, invariant)
         except Exception as exc:
             budget.shrink(exc, f"{len(batch)} packed rows x {width} tokens")
             if len(batch) > 1:
@@ -233,3 +280,86 @@ def score_requests(
             on_batch(done, total[done], first[done])
     bar.close()
     return total, first
+
+
+@torch.inference_mode()
+def next_token_logprobs(
+    model, prefixes: Sequence[Sequence[int]], k: int, token_budget: int | TokenBudget = 4096
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``k`` most likely next tokens after each prefix: (log-probabilities [n, k] float64, ids
+    [n, k]), computed in the packed engine's batch-invariant units (a prefix with no continuation),
+    so a prompt's list does not depend on the other prompts of the call."""
+    budget = token_budget if isinstance(token_budget, TokenBudget) else TokenBudget(token_budget)
+    device = next(model.parameters()).device
+    order = sorted(range(len(prefixes)), key=lambda i: (-len(prefixes[i]), tuple(prefixes[i])))
+    values = indices = torch.empty(0)
+    start = 0
+    while start < len(order):
+        width = len(prefixes[order[start]])
+        chunk = order[start : start + max(1, budget.tokens // max(1, width))]
+        rows = [_Row(tuple(prefixes[i]), []) for i in chunk]
+        ids, pos, plan, _ = _pack(rows, device)
+        last = torch.tensor([len(r.prefix) - 1 for r in rows])
+        try:
+            logits, where = _logits_at(model, ids, pos, plan, len(rows), last)
+        except Exception as exc:
+            if len(chunk) == 1:
+                raise
+            budget.shrink(exc, f"top-k of {len(chunk)} prompts x {width} tokens")
+            continue
+        picked = logits[torch.arange(len(rows), device=device), where.to(device)].float()
+        top = torch.log_softmax(picked, dim=-1).topk(min(k, picked.shape[-1]), dim=-1)
+        if not values.numel():  # k past the vocabulary: every list is the whole vocabulary
+            values = torch.empty(len(prefixes), top.values.shape[1], dtype=torch.float64)
+            indices = torch.empty(len(prefixes), top.values.shape[1], dtype=torch.long)
+        values[chunk] = top.values.double().cpu()
+        indices[chunk] = top.indices.cpu()
+        start += len(chunk)
+    return values, indices
+
+
+@torch.inference_mode()
+def continuation_logprobs(
+    model,
+    queries: Sequence[tuple[Sequence[int], Sequence[int], Sequence[int] | None]],
+    token_budget: int | TokenBudget = 4096,
+) -> list[torch.Tensor]:
+    """Log-probabilities of the next token after ``prefix + partial`` for each ``(prefix, partial,
+    tokens)`` query: at ``tokens`` (float64, in their order), or over the whole vocabulary when
+    ``tokens`` is None. Each query is a continuation unit of the packed engine (its partial
+    continuation after its prefix, :mod:`factprobe.lm.canonical`), so its values do not depend on
+    the other queries: a beam's scores are the same whatever else is searched beside it."""
+    budget = token_budget if isinstance(token_budget, TokenBudget) else TokenBudget(token_budget)
+    device = next(model.parameters()).device
+    # the partial continuation plus a placeholder: its last target is the query's next token
+    requests = [(tuple(prefix), (*partial, 0)) for prefix, partial, _ in queries]
+    out: list[torch.Tensor | None] = [None] * len(queries)
+    rows = deque(_build_rows(requests, budget.tokens))
+    while rows:
+        width = rows[0].length
+        batch = [rows.popleft()]
+        while rows and (len(batch) + 1) * width <= budget.tokens:
+            batch.append(rows.popleft())
+        try:
+            ids, pos, plan, (t_row, t_col, _tok, t_req, _first, t_last) = _pack(batch, device)
+            t_row, t_col, t_req = t_row[t_last], t_col[t_last], t_req[t_last]
+            logits, where = _logits_at(model, ids, pos, plan, len(batch), t_col)
+        except Exception as exc:
+            budget.shrink(exc, f"{len(batch)} beam rows x {width} tokens")
+            if len(batch) > 1:
+                rows.extendleft(reversed(batch))
+                continue
+            row = batch[0]
+            if len(row.items) == 1:
+                raise RuntimeError(f"out of memory on a single query of {width} tokens") from exc
+            half = len(row.items) // 2
+            rows.extendleft([_Row(row.prefix, row.items[:half]), _Row(row.prefix, row.items[half:])])
+            continue
+        for b, w, q in zip(t_row.tolist(), where.tolist(), t_req.tolist(), strict=True):
+            lp = torch.log_softmax(logits[b, w].float(), dim=-1)
+            tokens = queries[q][2]
+            picked = (
+                lp if tokens is None else lp[torch.tensor(list(tokens), dtype=torch.long, device=lp.device)]
+            )
+            out[q] = picked.double().cpu()
+    return out  # type: ignore[return-value]

@@ -1,0 +1,195 @@
+"""The library modules a rule's code runs: the inputs that make a code edit rerun its jobs.
+
+Snakemake's code trigger sees a rule's ``script:`` file only, not what the script imports. Each
+rule therefore lists the ``factprobe`` modules its script reaches (:func:`library_modules`) as
+inputs, so editing one plans exactly the jobs that run it and what is downstream of them
+(config/README.md, "When jobs rerun"). Besides ``import`` statements the scan follows the three
+ways the library names code without importing it:
+
+* registry entries given as ``"factprobe.module:attribute"`` strings (also as an f-string over a
+  module-level constant, ``f"{_BUILTIN}:random_rows"``), imported when first used;
+* a package's PEP 562 table ``_LAZY`` (``{"HFCausalLM": "hf"}``): ``from factprobe.lm import
+  HFCausalLM`` runs ``factprobe/lm/hf.py``;
+* plugin modules (``FACTPROBE_PLUGINS``, :mod:`factprobe.plugins`): a plugin is an input of the
+  rules whose code reaches a registry it imports from (``from factprobe.distractors import
+  strategy`` makes it an input of the retrieval rules), and its own ``factprobe`` imports are
+  followed like a script's.
+
+Standard library only: it runs while the Snakefile is parsed.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+#: Modules left out of library inputs: their values reach jobs as params, which Snakemake
+#: tracks itself (config/README.md, section "When jobs rerun"). Their imports are not followed
+#: either: they read every registry while parsing, which no job's code does through them.
+NOT_CODE_INPUTS = ("factprobe/settings.py", "factprobe/registry.py")
+
+_REFERENCE = re.compile(r"^(factprobe(?:\.\w+)+):\w+$")
+
+
+def _module_file(root: Path, module: str) -> Path | None:
+    base = root / module.replace(".", "/")
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _constants(tree: ast.Module) -> dict[str, str]:
+    """Module-level ``NAME = "string"`` assignments."""
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+            if isinstance(node.value.value, str):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        found[target.id] = node.value.value
+    return found
+
+
+def _lazy_table(tree: ast.Module) -> dict[str, str]:
+    """A package's ``_LAZY = {"Name": "submodule", ...}`` table (PEP 562 attributes)."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "_LAZY" for t in node.targets
+        ):
+            try:
+                table = ast.literal_eval(node.value)
+            except ValueError:
+                return {}
+            return {str(k): str(v) for k, v in table.items()} if isinstance(table, dict) else {}
+    return {}
+
+
+def _string(node: ast.AST, constants: Mapping[str, str]) -> str | None:
+    """The value of a string constant, or of an f-string over module-level string constants."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for value in node.values:
+            if isinstance(value, ast.Constant):
+                parts.append(str(value.value))
+            elif isinstance(value, ast.FormattedValue) and isinstance(value.value, ast.Name):
+                if value.value.id not in constants:
+                    return None
+                parts.append(constants[value.value.id])
+            else:
+                return None
+        return "".join(parts)
+    return None
+
+
+def _package(path: Path, root: Path) -> str:
+    if not path.is_relative_to(root):
+        return ""
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1]) if path.name != "__init__.py" else ".".join(parts[:-1])
+
+
+def _references(path: Path, root: Path) -> tuple[list[tuple[str, bool]], list[str]]:
+    """What a module names as code: ``(dotted name, uses its attributes)`` of every import (a
+    package reached only for a submodule, ``from factprobe.distractors import semantic``, does not
+    use its registry), and the registry references it holds (see the module docstring)."""
+    tree = ast.parse(path.read_text(), str(path))
+    constants = _constants(tree)
+    package = _package(path, root)
+    imports: list[tuple[str, bool]] = []
+    references: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imports += [(alias.name, True) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            if not base.startswith("factprobe"):
+                continue
+            submodules = [a.name for a in node.names if _module_file(root, f"{base}.{a.name}") is not None]
+            attributes = [a.name for a in node.names if a.name not in submodules]
+            imports.append((base, bool(attributes)))
+            imports += [(f"{base}.{name}", True) for name in submodules]
+            init = _module_file(root, base)
+            if attributes and init is not None and init.name == "__init__.py":
+                lazy = _lazy_table(ast.parse(init.read_text(), str(init)))
+                imports += [(f"{base}.{lazy[name]}", True) for name in attributes if name in lazy]
+        else:
+            value = _string(node, constants)
+            match = _REFERENCE.match(value) if value else None
+            if match:
+                references.append(match.group(1))
+    return imports, references
+
+
+def _reach(starts: Iterable[Path], root: Path) -> dict[Path, bool]:
+    """Every ``factprobe`` module file reached from ``starts``, with whether its attributes are
+    used: such a module is followed whole, a package reached for a submodule only through its
+    import statements."""
+    used: dict[Path, bool] = {}
+    todo = [(Path(start), True) for start in starts]
+    while todo:
+        path, whole = todo.pop()
+        if path.is_relative_to(root) and str(path.relative_to(root)) in NOT_CODE_INPUTS:
+            continue
+        imports, references = _references(path, root)
+        names = imports + ([(name, True) for name in references] if whole else [])
+        for name, uses in names:
+            if name.split(".")[0] != "factprobe":
+                continue
+            found = _module_file(root, name)
+            if found is not None and (found not in used or (uses and not used[found])):
+                used[found] = used.get(found, False) or uses
+                todo.append((found, uses))
+    return used
+
+
+def plugin_files(environ: Mapping[str, str] | None = None, root: Path | None = None) -> list[Path]:
+    """The plugin modules of ``FACTPROBE_PLUGINS`` that are files (``.py`` paths, or dotted names
+    found under ``root`` or on ``sys.path``)."""
+    import importlib.util
+
+    from factprobe.plugins import ENV
+
+    files = []
+    for name in (environ if environ is not None else os.environ).get(ENV, "").split(","):
+        name = name.strip()
+        if not name:
+            continue
+        if name.endswith(".py"):
+            files.append(Path(name).expanduser().resolve())
+            continue
+        found = _module_file(root, name) if root is not None else None
+        if found is None:
+            spec = importlib.util.find_spec(name)
+            found = Path(spec.origin) if spec is not None and spec.origin else None
+        if found is not None:
+            files.append(found)
+    return files
+
+
+def library_modules(script: str | Path, root: str | Path, plugins: Iterable[str | Path] = ()) -> list[str]:
+    """``factprobe`` modules a rule script's code reaches (imports, registry references and lazy
+    attributes, also inside functions), as paths relative to ``root`` (the folder that holds
+    ``factprobe/``), sorted; then each of ``plugins`` (paths) that imports from a registry package
+    the script reaches, with the library modules it reaches in turn. Package ``__init__`` files and
+    :data:`NOT_CODE_INPUTS` are left out."""
+    root = Path(root)
+    seen = _reach([Path(script)], root)
+    extra: list[str] = []
+    for plugin in plugins:
+        plugin = Path(plugin)
+        mine = _reach([plugin], root)
+        registries = [p for p, uses in mine.items() if uses and p.name == "__init__.py"]
+        if any(seen.get(p) for p in registries):
+            seen.update(mine)
+            extra.append(str(plugin))
+    files = (str(p.relative_to(root)) for p in seen if p.name != "__init__.py")
+    return sorted(f for f in files if f not in NOT_CODE_INPUTS) + extra
