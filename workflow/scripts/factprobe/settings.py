@@ -111,7 +111,7 @@ class TemplateSet:
             return sorted(p.name for p in path.iterdir() if p.is_dir() and any(p.glob("P*.jsonl")))
         if self.format == "xfactr":
             try:
-                with open(path, newline="", encoding="utf-8") as fh:
+                with open(path, newline="", encoding="utf-8-sig") as fh:
                     header = next(csv.reader(fh), [])
             except OSError:
                 return None
