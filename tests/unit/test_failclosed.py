@@ -9,7 +9,15 @@ import pandas as pd
 import pytest
 import torch
 from factprobe.lm import CachingLM, HFCausalLM, RequestCache
-from factprobe.lm.api import LM, LoglikRequest, LoglikResult, TopkRequest, TopkResult
+from factprobe.lm.api import (
+    LM,
+    GenerateRequest,
+    GenerateResult,
+    LoglikRequest,
+    LoglikResult,
+    TopkRequest,
+    TopkResult,
+)
 from factprobe.scoring.control import train_bpe_tokenizer
 from factprobe.scoring.failclosed import CheckedLM, ScoringError, ScoringJob, require_finite_scores
 from factprobe.scoring.suite import score_pairs
@@ -52,7 +60,7 @@ class ScriptedLM(LM):
         return [TopkResult((0,), ("a",), (self.topk_value,)) for _ in requests]
 
     def generate(self, requests, progress=False):
-        return [[] for _ in requests]
+        return [[GenerateResult("Paris", self.topk_value)] for _ in requests]
 
 
 def cached(folder, lm, requests):
@@ -103,6 +111,12 @@ def test_non_finite_topk_fails():
     with pytest.raises(ScoringError, match="log-probability nan"):
         CheckedLM(ScriptedLM(topk_value=math.nan), JOB).topk([TopkRequest("Prompt 0 is", 1)])
     assert CheckedLM(ScriptedLM(), JOB).topk([TopkRequest("x", 1)])[0].logprobs == (-1.0,)
+
+
+def test_non_finite_generation_logprob_fails():
+    with pytest.raises(ScoringError, match=r"an answer to context 'Prompt 0 is' has log-probability -inf"):
+        CheckedLM(ScriptedLM(topk_value=-math.inf), JOB).generate([GenerateRequest("Prompt 0 is")])
+    assert CheckedLM(ScriptedLM(), JOB).generate([GenerateRequest("x")])[0][0].logprob == -1.0
 
 
 def test_score_table_with_a_cached_nan_is_refused():

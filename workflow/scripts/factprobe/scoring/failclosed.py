@@ -122,7 +122,16 @@ class CheckedLM(LM):
     def generate(
         self, requests: Sequence[GenerateRequest], progress: bool = False
     ) -> list[list[GenerateResult]]:
-        return self.lm.generate(requests, progress=progress)
+        out = self.lm.generate(requests, progress=progress)
+        if len(out) != len(requests):
+            raise self.job.fail(f"the backend gave {len(out)} answer lists for {len(requests)} prompts")
+        for request, answers in zip(requests, out, strict=True):
+            bad = [a.logprob for a in answers if not math.isfinite(a.logprob)]
+            if bad:
+                raise self.job.fail(
+                    f"an answer to context {request.context[-80:]!r} has log-probability {bad[0]!r}"
+                )
+        return out
 
 
 def require_finite_scores(scores: pd.DataFrame, job: ScoringJob) -> None:
