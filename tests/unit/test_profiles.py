@@ -72,3 +72,19 @@ def test_this_runs_check_looks_for_profiles_default_from_the_working_directory(t
     argv = ["snakemake", "--profile", SLURM]
     assert profile_mix_here(argv, {"PWD": str(ROOT)}, ROOT) is not None
     assert profile_mix_here(argv, {"PWD": str(tmp_path)}, tmp_path) is None
+
+
+def test_a_relative_cluster_profile_with_directory_is_refused(tmp_path, monkeypatch):
+    """`snakemake --directory <dir> --profile profiles/slurm` from the clone: Snakemake reads the
+    profile from the start directory ($PWD), then changes to <dir> before the Snakefile runs."""
+    from factprobe.profiles import profile_mix_here
+
+    work = tmp_path / "run"
+    work.mkdir()
+    monkeypatch.chdir(work)  # where the check runs: the --directory folder
+    argv = ["snakemake", "--directory", str(work), "--profile", "profiles/slurm"]
+    message = profile_mix_here(argv, {"PWD": str(ROOT)}, work)
+    assert message is not None and "run `snakemake --workflow-profile profiles/slurm` instead" in message
+    # the relative path begins at the start directory, not at the working directory
+    assert profile_executor("profiles/slurm", start=ROOT) == "slurm"
+    assert profile_executor("profiles/slurm", start=work) is None

@@ -126,3 +126,30 @@ def test_models_say_which_end_token_was_scored(tmp_path):
         "chat": "the chat template's end of turn (prompt format chat)",
         "control": "eos of dir-k",
     }
+
+
+def test_config_hash_does_not_depend_on_where_the_clone_is(tmp_path):
+    """A config run from outside the clone (--directory, a module): bundled paths resolve to
+    absolute paths inside the clone; the hash is of what the user configured."""
+    from factprobe.registry import resolve_config_paths
+    from factprobe.report.provenance import as_configured, run_provenance
+
+    raw = {
+        "dumps": "config/dumps.tsv",
+        "diff": {"single_value_list": "resources/single_value.tsv"},
+        "suites": {"s": {"source": {"path": "/data/mine.tsv"}}},
+        "report": {"dpi": 90},
+    }
+    work = tmp_path / "work"
+    work.mkdir()
+    hashes = []
+    for clone in (tmp_path / "a", tmp_path / "elsewhere" / "b"):
+        (clone / "config").mkdir(parents=True)
+        (clone / "resources").mkdir()
+        (clone / "config/dumps.tsv").write_text("dump\n")
+        (clone / "resources/single_value.tsv").write_text("property\n")
+        resolved = resolve_config_paths(raw, clone, work)
+        assert resolved["dumps"] == str(clone / "config/dumps.tsv")  # what the jobs read
+        assert as_configured(resolved, clone) == raw
+        hashes.append(run_provenance(clone, resolved, {}, [], [])["config_hash"])
+    assert hashes[0] == hashes[1] == config_hash(raw)

@@ -49,6 +49,11 @@ rule control_check:
 rule summarize_metrics:
     input:
         unpack(suite_metric_tables),
+        # The facts table and the score tables: a suite whose scores lost facts is refused.
+        facts=rules.build_probes.output.facts,
+        scores=lambda w: expand(
+            rules.score_suite.output.scores, suite=w.suite, model=SCORE_MODELS
+        ),
         lib=library("summarize_metrics.py"),
     output:
         summary=report(

@@ -9,6 +9,7 @@ import torch
 from factprobe import contracts
 from factprobe.lm import load_model
 from factprobe.rulelog import rule_logger
+from factprobe.scoring.failclosed import CheckedLM, ScoringJob
 from factprobe.scoring.generate import confidence_sample, generate_answers
 from factprobe.scoring.suite import shard_of
 
@@ -22,7 +23,11 @@ sample_ids = confidence_sample(prompts, params.confidence_prompts)
 # The score shards' split: a prompt's answers come from the same shard index as its scores.
 prompts = prompts[[shard_of(p, shards) == shard for p in prompts["prompt_id"]]]
 log.info("shard %d/%d: %d prompts", shard, shards, len(prompts))
-lm = load_model(params.model, model_dir=snakemake.input.model, generation_batch_size=int(params.batch_size))
+model = load_model(
+    params.model, model_dir=snakemake.input.model, generation_batch_size=int(params.batch_size)
+)
+# An answer whose log-probability is not a finite number stops the job (factprobe.scoring.failclosed).
+lm = CheckedLM(model, ScoringJob(snakemake.wildcards.model, snakemake.wildcards.suite))
 answers = generate_answers(
     lm,
     prompts,

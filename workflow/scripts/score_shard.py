@@ -8,6 +8,7 @@ import torch
 from factprobe import contracts
 from factprobe.lm import CachingLM, RequestCache, load_model
 from factprobe.rulelog import rule_logger
+from factprobe.scoring.failclosed import CheckedLM, ScoringJob, require_finite_scores
 from factprobe.scoring.suite import build_pairs, score_pairs, shard_of, topk_table
 from factprobe.suite_tables import load_suite_tables
 
@@ -43,9 +44,13 @@ model = load_model(
     token_budget=int(params.token_budget),
     no_space_langs=params.no_space_languages,
 )
-lm = CachingLM(model, RequestCache(params.cache))
+# The check sits inside the cache: a NaN, an infinity or a missing result stops the job before
+# it is cached or written.
+job = ScoringJob(snakemake.wildcards.model, snakemake.wildcards.suite)
+lm = CachingLM(CheckedLM(model, job), RequestCache(params.cache))
 log.info("scoring mode: %s", "whole sentence (PROBELM §4.1)" if sentence else "continuation")
 scores = score_pairs(lm, pairs, sentence=sentence, first_token=params.sentence_first_token)
+require_finite_scores(scores, job)
 contracts.write("score_shard", scores, snakemake.output.scores)
 log.info("wrote %d scores", len(scores))
 topk = topk_table(lm, prompts, int(params.topk))

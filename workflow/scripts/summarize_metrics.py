@@ -8,6 +8,7 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 import pandas as pd
 from factprobe import contracts
 from factprobe.io import read_table
+from factprobe.metrics.coverage import check_suite_scores
 from factprobe.metrics.pipeline import Bootstrap, headline_per_fact, headline_table, summarize
 from factprobe.rulelog import rule_logger
 
@@ -16,6 +17,13 @@ log = rule_logger(snakemake)
 average = dict(snakemake.params.settings).get("ranking_average", "facts")
 settings = snakemake.params.bootstrap
 bootstrap = Bootstrap(settings["bootstrap_samples"], settings["bootstrap_seed"], settings["confidence_level"])
+# Every model's scores cover every fact of the suite, else no summary (nor leaderboard) is made.
+check_suite_scores(
+    snakemake.wildcards.suite,
+    list(snakemake.params.models),
+    snakemake.input.facts,
+    list(snakemake.input.scores),
+)
 parts, per_model = [], {}
 for model, fact, suite in zip(
     snakemake.params.models, snakemake.input.per_fact, snakemake.input.suite, strict=True

@@ -401,7 +401,12 @@ def read_text(name: str, path: str | os.PathLike) -> pd.DataFrame:
     strings = [f.name for f in schema if pa.types.is_string(f.type)]
     try:
         frame = pd.read_csv(
-            path, sep=_text_sep(path), dtype=dict.fromkeys(strings, str), keep_default_na=False, na_values={}
+            path,
+            sep=_text_sep(path),
+            dtype=dict.fromkeys(strings, str),
+            keep_default_na=False,
+            na_values={},
+            encoding="utf-8-sig",  # a table edited in Excel starts with a byte-order mark
         )
     except (OSError, ValueError) as exc:
         raise ContractError(f"{path}: cannot read {name} ({exc}); re-run the rule that makes it") from exc
@@ -516,7 +521,7 @@ def read_csv(name: str, path: str | os.PathLike) -> pd.DataFrame:
     """CSV table ``name`` at ``path``, contract columns checked and typed by :data:`SCHEMAS`:
     strings keep "" for an empty cell, floats read it as NaN, integers as the field's
     ``missing`` metadata value (0 unless set, e.g. -1 for ``summary.bin``)."""
-    frame = pd.read_csv(path, keep_default_na=False, dtype=str)
+    frame = pd.read_csv(path, keep_default_na=False, dtype=str, encoding="utf-8-sig")
     check(frame, name, path)
     for field in SCHEMAS[name]:
         col = frame[field.name]

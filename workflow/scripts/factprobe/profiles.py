@@ -35,9 +35,18 @@ def _values(argv: Sequence[str], flag: str) -> list[str]:
     return out
 
 
-def profile_executor(profile: str, search: Sequence[Path] = ()) -> str | None:
-    """The ``executor`` a profile (a folder, or a name under ``search`` folders) sets, if any."""
-    candidates = [Path(profile).expanduser(), *(Path(s) / profile for s in search)]
+def profile_executor(profile: str, search: Sequence[Path] = (), start: Path | None = None) -> str | None:
+    """The ``executor`` a profile (a folder, or a name under ``search`` folders) sets, if any.
+
+    A relative ``profile`` is a path from ``start``, the directory Snakemake was started from
+    (default: the current one): Snakemake reads its profiles before ``--directory`` changes the
+    working directory, so ``--directory elsewhere --profile profiles/slurm`` still loads this
+    clone's ``profiles/slurm``.
+    """
+    path = Path(profile).expanduser()
+    if start is not None and not path.is_absolute():
+        path = Path(start) / path
+    candidates = [path, *(Path(s) / profile for s in search)]
     for folder in candidates:
         for name in PROFILE_FILES:
             path = folder / name
@@ -55,18 +64,23 @@ def auto_loaded_default(environ: Mapping[str, str], cwd: Path) -> bool:
     """Whether Snakemake's command line will load ``profiles/default`` as the workflow profile:
     it looks in the directory it was started from (``$PWD``; the working directory changes to
     ``--directory`` before the Snakefile is read)."""
-    start = Path(environ.get("PWD") or cwd)
+    start = start_directory(environ, cwd)
     return (start / "profiles" / "default").is_dir() or (Path(cwd) / "profiles" / "default").is_dir()
 
 
 def profile_mix_error(
-    argv: Sequence[str], environ: Mapping[str, str], search: Sequence[Path] = (), auto_default: bool = True
+    argv: Sequence[str],
+    environ: Mapping[str, str],
+    search: Sequence[Path] = (),
+    auto_default: bool = True,
+    start: Path | None = None,
 ) -> str | None:
     """The one-line refusal when a cluster profile is given with ``--profile`` and Snakemake will
     also auto-load ``profiles/default`` as the workflow profile; ``None`` when the mix is fine.
 
     ``search``: folders where Snakemake looks up profile names (``~/.config/snakemake``, ...);
-    ``auto_default``: whether ``profiles/default`` is there to be loaded (:func:`auto_loaded_default`).
+    ``auto_default``: whether ``profiles/default`` is there to be loaded (:func:`auto_loaded_default`);
+    ``start``: the directory Snakemake was started from, where relative profile paths begin.
     """
     if not auto_default or _values(argv, "--workflow-profile"):
         return None
@@ -76,7 +90,7 @@ def profile_mix_error(
     for profile in general:
         if profile == "none":
             continue
-        executor = profile_executor(profile, search)
+        executor = profile_executor(profile, search, start)
         if executor is not None and executor not in LOCAL_EXECUTORS:
             return (
                 f"`--profile {profile}` (executor {executor}) also loads this workflow's local profile "
@@ -86,11 +100,22 @@ def profile_mix_error(
     return None
 
 
-#: Where Snakemake looks up a ``--profile`` given by name (besides the working directory).
+#: Where Snakemake looks up a ``--profile`` given by name besides the start directory: the
+#: user's and the site's configuration folders (``snakemake.cli.get_profile_dir``).
 USER_PROFILES = Path("~/.config/snakemake")
+SITE_PROFILES = Path("/etc/xdg/snakemake")
+
+
+def start_directory(environ: Mapping[str, str], cwd: Path) -> Path:
+    """The directory Snakemake was started from: ``$PWD`` (the shell's; ``--directory`` changes the
+    process's working directory, not the variable), else ``cwd``."""
+    return Path(environ.get("PWD") or cwd)
 
 
 def profile_mix_here(argv: Sequence[str], environ: Mapping[str, str], cwd: Path) -> str | None:
-    """:func:`profile_mix_error` for this run: the user's profile folder searched, ``profiles/default``
-    looked up from ``cwd`` (:func:`auto_loaded_default`)."""
-    return profile_mix_error(argv, environ, [USER_PROFILES.expanduser()], auto_loaded_default(environ, cwd))
+    """:func:`profile_mix_error` for this run, with profiles resolved as Snakemake does: relative
+    paths and names from the start directory (:func:`start_directory`), then the user's and the
+    site's profile folders; ``profiles/default`` looked up as :func:`auto_loaded_default` says."""
+    start = start_directory(environ, cwd)
+    search = [start, USER_PROFILES.expanduser(), SITE_PROFILES]
+    return profile_mix_error(argv, environ, search, auto_loaded_default(environ, cwd), start)

@@ -91,7 +91,8 @@ def read_registry(path: str | Path, schema_path: str | Path, key: str) -> list[d
     validator = jsonschema.Draft202012Validator(schema)
     rows: list[dict] = []
     seen: dict[str, int] = {}
-    with open(path, newline="") as fh:
+    # utf-8-sig: a byte-order mark (Excel writes one) is dropped, not read into the first column name.
+    with open(path, newline="", encoding="utf-8-sig") as fh:
         reader = csv.DictReader(fh, delimiter="\t")
         unknown = [c for c in reader.fieldnames or [] if c not in props]
         if unknown:

@@ -30,6 +30,26 @@ class ConfigError(ValueError):
     """Configuration or registry problem; the message names the file and the key or row."""
 
 
+class InvalidValue(ConfigError):
+    """A settings class's check of one of its keys failed; :func:`load` names the file and the key."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key = key
+
+
+def check_strategy_names(key: str, names: list[str] | None) -> None:
+    """Every name in ``names`` is a registered distractor strategy (per-model ones included),
+    checked where the list is written, whether or not a suite uses it."""
+    bad = distractors.unknown(list(names)) if names is not None else []
+    if bad:
+        raise InvalidValue(
+            key,
+            f"unknown distractor strategy name(s) {bad}; valid names: {distractors.choices()} "
+            "(temp is the former name of temp+sem)",
+        )
+
+
 def _default(value: Any) -> Any:
     """A mutable default, copied for every instance."""
     return field(default_factory=lambda: copy.deepcopy(value))
@@ -91,7 +111,7 @@ class TemplateSet:
             return sorted(p.name for p in path.iterdir() if p.is_dir() and any(p.glob("P*.jsonl")))
         if self.format == "xfactr":
             try:
-                with open(path, newline="", encoding="utf-8") as fh:
+                with open(path, newline="", encoding="utf-8-sig") as fh:
                     header = next(csv.reader(fh), [])
             except OSError:
                 return None
@@ -141,6 +161,9 @@ class DistractorOverride:
     pool_size: int | None = None
     search: str | None = None
     pool_source: str | None = None
+
+    def __post_init__(self) -> None:
+        check_strategy_names("strategies", self.strategies)
 
 
 @dataclass(frozen=True)
@@ -291,6 +314,9 @@ class Distractors:
     appropt: Appropt = _default(Appropt())
     temporal: Temporal = _default(Temporal())
 
+    def __post_init__(self) -> None:
+        check_strategy_names("strategies", self.strategies)
+
 
 @dataclass(frozen=True)
 class Retrieve:
@@ -319,7 +345,8 @@ class Retrieve:
         bad = distractors.unknown(self.strategies, per_model=False)
         if bad:
             raise ConfigError(
-                f"unknown distractor strategies {bad}; choose from {distractors.choices(per_model=False)}"
+                f"unknown distractor strategies {bad}; retrieval runs {distractors.choices(per_model=False)}, "
+                f"and the per-model ones {distractors.choices(per_model=True)} run in their own rule"
             )
 
 
@@ -535,6 +562,8 @@ def load(cls: type, data: Any, where: str = "config") -> Any:
         return cls(**{k: _convert(hints[k], v, f"{where}.{k}") for k, v in data.items()})
     except TypeError as err:
         raise ConfigError(f"{where}: {err}") from None
+    except InvalidValue as err:
+        raise ConfigError(f"{where}.{err.key}: {err}") from None
 
 
 def plain(settings: Any) -> Any:

@@ -24,7 +24,7 @@ def read_list(path: str | Path) -> set[int]:
     if not path.exists():
         raise FileNotFoundError(f"{path}: single-value property list not found; fix diff.single_value_list")
     out: set[int] = set()
-    with open(path, newline="") as fh:
+    with open(path, newline="", encoding="utf-8-sig") as fh:
         reader = csv.DictReader(fh, delimiter="\t")
         if "property" not in (reader.fieldnames or []):
             raise ValueError(f"{path}: needs a 'property' column (tab-separated), found {reader.fieldnames}")

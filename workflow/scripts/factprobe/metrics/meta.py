@@ -60,7 +60,7 @@ def read_human_scores(path: str | Path) -> pd.DataFrame:
     Errors name the file and line: missing header columns, a non-numeric score, a duplicate fact.
     """
     path = Path(path)
-    with open(path, newline="") as fh:
+    with open(path, newline="", encoding="utf-8-sig") as fh:
         reader = csv.DictReader(fh, delimiter="\t")
         missing = [c for c in HUMAN_COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
@@ -274,7 +274,7 @@ def read_human(path: str | Path) -> pd.DataFrame:
     score``, header optional; ``probes.importers.read_triples``), whose unscored rows are left out."""
     if str(path).endswith(".json"):
         return read_human_json(path)
-    with open(path, encoding="utf-8") as fh:
+    with open(path, encoding="utf-8-sig") as fh:
         header = fh.readline().rstrip("\n").split("\t")
     if "relation" in header:
         return read_human_scores(path)

@@ -74,7 +74,7 @@ def import_pararel(folder: str | Path, lang: str = "en") -> list[Template]:
 def _jsonl_rows(path: Path, keys: tuple[str, ...] = ("pattern",)):
     """``(line number, row, "<path>: line N")`` of each non-empty line of a JSONL template file
     ((m)ParaRel, LAMA), whose rows must be JSON objects with ``keys``."""
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for lineno, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
         if not line.strip():
             continue
         where = f"{path}: line {lineno}"
@@ -183,7 +183,7 @@ def import_xfactr(
         raise TemplateError(f"{path}: functions must be 'skip' or 'drop', not {functions!r}")
     if not path.exists():
         raise TemplateError(f"{path}: X-FACTR prompts file not found; fix templates.sets.*.path")
-    with open(path, newline="", encoding="utf-8") as fh:
+    with open(path, newline="", encoding="utf-8-sig") as fh:
         reader = csv.DictReader(fh)
         columns = reader.fieldnames or []
         if "pid" not in columns:
@@ -228,7 +228,7 @@ def _myriad_records(path: Path) -> list[dict]:
     name = path.name.lower()
     if name.endswith(".jsonl"):
         rows = []
-        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        for lineno, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
             if line.strip():
                 try:
                     rows.append(json.loads(line))
@@ -245,7 +245,9 @@ def _myriad_records(path: Path) -> list[dict]:
     if name.endswith(".parquet"):
         frame = pd.read_parquet(path)
     else:
-        frame = pd.read_csv(path, sep="\t" if name.endswith(".tsv") else ",", keep_default_na=False)
+        frame = pd.read_csv(
+            path, sep="\t" if name.endswith(".tsv") else ",", keep_default_na=False, encoding="utf-8-sig"
+        )
     return frame.to_dict("records")
 
 
@@ -395,7 +397,7 @@ def _tsv_triples(path: Path) -> list[tuple]:
     """``subject  property  object  [score]`` a line; ``#`` lines are comments and a line starting
     ``subject`` above the first triple is the header."""
     rows = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for lineno, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
         cells = [c.strip() for c in line.split("\t")]
         if not line.strip() or line.startswith("#"):
             continue
@@ -515,7 +517,7 @@ def import_verbalization_pairs(path: str | Path) -> tuple[pd.DataFrame, dict[str
     path = Path(path)
     if not path.exists():
         raise TriplesError(f"{path}: verbalization-pairs file not found; fix suites.<s>.source.path")
-    with open(path, newline="", encoding="utf-8") as fh:
+    with open(path, newline="", encoding="utf-8-sig") as fh:
         reader = csv.DictReader(fh)
         needed = ["triples_raw", "triples", "context", "verbalization", "errors", "correction"]
         missing = [c for c in needed if c not in (reader.fieldnames or [])]

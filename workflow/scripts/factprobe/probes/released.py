@@ -97,7 +97,7 @@ def read_prompts(path: str | Path) -> dict[str, dict[str, ReleasedTemplate]]:
     if not path.is_file():
         raise ReleasedDataError(f"{path}: PRobELM prompts.csv not found; fix suites.<s>.source.path")
     out: dict[str, dict[str, ReleasedTemplate]] = {}
-    with open(path, newline="", encoding="utf-8") as fh:
+    with open(path, newline="", encoding="utf-8-sig") as fh:
         for lineno, row in enumerate(csv.reader(fh, skipinitialspace=True), start=1):
             if not row or not "".join(row).strip():
                 continue

@@ -15,6 +15,7 @@ import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 #: Keys of ``resources/models/{model}/manifest.json`` (written when a hub/local model is prepared).
 #: ``note`` says when the weights are not the original release (e.g. a dequantized 4-bit GGUF);
@@ -37,6 +38,23 @@ def config_hash(config: Mapping) -> str:
     (sorted keys): the same settings give the same hash whatever the YAML's layout."""
     text = json.dumps(config, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def as_configured(value: Any, root: str | Path) -> Any:
+    """``value`` (a resolved config, or any part of it) with every absolute path inside the
+    workflow's folder ``root`` written relative to it again, as the user wrote it before
+    :func:`factprobe.registry.resolve_path` found it bundled there: what the user configured, so
+    that two clones in different places with the same settings give the same hash."""
+    if isinstance(value, Mapping):
+        return {key: as_configured(item, root) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [as_configured(item, root) for item in value]
+    if isinstance(value, str) and os.path.isabs(value):
+        base = os.path.abspath(root)
+        full = os.path.abspath(value)
+        if os.path.commonpath([base, full]) == base and full != base:
+            return Path(os.path.relpath(full, base)).as_posix()
+    return value
 
 
 def factprobe_version(root: str | Path) -> str:
@@ -67,14 +85,16 @@ def run_provenance(
     dumps: list[dict],
 ) -> dict:
     """The parse-time part of the report's provenance block: the factprobe version (of the copy at
-    ``version_root``), the hash of the resolved ``config``, the ``dumps`` records
+    ``version_root``), the hash of the resolved ``config`` (bundled paths relative to
+    ``version_root``, :func:`as_configured`), the ``dumps`` records
     (:func:`dump_records`) and one row per suite (``suites``: name -> its plain config block, with
     ``kind`` and ``dump``) naming the scored ``models``. Rendering adds fact counts, malformed
     lines skipped per dump, manifests and the control model's fingerprint."""
     scored = ", ".join(models)
     return {
         "version": factprobe_version(version_root),
-        "config_hash": config_hash(config),
+        # bundled resources' absolute paths depend on where the clone is, not on the settings
+        "config_hash": config_hash(as_configured(config, version_root)),
         "dumps": dumps,
         "suites": [
             {

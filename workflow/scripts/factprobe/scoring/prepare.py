@@ -128,6 +128,38 @@ def count_parameters(folder: Path) -> int:
     return total
 
 
+#: Files that hold no weights although they end in ``.bin`` (a Trainer's arguments).
+NOT_WEIGHTS = {"training_args.bin"}
+
+
+def weight_files(folder: Path) -> list[Path]:
+    """The weight files of a model folder: ``*.safetensors`` and ``*.bin`` (PyTorch) at its top."""
+    return sorted(
+        p
+        for p in folder.iterdir()
+        if p.is_file() and (p.suffix == ".safetensors" or p.suffix == ".bin" and p.name not in NOT_WEIGHTS)
+    )
+
+
+def require_weights(folder: Path, where: str) -> None:
+    """Refuse a folder that holds a config or tokenizer but no weights, or an index naming weight
+    shards it lacks: it would be "prepared" and fail only when a scoring job loads it."""
+    for index in sorted(folder.glob("*.index.json")):
+        shards = set(json.loads(index.read_text()).get("weight_map", {}).values())
+        missing = sorted(s for s in shards if not (folder / s).is_file())
+        if missing:
+            raise PrepareError(
+                f"{where}: {index.name} lists weight shard(s) the source lacks: {', '.join(missing)}; "
+                "download the missing files into the source folder, or fix the row's source"
+            )
+    if not weight_files(folder):
+        present = ", ".join(sorted(p.name for p in folder.iterdir())) or "nothing"
+        raise PrepareError(
+            f"{where}: the source has no weights (no *.safetensors or *.bin file; it holds {present}); "
+            "a tokenizer alone cannot be scored: add the model's weight files to the source, or fix the row's source"
+        )
+
+
 def registry_where(path: str | os.PathLike, name: str) -> str:
     """``<models.tsv>: line N, model 'name'`` for error messages, the line found in the file.
 
@@ -181,6 +213,7 @@ def prepare_model(
                 "the original release"
             )
             _dequantize_gguf(src, tmp)
+        require_weights(tmp, where)
         info["dtype"] = _stored_dtype(tmp)
         info["n_parameters"] = count_parameters(tmp)
         # the folder's own rule; the row's end_token / prompt_format cells do not decide the folder

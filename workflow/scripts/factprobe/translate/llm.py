@@ -131,7 +131,7 @@ def read_prompt_file(path: str | Path, relation: str = "") -> tuple[str, list[Ex
     head: list[str] = []
     examples: list[Example] = []
     block: dict[str, str] = {}
-    for lineno, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for lineno, raw in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
         line = raw.strip()
         key = next((k for k in PROMPT_FIELDS if line.startswith(k)), None)
         if key is None:

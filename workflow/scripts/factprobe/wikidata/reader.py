@@ -7,7 +7,8 @@ flight plus one row group per table, never the dump. Measured figures: benchmark
 
 Bad input. A damaged archive raises :class:`DumpError` (see :mod:`.stream`) and no table is
 written (all five appear together or not at all). Malformed entity lines are counted, logged
-with their line numbers and skipped; more than ``max_bad_fraction`` of them fails the job.
+with their line numbers and skipped; more than ``max_bad_fraction`` of them fails the job. An
+entity id found twice fails it too, naming both lines (:mod:`.duplicates`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from factprobe.contracts import EXTRACT_TABLES
+from factprobe.wikidata.duplicates import SeenIds, duplicate_message, entity_id, locate_lines
 from factprobe.wikidata.stream import DumpError, DumpSource
 from factprobe.wikidata.tables import TableSet
 from factprobe.wikidata.workers import ChunkResult, Workers, parse_inline
@@ -135,7 +137,13 @@ def extract_dump(
         ) as bar:
             done = 0
             lines_before = 0  # chunks number their lines from 1; made absolute here, in dump order
+            seen = SeenIds()  # an entity twice fails the job (factprobe.wikidata.duplicates)
             for result in results:
+                repeat = seen.add(result.tables["entities"])
+                if repeat is not None:
+                    kind, number = repeat
+                    lines = locate_lines(path, entity_id(kind, number))
+                    raise DumpError(duplicate_message(path, kind, number, lines))
                 tables.add(result.tables)
                 _merge(stats, result, path, lines_before)
                 lines_before += result.newlines or 0

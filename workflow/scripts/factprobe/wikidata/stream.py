@@ -33,6 +33,42 @@ class DumpError(RuntimeError):
     """A dump cannot be read; the message names the file, the offset and what to do."""
 
 
+#: The first bytes of each compression format a dump may come in, and its file name ending.
+MAGIC = {
+    "gzip": (b"\x1f\x8b", ".gz"),
+    "bzip2": (b"BZh", ".bz2"),
+    "zstd": (b"\x28\xb5\x2f\xfd", ".zst"),
+    "xz": (b"\xfd7zXZ\x00", ".xz"),
+}
+
+
+def sniff_compression(head: bytes) -> str | None:
+    """The compression format whose magic bytes ``head`` starts with (None: not compressed)."""
+    return next((name for name, (magic, _) in MAGIC.items() if head.startswith(magic)), None)
+
+
+def expected_compression(path: Path) -> str | None:
+    """The compression format a file name promises (``.gz`` gzip, ``.bz2`` bzip2, else none)."""
+    return next((name for name, (_, ext) in MAGIC.items() if path.name.endswith(ext)), None)
+
+
+def compression_mismatch(path: Path, head: bytes) -> str | None:
+    """Why the first bytes ``head`` of ``path`` do not match its extension (None when they do): a
+    renamed file would otherwise fail mid-stream as if it were damaged."""
+    found, named = sniff_compression(head), expected_compression(path)
+    if found == named or not head:  # an empty file is reported where it is read
+        return None
+    what = f"{found} data" if found else "not compressed data"
+    ext = MAGIC[found][1] if found else "no compression extension"
+    named_as = f"{named} ({MAGIC[named][1]})" if named else "uncompressed"
+    return (
+        f"{path}: the compression does not match the extension: the file holds {what} but its name "
+        f"says {named_as}. Rename it to end in {ext}"
+        + (" (only .json, .json.gz and .json.bz2 are read)" if found not in (None, "gzip", "bzip2") else "")
+        + ", or download it again."
+    )
+
+
 def _open_decompressed(raw: BinaryIO, path: Path) -> BinaryIO:
     name = path.name
     if name.endswith(".bz2"):
@@ -107,6 +143,14 @@ class DumpSource:
 
     def _blocks(self) -> Iterator[bytes]:
         """Raw decompressed blocks, read ahead by a thread into a small bounded queue."""
+        try:
+            with open(self.path, "rb") as raw:
+                head = raw.read(8)
+        except OSError:
+            head = None  # the reading thread reports it
+        mismatch = compression_mismatch(self.path, head) if head is not None else None
+        if mismatch:
+            raise DumpError(mismatch)
         blocks: queue.Queue = queue.Queue(maxsize=4)
         stop = threading.Event()
 
