@@ -106,9 +106,12 @@ def test_grid_is_the_papers_n_and_short_lists_take_the_largest_defined_n():
     assert strict.to_dict() == pytest.approx({"long": 0.2})
 
 
-def test_largest_defined_n_is_taken_per_group_before_the_mean():
-    """Two verbalizations of one fact: template has K up to n = 2 (0.8, 0.6), sentence up to
-    n = 1 (0.2). At n = 5: mean of 0.6 (template, n = 2) and 0.2 (sentence, n = 1) = 0.4."""
+def test_largest_defined_n_is_the_facts_shortest_list_over_all_groups():
+    """§4.2 as the reference computes K(f) in its grid: the mean over all the fact's cloze
+    sentences of their Min/Avg@1..n curves (undefined where one sentence is short), walked back
+    to its last defined n. Two verbalizations of one fact: template has K up to n = 2 (0.8,
+    0.6), sentence up to n = 1 (0.2). Both are defined up to n = 1 only, so at n = 5 the fact
+    reads mean(0.8, 0.2) = 0.5 (not the per-group walk-back's mean(0.6, 0.2) = 0.4)."""
     table = pd.DataFrame(
         [
             ("f", "k_avg", "sem", 1, 0.8, "template"),
@@ -117,7 +120,8 @@ def test_largest_defined_n_is_taken_per_group_before_the_mean():
         ],
         columns=["fact_id", "measure", "strategy", "n", "value", "verbalization"],
     )
-    assert values_for(table, {"measure": "k_avg", "strategy": "sem", "n": 5})["f"] == pytest.approx(0.4)
+    assert values_for(table, {"measure": "k_avg", "strategy": "sem", "n": 5})["f"] == pytest.approx(0.5)
+    assert values_for(table, {"measure": "k_avg", "strategy": "sem", "n": 1})["f"] == pytest.approx(0.5)
 
 
 def test_human_alignment_passes_the_conventions_on():
@@ -249,3 +253,52 @@ def test_human_alignment_reaches_the_report(tmp_path):
     body = human_section({"knowledge": table})
     assert "dist:random" in body and "probability" in body and "-1.000" in body
     assert "No human judgement file" in human_section(None)
+
+
+def test_k_of_a_fact_over_cloze_sentences_with_unequal_lists():
+    """§4.2 K(f) as the reference's grid computes it: the mean over all cloze sentences
+    (undefined where one is short), walked back to the shortest list.
+
+    One fact, Sem distractors d1 d2 d3; sentence a scores all three (object 0.5 vs 0.1, 0.2, 0.6:
+    Min@1..3 = 1, 1, 0), sentence b scores d1 and d2 only (0.5 vs 0.1, 0.2: Min@1..2 = 1, 1).
+    K(f) at 3 is undefined (b is short) and Min@3 in the grid is K(f) at 2 = mean(1, 1) = 1.0;
+    averaging only the sentences long enough for 3 would give a's 0.0.
+    """
+    from contract_frames import full
+    from factprobe.metrics.common import correct_entities, entity_scores, prompt_frame
+    from factprobe.metrics.knowledge import knowledge_per_fact
+
+    facts = full("facts", pd.DataFrame([("S|P|O", "S", "P", "O", ["O"])], columns=HUMAN_FACT_COLUMNS))
+    prompts = prompt_frame(
+        full("prompts", pd.DataFrame([("a", "S|P|O", "t1"), ("b", "S|P|O", "t2")], columns=PROMPT_COLUMNS))
+    )
+    cands = full(
+        "candidates",
+        pd.DataFrame(
+            [("S|P|O", "O", "object", "object", 0)]
+            + [("S|P|O", f"d{i}", "distractor", "sem", i) for i in (1, 2, 3)],
+            columns=["fact_id", "entity", "role", "strategy", "rank"],
+        ),
+    )
+    pl = {"a": {"O": 0.5, "d1": 0.1, "d2": 0.2, "d3": 0.6}, "b": {"O": 0.5, "d1": 0.1, "d2": 0.2}}
+    rows = [
+        (p, e, e, float(np.log(v)), 1, float(np.log(v)), 0.0) for p, ev in pl.items() for e, v in ev.items()
+    ]
+    scores = full(
+        "scores",
+        pd.DataFrame(
+            rows,
+            columns=["prompt_id", "entity", "form", "logprob", "n_tokens", "first_logprob", "end_logprob"],
+        ),
+    )
+    per_fact = knowledge_per_fact(
+        entity_scores(scores), prompts, cands, facts, correct_entities(facts), [1, 2, 3], [1]
+    )
+    kmin = per_fact[per_fact["measure"] == "k_min"].set_index("n")["value"]
+    assert kmin.to_dict() == {1: 1.0, 2: 1.0}  # no value at n = 3
+    assert values_for(per_fact, {"measure": "k_min", "strategy": "sem", "n": 3})["S|P|O"] == 1.0
+    assert values_for(per_fact, {"measure": "k_min", "strategy": "sem", "n": 3}, "undefined").empty
+
+
+HUMAN_FACT_COLUMNS = ["fact_id", "subject", "property", "object", "objects"]
+PROMPT_COLUMNS = ["prompt_id", "fact_id", "template_id"]

@@ -9,12 +9,12 @@ from contract_frames import full, full_inputs
 from factprobe.metrics.common import correct_entities, entity_scores, prompt_frame
 from factprobe.metrics.knowledge import (
     combine_strategies,
-    dropped_fact_counts,
     first_token_precision_per_prompt,
     first_token_rank,
     k_of_prompt,
     knowledge_per_fact,
     knowledge_per_prompt,
+    knowledge_tables,
     precision_per_prompt,
     probability_per_prompt,
 )
@@ -370,7 +370,7 @@ def test_fewer_than_n_distractors_drop_the_fact_and_are_counted(ent):
     kmin = rnd[rnd["measure"] == "k_min"].set_index(["fact_id", "n"])["value"]
     assert ("S1|P1|A", 2) in kmin.index and ("S1|P1|A", 5) not in kmin.index
     assert ("S2|P1|B", 1) in kmin.index and ("S2|P1|B", 2) not in kmin.index
-    dropped = dropped_fact_counts(out)
+    dropped = knowledge_tables(ent, PROMPTS, CANDS, FACTS, correct, [1, 2, 5], [1], {})[1]
     d = dropped[(dropped["strategy"] == "random") & (dropped["lang"] == "en")].set_index("n")["value"]
     assert d.to_dict() == {1: 0.0, 2: 1.0, 5: 2.0}
     assert (dropped["measure"] == "k_dropped_facts").all()

@@ -5,9 +5,9 @@ import math
 import pandas as pd
 import pytest
 from contract_frames import full_inputs
+from factprobe.metrics.knowledge import chance_per_prompt
 from factprobe.metrics.pipeline import (
     SuiteInputs,
-    chance_rows,
     coinciding_strategies,
     compute_suite_metrics,
     control_check,
@@ -151,10 +151,7 @@ def test_random_ranker_chance_by_hand_and_by_enumeration():
             wins = [order[0] < order[d] for d in range(1, m + 1)]
             avgs.append(sum(wins) / m)
             mins.append(float(all(wins)))
-        table = pd.DataFrame(
-            {"fact_id": ["f"], "measure": ["n_used"], "value": [float(m)], "strategy": ["random"], "n": [10]}
-        )
-        chance = chance_rows(table).set_index("measure")["value"]
+        chance = chance_per_prompt(pd.Series([m])).iloc[0]
         assert chance["k_avg_chance"] == pytest.approx(sum(avgs) / len(avgs)) == pytest.approx(0.5)
         assert chance["k_min_chance"] == pytest.approx(sum(mins) / len(mins)) == pytest.approx(1 / (m + 1))
 
@@ -227,3 +224,96 @@ def test_leaderboard_takes_value_and_interval_from_the_headline_table(tmp_path):
     assert row["value"] == pytest.approx(groups["value"].mean())
     assert row["ci_low"] <= row["value"] <= row["ci_high"] and row["n_facts"] == 2
     assert board["rank"].eq(1).all()  # one model: rank 1 everywhere
+
+
+def short_list_suite():
+    """Four facts, strategy random, one or two cloze sentences (Pl of object, then distractors
+    in rank order; a distractor without a score is not compared in that sentence):
+
+    F1  s1: o 0.5 vs 0.1 0.1 0.1   Min@3 1, Avg@3 1
+    F2  s2: o 0.5 vs 0.1           one distractor: K at 3 undefined
+    F3  s3: o 0.3 vs 0.1 0.2 0.4   Min@3 0, Avg@3 2/3
+    F4  s4a: o 0.5 vs 0.1 0.2 0.3; s4b: o 0.5 vs 0.1 0.2 (third unscored): s4b short at 3
+    """
+    lists = {"F1": [0.1, 0.1, 0.1], "F2": [0.1], "F3": [0.1, 0.2, 0.4], "F4": [0.1, 0.2, 0.3]}
+    objects = {"F1": 0.5, "F2": 0.5, "F3": 0.3, "F4": 0.5}
+    sentences = {"s1": "F1", "s2": "F2", "s3": "F3", "s4a": "F4", "s4b": "F4"}
+    facts = pd.DataFrame(
+        {
+            "fact_id": list(lists),
+            "subject": [f"S{f}" for f in lists],
+            "property": "P",
+            "object": [f"O{f}" for f in lists],
+            "objects": [[f"O{f}"] for f in lists],
+        }
+    )
+    prompts = pd.DataFrame(
+        {
+            "prompt_id": list(sentences),
+            "fact_id": list(sentences.values()),
+            "template_id": [p[-1] if p[-1].isalpha() else "t" for p in sentences],
+            "lang": "en",
+            "text": list(sentences),
+        }
+    )
+    cands, rows = [], []
+    for fact, values in lists.items():
+        cands.append((fact, f"O{fact}", "object", "object", 0))
+        cands += [(fact, f"{fact}d{i}", "distractor", "random", i) for i in range(1, len(values) + 1)]
+    for pid, fact in sentences.items():
+        rows.append((pid, f"O{fact}", objects[fact]))
+        scored = lists[fact][:2] if pid == "s4b" else lists[fact]
+        rows += [(pid, f"{fact}d{i}", v) for i, v in enumerate(scored, start=1)]
+    scores = pd.DataFrame(rows, columns=["prompt_id", "entity", "p"])
+    scores = scores.assign(
+        form=scores["entity"], logprob=[ln(v) for v in scores["p"]], n_tokens=1, end_logprob=0.0
+    )
+    scores["first_logprob"] = scores["logprob"]
+    cands = pd.DataFrame(cands, columns=["fact_id", "entity", "role", "strategy", "rank"])
+    return full_inputs(
+        SuiteInputs(scores=scores.drop(columns="p"), prompts=prompts, candidates=cands, facts=facts)
+    )
+
+
+def test_chance_and_n_used_describe_the_facts_the_value_averages():
+    """§3.2 eq. 2-3 with ``short_lists: undefined`` (the reference): at n = 3 only F1 and F3
+    have K(f) (F2 has one distractor, F4's sentence s4b two), so Min@3 = (1 + 0) / 2 = 0.5 and
+    Avg@3 = (1 + 2/3) / 2 = 5/6 over 2 facts; beside them n_used = 3 and a random ranker's
+    Min@3 = 1 / (3 + 1) = 0.25, Avg@3 = 0.5, over the same 2 facts (averaged over all four facts
+    they would read n_used 2.375 and chance 0.321). At n = 1 all four facts count: n_used 1,
+    chance Min@1 1/2. Two facts are counted as dropped at n = 3."""
+    from factprobe.report.html import distractors_used_table
+
+    per_fact, suite = compute_suite_metrics(
+        short_list_suite(), Metrics(families={}, ns=[1, 3]), ["knowledge"]
+    )
+    summary = summarize("m", per_fact, suite)
+    at = summary[summary["strategy"] == "random"].set_index(["measure", "n"])
+    expected = {
+        ("k_min", 3): (0.5, 2),
+        ("k_avg", 3): (5 / 6, 2),
+        ("n_used", 3): (3.0, 2),
+        ("k_min_chance", 3): (0.25, 2),
+        ("k_avg_chance", 3): (0.5, 2),
+        ("k_min", 1): (1.0, 4),
+        ("n_used", 1): (1.0, 4),
+        ("k_min_chance", 1): (0.5, 4),
+    }
+    for key, (value, facts) in expected.items():
+        assert at.loc[key, "value"] == pytest.approx(value), key
+        assert at.loc[key, "n_facts"] == facts, key
+    assert at.loc[("k_dropped_facts", 3), "value"] == 2
+    # every chance and n_used row is a fact with a K value at the same n
+    keys = ["fact_id", "strategy", "n"]
+    k_rows = set(map(tuple, per_fact[per_fact["measure"] == "k_min"][keys].to_numpy()))
+    for name in ("n_used", "k_min_chance", "k_avg_chance"):
+        assert set(map(tuple, per_fact[per_fact["measure"] == name][keys].to_numpy())) == k_rows
+    board = headline_table(summary).set_index(["measure", "strategy", "n"])
+    assert board.loc[("k_min", "random", 3), "chance"] == pytest.approx(0.25)
+    assert board.loc[("k_min", "random", 3), "n_used"] == pytest.approx(3.0)
+    # the report's line for n = 3: 3 distractors used, chance Min@3 0.25, Avg@3 0.5
+    html_table = distractors_used_table(summary)
+    row = (
+        "<td>random</td>\n      <td>3</td>\n      <td>3.000</td>\n      <td>0.250</td>\n      <td>0.500</td>"
+    )
+    assert row in html_table and "over the same facts" in html_table

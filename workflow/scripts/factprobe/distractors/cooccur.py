@@ -61,6 +61,8 @@ class Cooccurrence:
         # Seconds and count of memoised structures built (per type set and big level): the
         # retrieval log separates them from the per-fact cost (benchmarks/scale.py).
         self.built_s, self.built = 0.0, 0
+        # Self-scenarios left out per side (:meth:`alternatives`): the retrieval log reports them.
+        self.self_left_out = {"object": 0, "subject": 0}
         self._counts: dict[tuple, _Levels] = {}
         # Entities and admissible parts held by the memo, kept as running totals: summing over
         # the memo at every miss cost O(memo) per fact.
@@ -279,17 +281,33 @@ class Cooccurrence:
     def alternatives(
         self, omega: Omega, fact_id: str, s: int, r: int, o: int, n: int = 10, side: str = "object"
     ) -> list[tuple[int, int, float]]:
-        """Top ``n`` Ω-valid alternatives ``(entity, frequency, relevance)``."""
+        """Top ``n`` Ω-valid alternatives ``(entity, frequency, relevance)``, self-scenarios left out.
+
+        A self-scenario is the fact's subject as the object-side alternative or its object as the
+        subject-side one ((Angola, diplomatic relation, Angola) for a fact of P530). Algorithm 1
+        (Appendix B) takes s out of its own siblings (e ≠ s) but says nothing of s among their
+        objects, which a symmetric relation always yields (the siblings' statements point back
+        at s); the released PRobELM groups hold none (0 of 51,616 alternatives of the four
+        cut-offs, 50 groups of the symmetric P451 among them). So such a candidate is left out
+        where it would have been taken, the next one takes its place, and the count per side is
+        kept in ``self_left_out``.
+        """
         admit = omega.filter if side == "object" else omega.filter_subjects
+        itself = s if side == "object" else o
         # Ω admits only entities sharing a declared type with the slot's true filler (clause 1):
         # listing those only, in the same order, gives the same first n.
         within = tuple(omega.types_of(o if side == "object" else s).tolist())
         found: list[tuple[int, int]] = []
         for level in self.levels(omega, fact_id, s, r, o, side, within):
-            if len(found) >= n:
+            need = n - len(found)
+            if need <= 0:
                 break
             freq = dict(level)
-            found += [(e, freq[e]) for e in admit(s, r, o, [e for e, _ in level], n - len(found))]
+            # One more than needed: the self-scenario, when admitted, leaves its place to the next.
+            admitted = admit(s, r, o, [e for e, _ in level], need + 1)
+            if itself in admitted[:need]:
+                self.self_left_out[side] += 1
+            found += [(e, freq[e]) for e in admitted if e != itself][:need]
         return [(e, f, float(n + 1 - i)) for i, (e, f) in enumerate(found, start=1)]
 
 

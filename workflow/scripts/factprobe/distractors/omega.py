@@ -346,6 +346,10 @@ class Omega:
     ) -> list[int]:
         """Ω-valid candidates in their given order, de-duplicated, at most ``limit``.
 
+        The fact's own subject passes when it fits the clauses (a country is no neighbour of
+        itself): §3.3 defines Ω(f) by those clauses alone, and the reference's retrievers remove
+        only the valid objects of (s, r) and the entities named by a label of o.
+
         The list is read in growing blocks, the cheap clauses first and the fuzzy form test on
         their survivors, so a long ranked list (a whole type at 1M entities) stops as soon as
         ``limit`` are found: the work is bounded by ``limit`` and Ω's rejections, not by the

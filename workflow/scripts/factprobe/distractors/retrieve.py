@@ -130,8 +130,10 @@ def retrieve(
     entries = [STRATEGIES[name] for name in settings.strategies]
     # Structures built once per relation or type set (pools, type slices, co-occurrence levels),
     # timed apart from the per-fact work: their number does not grow with the facts.
+    left0: dict[str, int] = {}
     if cooccur is not None:
         built0 = (cooccur.built_s, cooccur.built)
+        left0 = dict(cooccur.self_left_out)
     for entry in entries:
         prepare = entry.load("prepare")
         if prepare is not None:
@@ -149,7 +151,29 @@ def retrieve(
         ctx.built["s"] += cooccur.built_s - built0[0]
         ctx.built["n"] += cooccur.built - built0[1]
     _log_timing(started, ctx, counts)
+    kept = self_candidates(ctx, out_rows)
+    if kept or cooccur is not None:
+        # distractors paper §3.3: Ω(f) admits s (the reference keeps it); PROBELM's co-occurrence
+        # alternatives leave it out (Cooccurrence.alternatives).
+        left = {} if cooccur is None else {k: v - left0.get(k, 0) for k, v in cooccur.self_left_out.items()}
+        log.info("self-candidates: kept per strategy %s; left out of cooccur per side %s", kept, left)
     return candidates_frame(out_rows)
+
+
+def self_candidates(ctx: Context, out_rows: list[dict]) -> dict[str, int]:
+    """Distractor rows per strategy that are the fact's own subject (object side) or own object
+    (subject side): Ω(f) of the distractors paper (§3.3) admits them, as its reference does."""
+    ends = {
+        fid: (contracts.qid(s), contracts.qid(o)) for fid, (s, _, o) in zip(ctx.ids, ctx.triples, strict=True)
+    }
+    kept: dict[str, int] = {}
+    for row in out_rows:
+        if row["role"] != "distractor" or row["fact_id"] not in ends:
+            continue
+        subject, obj = ends[row["fact_id"]]
+        if row["entity"] == (obj if row.get("side") == "subject" else subject):
+            kept[row["strategy"]] = kept.get(row["strategy"], 0) + 1
+    return kept
 
 
 def _log_timing(started: float, ctx: Context, counts: dict[str, int]) -> None:

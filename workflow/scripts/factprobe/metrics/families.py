@@ -20,7 +20,7 @@ from .belief import (
     vocabulary_predictions,
 )
 from .common import GROUP_KEYS, prompt_frame
-from .knowledge import dropped_fact_counts, knowledge_per_fact
+from .knowledge import knowledge_tables
 from .pipeline import SuiteFrame
 from .plausibility import plausibility_per_fact, plausibility_score
 from .ranking import ranking_per_fact
@@ -33,7 +33,7 @@ Tables = tuple[list[pd.DataFrame], list[pd.DataFrame]]
 def knowledge(f: SuiteFrame) -> Tables:
     """K Min@n / Avg@n per strategy and the Table 2 baselines (distractors paper §3.2)."""
     s = f.settings
-    table = knowledge_per_fact(
+    table, dropped = knowledge_tables(
         f.ent,
         f.prompts,
         f.cands,
@@ -46,7 +46,7 @@ def knowledge(f: SuiteFrame) -> Tables:
         scores=f.scores,
         short_lists=s.short_lists,
     )
-    return [table], [dropped_fact_counts(table)]
+    return [table], [dropped]
 
 
 def ranking(f: SuiteFrame) -> Tables:

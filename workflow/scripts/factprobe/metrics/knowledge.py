@@ -12,10 +12,13 @@
 Rules stated once here:
 
 * Ties: the indicator is strict, so Pl(o|c) == Pl(o*|c) counts as a failure (Min@n becomes 0).
-* Fewer than n distractors (a strategy may return fewer, §3.3 "ApprOpt"): by default K at n is
-  undefined, as in the reference implementation, and the fact drops out of the mean at that n
-  (``dropped_fact_counts`` counts them); ``short_lists="available"`` uses the distractors that
-  exist instead. ``n_used`` records how many were available; a prompt with none has no value.
+* Fewer than n distractors (a strategy may return fewer, §3.3 "ApprOpt"): by default K(f|c) at n
+  is undefined, as in the reference implementation, and so is K(f) when any of the fact's cloze
+  sentences is short (the reference's mean over all sentences, §4.2; ``fact_rule``): the fact
+  drops out of the mean at that n (``dropped_fact_counts`` counts them);
+  ``short_lists="available"`` uses the distractors that exist instead. ``n_used`` records how
+  many were compared and ``k_*_chance`` a random ranker's K, both over exactly the sentences and
+  facts K averages; a prompt with no distractor has no value.
 * Distractors listed in ``candidates`` but absent from the score table are dropped (logged);
   a prompt whose object was not scored has no value.
 * Δn(f) takes a strategy's distractors in ``rank`` order (ties in rank broken by entity id).
@@ -311,6 +314,84 @@ def first_token_precision_per_prompt(
     return frame[cols]
 
 
+#: Measures of the knowledge family that describe the facts K averages (chance: a random ranker's K).
+K_BOOKKEEPING = ("n_used", "k_min_chance", "k_avg_chance")
+
+
+def chance_per_prompt(n_used: pd.Series) -> pd.DataFrame:
+    """A random ranker's K(f|c) for a sentence that compared ``n_used`` = m distractors (§3.2 eq. 2).
+
+    A random ranker orders the object and its m distractors uniformly, so each comparison
+    1[Pl(o|c) > Pl(o*|c)] holds with probability 1/2 and all m hold together with probability
+    1/(m + 1) (the object is first among m + 1): Avg@n's chance is 1/2, Min@n's 1/(m + 1).
+    Averaged over the same sentences as K(f) (eq. 3) this is the random ranker's K(f) exactly.
+    """
+    m = n_used.astype(float)
+    return pd.DataFrame(
+        {"k_min_chance": 1.0 / (m + 1.0), "k_avg_chance": np.full(len(m), 0.5)}, index=n_used.index
+    )
+
+
+def fact_rule(k: pd.DataFrame, obj: pd.DataFrame, short_lists: str) -> pd.DataFrame:
+    """K(f|c) rows with K(f) undefined where §4.2's reference leaves it undefined.
+
+    K(f) is the mean of K(f|c) over the fact's cloze sentences (§3.2 eq. 3). With
+    ``short_lists="undefined"`` the reference takes that mean over *all* sentences, so one
+    sentence with fewer than n distractors (or none for the strategy) makes K(f) at n undefined
+    (DistFactAssessLM ``scripts/optimize_know_evals/optimize.ipynb``: a NaN-propagating mean
+    over the sentences' Min/Avg@1..200 curves). Such a fact's rows get NaN in every measure,
+    ``n_used`` and chance included, so that those describe exactly the facts and sentences that
+    K averages. The sentences counted are the fact's prompts with a scored object, per group.
+    ``"available"``: each sentence with a value counts, those without one are left out.
+    """
+    out = k.copy()
+    out[list(K_BOOKKEEPING[1:])] = chance_per_prompt(out["n_used"])
+    defined = out["k_min"].notna()
+    out.loc[~defined, list(K_BOOKKEEPING)] = np.nan
+    if short_lists != "undefined" or out.empty:
+        return out
+    group = ["fact_id", *GROUP_KEYS]
+    sentences = obj.groupby(group, sort=False)["prompt_id"].nunique().rename("_sentences")
+    key = [*group, "strategy", "n"]
+    have = out.assign(_ok=defined).groupby(key, sort=False)["_ok"].sum().rename("_defined")
+    full_rows = have.reset_index().merge(sentences.reset_index(), on=group, how="left")
+    full_rows["_all"] = full_rows["_defined"] >= full_rows["_sentences"]
+    out = out.merge(full_rows[[*key, "_all"]], on=key, how="left")
+    out.loc[~out["_all"], ["k_min", "k_avg", *K_BOOKKEEPING]] = np.nan
+    return out.drop(columns="_all")
+
+
+def knowledge_tables(
+    ent: pd.DataFrame,
+    prompts: pd.DataFrame,
+    candidates: pd.DataFrame,
+    facts: pd.DataFrame,
+    correct: pd.DataFrame,
+    ns: Iterable[int],
+    precision_ns: Iterable[int],
+    combined: Mapping[str, Sequence[str]] | None = None,
+    topk: pd.DataFrame | None = None,
+    scores: pd.DataFrame | None = None,
+    short_lists: str = "undefined",
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(:func:`knowledge_per_fact`'s table, :func:`dropped_fact_counts`' suite-level rows)."""
+    cands = combine_strategies(candidates, combined or {})
+    keys = prompts[["prompt_id", *GROUP_KEYS]]
+    obj = _object_scores(ent, prompts, facts).merge(keys, on="prompt_id")
+    k = knowledge_per_prompt(ent, prompts, cands, facts, correct, ns, short_lists).merge(keys, on="prompt_id")
+    k = fact_rule(k, obj, short_lists)
+    parts = [average_per_fact(k, ["strategy", "n"], ["k_min", "k_avg", *K_BOOKKEEPING])]
+    prob = probability_per_prompt(ent, prompts, facts).merge(keys, on="prompt_id")
+    parts.append(average_per_fact(prob, [], ["probability"]))
+    if scores is not None:
+        prec = precision_per_prompt(topk, scores, prompts, facts, precision_ns).merge(keys, on="prompt_id")
+        parts.append(average_per_fact(prec, ["n"], ["precision"]))
+    loose = first_token_precision_per_prompt(ent, prompts, candidates, facts, correct, precision_ns)
+    loose = loose.rename(columns={"precision": "precision_first_token"}).merge(keys, on="prompt_id")
+    parts.append(average_per_fact(loose, ["n"], ["precision_first_token"]))
+    return pd.concat(parts, ignore_index=True), dropped_fact_counts(k)
+
+
 def knowledge_per_fact(
     ent: pd.DataFrame,
     prompts: pd.DataFrame,
@@ -326,40 +407,30 @@ def knowledge_per_fact(
 ) -> pd.DataFrame:
     """K(f) (§3.2 eq. 3) Min@n/Avg@n per strategy, plus the Table 2 baselines, per fact and group.
 
-    Measures: ``k_min``, ``k_avg`` (strategy, n; absent where K at n is undefined),
-    ``n_used`` (mean distractors available, up to n), ``probability``, ``precision`` (n; needs
-    ``topk`` and ``scores``) and ``precision_first_token`` (n), the last three with strategy "".
+    Measures: ``k_min``, ``k_avg`` (strategy, n; absent where K(f) at n is undefined, see
+    :func:`fact_rule`), ``n_used`` (mean distractors compared, up to n) and ``k_min_chance`` /
+    ``k_avg_chance`` (a random ranker's K, :func:`chance_per_prompt`), these three over exactly
+    the facts and sentences K averages; ``probability``, ``precision`` (n; needs ``topk`` and
+    ``scores``) and ``precision_first_token`` (n), the last three with strategy "".
     """
-    cands = combine_strategies(candidates, combined or {})
-    keys = prompts[["prompt_id", *GROUP_KEYS]]
-    k = knowledge_per_prompt(ent, prompts, cands, facts, correct, ns, short_lists).merge(keys, on="prompt_id")
-    parts = [average_per_fact(k, ["strategy", "n"], ["k_min", "k_avg", "n_used"])]
-    prob = probability_per_prompt(ent, prompts, facts).merge(keys, on="prompt_id")
-    parts.append(average_per_fact(prob, [], ["probability"]))
-    if scores is not None:
-        prec = precision_per_prompt(topk, scores, prompts, facts, precision_ns).merge(keys, on="prompt_id")
-        parts.append(average_per_fact(prec, ["n"], ["precision"]))
-    loose = first_token_precision_per_prompt(ent, prompts, candidates, facts, correct, precision_ns)
-    loose = loose.rename(columns={"precision": "precision_first_token"}).merge(keys, on="prompt_id")
-    parts.append(average_per_fact(loose, ["n"], ["precision_first_token"]))
-    return pd.concat(parts, ignore_index=True)
+    args = (ent, prompts, candidates, facts, correct, ns, precision_ns, combined, topk, scores, short_lists)
+    return knowledge_tables(*args)[0]
 
 
-def dropped_fact_counts(per_fact: pd.DataFrame) -> pd.DataFrame:
-    """Facts whose K at n is undefined (fewer than n distractors, §3.3), per strategy, n and group.
+def dropped_fact_counts(per_prompt: pd.DataFrame) -> pd.DataFrame:
+    """Facts whose K(f) at n is undefined (a sentence with fewer than n distractors, §3.3, §4.2),
+    per strategy, n and group: suite-level rows ``k_dropped_facts`` (a count, 0 included) in the
+    DATASET_COLUMNS layout.
 
-    Read off the per-fact table: a fact with an ``n_used`` row but no ``k_min`` row at (strategy,
-    n) was dropped from the Min@n / Avg@n mean. Suite-level rows ``k_dropped_facts`` (a count,
-    0 included) in the DATASET_COLUMNS layout.
+    ``per_prompt``: :func:`fact_rule`'s rows (a fact listed at (strategy, n) has rows there; it
+    was dropped when none of them kept a ``k_min``).
     """
     from .common import conform_dataset_table
 
-    keys = ["fact_id", "strategy", "n", *GROUP_KEYS]
-    used = per_fact[per_fact["measure"] == "n_used"][keys]
-    if used.empty:
+    if per_prompt.empty:
         return conform_dataset_table(pd.DataFrame())
-    defined = per_fact[per_fact["measure"] == "k_min"][keys].assign(_ok=True)
-    both = used.merge(defined, on=keys, how="left")
-    both["dropped"] = both["_ok"].isna().astype(float)
-    rows = both.groupby(["strategy", "n", *GROUP_KEYS], sort=True)["dropped"].sum().reset_index()
+    keys = ["strategy", "n", *GROUP_KEYS]
+    per_fact = per_prompt.groupby(["fact_id", *keys], sort=False)["k_min"].count().reset_index()
+    per_fact["dropped"] = (per_fact["k_min"] == 0).astype(float)
+    rows = per_fact.groupby(keys, sort=True)["dropped"].sum().reset_index()
     return conform_dataset_table(rows.rename(columns={"dropped": "value"}).assign(measure="k_dropped_facts"))

@@ -14,9 +14,12 @@
   - "the number of distractors is varied in {1, 2, 5, 10} ∪ {20, 40, ..., 200}, as well as n in
     Precision@n": :data:`PAPER_GRID_NS`, the n of every grid (the per-fact table may hold more n,
     e.g. 1..200 for Fig. 1 and 3; only these are configurations).
-  - K of a fact with fewer than n distractors is undefined (§3.3, Fig. 1); in the grid the
-    reference scores such a fact with K at its largest defined n (it walks the Min/Avg@1..n
-    curve to its last defined value): :func:`values_for` with ``short_n="largest_defined"``.
+  - K of a fact with fewer than n distractors is undefined (§3.3, Fig. 1); K(f) is the mean over
+    all the fact's cloze sentences, undefined at n when one of them is short
+    (:func:`factprobe.metrics.knowledge.fact_rule`). In the grid the reference scores such a fact
+    with K at its largest defined n: it averages the sentences' Min/Avg@1..200 curves (a NaN in
+    one sentence makes the mean NaN) and walks the mean curve up to its last defined value, i.e.
+    back to the fact's shortest list: :func:`values_for` with ``short_n="largest_defined"``.
 * §4.3: robustness to verbalization artifacts = Kendall's τ between a measure's values on two
   verbalization sets of the same facts, averaged over configurations.
 
@@ -123,9 +126,12 @@ def values_for(
     """A measure's value per fact under one configuration (mean if several groups remain).
 
     ``short_n="largest_defined"`` (the reference's rule in its §4.2 grid): a fact whose K
-    (``k_min``/``k_avg``) is undefined at the configuration's n (fewer than n distractors) takes
-    its K at the largest n below it that the table holds, per group (language, verbalization,
-    ...); ``"undefined"``: such a fact has no value (Fig. 1's rule).
+    (``k_min``/``k_avg``) is undefined at the configuration's n (a sentence with fewer than n
+    distractors) takes its K at the largest n below it that the table holds and at which every
+    group of the fact (language, verbalization, ...) has a value: all the fact's cloze sentences
+    are walked back together to the shortest list, as the reference's mean over sentences is;
+    ``"undefined"``: such a fact has no value (Fig. 1's rule). The walk-back lands on the n of
+    the table: with ``metrics.ns`` = 1..200 it is the reference's exactly.
     """
     if short_n not in SHORT_N_RULES:
         raise ValueError(f"short_n {short_n!r}: use one of {SHORT_N_RULES}")
@@ -138,9 +144,27 @@ def values_for(
             mask &= (per_fact[key] == value).to_numpy()
     rows = per_fact[mask]
     if fill:
-        groups = ["fact_id", *[c for c in GROUP_KEYS if c in rows.columns]]
-        rows = rows.dropna(subset=["value"]).sort_values("n").groupby(groups, dropna=False).tail(1)
+        rows = walk_back(rows)
     return rows.groupby("fact_id")["value"].mean()
+
+
+def walk_back(rows: pd.DataFrame) -> pd.DataFrame:
+    """Each fact's rows at the largest n where all its groups have a value (§4.2, reference grid).
+
+    ``rows``: one configuration's K rows at n up to the configuration's n. A fact's groups hold
+    disjoint sets of its cloze sentences; the reference's K(f) averages all of them, so the fact
+    is defined at n only when every group is, and it is walked back to the largest such n.
+    """
+    groups = [c for c in GROUP_KEYS if c in rows.columns]
+    rows = rows.dropna(subset=["value"])
+    if rows.empty:
+        return rows
+    kinds = rows.drop_duplicates(["fact_id", *groups]).groupby("fact_id").size().rename("_groups")
+    counts = rows.groupby(["fact_id", "n"]).size().rename("_have").reset_index()
+    counts = counts.merge(kinds.reset_index(), on="fact_id")
+    full = counts[counts["_have"] == counts["_groups"]]
+    full = full.sort_values("n").groupby("fact_id").tail(1)[["fact_id", "n"]]
+    return rows.merge(full, on=["fact_id", "n"])
 
 
 def tau_with_humans(

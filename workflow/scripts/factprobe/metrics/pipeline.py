@@ -90,24 +90,6 @@ def fact_splits(fact_ids: pd.Series, facts: pd.DataFrame) -> pd.Series:
     return fact_ids.map(keyed.astype(str)).fillna("").astype(str)
 
 
-def chance_rows(table: pd.DataFrame) -> pd.DataFrame:
-    """Expected K of a random ranker per fact row: ``k_avg_chance`` and ``k_min_chance``.
-
-    A random ranker orders the object and its m distractors uniformly, so each comparison
-    1[Pl(o|c) > Pl(o*|c)] holds with probability 1/2 and all m hold together with probability
-    1/(m + 1) (the object is first among m + 1). Avg@n's chance is therefore 1/2 for every n, and
-    Min@n's is 1/(m + 1) with m the distractors actually used (``n_used``: fewer than n when a
-    strategy found fewer). Exact when every prompt of the row used the same m (one candidate list
-    per fact and language), a lower bound otherwise (Jensen).
-    """
-    used = table[table["measure"] == "n_used"]
-    if used.empty:
-        return table.iloc[:0]
-    avg = used.assign(measure="k_avg_chance", value=0.5)
-    low = used.assign(measure="k_min_chance", value=1.0 / (used["value"] + 1.0))
-    return pd.concat([avg, low], ignore_index=True)
-
-
 @dataclass
 class SuiteFrame:
     """What a measure family reads (:data:`factprobe.metrics.FAMILIES`): the job's inputs and
@@ -147,7 +129,8 @@ def compute_suite_metrics(
 
     The suite's ``families`` run in :data:`factprobe.metrics.FAMILIES` order. Per-fact:
     FACT_COLUMNS + ``split`` (from ``facts.split``), with the random-ranker chance of K as
-    measures ``k_avg_chance``/``k_min_chance`` (:func:`chance_rows`); suite-level:
+    measures ``k_avg_chance``/``k_min_chance`` over the facts and sentences K averages
+    (:func:`factprobe.metrics.knowledge.chance_per_prompt`); suite-level:
     DATASET_COLUMNS (BELIEF fluctuation, coverage, Ovconf and calibration bins; PLAUSIBILITY;
     robustness τ between verbalizations).
     """
@@ -166,7 +149,6 @@ def compute_suite_metrics(
     # the configured pair (template vs MT sentence by default) is the project's variant (verbalization_tau:).
     dataset.append(_robustness_rows(table, ARTIFACT_PAIR, "robustness_tau"))
     dataset.append(_robustness_rows(table, settings.robustness_pair, "verbalization_tau"))
-    table = pd.concat([table, chance_rows(table)], ignore_index=True)
     table["split"] = fact_splits(table["fact_id"], frame.facts)
     suite = conform_dataset_table(
         pd.concat([d for d in dataset if not d.empty] or [pd.DataFrame()], ignore_index=True)
@@ -320,7 +302,8 @@ def headline_table(
     ``value`` is the summary's mean over prompt groups (languages, verbalizations, styles, shots)
     of each headline measure; for K (``k_min``/``k_avg``) ``n_used`` is the mean number of
     distractors actually compared (below n when a strategy found fewer) and ``chance`` the value a
-    random ranker gets (:func:`chance_rows`); ``same_as`` names a strategy with identical values
+    random ranker gets (:func:`factprobe.metrics.knowledge.chance_per_prompt`), both over the
+    facts the value averages; ``same_as`` names a strategy with identical values
     (:func:`coinciding_strategies`). With ``per_model`` (``{model: per-fact table}``) the
     fact-level headline rows get the percentile bootstrap interval over facts
     (``ci_low``/``ci_high``) and ``n_facts``, and so does PLAUSIBILITY (recomputed from its

@@ -122,8 +122,9 @@ def distractors_used_table(summary: pd.DataFrame) -> str:
     table = table.reindex(columns=["n_used", "k_min_chance", "k_avg_chance"]).reset_index()
     table.columns = ["strategy", "n", "distractors used (mean)", "chance Min@n", "chance Avg@n"]
     note = (
-        "<p>Distractors actually compared and the value a random ranker gets: Avg@n 1/2 for every n, "
-        "Min@n 1/(m+1) for m distractors used (fewer than n where a strategy found fewer).</p>"
+        "<p>Distractors actually compared and the value a random ranker gets, over the same facts "
+        "and cloze sentences as Min@n and Avg@n: Avg@n 1/2 for every n, Min@n 1/(m+1) for m "
+        "distractors used (fewer than n only with short_lists: available).</p>"
     )
     return note + _table(table)
 
