@@ -16,6 +16,7 @@ import pytest
 from factprobe.diff.engine import DiffInputs, diff_claims
 from factprobe.diff.single_value import single_value_properties
 from factprobe.probes.build import build_suite
+from factprobe.probes.released import match_entities
 from factprobe.wikidata.labels import label_table, resolved_labels
 from factprobe.wikidata.parse import LineDecoder, new_columns, new_rows, new_skips, rows_from_object
 from factprobe.wikidata.reader import extract_dump
@@ -222,6 +223,12 @@ def test_the_fallback_applies_within_each_dump(tables):
         (990001, "en", "Vellmark", False),
         (990001, "en", "Vellmark Republic", True),
     ]
+    matches = match_entities(["Vellmark", "Kerrowburg", "Kerrow"], released).set_index("text")
+    # Kerrow: an en label in the old dump only (the new one says Kerrow City; mul's Kerrow is no
+    # en form of the new dump); Kerrowburg: the new dump's mul alias
+    assert matches.loc["Vellmark", ["id", "matched_by"]].tolist() == ["Q990001", "label"]
+    assert matches.loc["Kerrowburg", ["id", "matched_by"]].tolist() == ["Q990002", "alias"]
+    assert matches.loc["Kerrow", ["id", "matched_by"]].tolist() == ["Q990002", "label"]
 
 
 def suite_of(tables, languages: list[str], label_dumps: tuple[str, ...] = (OLD, NEW)):
