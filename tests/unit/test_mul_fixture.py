@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import msgspec
+import numpy as np
 import pandas as pd
 import pytest
 from factprobe.diff.engine import DiffInputs, diff_claims
@@ -291,3 +292,19 @@ def test_a_german_suite_labels_through_mul(tables):
         ("Q990002", "de", "Kerrow", "label"),
         ("Q990002", "de", "Kerrowburg", "alias"),
     ]
+
+
+def test_omega_sees_mul_forms(tables):
+    """Ω's form clauses (a candidate needs a form; it must share none with the answer) read the
+    suite's entity_forms, so a mul-only entity has forms and they are its mul ones."""
+    from factprobe.distractors.omega import Omega, load_types, valid_objects
+
+    forms = label_table([tables[NEW] / "labels.parquet"], ["en"])
+    claims = pd.read_parquet(tables[NEW] / "claims.parquet")
+    omega = Omega.from_tables(
+        load_types([tables[NEW] / "types.parquet"]), forms, valid_objects(claims, int(NEW))
+    )
+    assert omega.forms_of(990001) == ("vellmark", "vellmark republic", "vmk")
+    assert omega.has_form(np.array([990001, 990002, 990004, 990007])).tolist() == [True, True, True, False]
+    # Brinmoor is a city like Kerrow City and shares no form with it: a distractor for Vellmark's capital
+    assert omega.filter(990001, 36, 990002, [990005, 990004, 990003]) == [990005]
