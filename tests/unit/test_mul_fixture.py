@@ -110,6 +110,20 @@ def test_extract_stats_count_kinds_skipped_statements_and_label_coverage(tables)
     assert old["statements_skipped"] == {"datatype": {}, "snaktype": {}}
 
 
+def test_counts_do_not_depend_on_workers_or_chunks(tables, tmp_path):
+    """Counts are summed over chunks (one entity is always within one chunk) in dump order."""
+    stats = extract_dump(
+        FIXTURE / f"{NEW}.json",
+        tmp_path,
+        ["en", "de"],
+        progress=False,
+        workers=2,
+        chunk_bytes=2048,
+        min_parallel_bytes=0,
+    )
+    assert stats.summary_record() == stats_of(tables, NEW)
+
+
 def test_console_line_names_every_unknown_shape(tmp_path):
     stats = extract_dump(FIXTURE / f"{NEW}.json", tmp_path, ["en"], progress=False)
     line = stats.shapes_summary("new.json")
