@@ -65,7 +65,7 @@ def test_typed_and_generic_paths_agree_on_every_real_entity(path, languages):
         for kind in rows_from_object(json.loads(line), languages, generic, skips):
             kinds[kind] = kinds.get(kind, 0) + 1
     assert decoder.kinds == kinds
-    # the statements without a claims row are counted alike (2014: datatypes from the datavalues)
+    # the statements without a claims row are counted alike (old dumps: datatypes from the datavalues)
     assert decoder.skips == skips and skips["datatype"]
     typed = as_rows(cols)
     for name in EXTRACT_TABLES:
