@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from factprobe.report.provenance import (
     config_hash,
+    coverage_cell,
     dump_date,
     dump_records,
     factprobe_version,
@@ -14,6 +15,7 @@ from factprobe.report.provenance import (
     model_records,
     read_manifest,
     registry_path,
+    with_label_coverage,
     with_malformed,
 )
 
@@ -104,6 +106,21 @@ def test_malformed_lines_cell_per_dump():
     assert malformed_cell(bad) == "3 of 635 lines (first at line 7)"
     rows = with_malformed([{"dump": "20141201"}, {"dump": "20190201"}], {"20190201": bad})
     assert [r["malformed lines skipped"] for r in rows] == ["", "3 of 635 lines (first at line 7)"]
+
+
+def test_label_coverage_cell_per_dump():
+    """The report's provenance shows, per dump and language, the items labelled on their own,
+    only through ``mul``, and not at all (``extract_stats.json``'s ``label_coverage``)."""
+    record = {
+        "label_coverage": {
+            "en": {"own": 5, "default": 1, "none": 0},
+            "de": {"own": 1, "default": 2, "none": 3},
+        }
+    }
+    assert coverage_cell(record) == "en 5 own + 1 mul, 0 none; de 1 own + 2 mul, 3 none"
+    assert coverage_cell(None) == "" and coverage_cell({"lines": 3}) == ""
+    rows = with_label_coverage([{"dump": "20141201"}, {"dump": "20260105"}], {"20260105": record})
+    assert [r["labels per language"] for r in rows] == ["", coverage_cell(record)]
 
 
 def test_models_say_which_end_token_was_scored(tmp_path):

@@ -39,5 +39,7 @@ except Exception:
 summary = stats.malformed_summary(snakemake.input.dump, snakemake.log[0])
 if summary:
     print(summary, file=sys.stderr)  # the console, besides the job log
+# Unknown shapes (new datatypes, snak types, entity kinds) are counted, never fatal: shown here.
+print(stats.shapes_summary(snakemake.input.dump), file=sys.stderr)
 with atomic_path(snakemake.output.stats) as tmp:
     tmp.write_text(json.dumps(stats.summary_record(), indent=1) + "\n")

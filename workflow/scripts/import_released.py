@@ -6,21 +6,19 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 
 from pathlib import Path
 
-import pandas as pd
 from factprobe import contracts
 from factprobe.probes.released import build_released, read_groups, read_prompts
 from factprobe.rulelog import rule_logger
 from factprobe.settings import Suite, load
+from factprobe.wikidata.labels import resolved_labels
 
 log = rule_logger(snakemake)
 name = snakemake.wildcards.suite
 suite = load(Suite, dict(snakemake.params.suite), f"suites.{name}")
 *data_files, prompts_csv = list(snakemake.input.released)
 groups = {Path(f).stem: read_groups(f) for f in data_files}
-labels = pd.concat(
-    [contracts.read("labels", f, ["id", "lang", "text", "is_alias"]) for f in snakemake.input.labels],
-    ignore_index=True,
-)
+# English labels and aliases of every label dump, with the `mul` fallback (factprobe.wikidata.labels).
+labels = resolved_labels(snakemake.input.labels, ["en"])
 entities = contracts.read("entities", snakemake.input.entities, ["id", "kind", "sitelinks"])
 entities = entities[entities["kind"] == "item"]  # properties share the numeric ids
 tables = build_released(

@@ -13,7 +13,12 @@ import pandas as pd
 from factprobe import contracts
 from factprobe.io import atomic_dir, atomic_path, read_table
 from factprobe.report.html import Figures, build_report
-from factprobe.report.provenance import model_records, with_malformed, with_resolutions
+from factprobe.report.provenance import (
+    model_records,
+    with_label_coverage,
+    with_malformed,
+    with_resolutions,
+)
 from factprobe.rulelog import rule_logger
 from factprobe.settings import Report, load
 
@@ -41,7 +46,9 @@ provenance["suites"] = [{**row, "facts": counts.get(row["suite"], "")} for row i
 extract = {
     Path(p).parent.name: json.loads(Path(p).read_text()) for p in snakemake.input.get("extract_stats", [])
 }
-provenance["dumps"] = with_malformed(with_resolutions(provenance["dumps"]), extract)
+provenance["dumps"] = with_label_coverage(
+    with_malformed(with_resolutions(provenance["dumps"]), extract), extract
+)
 control_dirs = dict(
     zip(snakemake.params.control_dir_suites, snakemake.input.get("control_models", []), strict=True)
 )

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 
 from factprobe import arrays, contracts, io
 from factprobe.validity import valid_sql
+from factprobe.wikidata.labels import forms_query
 
 #: Share of a job's ``mem_mb`` that its DuckDB connection may hold (the one setting for every
 #: rule). DuckDB spills beyond it, so a smaller share costs only speed, while the rest must hold
@@ -429,7 +430,8 @@ def write_entity_forms(
     ``path`` (atomically) without holding it: DuckDB sorts (spilling past its memory limit) and
     the rows stream into Parquet a batch at a time. Same rows, same order: per (entity, lang) the
     newest dump that has a form, labels before aliases, then file order; one row per distinct
-    form. Returns the number of rows."""
+    form; the ``mul`` fallback of :func:`factprobe.wikidata.labels.forms_query`. Returns the
+    number of rows."""
     con = con or connect()
     files = [str(p) for p in label_files]
     schema = contracts.SCHEMAS["entity_forms"]
@@ -438,24 +440,7 @@ def write_entity_forms(
             return 0
         for f in files:
             check_columns(con, "labels", f, ["id", "lang", "text", "is_alias"])
-        union = " UNION ALL ".join(
-            f"SELECT id, lang, text, is_alias, {quote(Path(p).parent.name)} AS dump, {i} AS f, file_row_number AS rn "
-            f"FROM read_parquet({quote(p)}, file_row_number = true)"
-            for i, p in enumerate(files)
-        )
-        langs = ", ".join(quote(lang) for lang in languages) or "NULL"
-        reader = con.sql(
-            f"""
-            WITH l AS ({union}),
-            newest AS (SELECT * FROM l WHERE lang IN ({langs})
-                       QUALIFY dump = max(dump) OVER (PARTITION BY id, lang)),
-            firsts AS (SELECT * FROM newest
-                       QUALIFY row_number() OVER (PARTITION BY id, lang, text ORDER BY is_alias, f, rn) = 1)
-            SELECT 'Q' || id AS entity, lang, text AS form,
-                   CASE WHEN is_alias THEN 'alias' ELSE 'label' END AS source
-            FROM firsts ORDER BY entity, lang, is_alias, f, rn
-            """
-        ).to_arrow_reader(batch_rows)
+        reader = con.sql(forms_query(files, languages)).to_arrow_reader(batch_rows)
 
         # Row groups of exactly batch_rows rows, each one chunk (the writer's pages follow the
         # chunks), whatever batches DuckDB's threads hand out: the same bytes on any threads.

@@ -182,6 +182,21 @@ def with_malformed(dumps: list[dict], stats: Mapping[str, Mapping]) -> list[dict
     return [{**row, "malformed lines skipped": malformed_cell(stats.get(row["dump"]))} for row in dumps]
 
 
+def coverage_cell(record: Mapping | None) -> str:
+    """The provenance cell of a dump's label coverage per language (``extract_stats.json``'s
+    ``label_coverage``): items with a label of their own, only through ``mul``, with none."""
+    table = (record or {}).get("label_coverage") or {}
+    return "; ".join(
+        f"{lang} {c.get('own', 0)} own + {c.get('default', 0)} mul, {c.get('none', 0)} none"
+        for lang, c in table.items()
+    )
+
+
+def with_label_coverage(dumps: list[dict], stats: Mapping[str, Mapping]) -> list[dict]:
+    """The dump records with a ``labels per language`` column (``stats``: dump -> record)."""
+    return [{**row, "labels per language": coverage_cell(stats.get(row["dump"]))} for row in dumps]
+
+
 def read_manifest(path: str | Path) -> dict:
     """The ``MANIFEST_KEYS`` of a model's manifest.json, or {} when there is none."""
     path = Path(path)

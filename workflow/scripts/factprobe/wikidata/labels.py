@@ -1,13 +1,103 @@
-"""Label lookup across dumps: forms Λ(e) of an entity (distractors paper §3.2)."""
+"""Label lookup across dumps: forms Λ(e) of an entity (distractors paper §3.2).
+
+The one place that decides which labels and aliases an entity has in a language. Wikidata's
+default language ``mul`` ("Help:Default values for labels and aliases") applies to every
+language without its own label: for a language L, an entity's label is L's own, else ``mul``'s,
+and its aliases are L's together with ``mul``'s (descriptions have no default and are not read).
+The rule is applied within each dump, before the newest dump that has a form is chosen, so a
+dump whose editors removed an English label equal to the ``mul`` one still labels the entity.
+
+Every reader of labels goes through :func:`forms_query`: the suites' ``entity_forms``
+(:func:`factprobe.scan.write_entity_forms`), hence templates and forms, subject aliases, Ω's
+name checks, distractor names, translation inputs and exports; :func:`resolved_labels` for the
+released-benchmark import; :func:`label_table` for tests and small tools. Extraction counts the
+coverage per language (:func:`label_counts`, :func:`coverage`) for ``extract_stats.json`` and
+the report.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from factprobe import contracts
+
+#: Wikidata's default language for labels and aliases (also ``parse.DEFAULT_LANGUAGE``).
+DEFAULT_LANGUAGE = "mul"
+
+
+def _literal(text: str | Path) -> str:
+    """``text`` as a SQL string literal."""
+    return "'" + str(text).replace("'", "''") + "'"
+
+
+#: The ``entity_forms`` columns of :func:`forms_query`.
+FORM_COLUMNS = (
+    "'Q' || id AS entity, lang, text AS form, CASE WHEN is_alias THEN 'alias' ELSE 'label' END AS source"
+)
+
+
+def forms_query(
+    label_files: Sequence[str | Path],
+    languages: Sequence[str],
+    newest: bool = True,
+    columns: str = FORM_COLUMNS,
+) -> str:
+    """DuckDB query of the forms of every entity in ``languages`` with the ``mul`` fallback.
+
+    ``label_files`` are ``results/wikidata/{dump}/labels.parquet`` (the dump is the folder name).
+    ``columns`` (SQL over ``id``, ``lang``, ``text``, ``is_alias``), by default ``entity`` ("Q42"),
+    ``lang``, ``form``, ``source`` ("label"/"alias"); one row per distinct (entity, lang, form), a label before the same text as an
+    alias. Within a dump, L's label else ``mul``'s label, and L's aliases then ``mul``'s.
+    ``newest``: per (entity, lang) only the newest dump that has a form, so forms of two dates
+    never mix; otherwise every dump's. Ordered by entity (as text), lang, labels before aliases,
+    own forms before ``mul``'s, then file order.
+    """
+    union = " UNION ALL ".join(
+        f"SELECT id, lang, text, is_alias, {_literal(Path(p).parent.name)} AS dump, {i} AS f, "
+        f"file_row_number AS rn FROM read_parquet({_literal(p)}, file_row_number = true)"
+        for i, p in enumerate(label_files)
+    )
+    langs = [lang for lang in dict.fromkeys(languages)]
+    targets = (
+        "SELECT * FROM (VALUES " + ", ".join(f"({_literal(lang)})" for lang in langs) + ") AS t(lang)"
+        if langs
+        else "SELECT NULL::VARCHAR AS lang WHERE false"
+    )
+    keep = "QUALIFY dump = max(dump) OVER (PARTITION BY id, lang)" if newest else ""
+    mul = _literal(DEFAULT_LANGUAGE)
+    return f"""
+        WITH l AS ({union}),
+        targets AS ({targets}),
+        own AS (SELECT id, lang, text, is_alias, dump, f, rn, 0 AS via FROM l
+                WHERE lang IN (SELECT lang FROM targets)),
+        labelled AS (SELECT DISTINCT id, dump, lang FROM own WHERE NOT is_alias),
+        defaults AS (
+            SELECT m.id, t.lang, m.text, m.is_alias, m.dump, m.f, m.rn, 1 AS via
+            FROM l AS m CROSS JOIN targets AS t
+            WHERE m.lang = {mul} AND t.lang <> {mul}
+              AND (m.is_alias OR NOT EXISTS (
+                  SELECT 1 FROM labelled AS o WHERE o.id = m.id AND o.dump = m.dump AND o.lang = t.lang))),
+        forms AS (SELECT * FROM (SELECT * FROM own UNION ALL SELECT * FROM defaults) {keep}),
+        firsts AS (SELECT * FROM forms
+                   QUALIFY row_number() OVER (PARTITION BY id, lang, text ORDER BY is_alias, via, f, rn) = 1)
+        SELECT {columns} FROM firsts ORDER BY 'Q' || id, lang, is_alias, via, f, rn
+        """
+
+
+def _all_languages(label_files: Sequence[str | Path]) -> list[str]:
+    """Every language with a form in ``label_files`` except ``mul``, sorted."""
+    from factprobe import scan
+
+    con = scan.connect()
+    union = " UNION ".join(f"SELECT DISTINCT lang FROM read_parquet({_literal(p)})" for p in label_files)
+    rows = con.execute(f"SELECT lang FROM ({union}) WHERE lang <> {_literal(DEFAULT_LANGUAGE)}").fetchall()
+    return sorted(r[0] for r in rows)
 
 
 def label_table(label_files: Iterable[str | Path], languages: Iterable[str] | None = None) -> pd.DataFrame:
@@ -15,29 +105,96 @@ def label_table(label_files: Iterable[str | Path], languages: Iterable[str] | No
 
     ``label_files`` are ``results/wikidata/{dump}/labels.parquet`` paths in any order; the dump
     date is read from the parent folder name. Returns columns ``entity`` ("Q42"), ``lang``,
-    ``form``, ``source`` ("label"/"alias"), one row per distinct form, labels before aliases.
+    ``form``, ``source`` ("label"/"alias"), one row per distinct form, labels before aliases:
+    the ``entity_forms`` table (:func:`forms_query`, with the ``mul`` fallback).
+    ``languages=None``: every language of the files but ``mul``.
     """
-    frames = []
-    for path in label_files:
-        frame = contracts.read("labels", path)
-        frame["dump"] = Path(path).parent.name
-        frames.append(frame)
-    if not frames:
+    import tempfile
+
+    from factprobe import scan
+
+    files = [str(p) for p in label_files]
+    if not files:
         return contracts.empty("entity_forms")
-    labels = pd.concat(frames, ignore_index=True)
-    if languages is not None:
-        labels = labels[labels["lang"].isin(list(languages))]
-    # Newest dump that has any form of (entity, lang) wins, so forms are never mixed across dates.
-    newest = labels.groupby(["id", "lang"])["dump"].transform("max")
-    labels = labels[labels["dump"] == newest]
-    out = pd.DataFrame(
-        {
-            "entity": contracts.qid_series(labels["id"]),
-            "lang": labels["lang"],
-            "form": labels["text"],
-            "source": labels["is_alias"].map({False: "label", True: "alias"}),
-        }
+    langs = _all_languages(files) if languages is None else list(languages)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "entity_forms.parquet"
+        scan.write_entity_forms(files, langs, out)
+        return contracts.read("entity_forms", out)
+
+
+def resolved_labels(label_files: Iterable[str | Path], languages: Sequence[str]) -> pd.DataFrame:
+    """Rows of the ``labels`` contract (``id``, ``lang``, ``text``, ``is_alias``) of every dump in
+    ``label_files`` for ``languages``, with the ``mul`` fallback applied per dump (not only the
+    newest dump's forms): what a reader of raw label tables gets instead of reading them."""
+    from factprobe import scan
+
+    files = [str(p) for p in label_files]
+    if not files:
+        return contracts.empty("labels")
+    con = scan.connect()
+    for f in files:
+        scan.check_columns(con, "labels", f, ["id", "lang", "text", "is_alias"])
+    frame = con.sql(forms_query(files, languages, newest=False, columns="id, lang, text, is_alias")).to_df()
+    return frame.astype({"id": "int64", "is_alias": "bool"})
+
+
+# --- coverage counts at extraction -------------------------------------------------------------
+
+
+@dataclass
+class LabelCounts:
+    """Label counts of extracted items: summable over chunks, turned into :func:`coverage`."""
+
+    #: items with a label of their own, per language (``mul`` included)
+    own: dict[str, int] = field(default_factory=dict)
+    #: items with both a label of their own and a ``mul`` label, per language
+    both: dict[str, int] = field(default_factory=dict)
+
+    def add(self, other: LabelCounts) -> None:
+        """Add ``other``'s counts to these."""
+        for mine, theirs in ((self.own, other.own), (self.both, other.both)):
+            for lang, n in theirs.items():
+                mine[lang] = mine.get(lang, 0) + n
+
+
+def _lang_counts(langs: pa.ChunkedArray | pa.Array) -> dict[str, int]:
+    counts = pc.value_counts(langs)
+    return {
+        str(v): int(n)
+        for v, n in zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True)
+    }
+
+
+def label_counts(labels: pa.Table) -> LabelCounts:
+    """:class:`LabelCounts` of one chunk's ``labels`` table (an entity's rows are all in its chunk,
+    and an item has at most one label per language)."""
+    if labels.num_rows == 0:
+        return LabelCounts()
+    own = labels.filter(pc.invert(labels["is_alias"]))
+    mul_ids = own.filter(pc.equal(own["lang"], DEFAULT_LANGUAGE))["id"].combine_chunks()
+    both = own.filter(pc.is_in(own["id"], value_set=mul_ids)) if len(mul_ids) else own.slice(0, 0)
+    return LabelCounts(_lang_counts(own["lang"]), _lang_counts(both["lang"]))
+
+
+def coverage(counts: LabelCounts, items: int, languages: Iterable[str] | None) -> dict[str, dict[str, int]]:
+    """Per language (the configured ones, or every one seen but ``mul``): items with a label of
+    their own (``own``), with a label only through ``mul`` (``default``) and with none (``none``)."""
+    if languages is None:
+        langs = sorted(lang for lang in counts.own if lang != DEFAULT_LANGUAGE)
+    else:
+        langs = [lang for lang in dict.fromkeys(languages) if lang != DEFAULT_LANGUAGE]
+    with_default = counts.own.get(DEFAULT_LANGUAGE, 0)
+    out = {}
+    for lang in langs:
+        own = counts.own.get(lang, 0)
+        default = with_default - counts.both.get(lang, 0)
+        out[lang] = {"own": own, "default": default, "none": items - own - default}
+    return out
+
+
+def coverage_line(table: Mapping[str, Mapping[str, int]]) -> str:
+    """``en 5 own + 2 mul, 1 none; de ...``: the per-language coverage in one phrase."""
+    return "; ".join(
+        f"{lang} {c['own']} own + {c['default']} mul, {c['none']} none" for lang, c in table.items()
     )
-    out["_alias"] = out["source"] == "alias"
-    out = out.sort_values(["entity", "lang", "_alias"], kind="stable").drop(columns="_alias")
-    return out.drop_duplicates(["entity", "lang", "form"]).reset_index(drop=True)

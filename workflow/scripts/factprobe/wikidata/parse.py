@@ -40,6 +40,10 @@ from msgspec.structs import astuple
 
 from factprobe.contracts import EXTRACT_TABLES, SCHEMAS, id_int_or_none
 
+# Wikidata's default language: always extracted, whatever ``extract.languages`` says
+# (:mod:`factprobe.wikidata.labels` applies it as every language's fallback).
+from factprobe.wikidata.labels import DEFAULT_LANGUAGE
+
 RANKS = {"deprecated": 0, "normal": 1, "preferred": 2}
 QUALIFIER_DATES = {"P580": "start", "P582": "end", "P585": "point_in_time"}
 #: P2302 values that make a property single-valued (Q19474404 single-value constraint,
@@ -54,9 +58,17 @@ _ITEM_TABLES = ("entities", "labels", "claims", "types")
 #: Entity kinds written to the tables; every other ``type`` (lexeme, mediainfo, form, sense)
 #: is skipped and counted.
 KINDS = ("item", "property")
+#: Skip-count key of a wikibase-item statement whose value snak holds no readable item id.
+UNREADABLE_ITEM = "wikibase-item (unreadable value)"
 
 #: Row-wise buffers (generic path): table -> list of tuples in :data:`factprobe.contracts.SCHEMAS` column order.
 Rows = dict[str, list[tuple]]
+#: Item statements not written to ``claims``: ``datatype`` -> {datatype: n} (every statement of
+#: a datatype other than wikibase-item, whatever its snak type) and ``snaktype`` -> {snak type: n}
+#: (wikibase-item statements without a value: somevalue, novalue, an unknown snak type, or
+#: ``missing`` for no main snak). Statements of the creation properties are read for
+#: ``entities.created`` and not counted.
+Skips = dict[str, dict[str, int]]
 #: Column-wise buffers (fast path): table -> one list per column. Appending to column lists
 #: creates no per-row tuple, which spares the garbage collector and a transpose before Arrow.
 Columns = dict[str, tuple[list, ...]]
@@ -74,6 +86,23 @@ def new_rows() -> Rows:
 def new_columns() -> Columns:
     """Empty column buffers, one list per column of every table."""
     return {name: tuple([] for _ in SCHEMAS[name]) for name in EXTRACT_TABLES}
+
+
+def new_skips() -> Skips:
+    """Empty skip counts (:data:`Skips`)."""
+    return {"datatype": {}, "snaktype": {}}
+
+
+def add_skips(target: Skips, new: Skips) -> None:
+    """Add the counts of ``new`` to ``target``."""
+    for axis, counts in new.items():
+        into = target.setdefault(axis, {})
+        for key, n in counts.items():
+            into[key] = into.get(key, 0) + n
+
+
+def _count(counts: dict[str, int], key: str, n: int = 1) -> None:
+    counts[key] = counts.get(key, 0) + n
 
 
 def extend_columns(columns: Columns, rows: Rows) -> None:
@@ -163,7 +192,34 @@ def _value_type(snak: dict) -> str | None:
 
 
 def _languages(languages: Iterable[str] | None) -> list[str] | None:
-    return None if languages is None else list(dict.fromkeys(languages))
+    """The configured languages in order, plus :data:`DEFAULT_LANGUAGE` (``None``: all)."""
+    if languages is None:
+        return None
+    return list(dict.fromkeys([*languages, DEFAULT_LANGUAGE]))
+
+
+def _generic_skip(snak: Any, skips: Skips) -> bool:
+    """Count an item statement's main snak (generic path) when it gives no claims row; returns
+    whether it was skipped. Same keys, in the same cases, as the fast path."""
+    if not isinstance(snak, dict):
+        _count(skips["snaktype"], "missing")
+        return True
+    datatype = snak.get("datatype")
+    if datatype is not None and datatype != "wikibase-item":
+        _count(skips["datatype"], str(datatype))
+        return True
+    snaktype = snak.get("snaktype", "value")
+    if snaktype != "value":
+        _count(skips["snaktype"], str(snaktype))
+        return True
+    datatype = datatype or _value_type(snak)
+    if datatype != "wikibase-item":
+        _count(skips["datatype"], str(datatype or "unknown"))
+        return True
+    if entity_numeric_id(_snak_value(snak)) is None:
+        _count(skips["datatype"], UNREADABLE_ITEM)
+        return True
+    return False
 
 
 def entity_kind(entity: dict) -> str:
@@ -173,15 +229,19 @@ def entity_kind(entity: dict) -> str:
     return str(entity.get("type"))
 
 
-def entity_rows(entity: dict, languages: Iterable[str] | None, rows: Rows | None = None) -> Rows:
+def entity_rows(
+    entity: dict, languages: Iterable[str] | None, rows: Rows | None = None, skips: Skips | None = None
+) -> Rows:
     """Rows for every table from one decoded entity (an item or a property).
 
     Appends to ``rows`` (a fresh :func:`new_rows` if omitted) and returns it; tuples follow
     :data:`factprobe.contracts.SCHEMAS`. ``languages=None`` keeps every language; otherwise labels and aliases come
-    in the configured language order (the same order as :class:`LineDecoder`).
+    in the configured language order, then ``mul`` (the same order as :class:`LineDecoder`).
+    Item statements without a claims row are counted in ``skips`` (:data:`Skips`).
     """
     target = rows
     rows = new_rows()  # filled completely before merging, so a bad entity adds nothing
+    mine = new_skips()
     kind = entity_kind(entity)
     if kind not in KINDS:
         raise BadEntity(f"entity of kind {kind!r} has no rows")
@@ -214,11 +274,13 @@ def entity_rows(entity: dict, languages: Iterable[str] | None, rows: Rows | None
         prop = _numeric(pid)
         for st in statements:
             if not isinstance(st, dict):
+                if kind == "item":
+                    _count(mine["snaktype"], "missing")
                 continue
             snak = _as_dict(st.get("mainsnak"))
             value = _snak_value(snak)
-            if pid in CREATION_PROPERTIES and kind == "item" and st.get("rank") != "deprecated":
-                date = parse_time(value)
+            if pid in CREATION_PROPERTIES and kind == "item":
+                date = parse_time(value) if st.get("rank") != "deprecated" else None
                 if date is not None and (created is None or date < created):
                     created = date
                 continue
@@ -228,12 +290,9 @@ def entity_rows(entity: dict, languages: Iterable[str] | None, rows: Rows | None
                 if pid == "P2302" and st.get("rank") != "deprecated":
                     single_value |= entity_numeric_id(value) in SINGLE_VALUE_CONSTRAINTS
                 continue
-            datatype = snak.get("datatype") or _value_type(snak)
-            if datatype != "wikibase-item":
+            if _generic_skip(st.get("mainsnak"), mine):
                 continue
             obj = entity_numeric_id(value)
-            if obj is None:
-                continue
             rank = RANKS.get(st.get("rank", "normal"), 1)
             dates = statement_dates(st)
             rows["claims"].append(
@@ -245,9 +304,13 @@ def entity_rows(entity: dict, languages: Iterable[str] | None, rows: Rows | None
     rows["entities"].append((num, kind, sitelinks, entity.get("modified"), created))
     if kind == "property":
         label = _as_dict(labels.get("en")).get("value")
+        if label is None:
+            label = _as_dict(labels.get(DEFAULT_LANGUAGE)).get("value")
         if label is None and labels:
             label = _as_dict(next(iter(labels.values()))).get("value")
         rows["properties"].append((num, entity.get("datatype"), single_value, label))
+    if skips is not None:
+        add_skips(skips, mine)
     if target is None:
         return rows
     for name, new in rows.items():
@@ -319,7 +382,9 @@ class LineDecoder:
     """Decode one entity line (bytes) straight into table rows with a typed msgspec schema.
 
     :meth:`decode` counts each entity in :attr:`kinds` by kind: ``item``/``property`` (rows
-    written) or the skip reason (``lexeme``, ``mediainfo``, ``missing`` ...). Lines the typed
+    written) or the skip reason (``lexeme``, ``mediainfo``, ``missing`` ...), and the item
+    statements without a claims row in :attr:`skips`. Labels and aliases are read in the
+    configured languages and ``mul`` (:data:`DEFAULT_LANGUAGE`). Lines the typed
     schema rejects, properties and API-response wrappers go through the generic
     :func:`entity_rows`; :attr:`generic` counts them. Raises ``msgspec.DecodeError`` for
     invalid JSON and :class:`BadEntity` for JSON that is no entity; a bad line adds no rows.
@@ -331,6 +396,8 @@ class LineDecoder:
         self.kinds: dict[str, int] = {}
         #: lines that took the generic path.
         self.generic = 0
+        #: item statements without a claims row (:data:`Skips`).
+        self.skips: Skips = new_skips()
         text_list = list[_Text] | dict[str, _Text] | None
         if self.languages is None:
             labels_t: Any = dict[str, _Text] | list | None
@@ -395,7 +462,7 @@ class LineDecoder:
     def _generic(self, line: bytes | memoryview, cols: Columns) -> None:
         self.generic += 1
         rows = new_rows()
-        for kind in rows_from_object(self._plain.decode(line), self.languages, rows):
+        for kind in rows_from_object(self._plain.decode(line), self.languages, rows, self.skips):
             self.kinds[kind] = self.kinds.get(kind, 0) + 1
         extend_columns(cols, rows)
 
@@ -413,7 +480,7 @@ class LineDecoder:
         else:
             _language_label_rows(num, self.languages, ent.labels, ent.aliases, cols["labels"])
         claims = ent.claims
-        e_created.append(_claim_rows(num, claims, cols) if isinstance(claims, dict) else None)
+        e_created.append(_claim_rows(num, claims, cols, self.skips) if isinstance(claims, dict) else None)
 
 
 def _all_label_rows(num: int, labels: Any, aliases: Any, label_cols: list[list]) -> None:
@@ -460,9 +527,10 @@ def _language_label_rows(
                         l_alias.append(True)
 
 
-def _claim_rows(num: int, claims: dict, cols: Columns) -> int | None:
+def _claim_rows(num: int, claims: dict, cols: Columns, skips: Skips) -> int | None:
     """Claims and types rows of one item's wikibase-item statements; returns its creation date
-    (the earliest date of the non-deprecated main snaks of :data:`CREATION_PROPERTIES`)."""
+    (the earliest date of the non-deprecated main snaks of :data:`CREATION_PROPERTIES`). The
+    other statements are counted in ``skips``."""
     created = None
     for pid, statements in claims.items():
         if not statements:
@@ -476,8 +544,10 @@ def _claim_rows(num: int, claims: dict, cols: Columns) -> int | None:
         # (most statements are strings, external ids, quantities ...).
         first = statements[0].mainsnak
         if first is not None and first.datatype is not None and first.datatype != "wikibase-item":
+            by_datatype = skips["datatype"]
+            by_datatype[first.datatype] = by_datatype.get(first.datatype, 0) + len(statements)
             continue
-        _statement_rows(num, pid, statements, cols)
+        _statement_rows(num, pid, statements, cols, skips)
     return created
 
 
@@ -521,8 +591,28 @@ def _item_value(snak: Any) -> int | None:
     return obj
 
 
-def _statement_rows(num: int, pid: str, statements: list, cols: Columns) -> None:
-    """Claims rows (and types rows for P31/P279) of one property's statements."""
+def _skip_reason(snak: Any) -> tuple[str, str]:
+    """``(axis, key)`` of :data:`Skips` for a main snak that :func:`_item_value` rejected."""
+    if snak is None:
+        return "snaktype", "missing"
+    if snak.snaktype != "value":
+        return "snaktype", snak.snaktype
+    if snak.datatype is not None:
+        return "datatype", UNREADABLE_ITEM if snak.datatype == "wikibase-item" else snak.datatype
+    dv = snak.datavalue
+    if dv is None:
+        return "datatype", "unknown"
+    if dv.type == "wikibase-entityid":
+        etype = dv.value.entity_type if isinstance(dv.value, _Value) else None
+        if (etype or "item") == "item":
+            return "datatype", UNREADABLE_ITEM
+        return "datatype", "wikibase-" + etype
+    return "datatype", dv.type or "unknown"
+
+
+def _statement_rows(num: int, pid: str, statements: list, cols: Columns, skips: Skips) -> None:
+    """Claims rows (and types rows for P31/P279) of one property's statements; the statements
+    without an item value are counted in ``skips``."""
     c_subject, c_property, c_object, c_rank, c_start, c_end, c_point = cols["claims"]
     t_id, t_type, t_via = cols["types"]
     prop = None
@@ -530,6 +620,8 @@ def _statement_rows(num: int, pid: str, statements: list, cols: Columns) -> None
     for st in statements:
         obj = _item_value(st.mainsnak)
         if obj is None:
+            axis, key = _skip_reason(st.mainsnak)
+            skips[axis][key] = skips[axis].get(key, 0) + 1
             continue
         if prop is None:
             prop = _numeric(pid)  # raises BadEntity with the reason
@@ -562,7 +654,7 @@ def _is_wrapper(obj: Any) -> bool:
     return isinstance(obj, dict) and "id" not in obj and isinstance(obj.get("entities"), dict)
 
 
-def _one(obj: Any, languages: list[str] | None, rows: Rows) -> str:
+def _one(obj: Any, languages: list[str] | None, rows: Rows, skips: Skips | None) -> str:
     if not isinstance(obj, dict):
         raise BadEntity(f"a JSON {type(obj).__name__}, not an entity object")
     if "id" not in obj and "missing" not in obj:
@@ -570,16 +662,19 @@ def _one(obj: Any, languages: list[str] | None, rows: Rows) -> str:
     kind = entity_kind(obj)
     if kind not in KINDS:
         return kind
-    entity_rows(obj, languages, rows)
+    entity_rows(obj, languages, rows, skips)
     return kind
 
 
-def rows_from_object(obj: Any, languages: Iterable[str] | None, rows: Rows) -> list[str]:
-    """Rows of a decoded entity or API response; returns the kind of each entity in it."""
+def rows_from_object(
+    obj: Any, languages: Iterable[str] | None, rows: Rows, skips: Skips | None = None
+) -> list[str]:
+    """Rows of a decoded entity or API response; returns the kind of each entity in it and counts
+    the skipped item statements in ``skips``."""
     langs = _languages(languages)
     if _is_wrapper(obj):
-        kinds = [_one(ent, langs, rows) for ent in obj["entities"].values()]
+        kinds = [_one(ent, langs, rows, skips) for ent in obj["entities"].values()]
         if not kinds:
             raise BadEntity("API response with no entities")
         return kinds
-    return [_one(obj, langs, rows)]
+    return [_one(obj, langs, rows, skips)]

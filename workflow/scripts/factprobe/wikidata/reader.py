@@ -22,6 +22,8 @@ from pathlib import Path
 
 from factprobe.contracts import EXTRACT_TABLES
 from factprobe.wikidata.duplicates import SeenIds, duplicate_message, entity_id, locate_lines
+from factprobe.wikidata.labels import LabelCounts, coverage, coverage_line
+from factprobe.wikidata.parse import Skips, add_skips, new_skips
 from factprobe.wikidata.stream import DumpError, DumpSource
 from factprobe.wikidata.tables import TableSet
 from factprobe.wikidata.workers import ChunkResult, Workers, parse_inline
@@ -51,15 +53,26 @@ class ExtractStats:
     bad_lines: list[tuple[int, str]] = field(default_factory=list)
     generic: int = 0
     bytes: int = 0  # uncompressed bytes read
+    #: item statements without a claims row, by datatype and by snak type
+    skips: Skips = field(default_factory=new_skips)
+    #: label counts of the items (:func:`factprobe.wikidata.labels.coverage`)
+    labels: LabelCounts = field(default_factory=LabelCounts)
+    #: the configured languages (``None``: all)
+    languages: list[str] | None = None
 
     @property
     def entities(self) -> int:
         """Items and properties written to the tables."""
         return self.kinds.get("item", 0) + self.kinds.get("property", 0)
 
+    def label_coverage(self) -> dict[str, dict[str, int]]:
+        """Per language: items with a label of their own, only through ``mul``, with none."""
+        return coverage(self.labels, self.kinds.get("item", 0), self.languages)
+
     def summary_record(self) -> dict:
         """What ``extract_stats.json`` keeps: lines read, entities written, malformed lines skipped
-        and the first of them (the report's provenance shows them per dump)."""
+        and the first of them (the report's provenance shows them per dump), entities by kind,
+        item statements skipped by datatype and by snak type, and the label coverage."""
         line, reason = self.bad_lines[0] if self.bad_lines else (None, None)
         return {
             "lines": self.lines,
@@ -67,7 +80,26 @@ class ExtractStats:
             "malformed": self.bad,
             "first_malformed_line": line,
             "first_malformed_reason": reason,
+            "entities_by_kind": dict(sorted(self.kinds.items())),
+            "statements_skipped": {axis: dict(sorted(c.items())) for axis, c in sorted(self.skips.items())},
+            "default_labels": self.labels.own.get("mul", 0),
+            "label_coverage": self.label_coverage(),
         }
+
+    def shapes_summary(self, path: str | Path) -> str:
+        """One console line: entities by kind, item statements skipped by datatype and by snak
+        type, and label coverage per language (what a new dump format changes shows here)."""
+
+        def counts(c: dict[str, int]) -> str:
+            return (
+                ", ".join(f"{k} {v}" for k, v in sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))) or "none"
+            )
+
+        return (
+            f"factprobe: {path}: entities by kind: {counts(self.kinds)}; item statements skipped "
+            f"by datatype: {counts(self.skips['datatype'])}; by snak type: {counts(self.skips['snaktype'])}; "
+            f"labels: {coverage_line(self.label_coverage()) or 'no languages'}"
+        )
 
     def malformed_summary(self, path: str | Path, log_path: str | Path) -> str | None:
         """One console line for malformed lines skipped (count, first line number and reason),
@@ -118,7 +150,7 @@ def extract_dump(
     if workers > 1 and not sys.platform.startswith("linux"):
         log.warning("parse workers need fork (Linux); parsing in one process")
         workers = 1
-    stats = ExtractStats()
+    stats = ExtractStats(languages=langs)
     started = time.perf_counter()
     # Workers are forked first, while this process has no other thread.
     pool = Workers(workers, langs, chunk_bytes) if workers > 1 else None
@@ -171,6 +203,10 @@ def _merge(stats: ExtractStats, result: ChunkResult, path: Path, lines_before: i
         stats.rows[name] += table.num_rows
     stats.lines += result.lines
     stats.generic += result.generic
+    if result.skips is not None:
+        add_skips(stats.skips, result.skips)
+    if result.labels is not None:
+        stats.labels.add(result.labels)
     for rel, reason in result.bad:
         lineno = lines_before + rel
         stats.bad += 1
@@ -207,6 +243,7 @@ def _log_summary(stats: ExtractStats, path: Path, seconds: float, workers: int) 
     )
     log.info("%s: entities by kind %s (skipped: %s)", path, stats.kinds, stats.skipped or "none")
     log.info("%s: rows per table %s", path, stats.rows)
+    log.info("%s", stats.shapes_summary(path))
     log.info(
         "%s: %d malformed lines skipped; %d lines took the generic decoder", path, stats.bad, stats.generic
     )

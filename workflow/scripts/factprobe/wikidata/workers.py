@@ -19,12 +19,15 @@ import msgspec
 import pyarrow as pa
 
 from factprobe.contracts import SCHEMAS
+from factprobe.wikidata.labels import LabelCounts, label_counts
 from factprobe.wikidata.parse import (
     BadEntity,
     LineDecoder,
+    Skips,
     extend_columns,
     new_columns,
     new_rows,
+    new_skips,
     rows_from_object,
 )
 from factprobe.wikidata.stream import Chunk, DumpSource
@@ -52,6 +55,10 @@ class ChunkResult:
     generic: int
     #: lines walked (as :class:`DumpSource` counts them); ``None`` for a document chunk
     newlines: int | None = None
+    #: item statements without a claims row (:data:`factprobe.wikidata.parse.Skips`)
+    skips: Skips | None = None
+    #: label coverage of the chunk's items (:func:`factprobe.wikidata.labels.label_counts`)
+    labels: LabelCounts | None = None
 
 
 def _to_table(name: str, cols: tuple[list, ...]) -> pa.Table:
@@ -79,6 +86,7 @@ def _parse(func, *args) -> ChunkResult:
     assert decoder is not None, "call _init_worker first"
     decoder.kinds = {}
     decoder.generic = 0
+    decoder.skips = new_skips()
     cols = new_columns()
     bad: list[tuple[int, str]] = []
     # Nothing parsed here forms reference cycles; the collector would only rescan the
@@ -91,7 +99,16 @@ def _parse(func, *args) -> ChunkResult:
         if gc_was_enabled:
             gc.enable()
     tables = {name: _to_table(name, c) for name, c in cols.items()}
-    return ChunkResult(tables, decoder.kinds, lines, bad, decoder.generic, newlines)
+    return ChunkResult(
+        tables,
+        decoder.kinds,
+        lines,
+        bad,
+        decoder.generic,
+        newlines,
+        decoder.skips,
+        label_counts(tables["labels"]),
+    )
 
 
 def _parse_document(data: bytes, decoder: LineDecoder, cols, bad: list[tuple[int, str]]) -> tuple[int, None]:
@@ -105,7 +122,7 @@ def _parse_document(data: bytes, decoder: LineDecoder, cols, bad: list[tuple[int
     for n, item in enumerate(items, 1):
         rows = new_rows()
         try:
-            kinds = rows_from_object(item, _LANGUAGES, rows)
+            kinds = rows_from_object(item, _LANGUAGES, rows, decoder.skips)
         except (BadEntity, TypeError, ValueError, AttributeError, KeyError) as exc:
             bad.append((1, f"entity {n} of the document: {_reason(exc)}"))
             continue
