@@ -18,6 +18,28 @@ DEMO_OLD = DEMO / "wikidata-20141201-sample.json.bz2"
 DEMO_NEW = DEMO / "wikidata-20190201-sample.json.bz2"
 
 
+def unique_stream(folder: Path) -> Path:
+    """tests/data/short_stream.json.bz2 written into ``folder`` with a fresh id (Q9000000001, ...)
+    for each entity that a later line of the change stream repeats: a dump holds each entity once
+    (extraction refuses a repeat, factprobe.wikidata.duplicates); the 635 lines and their numbers
+    stay as they are."""
+    import bz2
+    import json
+
+    seen, fresh, lines = set(), 9_000_000_000, []
+    for line in bz2.decompress((DATA / "short_stream.json.bz2").read_bytes()).splitlines():
+        entity_id = json.loads(line)["id"]
+        if entity_id in seen:
+            fresh += 1
+            line = line.replace(f'"id": "{entity_id}"'.encode(), f'"id": "Q{fresh}"'.encode(), 1)
+        seen.add(entity_id)
+        lines.append(line)
+    path = Path(folder) / "short_stream.json.bz2"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(bz2.compress(b"\n".join(lines) + b"\n"))
+    return path
+
+
 @pytest.fixture(scope="session")
 def demo_tables(tmp_path_factory):
     """Both demo dumps extracted once per test session: {dump: folder of Parquet tables}."""

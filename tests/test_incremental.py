@@ -3,7 +3,7 @@
 A temporary working directory gets the repo's config plus its own dumps.tsv. The two demo
 dumps are extracted (tables copied from the session fixture) and diffed by the real workflow;
 then a third, later dump (tests/data/short_stream.json.bz2, the real JSON-lines stream of
-2019-04-02) is registered and the dry run must list exactly: its extraction, its diff with its
+2019-04-02, its repeated entities renamed) is registered and the dry run must list exactly: its extraction, its diff with its
 predecessor 2019-02-01 and its temporal view.
 """
 
@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import unique_stream
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADER = "dump\tenabled\tpath\turl\tchecksum\n"
@@ -25,7 +26,9 @@ ROWS = [
     "20141201\ttrue\tresources/demo/wikidata-20141201-sample.json.bz2\t\t\n",
     "20190201\ttrue\tresources/demo/wikidata-20190201-sample.json.bz2\t\t\n",
 ]
-THIRD = "20190402\ttrue\ttests/data/short_stream.json.bz2\t\t\n"
+# The real stream of tests/data/short_stream.json.bz2 with its repeated entities given fresh ids
+# (a dump holds each entity once), written into each working directory (conftest.unique_stream).
+THIRD = "20190402\ttrue\tthird/short_stream.json.bz2\t\t\n"
 
 
 def snakemake(workdir: Path, *args: str, timeout: int = 300) -> str:
@@ -79,6 +82,7 @@ def test_adding_a_dump_reruns_only_its_work(tmp_path, demo_tables):
     work.mkdir()
     for name in ("resources", "tests", "config"):  # relative paths of the config resolve here
         (work / name).symlink_to(ROOT / name)
+    unique_stream(work / "third")
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     config["dumps"] = "dumps.tsv"
     (work / "config.yaml").write_text(yaml.safe_dump(config))
@@ -180,6 +184,7 @@ def _small_config_dir(work: Path, rows: list[str]) -> None:
     (work / "config").mkdir(parents=True)
     for name in ("resources", "tests"):
         (work / name).symlink_to(ROOT / name)
+    unique_stream(work / "third")
     _workflow_copy(work)
     shutil.copy(ROOT / "config" / "models.tsv", work / "config" / "models.tsv")
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
@@ -324,22 +329,24 @@ def test_editing_library_code_reruns_the_jobs_that_run_it(small_run):
             path.write_text(before)
             os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
 
-    # the scoring engine: registered backend "factprobe.lm.hf:HFCausalLM", which imports packed
+    # the scoring engine: registered backend "factprobe.lm.hf:HFCausalLM", which imports packed;
+    # translation too loads models through that registry (its LLM translation mode)
     for module in ("lm/packed.py", "lm/hf.py", "lm/canonical.py"):
         planned = plan_after_editing(lib / module)
-        assert SCORING | MEASURES <= planned, (module, planned)
-        assert not planned & (UPSTREAM | {"retrieve_distractors", "train_control"}), (module, planned)
+        assert SCORING | MEASURES | {"translate_prompts"} <= planned, (module, sorted(planned))
+        unrelated = UPSTREAM - {"translate_prompts"} | {"retrieve_distractors", "train_control"}
+        assert not planned & unrelated, (module, sorted(planned))
     # measure families: "factprobe.metrics.families:knowledge", ...
     for module in ("metrics/knowledge.py", "metrics/belief.py"):
         planned = plan_after_editing(lib / module)
-        assert {"compute_metrics", "summarize_metrics", "leaderboard"} <= planned, (module, planned)
-        assert not planned & (UPSTREAM | SCORING | {"retrieve_distractors"}), (module, planned)
+        assert {"compute_metrics", "summarize_metrics", "leaderboard"} <= planned, (module, sorted(planned))
+        assert not planned & (UPSTREAM | SCORING | {"retrieve_distractors"}), (module, sorted(planned))
     # distractor strategies: "factprobe.distractors.strategies:random_rows"
     planned = plan_after_editing(lib / "distractors" / "strategies.py")
-    assert "retrieve_distractors" in planned and SCORING <= planned, planned
-    assert not planned & UPSTREAM, planned
+    assert "retrieve_distractors" in planned and SCORING <= planned, sorted(planned)
+    assert not planned & UPSTREAM, sorted(planned)
     # the plugin fills the measures' registry only
     planned = plan_after_editing(work / PLUGIN)
-    assert {"compute_metrics", "summarize_metrics"} <= planned, planned
-    assert not planned & (UPSTREAM | SCORING | {"retrieve_distractors"}), planned
+    assert {"compute_metrics", "summarize_metrics"} <= planned, sorted(planned)
+    assert not planned & (UPSTREAM | SCORING | {"retrieve_distractors"}), sorted(planned)
     assert planned_jobs(snakemake(work, "-n")) == set()  # every edit undone: up to date again

@@ -18,32 +18,15 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import DATA, DEMO_NEW, DEMO_OLD
+from conftest import DATA, DEMO_NEW, DEMO_OLD, unique_stream
 from factprobe.contracts import EXTRACT_TABLES as TABLES
 from factprobe.wikidata.reader import DumpError, extract_dump
 
 LANGS = ["en", "de", "fr", "ru", "cs"]
 
 
-def unique_stream() -> Path:
-    """tests/data/short_stream.json.bz2 with a fresh id (Q9000000001, ...) for each entity that a
-    later line of the change stream repeats: a dump holds each entity once (extraction refuses a
-    repeat, factprobe.wikidata.duplicates); the 635 lines and their numbers stay as they are."""
-    seen, fresh, lines = set(), 9_000_000_000, []
-    for line in bz2.decompress((DATA / "short_stream.json.bz2").read_bytes()).splitlines():
-        entity_id = json.loads(line)["id"]
-        if entity_id in seen:
-            fresh += 1
-            line = line.replace(f'"id": "{entity_id}"'.encode(), f'"id": "Q{fresh}"'.encode(), 1)
-        seen.add(entity_id)
-        lines.append(line)
-    path = Path(tempfile.mkdtemp(prefix="factprobe-stream-")) / "short_stream.json.bz2"
-    atexit.register(shutil.rmtree, path.parent, True)
-    path.write_bytes(bz2.compress(b"\n".join(lines) + b"\n"))
-    return path
-
-
-STREAM = unique_stream()
+STREAM = unique_stream(Path(tempfile.mkdtemp(prefix="factprobe-stream-")))
+atexit.register(shutil.rmtree, STREAM.parent, True)
 TIME = re.compile(r"^([+-])0*(\d+)-(\d\d)-(\d\d)T")
 
 

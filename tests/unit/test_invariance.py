@@ -120,7 +120,9 @@ def test_beams_do_not_depend_on_the_other_searches(tiny):
 def test_answers_do_not_depend_on_the_other_prompts(tiny):
     model, tok = tiny
     lm = HFCausalLM(model, tok, generation_batch_size=3)
-    frame = pd.DataFrame({"prompt_id": [f"p{i}" for i in range(len(PROMPTS))], "text": PROMPTS, "context": ""})
+    frame = pd.DataFrame(
+        {"prompt_id": [f"p{i}" for i in range(len(PROMPTS))], "text": PROMPTS, "context": ""}
+    )
     together = generate_answers(lm, frame, samples=2, max_new_tokens=4, progress=False)
     for k in (0, 3, 5):
         alone = generate_answers(lm, frame.iloc[[k]], samples=2, max_new_tokens=4, progress=False)
