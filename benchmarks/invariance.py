@@ -14,6 +14,11 @@ scoring requests as rule ``score_shard`` does, and scores them with SmolLM2-135M
    and whether the token lists are equal;
 5. speed: requests/s of both paths on all requests, best of ``--repeats``, and their ratio.
 
+Across instruction sets: ``--trials 0 --dump native.npz``, then the same under the AVX2 kernels
+(``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2``) with
+``--against native.npz``: the largest score difference between the two, which sets the demo
+digest's float tolerance (tests/demo_digest.py).
+
     .venv/bin/python benchmarks/invariance.py [--suites knowledge] [--trials 20] [--threads 2]
 """
 
@@ -88,7 +93,10 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--dump", help="write each model's reference scores and top-k to this .npz")
+    ap.add_argument("--against", help="print max |d| of the reference scores against this --dump file")
     args = ap.parse_args()
+    saved: dict[str, np.ndarray] = {}
     torch.set_num_threads(args.threads)
     contexts, conts, prompts = [], [], []
     for suite in args.suites:
@@ -103,6 +111,21 @@ def main() -> None:
         reqs, _ = tokenize_pairs(lm.tokenizer, contexts, conts, "eos", end_token=lm.end_token, head=lm.head)
         rng = random.Random(args.seed)
         ref, _ = score_requests(lm.model, reqs, 4096)
+        ids = [lm.context_ids(p) for p in prompts]
+        top_ref = next_token_logprobs(lm.model, ids, 10)
+        saved.update(
+            {f"{name}_scores": ref, f"{name}_topk": top_ref[0].numpy(), f"{name}_ids": top_ref[1].numpy()}
+        )
+        if args.against:
+            other = np.load(args.against)
+            print(
+                f"\n{name}: reference vs {args.against}: max |d| scores "
+                f"{float(np.max(np.abs(ref - other[f'{name}_scores']))):.3g} nats, top-k log-probs "
+                f"{float(np.max(np.abs(top_ref[0].numpy() - other[f'{name}_topk']))):.3g}, same top-k tokens "
+                f"{bool(np.array_equal(top_ref[1].numpy(), other[f'{name}_ids']))}"
+            )
+        if args.trials == 0:
+            continue
         fast_ref, _ = score_requests(lm.model, reqs, 4096, invariant=False)
         worst = {True: 0.0, False: 0.0}
         default_cap = packed.PACKED_TOKENS
@@ -122,8 +145,6 @@ def main() -> None:
         threads_lp, _ = score_requests(lm.model, reqs, 4096)
         torch.set_num_threads(args.threads)
         # top-k of the prompts, alone vs in random company
-        ids = [lm.context_ids(p) for p in prompts]
-        top_ref = next_token_logprobs(lm.model, ids, 10)
         top_worst, top_same = 0.0, True
         for _ in range(max(1, args.trials // 4)):
             pick = rng.sample(range(len(ids)), max(1, len(ids) // 3))
@@ -149,6 +170,9 @@ def main() -> None:
             f"  speed: invariant {len(reqs) / t_inv:.1f} req/s, shared-mask {len(reqs) / t_fast:.1f} req/s, "
             f"ratio {t_fast / t_inv:.2f}x"
         )
+
+    if args.dump:
+        np.savez(args.dump, **saved)
 
 
 if __name__ == "__main__":

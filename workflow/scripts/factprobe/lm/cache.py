@@ -37,7 +37,7 @@ from factprobe.lm.api import (
 log = logging.getLogger(__name__)
 
 # Bump when the tokenization or scoring procedure changes meaning: old entries stop matching.
-ENGINE_VERSION = "loglik-1"
+ENGINE_VERSION = "loglik-2"
 SCHEMA = pa.schema(
     [
         ("key", pa.string()),

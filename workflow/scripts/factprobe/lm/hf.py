@@ -93,6 +93,8 @@ class HFCausalLM(LM):
             end_marker != "eos" or self.end_token is None or self.end_token.id == tokenizer.eos_token_id
         )
         self.encoding_tag = "" if prompt_format == "plain" and as_before else self.describe_end()
+        if not invariant:  # its scores differ in the last bits: never mixed in one cache with these
+            self.encoding_tag += "|shared-mask"
         self.budget = TokenBudget(token_budget)
         self.no_space_langs = tuple(no_space_langs)
         self.generation_batch_size = generation_batch_size

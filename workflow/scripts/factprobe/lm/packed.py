@@ -1,12 +1,17 @@
-"""The packed log-likelihood engine: exact, prefix-sharing scoring of token requests.
+"""The packed log-likelihood engine: exact, prefix-sharing, batch-invariant scoring of token requests.
 
 Requests (``(prefix ids, continuation ids)``, from :func:`factprobe.lm.encoding.tokenize_pairs`)
 are grouped by prefix; each group becomes a packed row ``prefix + cont_1[:-1] + cont_2[:-1] + ...``
 (several rows, each repeating the prefix, past :data:`PACKED_TOKENS` continuation tokens)
-with explicit position ids and a 4D attention mask in which every continuation sees the prefix and
-itself only. The prefix is computed once for all forms of all candidates; rows are sorted by length
-and batched up to a token budget (:class:`TokenBudget`: halved on out-of-memory); the vocabulary
-log-softmax runs in fp32 at continuation positions only.
+with explicit position ids. The prefix is computed once for all forms of all candidates; rows are
+sorted by length and batched up to a token budget (:class:`TokenBudget`: halved on
+out-of-memory); the vocabulary log-softmax runs in fp32 at continuation positions only.
+
+Attention runs per unit, the prefix or one continuation over exactly its own keys
+(:mod:`factprobe.lm.canonical`), and every forward has a whole multiple of 16 token rows, so a
+score is the same float whatever else is in its row and batch, the budget, the order of the
+requests and the thread count (``benchmarks/invariance.py``). ``invariant=False`` takes the former
+path, one additive 4D mask over the batch, whose results move in their last bits with the packing.
 """
 
 from __future__ import annotations
