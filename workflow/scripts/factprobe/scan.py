@@ -25,8 +25,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from factprobe import arrays, contracts, io
+from factprobe.label_rule import forms_query
 from factprobe.validity import valid_sql
-from factprobe.wikidata.labels import forms_query
 
 #: Share of a job's ``mem_mb`` that its DuckDB connection may hold (the one setting for every
 #: rule). DuckDB spills beyond it, so a smaller share costs only speed, while the rest must hold
