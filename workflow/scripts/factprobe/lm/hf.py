@@ -237,19 +237,45 @@ class HFCausalLM(LM):
     def generate(
         self, requests: Sequence[GenerateRequest], progress: bool = False
     ) -> list[list[GenerateResult]]:
-        """Greedy and sampled requests, each batched (shortest contexts together).
+        """Greedy and sampled answers of every request.
 
         A sampled row draws its noise from its own generator (:func:`sample_seed` of the request's
-        seed and the sample's index), so a prompt's samples do not depend on which other prompts
-        are generated with it (up to the last bits of batched arithmetic)."""
-        from tqdm import tqdm
-
+        seed and the sample's index). Batch-invariant (the default): rows, greedy or sampled, go
+        through :meth:`_generate_invariant` in chunks of ``generation_batch_size``, and a row's
+        answer is the same whatever else is generated. ``invariant=False``: transformers' cached generation in chunks of
+        ``generation_batch_size`` (shortest contexts together), equal up to the last bits."""
         out: list[list[GenerateResult]] = [[] for _ in requests]
         rows = [(i, -1) for i, r in enumerate(requests) if r.samples == 0]
         rows += [(i, j) for i, r in enumerate(requests) for j in range(r.samples)]
+        if self.invariant:
+            # chunks of similar context length (less padding); a row's answer does not depend on
+            # its chunk, so the chunking is free to follow speed
+            rows.sort(key=lambda row: (len(requests[row[0]].context), row))
+            results = {}
+            size = self.generation_batch_size
+            for start in range(0, len(rows), size):
+                chunk = rows[start : start + size]
+                answers = self._generate_invariant(
+                    [requests[i].context for i, _ in chunk],
+                    [sample_seed(requests[i].seed, j) if j >= 0 else None for i, j in chunk],
+                    [requests[i].max_new_tokens for i, _ in chunk],
+                )
+                results.update(zip(chunk, answers, strict=True))
+        else:
+            results = self._generate_chunks(requests, rows, progress)
+        for (i, _sample), answer in sorted(results.items()):
+            out[i].append(answer)
+        return out
+
+    def _generate_chunks(
+        self, requests: Sequence[GenerateRequest], rows: list[tuple[int, int]], progress: bool
+    ) -> dict[tuple[int, int], GenerateResult]:
+        """:meth:`_generate` over ``rows`` (request, sample or -1) in chunks, halved on OOM."""
+        from tqdm import tqdm
+
         # greedy rows first, then sampled ones, each by context length: a chunk never mixes the two
         # (only sampled rows get noise), so interleaving them would cut every chunk to a few rows
-        rows.sort(key=lambda row: (row[1] >= 0, len(requests[row[0]].context.rstrip(" "))))
+        rows = sorted(rows, key=lambda row: (row[1] >= 0, len(requests[row[0]].context.rstrip(" "))))
         results: dict[tuple[int, int], GenerateResult] = {}
         size = self.generation_batch_size
         bar = tqdm(total=len(rows), desc="generate", disable=not progress, mininterval=10)
@@ -257,16 +283,11 @@ class HFCausalLM(LM):
         while start < len(rows):
             sampled = rows[start][1] >= 0
             chunk = rows[start : start + size]
-            # greedy and sampled rows go to separate calls (only sampled ones get noise)
             chunk = chunk[: next((k for k, row in enumerate(chunk) if (row[1] >= 0) != sampled), len(chunk))]
             longest = max(requests[i].max_new_tokens for i, _ in chunk)
             seeds = [sample_seed(requests[i].seed, j) for i, j in chunk] if sampled else None
             try:
-                contexts = [requests[i].context for i, _ in chunk]
-                if self.invariant:
-                    answers = self._generate_invariant(contexts, seeds, longest)
-                else:
-                    answers = self._generate(contexts, seeds, longest)
+                answers = self._generate([requests[i].context for i, _ in chunk], seeds, longest)
             except Exception as exc:
                 if size == 1:
                     raise
@@ -277,9 +298,7 @@ class HFCausalLM(LM):
             start += len(chunk)
             bar.update(len(chunk))
         bar.close()
-        for (i, _sample), answer in sorted(results.items()):
-            out[i].append(answer)
-        return out
+        return results
 
     def line_break_ids(self) -> list[int]:
         """Ids of the tokens whose text contains a line break (generation stops after one)."""
@@ -290,35 +309,46 @@ class HFCausalLM(LM):
         return self._line_ids
 
     def _generate_invariant(
-        self, contexts: list[str], seeds: Sequence[int] | None, max_new_tokens: int
+        self,
+        contexts: list[str],
+        seeds: Sequence[int | None],
+        max_new_tokens: Sequence[int],
+        progress: bool = False,
     ) -> list[GenerateResult]:
-        """:meth:`_generate`'s answers token by token through the packed engine: each step's
-        distribution is a continuation unit (:func:`factprobe.lm.packed.continuation_logprobs`), so a
-        row's answer and log-probability do not depend on the rows generated with it. The answers
-        of one prompt (greedy and samples) share its packed row; nothing is cached between steps."""
+        """Answers token by token through the packed engine: each step's distribution is a
+        continuation unit (:func:`factprobe.lm.packed.continuation_logprobs`), so a row's answer and
+        log-probability do not depend on the rows generated with it. Row k is greedy when
+        ``seeds[k]`` is None, else sampled with that seed's Gumbel noise (as :class:`_GumbelNoise`),
+        and stops after its line break or EOS or ``max_new_tokens[k]`` tokens. The rows of one
+        prompt (greedy and samples) share its packed row; nothing is cached between steps."""
+        from tqdm import tqdm
+
         seqs = [self.context_ids(c) for c in contexts]
         eos = self.tokenizer.eos_token_id
         stops = set(self.line_break_ids()) | ({int(eos)} if eos is not None else set())
-        generators = [torch.Generator().manual_seed(int(s)) for s in seeds] if seeds is not None else None
+        generators = [torch.Generator().manual_seed(int(s)) if s is not None else None for s in seeds]
         answers: list[list[int]] = [[] for _ in seqs]
         totals = [0.0] * len(seqs)
-        alive = list(range(len(seqs)))
-        for _ in range(max_new_tokens):
-            if not alive:
-                break
+        alive = [k for k in range(len(seqs)) if max_new_tokens[k] > 0]
+        bar = tqdm(
+            total=max(max_new_tokens, default=0), desc="generate", disable=not progress, mininterval=10
+        )
+        while alive:
             steps = continuation_logprobs(
-                self.model, [(seqs[i], answers[i], None) for i in alive], self.budget
+                self.model, [(seqs[k], answers[k], None) for k in alive], self.budget
             )
             still = []
-            for i, lp in zip(alive, steps, strict=True):
-                # sampling: log-probabilities plus the row's Gumbel noise, as _GumbelNoise draws it
-                pick = lp if generators is None else lp + gumbel_noise(generators[i], lp.shape[-1])
+            for k, lp in zip(alive, steps, strict=True):
+                noise = generators[k]
+                pick = lp if noise is None else lp + gumbel_noise(noise, lp.shape[-1])
                 token = int(torch.argmax(pick))
-                answers[i].append(token)
-                totals[i] += float(lp[token])
-                if token not in stops:
-                    still.append(i)
+                answers[k].append(token)
+                totals[k] += float(lp[token])
+                if token not in stops and len(answers[k]) < max_new_tokens[k]:
+                    still.append(k)
             alive = still
+            bar.update(1)
+        bar.close()
         texts = [self.tokenizer.decode(a, skip_special_tokens=True) for a in answers]
         return [GenerateResult(t.split("\n", 1)[0].strip(), v) for t, v in zip(texts, totals, strict=True)]
 
