@@ -17,7 +17,8 @@ K(f|c) of that sentence uses that list (rows carry the sentence's ``prompt_id``)
   dropped them after). For a huge type (humans: millions of labels) the pool is capped at
   ``max_candidates``: the first ``max_candidates`` Ω-valid members by a cheap prior (sitelinks
   when the rule gives them, else ascending id); how many members were cut is logged.
-* **Search.** Decoding reuses the KV cache (:mod:`factprobe.lm.beam`); sentences of many facts
+* **Search.** Each beam step is a batch-invariant packed pass (:mod:`factprobe.lm.beam`), so a
+  sentence's beams do not depend on the others searched with it; sentences of many facts
   share each forward pass, about ``batch_rows`` beam rows per batch. Several forms of one entity
   can take several beams, so fewer than n distinct entities may come back (the paper notes
   this); the count is recorded in ``found``.
