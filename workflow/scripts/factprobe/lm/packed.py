@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -209,6 +210,33 @@ def _forward_batch(model, rows: list[_Row], device, logsoftmax_chunk: int, invar
     return t_req, t_first, t_last, scores
 
 
+def _batches(rows: list[_Row], budget: TokenBudget, forward: Callable[[list[_Row]], Any]) -> Iterator[Any]:
+    """``forward`` of the rows, batched up to the token budget (rows of one width together), with
+    the out-of-memory policy: the budget halves and the batch is retried; a single row that still
+    does not fit is split across repeated prefixes; a single request that does not fit fails."""
+    queue = deque(rows)
+    while queue:
+        width = queue[0].length
+        batch = [queue.popleft()]
+        while queue and (len(batch) + 1) * width <= budget.tokens:
+            batch.append(queue.popleft())
+        try:
+            out = forward(batch)
+        except Exception as exc:
+            budget.shrink(exc, f"{len(batch)} packed rows x {width} tokens")
+            if len(batch) > 1:
+                queue.extendleft(reversed(batch))
+                continue
+            row = batch[0]
+            if len(row.items) == 1:
+                raise RuntimeError(f"out of memory on a single request of {width} tokens") from exc
+            half = len(row.items) // 2
+            log.warning("out of memory on one row of %d tokens: splitting it", width)
+            queue.extendleft([_Row(row.prefix, row.items[:half]), _Row(row.prefix, row.items[half:])])
+            continue
+        yield out
+
+
 def score_requests(
     model,
     requests: Sequence[tuple[tuple[int, ...], tuple[int, ...]]],
@@ -249,27 +277,12 @@ def score_requests(
     remaining = np.zeros(n, dtype=np.int64)
     for i, (_, cont) in enumerate(requests):
         remaining[i] = len(cont)
-    rows = deque(_build_rows(requests, budget.tokens))
     bar = tqdm(total=sum(len(c) for _, c in requests), unit="tok", disable=not progress, mininterval=5)
-    while rows:
-        width = rows[0].length
-        batch = [rows.popleft()]
-        while rows and (len(batch) + 1) * width <= budget.tokens:
-            batch.append(rows.popleft())
-        try:
-            t_req, t_first, t_last, scores = _forward_batch(model, batch, device, logsoftmax_chunk, invariant)
-        except Exception as exc:
-            budget.shrink(exc, f"{len(batch)} packed rows x {width} tokens")
-            if len(batch) > 1:
-                rows.extendleft(reversed(batch))
-                continue
-            row = batch[0]
-            if len(row.items) == 1:
-                raise RuntimeError(f"out of memory on a single request of {width} tokens") from exc
-            half = len(row.items) // 2
-            log.warning("out of memory on one row of %d tokens: splitting it", width)
-            rows.extendleft([_Row(row.prefix, row.items[:half]), _Row(row.prefix, row.items[half:])])
-            continue
+
+    def forward(batch: list[_Row]):
+        return _forward_batch(model, batch, device, logsoftmax_chunk, invariant)
+
+    for t_req, t_first, t_last, scores in _batches(_build_rows(requests, budget.tokens), budget, forward):
         req = t_req.numpy()
         np.add.at(total, req, scores.numpy())
         firsts = t_first.numpy()
@@ -339,27 +352,14 @@ def continuation_logprobs(
     # the partial continuation plus a placeholder: its last target is the query's next token
     requests = [(tuple(prefix), (*partial, 0)) for prefix, partial, _ in queries]
     out: list[torch.Tensor | None] = [None] * len(queries)
-    rows = deque(_build_rows(requests, budget.tokens))
-    while rows:
-        width = rows[0].length
-        batch = [rows.popleft()]
-        while rows and (len(batch) + 1) * width <= budget.tokens:
-            batch.append(rows.popleft())
-        try:
-            ids, pos, plan, (t_row, t_col, _tok, t_req, _first, t_last) = _pack(batch, device)
-            t_row, t_col, t_req = t_row[t_last], t_col[t_last], t_req[t_last]
-            logits, where = _logits_at(model, ids, pos, plan, len(batch), t_col)
-        except Exception as exc:
-            budget.shrink(exc, f"{len(batch)} beam rows x {width} tokens")
-            if len(batch) > 1:
-                rows.extendleft(reversed(batch))
-                continue
-            row = batch[0]
-            if len(row.items) == 1:
-                raise RuntimeError(f"out of memory on a single query of {width} tokens") from exc
-            half = len(row.items) // 2
-            rows.extendleft([_Row(row.prefix, row.items[:half]), _Row(row.prefix, row.items[half:])])
-            continue
+
+    def forward(batch: list[_Row]):
+        ids, pos, plan, (t_row, t_col, _tok, t_req, _first, t_last) = _pack(batch, device)
+        t_row, t_col, t_req = t_row[t_last], t_col[t_last], t_req[t_last]
+        logits, where = _logits_at(model, ids, pos, plan, len(batch), t_col)
+        return t_row, t_req, logits, where
+
+    for t_row, t_req, logits, where in _batches(_build_rows(requests, budget.tokens), budget, forward):
         for b, w, q in zip(t_row.tolist(), where.tolist(), t_req.tolist(), strict=True):
             lp = torch.log_softmax(logits[b, w].float(), dim=-1)
             tokens = queries[q][2]
