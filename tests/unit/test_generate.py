@@ -110,7 +110,7 @@ def test_invariant_generation_stops_at_first_line_break_per_row(tiny, monkeypatc
     assert word not in lm.line_break_ids() and word != tok.eos_token_id
     steps = []
 
-    def fake(model, queries, budget):
+    def fake(model, queries, budget, states=None):
         steps.append(len(queries))
         rows = []
         for k, (_prefix, partial, tokens) in enumerate(queries):

@@ -138,3 +138,21 @@ def test_invariant_generation_equals_the_cached_path_up_to_float_noise(tiny):
     for a, b in zip(fast, exact, strict=True):
         assert [x.text for x in a] == [x.text for x in b]
         assert np.allclose([x.logprob for x in a], [x.logprob for x in b], atol=1e-4)
+
+
+def test_stored_prefix_states_give_the_recomputed_floats(tiny):
+    """A search or generation keeps each prompt's keys and values across its steps
+    (``states``): every next-token distribution equals the one recomputed with the prompt."""
+    from factprobe.lm.packed import continuation_logprobs
+
+    model, tok = tiny
+    prefixes = [tok(p)["input_ids"] for p in PROMPTS]
+    partials = [(), (5,), (5, 9), (17, 3, 40), (8,)]
+    queries = [(p, q, None) for p in prefixes for q in partials]
+    queries += [(prefixes[0], (5, 9), [1, 2, 3])]
+    recomputed = continuation_logprobs(model, queries)
+    states = {}
+    for budget in (4096, 32):  # the states are reused on the second pass
+        stored = continuation_logprobs(model, queries, budget, states=states)
+        assert all(torch.equal(a, b) for a, b in zip(recomputed, stored, strict=True))
+    assert set(states) == {tuple(p) for p in prefixes}

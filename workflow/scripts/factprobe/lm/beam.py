@@ -173,13 +173,14 @@ def batched_beam_search(
         for k, t in enumerate(tries)
         if t.root and width > 0
     }
+    states: dict = {}  # each prompt's keys and values, computed once for all its steps
     while state:
         queries, owners = [], []
         for k, (beams, _, _) in state.items():
             for toks, _, node in beams:
                 queries.append((prefixes[k], toks, tries[k].allowed(node)))
                 owners.append(k)
-        lps = continuation_logprobs(model, queries, token_budget)
+        lps = continuation_logprobs(model, queries, token_budget, states=states)
         per_prompt: dict[int, list[list[float]]] = {k: [] for k in state}
         for k, lp in zip(owners, lps, strict=True):
             per_prompt[k].append(lp.tolist())

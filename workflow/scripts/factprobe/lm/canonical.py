@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -67,13 +67,22 @@ class Group:
 
 @dataclass(frozen=True)
 class Plan:
-    """The attention units of one packed forward, grouped by shape."""
+    """The attention units of one packed forward, grouped by shape.
+
+    ``extra``: per layer, keys and values computed by an earlier forward (a prefix's, see
+    :func:`factprobe.lm.packed.prefix_states`), addressed by unit key positions from
+    ``batch * width`` on. ``capture``: flat positions whose keys and values each layer stores in
+    ``captured[layer]``."""
 
     groups: tuple[Group, ...]
+    extra: dict[int, tuple[torch.Tensor, torch.Tensor]] | None = None
+    capture: torch.Tensor | None = None
+    captured: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
 
 
-def plan_units(units: Sequence[tuple[Sequence[int], Sequence[int]]], device: torch.device) -> Plan:
-    """Group ``(query positions, key positions)`` units by shape into a :class:`Plan`."""
+def plan_units(units: Sequence[tuple[Sequence[int], Sequence[int]]], device: torch.device, **fields) -> Plan:
+    """Group ``(query positions, key positions)`` units by shape into a :class:`Plan` (``fields``:
+    its ``extra`` and ``capture``)."""
     by_shape: dict[tuple[int, int], tuple[list, list]] = defaultdict(lambda: ([], []))
     for queries, keys in units:
         qs, ks = by_shape[(len(queries), len(keys))]
@@ -83,7 +92,7 @@ def plan_units(units: Sequence[tuple[Sequence[int], Sequence[int]]], device: tor
         Group(torch.tensor(qs, device=device), torch.tensor(ks, device=device))
         for _shape, (qs, ks) in sorted(by_shape.items())
     )
-    return Plan(groups)
+    return Plan(groups, **fields)
 
 
 _UNSUPPORTED = ("softcap", "s_aux", "position_bias")
@@ -106,6 +115,12 @@ def attention(module, query, key, value, attention_mask, dropout: float = 0.0, s
     q = query.transpose(1, 2).reshape(batch * width, heads, -1)
     k = key.transpose(1, 2).reshape(batch * width, kv_heads, -1)
     v = value.transpose(1, 2).reshape(batch * width, kv_heads, dim_v)
+    layer = getattr(module, "layer_idx", None)
+    if plan.capture is not None:
+        plan.captured[layer] = (k[plan.capture], v[plan.capture])
+    if plan.extra is not None:
+        extra_k, extra_v = plan.extra[layer]
+        k, v = torch.cat([k, extra_k.to(k.dtype)]), torch.cat([v, extra_v.to(v.dtype)])
     out = query.new_zeros(batch * width, heads, dim_v)
     for group in plan.groups:
         if window is not None and group.keys.shape[1] > window:

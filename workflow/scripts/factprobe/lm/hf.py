@@ -320,7 +320,8 @@ class HFCausalLM(LM):
         log-probability do not depend on the rows generated with it. Row k is greedy when
         ``seeds[k]`` is None, else sampled with that seed's Gumbel noise (as :class:`_GumbelNoise`),
         and stops after its line break or EOS or ``max_new_tokens[k]`` tokens. The rows of one
-        prompt (greedy and samples) share its packed row; nothing is cached between steps."""
+        prompt (greedy and samples) share its packed row; a context's keys and values are computed
+        once (:func:`factprobe.lm.packed.prefix_states`), each step forwards the answers so far."""
         from tqdm import tqdm
 
         seqs = [self.context_ids(c) for c in contexts]
@@ -333,10 +334,10 @@ class HFCausalLM(LM):
         bar = tqdm(
             total=max(max_new_tokens, default=0), desc="generate", disable=not progress, mininterval=10
         )
+        states: dict = {}  # each context's keys and values, computed once for all its steps
         while alive:
-            steps = continuation_logprobs(
-                self.model, [(seqs[k], answers[k], None) for k in alive], self.budget
-            )
+            queries = [(seqs[k], answers[k], None) for k in alive]
+            steps = continuation_logprobs(self.model, queries, self.budget, states=states)
             still = []
             for k, lp in zip(alive, steps, strict=True):
                 noise = generators[k]

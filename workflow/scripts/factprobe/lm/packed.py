@@ -228,7 +228,7 @@ def _batches(rows: list[_Row], budget: TokenBudget, forward: Callable[[list[_Row
                 queue.extendleft(reversed(batch))
                 continue
             row = batch[0]
-            if len(row.items) == 1:
+            if len(row.items) <= 1:
                 raise RuntimeError(f"out of memory on a single request of {width} tokens") from exc
             half = len(row.items) // 2
             log.warning("out of memory on one row of %d tokens: splitting it", width)
@@ -341,13 +341,20 @@ def continuation_logprobs(
     model,
     queries: Sequence[tuple[Sequence[int], Sequence[int], Sequence[int] | None]],
     token_budget: int | TokenBudget = 4096,
+    states: dict[tuple[int, ...], PrefixState] | None = None,
 ) -> list[torch.Tensor]:
     """Log-probabilities of the next token after ``prefix + partial`` for each ``(prefix, partial,
     tokens)`` query: at ``tokens`` (float64, in their order), or over the whole vocabulary when
     ``tokens`` is None. Each query is a continuation unit of the packed engine (its partial
     continuation after its prefix, :mod:`factprobe.lm.canonical`), so its values do not depend on
-    the other queries: a beam's scores are the same whatever else is searched beside it."""
+    the other queries: a beam's scores are the same whatever else is searched beside it.
+
+    ``states`` (a dict kept by the caller across the steps of a search or a generation): each
+    prefix is computed once (:func:`prefix_states`) and a query's forward holds its partial
+    continuation only, attending over the prefix's stored keys; the same floats as without it."""
     budget = token_budget if isinstance(token_budget, TokenBudget) else TokenBudget(token_budget)
+    if states is not None:
+        return _continuations_after_states(model, queries, budget, states)
     device = next(model.parameters()).device
     # the partial continuation plus a placeholder: its last target is the query's next token
     requests = [(tuple(prefix), (*partial, 0)) for prefix, partial, _ in queries]
@@ -361,10 +368,119 @@ def continuation_logprobs(
 
     for t_row, t_req, logits, where in _batches(_build_rows(requests, budget.tokens), budget, forward):
         for b, w, q in zip(t_row.tolist(), where.tolist(), t_req.tolist(), strict=True):
-            lp = torch.log_softmax(logits[b, w].float(), dim=-1)
-            tokens = queries[q][2]
-            picked = (
-                lp if tokens is None else lp[torch.tensor(list(tokens), dtype=torch.long, device=lp.device)]
+            out[q] = _pick(torch.log_softmax(logits[b, w].float(), dim=-1), queries[q][2])
+    return out  # type: ignore[return-value]
+
+
+@dataclass
+class PrefixState:
+    """A prefix's keys and values at every layer (flat [prefix tokens, kv heads, dim]) and its
+    next-token log-probabilities (float32 [vocab])."""
+
+    keys: dict[int, torch.Tensor]
+    values: dict[int, torch.Tensor]
+    next_logprobs: torch.Tensor
+
+
+@torch.inference_mode()
+def prefix_states(
+    model, prefixes: Sequence[Sequence[int]], budget: TokenBudget, states: dict[tuple[int, ...], PrefixState]
+) -> None:
+    """Add to ``states`` the :class:`PrefixState` of each prefix not in it: every prefix its own
+    attention unit in packed forwards (the very computation a prefix gets beside continuations),
+    its keys and values stored as each layer computes them."""
+    todo = sorted({tuple(p) for p in prefixes} - set(states), key=lambda p: (-len(p), p))
+    device = next(model.parameters()).device
+
+    def forward(batch: list[_Row]):
+        ids, pos, units, _ = _pack(batch, device)
+        width = ids.shape[1]
+        capture = [b * width + t for b, row in enumerate(batch) for t in range(len(row.prefix))]
+        plan = Plan(units.groups, capture=torch.tensor(capture, device=device))
+        last = torch.tensor([len(row.prefix) - 1 for row in batch])
+        logits, where = _logits_at(model, ids, pos, plan, len(batch), last)
+        return batch, plan, logits, where
+
+    for batch, plan, logits, where in _batches([_Row(p, []) for p in todo], budget, forward):
+        start = 0
+        for b, row in enumerate(batch):
+            span = slice(start, start + len(row.prefix))
+            keys = {layer: kv[0][span].clone() for layer, kv in plan.captured.items()}
+            values = {layer: kv[1][span].clone() for layer, kv in plan.captured.items()}
+            states[row.prefix] = PrefixState(
+                keys, values, torch.log_softmax(logits[b, where[b]].float(), dim=-1)
             )
-            out[q] = picked.double().cpu()
+            start += len(row.prefix)
+
+
+def _pack_after_states(rows: list[_Row], device: torch.device, states: dict[tuple[int, ...], PrefixState]):
+    """Like :func:`_pack` for rows whose prefixes are in ``states``: a row holds its continuations'
+    tokens only, each unit's keys are its prefix's stored ones followed by its own. Targets: the
+    last token of each continuation (the next token after it)."""
+    longest = max(sum(len(c) - 1 for _, c in row.items) for row in rows)
+    width = padded_width(longest, len(rows))
+    prefixes = list(dict.fromkeys(row.prefix for row in rows))
+    offsets, total = {}, len(rows) * width
+    for prefix in prefixes:
+        offsets[prefix] = total
+        total += len(prefix)
+    layers = states[prefixes[0]].keys
+    extra = {
+        layer: (
+            torch.cat([states[p].keys[layer] for p in prefixes]),
+            torch.cat([states[p].values[layer] for p in prefixes]),
+        )
+        for layer in layers
+    }
+    ids = torch.zeros(len(rows), width, dtype=torch.long)
+    pos = torch.zeros(len(rows), width, dtype=torch.long)
+    units, t_row, t_col, t_req = [], [], [], []
+    for b, row in enumerate(rows):
+        plen = len(row.prefix)
+        prefix_keys = list(range(offsets[row.prefix], offsets[row.prefix] + plen))
+        col = 0
+        for req, cont in row.items:
+            body = cont[:-1]
+            ids[b, col : col + len(body)] = torch.tensor(body)
+            pos[b, col : col + len(body)] = torch.arange(plen, plen + len(body))
+            own = list(range(b * width + col, b * width + col + len(body)))
+            units.append((own, prefix_keys + own))
+            t_row.append(b)
+            t_col.append(col + len(body) - 1)
+            t_req.append(req)
+            col += len(body)
+    plan = plan_units(units, device, extra=extra)
+    return ids.to(device), pos.to(device), plan, torch.tensor(t_row), torch.tensor(t_col), torch.tensor(t_req)
+
+
+def _pick(lp: torch.Tensor, tokens: Sequence[int] | None) -> torch.Tensor:
+    """``lp`` at ``tokens`` (all of it for None), float64 on the CPU."""
+    picked = lp if tokens is None else lp[torch.tensor(list(tokens), dtype=torch.long, device=lp.device)]
+    return picked.double().cpu()
+
+
+@torch.inference_mode()
+def _continuations_after_states(model, queries, budget: TokenBudget, states) -> list[torch.Tensor]:
+    """:func:`continuation_logprobs` with the prefixes' stored states."""
+    device = next(model.parameters()).device
+    prefix_states(model, [q[0] for q in queries], budget, states)
+    out: list[torch.Tensor | None] = [None] * len(queries)
+    requests, owners = [], []
+    for i, (prefix, partial, tokens) in enumerate(queries):
+        if partial:
+            requests.append((tuple(prefix), (*partial, 0)))
+            owners.append(i)
+        else:
+            out[i] = _pick(states[tuple(prefix)].next_logprobs, tokens)
+
+    def forward(batch: list[_Row]):
+        ids, pos, plan, t_row, t_col, t_req = _pack_after_states(batch, device, states)
+        logits, where = _logits_at(model, ids, pos, plan, len(batch), t_col)
+        return t_row, t_req, logits, where
+
+    rows = _build_rows(requests, budget.tokens) if requests else []
+    for t_row, t_req, logits, where in _batches(rows, budget, forward):
+        for b, w, r in zip(t_row.tolist(), where.tolist(), t_req.tolist(), strict=True):
+            q = owners[r]
+            out[q] = _pick(torch.log_softmax(logits[b, w].float(), dim=-1), queries[q][2])
     return out  # type: ignore[return-value]
