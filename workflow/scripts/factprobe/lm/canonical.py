@@ -5,14 +5,14 @@ attention call over the whole padded batch, a query's softmax and weighted sum r
 axis whose length and layout depend on what else is in the row and the batch: the kernels
 vectorise and block that reduction by position, so the masked keys of other continuations (and
 the padding) change the order in which the visible keys are added, and the float result moves in
-its last bits. Summed over layers and tokens that reached 3.7e-3 nats on SmolLM2-135M.
+its last bits (benchmarks/RESULTS.md, "The cause").
 
 Here attention is computed per *unit* instead: a prefix (its queries over its own keys) or one
 continuation (its queries over the prefix's keys followed by its own), each gathered into a
 dense block of exactly its own keys, so the block's shape and contents depend on that unit
 alone. Units of one shape are stacked into one ``scaled_dot_product_attention`` call on its
 math backend: the CPU flash kernel's results for short key axes change with the number of units
-and threads, the math backend's did not (``benchmarks/invariance.py``). The other layers act on one token at a time; their
+and threads, the math backend's did not. The other layers act on one token at a time; their
 matrix products are made row-invariant by giving every forward at least :data:`ROW_QUANTUM`
 rows in a multiple of it (:func:`padded_width`), which on the CPU kernels measured here keeps
 every row on the same code path (``benchmarks/invariance.py`` checks the whole chain).
@@ -58,11 +58,8 @@ class Group:
 
     queries: torch.Tensor
     keys: torch.Tensor
-
-    @property
-    def mask(self) -> torch.Tensor:
-        nq, nk = self.queries.shape[1], self.keys.shape[1]
-        return torch.arange(nk)[None, :] <= torch.arange(nq)[:, None] + (nk - nq)
+    #: [nq, nk] bool, built once per forward (every layer reuses it)
+    mask: torch.Tensor
 
 
 @dataclass(frozen=True)
@@ -89,8 +86,12 @@ def plan_units(units: Sequence[tuple[Sequence[int], Sequence[int]]], device: tor
         qs.append(list(queries))
         ks.append(list(keys))
     groups = tuple(
-        Group(torch.tensor(qs, device=device), torch.tensor(ks, device=device))
-        for _shape, (qs, ks) in sorted(by_shape.items())
+        Group(
+            torch.tensor(qs, device=device),
+            torch.tensor(ks, device=device),
+            (torch.arange(nk)[None, :] <= torch.arange(nq)[:, None] + (nk - nq)).to(device),
+        )
+        for (nq, nk), (qs, ks) in sorted(by_shape.items())
     )
     return Plan(groups, **fields)
 
@@ -136,7 +137,7 @@ def attention(module, query, key, value, attention_mask, dropout: float = 0.0, s
                 qg,
                 kg,
                 vg,
-                attn_mask=group.mask.to(qg.device),
+                attn_mask=group.mask,
                 scale=scaling,
                 enable_gqa=heads != kv_heads,
             )
