@@ -88,10 +88,8 @@ def _string(node: ast.AST, constants: Mapping[str, str]) -> str | None:
 
 
 def _package(path: Path, root: Path) -> str:
-    if not path.is_relative_to(root):
-        return ""
-    parts = path.relative_to(root).with_suffix("").parts
-    return ".".join(parts[:-1]) if path.name != "__init__.py" else ".".join(parts[:-1])
+    """The dotted package a module file sits in (relative imports resolve against it)."""
+    return ".".join(path.relative_to(root).parent.parts) if path.is_relative_to(root) else ""
 
 
 def _references(path: Path, root: Path) -> tuple[list[tuple[str, bool]], list[str]]:
