@@ -44,8 +44,10 @@ def leaves(node: dict, prefix: str = "") -> list[tuple[str, dict]]:
         path = f"{prefix}{key}"
         if isinstance(sub, dict) and "properties" in sub:
             rows.extend(leaves(sub, f"{path}."))
-        elif isinstance(sub, dict) and isinstance(sub.get("additionalProperties"), dict) and (
-            "properties" in sub["additionalProperties"]
+        elif (
+            isinstance(sub, dict)
+            and isinstance(sub.get("additionalProperties"), dict)
+            and ("properties" in sub["additionalProperties"])
         ):
             rows.extend(leaves(sub["additionalProperties"], f"{path}.<name>."))
         else:
@@ -74,8 +76,6 @@ def table(name: str) -> str:
     if name == "suites":
         schema = schema["additionalProperties"]
     rows = leaves(schema)
-    if name == "config":
-        rows = [(k, s) for k, s in rows]
     required = set(schema.get("required", ()))
     head = "| column | default | meaning |" if name in ("dumps", "models") else "| key | default | meaning |"
     lines = [head, "|---|---|---|"]
