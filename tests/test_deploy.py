@@ -1,4 +1,4 @@
-"""Catalog layout and deployment (issue 17 item 1): the workflow run with ``--directory .test``
+"""Catalog layout and deployment: the workflow run with ``--directory .test``
 and used as a ``module`` from a directory that holds nothing but its own Snakefile and config.
 
 Both working directories lack ``resources/``: the demo dump, the templates and the
