@@ -84,7 +84,7 @@ def main() -> None:
     t_shared = time.perf_counter() - start
 
     hflm = HFLM(pretrained=str(folder), device="cpu", batch_size=args.batch_size, dtype="float32")
-    # the token factprobe ends every form with (the document end, config/README.md "models.tsv"),
+    # the token factprobe ends every form with (the document end, docs/models.md),
     # not the tokenizer's EOS, which for SmolLM2-Instruct is the chat end of turn
     eos = lm.end_token.text
     instances = [

@@ -68,7 +68,7 @@ MODEL_CUTOFFS = RUN.model_cutoffs
 SEM_INDEX_SETTINGS = RUN.sem_index
 SEM_ROWS = RUN.sem_rows
 # Memory (MB) and runtime (min) of the jobs that grow with their inputs: floor + factor x input
-# MB, doubled on a retry. Factors: benchmarks/scale.py (config/README.md, "Profiles").
+# MB, doubled on a retry. Factors: benchmarks/scale.py (docs/profiles.md).
 # mem_mb is capped at 64 GB (the per-job memory bound; a retry asks twice that).
 # build_probes streams a relation in parts: its state stays ≈ 2 GB at full size by
 # benchmarks/scale.py, so it asks for a core's share of a 16-core / 128 GB node; DuckDB spills beyond.
