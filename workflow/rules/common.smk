@@ -14,7 +14,7 @@ if not os.path.isdir(_HERE):
     raise WorkflowError(
         f"factprobe must be on the local file system (its rules import its library while "
         f"parsing), not {_HERE}: clone the repository at the tag and point the module's "
-        "`snakefile:` at <clone>/workflow/Snakefile (README.md, section Running)"
+        "`snakefile:` at <clone>/workflow/Snakefile (docs/running.md)"
     )
 WORKFLOW_ROOT = Path(_HERE).resolve().parents[1]
 SCRIPTS = WORKFLOW_ROOT / "workflow" / "scripts"
