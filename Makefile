@@ -39,7 +39,7 @@ export: $(STAMP)
 
 # -rs: pytest's list of skip reasons; tests/skipreport.py adds a loud SKIPPED section at the end.
 # `make test` (CI) leaves out the tests marked `full` (long end-to-end variants of what the rest
-# already covers, README "Development"); `make test-full` runs every test.
+# already covers, CONTRIBUTING.md); `make test-full` runs every test.
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 --dist loadfile -q -rs -m "not full"
 

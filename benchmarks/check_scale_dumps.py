@@ -1,5 +1,5 @@
 """Composition of a Wikidata JSON dump, parsed independently (plain ``json``, not factprobe's
-parser), against the targets of ``benchmarks/scale_dumps.py`` (issue 31 item 1).
+parser), against the targets of ``benchmarks/scale_dumps.py``.
 
     python benchmarks/check_scale_dumps.py DIR            # the pair scale_dumps.py wrote in DIR
     python benchmarks/check_scale_dumps.py --sample FILE  # any dump, e.g. tests/data/short_stream.json.bz2

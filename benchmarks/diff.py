@@ -1,10 +1,10 @@
 """Benchmark of the dump diff (factprobe.diff.engine) on two synthetic 20 M-row claims tables.
 
-Target (issue 3): >= 5 M claims/s end to end (rows of both dumps / wall time, reading the
+Target: >= 5 M claims/s end to end (rows of both dumps / wall time, reading the
 inputs and writing changes.parquet + stats.tsv) on 2 cores, peak RSS < 4 GB, with the known
 number of changes of every rule found exactly. Baselines, measured in the same run on the same
 files: the least any diff must do, a DuckDB full outer join of the two tables on
-(subject, property, object) that only counts the matches; and (issue 31 item 6) DuckDB's bare
+(subject, property, object) that only counts the matches; and DuckDB's bare
 anti-join, the new facts = the new table's rows whose (subject, property, object) is not in the
 old one (``new ANTI JOIN old USING (...)``), written to Parquet like the diff's changes, with the
 same threads and memory limit. The ratio diff / anti-join is what the project's rules (dates,

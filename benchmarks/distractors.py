@@ -1,4 +1,4 @@
-"""Benchmark of the semantic distractor index (issue 5, distractors paper §3.3 Sem).
+"""Benchmark of the semantic distractor index (distractors paper §3.3 Sem).
 
 Bags come from the real demo claims (both dumps) replicated to ``--size`` entities: ids are made
 dense, then copy c of the KB shifts every entity by c·U, except the hub objects (the top

@@ -1,4 +1,4 @@
-"""Throughput of the dump extractor against baselines measured in the same run (issue 2 item 9).
+"""Throughput of the dump extractor against baselines measured in the same run.
 
 Builds a larger ``.json.gz`` in the official array layout by repeating the 635 real 2019
 entities of ``tests/data/short_stream.json.bz2`` with shifted ids (100 copies: 63,500 entities,
@@ -11,7 +11,7 @@ entities of ``tests/data/short_stream.json.bz2`` with shifted ids (100 copies: 6
 
 Each measurement runs in a fresh child process and is the fastest of ``--repeat`` runs; peak
 RSS is the sum over the child's process tree, sampled every 50 ms (an upper bound: forked
-workers share pages with their parent). Targets (issue 2): >= 30k entities/s in one process,
+workers share pages with their parent). Targets: >= 30k entities/s in one process,
 >= 40k/s with two workers, peak RSS < 1 GB. Run: ``.venv/bin/python benchmarks/extract.py`` (``--copies`` to
 change the size). On a shared machine, read the printed load average with the numbers.
 """

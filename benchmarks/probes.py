@@ -1,4 +1,4 @@
-"""Benchmark of probe building (issue 4) on a synthetic claims table.
+"""Benchmark of probe building on a synthetic claims table.
 
 Measures, on ``--rows`` synthetic claims (10 properties, ranks mostly normal, some preferred,
 deprecated and ended statements): truthy filtering, candidate facts (labels, N-M objects,

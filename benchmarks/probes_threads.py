@@ -1,4 +1,4 @@
-"""One suite's ``build_probes`` on 1 and more threads, on a run's extracted tables (issue 31).
+"""One suite's ``build_probes`` on 1 and more threads, on a run's extracted tables.
 
 ``python benchmarks/probes_threads.py WORKDIR SUITE --threads 1 2`` builds suite SUITE of the
 run in WORKDIR (a folder made by ``benchmarks/scale.py``: ``config/config.yaml`` and the

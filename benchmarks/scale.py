@@ -1,4 +1,4 @@
-"""Scale benchmark: the DAG up to (not including) scoring on synthetic dumps (issue 15 item 1).
+"""Scale benchmark: the DAG up to (not including) scoring on synthetic dumps.
 
 For each size in ``--sizes`` (items per dump), :mod:`scale_dumps` writes two Wikidata-shaped
 synthetic dumps (composition calibrated to real Wikidata, ~3 % edits in the newer one), a
@@ -8,7 +8,7 @@ extraction, diff, temporal views, probes, semantic index and distractor retrieva
 translation load a model and are left out, like scoring). Snakemake's ``benchmark:`` files give
 per job wall seconds, CPU seconds and peak RSS.
 
-True CPU (issue 31 item 2): Snakemake's ``cpu_time`` samples each job's process tree with psutil
+True CPU: Snakemake's ``cpu_time`` samples each job's process tree with psutil
 every 30 s and loses what ends between samples (2-2.5x under ``/usr/bin/time`` at 1M entities).
 The run puts ``benchmarks/jobcpu.py`` first on its PYTHONPATH as ``sitecustomize``, which makes every
 job's script process write, on exit, ``getrusage`` of itself and of its waited-for children (the
@@ -25,7 +25,7 @@ consecutive sizes, min-max (spread). Facts-bound jobs (retrieval) are also scale
 claims ratio counts what the claims table holds (item-valued statements of items, FULL_CLAIMS),
 not all of Wikidata's statements.
 
-Full size, memory respected (issue 31 item 5): every job of the DAG before scoring at full size,
+Full size, memory respected: every job of the DAG before scoring at full size,
 list-scheduled (list_schedule: critical path first, a job starts once its node has both its
 cores and its memory free, each job on one node) on one 16-core / 128 GB node and on 4 such
 nodes. The DAG's shape is one table, STAGES (what a unit is, threads, what a stage waits for,
@@ -75,7 +75,7 @@ JOB_CPU_HOOK = Path(__file__).resolve().parent / "jobcpu.py"
 FULL_ENTITIES = 110e6
 # All statements of full Wikidata (13.6 per entity). The claims table holds only the item-valued
 # statements of items (docs/contracts.md: "items only, wikibase-item values"), 6.3 per item in the
-# real sample tests/data/short_stream.json.bz2 (6.33; issue 31: "6.3 per item"), which the
+# real sample tests/data/short_stream.json.bz2 (6.33; whole Wikidata: "6.3 per item"), which the
 # synthetic dumps match (scale_dumps.py): FULL_CLAIMS is that table at full size.
 FULL_STATEMENTS = 1.5e9
 ITEM_CLAIMS_PER_ITEM = 6.3
@@ -86,7 +86,7 @@ FACTS_BOUND = ("retrieve_distractors",)
 # Differences below these are load noise on a shared machine, not growth.
 CPU_NOISE_S = 2.0
 RSS_NOISE_MB = 30.0
-# Issue 15 item 6: at 1M entities on 2 cores. Issue 31 item 5: full size on one 16-core / 128 GB
+# At 1M entities on 2 cores. Full size on one 16-core / 128 GB
 # node within 3 h, on 4 such nodes (SLURM, each job on one node) within 1 h, every job <= 32 GB.
 LOCAL_WALL_S, LOCAL_JOB_GB = 600, 4.0
 NODE_CORES, NODE_MEM_GB, CLUSTER_NODES = 16, 128.0, 4
@@ -149,7 +149,7 @@ DUCKDB_MIN_MB = 1024
 # one request at every size, and the RSS fit then sees only what grows with the data. Not the
 # semantic index's parts (sem_bags): their peak is the part's CSR beside DuckDB, fitted as measured.
 DUCKDB_RULES = ("diff_dumps", "temporal_view", "build_probes", "retrieve_distractors", "retrieve_shard")
-# The per-fact loop's CPU seconds (logs before issue 31's last stop gave its wall time).
+# The per-fact loop's CPU seconds (older logs gave its wall time).
 RETRIEVAL_LINE = re.compile(r"candidates: (\d+) facts in ([0-9.]+) s")
 SEARCH_LINE = re.compile(r"([0-9.]+) s in exact semantic search")
 # prepare_retrieval: the exact Sem ranking of the suite's objects, once for all shards.
@@ -689,13 +689,13 @@ def probes_full(runs: list[dict], suite: str, cpu_n: list[float]) -> tuple[float
 
 
 def targets(runs: list[dict], floor: float) -> list[str]:
-    """Issue 15 item 6: the largest run against the 2-core targets, and the node model at full size."""
+    """The largest run against the 2-core targets, and the node model at full size."""
     big = runs[-1]
     worst = max(big["rules"].items(), key=lambda kv: kv[1]["rss_mb"])
     ok = {True: "met", False: "NOT met"}
     lines = [
         "",
-        f"## Targets (issue 15 item 6) at {big['items']:,} items on {big.get('cores', 2)} cores",
+        f"## Targets at {big['items']:,} items on {big.get('cores', 2)} cores",
         "",
         f"- DAG before scoring: {big['wall_s']:.0f} s (target <= {LOCAL_WALL_S} s): "
         f"{ok[big['wall_s'] <= LOCAL_WALL_S]}",
@@ -705,7 +705,7 @@ def targets(runs: list[dict], floor: float) -> list[str]:
     return lines + node_model(runs, floor)
 
 
-# --- the memory-aware model at full size (issue 31 item 5) -------------------------------------
+# --- the memory-aware model at full size -------------------------------------
 
 
 @dataclass(frozen=True)
@@ -774,7 +774,7 @@ def list_schedule(jobs: list[Job], nodes: int, cores: int, mem_gb: float) -> tup
 
 def local_exponents(xs: list[float], ys: list[float]) -> list[float]:
     """The plain growth exponent of each step between consecutive sizes, log(y2/y1) / log(x2/x1)
-    (issue 31's k: no fixed cost taken off, so it is below the increment exponent at small sizes
+    (the plain k: no fixed cost taken off, so it is below the increment exponent at small sizes
     where start-up dominates); a step with a zero or negative value is left out."""
     return [
         math.log(y2 / y1) / math.log(x2 / x1)
@@ -1138,7 +1138,7 @@ def full_jobs(
 
 
 def node_model(runs: list[dict], floor: float) -> list[str]:
-    """Issue 31 item 5: the full-size DAG before scoring, memory respected, on one node and on
+    """The full-size DAG before scoring, memory respected, on one node and on
     CLUSTER_NODES nodes: per stage and unit its parts, CPU-hours and memory per job, then node
     wall, CPU-hours and largest job of each schedule against the targets."""
     models, warnings = stage_models(runs, floor)

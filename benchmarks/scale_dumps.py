@@ -1,5 +1,5 @@
 """Wikidata-shaped synthetic dump pairs at a chosen number of entities, for ``benchmarks/scale.py``
-(issue 15 item 1; composition calibrated in issue 31 item 1).
+(composition calibrated on the targets below).
 
 ``python benchmarks/scale_dumps.py N DIR`` writes ``DIR/wikidata-{20141201,20190201}-scale.json.gz``
 (the official array layout, one entity a line, gzip members written by ISA-L at level 1) with
@@ -12,21 +12,21 @@ processes (one gzip member per chunk and dump).
 
 Targets, per item averaged over the dump, and where each comes from ("sample" = the contiguous
 sample of 635 real 2019 items ``tests/data/short_stream.json.bz2``, measured by
-``benchmarks/check_scale_dumps.py --sample``; "perf" = ../shared/research/performance.md; "issue" =
-issue 31's measurements of whole Wikidata):
+``benchmarks/check_scale_dumps.py --sample``; "perf" = ../shared/research/performance.md; "whole" =
+figures of whole Wikidata the scale targets were set from):
 
 - statements ≈ 14 (sample 12.8; perf A.3: 15.6 in a synthetic mix calibrated on real items);
-  item-valued statements 6–7 (sample 6.33; issue 31 item 4: "6.3 per item"); heavy tail (a
+  item-valued statements 6–7 (sample 6.33; whole: "6.3 per item"); heavy tail (a
   scholarly article citing hundreds of works; sample p99 75 statements, max 163).
-- labels in ≈ 4–5 languages (sample mean 3.8, median 2, p99 32; issue: ≈ 5), heavy tail;
+- labels in ≈ 4–5 languages (sample mean 3.8, median 2, p99 32; whole: ≈ 5), heavy tail;
   ``en`` on ≈ 80 % of items (sample 81 %).
-- aliases ≈ 1 per item on average (issue 31), most items none, heavy tail (sample: 0.39 per item,
+- aliases ≈ 1 per item on average (whole), most items none, heavy tail (sample: 0.39 per item,
   p99 5, max 91: the sample is 43 % scholarly articles, which have none).
 - references on ≈ 47 % of statements (sample 47.1 %), ≈ 40 % of the bytes (sample 40 %);
   qualifiers ≈ 2.7 per item (sample 2.72: series ordinals of authors, validity dates).
 - ≈ 12 KB of JSON per entity (sample 11.8 KB; perf A.1: 12–15 KB, "110 M entities, 1.0–1.6 TB").
-- classes (P31): one giant class, Q13442814 scholarly article, 38 % of items (issue 31: 35–40 % of
-  real items; perf A.3: 40 %; sample 43 %); Q5 human 11 % (issue 31: ≈ 11 %; perf A.3 10 %;
+- classes (P31): one giant class, Q13442814 scholarly article, 38 % of items (whole: 35–40 % of
+  real items; perf A.3: 40 %; sample 43 %); Q5 human 11 % (whole: ≈ 11 %; perf A.3 10 %;
   perf C.3 "P31=Q5, ~10 M postings" of ~110 M); the other 51 % over a long tail of generated
   classes whose number grows with N (``n_tail_classes``: N / 100, so 2,000 at 200 k and 1.1 M at
   full size, the order of Wikidata's distinct P31 values: an assumption, no source measured it

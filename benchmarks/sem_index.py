@@ -1,4 +1,4 @@
-"""The semantic index built whole vs in parts on the same claims (issue 31 item 3).
+"""The semantic index built whole vs in parts on the same claims.
 
 ``python benchmarks/sem_index.py CLAIMS.parquet --parts 1 2 4 [--memory-mb 2000]`` times, each
 step in a fresh child process (CPU = user + system of the process from ``wait4``, peak RSS =

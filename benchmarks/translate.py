@@ -1,4 +1,4 @@
-"""Benchmark of the translate stage (issue 8): MT batching and caching, object alignment.
+"""Benchmark of the translate stage: MT batching and caching, object alignment.
 
 1. Translation of ``--sentences`` filled sentences by a tiny randomly initialised Marian model on
    CPU (the workflow's code path; real models are ~100x heavier per token, so the ratios are what

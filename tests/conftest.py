@@ -80,5 +80,5 @@ def smollm2_dir(tmp_path_factory):
     return folder
 
 
-# A loud list of skipped tests at the end of every run (issue 16 item 8).
+# A loud list of skipped tests at the end of every run.
 from skipreport import pytest_terminal_summary  # noqa: E402, F401

@@ -1,4 +1,4 @@
-"""pytest plugin: a loud summary of skipped tests and their reasons (issue 16 item 8).
+"""pytest plugin: a loud summary of skipped tests and their reasons.
 
 A skipped test is a check that did not run (the report rendering test without Chromium, the
 SLURM test without the executor plugin); ``make test`` must not look green without saying so.

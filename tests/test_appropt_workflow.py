@@ -1,10 +1,10 @@
 """Paper-fidelity paths of the workflow on a tiny config, run through compute_metrics with the
 control model on the bundled demo dumps (extraction tables from the session fixture).
 
-* ApprOpt (distractors paper §3.3, issue 13 item 1): a knowledge suite with ``strategies: [random,
+* ApprOpt (distractors paper §3.3): a knowledge suite with ``strategies: [random,
   appropt]``; the per-model rule appropt_distractors produces the candidates, scoring scores them,
   and the metrics carry an ``appropt`` strategy next to ``random``.
-* Sentence perplexity (PROBELM §4.1, issue 14 items 1-2): a plausibility suite is scored in
+* Sentence perplexity (PROBELM §4.1): a plausibility suite is scored in
   sentence mode, so each score covers the whole scenario sentence (prompt + answer) from its first
   token, and both swap lists of Algorithm 1 (object and subject) are scored and ranked.
 """

@@ -4,7 +4,7 @@ This is `make demo` minus the set-up. Its tables must match the checked-in diges
 `tests/data/demo_digest.{json,values.npz}` under the tolerance policy of `tests/demo_digest.py`
 (regenerate it on purpose: see there), and that policy must still catch a real regression: one
 score moved by 0.01 nats, one distractor list changed by one entity. It ends in the report, and the built-in control model
-must separate the facts it was taught from those it never saw (issue 7 item 8): Avg@n on
+must separate the facts it was taught from those it never saw: Avg@n on
 taught facts >= 0.9, on untaught facts within 0.5 +- 0.15 (chance).
 """
 
@@ -57,7 +57,7 @@ def test_demo_ends_in_report(demo_run):
     board = pd.read_csv(demo_run / "results/metrics/leaderboard.csv")
     assert {"control", "smollm2"} <= set(board["model"])
     assert "smollm2" in html and "control" in html
-    # the 4-bit copy is named as such next to its values (issue 12)
+    # the 4-bit copy is named as such next to its values
     assert "smollm2: dequantized from SmolLM2-135M-Instruct.Q4_1.gguf: a quantized copy" in html
 
 
@@ -87,7 +87,7 @@ def test_every_stage_wrote_real_rows(demo_run):
 
 
 def test_demo_exercises_appropt_on_the_knowledge_suite(demo_run):
-    """ApprOpt (distractors paper §3.3) runs per model and reaches the measures (issue 13 item 1)."""
+    """ApprOpt (distractors paper §3.3) runs per model and reaches the measures."""
     appropt = pd.read_parquet(demo_run / "results/probes/knowledge/appropt/control.parquet")
     assert len(appropt) > 0 and set(appropt["strategy"]) == {"appropt"}
     per_fact = pd.read_parquet(demo_run / "results/metrics/knowledge/control.parquet")

@@ -1,4 +1,4 @@
-"""Catalog layout and deployment (issue 17 item 1): the workflow run with ``--directory .test``
+"""Catalog layout and deployment: the workflow run with ``--directory .test``
 and used as a ``module`` from a directory that holds nothing but its own Snakefile and config.
 
 Both working directories lack ``resources/``: the demo dump, the templates and the
@@ -142,7 +142,7 @@ def test_module_from_a_separate_directory_with_its_own_config(tmp_path):
 
 def test_a_module_not_on_the_local_disk_stops_with_what_to_do(tmp_path):
     """A module read from git (as snakedeploy's github(...) is) cannot import the library while
-    parsing: the run stops before any job with the fix (README.md, section Running)."""
+    parsing: the run stops before any job with the fix (docs/running.md)."""
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     if head.returncode != 0:
         pytest.skip("the checkout is not a git repository")

@@ -1,4 +1,4 @@
-"""A job that fails with one of factprobe's own errors says its cause once (issue 30 item 3).
+"""A job that fails with one of factprobe's own errors says its cause once.
 
 The console shows one line ``factprobe: <rule> (<wildcards>) failed: <Error>: <message>
 (traceback in <log>)`` and no Python traceback; the traceback is in the job's log file.

@@ -1,4 +1,4 @@
-"""Incremental refresh: adding a later dump row schedules only the new dump's work (issue 3).
+"""Incremental refresh: adding a later dump row schedules only the new dump's work.
 
 A temporary working directory gets the repo's config plus its own dumps.tsv. The two demo
 dumps are extracted (tables copied from the session fixture) and diffed by the real workflow;
@@ -104,7 +104,7 @@ def test_adding_a_dump_reruns_only_its_work(tmp_path, demo_tables):
     }, log
 
 
-# --- rerun scope of settings and dumps (issue 16 item 1) -------------------------------------
+# --- rerun scope of settings and dumps -------------------------------------
 
 SUITES = {
     # Two suites of the older dump; their labels/types come from that dump only (label_dumps default).
@@ -267,7 +267,7 @@ def test_settings_and_dumps_rerun_only_what_reads_them(tmp_path, small_run):
     )
 
 
-# --- incremental run == clean rebuild (issue 28 item 3) --------------------------------------
+# --- incremental run == clean rebuild --------------------------------------
 
 
 def finished_jobs(log: str) -> list[str]:
@@ -287,7 +287,7 @@ def test_adding_a_dump_gives_the_tables_of_a_clean_run_on_all_dumps(tmp_path, sm
     assert planned_jobs(snakemake(inc, "-n")) == set()
     (inc / "dumps.tsv").write_text(HEADER + "".join(ROWS) + THIRD)
     added = finished_jobs(snakemake(inc, timeout=1200))
-    # What an added dump reruns (README "Adding a dump"): its extraction, its diff with its
+    # What an added dump reruns (README "When a new dump lands"): its extraction, its diff with its
     # predecessor, its temporal view, and the `all` target; nothing of the suites.
     assert sorted(added) == ["all", "diff_dumps", "extract_dump", "temporal_view"], added
     snakemake(full, timeout=1200)

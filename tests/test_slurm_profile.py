@@ -1,4 +1,4 @@
-"""The SLURM profile submits the sbatch lines we mean (issue 16 item 3).
+"""The SLURM profile submits the sbatch lines we mean.
 
 Snakemake runs for real with ``--workflow-profile profiles/slurm`` and the SLURM executor plugin,
 but ``sbatch`` on PATH is a fake that records its arguments and refuses the job (so nothing runs,
@@ -125,7 +125,7 @@ def test_scoring_job_asks_for_one_gpu_and_cpus_per_gpu(submitted):
         assert option(args, "-p") == "gpu", args
         assert option(args, "--gpus") == "1", args
         assert option(args, "--cpus-per-gpu") == "8", args
-        # The bug of issue 16: a cpus_per_task default won over cpus_per_gpu.
+        # The bug of A cpus_per_task default won over cpus_per_gpu.
         assert option(args, "--cpus-per-task") is None, args
         assert option(args, "--mem") == "32000", args
         assert option(args, "-t") == "240", args
@@ -148,7 +148,7 @@ def test_profile_flag_is_refused_before_any_submission(tmp_path):
     """`snakemake --profile profiles/slurm` (what Snakemake users type) would also load
     profiles/default as the workflow profile (a one-GPU cap for the whole cluster run, CPU jobs
     without their partition): it stops at start-up with the flag that is right, submitting nothing.
-    `--workflow-profile profiles/slurm` is the run of the fixture above (issue 30 item 1)."""
+    `--workflow-profile profiles/slurm` is the run of the fixture above."""
     pytest.importorskip("snakemake_executor_plugin_slurm")
     env = fake_cluster(tmp_path)
     proc = subprocess.run(

@@ -36,7 +36,7 @@ def test_snakefmt_clean():
 
 def test_ruff_clean():
     run([str(BIN / "ruff"), "check", "workflow", "tests", "benchmarks"])
-    # One formatting, enforced (issue 11 item 8): no formatter escapes either.
+    # One formatting, enforced: no formatter escapes either.
     run([str(BIN / "ruff"), "format", "--check", "workflow", "tests", "benchmarks"])
     files = [p for d in ("workflow", "tests", "benchmarks") for p in (ROOT / d).rglob("*.py")]
     escape = "# fmt: " + "skip"  # split so that this file does not match itself
@@ -120,10 +120,10 @@ def test_one_min_version_equal_to_the_pyproject_pin():
 
 
 def test_rules_import_only_the_light_settings_modules():
-    """The Snakefile parses without the science stack (issue 11 item 8): the rules import only
+    """The Snakefile parses without the science stack: the rules import only
     factprobe.settings and factprobe.registry, plus the disk-size helper; none imports
     pandas/numpy/torch/tqdm/pyarrow (tests/unit/test_settings.py). Dumps are hashed by their
-    extraction job, not while parsing (issue 30)."""
+    extraction job, not while parsing."""
     sources = [ROOT / "workflow/Snakefile", *sorted((ROOT / "workflow/rules").glob("*.smk"))]
     imported = {
         m for p in sources for m in re.findall(r"^\s*(?:from|import) (factprobe[\w.]*)", p.read_text(), re.M)
@@ -144,7 +144,7 @@ def test_rules_import_only_the_light_settings_modules():
         "factprobe.interpreter",  # the interpreter-path check: standard library only
         "factprobe.run_settings",  # every rule's settings resolved once: settings + registries
         "factprobe.run_inputs",  # the choices behind the input functions: settings + registry
-        "factprobe.distractors",  # the strategy registry (issue 25): standard library only
+        "factprobe.distractors",  # the strategy registry: standard library only
         "factprobe.distractors.semplan",  # the Sem index's parts from the dump's size: standard library only
         "factprobe.wikidata.resolve",  # a date row's recorded resolution path: standard library only
     }
@@ -202,7 +202,7 @@ def test_unquoted_dump_date_and_missing_file_fail(workdir):
     )
 
 
-# --- issue 30: every setting checked before the first job; headline targets; dry runs stay dry ---
+# --- Every setting checked before the first job; headline targets; dry runs stay dry ---
 
 
 def _fails_before_jobs(workdir, *args):
@@ -275,6 +275,6 @@ def test_headline_tables_are_targets_of_rule_all():
 
 @pytest.mark.parametrize("mode", [["-n", "--cores", "1"], ["--lint"]])
 def test_dry_run_and_lint_write_nothing_under_results(workdir, mode):
-    """No dump is hashed and no checksum stamp written while parsing (issue 30 item 3)."""
+    """No dump is hashed and no checksum stamp written while parsing."""
     snakemake(*mode, cwd=workdir)
     assert not (workdir / "results").exists()

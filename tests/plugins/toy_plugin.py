@@ -1,5 +1,5 @@
 """A test-only distractor strategy, measure family and model backend, registered from outside the
-library through ``FACTPROBE_PLUGINS`` (issue 25 item 1): tests/test_registries.py runs them
+library through ``FACTPROBE_PLUGINS``: tests/test_registries.py runs them
 through the workflow with no other file touched.
 
 * strategy ``toy_same_relation``: the other objects of the suite's facts of the same relation,

@@ -145,3 +145,22 @@ def test_cloze_tables_first_m_sentences():
     first = prompts["template_id"][cloze_order(prompts, 0) == 1].iloc[0]
     assert k.loc[1] == (1.0 if first == "t1" else 0.0)
     assert k.loc[2] == 0.5  # both sentences: mean of 1 and 0
+
+
+def test_alignment_tables_meet_their_csv_contracts(human, tmp_path):
+    """Rule human_alignment writes both tables through their contracts (docs/contracts.md), and
+    they read back typed: fold -1 rows, an undefined τ as NaN."""
+    from factprobe import contracts
+
+    table = per_fact_table({1: HUMAN, 2: HUMAN[::-1], 10: [0.5] * 6})
+    alignment = alignment_for_models({"m": table}, human, FACTS, k=3)
+    cloze = per_fact_table({1: HUMAN}).assign(n_cloze=1)
+    curves = curves_for_models({"m": table}, {"m": cloze}, human, FACTS, alignment, k=3)
+    for name, frame in (("human_alignment", alignment), ("human_alignment_curves", curves)):
+        path = tmp_path / f"{name}.csv"
+        contracts.write_csv(name, frame, path)
+        back = contracts.read_csv(name, path)
+        assert list(back.columns) == contracts.columns(name) and len(back) == len(frame)
+        assert back["fold"].dtype == "int64" and -1 in back["fold"].tolist()
+    with pytest.raises(contracts.ContractError, match="human_alignment table lacks"):
+        contracts.write_csv("human_alignment", alignment.drop(columns="std_tau"), tmp_path / "bad.csv")

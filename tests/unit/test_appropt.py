@@ -112,7 +112,7 @@ def test_narrow_beam_returns_sorted_trie_paths_with_exact_scores(tiny):
 
 
 def test_batched_search_equals_one_prompt_searches(tiny):
-    """Issue 15: many prompts of different lengths (left padding) and tries in one batch give
+    """Many prompts of different lengths (left padding) and tries in one batch give
     each prompt's own search, hypotheses and scores; an empty trie gives nothing."""
     model, tok = tiny
     prompts = ["The capital of France is", "Rome", "The capital of the big country of Italy is", "Bern is in"]

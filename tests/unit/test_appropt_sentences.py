@@ -1,4 +1,4 @@
-"""ApprOpt per cloze sentence with scoring's token ids (issue 26 item 6; distractors paper §3.3).
+"""ApprOpt per cloze sentence with scoring's token ids (distractors paper §3.3).
 
 A Llama-2-style SentencePiece tokenizer is built here: the normalizer of Llama-2's
 ``tokenizer.json`` (prepend ``▁``, spaces to ``▁``: ``add_dummy_prefix``), pieces that start at a

@@ -1,6 +1,6 @@
 """BELIEF §3.2 answer matching (the one matcher, factprobe.metrics.belief): the paper's examples.
 
-Moved from the tests of the unused copy that lived in factprobe.scoring.generate (issue 11 item 4).
+Moved from the tests of the unused copy that lived in factprobe.scoring.generate.
 """
 
 from factprobe.metrics.belief import normalize, one_way_match, two_way_match

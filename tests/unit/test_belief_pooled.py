@@ -1,4 +1,4 @@
-"""BELIEF over all prompts of a pair (belief-myriadlama §2.1–2.4, §7; issue 26 items 9 and 10).
+"""BELIEF over all prompts of a pair (belief-myriadlama §2.1–2.4, §7).
 
 P_t is every prompt of a (subject, relation) pair t, whatever the template's style; the per-style
 values are a breakdown (``*_by_style`` rows). Every measure averages over pairs, so an N-M pair
@@ -22,7 +22,7 @@ from factprobe.settings import Metrics
 
 ln = math.log
 
-# The 3-pair toy of issue 26 item 9: (pair, template, style, prediction); the right answer is A
+# A 3-pair toy: (pair, template, style, prediction); the right answer is A
 # for every pair, every confidence 0.5.
 #   t1: statement s1 A, s2 B | question q1 A
 #   t2: statement s1 A, s2 B | question q1 A, q2 B
@@ -162,7 +162,7 @@ def nm_inputs() -> SuiteInputs:
 
 
 def test_nm_pair_counts_once_in_consist_and_coverage():
-    """Issue 26 item 10. Per pair (eq. 1, §7): Consist = (1 + 0) / 2 = 0.5, oracle and maximum
+    """Per pair (eq. 1, §7): Consist = (1 + 0) / 2 = 0.5, oracle and maximum
     coverage = (1 + 0) / 2 = 0.5, Acc@1 mean = 0.5 in every sampling (T always right, S never).
     Counting per fact would give (3·1 + 0) / 4 = 0.75 for each."""
     per_fact, suite = compute_suite_metrics(

@@ -1,4 +1,4 @@
-"""benchmarks/scale.py's true CPU (issue 31 item 2): the job hook's rusage of a job's process
+"""benchmarks/scale.py's true CPU: the job hook's rusage of a job's process
 tree against this process's own rusage of the same run, and its place beside Snakemake's figure."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""benchmarks/scale_dumps.py (issue 31 item 1): a small pair's composition, read back with plain
+"""benchmarks/scale_dumps.py: a small pair's composition, read back with plain
 ``json`` by benchmarks/check_scale_dumps.py, is within the Wikidata-calibrated ranges."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The request cache reads only the keys a job asks for (issue 15 item 5).
+"""The request cache reads only the keys a job asks for.
 
 Hand-written shards: a lookup must return what a whole load of every shard into a dict returns
 (the previous behaviour, written out here as the reference), keep only the asked keys in memory,
@@ -15,7 +15,7 @@ from factprobe.lm.cache import RequestCache
 
 
 def whole_load(folder) -> dict:
-    """Reference: every shard into one dict, in name order (the cache before issue 15)."""
+    """Reference: every shard into one dict, in name order (the cache before it read only the keys asked for)."""
     known = {}
     for shard in sorted(folder.glob("part-*.parquet")):
         try:

@@ -1,4 +1,4 @@
-"""BELIEF-ICL confidence on a sample of prompts (belief-myriadlama §3.2; issue 26 item 11).
+"""BELIEF-ICL confidence on a sample of prompts (belief-myriadlama §3.2).
 
 §3.2: "We sample 10K prompts from 10K unique subject-relation pairs and only use these 10K prompts
 for answer sampling." ``scoring.confidence_prompts`` is that number; null keeps every prompt.

@@ -131,7 +131,7 @@ def test_positive_control_separates_taught_from_untaught(demo_facts, tmp_path):
 
 
 def test_retrained_identical_weights_hit_the_score_cache(tmp_path):
-    """Issue 16 item 2: the cache key hashes weights, tokenizer and config, not training.json."""
+    """The cache key hashes weights, tokenizer and config, not training.json."""
     docs = ["The capital of France is Paris", "The capital of Italy is Rome", "Berlin is in Germany"]
     settings = dict(vocab_size=300, n_layer=1, n_embd=16, n_head=2, steps=4, batch_size=2, threads=1)
     spec = ModelSpec("control", "builtin:control", device="cpu")

@@ -1,4 +1,4 @@
-"""Correct set of fluent-mLAMA (issue 14 item 6): Table 1 counts the object's label and inflected
+"""Correct set of fluent-mLAMA: Table 1 counts the object's label and inflected
 forms (§3.2: "we consider all forms (both non-inflected and possibly inflected) of object NEs as
 correct ones"); aliases count only in the "wide" setting of §5.2."""
 

@@ -1,5 +1,5 @@
 """The user-facing CSV tables (summary, leaderboard, paired, control_check) have contracts with
-dtypes, and read back through contracts.read_csv as the report and tests need them (issue 25 item 4)."""
+dtypes, and read back through contracts.read_csv as the report and tests need them."""
 
 import numpy as np
 import pandas as pd

@@ -1,4 +1,4 @@
-"""Issue 31 item 5: the build_probes job holds what its suite uses, not its relations' candidates.
+"""The build_probes job holds what its suite uses, not its relations' candidates.
 
 * the demonstration pool on disk (probes/demopool.py) loads only the positions draws reach and
   gives the demonstrations of a naive draw over the whole pool, written here from the fewshot.py

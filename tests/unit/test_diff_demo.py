@@ -124,7 +124,7 @@ def _valid_triples(claims: pd.DataFrame, t: int, sv: set[int]) -> set[tuple[int,
 
 
 def test_rows_cover_every_fact_valid_in_either_real_dump(demo_diff, demo_tables):
-    """Issue 28 item 5: the union of both dumps' valid facts has rows, retroactive corrections too."""
+    """The union of both dumps' valid facts has rows, retroactive corrections too."""
     _, changes, _, rows = demo_diff
     sv = single_value_properties(
         "both",

@@ -387,7 +387,7 @@ def test_new_since_admits_rules():
 
 
 def test_new_since_keeps_scenarios_dated_between_model_cutoff_and_older_dump():
-    """Issue 27 item 6, PROBELM §3.1 / App. A: Pythia's data end in March 2020, the diff is
+    """PROBELM §3.1 / App. A: Pythia's data end in March 2020, the diff is
     2020-10-05 -> 2020-11-02. Five additions between the dumps (rule start_between or
     added_undated) and the date each carries:
 

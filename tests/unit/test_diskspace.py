@@ -1,4 +1,4 @@
-"""Disk: disk_mb from input size, and a full disk reported as such with no stale folder (issue 16 item 6)."""
+"""Disk: disk_mb from input size, and a full disk reported as such with no stale folder."""
 
 import errno
 import re

@@ -1,4 +1,4 @@
-"""Fluent-mLAMA distractor pool (§3.1, reference ``processor.py``; issue 14 item 7) on a hand-made
+"""Fluent-mLAMA distractor pool (§3.1, reference ``processor.py``) on a hand-made
 dump table: the pool is every object of the relation in the dump, in hash order, not only the
 objects of the suite's sampled facts."""
 
@@ -91,7 +91,7 @@ def test_retrieve_draws_pool_distractors_from_the_dump(size):
     assert np.array_equal(pool["rank"].to_numpy(), [1, 1])
 
 
-# --- a pool indexed by declared type (issue 31: per-fact cost flat in the pool's size) -----------
+# --- a pool indexed by declared type (per-fact cost flat in the pool's size) -----------
 
 
 def _random_world(seed):

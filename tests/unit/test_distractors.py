@@ -323,7 +323,7 @@ def test_index_saved_loaded_and_exact_matches_brute_force(index):
 
 
 def test_index_matrix_is_mapped_and_equals_the_built_one(index, claims, tmp_path):
-    """Issue 15: load_index maps the CSR arrays (a job reads the rows it ranks only); the mapped
+    """Load_index maps the CSR arrays (a job reads the rows it ranks only); the mapped
     matrix is the one build_index weighed, and a folder without the arrays names the rule."""
     from factprobe.distractors.semantic import load_matrix
 
@@ -391,7 +391,7 @@ def test_sem_ranks_a_prefix_and_falls_back_to_the_whole_type(index, suite):
 
 
 def test_sem_per_type_slices_give_the_type_set_ranking(index, suite, monkeypatch):
-    # Slices per declared type, their scores united per type set (issue 31), equal one slice of
+    # Slices per declared type, their scores united per type set, equal one slice of
     # the whole set; whether the cache holds every type or drops each after use (budget 1).
     facts, _, omega = suite
     idx = load_index(index, "exact")
@@ -428,7 +428,7 @@ def test_sem_per_type_slices_give_the_type_set_ranking(index, suite, monkeypatch
 
 def test_sem_search_time_leaves_out_slice_building(index, suite, monkeypatch):
     # built["search_s"] is scaled per fact by benchmarks/scale.py; a slice built on the way is
-    # counted once, as building (built["s"]), not again as search (issue 31).
+    # counted once, as building (built["s"]), not again as search.
     facts, _, omega = suite
     idx = load_index(index, "exact")
     triples = [tuple(int(x[1:]) for x in fid.split("|")) for fid in facts["fact_id"]]
@@ -799,7 +799,7 @@ def test_bad_input_names_the_file_and_the_fix(suite):
         Retrieve(["sem", "nearest"], 10, 50, "exact", ["en"], DUMP, 10, ["object"], 90, "truthy", 200)
 
 
-# --- retrieval shards (issue 15 item 4) --------------------------------------------------------
+# --- retrieval shards --------------------------------------------------------
 
 
 def _facts_of(sizes: dict[str, int], subjects: dict[str, int] | None = None) -> pd.DataFrame:
@@ -813,7 +813,7 @@ def _facts_of(sizes: dict[str, int], subjects: dict[str, int] | None = None) -> 
 
 
 def test_shard_plan_cuts_by_subject_hash_and_divides_a_skewed_suite():
-    """Issue 31 item 4: a fact's shard is the stable hash of its subject modulo the shards, so a
+    """A fact's shard is the stable hash of its subject modulo the shards, so a
     subject's facts (every (s, r) of it) stay together, and a suite whose facts sit in one
     relation is divided as evenly as its subjects allow."""
     from factprobe.distractors.retrieve import shard_plan
@@ -990,7 +990,7 @@ def test_type_slice_in_blocks_ranks_as_one_block(index, suite, monkeypatch):
 
 
 def test_sem_slices_in_parts_rank_as_one_slice(index, suite, monkeypatch, tmp_path, caplog):
-    """Type slices in parts of at most SLICE_PART members (issue 31 item 5: a giant class's
+    """Type slices in parts of at most SLICE_PART members (a giant class's
     slice held GBs in the worker building or ranking it), each cosine is the float of one slice,
     the prefix kept is the prefix of the whole ranking (ties whole), the count is the number of
     distinct candidates scored: for objects of one type and of several, parts built or saved

@@ -166,7 +166,7 @@ def test_bad_checksum_spec(text):
         Checksum.parse(text)
 
 
-# --- permanent errors are not retried by Snakemake either (issue 16 item 5) -------------------
+# --- permanent errors are not retried by Snakemake either -------------------
 
 ROOT = DEMO_NEW.parents[2]
 
@@ -270,7 +270,7 @@ def test_demo_rows_carry_correct_checksums():
 
 
 def test_wrong_local_checksum_fails_the_extraction_job_not_the_dry_run(tmp_path):
-    """Dumps are hashed by the first job that reads them (issue 30): a dry run reads none."""
+    """Dumps are hashed by the first job that reads them: a dry run reads none."""
     import subprocess
     import sys
 

@@ -1,4 +1,4 @@
-"""Dumps named by date (factprobe.wikidata.resolve, issue 27 item 9), against a loopback server
+"""Dumps named by date (factprobe.wikidata.resolve), against a loopback server
 replaying the Wikimedia dump server's and the Internet Archive's responses (tests/dump_server.py;
 formats and where they were checked: tests/data/dump_sources/README.md)."""
 

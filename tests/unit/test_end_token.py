@@ -1,4 +1,4 @@
-"""The end marker of instruction-tuned models (issue 26 item 7).
+"""The end marker of instruction-tuned models.
 
 The distractors paper scores Pl(o|c) = Σ_λ Pr(λ + EOS | c) (distractors-knowledge-measure §3.2,
 eq. 1) on plain-text prompts: the EOS it means ends a *document*. Instruction-tuned tokenizers set

@@ -1,4 +1,4 @@
-"""environment.yml (the rules' conda env) lists every runtime dependency of pyproject.toml (issue 17 item 2).
+"""environment.yml (the rules' conda env) lists every runtime dependency of pyproject.toml.
 
 Conda-forge names differ from PyPI names for a few packages; the mapping below is the only
 place that knows it. environment.yml must list dependencies only: no pip section installing the
@@ -77,7 +77,7 @@ def _lock_versions() -> dict[str, str]:
 
 
 def test_environment_pins_the_lock_files_versions():
-    """environment.yml pins each package to requirements/lock.txt's version (issue 28 item 1)."""
+    """environment.yml pins each package to requirements/lock.txt's version."""
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     lock = _lock_versions()
     conda_to_pypi = {v: k for k, v in CONDA_NAMES.items()}

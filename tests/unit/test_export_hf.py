@@ -1,4 +1,4 @@
-"""Hugging Face ``datasets`` export (issue 17 item 4b) of a real demo suite, loaded offline.
+"""Hugging Face ``datasets`` export of a real demo suite, loaded offline.
 
 The suite tables are written as the workflow writes them (factprobe.io), split into a base and
 a "translated" part to exercise the concatenation, exported, and loaded back with

@@ -1,4 +1,4 @@
-"""lm-evaluation-harness export and import (issue 17 item 4a, 4c) on a real demo suite.
+"""lm-evaluation-harness export and import on a real demo suite.
 
 A multiprompt suite is built from the demo dumps (zero-shot and 2-random BELIEF-ICL contexts,
 English and German templates, random and pool distractors), exported as an lm-eval task, and
@@ -455,7 +455,7 @@ def smollm2_run(suite, exported, smollm2_dir, tmp_path_factory):
 
 
 def test_real_instruction_model_lm_eval_equals_factprobe(suite, smollm2_run, smollm2_dir):
-    """Issue 26 item 7: SmolLM2-Instruct's EOS is the end of turn ``<|im_end|>``; factprobe ends a
+    """SmolLM2-Instruct's EOS is the end of turn ``<|im_end|>``; factprobe ends a
     plain-text form with the document end ``<|endoftext|>`` (id 0), the text the export writes, so
     lm-eval's per-choice log-likelihoods equal factprobe's scores of the same pairs to 1e-4."""
     facts, prompts, candidates, forms = suite

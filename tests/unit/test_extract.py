@@ -404,7 +404,7 @@ def test_malformed_lines_are_skipped_and_reported_with_line_numbers(tmp_path, ca
     for n in (7, 300, 501):
         assert f"line {n}: malformed entity skipped" in caplog.text
     assert len(table_rows(tmp_path / "out", "entities")) == 632
-    # the rule prints this one line on the console (issue 30): count and the first line number
+    # the rule prints this one line on the console: count and the first line number
     summary = stats.malformed_summary(path, "logs/extract_dump/x.log")
     assert summary.startswith(f"factprobe: {path}: skipped 3 malformed line(s) of 635 ")
     assert "the first at line 7: " in summary and summary.endswith("(all in logs/extract_dump/x.log)")

@@ -179,8 +179,8 @@ def test_instruction_per_language(demo_tables):
 
 def test_relation_and_random_demonstrations_take_templates_of_any_style():
     """§3.1 X-relation: "the same relation but with random templates"; App. E.3 puts question
-    templates ("What group is pharmacy a part of? [MASK].") before a statement target (issue 26
-    item 11). Relation P1 has a statement (s1) and a question (q1) template; the target is s1.
+    templates ("What group is pharmacy a part of? [MASK].") before a statement target.
+    Relation P1 has a statement (s1) and a question (q1) template; the target is s1.
     A demonstration's template is [q1, s1][stable_hash("shot-template", *key, fact) mod 2] (both
     styles, in id order), worked out here per demonstration; ``template`` keeps the target's."""
     from factprobe.hashing import stable_hash

@@ -1,4 +1,4 @@
-"""Fluent-mLAMA importers and Table 1 (issue 14 item 10).
+"""Fluent-mLAMA importers and Table 1.
 
 mParaRel / mLAMA templates as a template-set format, the released Fluent-mLAMA sentences as a
 suite source (§3.2: template, GT and ChatGPT verbalizations; all object forms correct) and R@n /

@@ -1,4 +1,4 @@
-"""Fluent-mLAMA's own distractor pool (issue 27 item 2): strings of the language-relation subset.
+"""Fluent-mLAMA's own distractor pool: strings of the language-relation subset.
 
 §3.3 "50 distractors sampled from the same language-relation subset of the dataset"; the authors'
 ``processor.py`` takes every object label, inflected object and alias of the ``<lang>_<PID>``

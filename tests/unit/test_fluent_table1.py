@@ -1,4 +1,4 @@
-"""Fluent-mLAMA Table 1 from the authors' own per-fact ranks (issue 27 items 1 and 3).
+"""Fluent-mLAMA Table 1 from the authors' own per-fact ranks.
 
 The authors released the rank of every correct form of every fact (``stats/stats.zip``; the
 wide-correct-set run in ``stats_wide/stats_wide.zip``) and the tables they computed from them

@@ -1,5 +1,5 @@
 """Generation mode (BELIEF-ICL, belief-myriadlama §3.2): greedy = argmax, seeded samples, and the
-stop at the first line break (issue 16 item 8). Answer matching is tested in test_belief_matching."""
+stop at the first line break. Answer matching is tested in test_belief_matching."""
 
 import math
 
@@ -147,7 +147,7 @@ def _naive_sample(model, tok, prompt: str, seed: int, max_new_tokens: int, stops
 
 
 def test_batched_samples_match_a_naive_seeded_gumbel_max_per_row(tiny):
-    """Issue 15 item 5: samples are batched across prompts; each row equals its own draw alone."""
+    """Samples are batched across prompts; each row equals its own draw alone."""
     model, tok = tiny
     lm = HFCausalLM(model, tok, generation_batch_size=8)
     stops = set(lm.line_break_ids()) | {tok.eos_token_id}

@@ -1,4 +1,4 @@
-"""Job memory and runtime scale with the input size (issue 15 item 5, profiles/slurm)."""
+"""Job memory and runtime scale with the input size (profiles/slurm)."""
 
 from __future__ import annotations
 

@@ -212,7 +212,7 @@ def _human_case(tmp_path):
 
 def test_human_alignment_three_fold_grid_on_karr_json(tmp_path):
     """§4.2: mean Kendall τ over K = 3 folds, hyperparameters (aggregation, n) grid-searched on the
-    other folds (issue 13 item 6). Hand values: in every fold the training folds pick Avg@1 of
+    other folds. Hand values: in every fold the training folds pick Avg@1 of
     dist:random (τ = 1 on any subset of facts), which is concordant on the held-out fold too ->
     mean 1, SD 0; Probability has one configuration, discordant everywhere -> mean -1."""
     path, facts, per_fact = _human_case(tmp_path)

@@ -190,7 +190,7 @@ def test_ranking_predictions_ties_nm_and_confidence():
     per_fact = belief_per_fact(pp, FACTS, "belief", "exact").set_index(["fact_id", "measure"])["value"]
     assert per_fact[("S|P|A", "belief_acc")] == pytest.approx(1 / 3)
     assert per_fact[("T|P|C", "belief_acc")] == 1.0
-    # Consist and coverage are per pair, in the suite table only (issue 26 item 10).
+    # Consist and coverage are per pair, in the suite table only.
     assert not per_fact.index.get_level_values("measure").str.contains("consist|oracle").any()
     ds = belief_dataset(pp, "belief", 50, 10).set_index(["measure", "bin"])["value"]
     # S|P: A, D, D -> 1/3; T|P has one prompt (tc1 repeats tb1): no term in eq. (1).
@@ -226,7 +226,7 @@ def test_generation_predictions():
 
 
 def test_one_matcher_lemmatises_plurals():
-    """§3.2: strings are tokenised and lemmatised, "a guitar" ~ "guitars" (issue 13 item 10)."""
+    """§3.2: strings are tokenised and lemmatised, "a guitar" ~ "guitars"."""
     assert normalize("cities") == normalize("city") == ("city",)
     assert normalize("a guitar") == ("a", "guitar") and normalize("guitars") == ("guitar",)
     assert normalize("boxes") == ("box",) and normalize("churches") == ("church",)
@@ -239,7 +239,7 @@ def test_one_matcher_lemmatises_plurals():
 
 
 def test_vocabulary_argmax_prediction_and_confidence():
-    """§2.1: ŵ = argmax over the vocabulary; §2.4: confidence o_max = Pr(ŵ) (issue 13 item 8).
+    """§2.1: ŵ = argmax over the vocabulary; §2.4: confidence o_max = Pr(ŵ).
 
     Top-1 next tokens: s1 " a" (0.3, a name of A: right), s2 " the" (0.2, wrong), s3 " d" (0.1,
     a distractor's name: wrong), tb1 " c" (0.4, C is a valid object of the N-M pair T|P: right);
@@ -274,7 +274,7 @@ def test_vocabulary_argmax_prediction_and_confidence():
 
 
 def test_default_samplings_follow_the_paper():
-    """§5.1: N = 50,000 samplings for Acc@1 mean/range/SD; §3.2: 100 samples per prompt (issue 13 item 9)."""
+    """§5.1: N = 50,000 samplings for Acc@1 mean/range/SD; §3.2: 100 samples per prompt."""
     import re
     from pathlib import Path
 
@@ -284,7 +284,7 @@ def test_default_samplings_follow_the_paper():
     assert Scoring().samples == 100 and Scoring().topk == 100
     rules = Path(__file__).resolve().parents[2] / "workflow" / "rules"
     text = (rules / "score.smk").read_text()
-    # Per suite: scoring.samples, or 0 for a greedy-only suite (generate: greedy, issue 26 item 8).
+    # Per suite: scoring.samples, or 0 for a greedy-only suite (generate: greedy).
     assert re.search(r"samples=lookup\(dpath=\"\{suite\}\", within=RUN\.generation_samples\)", text)
     # (factprobe.run_settings.generation_samples: tests/unit/test_run_settings.py)
     assert re.search(r"topk=CFG\.scoring\.topk", text)

@@ -38,7 +38,7 @@ def test_k_of_prompt_min_avg_and_fewer_than_n():
     assert k_of_prompt(obj, dis, 2, "avg") == 1.0
     assert k_of_prompt(obj, dis, 3, "min") == 0.0
     assert k_of_prompt(obj, dis, 3, "avg") == pytest.approx(2 / 3)
-    # n larger than the list: undefined by default (the reference returns no value, issue 13 item 4) ...
+    # n larger than the list: undefined by default (the reference returns no value) ...
     assert math.isnan(k_of_prompt(obj, dis, 10, "avg"))
     assert math.isnan(k_of_prompt(obj, dis, 4, "min"))
     # ... or, as an option, the three that exist are used.
@@ -269,7 +269,7 @@ def test_per_language_candidates_and_subject_side_alternatives():
 
 
 def test_probability_baseline_excludes_end_marker(ent):
-    """Table 2 Probability = Σ_{λ∈Λ(o)} Pr(λ|c), no EOS (issue 13 item 2).
+    """Table 2 Probability = Σ_{λ∈Λ(o)} Pr(λ|c), no EOS.
 
     p1: Pr(a + EOS) = 0.20 with Pr(EOS | a) = 0.5 -> Pr(a) = 0.40; Pr(a2 + EOS) = 0.15 with
     Pr(EOS | a2) = 0.75 -> Pr(a2) = 0.20; sum 0.60 (Pl with EOS would be 0.35).
@@ -309,7 +309,7 @@ def test_precision_uses_vocabulary_rank_when_scored():
 
 
 def test_precision_at_n_is_top_n_next_tokens_against_single_token_names():
-    """Table 2 Precision@n: 1[top-n next tokens ∩ Λ(o) ≠ ∅] (reference generation.py, issue 13 item 3).
+    """Table 2 Precision@n: 1[top-n next tokens ∩ Λ(o) ≠ ∅] (reference generation.py).
 
     q1 (o = New Zealand, names "New Zealand", "NZ"): top tokens " New", " Australia", " NZ" ->
     @1 = 0 and @2 = 0 although " New" starts the name (the first-token variant says 1), @3 = 1.
@@ -359,7 +359,7 @@ def test_precision_at_n_is_top_n_next_tokens_against_single_token_names():
 
 
 def test_fewer_than_n_distractors_drop_the_fact_and_are_counted(ent):
-    """§3.2/§3.3 + reference: K at n is undefined with fewer than n distractors (issue 13 item 4).
+    """§3.2/§3.3 + reference: K at n is undefined with fewer than n distractors.
 
     S1|P1|A (en) has 2 scored random distractors (D3 unscored): defined at n = 2, undefined at
     n = 5 -> dropped there. S2|P1|B has 1 (C is a valid object) -> dropped at 2 and 5.

@@ -1,4 +1,4 @@
-"""models.tsv rows are checked when the workflow starts (issue 16 item 4)."""
+"""models.tsv rows are checked when the workflow starts."""
 
 import subprocess
 import sys

@@ -1,4 +1,4 @@
-"""Ω's members of a type set (issue 31): one type's members are a view of the by-type table,
+"""Ω's members of a type set: one type's members are a view of the by-type table,
 unions of several are memoised with least-recently-used eviction; every answer equals the
 members worked out from the types table directly."""
 

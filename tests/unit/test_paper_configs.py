@@ -1,4 +1,4 @@
-"""config/papers/*.yaml: one config per paper whose protocol matches the paper (issue 13 item 7).
+"""config/papers/*.yaml: one config per paper whose protocol matches the paper.
 
 Each config validates against the schemas, passes the cross-key checks and plans a whole run
 (``snakemake -n --configfile ... --replace-workflow-config``) without touching the demo config.
@@ -74,7 +74,7 @@ def test_probelm_protocol():
     assert 5900 <= suite["n_facts"] * len(suite["relations"]) <= 6100
     models = read_registry(ROOT / config["models"], SCHEMAS / "models.schema.yaml", key="name")
     assert {row["cutoff"] for row in models} == {"2020-03-01"}
-    # Issue 27 item 6: the suite keeps facts from the models' cut-off on, before the older dump.
+    # The suite keeps facts from the models' cut-off on, before the older dump.
     assert suite["cutoff"] == "20200301" < suite["diff_old"] < suite["dump"]
     assert "ndcg_normalization" not in config["metrics"]  # NDCG conventions are measures now
 

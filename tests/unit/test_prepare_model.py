@@ -1,4 +1,4 @@
-"""prepare_model (issue 12, item 1): every models.tsv source becomes a verified local folder.
+"""prepare_model: every models.tsv source becomes a verified local folder.
 
 The GGUF path is exercised on the real SmolLM2 file in tests/test_real_model.py; here a tiny
 GPT-2 saved in the test stands for a local folder, and the error paths are checked by message.
@@ -37,7 +37,7 @@ def test_local_folder_is_copied_with_manifest(tiny_folder, tmp_path):
     manifest = prepare_model({"name": "tiny", "source": str(tiny_folder), "_line": 3}, out)
     assert manifest == read_manifest(out)
     assert manifest["kind"] == "local" and manifest["architecture"] == "GPT2LMHeadModel"
-    # which token end marker eos scores (issue 26 item 7): this tokenizer's EOS, id 0, is a document end
+    # which token end marker eos scores: this tokenizer's EOS, id 0, is a document end
     assert manifest["end_token"].startswith("<|endoftext|> (id 0, EOS is a document end")
     # The manifest's hashes are the files' own, computed independently here.
     for name, digest in manifest["files"].items():

@@ -150,7 +150,7 @@ def test_plausibility_keeps_new_facts_after_cutoff(demo_tables, tmp_path):
     # Each fact carries its statement's date and diff status, so metrics need not read the diff.
     assert facts[["date", "status"]].values.tolist() == [[20170301, "new"]]
     assert prompts.text.tolist() == ["The capital of Portugal is", "Portugal has its seat of government in"]
-    # Issue 27 item 7: each template's rest after [Y] (both end in "[Y]."), scored after
+    # Each template's rest after [Y] (both end in "[Y]."), scored after
     # the object in sentence mode.
     assert prompts.ending.tolist() == [".", "."]
 
@@ -176,7 +176,7 @@ def test_pararel_set_mixes_with_team_templates(demo_tables):
 
 
 def test_relation_at_a_time_candidates_are_the_whole_suites(demo_tables, tmp_path):
-    """build_suite reads one relation at a time (issue 15): the candidates of each relation,
+    """build_suite reads one relation at a time: the candidates of each relation,
     put together, are candidate_facts over every relation at once from whole pandas tables."""
     from factprobe import contracts, scan
     from factprobe.probes.build import relation_candidates
@@ -217,7 +217,7 @@ def test_relation_at_a_time_candidates_are_the_whole_suites(demo_tables, tmp_pat
 
 
 def test_candidate_parts_filter_by_the_diff_and_s_prime_as_the_whole_relation(demo_tables, tmp_path):
-    """Issue 31 item 5: the plausibility filter (``allowed``, kept as a hash index) and S′'s
+    """The plausibility filter (``allowed``, kept as a hash index) and S′'s
     temporal pairs are built once per relation and applied to each part; in parts of ~30
     statements the candidates are those of candidate_facts and with_temporal_distractors over
     the whole relation from pandas tables."""
@@ -297,7 +297,7 @@ def _temporal_past(demo_tables, dump, path):
 
 
 def test_parts_in_forked_processes_give_the_one_process_suite(demo_tables, tmp_path, monkeypatch):
-    """Issue 31: a suite's statements stream in parts, each part's candidates are selected in
+    """A suite's statements stream in parts, each part's candidates are selected in
     ``threads`` forked processes and taken back in order. With parts of ~20 statements (many
     parts, several holding the end of one relation and the start of the next, relations listed
     out of id order) and 3 processes, every sampler and filter gives the bytes of one process

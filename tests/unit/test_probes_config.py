@@ -102,7 +102,7 @@ def test_cross_checks(config, change, message):
 
 
 def test_cutoff_may_precede_the_older_dump_but_not_a_model(config):
-    """Issue 27 item 6 (PROBELM §3.1): the suite's cut-off is the earliest model's and may precede
+    """PROBELM §3.1: the suite's cut-off is the earliest model's and may precede
     diff_old (2014-12-01 here); a model whose own cut-off is earlier than the suite's (2016-01-01)
     fails at start-up, since the facts new to it were never selected."""
     from factprobe import settings as S

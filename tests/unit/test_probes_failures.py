@@ -1,4 +1,4 @@
-"""build_probes fails early and names the cause (issue 16 item 4).
+"""build_probes fails early and names the cause.
 
 Two small hand-written dumps, extracted with the real reader: one holds only properties (so
 none of the suite's relations has a claim), one holds items whose capitals have no English

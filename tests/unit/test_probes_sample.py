@@ -1,4 +1,4 @@
-"""Fact sampling as the distractors paper's reference does it (issue 26 item 5; probes/sample.py).
+"""Fact sampling as the distractors paper's reference does it (probes/sample.py).
 
 Reference behaviour (DistFactAssessLM ``sample_balanced_facts`` / ``rep_sample``): popularity of a
 triple = importance(s) + importance(o); ``pandas.cut(popularity, bins=10)`` over every candidate;
@@ -173,7 +173,7 @@ def test_popularity_bins_on_the_real_demo_dump(demo_tables):
 
 @pytest.mark.parametrize("n", [40, 0, 10_000])
 def test_popularity_bins_in_parts_draws_the_whole_populations_sample(entities, n):
-    """Issue 31 item 5: fed in many parts (a part of a relation at a time), the sampler keeps
+    """Fed in many parts (a part of a relation at a time), the sampler keeps
     no per-candidate array, yet draws what ``weighted_sample`` draws over the whole population
     (bins over the whole range, keys in position order)."""
     every = pd.concat([_candidates("P17", 300, 1), _candidates("P36", 100, 5000)], ignore_index=True)
@@ -192,7 +192,7 @@ def test_popularity_bins_in_parts_draws_the_whole_populations_sample(entities, n
 
 
 def test_popularity_bins_gets_the_objects_sitelinks_with_each_part(demo_tables, tmp_path):
-    """Issue 31 item 5: build_suite's parts carry their objects' sitelinks, joined in the query
+    """Build_suite's parts carry their objects' sitelinks, joined in the query
     that streams the relation, so ``popularity_bins`` never reads the entities file per part.
     Checked on the real demo dump, cut into parts of ~40 statements: each part's object
     sitelinks are the entities table's (read here with pandas), and the sampler fed those parts

@@ -1,4 +1,4 @@
-"""`--profile profiles/slurm` is refused with the flag that is right (issue 30 item 1; factprobe.profiles)."""
+"""`--profile profiles/slurm` is refused with the flag that is right (factprobe.profiles)."""
 
 from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""Importer of the released PRobELM benchmark (issue 14 item 4; probelm-plausibility §3, §4.1-4.2,
+"""Importer of the released PRobELM benchmark (probelm-plausibility §3, §4.1-4.2,
 Appendix D) on hand-made files of the release's format, scored by the existing pipeline; and, when
 the release is present beside the repository (it has no licence, so it is never copied in), on it.
 """
@@ -303,7 +303,7 @@ def test_real_release_when_present():
 
 
 def test_standard_ndcg_on_released_grades_when_present():
-    """Issue 27 item 8: plaus_ndcg is the standard NDCG (Järvelin & Kekäläinen: gain = grade,
+    """Plaus_ndcg is the standard NDCG (Järvelin & Kekäläinen: gain = grade,
     discount 1 / log2(position + 1), over the ideal DCG of the same grades) on the release's own
     graded ranks (relevance = 12 - released rank), two groups of ../shared 102020.json, object
     side, the model's order set by hand:

@@ -124,7 +124,7 @@ def test_label_coverage_cell_per_dump():
 
 
 def test_models_say_which_end_token_was_scored(tmp_path):
-    """Issue 26 item 7: the manifest's document end, a row's own end_token / chat format over it,
+    """The manifest's document end, a row's own end_token / chat format over it,
     and the control model's token from its folder."""
     manifest = tmp_path / "manifest.json"
     manifest.write_text(json.dumps({"source": "s", "end_token": "<|endoftext|> (id 0, document end)"}))

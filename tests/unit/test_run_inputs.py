@@ -1,5 +1,5 @@
 """factprobe.run_inputs: the choices behind common.smk's input functions, on the demo config and
-hand-made registry rows (issue 25 item 5: common.smk keeps one-line input functions)."""
+hand-made registry rows (common.smk keeps one-line input functions)."""
 
 from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""benchmarks/scale.py's memory model of DuckDB jobs (issue 15): the log lines it reads and the
+"""benchmarks/scale.py's memory model of DuckDB jobs: the log lines it reads and the
 bound it extrapolates, on hand-made logs and figures."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Out-of-core Ω loading (issue 15 item 2) answers as the whole-table pandas version.
+"""Out-of-core Ω loading answers as the whole-table pandas version.
 
 Hand-made claims/types/entity_forms tables in Parquet: the DuckDB scans of
 ``factprobe.scan`` must return exactly the rows of the in-memory functions
@@ -192,7 +192,7 @@ def test_out_of_core_omega_decides_as_the_whole_table_omega(tables, ranks, strat
 
 
 def test_exact_sem_inside_types_equals_the_search_against_every_entity(tmp_path):
-    """Sem with ``search: exact`` ranks only the entities sharing a type with o (issue 15 item 3);
+    """Sem with ``search: exact`` ranks only the entities sharing a type with o;
     the widened global search (the old path, still used for HNSW) must give the same lists."""
     from factprobe.distractors.omega import Omega
     from factprobe.distractors.semantic import build_index, load_index, sem_distractors
@@ -258,7 +258,7 @@ def test_properties_in_and_truthy_statements_are_the_whole_read_restricted(table
 def test_bags_counted_in_duckdb_equal_the_in_memory_bags_bit_for_bit(
     tmp_path, weighting, reverse, bag, namespace
 ):
-    """Sem features counted by DuckDB (issue 15 item 3): the same entities, features, idf and
+    """Sem features counted by DuckDB: the same entities, features, idf and
     matrix floats as feature_codes + weight_matrix on the distinct non-deprecated triples."""
     from factprobe.distractors.semantic import bags_from_parquet, feature_codes, weigh, weight_matrix
 
@@ -286,7 +286,7 @@ def test_bags_counted_in_duckdb_equal_the_in_memory_bags_bit_for_bit(
     for part in ("indptr", "indices", "data"):
         assert np.array_equal(getattr(X, part), getattr(X2, part)), part
     assert X.nnz > 6_000
-    # Candidate rows only (issue 15 item 3): each kept row has the floats of the whole index,
+    # Candidate rows only: each kept row has the floats of the whole index,
     # its columns those of the features it has, IDF still counted over every entity.
     keep = ents[::3][5:]
     ents3, feats3, counts3, corpus3 = bags_from_parquet(
@@ -304,7 +304,7 @@ def test_bags_counted_in_duckdb_equal_the_in_memory_bags_bit_for_bit(
 
 @pytest.mark.parametrize("strategies", [["random"], ["cooccur"], ["pool"]])
 def test_retrieval_shards_gather_to_the_one_job_table(tables, strategies):
-    """Issue 31 item 4: one relation cut over shards by subject hash, each shard loading its own
+    """One relation cut over shards by subject hash, each shard loading its own
     slice, gathered in fact order, gives the rows of one job (pools still see every fact of the
     relation)."""
     from factprobe.distractors.retrieve import forms_of_candidates, gather_shards, retrieve, shard_plan
@@ -341,7 +341,7 @@ def test_retrieval_shards_gather_to_the_one_job_table(tables, strategies):
     whole = retrieve(facts, omega, resolved, cooccur=co, entity_forms=forms)
     assert (whole["role"] == "distractor").sum() > 0
     shard = shard_plan(facts, 3)
-    # One relation cut by subject hash (issue 31 item 4); each shard loads its own slice.
+    # One relation cut by subject hash; each shard loads its own slice.
     assert shard.tolist() == [stable_hash(s, "retrieve-shard") % 3 for s in facts["subject"]]
     assert len(set(shard.tolist())) > 1
     parts, part_forms = [], []
@@ -357,7 +357,7 @@ def test_retrieval_shards_gather_to_the_one_job_table(tables, strategies):
 
 
 def test_sem_candidates_are_the_members_of_the_objects_types_in_any_dump(tables):
-    """Issue 15 item 3: the index rows are the entities sharing a declared type (in any typing
+    """The index rows are the entities sharing a declared type (in any typing
     dump) with an object of a searched relation: a superset of what Ω admits for those objects."""
     got = scan.sem_candidates(tables["claims"], tables["types"], [36])
     # Objects of P36: 10..16, types 500 and 501 (12 is retyped in the newer dump); 17 and 18 declare
@@ -498,7 +498,7 @@ def test_sitelinks_changes_and_temporal_rows_of_the_suites_relations(tmp_path, d
 
 
 def test_one_duckdb_connection_helper_and_share(tmp_path):
-    """scan.connect is the library's only DuckDB connection (issue 25: one home, one memory share)."""
+    """scan.connect is the library's only DuckDB connection (one home, one memory share)."""
     import re
     from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""PROBELM scenario sentences (issue 27 item 7; probelm-plausibility §4.1): the whole sentence is
+"""PROBELM scenario sentences (probelm-plausibility §4.1): the whole sentence is
 scored, the template's text after [Y] included; one label per entity (best of forms as an
 option); the first token scored after BOS / EOS or left out (``scoring.sentence_first_token``).
 

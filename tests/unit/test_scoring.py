@@ -1,4 +1,4 @@
-"""Exactness of the packed scorer against a naive one-pair-at-a-time forward (issue 6, item 4).
+"""Exactness of the packed scorer against a naive one-pair-at-a-time forward.
 
 Two tiny models with byte-level BPE tokenizers trained here: a GPT-2 (no BOS, learned positions)
 and a Llama (BOS added by the tokenizer, rotary positions). The naive reference computes
@@ -323,7 +323,7 @@ def test_sentence_scoring_equals_one_sentence_per_forward(tiny, end):
 
 
 def test_suites_with_different_end_markers_score_differently(tiny, tmp_path):
-    """Issue 14 item 8: two suites of one config with their own end markers (``none`` for the
+    """Two suites of one config with their own end markers (``none`` for the
     Fluent-mLAMA reference, ``eos`` for the distractors paper) score the same pairs differently,
     each equal to the naive two-forward reference with its marker, through one shared request
     cache (whose key must therefore hold the marker)."""

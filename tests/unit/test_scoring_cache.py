@@ -1,4 +1,4 @@
-"""Request cache and resume (issue 6, item 5): only missing requests reach the model."""
+"""Request cache and resume: only missing requests reach the model."""
 
 import numpy as np
 import pandas as pd

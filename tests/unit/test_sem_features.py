@@ -1,4 +1,4 @@
-"""Sem's bag of features as the distractors paper §3.3 defines it (issue 26 item 1).
+"""Sem's bag of features as the distractors paper §3.3 defines it.
 
 §3.3: the bag of an entity e holds (i) e itself, (ii) every r with (e, r, o) ∈ B, (iii) every o,
 (iv) every (r, o); the bags are TF-IDF vectors compared by cosine. The reference implementation

@@ -1,4 +1,4 @@
-"""The semantic index built in parts (issue 31 item 3): the same index as the unsharded build.
+"""The semantic index built in parts: the same index as the unsharded build.
 
 Each part job (``count_part``) counts the bags of the entities of its part (a hash of the entity
 id) and their document frequencies; ``build_from_parts`` sums the frequencies (IDF over the

@@ -61,7 +61,7 @@ def test_schemas_and_settings_agree_on_keys_and_defaults():
 def test_demo_config_loads_with_defaults_filled():
     cfg = read_config(_demo(), SCHEMAS / "config.schema.yaml")
     assert cfg.scoring.samples == 2 and cfg.scoring.topk == 100  # set / default (the paper's largest n)
-    assert cfg.distractors.sem.search == "exact"  # one default everywhere (issue 11)
+    assert cfg.distractors.sem.search == "exact"  # one default everywhere
     assert cfg.suites["plausibility"].languages == ["en"]
     assert cfg.suites["knowledge"].templates.sets == ["team"]
     assert cfg.templates.sets["pararel"].language == "en" and cfg.templates.sets["team"].gender == "MASC"
@@ -183,7 +183,7 @@ def test_settings_and_registry_import_no_science_stack():
 
 
 def test_end_marker_precedence_suite_over_mode_over_section():
-    """Issue 14 item 8: the end marker is set per suite (Fluent-mLAMA's reference scores the object
+    """The end marker is set per suite (Fluent-mLAMA's reference scores the object
     alone, the distractors paper λ + EOS), per scoring mode, then globally."""
     config = copy.deepcopy(CONFIG)
     config["scoring"] = {"end_marker": "eos", "by_mode": {"sentence": {"end_marker": "."}}}
@@ -219,7 +219,7 @@ def test_sem_index_rows_of_listed_facts_suites():
     assert S.sem_index_rows(S.load(S.Config, config), "20190201")["relations"] is None
 
 
-# --- languages checked at start-up (issue 30) ------------------------------------------------
+# --- languages checked at start-up ------------------------------------------------
 
 
 def _languages_config(tmp_path, extract, suite_languages, sets=None):

@@ -1,4 +1,4 @@
-"""No library module imports a later stage (issue 25): imports walked with ``ast`` against the
+"""No library module imports a later stage: imports walked with ``ast`` against the
 stage order of docs/contracts.md, "Stages"."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ROOT / "workflow" / "scripts" / "factprobe"
 DOC = ROOT / "docs" / "contracts.md"
 
-#: The extension-point registries (issue 25 item 1): config validation (``settings``,
+#: The extension-point registries: config validation (``settings``,
 #: ``registry``) checks strategy, measure and backend names against them while Snakemake parses,
 #: so a shared module may import these packages themselves, whose ``__init__`` holds only the
 #: registry (standard library), never one of their submodules (docs/contracts.md, "Stages").

@@ -1,4 +1,4 @@
-"""Subject swaps as prompts of their own (PROBELM Algorithm 1, "repeat with o fixed"; issue 25):
+"""Subject swaps as prompts of their own (PROBELM Algorithm 1, "repeat with o fixed"):
 the distractors stage writes them with real ids, scoring scores them, metrics group them by
 ``group_prompt_id``."""
 

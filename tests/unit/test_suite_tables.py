@@ -1,4 +1,4 @@
-"""One loader of a suite's merged prompts, candidates and forms (issue 11 item 5)."""
+"""One loader of a suite's merged prompts, candidates and forms."""
 
 import pandas as pd
 import pytest

@@ -20,7 +20,7 @@ import yaml
 TEMPLATES = Path(__file__).resolve().parents[2] / "resources" / "templates"
 LANGUAGES = ["en", "de", "fr", "ru", "cs"]
 
-# The relation set of issue 4 (LAMA T-REx list) plus the country-level relations the suites use.
+# The LAMA T-REx relation list plus the country-level relations the suites use.
 RELATIONS = {
     "P17",
     "P19",

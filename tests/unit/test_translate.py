@@ -466,7 +466,7 @@ def test_rule_script_with_per_language_model(tiny_marian, tmp_path):
 
 
 def test_rule_script_loads_a_models_tsv_row_from_its_prepared_folder(tiny_marian, tmp_path):
-    """Issue 12: translate.models names a models.tsv row; the job loads the row's prepared folder
+    """Translate.models names a models.tsv row; the job loads the row's prepared folder
     and translates exactly as with the folder itself, recording the row's name."""
     from factprobe.scoring.prepare import prepare_model
 

@@ -1,4 +1,4 @@
-"""LLM translation backend and the loose word-order filter (issue 14 item 9).
+"""LLM translation backend and the loose word-order filter.
 
 Fluent-mLAMA §3.2 / Appendix A: a causal LM is given the filled English sentence and the Wikidata
 translations of its subject and object, after few-shot examples, and translates the sentence;
@@ -424,7 +424,7 @@ def test_translate_rule_takes_the_prepared_model_folder(tmp_path):
 
 
 def test_seq2seq_translation_model_from_a_models_tsv_row_is_prepared_not_scored(tmp_path):
-    """Issue 12: a translation model named by a models.tsv row (here a hub id, never fetched by a
+    """A translation model named by a models.tsv row (here a hub id, never fetched by a
     dry run) is made a prepared folder by rule prepare_model and fed to translate_prompts; the
     workflow does not score it as a causal LM."""
     import subprocess

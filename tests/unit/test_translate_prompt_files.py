@@ -1,4 +1,4 @@
-"""The authors' 20-shot translation prompts as the LLM backend's examples (issue 27 item 4).
+"""The authors' 20-shot translation prompts as the LLM backend's examples.
 
 ``translate.prompt_dir`` names a folder of ``{lang}_{relation}.txt`` files as released in
 Fluent-mLAMA's ``chatgpt_prompts/translation20`` (instruction, then example blocks, indented);

@@ -14,7 +14,7 @@ if not os.path.isdir(_HERE):
     raise WorkflowError(
         f"factprobe must be on the local file system (its rules import its library while "
         f"parsing), not {_HERE}: clone the repository at the tag and point the module's "
-        "`snakefile:` at <clone>/workflow/Snakefile (README.md, section Running)"
+        "`snakefile:` at <clone>/workflow/Snakefile (docs/running.md)"
     )
 WORKFLOW_ROOT = Path(_HERE).resolve().parents[1]
 SCRIPTS = WORKFLOW_ROOT / "workflow" / "scripts"
@@ -68,16 +68,16 @@ MODEL_CUTOFFS = RUN.model_cutoffs
 SEM_INDEX_SETTINGS = RUN.sem_index
 SEM_ROWS = RUN.sem_rows
 # Memory (MB) and runtime (min) of the jobs that grow with their inputs: floor + factor x input
-# MB, doubled on a retry. Factors: benchmarks/scale.py (config/README.md, "Profiles").
-# mem_mb is capped at 64 GB (issue 15's per-job bound; a retry asks twice that).
-# build_probes streams a relation in parts (issue 31): its state stays ≈ 2 GB at full size by
+# MB, doubled on a retry. Factors: benchmarks/scale.py (docs/profiles.md).
+# mem_mb is capped at 64 GB (the per-job memory bound; a retry asks twice that).
+# build_probes streams a relation in parts: its state stays ≈ 2 GB at full size by
 # benchmarks/scale.py, so it asks for a core's share of a 16-core / 128 GB node; DuckDB spills beyond.
 probes_mem_mb = input_scaled("mem_mb", 40, 2000, "build_probes", 8000)
 probes_runtime = input_scaled("runtime", 0.2, 30, "build_probes")
 
 
 def sem_parts_of(wildcards):
-    """Parts of the dump's semantic index (issue 31 item 3): one per semplan.PART_DUMP_BYTES of
+    """Parts of the dump's semantic index: one per semplan.PART_DUMP_BYTES of
     its file (in place or downloaded; 1 while not downloaded yet), so that a sem_bags job counts
     a bounded number of non-zeros."""
     return dump_parts(dump_file(wildcards))

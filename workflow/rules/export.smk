@@ -1,5 +1,5 @@
 # export stage: each suite as an lm-evaluation-harness task and a Hugging Face dataset
-# (README.md, section "Export"). Not part of `rule all`: run `snakemake --cores N export`.
+# (docs/running.md, "Export"). Not part of `rule all`: run `snakemake --cores N export`.
 # Everything the dataset card states about how a suite was built, resolved once per suite.
 EXPORT_CARDS = {
     s: {

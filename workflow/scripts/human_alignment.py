@@ -6,7 +6,6 @@ import sys
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 from factprobe import contracts
-from factprobe.io import atomic_path
 from factprobe.metrics.meta import alignment_for_models, curves_for_models, read_human
 from factprobe.rulelog import rule_logger
 
@@ -26,7 +25,5 @@ folds = int(snakemake.params.folds)
 table = alignment_for_models(tables, human, facts, folds, str(snakemake.input.human))
 curves = curves_for_models(tables, cloze, human, facts, table, folds)
 log.info("%d human scores; %d alignment rows; %d curve rows", len(human), len(table), len(curves))
-with atomic_path(snakemake.output.table) as tmp:
-    table.to_csv(tmp, index=False)
-with atomic_path(snakemake.output.curves) as tmp:
-    curves.to_csv(tmp, index=False)
+contracts.write_csv("human_alignment", table, snakemake.output.table)
+contracts.write_csv("human_alignment_curves", curves, snakemake.output.curves)

@@ -1,4 +1,4 @@
-"""Rule script sem_bags: the unweighted bags of one part of a dump's entities (issue 31 item 3)."""
+"""Rule script sem_bags: the unweighted bags of one part of a dump's entities."""
 
 import sys
 
@@ -18,7 +18,7 @@ memory_mb = scan.duckdb_mb(snakemake.resources.get("mem_mb", 4000))
 rows = None
 if snakemake.params.relations is not None:
     # Only entities that can be candidates: those sharing a declared type with an object of a
-    # searched relation (issue 15 item 3); the part's statistics still count every entity.
+    # searched relation; the part's statistics still count every entity.
     con = scan.connect(snakemake.threads, memory_mb)
     rows = scan.sem_candidates(
         snakemake.input.claims,

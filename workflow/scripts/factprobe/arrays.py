@@ -1,9 +1,9 @@
 """Set operations on int64 id arrays, sort-based.
 
-NumPy 2.3+ answers ``np.unique(x)`` (no ``return_*``) with a hash table that is ~17x slower
-than sorting for millions of distinct ids (2M ids: 2.3 s against 0.13 s on this machine, NumPy
-2.4), and ``np.union1d`` goes through it. Ω, retrieval and the semantic index take unions
-of type members and relation objects at dump scale (issue 15), so they use these instead:
+NumPy 2.3+ answers ``np.unique(x)`` (no ``return_*``) with a hash table that is an order of
+magnitude slower than sorting for millions of distinct ids (benchmarks/RESULTS.md, "Unique ids"),
+and ``np.union1d`` goes through it. Ω, retrieval and the semantic index take unions
+of type members and relation objects at dump scale, so they use these instead:
 same results (sorted, distinct), sort cost.
 """
 

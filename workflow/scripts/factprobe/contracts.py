@@ -294,8 +294,44 @@ PATHS: dict[str, str] = {
     "paired": "results/metrics/paired.csv",
     "control_check": "results/metrics/{suite}/{model}.control_check.csv",
 }
+# rule human_alignment (distractors paper §4.2, §5.1): Kendall τ of every measure family with
+# human scores, per fold and (fold -1) the mean over folds; and the τ curves of Fig. 3 and Fig. 4.
+SCHEMAS.update(
+    {
+        "human_alignment": pa.schema(
+            [
+                ("model", S),
+                ("family", S),
+                ("fold", I64),
+                ("measure", S),
+                ("strategy", S),
+                ("n", I64),
+                ("train_tau", F64),
+                ("test_tau", F64),
+                ("std_tau", F64),
+                ("n_facts", I64),
+            ]
+        ),
+        "human_alignment_curves": pa.schema(
+            [
+                ("model", S),
+                ("family", S),
+                ("axis", S),
+                ("x", I64),
+                ("fold", I64),
+                ("measure", S),
+                ("strategy", S),
+                ("n", I64),
+                ("test_tau", F64),
+                ("n_folds", I64),
+            ]
+        ),
+    }
+)
 PATHS.update(
     {
+        "human_alignment": "results/metrics/{suite}/human_alignment.csv",
+        "human_alignment_curves": "results/metrics/{suite}/human_alignment_curves.csv",
         "diff_stats": "results/diff/{old}_{new}/stats.tsv",
         "translate_stats": "results/probes/{suite}/translate_stats.tsv",
         "released_matches": "results/probes/{suite}/released_matches.csv",

@@ -100,7 +100,7 @@ def input_scaled(
 
     For ``mem_mb`` and ``runtime`` (``unit`` is only for the function's name, which Snakemake
     prints): a job whose work grows with its inputs asks for what its size needs (the factors
-    come from ``benchmarks/scale.py``, config/README.md "Profiles"), and a retry after an
+    come from ``benchmarks/scale.py``, docs/profiles.md), and a retry after an
     out-of-memory or time-limit kill (``retries`` in profiles/slurm) asks for twice as much.
     Like :func:`input_size_mb`, a missing input defers the evaluation until the job is ready.
     ``share(wildcards)``: the number of jobs the input's work is divided among (the parts of the

@@ -28,5 +28,5 @@ def interpreter_error(executable: str, deployment: Iterable[str] = ()) -> str | 
         "it, so each would fail with exit 127. Move the project to a path without spaces, or create "
         "the virtual environment in one (python3 -m venv ~/venvs/factprobe, then "
         "~/venvs/factprobe/bin/pip install -e . and run ~/venvs/factprobe/bin/snakemake), or run with "
-        "--sdm conda (README, Installation)"
+        "--sdm conda (docs/running.md)"
     )

@@ -1,8 +1,8 @@
-"""Where a ``config/models.tsv`` row's weights come from: the ``source`` cell classified (issue 25
-item 2). Standard library only: ``factprobe.registry`` checks every row with it while the
+"""Where a ``config/models.tsv`` row's weights come from: the ``source`` cell classified.
+Standard library only: ``factprobe.registry`` checks every row with it while the
 Snakefile is parsed, and :mod:`factprobe.scoring.prepare` fetches what it names.
 
-Sources (config/README.md, section models.tsv): a hub id ``org/name``; a local model directory;
+Sources (docs/models.md): a hub id ``org/name``; a local model directory;
 a local ``.gguf`` file; ``pypi:<package>/<file>.gguf`` (a GGUF shipped in an installed package,
 located with :func:`importlib.util.find_spec`, never imported); ``builtin:control`` (trained by
 the workflow, never prepared).

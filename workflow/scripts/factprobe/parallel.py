@@ -2,7 +2,7 @@
 
 A job that streams its input in parts from DuckDB (``build_probes``: a suite's truthy statements)
 hands each part's pure-Python work to ``workers`` forked processes and takes the results back
-in input order, so its output does not depend on how many processes ran (issue 31 item 5: the
+in input order, so its output does not depend on how many processes ran (the
 knowledge suite's ``build_probes`` is on the four-node critical path at full size).
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 
 def cpu_clock() -> float:
     """CPU seconds of this process (all its threads) and of its ended children (forked
-    workers): timings a log gives per fact stay CPU when the job shares its cores (issue 31: the
+    workers): timings a log gives per fact stay CPU when the job shares its cores (the
     model fits them; wall times there were inflated by the jobs running beside it)."""
     own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime

@@ -1,5 +1,5 @@
 """Extension modules named by the environment: the one hook by which code outside the library
-adds a distractor strategy, a measure or a model backend (issue 25 item 1).
+adds a distractor strategy, a measure or a model backend.
 
 ``FACTPROBE_PLUGINS`` lists modules, separated by commas: dotted names importable from
 ``sys.path`` or paths of ``.py`` files. Each is imported once, after the registries it may

@@ -6,7 +6,7 @@ profile, whose settings win. ``profiles/default`` is the local one: its ``gpu: 1
 cap (on a cluster, one GPU job submitted at a time) and its ``default-resources`` replace the
 cluster profile's (CPU jobs lose their partition). So ``snakemake --profile profiles/slurm``
 would submit a SLURM run with local settings, silently. :func:`profile_mix_error` refuses that
-mix at start-up and names the flag that is right (README "Running it yourself").
+mix at start-up and names the flag that is right (README "Running on SLURM").
 
 The command line is read as given (``sys.argv``): when Snakemake is driven from Python through
 its API nothing is auto-loaded by the command-line layer and nothing is checked.
@@ -95,7 +95,7 @@ def profile_mix_error(
             return (
                 f"`--profile {profile}` (executor {executor}) also loads this workflow's local profile "
                 "profiles/default, whose one-GPU cap and default resources would override it: run "
-                f"`snakemake --workflow-profile {profile}` instead (README, Running it yourself)"
+                f"`snakemake --workflow-profile {profile}` instead (README, Running on SLURM)"
             )
     return None
 

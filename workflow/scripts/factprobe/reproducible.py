@@ -10,8 +10,8 @@ the demo's ``judged`` control model trained that way on an AMD EPYC gave scores 
 same code's on the Intel machine that made the demo digest (the ``knowledge`` one agreed), since
 MKL's AVX2 branch is Intel's and other CPUs take other code. So training runs ATen's scalar
 kernels and MKL's ``COMPATIBLE`` branch, the one MKL documents as giving the same results on
-Intel and compatible processors, on one thread: ~1.5x the time of the AVX2 branch for the demo's
-0.6M-parameter model (14.6 s against ~10 s for the ``judged`` suite on the AMD machine).
+Intel and compatible processors, on one thread, at a moderate cost in training time
+(benchmarks/RESULTS.md, "Control model training across CPU vendors").
 
 These are read when torch (and MKL) load, so :func:`use_reproducible_cpu` must run in a fresh
 process before anything imports torch: rule scripts call it first.

@@ -123,7 +123,7 @@ def resolve(cfg: Config, dump_rows: dict[str, dict], model_rows: dict[str, dict]
 
 def searches_hnsw(cfg: Config, dump: str) -> bool:
     """Whether a suite searches ``dump``'s semantic index with HNSW (else the graph is not built:
-    its build grows as n^1.3, issue 15)."""
+    its build grows as n^1.3)."""
     return any(
         r["search"] == "hnsw" and r["dump"] == dump
         for r in (S.suite_retrieve(cfg, s) for s in cfg.suites)
@@ -133,15 +133,14 @@ def searches_hnsw(cfg: Config, dump: str) -> bool:
 
 #: Share of one retrieval job's state above its floor that every shard holds whatever its slice:
 #: the pages of the suite's preparation it maps (types, forms, type slices; prepare_retrieval) and
-#: the products it reads. Measured at 1M entities on the knowledge suite, state above the 136 MB
-#: of imports: one job 745 MB, the largest of 4 shards 360 and of 8 shards 306, i.e.
-#: 0.34 + 0.56/S of one job's (config/README.md, "Retrieval shards, measured").
+#: the products it reads: about a third of one job's state above its imports, fitted at 1M
+#: entities on the knowledge suite (benchmarks/RESULTS.md, "Retrieval shard memory").
 RETRIEVE_SHARED = 0.35
 
 
 def retrieve_shard_factor(strategies: list[str], shards: int, per_mb: float = 4.0) -> float:
     """MB of memory per MB of input of one retrieval shard: ``per_mb`` (one job's factor) times its
-    slice of the state, ``RETRIEVE_SHARED + (1 - RETRIEVE_SHARED) / shards`` (issue 31 item 4: a
+    slice of the state, ``RETRIEVE_SHARED + (1 - RETRIEVE_SHARED) / shards`` (a
     shard holds the statements of its own subjects). Strategies that read their relations'
     statements whole (co-occurrence, ``needs: statements``) do so in every shard: no division."""
     shared = 1.0 if D.needs(strategies, "statements") else RETRIEVE_SHARED

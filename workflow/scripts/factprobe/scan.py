@@ -1,4 +1,4 @@
-"""Out-of-core reads of the tables Ω(f) and retrieval need (issue 15 item 2).
+"""Out-of-core reads of the tables Ω(f) and retrieval need.
 
 Every function is a DuckDB scan of Parquet files with the filters pushed down: only the
 columns a stage reads, only the rows of the suite's relations, of its facts' subjects and
@@ -143,8 +143,8 @@ def sem_candidates(
     relations: Iterable[int],
     con: duckdb.DuckDBPyConnection | None = None,
 ) -> np.ndarray:
-    """Sorted ids of every entity that can be a Sem candidate of a fact of ``relations``
-    (issue 15 item 3): the entities declaring a type that some object of those relations
+    """Sorted ids of every entity that can be a Sem candidate of a fact of ``relations``:
+    the entities declaring a type that some object of those relations
     declares in any of ``type_files``. A superset of what Ω admits for any fact sampled from the
     dump (Ω types an entity by its newest typing dump only), so an index over these rows ranks
     every candidate as an index over all entities does."""
@@ -210,7 +210,7 @@ def scan_valid_objects(
 ) -> pd.DataFrame:
     """Distinct ``property, object`` (int64) of the statements of ``relations`` valid at ``date``,
     whoever the subject: every object of a relation in the dump (same-relation pools,
-    fluent-mLAMA §3.1), without the statements themselves (issue 31 item 4)."""
+    fluent-mLAMA §3.1), without the statements themselves."""
     con = con or connect()
     _valid_tables(con, claims_path, ranks, relations, None, None)
     out = con.execute(
@@ -244,12 +244,12 @@ def scan_truthy_tables(
     that never split a (property, subject) pair: a caller that hands them to other processes
     converts them there (``probes.build.part_tasks``). The entities file is read once
     per call, for subjects and objects together: a sampler that needs the objects' popularity
-    (``popularity_bins``) must not read it again per part (issue 31 item 5).
+    (``popularity_bins``) must not read it again per part.
 
     DuckDB joins and sorts once (spilling beyond its limit) and the rows stream in parts of about
     ``part_rows`` (each batch of that many is cut before its last (property, subject), which goes
     on in the next part), so a part never splits a pair: per-pair work goes part by part and the
-    caller holds one part, not the relation (issue 31 item 5). The stream runs on its own cursor
+    caller holds one part, not the relation. The stream runs on its own cursor
     of ``con``'s database, so the caller may query ``con`` between parts (from one thread: the
     stream may be read from another, ``parallel.prefetch``).
     """
@@ -374,7 +374,7 @@ def scan_forms_table(
     """:func:`scan_forms` kept in Arrow for retrieval's whole-run state: ``id`` (int64; the
     entity is ``Q{id}``), ``lang`` and ``source`` (dictionary-encoded), ``form``, sorted by
     ``id`` and, within an entity, in file order. About 35 bytes a form against ~100 for the
-    pandas frame of Python strings (issue 15: forms of every member of the anchors' types)."""
+    pandas frame of Python strings (forms of every member of the anchors' types)."""
     con = con or connect()
     check_columns(con, "entity_forms", entity_forms_path, contracts.columns("entity_forms"))
     _ids_table(con, "_ids", ids)

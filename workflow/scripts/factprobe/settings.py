@@ -362,7 +362,7 @@ class Scoring:
     no_space_languages: list[str] = _default(["zh", "ja", "th", "lo", "km", "my", "bo"])
     include_translated: bool = True
     sentence_kinds: list[str] = _default(["plausibility"])
-    # Scenario sentences (scoring/suite.py, issue 27 item 7): one label per entity; first token
+    # Scenario sentences (scoring/suite.py): one label per entity; first token
     # scored after BOS (or EOS in its place).
     sentence_forms: str = "label"
     sentence_first_token: str = "conditioned"
@@ -706,7 +706,7 @@ def suite_correct_set(cfg: Config, suite: str) -> str:
 
 
 def sem_index_rows(cfg: Config, dump: str) -> dict:
-    """Which rows the semantic index of ``dump`` holds (issue 15 item 3): ``relations`` (P ids)
+    """Which rows the semantic index of ``dump`` holds: ``relations`` (P ids)
     of the suites that search it, whose objects' types bound the candidates, and ``type_dumps``,
     the dumps those suites type entities from; ``relations: None`` = every entity (a released
     suite's facts need not come from the dump's claims)."""

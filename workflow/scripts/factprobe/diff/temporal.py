@@ -195,7 +195,7 @@ def with_temporal_distractors(
 def temporal_distractor_pairs(temporal: pd.DataFrame, earlier_dump: bool = False) -> set[tuple[int, int]]:
     """The integer (subject, property) pairs that have a temporal distractor (:func:`counted_past`):
     built once per relation, then :func:`with_pairs` filters each part of its candidates
-    (redoing it per part would cost parts × the relation's temporal rows; issue 31 item 5)."""
+    (redoing it per part would cost parts × the relation's temporal rows)."""
     past = counted_past(temporal, earlier_dump)
     return set(zip(past["subject"].astype("int64"), past["property"].astype("int64"), strict=True))
 

@@ -9,7 +9,7 @@ of (·, r, sib) ranked by frequency. Ties break by ``stable_hash(fact_id, side, 
 at frequency 1 in a full dump) is read instead as a per-fact rotation of one fixed hash order,
 ascending ``(stable_hash(r, side, entity) - stable_hash(fact_id, side)) mod 2^64``: a fact still
 gets a pseudo-random, order-independent window of the tie, for O(n) work rather than
-hashing and sorting the whole level for every fact (issue 15; the paper leaves ties open). The
+hashing and sorting the whole level for every fact (the paper leaves ties open). The
 alternative ranked i of n gets relevance ``n + 1 - i`` and the true triple ``n + 1``, the graded
 ranks 1..n+1 of the PROBELM data turned into NDCG gains.
 """
@@ -46,11 +46,11 @@ class Cooccurrence:
     grouped into frequency levels once: facts whose anchors share their types (most subjects of
     a relation) count once, and a fact only moves its anchor's own statements one level down
     (Algorithm 1 excludes the anchor from its siblings). Ranking is lazy, one level at a time,
-    so a fact's work follows the levels Ω reaches, not the size of the sibling set (issue 15).
+    so a fact's work follows the levels Ω reaches, not the size of the sibling set.
 
     Ω admits only entities sharing a declared type with the slot's true filler, so
     :meth:`alternatives` ranks the levels restricted to those entities, memoised per filler
-    type set too (issue 31): a hub's sibling set is mostly of other types (every subject of
+    type set too: a hub's sibling set is mostly of other types (every subject of
     (·, P17, country) against one subject's type), which Ω used to reject one by one for every
     fact, a read that grew with the dump (8.5k candidates per subject-side fact at 250k
     entities, 1.9k at 50k). The order is that of the whole ranking, so the output is the same.
@@ -81,7 +81,7 @@ class Cooccurrence:
             subj, prop, obj = (st[c].to_numpy(np.int64) for c in ("subject", "property", "object"))
         # One slice per property (scan.scan_statements already de-duplicates and sorts), copied as
         # int32 when every id fits (Wikidata's do): the statements of a relation are most of a
-        # retrieval job's state, and the statements table need not outlive this (issue 15).
+        # retrieval job's state, and the statements table need not outlive this.
         self.dtype = np.int32 if max(subj.max(initial=0), obj.max(initial=0)) <= _INT32_MAX else np.int64
         cuts = np.flatnonzero(prop[1:] != prop[:-1]) + 1
         starts, stops = np.r_[0, cuts], np.r_[cuts, len(prop)]
@@ -98,7 +98,7 @@ class Cooccurrence:
         """Write the columns of every relation, and their object-sorted copies (the subject
         side's), as ``.npy`` files :meth:`load` maps: a suite's retrieval shards then share one
         sorted copy instead of each scanning and sorting every statement of its relations
-        (issue 31 item 4; rule prepare_retrieval). Returns the number of statements."""
+        (rule prepare_retrieval). Returns the number of statements."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         props = sorted(self.by_property)

@@ -88,7 +88,7 @@ class Omega:
     ``subject, property, object`` valid at the dump date (all ints). ``form_threshold``:
     rapidfuzz ratio (0–100) at or above which two forms count as shared; ``None`` = exact only.
 
-    Only sorted arrays are kept, not the tables (issue 15: the state of one retrieval job is
+    Only sorted arrays are kept, not the tables (the state of one retrieval job is
     the types, forms and valid statements of its relations; a second copy as frames doubled it).
     """
 
@@ -114,7 +114,7 @@ class Omega:
         id_by_type.flags.writeable = False  # members() hands out views of it
         utype, tstart = np.unique(ty_sorted, return_index=True)
         self._by_type = (utype, np.append(tstart, len(ty_sorted)), id_by_type)
-        # Forms are normalised lazily, only for the entities Ω is asked about (issue 15 item 2).
+        # Forms are normalised lazily, only for the entities Ω is asked about.
         if isinstance(forms, pa.Table):
             ent = forms["id"].to_numpy()
             raw = forms["form"].combine_chunks()
@@ -171,7 +171,7 @@ class Omega:
         values)`` by entity and by type; ``forms`` sorted by ``id``; ``form_ids`` its distinct
         ids), e.g. memory-mapped from a retrieval preparation (:func:`factprobe.distractors.
         retrieve.prepare_universe`): nothing is sorted or copied, so a shard reads only the
-        pages of the entities it asks about (issue 31 item 4). ``valid``: statements, or their
+        pages of the entities it asks about. ``valid``: statements, or their
         :func:`valid_arrays` (a preparation's, mapped)."""
         omega = cls.__new__(cls)
         omega.form_threshold = form_threshold
@@ -353,7 +353,7 @@ class Omega:
         The list is read in growing blocks, the cheap clauses first and the fuzzy form test on
         their survivors, so a long ranked list (a whole type at 1M entities) stops as soon as
         ``limit`` are found: the work is bounded by ``limit`` and Ω's rejections, not by the
-        length of the list (issue 15).
+        length of the list.
         """
         invalid = self.valid_for(s, r) | {o}
         bad = np.sort(np.fromiter(invalid, dtype=np.int64, count=len(invalid)))

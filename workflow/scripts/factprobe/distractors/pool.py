@@ -95,8 +95,8 @@ class TypedPool:
     and in a relation whose objects are of many types (P47, shares border with: countries,
     regions, cities of every class) few pool entries are of o's type. Read in hash order, a fact
     whose object is of a small class went through the whole pool before finding its ``n`` (or
-    finding fewer): per-fact work that grew with the relation, i.e. with the dump (issue 31:
-    0.54 / 0.69 / 2.69 ms per fact at 250 k / 1 M / 4 M entities). Here a fact reads only the
+    finding fewer): per-fact work that grew with the relation, i.e. with the dump (benchmarks/RESULTS.md,
+    "Same-relation pool"). Here a fact reads only the
     entries of o's types, in the same hash order (:meth:`sharing_type`), so its work follows
     what Ω admits or rejects among same-type entries, not the pool's size.
     """

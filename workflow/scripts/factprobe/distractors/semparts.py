@@ -1,4 +1,4 @@
-"""The semantic index built in parts (issue 31 item 3): linear cost, each job's memory bounded.
+"""The semantic index built in parts: linear cost, each job's memory bounded.
 
 The unsharded build (:func:`.semantic.build_index`) groups every (entity, feature) occurrence of
 the dump in one DuckDB job: its cost grew as n^1.2-1.4, it spilled at 1 M entities and held ≈ 43
@@ -376,7 +376,7 @@ def _global_vocabulary(folders: list[Path], folder: Path, scratch: Path, n_all: 
     into ``scratch``; return the number of features.
 
     A k-way merge of the parts' sorted (mapped) ``features.npy``, :data:`MERGE_FEATURES` at a time
-    (:func:`_merge_cuts`): memory is one block, whatever the vocabulary (issue 31 item 3: the
+    (:func:`_merge_cuts`): memory is one block, whatever the vocabulary (the
     vocabulary grows with the dump, ≈ 460 M features at full size). Each part's ``df.parquet`` is
     read alongside, in ``f`` order (:class:`_SortedDf`), and its frequencies added to the block's.
     """
@@ -585,7 +585,7 @@ def build_from_parts(
     return meta
 
 
-# The streaming merge's helpers (issue 31 item 3: the merge's memory independent of the dump).
+# The streaming merge's helpers (the merge's memory independent of the dump).
 
 
 def _merge_cuts(arrays: list[np.ndarray], window: int, indptrs: list | None = None, nnz: int = 0):

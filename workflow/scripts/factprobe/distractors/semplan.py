@@ -1,4 +1,4 @@
-"""How many parts a dump's semantic index is built in (issue 31 item 3; :mod:`.semparts`).
+"""How many parts a dump's semantic index is built in (:mod:`.semparts`).
 
 Standard library only: ``workflow/rules/common.smk`` plans the ``sem_bags`` jobs while parsing,
 before any table exists, so the number of parts comes from the dump file's size.
@@ -13,7 +13,7 @@ import os
 #: bucket (:func:`.semparts.count_part`), takes ≈ 70 bytes of peak RSS a kept non-zero above the
 #: imports (the workflow's job with reverse features and candidate rows at 4 M entities: 4.18 GB
 #: for 59 M non-zeros, 24.9 M statements; the DuckDB count before it: 3.39 GB and 2.2 GB spilled),
-#: so ≈ 10.5 GB a part job: under issue 31's 16 GB.
+#: so ≈ 10.5 GB a part job: under the 16 GB a job may ask for.
 PART_NNZ = 150_000_000
 #: Non-zeros of the index per byte of compressed dump (the default features: sets, shared
 #: namespace, no reverse). Measured: 0.0068 on the Wikidata-shaped synthetic dumps of

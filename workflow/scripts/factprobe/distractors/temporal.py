@@ -54,7 +54,7 @@ def past_objects(
 
     ``dump`` is the present (YYYYMMDD; default: the latest ``last_seen``, else the latest end).
     ``facts`` (``subject, property`` as Q/P ids): keep only their pairs, the only ones a suite
-    asks for, so the work follows the probed facts, not the dump's temporal view (issue 15).
+    asks for, so the work follows the probed facts, not the dump's temporal view.
     """
     past = counted_past(temporal, earlier_dump)
     if facts is not None:
@@ -96,7 +96,7 @@ def past_of_facts(
     temporal_path: str | Path, facts: pd.DataFrame, dump: str | int | None, earlier_dump: bool = False
 ) -> dict[tuple[int, int], list[int]]:
     """:func:`past_objects` of the facts' pairs, reading from the dump-sized temporal view only
-    the past rows of the facts' subjects and relations (a DuckDB scan, issue 15)."""
+    the past rows of the facts' subjects and relations (a DuckDB scan)."""
     temporal = scan.table_of_relations(
         "temporal",
         temporal_path,

@@ -65,7 +65,7 @@ class RequestCache:
     Shards are not loaded whole: :meth:`lookup` scans them batch by batch, keeping only the rows
     whose key is asked for (``pyarrow.compute.is_in`` on the key column, the other columns read
     for the matching rows only). A scoring shard therefore holds the entries of its own requests,
-    not the model's whole cache of every suite and earlier run (issue 15 item 5). On key collisions
+    not the model's whole cache of every suite and earlier run. On key collisions
     across shards the later shard (sorted by name) wins, as when all were loaded in order.
     """
 

@@ -91,7 +91,7 @@ def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
 
 # Files that make up a model: weights, tokenizer and configuration. Anything else in the folder
 # (training.json with its wall time, split.parquet, a manifest with dates) is not the model and
-# must not change the cache key (issue 16 item 2).
+# must not change the cache key.
 MODEL_SUFFIXES = {".safetensors", ".bin", ".pt", ".gguf", ".model", ".txt", ".jinja", ".py"}
 _JSON_STEMS = "config index tokenizer special_tokens_map added_tokens vocab chat_template"
 MODEL_JSON = tuple(f"{stem}.json" for stem in _JSON_STEMS.split())  # *config.json, *index.json, ...

@@ -69,8 +69,8 @@ class _Row:
 
 #: Continuation tokens packed after one prefix. A packed row's attention is computed over the whole
 #: row (the mask only hides pairs), so its cost grows with the square of the row: past a few hundred
-#: tokens a second copy of the prefix is cheaper than a longer row. Measured on SmolLM2-135M, 2 CPU
-#: cores, 800 whole sentences behind BOS: 35.6 s in 4096-token rows, 16.9 s in 256-token ones.
+#: tokens a second copy of the prefix is cheaper than a longer row (benchmarks/RESULTS.md,
+#: "Packed row length").
 PACKED_TOKENS = 256
 
 

@@ -237,7 +237,7 @@ def robustness_tau(
     over ``configs`` (configurations with an undefined τ are left out of the mean)."""
     taus = []
     for config in configs:
-        # Both tables are read as they are (a short list stays undefined), as before issue 26.
+        # Both tables are read as they are (a short list stays undefined), without the grid's walk-back.
         a, b = values_for(per_fact_a, config, "undefined"), values_for(per_fact_b, config, "undefined")
         common = a.index.intersection(b.index)
         taus.append(kendall_tau(a.reindex(common).to_numpy(), b.reindex(common).to_numpy()))

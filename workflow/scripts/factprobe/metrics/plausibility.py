@@ -18,8 +18,8 @@ perplexity (§4.1); the entity's perplexity is that of its best form, exp(-logpr
   (2002): gain = grade (linear), discount 1 / log2(position + 1), over the ideal DCG of the same
   grades (:func:`factprobe.metrics.ranking.ndcg_per_group`); it enters PLAUSIBILITY. It does not
   reproduce the paper's NDCG ≈ MRR (Table 2, |Δ| ≤ 0.008, Pearson 0.998): a random ranker of 11
-  scenarios graded 1..11 gets 0.83 against MRR's 0.27. No convention tried does (issue 27 item
-  8). ``plaus_ndcg_minmax``, an adaptation kept under its own name, uses gain 2^g - 1 and maps
+  scenarios graded 1..11 gets 0.83 against MRR's 0.27. No convention tried does.
+  ``plaus_ndcg_minmax``, an adaptation kept under its own name, uses gain 2^g - 1 and maps
   the worst order to 0, (DCG - worst DCG) / (ideal DCG - worst DCG): a random ranker then gets
   0.31, on MRR's scale, but its values still differ from MRR by up to 0.10. The exact
   expectation of a random ranker is reported per prompt as ``plaus_ndcg_chance`` /

@@ -1,4 +1,4 @@
-"""The demonstration pool of a suite with few-shot settings, kept on disk (issue 31 item 5).
+"""The demonstration pool of a suite with few-shot settings, kept on disk.
 
 A draw (:meth:`factprobe.probes.fewshot.DemoPool.draw`) reads a pool only as its size and the
 facts at the positions it probes, in ``fact_id`` order: up to :data:`~.fewshot.SORT_LIMIT` facts

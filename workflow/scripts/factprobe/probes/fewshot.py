@@ -164,7 +164,7 @@ class DemoPool:
 
 
 class FetchedPool(DemoPool):
-    """A :class:`DemoPool` that holds only the positions draws reach (issue 31 item 5).
+    """A :class:`DemoPool` that holds only the positions draws reach.
 
     ``sizes`` gives every pool's size (``None``: all relations); rows come in through
     :meth:`load` with the labels of their entities; :meth:`row` of a position not loaded raises

@@ -1,4 +1,4 @@
-"""Importer of the released PRobELM benchmark (probelm-plausibility §3, Appendix D; issue 14 item 4).
+"""Importer of the released PRobELM benchmark (probelm-plausibility §3, Appendix D).
 
 The release (``zhangdiey/PRobELM``, no licence stated: it is read from where the user keeps it,
 ``suites.<s>.source.path``, never copied into this repository) has one ``{MMYYYY}.json`` per

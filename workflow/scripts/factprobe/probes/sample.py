@@ -89,7 +89,7 @@ def weighted_sample(weights: np.ndarray, u: np.ndarray, n: int) -> np.ndarray:
 class RelationStrata:
     """``relation_strata``: :func:`factprobe.probes.select.sample_facts` relation by relation.
 
-    A relation's candidates come in parts (issue 31 item 5); each part goes to a temporary
+    A relation's candidates come in parts; each part goes to a temporary
     Parquet file with its sample hash, and :meth:`finish` lets DuckDB (which spills) bin and draw
     every relation by the rule of ``sample_facts``: equal-count strata over (popularity, fact_id),
     ``n_facts // strata`` per stratum (one more in the top ``n_facts % strata``), the lowest
@@ -161,7 +161,7 @@ class RelationStrata:
 class PopularityBins:
     """``popularity_bins``: one sample over every relation's candidates (module docstring).
 
-    Candidates come a part of a relation at a time (issues 15, 31): each part is written to a
+    Candidates come a part of a relation at a time: each part is written to a
     temporary Parquet file, its popularity and uniform draw to a NumPy file beside it, and only
     the range of popularity is kept. A part's objects' sitelinks come with it (:meth:`add`), from
     the query that streams the relation, so the work per part does not grow with the dump.
@@ -205,7 +205,7 @@ class PopularityBins:
         """Spill one part of candidates. ``object_sitelinks``: sitelinks per integer object id
         (an id left out has none), as :func:`factprobe.probes.build.relation_candidate_parts`
         gives them; without it they are read from the entities file, a whole-file scan per call
-        that a caller feeding many parts must not pay (issue 31 item 5)."""
+        that a caller feeding many parts must not pay."""
         if object_sitelinks is None:
             from factprobe import scan
 

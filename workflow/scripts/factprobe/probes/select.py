@@ -71,7 +71,7 @@ def candidate_facts(
     its sitelink count; ``allowed`` (fact ids), when given, limits the object chosen for a fact
     (plausibility suites: only new facts) while ``objects`` still lists every valid object;
     a unique ``pd.Index`` of them keeps its hash table between calls, so a relation given in
-    parts pays for it once, not per part as ``isin`` would (issue 31 item 5).
+    parts pays for it once, not per part as ``isin`` would.
     Returns the ``facts`` columns except ``stratum`` and ``split``.
     """
     props = [id_int(r) for r in relations]

@@ -1,4 +1,4 @@
-"""builtin:control - a tiny GPT-2-style LM whose knowledge is known (issue 6 item 7).
+"""builtin:control - a tiny GPT-2-style LM whose knowledge is known.
 
 It is trained on verbalizations (every prompt style, zero-shot text + " " + object form + EOS) of
 the facts whose hash-chosen ``split`` is ``taught``; the ``untaught`` half is never seen. Measures

@@ -1,7 +1,7 @@
 """Turn a ``config/models.tsv`` source into a local, verified model folder with a manifest.
 
 Scoring, generation, ApprOpt and translation load only prepared folders, offline; this module is
-the one place that knows where weights come from. Sources (config/README.md, section models.tsv):
+the one place that knows where weights come from. Sources (docs/models.md):
 
 - ``org/name``: a Hugging Face hub id, snapshot-downloaded at the row's ``revision``;
 - a local model directory (``config.json`` + weights), copied (hard-linked where possible);

@@ -8,7 +8,7 @@ scored from its first token instead, so ``logprob / n_tokens`` is minus the log 
 scenario sentence. Scores come from a model of
 :mod:`factprobe.lm` (a :class:`~factprobe.lm.CachingLM` reads the request cache first).
 
-Scenario sentences (sentence mode, issue 27 item 7):
+Scenario sentences (sentence mode):
 
 * **Whole sentence:** the continuation is the form followed by the prompt's ``ending``, the
   template's text after ``[Y]`` (e.g. "."), so "Marcelo is a citizen of Spain." is scored with

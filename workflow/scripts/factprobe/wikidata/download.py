@@ -1,4 +1,4 @@
-"""Resumable, verified download of a Wikidata dump (issue 2 item 5).
+"""Resumable, verified download of a Wikidata dump.
 
 A dump is 100+ GB and Wikimedia serves it at a few MB/s (WikiFactDiff README: "~4MB/s"), so a
 transfer will be cut at some point. Bytes go to ``<dest>.part``; after a dropped connection or

@@ -103,7 +103,7 @@ class ExtractStats:
 
     def malformed_summary(self, path: str | Path, log_path: str | Path) -> str | None:
         """One console line for malformed lines skipped (count, first line number and reason),
-        ``None`` when there were none: the job log alone was easy to miss (issue 30)."""
+        ``None`` when there were none: the job log alone was easy to miss."""
         if not self.bad:
             return None
         record = self.summary_record()

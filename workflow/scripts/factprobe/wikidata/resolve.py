@@ -1,4 +1,4 @@
-"""Which file to download for a dump date, and its checksum (issue 27 item 9).
+"""Which file to download for a dump date, and its checksum.
 
 Wikimedia keeps the Wikidata entity dumps for a few months only; older ones live on the
 Internet Archive, one item per dump. A ``dumps.tsv`` row may therefore name its dump by date and
