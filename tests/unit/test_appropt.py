@@ -18,6 +18,7 @@ from factprobe.distractors.appropt import (
     batched_beam_search,
     build_trie,
     constrained_beam_search,
+    entity_labels,
 )
 from factprobe.lm import HFCausalLM
 from reference import continuation_logprob as sequence_logprob
@@ -172,7 +173,7 @@ def test_appropt_on_demo_facts_is_omega_valid_and_matches_exhaustive(tiny, suite
             lm,
             "The capital of X is",
             pool,
-            en.assign(id=en["entity"].str[1:].astype(int)).groupby("id")["form"].agg(list).to_dict(),
+            entity_labels(forms, "en"),
             "en",
         )
         assert 20 < len(trie.paths()) < 300  # real type members: big enough to matter, cheap enough
