@@ -57,9 +57,16 @@ else:
         )
     # Shards map the suite's types and forms, prepared once (rule prepare_retrieval).
     prepared = snakemake.input.prepared if "prepared" in snakemake.input.keys() else None
-    facts, entity_forms, claims, omega = load_suite_omega(
-        snakemake.input, p, snakemake.threads, memory_mb, only, prepared
-    )
+    if "claims" in snakemake.input.keys():
+        facts, entity_forms, claims, omega = load_suite_omega(
+            snakemake.input, p, snakemake.threads, memory_mb, only, prepared
+        )
+    else:
+        # A suite that reads the release alone: its pool is the release's strings, no Ω.
+        facts = contracts.read("facts", snakemake.input.facts)
+        entity_forms = contracts.read("entity_forms", snakemake.input.entity_forms)
+        claims, omega = None, None
+        log.info("release-only suite: no dump tables, no Ω (pool_source: dataset)")
     settings = load(Retrieve, p, f"distractors of suite {snakemake.wildcards.suite}")
     index = None
     if "index" in snakemake.input.keys():
