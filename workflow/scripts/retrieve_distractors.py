@@ -86,7 +86,10 @@ else:
     candidates = retrieve(facts, omega, settings, index, past, cooccur, entity_forms, only)
     forms = forms_of_candidates(candidates, entity_forms)
     log_resident(log, "retrieval", memory_mb, mem_mb)
-    log.info("Ω read the forms of %d entities; resident MB by kind %s", omega.forms_read, resident_split_mb())
+    if omega is not None:
+        log.info(
+            "Ω read the forms of %d entities; resident MB by kind %s", omega.forms_read, resident_split_mb()
+        )
 found = candidates[candidates["role"] == "distractor"].groupby(["strategy"]).size()
 log.info(
     "distractors per strategy: %s; %d forms of %d entities",

@@ -15,7 +15,8 @@ K(f|c) of that sentence uses that list (rows carry the sentence's ``prompt_id``)
   a path after the prompt: it is left out and counted.
 * **One label per entity**, as the reference (DistFactAssessLM) builds its trie: the entity's
   label in ``lang`` (its first ``label`` form; an entity without one, its first form). Aliases
-  are no paths, so they cannot take beams from other entities.
+  are no paths, so they cannot take beams from other entities; namesakes share one path and
+  score and each is a distractor.
 * **Pool.** The Ω-valid entities of o's declared types, plus the fact's valid objects (o and
   ``objects``). For a huge type (humans: millions of labels) the Ω-valid members are capped at
   ``max_candidates``: the first ``max_candidates`` by a cheap prior (sitelinks when the rule gives
@@ -256,14 +257,16 @@ def _search(
 
 
 def _sentence_rows(rec, hyps: list[Hyp], n: int, valid: set[int] = frozenset()) -> list[dict]:
-    """One sentence's rows: the first ``n`` hypotheses whose entity is not a valid object, best first."""
+    """One sentence's rows: the entities of the hypotheses, best first, valid objects left out, the
+    first ``n``."""
     seen: list[tuple[int, float, str]] = []
     taken = set(valid)
     for _toks, score, leaf in hyps:
-        pick = next(((e, form) for e, form in sorted(leaf) if e not in taken), None)
-        if pick is not None:
-            taken.add(pick[0])
-            seen.append((pick[0], score, pick[1]))
+        # Namesakes share a path and its score: each is a distractor of its own.
+        for e, form in sorted(leaf):
+            if e not in taken:
+                taken.add(e)
+                seen.append((e, score, form))
     seen = seen[:n]
     return [
         {
