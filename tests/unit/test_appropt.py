@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -18,6 +19,7 @@ from factprobe.distractors.appropt import (
     batched_beam_search,
     build_trie,
     constrained_beam_search,
+    entity_labels,
 )
 from factprobe.lm import HFCausalLM
 from reference import continuation_logprob as sequence_logprob
@@ -159,7 +161,7 @@ def test_appropt_on_demo_facts_is_omega_valid_and_matches_exhaustive(tiny, suite
     for fid, group in out.groupby("fact_id"):
         s, r, o = (int(x[1:]) for x in fid.split("|"))
         ents = [int(e[1:]) for e in group["entity"]]
-        assert len(ents) == group["found"].iloc[0] <= 5
+        assert len(ents) == group["found"].iloc[0]
         assert omega.filter(s, r, o, ents) == ents  # every clause of Ω holds
         assert list(group["score"]) == sorted(group["score"], reverse=True)
         assert list(group["rank"]) == list(range(1, len(ents) + 1))
@@ -168,11 +170,13 @@ def test_appropt_on_demo_facts_is_omega_valid_and_matches_exhaustive(tiny, suite
             assert form in set(en.loc[en["entity"] == e, "form"])
         # Independent check: best score per entity over all its forms, exhaustively.
         pool = omega.filter(s, r, o, omega.members(omega.types_of(o)))
+        # n distinct entities whenever the pool has n labels (one label per entity, beam n + valid)
+        assert len(ents) == min(5, len(set(pool) & set(entity_labels(forms, "en"))))
         prefix, trie, _ = build_trie(
             lm,
             "The capital of X is",
             pool,
-            en.assign(id=en["entity"].str[1:].astype(int)).groupby("id")["form"].agg(list).to_dict(),
+            entity_labels(forms, "en"),
             "en",
         )
         assert 20 < len(trie.paths()) < 300  # real type members: big enough to matter, cheap enough
@@ -188,3 +192,183 @@ def test_appropt_on_demo_facts_is_omega_valid_and_matches_exhaustive(tiny, suite
         top = sorted(best.items(), key=lambda kv: -kv[1])[:5]
         assert [int(e[1:]) for e in wide["entity"]] == [e for e, _ in top]
         assert list(wide["score"]) == pytest.approx([v for _, v in top], abs=1e-4)
+
+
+# --------------------------------------------------------------------------- reference behaviour
+
+
+class ScoredLM:
+    """A hand-scored model: a label's path is its characters + an end id, its score is the given
+    log-probability; the search returns the ``width`` best paths (an exhaustive beam)."""
+
+    eos_id = 0
+
+    def __init__(self, scores: dict[str, float]):
+        self.scores = scores
+        self.widths: list[int] = []
+
+    def continuation_paths(self, prompt, forms, lang):
+        return [1], [(*(ord(c) for c in f), 0) for f in forms]
+
+    def trie_search(self, prefixes, tries, width):
+        self.widths.append(width)
+        out = []
+        for trie in tries:
+            hyps = [(p, self.scores["".join(chr(t) for t in p[:-1])], leaf) for p, leaf in trie.paths()]
+            out.append(sorted(hyps, key=lambda h: (-h[1], h[0]))[:width])
+        return out
+
+
+class ListedOmega:
+    """Ω of a hand-made fact: the type's members, the valid objects left out by ``filter``."""
+
+    def __init__(self, members, valid):
+        self.all, self.valid = np.asarray(members), set(valid)
+
+    def types_of(self, o):
+        return [1]
+
+    def members(self, types):
+        return self.all
+
+    def filter(self, s, r, o, members, limit=None):
+        kept = [int(e) for e in members if int(e) not in self.valid]
+        return kept[:limit] if limit is not None else kept
+
+
+def test_one_label_per_entity_and_beam_widened_by_the_valid_objects():
+    """Fact Q1 P36 Q10 (valid objects Q10, Q11); pool Q20 (label "Alpha", aliases "A1", "A2"),
+    Q21 "Beta", Q22 "Gamma". Hand scores: A1 -0.1, A2 -0.2, Q10's "Ten" -0.3, Q11's "Eleven"
+    -0.4, Alpha -1, Beta -2, Gamma -3. n = 2.
+
+    With every form a path and a beam of n (the former rule) the beam holds A1 and A2, one entity.
+    Reference: one label per entity, so the trie holds Ten, Eleven, Alpha, Beta, Gamma; the beam is
+    n + 2 valid objects = 4 wide: Ten, Eleven, Alpha, Beta; the valid objects dropped: [Q20, Q21]
+    with scores -1, -2."""
+    import logging
+
+    from factprobe.distractors.appropt import appropt_distractors
+
+    forms = pd.DataFrame(
+        {
+            "entity": ["Q20", "Q20", "Q20", "Q21", "Q22", "Q10", "Q11"],
+            "lang": "en",
+            "form": ["Alpha", "A1", "A2", "Beta", "Gamma", "Ten", "Eleven"],
+            "source": ["label", "alias", "alias", "label", "label", "label", "label"],
+        }
+    )
+    facts = pd.DataFrame(
+        {
+            "fact_id": ["Q1|P36|Q10"],
+            "subject": "Q1",
+            "property": "P36",
+            "object": "Q10",
+            "objects": [["Q10", "Q11"]],
+        }
+    )
+    prompts = pd.DataFrame(
+        {
+            "prompt_id": ["p"],
+            "fact_id": "Q1|P36|Q10",
+            "lang": "en",
+            "style": "statement",
+            "context": "",
+            "text": "X",
+        }
+    )
+    lm = ScoredLM(
+        {"A1": -0.1, "A2": -0.2, "Ten": -0.3, "Eleven": -0.4, "Alpha": -1.0, "Beta": -2.0, "Gamma": -3.0}
+    )
+    omega = ListedOmega([10, 11, 20, 21, 22], [10, 11])
+    out = appropt_distractors(lm, facts, prompts, forms, omega, n=2, lang="en")
+    assert lm.widths == [4]
+    assert out["entity"].tolist() == ["Q20", "Q21"] and out["form"].tolist() == ["Alpha", "Beta"]
+    assert out["score"].tolist() == [-1.0, -2.0] and (out["found"] == 2).all()
+    # a pool of fewer than n labels: fewer than n, counted as the pool's shortfall
+    small = ListedOmega([10, 11, 20], [10, 11])
+    logger = logging.getLogger("factprobe.distractors.appropt")
+    records: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda rec: records.append(rec.getMessage())
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        out = appropt_distractors(lm, facts, prompts, forms, small, n=2, lang="en")
+    finally:
+        logger.removeHandler(handler)
+    assert out["entity"].tolist() == ["Q20"] and (out["found"] == 1).all()
+    assert any("fewer than n: 1 sentences whose pool has fewer than n labels, 0 others" in m for m in records)
+
+
+def test_beam_keeps_the_first_n_non_valid_and_fills_n_on_demo(tiny, suite):
+    """The demo's facts (four relations) under two sentences each, n = 5. With the configured
+    width (n + valid objects) every sentence whose pool has at least n labels gets n distinct
+    entities. With the beam as wide as the trie (width = paths - valid objects, so n + valid =
+    every path) each list equals the exhaustive answer: every pool entity's label path scored by a
+    full forward pass, valid objects left out, top n. (A narrower beam on a random model prunes
+    other paths, as any beam search does.)"""
+    model, tok = tiny
+    facts, forms, omega = suite
+    facts = facts.groupby("property").head(2).head(8)
+    texts = ["The answer about X is", "Y"]
+    prompts = pd.DataFrame(
+        [
+            dict(prompt_id=f"{f}|{i}", fact_id=f, lang="en", style="statement", context="", text=t)
+            for f in facts["fact_id"]
+            for i, t in enumerate(texts)
+        ]
+    )
+    lm = HFCausalLM(model, tok)
+    n = 5
+    out = appropt_distractors(lm, facts, prompts, forms, omega, n=n, lang="en")
+    labels = entity_labels(forms, "en")
+    lists = out.drop_duplicates("prompt_id").set_index("prompt_id")["found"]
+    checked = full_lists = 0
+    for rec in facts.itertuples(index=False):
+        s, r, o = (int(x[1:]) for x in (rec.subject, rec.property, rec.object))
+        valid = {int(v[1:]) for v in [rec.object, *rec.objects]}
+        pool = [e for e in omega.filter(s, r, o, omega.members(omega.types_of(o))) if e in labels]
+        for i, text in enumerate(texts):
+            prefix, trie, _ = build_trie(lm, text, pool, labels, "en")
+            scored = sorted(
+                ((sequence_logprob(model, prefix, list(p)), leaf[0][0]) for p, leaf in trie.paths()),
+                key=lambda x: -x[0],
+            )
+            want = [e for _, e in scored if e not in valid][:n]
+            pid = f"{rec.fact_id}|{i}"
+            if len(pool) >= n:
+                assert lists[pid] == n and (out["prompt_id"] == pid).sum() == n
+                full_lists += 1
+            width = len(trie.paths()) - len(valid & {leaf[0][0] for _, leaf in trie.paths()})
+            one = prompts[prompts["prompt_id"] == pid]
+            wide = appropt_distractors(
+                lm, facts[facts["fact_id"] == rec.fact_id], one, forms, omega, n, "en", width=width
+            )
+            assert [int(e[1:]) for e in wide["entity"]] == want, pid
+            checked += 1
+    assert checked == 16 and full_lists >= 8
+
+
+def test_trie_uses_the_model_end_token_and_chat_head(tiny):
+    """models.tsv ``end_token`` and ``prompt_format: chat`` reach the trie as scoring uses them:
+    every path ends with the end token scoring appends, the context starts with the chat head, and
+    a path's score is the scorer's log-likelihood of the pair."""
+    from factprobe.lm import LoglikRequest
+
+    model, tok = tiny
+    dot = tok.convert_tokens_to_ids(".")
+    lm = HFCausalLM(model, tok, end_token=".")
+    prefix, paths = lm.continuation_paths("The capital of France is", FORMS[:3], "en")
+    assert all(p[-1] == dot != tok.eos_token_id for p in paths)
+    want = lm.loglikelihood([LoglikRequest("The capital of France is", " " + f) for f in FORMS[:3]])
+    for path, res in zip(paths, want, strict=True):
+        assert sequence_logprob(model, prefix, list(path)) == pytest.approx(res.logprob, abs=1e-4)
+    chat = tok.__class__(tokenizer_object=tok.backend_tokenizer, eos_token=tok.eos_token)
+    chat.chat_template = "{% for m in messages %}Q: {{ m['content'] }}<|endoftext|>{% endfor %}"
+    lm = HFCausalLM(model, chat, prompt_format="chat")
+    prefix, paths = lm.continuation_paths("The capital of France is", FORMS[:3], "en")
+    head = chat("Q:", add_special_tokens=False)["input_ids"]
+    assert prefix[: len(head)] == head and all(p[-1] == tok.eos_token_id for p in paths)
+    want = lm.loglikelihood([LoglikRequest("The capital of France is", " " + f) for f in FORMS[:3]])
+    for path, res in zip(paths, want, strict=True):
+        assert sequence_logprob(model, prefix, list(path)) == pytest.approx(res.logprob, abs=1e-4)

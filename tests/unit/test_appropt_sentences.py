@@ -21,7 +21,13 @@ import pandas as pd
 import pytest
 import torch
 from contract_frames import full
-from factprobe.distractors.appropt import Counts, appropt_distractors, build_trie, candidate_pool
+from factprobe.distractors.appropt import (
+    Counts,
+    appropt_distractors,
+    build_trie,
+    candidate_pool,
+    entity_labels,
+)
 from factprobe.lm import HFCausalLM
 from factprobe.lm.api import LoglikRequest
 from factprobe.metrics.common import candidates_for_prompts
@@ -104,8 +110,8 @@ def p36_facts(suite, k: int = 2) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def en_forms(forms: pd.DataFrame) -> dict[int, list[str]]:
-    en = forms[forms["lang"] == "en"]
-    return en.assign(id=en["entity"].str[1:].astype(int)).groupby("id")["form"].agg(list).to_dict()
+    """Each entity's one trie label (ApprOpt puts one label per entity in the trie), as a list."""
+    return {e: [label] for e, label in entity_labels(forms, "en").items()}
 
 
 def test_the_tokenizer_has_the_lone_dummy_prefix_problem(llama):
@@ -128,7 +134,7 @@ def test_trie_ids_are_scorings_continuation_ids(llama, suite):
     pool = omega.filter(s, r, o, omega.members(omega.types_of(o)))
     by_entity = en_forms(forms)
     prompt = PROMPTS[0]
-    prefix, trie, merged = build_trie(llama, prompt, pool, by_entity, "en")
+    prefix, trie, merged = build_trie(llama, prompt, pool, entity_labels(forms, "en"), "en")
     p_ids = tok(prompt, add_special_tokens=False)["input_ids"]
     assert prefix == [tok.bos_token_id, *p_ids]
     assert merged == 0

@@ -262,3 +262,79 @@ def test_table1_recall_and_mean_rank_by_hand():
     for column, by_verb in expected.items():
         for verb, value in by_verb.items():
             assert table.loc[("m", verb), column] == pytest.approx(value), (column, verb)
+
+
+def test_correct_set_is_the_row_own_label_and_inflections(tmp_path):
+    """The authors' loader (processor.py ``_prepare_completions``) takes a row's own label and
+    inflected objects as its correct set, not the forms its object got in other rows. Two rows of
+    object Q10 (Praha): Kafka's sentences inflect it "Praze", Havel's "Prahou". Scores of the GT
+    prompts (best first), distractor Q30 at -1.0 in both:
+
+    Kafka: alias -0.1, Prahou -0.5, Praze -2.5, Praha -3.0. Own set {Praha, Praze}: best -2.5,
+    rank 2 (pooled over both rows it would be Prahou's -0.5, rank 1); wide (+ the row's aliases):
+    -0.1, rank 1.
+    Havel: Praze -0.2, Prahou -1.5, Praha -3.0, alias -4.0. Own set {Praha, Prahou}: -1.5, rank 2
+    (pooled: Praze's -0.2, rank 1); wide: -1.5, rank 2.
+    """
+    from factprobe.metrics.common import correct_form_scores, own_form_table
+    from factprobe.metrics.ranking import ranking_per_prompt
+
+    havel = list(ROWS[0])
+    havel[0:3] = ["Q2", "Havel", "Václav Havel"]
+    for col, text in [
+        ("gt_prompt", "Václav Havel se narodil v "),
+        ("chatgpt_prompt", "Václav Havel se narodil v "),
+    ]:
+        havel[HEADER.index(col)] = text
+    havel[HEADER.index("gt_infl_object")] = havel[HEADER.index("chatgpt_infl_object")] = "Prahou"
+    path = tmp_path / "fixed_data.zip"
+    with zipfile.ZipFile(path, "w") as z:
+        lines = ["\t".join(HEADER), "\t".join(ROWS[0]), "\t".join(havel)]
+        z.writestr("fixed_data/cs_P19_20prompt.tsv", "\n".join(lines) + "\n")
+    facts, prompts, forms = import_fluent_mlama(path, ["cs"], ["P19"])
+    own = own_form_table(facts)
+    kafka, hav = "Q1|P19|Q10", "Q2|P19|Q10"
+    assert {(r.form, r.source) for r in own[own["fact_id"] == kafka].itertuples()} == {
+        ("Praha", "label"),
+        ("Praze", "inflected"),
+        ("Hlavní město Praha", "alias"),
+    }
+    assert set(own[(own["fact_id"] == hav) & (own["source"] == "inflected")]["form"]) == {"Prahou"}
+    # both inflections are forms of Q10 (scored as candidates for every prompt)
+    assert {"Praze", "Prahou"} <= set(
+        forms[(forms["entity"] == "Q10") & (forms["source"] == "inflected")]["form"]
+    )
+    gt = prompts[prompts["verbalization"] == "gt"].set_index("fact_id")["prompt_id"]
+    lps = {
+        kafka: {"Hlavní město Praha": -0.1, "Prahou": -0.5, "Praze": -2.5, "Praha": -3.0},
+        hav: {"Praze": -0.2, "Prahou": -1.5, "Praha": -3.0, "Hlavní město Praha": -4.0},
+    }
+    rows = [(gt[f], f, "Q10", "cs", form, lp) for f, by in lps.items() for form, lp in by.items()]
+    rows += [(gt[f], f, "Q30", "cs", "Brno", -1.0) for f in lps]
+    scores = pd.DataFrame(rows, columns=["prompt_id", "fact_id", "entity", "lang", "form", "logprob"])
+    scores["n_tokens"] = 1
+    cands = pd.DataFrame(
+        {
+            "fact_id": [kafka, hav],
+            "entity": "Q30",
+            "role": "distractor",
+            "strategy": "pool",
+            "rank": 1,
+            "lang": "cs",
+        }
+    )
+    correct = correct_entities(facts)
+    form_rows = pd.concat(
+        [forms, pd.DataFrame({"entity": ["Q30"], "lang": ["cs"], "form": ["Brno"], "source": ["label"]})]
+    )
+    form_rows = full("forms", form_rows)
+
+    def ranks(correct_set, own_rows):
+        kept = correct_form_scores(scores, correct, form_rows, correct_set, own_rows)
+        got = ranking_per_prompt(entity_scores(full("scores", kept)), prompts, cands, correct)
+        return dict(zip(got["fact_id"], got["rank"], strict=True))
+
+    assert ranks("table1", own) == {kafka: 2, hav: 2}
+    assert ranks("wide", own) == {kafka: 1, hav: 2}
+    # the pooled set (no per-row forms): every row's inflections count, both rank 1
+    assert ranks("table1", None) == {kafka: 1, hav: 1}

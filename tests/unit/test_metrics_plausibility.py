@@ -135,14 +135,54 @@ def test_per_fact_per_style_and_plausibility_mean_of_nine():
     means = out.groupby(["lang", "verbalization", "style", "shots", "measure"])["value"].mean().reset_index()
     score = plausibility_score(means)
     assert int(score["n_parts"].iloc[0]) == 9
-    # PLAUSIBILITY: accuracy, MRR and the standard NDCG, not the min-max variant.
-    main = out[out["measure"].isin(["plaus_acc", "plaus_rr", "plaus_ndcg"])]
+    # PLAUSIBILITY: accuracy, MRR and the headline (min-max) NDCG, not the standard one.
+    main = out[out["measure"].isin(["plaus_acc", "plaus_rr", "plaus_ndcg_minmax"])]
     assert score["value"].iloc[0] == pytest.approx(main["value"].mean())
     # plaus_ndcg_minmax (exponential gain, min-max scale): the worst order (grades 1, 2, 3) is 0,
     # so the question's value is (DCG - worst) / (ideal - worst).
     q_worst = 1 + (2**2 - 1) / L2(3) + (2**3 - 1) / L2(4)
     assert got[("question", "plaus_ndcg_minmax")] == pytest.approx((q_dcg - q_worst) / (q_idcg - q_worst))
     assert got[("statement", "plaus_ndcg_minmax")] == 1.0 == got[("statement", "plaus_ndcg")]
+
+
+def test_headline_ndcg_is_min_max_and_enters_plausibility():
+    """One prompt, three scenarios: the fact (grade 3) second, behind alternative A (grade 2),
+    alternative B (grade 1) last, so the ranked grades are [2, 3, 1]. By hand:
+
+    standard (plaus_ndcg): DCG = 2 + 3 / log2 3 + 1 / 2 = 4.392789, ideal 3 + 2 / log2 3 + 1 / 2 =
+    4.761860, NDCG = 0.922495;
+    min-max (plaus_ndcg_minmax, gains 2^g - 1 = 3, 7, 1): DCG = 3 + 7 / log2 3 + 1 / 2 = 7.916508,
+    ideal 7 + 3 / log2 3 + 1 / 2 = 9.392789, worst 1 + 3 / log2 3 + 7 / 2 = 6.392789,
+    NDCG = 1.523719 / 3 = 0.507906;
+    PLAUSIBILITY of the one style = (acc 0 + RR 0.5 + headline 0.507906) / 3 = 0.335969 (with the
+    standard NDCG it would be 0.474165)."""
+    assert plausibility.HEADLINE == "plaus_ndcg_minmax"
+    assert plausibility.PARTS == ["plaus_acc", "plaus_rr", "plaus_ndcg_minmax"]
+    facts = pd.DataFrame({"fact_id": ["F"], "subject": ["S"], "property": ["P"], "object": ["O"]})
+    prompts = full_prompt_frame(pd.DataFrame({"prompt_id": ["p"], "fact_id": ["F"]}))
+    cands = pd.DataFrame(
+        {
+            "fact_id": "F",
+            "entity": ["O", "A", "B"],
+            "role": ["object", "distractor", "distractor"],
+            "strategy": ["object", "cooccur", "cooccur"],
+            "rank": [0, 1, 2],
+        }
+    )
+    scores = pd.DataFrame(
+        {"prompt_id": "p", "entity": ["O", "A", "B"], "form": ["o", "a", "b"], "logprob": [-2.0, -1.0, -3.0]}
+    ).assign(n_tokens=1)
+    out = plausibility_per_fact(
+        entity_scores(full("scores", scores)), prompts, full("candidates", cands), facts, ["cooccur"]
+    )
+    got = out.set_index("measure")["value"]
+    assert (got["plaus_acc"], got["plaus_rr"]) == (0.0, 0.5)
+    assert got["plaus_ndcg"] == pytest.approx(0.922495, abs=1e-6)
+    assert got["plaus_ndcg_minmax"] == pytest.approx(0.507906, abs=1e-6)
+    means = out.groupby(["lang", "verbalization", "style", "shots", "measure"])["value"].mean().reset_index()
+    score = plausibility_score(means)
+    assert int(score["n_parts"].iloc[0]) == 3
+    assert score["value"].iloc[0] == pytest.approx(0.335969, abs=1e-6)
 
 
 def test_plausibility_per_fact_matches_scalar_reference_on_random_scores():

@@ -135,3 +135,35 @@ def test_paper_config_dry_runs(path):
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     out = run.stdout + run.stderr
     assert "compute_metrics" in out and "download_dump" in out
+
+
+def test_fluent_table1_plans_from_the_release_alone():
+    """Table 1's suite (fluent_slavic) reads the release alone: planning its measures schedules
+    no dump download or extraction and no translation (nor the translating model)."""
+    if not (ROOT.parent / "shared" / "data" / "fluent-mlama" / "fixed_data" / "fixed_data.zip").is_file():
+        pytest.skip("the Fluent-mLAMA release is not beside the repository (../shared/data/fluent-mlama)")
+    path = ROOT / "config" / "papers" / "fluent-mlama.yaml"
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "workflow" / "scripts"))
+    target = "results/metrics/fluent_slavic/summary.csv"
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            "--configfile",
+            str(path),
+            "--replace-workflow-config",
+            target,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    jobs = {line.split()[0] for line in run.stdout.split("Job stats:")[1].split("\n\n")[0].splitlines()[3:]}
+    assert {"build_probes", "retrieve_distractors", "score_shard", "compute_metrics"} <= jobs
+    assert not jobs & {"download_dump", "extract_dump", "translate_prompts", "temporal_view"}
+    assert "qwen2.5-7b-instruct" not in run.stdout  # the translating model is not prepared

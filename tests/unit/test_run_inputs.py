@@ -216,3 +216,38 @@ def test_sharded_retrieval_reads_one_preparation_per_suite():
     assert "claims" not in I.prepare_inputs(
         {"strategies": ["pool"], "pool_source": "dataset", "dump": "1"}, omega, [], "i"
     )
+
+
+def test_release_only_suites_read_no_dump_and_are_not_translated():
+    """config/papers/fluent-mlama.yaml: the two suites read from the Fluent-mLAMA release with the
+    release's string pool (pool_source: dataset) read no dump table (no download, extraction or
+    Ω tables) and are not translated; the template suite built from the dump is both."""
+    import yaml
+    from demo_config import SCHEMAS as schemas
+    from factprobe.registry import read_config, resolve_config_paths
+
+    raw = yaml.safe_load((ROOT / "config" / "papers" / "fluent-mlama.yaml").read_text())
+    cfg = read_config(resolve_config_paths(raw, ROOT), schemas / "config.schema.yaml")
+    assert R.release_only_suites(cfg) == ["fluent_slavic", "fluent_other"]
+    assert R.translated_suites(cfg) == ["fluent_pipeline"]
+    run = R.resolve(cfg, {}, {})
+    args = (run.template_sets, extract, ["lib.py"], "d/{old}_{new}/changes", "t/{dump}/temporal")
+    alone = I.probe_inputs(cfg, "fluent_slavic", *args, release_only=True)
+    assert set(alone) == {"templates", "lib"}
+    assert not any(str(p).startswith("w/") for p in alone["templates"])
+    built = I.probe_inputs(cfg, "fluent_pipeline", *args)
+    assert built["claims"] == "w/20210104/claims"
+    probes = {"facts": "p/{suite}/facts", "entity_forms": "p/{suite}/entity_forms"}
+    assert I.omega_inputs(cfg, "fluent_slavic", probes, extract, True) == {
+        "facts": "p/fluent_slavic/facts",
+        "entity_forms": "p/fluent_slavic/entity_forms",
+    }
+    assert I.omega_inputs(cfg, "fluent_pipeline", probes, extract)["claims"] == "w/20210104/claims"
+
+    def entity_pool(config):
+        config["distractors"]["pool_source"] = "relation"
+
+    edited = yaml.safe_load((ROOT / "config" / "papers" / "fluent-mlama.yaml").read_text())
+    entity_pool(edited)
+    cfg = read_config(resolve_config_paths(edited, ROOT), schemas / "config.schema.yaml")
+    assert R.release_only_suites(cfg) == []  # an entity pool needs the dump's objects and Ω

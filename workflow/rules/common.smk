@@ -49,6 +49,10 @@ DUMP_ROWS = {row["dump"]: row for row in DUMPS}
 MODEL_ROWS = {row["name"]: row for row in MODELS}
 SUITES = CFG.suites
 MULTILINGUAL_SUITES = [s for s, block in SUITES.items() if block.kind == "multilingual"]
+# Multilingual suites the translate stage verbalizes (not a release's own sentences).
+TRANSLATED_SUITES = R.translated_suites(CFG)
+# Suites that read the Fluent-mLAMA release alone: no download, extraction or translation.
+RELEASE_ONLY = R.release_only_suites(CFG)
 # Suites imported from a released benchmark (rule import_released) vs built from the dump
 # (build_probes + retrieve_distractors): disjoint wildcard constraints pick the rule.
 RELEASED_SUITES = R.suite_pattern(R.released_suites(CFG), "no-released-suite")
@@ -183,7 +187,8 @@ def released_inputs(wildcards):
 def probe_inputs(wildcards):
     paths = rules.diff_dumps.output.changes, rules.temporal_view.output.temporal
     args = CFG, wildcards.suite, RUN.template_sets, extract_table
-    return I.probe_inputs(*args, library("build_probes.py"), *paths)
+    only = wildcards.suite in RELEASE_ONLY
+    return I.probe_inputs(*args, library("build_probes.py"), *paths, release_only=only)
 
 
 # --- distractors -------------------------------------------------------------------------
@@ -195,7 +200,7 @@ def uses_appropt(suite):
 
 def omega_inputs(suite):
     probes = rules.build_probes.output
-    return I.omega_inputs(CFG, suite, probes, extract_table)
+    return I.omega_inputs(CFG, suite, probes, extract_table, suite in RELEASE_ONLY)
 
 
 def sem_index_types(wildcards):
@@ -213,7 +218,8 @@ def sem_index_parts(wildcards):
 
 def retrieve_inputs(wildcards):
     """One job (distractors.shards 1): as retrieve_shard_inputs; else the suite's shards."""
-    if CFG.distractors.shards == 1:
+    # A release-only suite has no Ω to shard by subject: one job.
+    if CFG.distractors.shards == 1 or wildcards.suite in RELEASE_ONLY:
         return retrieve_shard_inputs(wildcards)
     facts, lib = rules.build_probes.output.facts, library("retrieve_distractors.py")
     out, shards = rules.retrieve_shard.output, CFG.distractors.shards
@@ -231,7 +237,11 @@ def retrieve_shard_inputs(wildcards):
         omega,
         lib,
         *paths,
-        I.shard_prepared(wildcards.suite, shards, prepared),
+        (
+            None
+            if wildcards.suite in RELEASE_ONLY
+            else I.shard_prepared(wildcards.suite, shards, prepared)
+        ),
     )
 
 
@@ -264,7 +274,7 @@ def suite_table_inputs(suite):
         "candidates": found.candidates.format(suite=suite),
         "forms": found.forms.format(suite=suite),
     }
-    if suite in MULTILINGUAL_SUITES and CFG.scoring.include_translated:
+    if suite in TRANSLATED_SUITES and CFG.scoring.include_translated:
         translated = rules.translate_prompts.output
         files["translated_prompts"] = translated.prompts.format(suite=suite)
         files["translated_forms"] = translated.forms.format(suite=suite)
@@ -384,7 +394,9 @@ def report_inputs(wildcards):
     suites = list(SUITES)
     checked = I.report_control_suites(CFG, SCORE_MODELS)
     trained = I.report_control_model_suites(CFG, SCORE_MODELS, MODEL_ROWS)
-    extracted = R.dumps_read_by(CFG, R.built_suites(CFG))
+    extracted = R.dumps_read_by(
+        CFG, [s for s in R.built_suites(CFG) if s not in RELEASE_ONLY]
+    )
     return {
         "board": rules.leaderboard.output.board,
         "paired": rules.leaderboard.output.paired,

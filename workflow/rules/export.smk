@@ -32,7 +32,7 @@ EXPORT_INPUTS = {
                     suite=s
                 ),
             }
-            if s in MULTILINGUAL_SUITES and TRANSLATED_EXPORT
+            if s in TRANSLATED_SUITES and TRANSLATED_EXPORT
             else {}
         ),
     }

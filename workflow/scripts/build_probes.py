@@ -16,9 +16,10 @@ facts, prompts, _ = build_suite(
     snakemake.wildcards.suite,
     dict(snakemake.params.suite),
     dict(snakemake.params.sets),
-    snakemake.input.claims,
-    snakemake.input.entities,
-    list(snakemake.input.labels),
+    # A suite that reads the Fluent-mLAMA release alone has no dump tables among its inputs.
+    snakemake.input.get("claims"),
+    snakemake.input.get("entities"),
+    list(snakemake.input.get("labels", [])),
     snakemake.input.get("changes"),
     snakemake.input.get("temporal"),
     forms_path=snakemake.output.entity_forms,

@@ -57,9 +57,16 @@ else:
         )
     # Shards map the suite's types and forms, prepared once (rule prepare_retrieval).
     prepared = snakemake.input.prepared if "prepared" in snakemake.input.keys() else None
-    facts, entity_forms, claims, omega = load_suite_omega(
-        snakemake.input, p, snakemake.threads, memory_mb, only, prepared
-    )
+    if "claims" in snakemake.input.keys():
+        facts, entity_forms, claims, omega = load_suite_omega(
+            snakemake.input, p, snakemake.threads, memory_mb, only, prepared
+        )
+    else:
+        # A suite that reads the release alone: its pool is the release's strings, no Ω.
+        facts = contracts.read("facts", snakemake.input.facts)
+        entity_forms = contracts.read("entity_forms", snakemake.input.entity_forms)
+        claims, omega = None, None
+        log.info("release-only suite: no dump tables, no Ω (pool_source: dataset)")
     settings = load(Retrieve, p, f"distractors of suite {snakemake.wildcards.suite}")
     index = None
     if "index" in snakemake.input.keys():
@@ -79,7 +86,10 @@ else:
     candidates = retrieve(facts, omega, settings, index, past, cooccur, entity_forms, only)
     forms = forms_of_candidates(candidates, entity_forms)
     log_resident(log, "retrieval", memory_mb, mem_mb)
-    log.info("Ω read the forms of %d entities; resident MB by kind %s", omega.forms_read, resident_split_mb())
+    if omega is not None:
+        log.info(
+            "Ω read the forms of %d entities; resident MB by kind %s", omega.forms_read, resident_split_mb()
+        )
 found = candidates[candidates["role"] == "distractor"].groupby(["strategy"]).size()
 log.info(
     "distractors per strategy: %s; %d forms of %d entities",

@@ -95,11 +95,16 @@ def probe_inputs(
     lib: list[str],
     changes: str,
     temporal: str,
+    release_only: bool = False,
 ) -> dict:
     """Extraction tables of the suite's dump (``extract(name, dump)``), labels of its label dumps,
     its templates, the diff of a plausibility suite (``changes``, ``{old}``/``{new}``), the
-    temporal view of a ``temporal_only`` suite (``temporal``, ``{dump}``) and a listed-facts file."""
+    temporal view of a ``temporal_only`` suite (``temporal``, ``{dump}``) and a listed-facts file.
+    A suite that reads the release alone (``release_only``,
+    :func:`factprobe.run_settings.reads_release_only`) gets its templates and library only."""
     block = cfg.suites[suite]
+    if release_only:
+        return {"templates": template_files(cfg, suite, template_sets), "lib": lib}
     files = {
         "claims": extract("claims", block.dump),
         "entities": extract("entities", block.dump),
@@ -209,11 +214,18 @@ def library_inputs(script: str, scripts: Path, cwd: str | Path) -> list[str]:
 
 
 def omega_inputs(
-    cfg: Config, suite: str, probes: Mapping[str, str], extract: Callable[[str, str], str]
+    cfg: Config,
+    suite: str,
+    probes: Mapping[str, str],
+    extract: Callable[[str, str], str],
+    release_only: bool = False,
 ) -> dict:
     """Tables Ω(f) needs: the suite's facts and entity forms (``probes``: build_probes' output
-    templates), the types of its label dumps and the claims of its dump."""
+    templates), the types of its label dumps and the claims of its dump; the facts and forms
+    only for a suite that reads the release alone (no Ω: its pool is the release's strings)."""
     block = cfg.suites[suite]
+    if release_only:
+        return {name: probes[name].format(suite=suite) for name in ("facts", "entity_forms")}
     return {
         "facts": probes["facts"].format(suite=suite),
         "entity_forms": probes["entity_forms"].format(suite=suite),

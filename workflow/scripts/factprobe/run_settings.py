@@ -85,6 +85,31 @@ def built_suites(cfg: Config) -> list[str]:
     return [s for s, block in cfg.suites.items() if not block.source.imported]
 
 
+def reads_release_only(cfg: Config, suite: str) -> bool:
+    """Whether a suite reads the Fluent-mLAMA release alone, no dump table: its prompts and forms
+    come from the release (``source.format: fluent-mlama``) and its only distractors are the
+    release's string pool (strategy ``pool``, ``pool_source: dataset``), which needs neither Ω
+    nor types. Such a suite plans no download or extraction, and no translation (its sentences
+    are the release's)."""
+    if cfg.suites[suite].source.format != "fluent-mlama":
+        return False
+    strategies = set(D.canonical(list(S.suite_distractors(cfg, suite)["strategies"])))
+    return strategies == {"pool"} and bool(S.suite_retrieve(cfg, suite).get("dataset"))
+
+
+def release_only_suites(cfg: Config) -> list[str]:
+    """The suites of :func:`reads_release_only`, in config order."""
+    return [s for s in cfg.suites if reads_release_only(cfg, s)]
+
+
+def translated_suites(cfg: Config) -> list[str]:
+    """Multilingual suites whose prompts the translate stage turns into sentences: those built
+    from templates (a released suite's sentences are the release's own)."""
+    return [
+        s for s, block in cfg.suites.items() if block.kind == "multilingual" and block.source.format == "dump"
+    ]
+
+
 def resolve(cfg: Config, dump_rows: dict[str, dict], model_rows: dict[str, dict]) -> RunSettings:
     """Every per-suite, per-model and per-dump setting of one run (``common.smk`` reads these)."""
     suites = cfg.suites

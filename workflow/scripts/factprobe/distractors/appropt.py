@@ -7,21 +7,27 @@ reference implementation (which runs its search per template sentence), the sear
 cloze sentence**: every prompt of the fact in ``lang`` and ``styles`` gets its own list, and
 K(f|c) of that sentence uses that list (rows carry the sentence's ``prompt_id``).
 
-* **Trie ids = scoring's ids.** A form's path is the continuation ids scoring gives the pair
-  (prompt, form): joint tokenization split at the prompt's end, end marker appended
+* **Trie ids = scoring's ids.** A label's path is the continuation ids scoring gives the pair
+  (prompt, label): joint tokenization split at the prompt's end, the model's end token appended
+  and, under ``prompt_format: chat``, the chat template's head before the prompt
   (:meth:`factprobe.lm.api.LM.continuation_paths`), so a distractor's score is its scoring
-  log-likelihood log Pr(λ + EOS | c). A pair whose encoding merges across the prompt's end is not
+  log-likelihood log Pr(λ + end | c). A pair whose encoding merges across the prompt's end is not
   a path after the prompt: it is left out and counted.
-* **Pool.** The Ω-valid entities of o's declared types (o and the valid objects left out, so the
-  beam is not spent on them; the reference put them in, widened the beam by their number and
-  dropped them after). For a huge type (humans: millions of labels) the pool is capped at
-  ``max_candidates``: the first ``max_candidates`` Ω-valid members by a cheap prior (sitelinks
-  when the rule gives them, else ascending id); how many members were cut is logged.
-* **Search.** Each beam step is a batch-invariant packed pass (:mod:`factprobe.lm.beam`), so a
-  sentence's beams do not depend on the others searched with it; sentences of many facts
-  share each forward pass, about ``batch_rows`` beam rows per batch. Several forms of one entity
-  can take several beams, so fewer than n distinct entities may come back (the paper notes
-  this); the count is recorded in ``found``.
+* **One label per entity**, as the reference (DistFactAssessLM) builds its trie: the entity's
+  label in ``lang`` (its first ``label`` form; an entity without one, its first form). Aliases
+  are no paths, so they cannot take beams from other entities; namesakes share one path and
+  score and each is a distractor.
+* **Pool.** The Ω-valid entities of o's declared types, plus the fact's valid objects (o and
+  ``objects``). For a huge type (humans: millions of labels) the Ω-valid members are capped at
+  ``max_candidates``: the first ``max_candidates`` by a cheap prior (sitelinks when the rule gives
+  them, else ascending id); how many members were cut is logged.
+* **Search.** As the reference, the beam is n + |valid objects in the trie| wide and the first n
+  hypotheses that are not valid objects are kept. With one path per entity a sentence gets fewer
+  than n only when its pool has fewer than n Ω-valid entities with a path (the paper's other
+  cause, one label tokenized two ways, cannot arise: a pair has one encoding); both counts are
+  logged (``found`` per row). Each beam step is a batch-invariant packed pass
+  (:mod:`factprobe.lm.beam`), so a sentence's beams do not depend on the others searched with it;
+  sentences share each forward pass, about ``batch_rows`` beam rows per batch.
 """
 
 from __future__ import annotations
@@ -64,15 +70,27 @@ class Counts:
     cut: int = 0
     merged: int = 0
     ordered: dict = field(default_factory=dict)
+    #: Sentences with fewer than n distractors: the pool had fewer than n paths / for another cause.
+    short_pool: int = 0
+    short_other: int = 0
+
+
+def entity_labels(entity_forms: pd.DataFrame, lang: str) -> dict[int, str]:
+    """One label per entity in ``lang`` (module docstring): its first ``label`` form, else its
+    first form."""
+    f = entity_forms[entity_forms["lang"] == lang]
+    if "source" in f.columns:
+        f = f.assign(_label=f["source"] != "label").sort_values("_label", kind="stable")
+    return f.assign(id=id_ints(f["entity"])).groupby("id", sort=False)["form"].first().to_dict()
 
 
 def build_trie(
-    lm: LM, prompt: str, pool: list[int], forms: dict[int, list[str]], lang: str
+    lm: LM, prompt: str, pool: list[int], labels: dict[int, str], lang: str
 ) -> tuple[list[int], TokenTrie, int]:
-    """The context ids of ``prompt`` and the trie of every form (in ``lang``) of every entity of
-    ``pool``, with scoring's continuation ids; leaves hold ``(entity, form)``. Also returns the
-    number of pairs left out (joint encoding merged across the prompt's end)."""
-    pairs = [(e, f) for e in pool for f in forms.get(e, ())]
+    """The context ids of ``prompt`` and the trie of the label (in ``lang``) of every entity of
+    ``pool`` that has one, with scoring's continuation ids; leaves hold ``(entity, label)``. Also
+    returns the number of pairs left out (joint encoding merged across the prompt's end)."""
+    pairs = [(e, labels[e]) for e in pool if e in labels]
     prefix, paths = lm.continuation_paths(prompt, [f for _, f in pairs], lang)
     trie = TokenTrie(lm.eos_id)
     merged = 0
@@ -128,24 +146,33 @@ def appropt_distractors(
 ) -> pd.DataFrame:
     """ApprOpt rows (candidates columns, strategy ``appropt``) for every cloze sentence of a fact.
 
-    Extra columns: ``score`` (log Pr(λ + EOS | c) of the best form found, = its scoring
-    log-likelihood), ``form``, ``prompt_id`` (the sentence c searched; its list is Δn(f) for c
-    only) and ``found`` (distinct entities found for the sentence, ≤ n). The search is the
-    model's :meth:`trie_search` (a backend without one cannot run ApprOpt).
+    Extra columns: ``score`` (log Pr(λ + end | c) of the label, = its scoring log-likelihood),
+    ``form`` (the label), ``prompt_id`` (the sentence c searched; its list is Δn(f) for c only)
+    and ``found`` (distinct entities found for the sentence, ≤ n). The beam is ``width`` (default
+    n) + the number of the fact's valid objects in the trie wide (module docstring). The search
+    is the model's :meth:`trie_search` (a backend without one cannot run ApprOpt).
     """
     width = width or n
     chosen = sentence_prompts(prompts, lang, styles or ["completion", "statement", "question"])
-    f = entity_forms[entity_forms["lang"] == lang]
-    forms = f.assign(id=id_ints(f["entity"])).groupby("id")["form"].agg(list).to_dict()
+    labels = entity_labels(entity_forms, lang)
     records = list(facts.merge(chosen, on="fact_id", how="inner").itertuples(index=False))
     counts = Counts()
     searched = _search(
-        lm, records, omega, forms, lang, width, max(1, batch_rows // width), (max_candidates, prior, counts)
+        lm, records, omega, labels, lang, width, max(1, batch_rows // width), (max_candidates, prior, counts)
     )
-    rows = [row for rec, hyps in zip(records, searched, strict=True) for row in _sentence_rows(rec, hyps, n)]
+    rows = []
+    for rec, (hyps, valid, pool_paths) in zip(records, searched, strict=True):
+        got = _sentence_rows(rec, hyps, n, valid)
+        rows += got
+        if len(got) < n:
+            if pool_paths < n:
+                counts.short_pool += 1
+            else:
+                counts.short_other += 1
     log.info(
-        "appropt: %d sentences of %d facts, %d distractors (n=%d, width=%d); pool capped at %s for %d "
-        "facts (%d type members cut); %d (sentence, form) pairs merged across the prompt's end left out",
+        "appropt: %d sentences of %d facts, %d distractors (n=%d, width=%d + valid objects); pool capped "
+        "at %s for %d facts (%d type members cut); %d (sentence, label) pairs merged across the "
+        "prompt's end left out; fewer than n: %d sentences whose pool has fewer than n labels, %d others",
         len(records),
         len({r.fact_id for r in records}),
         len(rows),
@@ -155,7 +182,13 @@ def appropt_distractors(
         counts.capped,
         counts.cut,
         counts.merged,
+        counts.short_pool,
+        counts.short_other,
     )
+    if counts.short_other:
+        log.warning(
+            "appropt: %d sentences with a pool of n labels or more got fewer than n", counts.short_other
+        )
     out = pd.DataFrame(rows, columns=APPROPT_COLUMNS)
     out["rank"] = out["rank"].astype("int32")
     out["relevance"] = out["relevance"].astype("float64")
@@ -177,41 +210,63 @@ APPROPT_COLUMNS = [
 ]
 
 
+def valid_objects(rec) -> list[int]:
+    """The fact's valid objects (``object`` and ``objects``): in the trie, never kept."""
+    objs = [rec.object, *(list(rec.objects) if getattr(rec, "objects", None) is not None else [])]
+    return sorted({id_int(o) for o in objs})
+
+
 def _search(
-    lm: LM, records: list, omega: Omega, forms: dict, lang: str, width: int, batch: int, cap: tuple
-) -> list[list[Hyp]]:
-    """The trie search of every sentence, ``batch`` sentences per forward pass. A fact's pool is
-    drawn once (``cap``: max_candidates, prior, counts); each sentence's trie has its own ids."""
+    lm: LM, records: list, omega: Omega, labels: dict, lang: str, width: int, batch: int, cap: tuple
+) -> list[tuple[list[Hyp], set[int], int]]:
+    """The trie search of every sentence, ``batch`` sentences per forward pass: per sentence its
+    hypotheses, the valid objects in its trie and the number of other labels in it. A fact's pool
+    is drawn once (``cap``: max_candidates, prior, counts); each sentence's trie has its own ids.
+    Sentences of one batch are searched in groups of equal width (batch-invariant: the same
+    result as alone)."""
     max_candidates, prior, counts = cap
-    searched: list[list[Hyp]] = []
-    pool_of: tuple[str, list[int]] = ("", [])
+    searched: list[tuple[list[Hyp], set[int], int]] = []
+    pool_of: tuple[str, list[int], list[int]] = ("", [], [])
     with tqdm(total=len(records), desc="appropt", mininterval=5) as bar:
         for start in range(0, len(records), batch):
             chunk = records[start : start + batch]
-            tries, prefixes = [], []
+            prepared = []
             for rec in chunk:
                 if pool_of[0] != rec.fact_id:  # records come by fact: a pool serves its sentences
                     s, r, o = id_int(rec.subject), id_int(rec.property), id_int(rec.object)
-                    pool_of = (rec.fact_id, candidate_pool(omega, s, r, o, max_candidates, prior, counts))
+                    pool = candidate_pool(omega, s, r, o, max_candidates, prior, counts)
+                    pool_of = (rec.fact_id, pool, valid_objects(rec))
                 prompt = str(rec.context or "") + str(rec.text)
-                prefix, trie, merged = build_trie(lm, prompt, pool_of[1], forms, lang)
+                prefix, trie, merged = build_trie(lm, prompt, [*pool_of[1], *pool_of[2]], labels, lang)
                 counts.merged += merged
-                tries.append(trie)
-                prefixes.append(prefix)
-            searched += lm.trie_search(prefixes, tries, width)
+                in_trie = {e for _, leaf in trie.paths() for e, _ in leaf}
+                valid = set(pool_of[2]) & in_trie
+                prepared.append((prefix, trie, valid, len(in_trie - valid)))
+            results: list = [None] * len(prepared)
+            for w in sorted({width + len(p[2]) for p in prepared}):
+                idx = [i for i, p in enumerate(prepared) if width + len(p[2]) == w]
+                for i, hyps in zip(
+                    idx,
+                    lm.trie_search([prepared[i][0] for i in idx], [prepared[i][1] for i in idx], w),
+                    strict=True,
+                ):
+                    results[i] = hyps
+            searched += [(hyps, p[2], p[3]) for hyps, p in zip(results, prepared, strict=True)]
             bar.update(len(chunk))
     return searched
 
 
-def _sentence_rows(rec, hyps: list[Hyp], n: int) -> list[dict]:
-    """One sentence's rows: the best hypothesis of each distinct entity, at most ``n``, best first."""
+def _sentence_rows(rec, hyps: list[Hyp], n: int, valid: set[int] = frozenset()) -> list[dict]:
+    """One sentence's rows: the entities of the hypotheses, best first, valid objects left out, the
+    first ``n``."""
     seen: list[tuple[int, float, str]] = []
-    taken = set()
+    taken = set(valid)
     for _toks, score, leaf in hyps:
-        pick = next(((e, form) for e, form in sorted(leaf) if e not in taken), None)
-        if pick is not None:
-            taken.add(pick[0])
-            seen.append((pick[0], score, pick[1]))
+        # Namesakes share a path and its score: each is a distractor of its own.
+        for e, form in sorted(leaf):
+            if e not in taken:
+                taken.add(e)
+                seen.append((e, score, form))
     seen = seen[:n]
     return [
         {

@@ -74,20 +74,30 @@ class TokenTrie:
 
 
 def continuation_paths(
-    tokenizer: Any, prompt: str, continuations: Sequence[str], end: str = "eos"
+    tokenizer: Any,
+    prompt: str,
+    continuations: Sequence[str],
+    end: str = "eos",
+    *,
+    end_token: Any = None,
+    head: Sequence[int] | None = None,
 ) -> tuple[list[int], list[tuple[int, ...] | None]]:
     """The context ids of ``prompt`` and each continuation's ids as scoring encodes them.
 
     Each (prompt, continuation) pair goes through :func:`factprobe.lm.encoding.tokenize_pairs`,
     the one rule scoring uses (joint tokenization split at the prompt's end, end marker ``end``
-    appended), so a trie path scores exactly as the scorer's log-likelihood of that form. A pair
+    appended: the model's ``end_token``, and ``head`` before the prompt under ``prompt_format:
+    chat``, as :meth:`factprobe.lm.hf.HFCausalLM.loglikelihood` passes them), so a trie path
+    scores exactly as the scorer's log-likelihood of that form. A pair
     whose joint encoding merges across the prompt's end is scored by scoring as a difference of
     two requests, not a path after the prompt: it gets None (the caller leaves it out and counts
     it). The context is the same for every other pair (BOS + the prompt's own tokens).
     """
     if not continuations:
         return [], []
-    requests, plans = tokenize_pairs(tokenizer, [prompt] * len(continuations), list(continuations), end)
+    requests, plans = tokenize_pairs(
+        tokenizer, [prompt] * len(continuations), list(continuations), end, end_token=end_token, head=head
+    )
     prefix: tuple[int, ...] | None = None
     paths: list[tuple[int, ...] | None] = []
     for plan in plans:

@@ -160,11 +160,14 @@ class HFCausalLM(LM):
         self, prompt: str, forms: Sequence[str], lang: str
     ) -> tuple[list[int], list[tuple[int, ...] | None]]:
         """ApprOpt's trie paths: :func:`factprobe.lm.beam.continuation_paths` with this model's
-        continuation rule and end marker, i.e. the ids :meth:`loglikelihood` scores."""
+        continuation rule, end marker, end token and prompt format (chat head), i.e. the ids
+        :meth:`loglikelihood` scores."""
         from factprobe.lm.beam import continuation_paths
 
         conts = [self.continuation(f, lang) for f in forms]
-        return continuation_paths(self.tokenizer, prompt, conts, self.end_marker)
+        return continuation_paths(
+            self.tokenizer, prompt, conts, self.end_marker, end_token=self.end_token, head=self.head
+        )
 
     # -- operations ----------------------------------------------------------------------------
 

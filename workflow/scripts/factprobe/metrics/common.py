@@ -114,8 +114,27 @@ def correct_entities(facts: pd.DataFrame, source: str = "facts") -> pd.DataFrame
 CORRECT_FORM_SOURCES = {"table1": ("label", "inflected"), "wide": None}
 
 
+def own_form_table(facts: pd.DataFrame) -> pd.DataFrame | None:
+    """``(fact_id, lang, form, source)`` of the facts table's ``own_forms`` (a released
+    Fluent-mLAMA suite: the correct strings of each fact's own row per language,
+    :func:`factprobe.probes.fluent.row_correct_forms`); None when the column is absent."""
+    if "own_forms" not in facts.columns:
+        return None
+    rows = [
+        (str(fact_id), str(f["lang"]), str(f["form"]), str(f["source"]))
+        for fact_id, forms in zip(facts["fact_id"], facts["own_forms"], strict=True)
+        if forms is not None
+        for f in forms
+    ]
+    return pd.DataFrame(rows, columns=["fact_id", "lang", "form", "source"])
+
+
 def correct_form_scores(
-    scores: pd.DataFrame, correct: pd.DataFrame, forms: pd.DataFrame | None, correct_set: str = "wide"
+    scores: pd.DataFrame,
+    correct: pd.DataFrame,
+    forms: pd.DataFrame | None,
+    correct_set: str = "wide",
+    own: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """``scores`` without the rows of a correct object's forms that fall outside ``correct_set``.
 
@@ -123,28 +142,46 @@ def correct_form_scores(
     forms (both non-inflected and possibly inflected) of object NEs as correct ones"); aliases join
     only in the "wide" setting of §5.2. With ``table1`` a correct entity's score row is kept when
     its (entity, lang, form) has source ``label`` or ``inflected`` in ``forms``; distractors keep
-    every form (one competitor per entity, its best form). ``wide`` returns ``scores`` unchanged.
+    every form (one competitor per entity, its best form). ``wide`` keeps every form.
+
+    ``own`` (:func:`own_form_table`, a released Fluent-mLAMA suite): a fact with own rows in a
+    language counts only those strings, as the authors' loader takes the row's own label and
+    inflections (and aliases, wide), not the inflections the object got in other facts' sentences
+    (:mod:`factprobe.probes.fluent`, "Correct set per row").
     """
     if correct_set not in CORRECT_FORM_SOURCES:
         raise ValueError(f"correct_set {correct_set!r}: use one of {sorted(CORRECT_FORM_SOURCES)}")
     sources = CORRECT_FORM_SOURCES[correct_set]
-    if sources is None or scores.empty:
+    has_own = own is not None and not own.empty
+    if scores.empty or (sources is None and not has_own):
         return scores
-    if forms is None:
+    if forms is None and sources is not None:
         raise MetricsInputError(
             f"correct_set {correct_set}: the forms table (with its source column) is needed to tell "
             "labels from aliases; re-run retrieve_distractors"
         )
-    contracts.check(forms, "forms", "the suite's forms table")
-    allowed = forms[forms["source"].isin(sources)][["entity", "lang", "form"]].astype(str).drop_duplicates()
     key = ["entity", "lang", "form"]
     flags = (
         scores[["fact_id", *key]]
         .astype(str)
         .merge(correct.assign(_correct=True), on=["fact_id", "entity"], how="left")
-        .merge(allowed.assign(_allowed=True), on=key, how="left")
     )
-    keep = (flags["_correct"].isna() | flags["_allowed"].notna()).to_numpy()
+    if sources is None:
+        allowed = np.ones(len(flags), dtype=bool)
+    else:
+        contracts.check(forms, "forms", "the suite's forms table")
+        ok = forms[forms["source"].isin(sources)][key].astype(str).drop_duplicates()
+        allowed = flags.merge(ok.assign(_allowed=True), on=key, how="left")["_allowed"].notna().to_numpy()
+    if has_own:
+        mine = own if sources is None else own[own["source"].isin(sources)]
+        rowkey = ["fact_id", "lang", "form"]
+        in_own = flags.merge(mine[rowkey].drop_duplicates().assign(_own=True), on=rowkey, how="left")
+        has_row = flags.merge(
+            own[["fact_id", "lang"]].drop_duplicates().assign(_row=True), on=["fact_id", "lang"], how="left"
+        )
+        row_known = has_row["_row"].notna().to_numpy()
+        allowed = np.where(row_known, in_own["_own"].notna().to_numpy(), allowed)
+    keep = flags["_correct"].isna().to_numpy() | allowed
     dropped = int((~keep).sum())
     if dropped:
         log.info(

@@ -27,6 +27,7 @@ from .common import (
     correct_form_scores,
     entity_scores,
     object_slot_only,
+    own_form_table,
     prompt_frame,
 )
 from .meta import configuration_grid, verbalization_robustness
@@ -116,7 +117,7 @@ def suite_frame(inputs: SuiteInputs, settings: Metrics, correct_set: str = "wide
     cands["rank"] = pd.to_numeric(cands["rank"], errors="coerce").fillna(0)
     correct = correct_entities(facts)
     # fluent-mLAMA Table 1 vs §5.2: which forms of a correct object count (suites.<s>.correct_set).
-    scores = correct_form_scores(inputs.scores, correct, inputs.forms, correct_set)
+    scores = correct_form_scores(inputs.scores, correct, inputs.forms, correct_set, own_form_table(facts))
     ent = entity_scores(scores)
     log.info("%d scored (prompt, entity) pairs over %d prompts", len(ent), ent["prompt_id"].nunique())
     return SuiteFrame(inputs, settings, prompts, facts, cands, correct, scores, ent)

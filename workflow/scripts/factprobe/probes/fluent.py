@@ -19,7 +19,9 @@ Tables (docs/contracts.md layouts):
   ``fluent-mlama``, ``popularity`` = 0, one stratum), with ``short_gt``: the languages in which
   the fact's GT prompt is too short by the authors' ``exclude_short`` rule (evaluated here on the
   raw strings, :func:`short_gt_prompt`); the paper's aggregation leaves
-  those (fact, language) pairs out (``metrics.ranking_average: relation``);
+  those (fact, language) pairs out (``metrics.ranking_average: relation``); and ``own_forms``:
+  per language the object strings of the fact's own release row (:func:`row_correct_forms`),
+  the correct set the metrics stage ranks for that row;
 * ``prompts``: one row per fact × language × verbalization, ``verbalization`` = ``template`` /
   ``gt`` / ``chatgpt``, ``template_id`` = ``<PID>.<lang>.fluent-<verbalization>``, the text
   right-stripped (the release keeps the space before the object);
@@ -166,8 +168,32 @@ def _verbalized(row: dict, verb: str, fact_id: str, relation: str, lang: str, fo
     )
 
 
+def row_correct_forms(row: dict) -> list[tuple[str, str]]:
+    """``(form, source)`` of a release row's correct strings, as the authors' ``_prepare_completions``
+    reads the row (module docstring): ``obj_label`` (``label``), the GT and ChatGPT inflected
+    objects (``inflected``) and the aliases (``alias``, correct only in the wide setting); empty,
+    ``ERROR`` and pandas-NaN fields left out, stripped as the imported forms are."""
+    out = [(row["obj_label"].strip(), "label")]
+    for col in ("gt_infl_object", "chatgpt_infl_object"):
+        value = _usable(row.get(col))
+        if value and value not in PANDAS_NA:
+            out.append((value, "inflected"))
+    aliases = row.get("aliases") or ""
+    if aliases not in PANDAS_NA:
+        out += [(a.strip(), "alias") for a in aliases.split("|||") if a.strip()]
+    # One source per string, the first: a label listed among the aliases stays a label.
+    first: dict[str, str] = {}
+    for form, source in out:
+        if form:
+            first.setdefault(form, source)
+    return list(first.items())
+
+
 def _fact_table(
-    facts: dict[str, tuple[str, str, str]], short: dict[str, list[str]], seed: object
+    facts: dict[str, tuple[str, str, str]],
+    short: dict[str, list[str]],
+    seed: object,
+    own: dict[str, set[tuple[str, str, str]]],
 ) -> pd.DataFrame:
     """The facts table of the imported facts (one object each, no popularity strata)."""
     fact_table = pd.DataFrame(
@@ -179,6 +205,10 @@ def _fact_table(
     fact_table["split"] = assign_split(fact_table["fact_id"], seed)
     fact_table["dump"] = "fluent-mlama"
     fact_table["short_gt"] = [sorted(short.get(f, [])) for f in fact_table["fact_id"]]
+    fact_table["own_forms"] = [
+        [dict(lang=lang, form=form, source=src) for lang, form, src in sorted(own.get(f, ()))]
+        for f in fact_table["fact_id"]
+    ]
     return fact_table
 
 
@@ -217,6 +247,7 @@ def import_fluent_mlama(
         raise FluentError(f"unknown verbalization(s) {unknown}; choose from {list(VERBALIZATIONS)}")
     facts: dict[str, tuple[str, str, str]] = {}
     short: dict[str, list[str]] = {}
+    own: dict[str, set[tuple[str, str, str]]] = {}
     prompts, forms = [], []
     skipped: Counter = Counter()
     seen_langs = set()
@@ -241,6 +272,11 @@ def import_fluent_mlama(
             forms += [
                 (obj, lang, a.strip(), "alias") for a in (row.get("aliases") or "").split("|||") if a.strip()
             ]
+            # The row's own correct strings; its inflections are scored even where that
+            # verbalization's prompt is missing, since the row counts them for every prompt.
+            row_forms = row_correct_forms(row)
+            own.setdefault(fact_id, set()).update((lang, f, src) for f, src in row_forms)
+            forms += [(obj, lang, f, src) for f, src in row_forms if src == "inflected"]
             for verb in verbalizations:
                 prompt = _verbalized(row, verb, fact_id, relation, lang, forms)
                 if prompt is None:
@@ -254,7 +290,7 @@ def import_fluent_mlama(
         log.info(
             "Fluent-mLAMA: prompts not imported (ERROR or empty; 'all' = the whole fact): %s", dict(skipped)
         )
-    fact_table = _fact_table(facts, short, seed)
+    fact_table = _fact_table(facts, short, seed, own)
     prompt_table = _prompt_table(prompts)
     form_table = _form_table(forms)
     log.info(
