@@ -4,6 +4,7 @@ Each config validates against the schemas, passes the cross-key checks and plans
 (``snakemake -n --configfile ... --replace-workflow-config``) without touching the demo config.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -121,17 +122,74 @@ def test_fluent_mlama_protocol():
     assert translate["chat_template"] == "auto"
 
 
-@pytest.mark.parametrize("path", PAPERS, ids=lambda p: p.stem)
-def test_paper_config_dry_runs(path):
+def dry_run(path, *extra):
     env = dict(os.environ, PYTHONPATH=str(ROOT / "workflow" / "scripts"))
-    run = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--configfile", str(path), "--replace-workflow-config"],
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            "--configfile",
+            str(path),
+            "--replace-workflow-config",
+            *extra,
+        ],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
         timeout=600,
     )
+
+
+def judged_override(tmp_path):
+    """The distractors config's judged suite needs the reference's human scores, which never ship:
+    a two-triple stand-in in its format, given as metrics.human_alignment.path."""
+    judged = tmp_path / "wikidata_triples_to_human_scores.json"
+    judged.write_text('[[["Q361", "P276", "Q15"], 0.33], [["Q1163715", "P17", "Q30"], 0.07]]')
+    return ["--config", "metrics=" + json.dumps({"human_alignment": {"path": str(judged)}})]
+
+
+def test_judged_suite_is_on_and_its_absent_scores_stop_the_run():
+    """A suite named in human_alignment.suites is defined (never dropped in silence); without the
+    human scores file the run stops at start-up naming the file to supply."""
+    config = load(ROOT / "config" / "papers" / "distractors.yaml")
+    judged = config["suites"]["knowledge_judged"]
+    assert judged["source"]["format"] == "triples" and judged["templates"]["max_per_relation"] == 5
+    assert not (ROOT / judged["source"]["path"]).exists()
+    run = dry_run(ROOT / "config" / "papers" / "distractors.yaml")
+    assert run.returncode != 0
+    assert "wikidata_triples_to_human_scores.json does not exist" in run.stderr + run.stdout
+
+
+def test_human_alignment_check_names_what_is_missing(tmp_path):
+    from factprobe.settings import ConfigError, check_human_alignment
+
+    config = load(ROOT / "config" / "papers" / "distractors.yaml")
+    cfg = read_config(config, SCHEMAS / "config.schema.yaml")
+    with pytest.raises(ConfigError, match="human scores of suite 'knowledge_judged' are absent"):
+        check_human_alignment(cfg, workdir=ROOT)
+    (tmp_path / "resources" / "human").mkdir(parents=True)
+    (tmp_path / judged_path(config)).write_text("[]")
+    check_human_alignment(cfg, workdir=tmp_path)
+    config["metrics"]["human_alignment"]["suites"] = ["knowledge_judged", "nope"]
+    cfg = read_config(config, SCHEMAS / "config.schema.yaml")
+    with pytest.raises(ConfigError, match="names 'nope', which is not a suite"):
+        check_human_alignment(cfg, workdir=tmp_path)
+    config["metrics"]["human_alignment"]["suites"] = ["knowledge"]
+    cfg = read_config(config, SCHEMAS / "config.schema.yaml")
+    with pytest.raises(ConfigError, match="suite 'knowledge' has no judged triples"):
+        check_human_alignment(cfg, workdir=tmp_path)
+
+
+def judged_path(config):
+    return config["suites"]["knowledge_judged"]["source"]["path"]
+
+
+@pytest.mark.parametrize("path", PAPERS, ids=lambda p: p.stem)
+def test_paper_config_dry_runs(path, tmp_path):
+    run = dry_run(path, *(judged_override(tmp_path) if path.stem == "distractors" else []))
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     out = run.stdout + run.stderr
     assert "compute_metrics" in out and "download_dump" in out

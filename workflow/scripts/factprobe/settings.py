@@ -829,6 +829,39 @@ def check_cross_keys(cfg: Config, enabled: list[str], source: str = "config/conf
         )
 
 
+#: Where the distractors paper's human scores are published: the file a judged suite reads.
+HUMAN_SCORES_FILE = "wikidata_triples_to_human_scores.json (DistFactAssessLM, src/know/MinKAssess/)"
+
+
+def check_human_alignment(cfg: Config, source: str = "config/config.yaml", workdir: str | Path = ".") -> None:
+    """Every suite named in ``metrics.human_alignment.suites`` is defined and has its judged
+    triples: ``metrics.human_alignment.path`` or the suite's own ``source: triples`` file, which
+    must exist (relative to ``workdir``). A named suite is never dropped in silence: without the
+    human scores the run stops and names the file to supply."""
+    human = cfg.metrics.human_alignment
+    where = f"{source}: metrics.human_alignment"
+    for name in human.suites:
+        if name not in cfg.suites:
+            raise ConfigError(
+                f"{where}.suites names {name!r}, which is not a suite; define it (kind: knowledge, "
+                f"source: {{format: triples, path: <your copy of {HUMAN_SCORES_FILE}>}}) or drop the name"
+            )
+        path = human.path or (
+            cfg.suites[name].source.path if cfg.suites[name].source.format == "triples" else ""
+        )
+        if not path:
+            raise ConfigError(
+                f"{where}: suite {name!r} has no judged triples; set its source to "
+                f"{{format: triples, path: ...}} or metrics.human_alignment.path to {HUMAN_SCORES_FILE}"
+            )
+        if not (Path(workdir) / path).exists():
+            raise ConfigError(
+                f"{where}: the human scores of suite {name!r} are absent: {path} does not exist; "
+                f"supply {HUMAN_SCORES_FILE} there (the project ships no annotation data) or drop "
+                f"{name!r} from metrics.human_alignment.suites"
+            )
+
+
 #: Template formats that read one file or folder per suite language: a language they lack fails
 #: (yaml: Snakemake's MissingInputException on ``<lang>.yaml``; mpararel, xfactr: the job).
 PER_LANGUAGE_FORMATS = ("yaml", "mpararel", "xfactr")
