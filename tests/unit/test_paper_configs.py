@@ -4,6 +4,7 @@ Each config validates against the schemas, passes the cross-key checks and plans
 (``snakemake -n --configfile ... --replace-workflow-config``) without touching the demo config.
 """
 
+import copy
 import json
 import os
 import subprocess
@@ -62,6 +63,8 @@ def test_distractors_protocol():
     assert pairs["format"] == "verbalization-pairs" and pairs["path"].endswith("taxonomy/taxonomy_hichem.csv")
     sem = config["distractors"]["sem"]
     assert (sem["bag"], sem["namespace"], sem["reverse_features"]) == ("sets", "shared", False)
+    # ROUGE-L as the reference's rouge_l: LCS over the characters of the strings.
+    assert metrics["overlap"]["rouge_units"] == "characters"
 
 
 def test_probelm_protocol():
@@ -193,3 +196,83 @@ def test_paper_config_dry_runs(path, tmp_path):
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     out = run.stdout + run.stderr
     assert "compute_metrics" in out and "download_dump" in out
+
+
+#: Keys whose value is a paper's protocol, and the paper config that holds it.
+PROTOCOL_KEYS = {
+    "distractors.n": "distractors",
+    "distractors.appropt.n": "distractors",
+    "distractors.sem.reverse_features": "distractors",
+    "distractors.sem.bag": "distractors",
+    "distractors.sem.namespace": "distractors",
+    "distractors.pool_source": "fluent-mlama",
+    "distractors.pool_size": "fluent-mlama",
+    "distractors.cooccur.n": "probelm",
+    "metrics.ns": "distractors",
+    "metrics.short_lists": "distractors",
+    "metrics.overlap.rouge_units": "distractors",
+    "metrics.ranking_average": "fluent-mlama",
+    "metrics.ranking_ties": "fluent-mlama",
+    "metrics.belief_samplings": "belief",
+    "metrics.belief_bins": "belief",
+    "scoring.samples": "belief",
+}
+
+
+def effective(raw: dict, key: str):
+    cfg = read_config(raw, SCHEMAS / "config.schema.yaml")
+    value = cfg
+    for part in key.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def without(raw: dict, key: str) -> dict:
+    """A copy of ``raw`` without ``key`` (the library default applies)."""
+    out = copy.deepcopy(raw)
+    *path, last = key.split(".")
+    block = out
+    for part in path:
+        block = block.get(part, {})
+    block.pop(last, None)
+    return out
+
+
+def departures_block() -> str:
+    text = (ROOT / "config" / "config.yaml").read_text()
+    start = text.index("# Departures from the papers")
+    return text[start : text.index("\n\n", start)]
+
+
+def test_demo_says_where_it_departs_from_the_papers():
+    """Every protocol key on which the demo differs from its paper is named, with a reason, in the
+    demo config's departures block (e.g. Sem reverse features: on in the demo, off in §3.3)."""
+    demo = load(ROOT / "config" / "config.yaml")
+    block = departures_block()
+    differ = {
+        key
+        for key, paper in PROTOCOL_KEYS.items()
+        if effective(demo, key) != effective(load(ROOT / "config" / "papers" / f"{paper}.yaml"), key)
+    }
+    assert {
+        "distractors.sem.reverse_features",
+        "metrics.ranking_ties",
+        "metrics.overlap.rouge_units",
+    } <= differ
+    assert [key for key in sorted(differ) if key not in block] == []
+
+
+def test_library_defaults_that_differ_from_the_papers_are_documented():
+    """A default that is not its paper's choice is listed with its reason in config/README.md."""
+    demo = load(ROOT / "config" / "config.yaml")
+    readme = (ROOT / "config" / "README.md").read_text()
+    section = readme[readme.index("### Defaults that differ from the papers") :]
+    section = section[: section.index("\n## ")] if "\n## " in section else section
+    differ = {
+        key
+        for key, paper in PROTOCOL_KEYS.items()
+        if effective(without(demo, key), key)
+        != effective(load(ROOT / "config" / "papers" / f"{paper}.yaml"), key)
+    }
+    assert {"metrics.ranking_average", "metrics.ranking_ties", "distractors.pool_source"} <= differ
+    assert [key for key in sorted(differ) if f"`{key}`" not in section] == []

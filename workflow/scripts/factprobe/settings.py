@@ -306,7 +306,9 @@ class Distractors:
     form_threshold: float | None = 90
     valid_ranks: str = "non_deprecated"
     pool_size: int = 50
-    # fluent-mLAMA §3.1: the pool is every object of the relation in the dump ("suite": the suite's facts').
+    # Every object of the relation in the dump (entities, Ω-filtered; "suite": the suite's facts').
+    # Not Fluent-mLAMA's pool, which is "dataset" (§3.3: strings of the dataset's language-relation
+    # subset): a dump-built suite has no released subset, and entity candidates keep all their forms.
     pool_source: str = "relation"
     shards: int = 1
     cooccur: Cooccur = _default(Cooccur())
@@ -421,10 +423,11 @@ class Metrics:
     precision_ns: list[int] = _default([1, 5, 10])
     recall_ns: list[int] = _default([1, 2, 3, 4, 5])
     # Fluent-mLAMA Table 1 (metrics/fluent.py): "relation" = the paper's macro over relations,
-    # short-GT facts out; "facts" = the mean over all facts.
+    # short-GT facts out; "facts" = the mean over all facts, the default because the short-GT rule
+    # needs the authors' GT sentences, which a dump-built suite lacks.
     ranking_average: str = "facts"
-    # A distractor tying the best correct form: ranks above it ("fail") or below ("correct_first",
-    # the Fluent-mLAMA authors' stable sort).
+    # A distractor tying the best correct form: ranks above it ("fail", the default: a tie is not
+    # counted as known) or below ("correct_first", the Fluent-mLAMA authors' stable sort).
     ranking_ties: str = "fail"
     # Retrieval writes Temp+Sem as strategy temp+sem already (§3.3); extra concatenations only on request.
     combined_strategies: dict[str, list[str]] = _default({})
