@@ -196,6 +196,12 @@ def test_paper_config_dry_runs(path, tmp_path):
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     out = run.stdout + run.stderr
     assert "compute_metrics" in out and "download_dump" in out
+    if path.stem == "distractors":
+        # Table 3 (human_alignment on knowledge_judged), Table 4 (robustness_table on
+        # knowledge_pairs from Table 3's fold-best configurations), Fig. 4 (cloze_subsets).
+        for table in ("human_alignment", "robustness_table", "cloze_subsets", "generate_suite"):
+            assert f"rule {table}:" in out, table
+        assert "results/metrics/knowledge_pairs/robustness.csv" in out
 
 
 #: Keys whose value is a paper's protocol, and the paper config that holds it.
