@@ -65,6 +65,9 @@ def test_distractors_protocol():
     assert (sem["bag"], sem["namespace"], sem["reverse_features"]) == ("sets", "shared", False)
     # ROUGE-L as the reference's rouge_l: LCS over the characters of the strings.
     assert metrics["overlap"]["rouge_units"] == "characters"
+    # §4.2: B(c) over the beam grid for the Table 3 and Table 4 suites
+    assert config["scoring"]["beam_widths"] == [1, 2, 5, 10, 20, 30, 50, 100]
+    assert suites["knowledge_judged"]["generate"] == suites["knowledge_pairs"]["generate"] == "beams"
 
 
 def test_probelm_protocol():

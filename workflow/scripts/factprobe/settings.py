@@ -232,7 +232,8 @@ class Suite:
     distractors: DistractorOverride = _default(DistractorOverride())
     scoring: SuiteScoring = _default(SuiteScoring())
     # True: greedy answer + scoring.samples samples per prompt (BELIEF-ICL); "greedy": the greedy
-    # continuation alone (the overlap baselines of the distractors paper, Table 2).
+    # continuation alone; "beams": B(c), a beam search per width of scoring.beam_widths (the
+    # overlap baselines of the distractors paper, Table 2, §4.2).
     generate: bool | str = False
     temporal_only: bool = False
     layout: str = "cloze"
@@ -372,6 +373,8 @@ class Scoring:
     # BELIEF-ICL §3.2: prompts (one per pair, per prompt group) that get the samples; None = all.
     confidence_prompts: int | None = None
     max_new_tokens: int = 12
+    # Distractors paper §4.2: the beam widths of B(c) for suites with generate: beams.
+    beam_widths: list[int] = _default([1, 2, 5, 10, 20, 30, 50, 100])
     generation_batch_size: int = 16
     topk: int = 100
 

@@ -65,6 +65,7 @@ register_backend("hf", "factprobe.lm.hf:HFCausalLM")
 
 _LAZY = {
     "LM": "api",
+    "BeamRequest": "api",
     "GenerateRequest": "api",
     "GenerateResult": "api",
     "LoglikRequest": "api",

@@ -51,6 +51,10 @@ from .common import GROUP_KEYS
 HUMAN_COLUMNS = ["subject", "relation", "object", "score"]
 #: §4.2's grid of n (number of distractors, and n of Precision@n): {1, 2, 5, 10} ∪ {20, 40, ..., 200}.
 PAPER_GRID_NS = (1, 2, 5, 10, *range(20, 201, 20))
+#: §4.2: "the beam width parameter is varied in {1, 2, 5, 10, 20, 30, 50, 100}" (ROUGE-L,
+#: BERTScore: their per-fact rows carry the width as n; factprobe.scoring.generate.BEAM_GRID).
+BEAM_GRID = (1, 2, 5, 10, 20, 30, 50, 100)
+BEAM_MEASURES = ("rouge_l", "bertscore")
 #: The reference's ``KFold(..., shuffle=True, random_state=42)``.
 CV_SEED = 42
 #: Measures whose value at n is undefined for a fact with fewer than n distractors.
@@ -396,7 +400,9 @@ def measure_families(
     """
     table = per_fact[~per_fact["measure"].isin(["n_used", *chance_measures().values()])]
     if grid_ns is not None:
-        table = table[(table["n"] == 0) | table["n"].isin(list(grid_ns))]
+        # ROUGE-L and BERTScore: n is the beam width, gridded over §4.2's widths instead.
+        beam = table["measure"].isin(BEAM_MEASURES) & table["n"].isin(list(BEAM_GRID))
+        table = table[(table["n"] == 0) | table["n"].isin(list(grid_ns)) | beam]
     families: dict[str, list[dict]] = {}
     for config in configuration_grid(table, ("measure", "strategy", "n")):
         measure = config["measure"]
