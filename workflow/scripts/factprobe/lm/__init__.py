@@ -62,6 +62,7 @@ def load_model(row: Any, model_dir: Any = None, **settings: Any) -> Any:
 
 
 register_backend("hf", "factprobe.lm.hf:HFCausalLM")
+register_backend("masked", "factprobe.lm.masked:MaskedLM")
 
 _LAZY = {
     "LM": "api",
