@@ -127,6 +127,20 @@ def test_pair_from_row_cuts_both_sentences_before_the_object():
     assert record["corrected"] == "« Tokyo, Japan” is located in"
 
 
+def test_pair_from_row_reverses_a_subject_final_pair():
+    """The reference reverses a sentence ending with the subject into (o, r, s), s the answer."""
+    row = {
+        **ROW,
+        "verbalization": "Japan is the country of Tokyo, Japan",
+        "correction": "Japan is home to Tokyo, Japan",
+    }
+    record, why = pair_from_row(row, 5, "f")
+    assert why == "reversed" and record["reversed"] is True
+    assert (record["subject"], record["property"], record["object"]) == ("Q2", "P17", "Q1")
+    assert (record["subject_label"], record["object_label"]) == ("Japan", "Tokyo, Japan")
+    assert (record["flawed"], record["corrected"]) == ("Japan is the country of", "Japan is home to")
+
+
 @pytest.mark.parametrize(
     ("change", "why"),
     [

@@ -240,7 +240,7 @@ def test_prompt_without_greedy_continuation_gets_no_value():
     names = pd.DataFrame({"prompt_id": ["p1", "p2"], "fact_id": "f", "form": "Paris"})
     gens = pd.DataFrame({"prompt_id": ["p1"], "sample": [0], "text": ["Paris"], "logprob": [0.0]})
     out = overlap_per_prompt(gens, names)
-    assert out.to_dict("records") == [{"prompt_id": "p1", "fact_id": "f", "rouge_l": 1.0}]
+    assert out.to_dict("records") == [{"prompt_id": "p1", "fact_id": "f", "n": 0, "rouge_l": 1.0}]
 
 
 def test_registry_and_settings():
@@ -325,3 +325,21 @@ def test_rouge_l_in_human_alignment_table():
     out = human_alignment(per_fact, human, k=3)
     row = out[(out["family"] == "rouge_l") & (out["fold"] == -1)].iloc[0]
     assert row["test_tau"] == pytest.approx(1.0) and row["n_facts"] == 9
+
+
+def test_beam_widths_give_one_value_each():
+    """Table 2 with §4.2's beam grid: B(c) of width w is the w sequences of that search; the
+    value at n = w is the max over them (characters, as the reference: "Pars" vs "Paris" 8/9)."""
+    names = pd.DataFrame({"prompt_id": ["p1"], "fact_id": "f", "form": ["Paris"]})
+    gens = pd.DataFrame(
+        {
+            "prompt_id": "p1",
+            "sample": [0, 0, 1, 0, 1, 2],
+            "text": ["London", "London", "Pars", "Lyon", "Pars", "Paris"],
+            "logprob": -1.0,
+            "beam_width": [1, 2, 2, 3, 3, 3],
+        }
+    )
+    out = overlap_per_prompt(gens, names, units="characters").set_index("n")["rouge_l"]
+    # "London" vs "Paris": no common character -> 0
+    assert out.to_dict() == pytest.approx({1: 0.0, 2: 8 / 9, 3: 1.0})

@@ -4,6 +4,8 @@ Each config validates against the schemas, passes the cross-key checks and plans
 (``snakemake -n --configfile ... --replace-workflow-config``) without touching the demo config.
 """
 
+import copy
+import json
 import os
 import subprocess
 import sys
@@ -61,6 +63,11 @@ def test_distractors_protocol():
     assert pairs["format"] == "verbalization-pairs" and pairs["path"].endswith("taxonomy/taxonomy_hichem.csv")
     sem = config["distractors"]["sem"]
     assert (sem["bag"], sem["namespace"], sem["reverse_features"]) == ("sets", "shared", False)
+    # ROUGE-L as the reference's rouge_l: LCS over the characters of the strings.
+    assert metrics["overlap"]["rouge_units"] == "characters"
+    # §4.2: B(c) over the beam grid for the Table 3 and Table 4 suites
+    assert config["scoring"]["beam_widths"] == [1, 2, 5, 10, 20, 30, 50, 100]
+    assert suites["knowledge_judged"]["generate"] == suites["knowledge_pairs"]["generate"] == "beams"
 
 
 def test_probelm_protocol():
@@ -121,17 +128,74 @@ def test_fluent_mlama_protocol():
     assert translate["chat_template"] == "auto"
 
 
-@pytest.mark.parametrize("path", PAPERS, ids=lambda p: p.stem)
-def test_paper_config_dry_runs(path):
+def dry_run(path, *extra):
     env = dict(os.environ, PYTHONPATH=str(ROOT / "workflow" / "scripts"))
-    run = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--configfile", str(path), "--replace-workflow-config"],
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            "--configfile",
+            str(path),
+            "--replace-workflow-config",
+            *extra,
+        ],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
         timeout=600,
     )
+
+
+def judged_override(tmp_path):
+    """The distractors config's judged suite needs the reference's human scores, which never ship:
+    a two-triple stand-in in its format, given as metrics.human_alignment.path."""
+    judged = tmp_path / "wikidata_triples_to_human_scores.json"
+    judged.write_text('[[["Q361", "P276", "Q15"], 0.33], [["Q1163715", "P17", "Q30"], 0.07]]')
+    return ["--config", "metrics=" + json.dumps({"human_alignment": {"path": str(judged)}})]
+
+
+def test_judged_suite_is_on_and_its_absent_scores_stop_the_run():
+    """A suite named in human_alignment.suites is defined (never dropped in silence); without the
+    human scores file the run stops at start-up naming the file to supply."""
+    config = load(ROOT / "config" / "papers" / "distractors.yaml")
+    judged = config["suites"]["knowledge_judged"]
+    assert judged["source"]["format"] == "triples" and judged["templates"]["max_per_relation"] == 5
+    assert not (ROOT / judged["source"]["path"]).exists()
+    run = dry_run(ROOT / "config" / "papers" / "distractors.yaml")
+    assert run.returncode != 0
+    assert "wikidata_triples_to_human_scores.json does not exist" in run.stderr + run.stdout
+
+
+def test_human_alignment_check_names_what_is_missing(tmp_path):
+    from factprobe.settings import ConfigError, check_human_alignment
+
+    config = load(ROOT / "config" / "papers" / "distractors.yaml")
+    cfg = read_config(config, SCHEMAS / "config.schema.yaml")
+    with pytest.raises(ConfigError, match="human scores of suite 'knowledge_judged' are absent"):
+        check_human_alignment(cfg, workdir=ROOT)
+    (tmp_path / "resources" / "human").mkdir(parents=True)
+    (tmp_path / judged_path(config)).write_text("[]")
+    check_human_alignment(cfg, workdir=tmp_path)
+    config["metrics"]["human_alignment"]["suites"] = ["knowledge_judged", "nope"]
+    cfg = read_config(config, SCHEMAS / "config.schema.yaml")
+    with pytest.raises(ConfigError, match="names 'nope', which is not a suite"):
+        check_human_alignment(cfg, workdir=tmp_path)
+    config["metrics"]["human_alignment"]["suites"] = ["knowledge"]
+    cfg = read_config(config, SCHEMAS / "config.schema.yaml")
+    with pytest.raises(ConfigError, match="suite 'knowledge' has no judged triples"):
+        check_human_alignment(cfg, workdir=tmp_path)
+
+
+def judged_path(config):
+    return config["suites"]["knowledge_judged"]["source"]["path"]
+
+
+@pytest.mark.parametrize("path", PAPERS, ids=lambda p: p.stem)
+def test_paper_config_dry_runs(path, tmp_path):
+    run = dry_run(path, *(judged_override(tmp_path) if path.stem == "distractors" else []))
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     out = run.stdout + run.stderr
     assert "compute_metrics" in out and "download_dump" in out
@@ -167,3 +231,89 @@ def test_fluent_table1_plans_from_the_release_alone():
     assert {"build_probes", "retrieve_distractors", "score_shard", "compute_metrics"} <= jobs
     assert not jobs & {"download_dump", "extract_dump", "translate_prompts", "temporal_view"}
     assert "qwen2.5-7b-instruct" not in run.stdout  # the translating model is not prepared
+    if path.stem == "distractors":
+        # Table 3 (human_alignment on knowledge_judged), Table 4 (robustness_table on
+        # knowledge_pairs from Table 3's fold-best configurations), Fig. 4 (cloze_subsets).
+        for table in ("human_alignment", "robustness_table", "cloze_subsets", "generate_suite"):
+            assert f"rule {table}:" in out, table
+        assert "results/metrics/knowledge_pairs/robustness.csv" in out
+
+
+#: Keys whose value is a paper's protocol, and the paper config that holds it.
+PROTOCOL_KEYS = {
+    "distractors.n": "distractors",
+    "distractors.appropt.n": "distractors",
+    "distractors.sem.reverse_features": "distractors",
+    "distractors.sem.bag": "distractors",
+    "distractors.sem.namespace": "distractors",
+    "distractors.pool_source": "fluent-mlama",
+    "distractors.pool_size": "fluent-mlama",
+    "distractors.cooccur.n": "probelm",
+    "metrics.ns": "distractors",
+    "metrics.short_lists": "distractors",
+    "metrics.overlap.rouge_units": "distractors",
+    "metrics.ranking_average": "fluent-mlama",
+    "metrics.ranking_ties": "fluent-mlama",
+    "metrics.belief_samplings": "belief",
+    "metrics.belief_bins": "belief",
+    "scoring.samples": "belief",
+}
+
+
+def effective(raw: dict, key: str):
+    cfg = read_config(raw, SCHEMAS / "config.schema.yaml")
+    value = cfg
+    for part in key.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def without(raw: dict, key: str) -> dict:
+    """A copy of ``raw`` without ``key`` (the library default applies)."""
+    out = copy.deepcopy(raw)
+    *path, last = key.split(".")
+    block = out
+    for part in path:
+        block = block.get(part, {})
+    block.pop(last, None)
+    return out
+
+
+def departures_block() -> str:
+    text = (ROOT / "config" / "config.yaml").read_text()
+    start = text.index("# Departures from the papers")
+    return text[start : text.index("\n\n", start)]
+
+
+def test_demo_says_where_it_departs_from_the_papers():
+    """Every protocol key on which the demo differs from its paper is named, with a reason, in the
+    demo config's departures block (e.g. Sem reverse features: on in the demo, off in §3.3)."""
+    demo = load(ROOT / "config" / "config.yaml")
+    block = departures_block()
+    differ = {
+        key
+        for key, paper in PROTOCOL_KEYS.items()
+        if effective(demo, key) != effective(load(ROOT / "config" / "papers" / f"{paper}.yaml"), key)
+    }
+    assert {
+        "distractors.sem.reverse_features",
+        "metrics.ranking_ties",
+        "metrics.overlap.rouge_units",
+    } <= differ
+    assert [key for key in sorted(differ) if key not in block] == []
+
+
+def test_library_defaults_that_differ_from_the_papers_are_documented():
+    """A default that is not its paper's choice is listed with its reason in config/README.md."""
+    demo = load(ROOT / "config" / "config.yaml")
+    readme = (ROOT / "config" / "README.md").read_text()
+    section = readme[readme.index("### Defaults that differ from the papers") :]
+    section = section[: section.index("\n## ")] if "\n## " in section else section
+    differ = {
+        key
+        for key, paper in PROTOCOL_KEYS.items()
+        if effective(without(demo, key), key)
+        != effective(load(ROOT / "config" / "papers" / f"{paper}.yaml"), key)
+    }
+    assert {"metrics.ranking_average", "metrics.ranking_ties", "distractors.pool_source"} <= differ
+    assert [key for key in sorted(differ) if f"`{key}`" not in section] == []

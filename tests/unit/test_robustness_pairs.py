@@ -47,13 +47,29 @@ def test_importer_reads_every_row(release):
     pairs, counts = import_verbalization_pairs(release)
     assert sum(counts.values()) == len(rows) == 152
     assert counts["perfect"] == sum(1 for r in rows if r["errors"].strip() == "-")
-    assert counts["kept"] + counts["not_object_final"] == flawed_present == 35
-    assert len(pairs) == counts["kept"] == 23
+    assert counts["kept"] + counts["reversed"] + counts["not_object_final"] == flawed_present == 35
+    # §4.3 "we kept the 32 flawed verbalizations": 23 object-final + 9 subject-final, reversed
+    assert len(pairs) == counts["kept"] + counts["reversed"] == 32 and counts["reversed"] == 9
+    assert pairs["reversed"].sum() == 9
+    # row 24 worked out by hand: "United Kingdom is the home country of Matchbox" ends with the
+    # subject Matchbox (Q1050690, P17, Q145): the fact is (Q145, P17, Q1050690), answer Matchbox
+    row = pairs[pairs["row"] == 24].iloc[0]
+    assert (row.subject, row.property, row.object, row.object_label) == (
+        "Q145",
+        "P17",
+        "Q1050690",
+        "Matchbox",
+    )
+    assert row.flawed == "United Kingdom is the home country of"
+    assert row.corrected == "The United Kingdom is the home country of"
+    # row 62: the label's own final period is the sentence's ("... won by Liverpool F.C.")
+    assert pairs[pairs["row"] == 62].iloc[0].flawed == "The 1983–84 European Cup is won by"
     # both verbalizations built for every kept row, each a prefix of its released sentence
     by_row = {i: r for i, r in enumerate(rows)}
     for pair in pairs.itertuples():
         assert by_row[pair.row]["verbalization"].startswith(pair.flawed)
         assert pair.corrected and not pair.corrected.endswith(pair.object_label)
+        assert by_row[pair.row]["verbalization"].rstrip(".").endswith(pair.object_label)
     # row 0 worked out by hand from the file: "1951 Neutral Bay state by-election is a by-election"
     first = pairs.iloc[0]
     assert (first.subject, first.property, first.object) == ("Q100366552", "P31", "Q1057954")

@@ -69,6 +69,9 @@ RELATIONS = {
     "P38",
     "P122",
 }
+# English only: the relations of the distractors paper's judged triples (§4.2, 24 of its 213 facts)
+# that the LAMA list lacks; the suite that probes them is English.
+JUDGED_RELATIONS = {"P54", "P69", "P102", "P166", "P1923"}
 STYLES = {"statement": "s", "completion": "c", "question": "q"}
 REQUIRED_KEYS = {"id", "relation", "style", "text"}
 OPTIONAL_KEYS = {"answer", "object_final"}
@@ -90,6 +93,10 @@ def load(lang: str) -> dict:
 
 def templates(lang: str) -> list[dict]:
     return load(lang)["templates"]
+
+
+def relations(lang: str) -> set[str]:
+    return RELATIONS | JUDGED_RELATIONS if lang == "en" else RELATIONS
 
 
 def words(text: str) -> set[str]:
@@ -145,7 +152,7 @@ def test_ids_unique_and_consistent(lang):
 
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_every_relation_covered(lang):
-    assert {t["relation"] for t in templates(lang)} == RELATIONS
+    assert {t["relation"] for t in templates(lang)} == relations(lang)
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
@@ -168,7 +175,7 @@ def test_counts_per_relation_and_style(lang):
         styles[entry["relation"], entry["style"]] += 1
         if entry["style"] == "statement" and is_object_final(entry["text"]):
             final[entry["relation"]] += 1
-    for relation in RELATIONS:
+    for relation in relations(lang):
         assert final[relation] >= need_final, (lang, relation, final[relation])
         assert styles[relation, "completion"] >= need_c, (lang, relation)
         assert styles[relation, "question"] >= need_q, (lang, relation)
@@ -244,3 +251,21 @@ def test_relation_direction_on_hand_checked_examples():
     assert by_id["P279.en.s2"] == "[X] is a type of [Y]."
     assert by_id["P527.en.s1"] == "One of the parts of [X] is [Y]."
     assert by_id["P361.en.s3"] == "[X] is a component of [Y]."
+
+
+# The relations of the 213 triples of DistFactAssessLM's wikidata_triples_to_human_scores.json
+# (the distractors paper's §4.2 human scores), listed by hand from that file.
+JUDGED_FILE_RELATIONS = {
+    *"P17 P19 P20 P27 P30 P31 P36 P37 P39 P47 P54 P69 P101 P102 P103 P106 P108 P127 P131".split(),
+    *"P136 P138 P140 P159 P166 P176 P178 P190 P264 P276 P279 P361 P364 P407 P413 P449".split(),
+    *"P463 P495 P527 P530 P740 P937 P1001 P1303 P1376 P1412 P1923".split(),
+}
+
+
+def test_every_judged_relation_has_five_english_statements():
+    """§4.2: 5 cloze sentences per judged fact, so each relation needs 5 object-final statements."""
+    final = Counter(
+        t["relation"] for t in templates("en") if t["style"] == "statement" and is_object_final(t["text"])
+    )
+    assert len(JUDGED_FILE_RELATIONS) == 46
+    assert {r: final[r] for r in JUDGED_FILE_RELATIONS if final[r] < 5} == {}

@@ -367,6 +367,17 @@ def human_file(wildcards):
     return I.human_file(CFG, wildcards.suite)
 
 
+def robustness_per_fact(wildcards):
+    """Every model's per-fact table of one verbalization-pairs suite (Table 4)."""
+    out = rules.compute_metrics.output.per_fact
+    return expand(out, suite=wildcards.suite, model=SCORE_MODELS)
+
+
+def robustness_alignment(wildcards):
+    """The human_alignment.csv whose fold-best configurations Table 4 averages over."""
+    return rules.human_alignment.output.table.format(suite=HUMAN_SUITES[0])
+
+
 def human_cloze_tables(wildcards):
     """Every model's measures by number of cloze sentences on one suite (§5.1 Fig. 4)."""
     out = rules.cloze_subsets.output.cloze

@@ -123,6 +123,12 @@ HUMAN_TARGETS = expand(
 HUMAN_CURVE_TARGETS = expand(
     "results/metrics/{suite}/human_alignment_curves.csv", suite=HUMAN_SUITES
 )
+# §4.3 Table 4: each verbalization-pairs suite under the fold-best configurations of the first
+# human-alignment suite's Table 3.
+ROBUSTNESS_SUITES = I.robustness_suites(CFG, HUMAN_SUITES)
+ROBUSTNESS_TARGETS = expand(
+    "results/metrics/{suite}/robustness.csv", suite=ROBUSTNESS_SUITES
+)
 
 
 # §5.1 Fig. 4: the suite's measures recomputed from the first m cloze sentences of each fact.
@@ -164,3 +170,21 @@ rule human_alignment:
         folds=HUMAN.folds,
     script:
         "../scripts/human_alignment.py"
+
+
+rule robustness_table:
+    input:
+        per_fact=robustness_per_fact,
+        alignment=robustness_alignment,
+        lib=library("robustness_table.py"),
+    output:
+        table="results/metrics/{suite}/robustness.csv",
+    log:
+        "logs/robustness_table/{suite}.log",
+    conda:
+        "../../environment.yml"
+    params:
+        models=SCORE_MODELS,
+        pair=I.ROBUSTNESS_PAIR,
+    script:
+        "../scripts/robustness_table.py"

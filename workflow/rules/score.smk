@@ -81,6 +81,7 @@ rule generate_shard:
         shard="{shard}",
         shards=CFG.scoring.shards,
         samples=lookup(dpath="{suite}", within=RUN.generation_samples),
+        beam_widths=lookup(dpath="{suite}", within=RUN.generation_beams),
         confidence_prompts=CFG.scoring.confidence_prompts,
         max_new_tokens=CFG.scoring.max_new_tokens,
         batch_size=CFG.scoring.generation_batch_size,

@@ -1,5 +1,6 @@
 """Rule script: greedy + sampled answers per prompt of one shard (BELIEF-ICL generation mode;
-greedy only for ``generate: greedy`` suites, params.samples = 0)."""
+greedy only for ``generate: greedy`` suites, params.samples = 0; B(c) beams per width for
+``generate: beams`` suites)."""
 
 import sys
 
@@ -10,7 +11,7 @@ from factprobe import contracts
 from factprobe.lm import load_model
 from factprobe.rulelog import rule_logger
 from factprobe.scoring.failclosed import CheckedLM, ScoringJob
-from factprobe.scoring.generate import confidence_sample, generate_answers
+from factprobe.scoring.generate import beam_answers, confidence_sample, generate_answers
 from factprobe.scoring.suite import shard_of
 
 log = rule_logger(snakemake)
@@ -28,11 +29,16 @@ model = load_model(
 )
 # An answer whose log-probability is not a finite number stops the job (factprobe.scoring.failclosed).
 lm = CheckedLM(model, ScoringJob(snakemake.wildcards.model, snakemake.wildcards.suite))
-answers = generate_answers(
-    lm,
-    prompts,
-    samples=int(params.samples),
-    max_new_tokens=int(params.max_new_tokens),
-    sample_ids=sample_ids,
-)
+if params.beam_widths:  # generate: beams, B(c) of the distractors paper (Table 2, §4.2)
+    answers = beam_answers(
+        lm, prompts, [int(w) for w in params.beam_widths], max_new_tokens=int(params.max_new_tokens)
+    )
+else:
+    answers = generate_answers(
+        lm,
+        prompts,
+        samples=int(params.samples),
+        max_new_tokens=int(params.max_new_tokens),
+        sample_ids=sample_ids,
+    )
 contracts.write("generations", answers, snakemake.output.generations)

@@ -18,7 +18,15 @@ import yaml
 
 from factprobe.lm import BACKENDS, row_backend
 from factprobe.model_source import PrepareError, resolve_source
-from factprobe.settings import Config, ConfigError, check_cross_keys, check_languages, is_calendar_date, load
+from factprobe.settings import (
+    Config,
+    ConfigError,
+    check_cross_keys,
+    check_human_alignment,
+    check_languages,
+    is_calendar_date,
+    load,
+)
 
 __all__ = [
     "ConfigError",
@@ -244,6 +252,7 @@ def load_run(
     models = check_models(read_registry(cfg.models, schemas / "models.schema.yaml", key="name"), cfg.models)
     check_cross_keys(cfg, [row["dump"] for row in dumps if row["enabled"]], source)
     check_languages(cfg, source)
+    check_human_alignment(cfg, source)
     return cfg, dumps, models
 
 

@@ -180,6 +180,18 @@ def human_suites(cfg: Config) -> list[str]:
     ]
 
 
+#: §4.3 Table 4's two verbalizations of a verbalization-pairs suite (probes/listed.py).
+ROBUSTNESS_PAIR = ["flawed", "corrected"]
+
+
+def robustness_suites(cfg: Config, human_suites: list[str]) -> list[str]:
+    """Suites of Table 4 (distractors paper §4.3): the ``source: verbalization-pairs`` suites,
+    when a human-alignment suite gives Table 3's fold-best configurations (none without one)."""
+    if not human_suites:
+        return []
+    return [s for s in cfg.suites if cfg.suites[s].source.format == "verbalization-pairs"]
+
+
 def human_file(cfg: Config, suite: str) -> str:
     """Judged triples of a suite's human alignment: metrics.human_alignment.path, else the suite's
     own ``source: triples`` file."""

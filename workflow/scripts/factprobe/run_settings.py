@@ -47,6 +47,7 @@ class RunSettings:
     control: dict  # CONTROL_PARAMS
     control_taught: dict[str, bool]  # CONTROL_TAUGHT
     generation_samples: dict[str, int]  # samples per prompt besides greedy, per suite
+    generation_beams: dict[str, list[int]]  # B(c) beam widths per suite ([]: no beam search)
     bootstrap: dict  # report keys of the bootstrap intervals (leaderboard, summaries)
     control_check: dict  # report keys the control check reads
 
@@ -141,6 +142,7 @@ def resolve(cfg: Config, dump_rows: dict[str, dict], model_rows: dict[str, dict]
         control=S.control_params(cfg),
         control_taught={s: s in cfg.control.suites for s in suites},
         generation_samples={s: generation_samples(cfg, s) for s in suites},
+        generation_beams={s: generation_beams(cfg, s) for s in suites},
         bootstrap=report_settings(cfg, BOOTSTRAP_KEYS),
         control_check=report_settings(cfg, CONTROL_CHECK_KEYS),
     )
@@ -175,7 +177,12 @@ def retrieve_shard_factor(strategies: list[str], shards: int, per_mb: float = 4.
 def generation_samples(cfg: Config, suite: str) -> int:
     """Multinomial samples per prompt in generation mode: none for a greedy-only suite
     (``generate: greedy``), else ``scoring.samples``."""
-    return 0 if cfg.suites[suite].generate == "greedy" else cfg.scoring.samples
+    return 0 if cfg.suites[suite].generate in ("greedy", "beams") else cfg.scoring.samples
+
+
+def generation_beams(cfg: Config, suite: str) -> list[int]:
+    """Beam widths of B(c) (distractors paper §4.2) for a ``generate: beams`` suite, else none."""
+    return list(cfg.scoring.beam_widths) if cfg.suites[suite].generate == "beams" else []
 
 
 def dumps_read_by(cfg: Config, suites) -> list[str]:

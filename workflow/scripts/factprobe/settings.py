@@ -232,7 +232,8 @@ class Suite:
     distractors: DistractorOverride = _default(DistractorOverride())
     scoring: SuiteScoring = _default(SuiteScoring())
     # True: greedy answer + scoring.samples samples per prompt (BELIEF-ICL); "greedy": the greedy
-    # continuation alone (the overlap baselines of the distractors paper, Table 2).
+    # continuation alone; "beams": B(c), a beam search per width of scoring.beam_widths (the
+    # overlap baselines of the distractors paper, Table 2, §4.2).
     generate: bool | str = False
     temporal_only: bool = False
     layout: str = "cloze"
@@ -306,7 +307,9 @@ class Distractors:
     form_threshold: float | None = 90
     valid_ranks: str = "non_deprecated"
     pool_size: int = 50
-    # fluent-mLAMA §3.1: the pool is every object of the relation in the dump ("suite": the suite's facts').
+    # Every object of the relation in the dump (entities, Ω-filtered; "suite": the suite's facts').
+    # Not Fluent-mLAMA's pool, which is "dataset" (§3.3: strings of the dataset's language-relation
+    # subset): a dump-built suite has no released subset, and entity candidates keep all their forms.
     pool_source: str = "relation"
     shards: int = 1
     cooccur: Cooccur = _default(Cooccur())
@@ -370,6 +373,8 @@ class Scoring:
     # BELIEF-ICL §3.2: prompts (one per pair, per prompt group) that get the samples; None = all.
     confidence_prompts: int | None = None
     max_new_tokens: int = 12
+    # Distractors paper §4.2: the beam widths of B(c) for suites with generate: beams.
+    beam_widths: list[int] = _default([1, 2, 5, 10, 20, 30, 50, 100])
     generation_batch_size: int = 16
     topk: int = 100
 
@@ -421,10 +426,11 @@ class Metrics:
     precision_ns: list[int] = _default([1, 5, 10])
     recall_ns: list[int] = _default([1, 2, 3, 4, 5])
     # Fluent-mLAMA Table 1 (metrics/fluent.py): "relation" = the paper's macro over relations,
-    # short-GT facts out; "facts" = the mean over all facts.
+    # short-GT facts out; "facts" = the mean over all facts, the default because the short-GT rule
+    # needs the authors' GT sentences, which a dump-built suite lacks.
     ranking_average: str = "facts"
-    # A distractor tying the best correct form: ranks above it ("fail") or below ("correct_first",
-    # the Fluent-mLAMA authors' stable sort).
+    # A distractor tying the best correct form: ranks above it ("fail", the default: a tie is not
+    # counted as known) or below ("correct_first", the Fluent-mLAMA authors' stable sort).
     ranking_ties: str = "fail"
     # Retrieval writes Temp+Sem as strategy temp+sem already (§3.3); extra concatenations only on request.
     combined_strategies: dict[str, list[str]] = _default({})
@@ -827,6 +833,39 @@ def check_cross_keys(cfg: Config, enabled: list[str], source: str = "config/conf
             f"{source}: metrics.precision_ns asks for Precision@{precision} but scoring.topk is "
             f"{cfg.scoring.topk}; first-token ranks are only known within the top-k, so raise scoring.topk"
         )
+
+
+#: Where the distractors paper's human scores are published: the file a judged suite reads.
+HUMAN_SCORES_FILE = "wikidata_triples_to_human_scores.json (DistFactAssessLM, src/know/MinKAssess/)"
+
+
+def check_human_alignment(cfg: Config, source: str = "config/config.yaml", workdir: str | Path = ".") -> None:
+    """Every suite named in ``metrics.human_alignment.suites`` is defined and has its judged
+    triples: ``metrics.human_alignment.path`` or the suite's own ``source: triples`` file, which
+    must exist (relative to ``workdir``). A named suite is never dropped in silence: without the
+    human scores the run stops and names the file to supply."""
+    human = cfg.metrics.human_alignment
+    where = f"{source}: metrics.human_alignment"
+    for name in human.suites:
+        if name not in cfg.suites:
+            raise ConfigError(
+                f"{where}.suites names {name!r}, which is not a suite; define it (kind: knowledge, "
+                f"source: {{format: triples, path: <your copy of {HUMAN_SCORES_FILE}>}}) or drop the name"
+            )
+        path = human.path or (
+            cfg.suites[name].source.path if cfg.suites[name].source.format == "triples" else ""
+        )
+        if not path:
+            raise ConfigError(
+                f"{where}: suite {name!r} has no judged triples; set its source to "
+                f"{{format: triples, path: ...}} or metrics.human_alignment.path to {HUMAN_SCORES_FILE}"
+            )
+        if not (Path(workdir) / path).exists():
+            raise ConfigError(
+                f"{where}: the human scores of suite {name!r} are absent: {path} does not exist; "
+                f"supply {HUMAN_SCORES_FILE} there (the project ships no annotation data) or drop "
+                f"{name!r} from metrics.human_alignment.suites"
+            )
 
 
 #: Template formats that read one file or folder per suite language: a language they lack fails

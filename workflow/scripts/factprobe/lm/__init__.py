@@ -62,9 +62,11 @@ def load_model(row: Any, model_dir: Any = None, **settings: Any) -> Any:
 
 
 register_backend("hf", "factprobe.lm.hf:HFCausalLM")
+register_backend("masked", "factprobe.lm.masked:MaskedLM")
 
 _LAZY = {
     "LM": "api",
+    "BeamRequest": "api",
     "GenerateRequest": "api",
     "GenerateResult": "api",
     "LoglikRequest": "api",

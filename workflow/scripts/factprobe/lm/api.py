@@ -78,6 +78,16 @@ class GenerateRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class BeamRequest:
+    """B(c) of the distractors paper (Table 2): the ``width`` best sequences of a beam search of
+    width ``width`` after ``context``, each ending at EOS or after ``max_new_tokens`` tokens."""
+
+    context: str
+    width: int
+    max_new_tokens: int = 12
+
+
+@dataclass(frozen=True, slots=True)
 class GenerateResult:
     """One answer: its first line, and the summed log-probability of its tokens up to and
     including the token that ended it (line break or EOS)."""
@@ -134,6 +144,11 @@ class LM(ABC):
         self, requests: Sequence[GenerateRequest], progress: bool = False
     ) -> list[list[GenerateResult]]:
         """Per request: one answer when greedy, else ``samples`` answers."""
+
+    def beams(self, requests: Sequence[BeamRequest], progress: bool = False) -> list[list[GenerateResult]]:
+        """Per request: its beam's sequences, best first (text without special tokens, summed
+        log-probability of the tokens, the EOS that ended one included)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot run a beam search: B(c) needs token ids")
 
     # -- what ApprOpt asks of a model (distractors paper §3.3); a backend without it cannot run it --
 

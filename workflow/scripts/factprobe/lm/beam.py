@@ -204,3 +204,63 @@ def batched_beam_search(
                 continue
             state[k] = [[(h[0], h[1], h[2]) for h in nxt], finished, left]
     return results
+
+
+# --------------------------------------------------------------------------- free beam search
+# A free hypothesis: its tokens (the EOS that finished it included) and summed log-probability.
+FreeHyp = tuple[tuple[int, ...], float]
+
+
+def free_beam_step(
+    hyps: list[tuple[tuple[int, ...], float, bool]], steps: list[Any], width: int, eos_id: int | None
+) -> list[tuple[tuple[int, ...], float, bool]]:
+    """One step of the distractors paper's B(c) beam search (Table 2; the reference's
+    ``src/utils/beamsearch.py``): every open hypothesis spreads to its ``width`` best next tokens
+    (``steps``: the open hypotheses' next-token log-probabilities over the vocabulary, in order);
+    finished ones (ended by EOS) stay with their score; the ``width`` best of all go on (higher
+    summed log-probability first, ties by tokens). A hypothesis is finished once it emits EOS."""
+    cands = [h for h in hyps if h[2]]
+    open_hyps = [h for h in hyps if not h[2]]
+    for (toks, score, _), lp in zip(open_hyps, steps, strict=True):
+        values, tokens = lp.topk(min(width, lp.shape[-1]))
+        for v, t in zip(values.tolist(), tokens.tolist(), strict=True):
+            if v != float("-inf"):
+                cands.append(((*toks, t), score + v, eos_id is not None and t == eos_id))
+    cands.sort(key=lambda h: (-h[1], h[0]))
+    return cands[:width]
+
+
+def free_beam_search(
+    model: Any,
+    prefixes: list[list[int]],
+    width: int,
+    max_new_tokens: int,
+    eos_id: int | None,
+    token_budget: Any = 4096,
+) -> list[list[FreeHyp]]:
+    """Per prefix, B(c): the ``width`` best sequences of an unconstrained beam search of width
+    ``width`` (:func:`free_beam_step`), run until every kept hypothesis has ended with EOS or
+    ``max_new_tokens`` tokens were added; best first. Every open hypothesis is a continuation unit
+    of the packed engine (:func:`factprobe.lm.packed.continuation_logprobs`), so a prefix's beams
+    do not depend on the other prefixes searched beside it."""
+    from factprobe.lm.packed import continuation_logprobs
+
+    hyps = {k: [((), 0.0, False)] for k in range(len(prefixes))} if width > 0 else {}
+    states: dict = {}  # each prefix's keys and values, computed once for all its steps
+    for _ in range(max_new_tokens):
+        live = [k for k, h in hyps.items() if any(not x[2] for x in h)]
+        if not live:
+            break
+        queries, owners = [], []
+        for k in live:
+            for toks, _, done in hyps[k]:
+                if not done:
+                    queries.append((prefixes[k], toks, None))
+                    owners.append(k)
+        lps = continuation_logprobs(model, queries, token_budget, states=states)
+        per_prefix: dict[int, list[Any]] = {k: [] for k in live}
+        for k, lp in zip(owners, lps, strict=True):
+            per_prefix[k].append(lp)
+        for k in live:
+            hyps[k] = free_beam_step(hyps[k], per_prefix[k], width, eos_id)
+    return [[(toks, score) for toks, score, _ in hyps.get(k, [])] for k in range(len(prefixes))]

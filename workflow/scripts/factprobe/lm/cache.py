@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from factprobe.io import write_table
 from factprobe.lm.api import (
     LM,
+    BeamRequest,
     GenerateRequest,
     GenerateResult,
     LoglikRequest,
@@ -242,3 +243,6 @@ class CachingLM(LM):
         self, requests: Sequence[GenerateRequest], progress: bool = False
     ) -> list[list[GenerateResult]]:
         return self.lm.generate(requests, progress=progress)
+
+    def beams(self, requests: Sequence[BeamRequest], progress: bool = False) -> list[list[GenerateResult]]:
+        return self.lm.beams(requests, progress=progress)

@@ -20,6 +20,7 @@ import torch
 
 from factprobe.lm.api import (
     LM,
+    BeamRequest,
     GenerateRequest,
     GenerateResult,
     LoglikRequest,
@@ -268,6 +269,30 @@ class HFCausalLM(LM):
             results = self._generate_chunks(requests, rows, progress)
         for (i, _sample), answer in sorted(results.items()):
             out[i].append(answer)
+        return out
+
+    def beams(self, requests: Sequence[BeamRequest], progress: bool = False) -> list[list[GenerateResult]]:
+        """B(c) of every request (:func:`factprobe.lm.beam.free_beam_search`, batch-invariant):
+        requests of one width and length searched together; texts decoded without special tokens
+        and stripped (the reference decodes the EOS it appends as text; here it is not text)."""
+        from factprobe.lm.beam import free_beam_search
+
+        out: list[list[GenerateResult]] = [[] for _ in requests]
+        eos = self.tokenizer.eos_token_id
+        groups: dict[tuple[int, int], list[int]] = defaultdict(list)
+        for i, r in enumerate(requests):
+            groups[r.width, r.max_new_tokens].append(i)
+        for (width, steps), members in sorted(groups.items()):
+            size = max(1, self.generation_batch_size)
+            for start in range(0, len(members), size):
+                chunk = members[start : start + size]
+                prefixes = [self.context_ids(requests[i].context) for i in chunk]
+                found = free_beam_search(self.model, prefixes, width, steps, eos, self.budget)
+                for i, hyps in zip(chunk, found, strict=True):
+                    out[i] = [
+                        GenerateResult(self.tokenizer.decode(list(t), skip_special_tokens=True).strip(), v)
+                        for t, v in hyps
+                    ]
         return out
 
     def _generate_chunks(

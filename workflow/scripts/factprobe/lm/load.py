@@ -171,14 +171,18 @@ def load_hf(
     spec: ModelSpec,
     model_dir: str | os.PathLike | None = None,
     attn_implementation: str = "sdpa",
+    masked: bool = False,
 ) -> Loaded:
     """Load the model and tokenizer of one models.tsv row, in eval mode on the row's device/dtype.
 
     ``sdpa`` attention is requested because the packed scorer passes a custom 4D mask (eager
     works too; flash-attention kernels do not accept 4D masks), with a fallback to eager for
-    architectures without sdpa support.
+    architectures without sdpa support. ``masked``: a masked LM (``AutoModelForMaskedLM``, the
+    ``masked`` backend) instead of a causal one.
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
+
+    auto = AutoModelForMaskedLM if masked else AutoModelForCausalLM
 
     source, local = _resolve_source(spec, model_dir)
     device = resolve_device(spec.device)
@@ -191,16 +195,14 @@ def load_hf(
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
         try:
-            model = AutoModelForCausalLM.from_pretrained(
+            model = auto.from_pretrained(
                 source, dtype=dtype, attn_implementation=attn_implementation, **kwargs
             )
         except (ValueError, ImportError) as exc:
             if "attn" not in str(exc).lower() and "sdpa" not in str(exc).lower():
                 raise
             log.warning("%s: %s; falling back to eager attention", spec.where, exc)
-            model = AutoModelForCausalLM.from_pretrained(
-                source, dtype=dtype, attn_implementation="eager", **kwargs
-            )
+            model = auto.from_pretrained(source, dtype=dtype, attn_implementation="eager", **kwargs)
     except OSError as exc:
         if local:
             raise ModelLoadError(f"{spec.where}: cannot load local directory {source}: {exc}") from exc

@@ -21,7 +21,8 @@
     one sentence makes the mean NaN) and walks the mean curve up to its last defined value, i.e.
     back to the fact's shortest list: :func:`values_for` with ``short_n="largest_defined"``.
 * §4.3: robustness to verbalization artifacts = Kendall's τ between a measure's values on two
-  verbalization sets of the same facts, averaged over configurations.
+  verbalization sets of the same facts, averaged over configurations; Table 4 averages over the
+  configurations Table 3's folds chose (:func:`fold_best_robustness`).
 
 Human scores come as a TSV with a header ``subject  relation  object  score`` (string ids,
 score in [0, 1]) or as the JSON of KaRR / DistFactAssessLM (``wikidata_triples_to_human_scores.json``:
@@ -50,6 +51,10 @@ from .common import GROUP_KEYS
 HUMAN_COLUMNS = ["subject", "relation", "object", "score"]
 #: §4.2's grid of n (number of distractors, and n of Precision@n): {1, 2, 5, 10} ∪ {20, 40, ..., 200}.
 PAPER_GRID_NS = (1, 2, 5, 10, *range(20, 201, 20))
+#: §4.2: "the beam width parameter is varied in {1, 2, 5, 10, 20, 30, 50, 100}" (ROUGE-L,
+#: BERTScore: their per-fact rows carry the width as n; factprobe.scoring.generate.BEAM_GRID).
+BEAM_GRID = (1, 2, 5, 10, 20, 30, 50, 100)
+BEAM_MEASURES = ("rouge_l", "bertscore")
 #: The reference's ``KFold(..., shuffle=True, random_state=42)``.
 CV_SEED = 42
 #: Measures whose value at n is undefined for a fact with fewer than n distractors.
@@ -254,6 +259,65 @@ def verbalization_robustness(
     )
 
 
+#: Table 4's columns (:func:`fold_best_robustness`).
+ROBUSTNESS_COLUMNS = ["model", "family", "folds", "robustness_tau", "n_facts"]
+
+
+def fold_best_robustness(
+    per_fact: pd.DataFrame,
+    alignment: pd.DataFrame,
+    first: str = "flawed",
+    second: str = "corrected",
+) -> pd.DataFrame:
+    """Table 4 (§4.3): per measure family, Kendall τ between the values on the ``first`` and
+    ``second`` verbalizations of the same facts, "averaged over the best configurations of each
+    measure": the configuration each fold of Table 3 chose (``alignment``, one model's
+    :func:`human_alignment` table, fold >= 0 rows), so a configuration chosen by two folds
+    counts twice, as the reference's loop over its per-fold best configurations
+    (``optimize.ipynb``). Facts: those with a value in both verbalizations under every one of the
+    family's fold configurations (the reference intersects over all its Table 4 measures; here
+    per family, so that one family's missing lists do not shrink another's facts). Columns
+    ``family, folds, robustness_tau, n_facts`` (τ NaN when no fold configuration gives one).
+    """
+    rows = []
+    a = per_fact[per_fact["verbalization"] == first]
+    b = per_fact[per_fact["verbalization"] == second]
+    for family in sorted(set(alignment["family"])):
+        configs = [config for _, config in _fold_configs(alignment, family)]
+        if not configs:
+            continue
+        pairs = []
+        for config in configs:
+            va, vb = values_for(a, config, "undefined").dropna(), values_for(b, config, "undefined").dropna()
+            pairs.append((va, vb))
+        common = None
+        for va, vb in pairs:
+            have = va.index.intersection(vb.index)
+            common = have if common is None else common.intersection(have)
+        taus = [kendall_tau(va.reindex(common).to_numpy(), vb.reindex(common).to_numpy()) for va, vb in pairs]
+        taus = np.asarray(taus, dtype=float)
+        tau = float(np.nanmean(taus)) if np.isfinite(taus).any() else float("nan")
+        rows.append({"family": family, "folds": len(configs), "robustness_tau": tau, "n_facts": len(common)})
+    return pd.DataFrame(rows, columns=ROBUSTNESS_COLUMNS[1:])
+
+
+def robustness_for_models(
+    per_fact: Mapping[str, pd.DataFrame],
+    alignment: pd.DataFrame,
+    first: str = "flawed",
+    second: str = "corrected",
+) -> pd.DataFrame:
+    """:func:`fold_best_robustness` of every model (``{model: per-fact table}``), each with its
+    own fold configurations from ``alignment`` (a ``human_alignment.csv`` with a ``model``
+    column); a model the alignment lacks gets no row."""
+    parts = [
+        fold_best_robustness(table, alignment[alignment["model"] == model], first, second).assign(model=model)
+        for model, table in per_fact.items()
+    ]
+    out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=ROBUSTNESS_COLUMNS)
+    return out[ROBUSTNESS_COLUMNS]
+
+
 def read_human_json(path: str | Path) -> pd.DataFrame:
     """Human scores in the KaRR / DistFactAssessLM JSON layout: ``[[[s, r, o], score], ...]``.
 
@@ -336,7 +400,9 @@ def measure_families(
     """
     table = per_fact[~per_fact["measure"].isin(["n_used", *chance_measures().values()])]
     if grid_ns is not None:
-        table = table[(table["n"] == 0) | table["n"].isin(list(grid_ns))]
+        # ROUGE-L and BERTScore: n is the beam width, gridded over §4.2's widths instead.
+        beam = table["measure"].isin(BEAM_MEASURES) & table["n"].isin(list(BEAM_GRID))
+        table = table[(table["n"] == 0) | table["n"].isin(list(grid_ns)) | beam]
     families: dict[str, list[dict]] = {}
     for config in configuration_grid(table, ("measure", "strategy", "n")):
         measure = config["measure"]

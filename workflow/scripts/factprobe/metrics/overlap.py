@@ -6,11 +6,14 @@ sequences B(c) that beam search gives after c:
     ROUGE-L(f)   = 1/|C| Σ_{c∈C} max_{λ∈Λ(o), b∈B(c)} ROUGE_L(λ, b)
     BERTScore(f) = 1/|C| Σ_{c∈C} max_{λ∈Λ(o), b∈B(c)} BERTScore(λ, b)
 
-§4.2 grids the beam width over {1, 2, 5, 10, 20, 30, 50, 100}; here B(c) is the greedy
-continuation (beam width 1, the grid's first value): the suite's generations table, ``sample``
-0 (``suites.<suite>.generate: greedy``, :mod:`factprobe.scoring.generate`). Wider beams are not
-implemented. Both scores are F-measures, as the reference implementation (DistFactAssessLM,
-``src/know/generation.py``) reports the F1 of each and takes the best name by it:
+§4.2 grids the beam width over {1, 2, 5, 10, 20, 30, 50, 100}. With ``suites.<suite>.generate:
+beams`` B(c) is the ``w`` sequences of the beam search of width ``w``, for every width of
+``scoring.beam_widths`` (the generations table's ``beam_width`` rows,
+:func:`factprobe.scoring.generate.beam_answers`): each measure has one value per width, ``n`` =
+the width, a configuration of §4.2's grid. With ``generate: greedy`` B(c) is the greedy
+continuation (``sample`` 0, ``n`` 0). Both scores are F-measures, as the reference
+implementation (DistFactAssessLM, ``src/know/generation.py``) reports the F1 of each and takes
+the best name by it:
 
 * ROUGE_L (Lin 2004 §3.1): LCS-based F with β = 1, P = LCS/|b|, R = LCS/|λ|. ``units="words"``
   (default, Lin's definition) compares lower-cased alphanumeric words, as the ``rouge-score``
@@ -204,19 +207,46 @@ def object_names(scores: pd.DataFrame, prompts: pd.DataFrame, facts: pd.DataFram
     return named[["prompt_id", "fact_id", "form"]].drop_duplicates()
 
 
+def beam_sets(generations: pd.DataFrame) -> dict[int, pd.Series]:
+    """B(c) per prompt, by beam width: ``{width: prompt_id -> [texts]}``. Beam rows
+    (``beam_width`` > 0) give one entry per width; otherwise the greedy continuation (``sample``
+    0) is B(c) under width 0."""
+    if "beam_width" in generations.columns and (generations["beam_width"] > 0).any():
+        beams = generations[generations["beam_width"] > 0]
+        return {
+            int(w): rows[["prompt_id", "text"]].astype(str).groupby("prompt_id")["text"].apply(list)
+            for w, rows in beams.groupby("beam_width")
+        }
+    greedy = generations[generations["sample"] == 0][["prompt_id", "text"]].astype(str)
+    return {0: greedy.groupby("prompt_id")["text"].apply(list)}
+
+
 def overlap_per_prompt(
     generations: pd.DataFrame,
     names: pd.DataFrame,
     units: str = "words",
     scorer: BertScorer | None = None,
 ) -> pd.DataFrame:
-    """``prompt_id, fact_id, rouge_l[, bertscore]``: Table 2's inner max per cloze sentence c.
+    """``prompt_id, fact_id, n, rouge_l[, bertscore]``: Table 2's inner max per cloze sentence c,
+    per beam width ``n`` (:func:`beam_sets`; 0 = the greedy continuation).
 
-    B(c) is the prompt's greedy continuation (``sample`` 0); a prompt without one, or whose
-    object has no scored name, gets no row (logged).
+    A prompt without B(c), or whose object has no scored name, gets no row (logged).
     """
-    greedy = generations[generations["sample"] == 0][["prompt_id", "text"]].astype(str)
-    greedy = greedy.groupby("prompt_id")["text"].apply(list)
+    rows, missing = [], 0
+    for width, conts in beam_sets(generations).items():
+        part, lost = _overlap_rows(conts, names, units, scorer)
+        rows += [{**row, "n": width} for row in part]
+        missing += lost
+    if missing:
+        log.warning("overlap: %d prompt(s) x width(s) have no generated sequence; they get no value", missing)
+    cols = ["prompt_id", "fact_id", "n", "rouge_l", *(["bertscore"] if scorer is not None else [])]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _overlap_rows(
+    greedy: pd.Series, names: pd.DataFrame, units: str, scorer: BertScorer | None
+) -> tuple[list[dict], int]:
+    """Rows of :func:`overlap_per_prompt` for one B(c) per prompt, and how many prompts lack one."""
     by_prompt = names.groupby(["prompt_id", "fact_id"])["form"].apply(list)
     if scorer is not None:
         scorer.embed([*names["form"].unique(), *greedy.explode().unique()])  # in batches, once
@@ -232,10 +262,7 @@ def overlap_per_prompt(
         if scorer is not None:
             row["bertscore"] = scorer.best(conts, forms)
         rows.append(row)
-    if missing:
-        log.warning("overlap: %d prompt(s) have no greedy continuation; they get no value", missing)
-    cols = ["prompt_id", "fact_id", "rouge_l", *(["bertscore"] if scorer is not None else [])]
-    return pd.DataFrame(rows, columns=cols)
+    return rows, missing
 
 
 def overlap(f: Any) -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
@@ -257,4 +284,4 @@ def overlap(f: Any) -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
     per_prompt = overlap_per_prompt(f.inputs.generations, names, s.rouge_units, scorer)
     keys = f.prompts[["prompt_id", *GROUP_KEYS]]
     measures = [c for c in ("rouge_l", "bertscore") if c in per_prompt.columns]
-    return [average_per_fact(per_prompt.merge(keys, on="prompt_id"), [], measures)], []
+    return [average_per_fact(per_prompt.merge(keys, on="prompt_id"), ["n"], measures)], []

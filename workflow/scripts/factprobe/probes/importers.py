@@ -442,9 +442,9 @@ def read_triples(path: str | Path) -> pd.DataFrame:
 # Kept as the reference's robustness notebook keeps them: the first 152 rows, an ``errors`` cell
 # that is filled, not ``ignore`` and not ``-`` (a perfect verbalization has no correction), context
 # ``present``; the correction's closing ” dropped and “ read as «. A cloze sentence is the text
-# before the object's label, so the sentence must end with it (the reference keeps object-final
-# ones and reverses subject-final ones into (o, r, s): the project's facts keep o as the answer,
-# so subject-final pairs are left out and counted; an adaptation, config/README).
+# before the answer's label, so the sentence must end with a label: the object's (kept as is) or
+# the subject's, which the reference reverses into the fact (o, r, s) with s as the answer (its
+# optimize.ipynb swaps [SUB] and [OBJ] of a subject-final template): 23 + 9 = the paper's 32 pairs.
 
 PAIR_COLUMNS = [
     "row",
@@ -455,24 +455,31 @@ PAIR_COLUMNS = [
     "object_label",
     "flawed",
     "corrected",
+    "reversed",
 ]
 PAIRS_MAX_ROWS = 152
 _RAW_TRIPLE_RE = re.compile(r"^\('(Q\d+)', '(P\d+)', '(Q\d+)'\)$")
 _LABELS_RE = re.compile(r"^\((.*), start=[^,]*, end=[^,]*\)$")
 
 
-def _pair_labels(cell: str, sentences: list[str]) -> tuple[str, str] | None:
-    """(subject label, object label) from the ``triples`` cell ``(S, R, O, start=.., end=..)``:
-    the split at ", " whose O ends every sentence (longest O first); None = no such split."""
+def _pair_labels(cell: str, sentences: list[str]) -> tuple[str, str, bool] | None:
+    """(subject label, object label, reversed) from the ``triples`` cell ``(S, R, O, start=..,
+    end=..)``: of the splits at ", " whose O or whose S ends every sentence, the one with the
+    longest ending label (the reference replaces the longer label first, so it decides which
+    slot the sentence ends with), O on a tie; reversed = S ends the sentences. None = neither."""
     match = _LABELS_RE.match(cell.strip())
     if not match:
         return None
     parts = match.group(1).split(", ")
+    found = []
     for i in range(2, len(parts)):
-        obj = ", ".join(parts[i:]).rstrip(".")
-        if obj and all(s.endswith(obj) for s in sentences):
-            return ", ".join(parts[: i - 1]), obj
-    return None
+        # A label's final period is the sentence's, which the cloze text has dropped.
+        subject, obj = ", ".join(parts[: i - 1]), ", ".join(parts[i:])
+        if obj.rstrip(".") and all(s.endswith(obj.rstrip(".")) for s in sentences):
+            found.append((len(obj), 1, (subject, obj.rstrip("."), False)))
+        if subject.rstrip(".") and all(s.endswith(subject.rstrip(".")) for s in sentences):
+            found.append((len(subject), 0, (subject.rstrip("."), obj, True)))
+    return max(found)[2] if found else None
 
 
 def _cloze(sentence: str, obj: str) -> str:
@@ -499,21 +506,25 @@ def pair_from_row(row: dict, index: int, where: str) -> tuple[dict | None, str]:
     labels = _pair_labels(row.get("triples") or "", [flawed, corrected])
     if labels is None:
         return None, "not_object_final"
-    subject_label, obj = labels
-    record = dict(zip(["subject", "property", "object"], match.groups(), strict=True))
+    subject_label, object_label, reverse = labels
+    subject, prop, obj = match.groups()
+    if reverse:  # the reference's (o, r, s): the sentence ends with the answer s
+        subject, obj, subject_label, object_label = obj, subject, object_label, subject_label
+    record = {"subject": subject, "property": prop, "object": obj}
     record.update(
         row=index,
         subject_label=subject_label,
-        object_label=obj,
-        flawed=_cloze(flawed, obj),
-        corrected=_cloze(corrected, obj),
+        object_label=object_label,
+        flawed=_cloze(flawed, object_label),
+        corrected=_cloze(corrected, object_label),
+        reversed=reverse,
     )
-    return record, "kept"
+    return record, "reversed" if reverse else "kept"
 
 
 def import_verbalization_pairs(path: str | Path) -> tuple[pd.DataFrame, dict[str, int]]:
     """The §4.3 pairs (:data:`PAIR_COLUMNS`: flawed and corrected cloze text of each kept row)
-    and the count of rows per outcome (kept, perfect, past_context, not_object_final, ...)."""
+    and the count of rows per outcome (kept, reversed, perfect, past_context, not_object_final, ...)."""
     path = Path(path)
     if not path.exists():
         raise TriplesError(f"{path}: verbalization-pairs file not found; fix suites.<s>.source.path")

@@ -11,7 +11,8 @@
 * ``source: {format: verbalization-pairs}``: the §4.3 released pairs
   (``importers.import_verbalization_pairs``): each kept fact is probed twice, verbalization
   ``flawed`` (the template's sentence) and ``corrected`` (the annotator's), the text before the
-  object. Entity forms: the dump's, else the release's label (the sentence names that label).
+  answer (the object; the subject of a subject-final pair, reversed into (o, r, s) as the
+  reference does). Entity forms: the dump's, else the release's label (the sentence names that label).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ import pandas as pd
 
 from factprobe.lm.api import (
     LM,
+    BeamRequest,
     GenerateRequest,
     GenerateResult,
     LoglikRequest,
@@ -130,6 +131,18 @@ class CheckedLM(LM):
             if bad:
                 raise self.job.fail(
                     f"an answer to context {request.context[-80:]!r} has log-probability {bad[0]!r}"
+                )
+        return out
+
+    def beams(self, requests: Sequence[BeamRequest], progress: bool = False) -> list[list[GenerateResult]]:
+        out = self.lm.beams(requests, progress=progress)
+        if len(out) != len(requests):
+            raise self.job.fail(f"the backend gave {len(out)} beam lists for {len(requests)} prompts")
+        for request, answers in zip(requests, out, strict=True):
+            bad = [a.logprob for a in answers if not math.isfinite(a.logprob)]
+            if bad:
+                raise self.job.fail(
+                    f"a beam after context {request.context[-80:]!r} has log-probability {bad[0]!r}"
                 )
         return out
 

@@ -13,6 +13,8 @@ subject-relation pairs and only use these 10K prompts for answer sampling"):
 
 A suite with ``generate: greedy`` gets ``samples = 0``: the greedy continuation alone, which the
 distractors paper's ROUGE-L and BERTScore baselines read (:mod:`factprobe.metrics.overlap`).
+A suite with ``generate: beams`` gets B(c) instead (distractors paper Table 2, §4.2): the best
+sequences of a beam search per width of ``scoring.beam_widths`` (:func:`beam_answers`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import logging
 import pandas as pd
 
 from factprobe.hashing import stable_hash
-from factprobe.lm import LM, GenerateRequest
+from factprobe.lm import LM, BeamRequest, GenerateRequest
 
 log = logging.getLogger(__name__)
 
@@ -111,3 +113,29 @@ def generate_answers(
         len(drawn),
     )
     return frame.sort_values(["prompt_id", "sample"]).reset_index(drop=True)
+
+
+#: §4.2: "the beam width parameter is varied in {1, 2, 5, 10, 20, 30, 50, 100}" (ROUGE-L, BERTScore).
+BEAM_GRID = (1, 2, 5, 10, 20, 30, 50, 100)
+
+
+def beam_answers(
+    lm: LM, prompts: pd.DataFrame, widths: list[int], max_new_tokens: int = 12, progress: bool = True
+) -> pd.DataFrame:
+    """B(c) per prompt and beam width: ``prompt_id, sample, text, logprob, beam_width``, where
+    ``sample`` is the sequence's rank in its beam (0 = best) and ``beam_width`` the search's width
+    (distractors paper Table 2; one search per width, as the reference runs one per grid value).
+    The input is context + text; a sequence ends at EOS (counted in its log-probability) or after
+    ``max_new_tokens`` tokens."""
+    ids = prompts["prompt_id"].tolist()
+    context = prompts["context"].fillna("") if "context" in prompts.columns else ""
+    texts = (context + prompts["text"]).tolist()
+    requests = [BeamRequest(t, w, max_new_tokens) for w in widths for t in texts]
+    found = lm.beams(requests, progress=progress)
+    rows = []
+    for request, pid, hyps in zip(requests, ids * len(widths), found, strict=True):
+        rows += [(pid, rank, a.text, a.logprob, request.width) for rank, a in enumerate(hyps)]
+    frame = pd.DataFrame(rows, columns=["prompt_id", "sample", "text", "logprob", "beam_width"])
+    frame = frame.astype({"sample": "int32", "beam_width": "int32"})
+    log.info("beam search: %d sequences for %d prompts, widths %s", len(frame), len(ids), widths)
+    return frame.sort_values(["prompt_id", "beam_width", "sample"]).reset_index(drop=True)
