@@ -27,10 +27,11 @@ rule extract_dump:
         mem_mb=1500 + 1024 * len(CFG.extract.exclude),
         disk_mb=input_size_mb(1.0),
     params:
+        # only when set: an empty list adds no param, so existing extractions do not rerun
+        **extract_exclude_params(),
         languages=CFG.extract.languages,
         max_bad_fraction=CFG.extract.max_bad_fraction,
         chunk_mb=CFG.extract.chunk_mb,
-        exclude=CFG.extract.exclude,
         # A dump used in place is hashed here, by the first job that reads it (then remembered
         # in results/cache/checksums/ by size and mtime); a download was verified as it arrived.
         checksum=local_dump_checksum,
