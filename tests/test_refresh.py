@@ -103,6 +103,7 @@ OLD_TARGETS = [
 NEW_TARGETS = ["results/diff/20190201_20261116/changes.parquet", "results/temporal/20261116/temporal.parquet"]
 
 
+@pytest.mark.slow  # Snakemake dry runs (about 10 s): the only proof of the planned job list
 def test_after_refresh_only_the_new_dumps_jobs_are_planned(tmp_path, server, monkeypatch, capsys):
     """Dry runs only: the two demo dumps' extraction, diff and temporal views stand as done (their
     outputs written in the order a run writes them), then refresh registers 20261116."""
