@@ -11,7 +11,7 @@ UV_VERSION ?= 0.13.9
 UV := .uv/bin/uv
 TORCH ?= torch==2.13.0
 
-.PHONY: venv demo test test-full lint dryrun clean bench export lock
+.PHONY: venv demo test test-full lint dryrun clean bench export lock refresh
 
 # Exact versions with hashes from requirements/lock.txt, each package without its dependencies
 # (the lock holds them all): a fresh clone gets what the demo digest was made with. torch is not
@@ -36,6 +36,12 @@ demo: $(STAMP)
 # Every suite as an lm-evaluation-harness task and a Hugging Face dataset (results/export/).
 export: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES) export
+
+# When a dump lands: register the newest dump on Wikimedia's server after the registry's latest
+# (date, checksum from its sums file; the registry rewritten atomically) and print the jobs the
+# next run plans (factprobe.wikidata.refresh). Offline it says so and changes nothing.
+refresh: $(STAMP)
+	PYTHONPATH=workflow/scripts $(BIN)/python -m factprobe.wikidata.refresh
 
 # -rs: pytest's list of skip reasons; tests/skipreport.py adds a loud SKIPPED section at the end.
 # `make test` (CI) leaves out the tests marked `full` (long end-to-end variants of what the rest

@@ -25,6 +25,7 @@ TARGETS = (
     ("item_statements_per_item", 6.0, 7.0),
     ("label_languages_per_item", 3.5, 6.0),
     ("en_label_share", 0.7, 0.9),
+    ("mul_label_share", 0.05, 0.15),
     ("aliases_per_item", 0.7, 1.3),
     ("alias_p99", 5, 1e9),  # heavy tail: the top 1 % carry 5 or more
     ("no_alias_share", 0.5, 0.9),
@@ -65,7 +66,7 @@ def composition(path: Path, hubs: bool = True) -> dict:
     """Per-item figures of the items of ``path`` (all, or without hubs: countries, continents and
     items without P31)."""
     stmts, item_stmts, langs, aliases, quals, size = [], [], [], [], [], []
-    en = referenced = n_statements = ref_bytes = total_bytes = properties = 0
+    en = mul = referenced = n_statements = ref_bytes = total_bytes = properties = 0
     classes: Counter[str] = Counter()
     for line, ent in entity_lines(path):
         if ent.get("type") != "item":
@@ -88,6 +89,7 @@ def composition(path: Path, hubs: bool = True) -> dict:
         quals.append(sum(len(q) for s in all_st for q in s.get("qualifiers", {}).values()))
         langs.append(len(ent.get("labels", {})))
         en += "en" in ent.get("labels", {})
+        mul += "mul" in ent.get("labels", {})
         aliases.append(sum(len(v) for v in ent.get("aliases", {}).values()))
         size.append(len(line.encode()))
         total_bytes += len(line.encode())
@@ -105,6 +107,7 @@ def composition(path: Path, hubs: bool = True) -> dict:
         "label_languages_median": _q(langs, 0.5),
         "label_languages_p99": _q(langs, 0.99),
         "en_label_share": en / n,
+        "mul_label_share": mul / n,
         "aliases_per_item": sum(aliases) / n,
         "alias_p99": _q(aliases, 0.99),
         "alias_max": max(aliases),

@@ -72,12 +72,17 @@ from scale_dumps import write_dumps  # noqa: E402
 
 JOB_CPU_HOOK = Path(__file__).resolve().parent / "jobcpu.py"
 
-FULL_ENTITIES = 110e6
-# All statements of full Wikidata (13.6 per entity). The claims table holds only the item-valued
-# statements of items (docs/contracts.md: "items only, wikibase-item values"), 6.3 per item in the
-# real sample tests/data/short_stream.json.bz2 (6.33; whole Wikidata: "6.3 per item"), which the
-# synthetic dumps match (scale_dumps.py): FULL_CLAIMS is that table at full size.
-FULL_STATEMENTS = 1.5e9
+# Today's Wikidata, each figure with its source and date (benchmarks/RESULTS.md, "Today's sizes"):
+# entities ≈ 119 M entries of the JSON dump: a figure of late 2026, not verified
+# online here.
+FULL_ENTITIES = 119e6
+# All statements (13.9 per entity): "1.65 billion item statements as of early 2025", Wikipedia's
+# article on Wikidata as a mirror quotes it (wikiblah.com/wiki/wikidata, read 2026-11-29 with the
+# search tool); not checked against Wikidata's own statistics. The claims table holds only the
+# item-valued statements of items (docs/contracts.md: "items only, wikibase-item values"), 6.3 per
+# item in the real sample tests/data/short_stream.json.bz2 (6.33; whole Wikidata: "6.3 per item"), which
+# the synthetic dumps match (scale_dumps.py): FULL_CLAIMS is that table at full size.
+FULL_STATEMENTS = 1.65e9
 ITEM_CLAIMS_PER_ITEM = 6.3
 FULL_CLAIMS = FULL_ENTITIES * ITEM_CLAIMS_PER_ITEM
 FULL_FACTS = 100_000
@@ -136,9 +141,10 @@ RULE_STAGE = {"retrieve_shard": "retrieve_distractors"}
 # A split job's parts: the stage's shards (planned by the workflow, or the setting the model
 # chooses, at most MAX_SHARDS), more where a part would not fit JOB_GB; at most MAX_PARTS.
 MAX_SHARDS, MAX_PARTS = 512, 4096
-# Whole Wikidata's latest-all.json.gz, the size semplan plans the index's parts from (its
-# NNZ_PER_DUMP_BYTE note: ≈ 140 GB).
-FULL_DUMP_BYTES = 140e9
+# Whole Wikidata's latest-all.json.gz, the size semplan plans the index's parts from: ≈ 97 GB,
+# a figure of late 2026, not verified online here (the NNZ_PER_DUMP_BYTE note of the index planner
+# assumed ≈ 140 GB before). The .json.bz2 is not stated: no verified figure was at hand.
+FULL_DUMP_BYTES = 97e9
 # A DuckDB job at full size asks DuckDB for the limit it would get from common.smk, less where
 # that would take the job over JOB_GB (it then spills more; the model does not price the spill),
 # but never below DUCKDB_MIN_MB.
@@ -172,13 +178,22 @@ OMEGA_LINE = re.compile(
 MEM_CAP_MB, RULE_MEM_CAP_MB = 64000, {"build_probes": 8000}
 
 
-def make_workdir(work: Path, items: int, facts: int, shards: int = 1) -> dict:
-    """Dumps, config and registry of one size under ``work``; returns the dump counts."""
-    stats_file = work / "dumps" / "stats.json"
+def make_workdir(
+    work: Path,
+    items: int,
+    facts: int,
+    shards: int = 1,
+    exclude: tuple[str, ...] = (),
+    dumps: Path | None = None,
+) -> dict:
+    """Dumps, config and registry of one size under ``work`` (the dumps under ``dumps``, default
+    ``work/dumps``: runs with and without ``extract.exclude`` share them); returns the dump counts."""
+    dumps = dumps or work / "dumps"
+    stats_file = dumps / "stats.json"
     if stats_file.exists():
         stats = json.loads(stats_file.read_text())
     else:
-        stats = write_dumps(items, work / "dumps")
+        stats = write_dumps(items, dumps)
         stats_file.write_text(json.dumps(stats, indent=1))
     (work / "config").mkdir(parents=True, exist_ok=True)
     with open(work / "config" / "dumps.tsv", "w") as f:
@@ -200,6 +215,7 @@ def make_workdir(work: Path, items: int, facts: int, shards: int = 1) -> dict:
     for block in config["suites"].values():
         block["n_facts"] = facts
     config.setdefault("distractors", {})["shards"] = shards
+    config["extract"]["exclude"] = list(exclude)
     (work / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     return stats
 
@@ -453,6 +469,15 @@ def limit_full_mb(runs: list[dict], rule: str) -> float:
     return share * (min(cap, mem[-1] * FULL_ENTITIES / runs[-1]["items"]) if grown else mem[-1])
 
 
+def kept_entities(work: Path) -> dict[str, dict]:
+    """Per dump: entities written and what ``extract.exclude`` left out (extract_stats.json)."""
+    out = {}
+    for path in sorted((work / "results" / "wikidata").glob("*/extract_stats.json")):
+        record = json.loads(path.read_text())
+        out[path.parent.name] = {"entities": record["entities"], "excluded": record.get("excluded", {})}
+    return out
+
+
 def claims_rows(work: Path) -> int:
     """Claims rows of the newer dump's extraction (for the 1.5B-claims extrapolation)."""
     import pyarrow.parquet as pq
@@ -511,10 +536,16 @@ def report(runs: list[dict], facts: int, floor: float) -> str:
         lines.append(f"| {rule} | " + " | ".join(cells) + " |")
     lines += cpu_table(runs)
     lines += memory_table(runs)
-    lines += ["", "| size | claims rows | DAG wall s | load avg before / after |", "|---|---|---|---|"]
+    lines += [
+        "",
+        "| size | extract.exclude | entities kept (newer dump) | claims rows | DAG wall s | DAG CPU s | load avg before / after |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for run in runs:
+        kept = run.get("kept", {}).get("20190201", {})
         lines.append(
-            f"| {run['items']:,} | {run['claims']:,} | {run['wall_s']:.0f} | "
+            f"| {run['items']:,} | {', '.join(run.get('exclude', [])) or '-'} | {format(kept['entities'], ',') if kept else '-'} | "
+            f"{run['claims']:,} | {run['wall_s']:.0f} | {run['dag_cpu_s']:.0f} | "
             f"{run['load_before']:.2f} / {run['load_after']:.2f} |"
         )
     big = runs[-1]
@@ -1246,6 +1277,13 @@ def main() -> None:
         help="distractors.shards of every run: retrieval jobs per suite, each loading its own relations "
         f"(the node model assumes {NODE_CORES} cores over the suites' shards)",
     )
+    ap.add_argument(
+        "--exclude",
+        nargs="*",
+        default=[],
+        choices=["scholarly"],
+        help="extract.exclude of every run (the dumps are shared with runs without it)",
+    )
     ap.add_argument("--json", type=Path, help="also write the measurements here")
     ap.add_argument("--from-json", type=Path, help="only print the report of measurements saved with --json")
     args = ap.parse_args()
@@ -1254,8 +1292,10 @@ def main() -> None:
         return
     runs = []
     for items in sorted(args.sizes):
-        work = args.work / f"n{items}"
-        stats = make_workdir(work, items, args.facts, args.retrieval_shards)
+        work = args.work / (f"n{items}" + "".join(f"-{c}" for c in args.exclude))
+        stats = make_workdir(
+            work, items, args.facts, args.retrieval_shards, tuple(args.exclude), args.work / f"dumps{items}"
+        )
         if not args.keep:
             for sub in ("results", "benchmarks", "logs", ".snakemake"):
                 shutil.rmtree(work / sub, ignore_errors=True)
@@ -1274,6 +1314,8 @@ def main() -> None:
             "load_before": load_before,
             "load_after": os.getloadavg()[0],
             "claims": claims_rows(work),
+            "exclude": args.exclude,
+            "kept": kept_entities(work),
             "rules": read_benchmarks(work),
             "retrieval": read_retrieval(work),
             "probes": read_probes(work),

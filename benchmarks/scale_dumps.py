@@ -25,6 +25,8 @@ figures of whole Wikidata the scale targets were set from):
 - references on ≈ 47 % of statements (sample 47.1 %), ≈ 40 % of the bytes (sample 40 %);
   qualifiers ≈ 2.7 per item (sample 2.72: series ordinals of authors, validity dates).
 - ≈ 12 KB of JSON per entity (sample 11.8 KB; perf A.1: 12–15 KB, "110 M entities, 1.0–1.6 TB").
+- ``mul`` (default) labels on ≈ 9 % of items (``MUL_SHARE``: 40 % of humans, 5 % of the other
+  ordinary kinds; an assumption, no published count was found), beside their own labels.
 - classes (P31): one giant class, Q13442814 scholarly article, 38 % of items (whole: 35–40 % of
   real items; perf A.3: 40 %; sample 43 %); Q5 human 11 % (whole: ≈ 11 %; perf A.3 10 %;
   perf C.3 "P31=Q5, ~10 M postings" of ~110 M); the other 51 % over a long tail of generated
@@ -164,6 +166,10 @@ REF_FRACTION, RANK_DEPRECATED, RANK_PREFERRED = 0.47, 0.003, 0.001
 # Mean labels per item by kind (sample: articles carry few, humans and places more).
 LABEL_MEAN = {"article": 2.0, "human": 3.5, "place": 4.5, "thing": 3.5, "country": 60, "continent": 60}
 EN_LABEL_SHARE = 0.8
+# Items with a default (``mul``) label besides their own, by kind: ≈ 9 % of all items. An
+# assumption, no count of them was found: Help:Default values for labels and aliases names person
+# names as the main use (hence humans most), and places, works and titles as others.
+MUL_SHARE = {"article": 0.05, "human": 0.4, "place": 0.05, "thing": 0.05}
 DESC_MEAN = {"article": 40, "human": 12, "place": 10, "thing": 6, "country": 60, "continent": 60, "class": 8}
 ALIAS_MEAN = {"article": 0.1, "human": 1.4, "place": 1.5, "thing": 1.1, "country": 10, "continent": 8}
 ALIAS_CAP = 100  # sample: at most 91
@@ -483,6 +489,9 @@ def _terms(kind: str, qid: int, x: int, n_alias: int, frag: Fragments) -> tuple[
     n_words = 10 if kind == "article" else 2
     label = " ".join(w[(qid * 7919 + k * 104729 + (x >> k * 7)) % nw] for k in range(n_words))
     labels = frag.label_json[kind][x & 511].replace("\x00", label)
+    if (x >> 40 & 1023) < MUL_SHARE.get(kind, 0.0) * 1024:
+        mul = f'"mul":{{"language":"mul","value":"{label}"}}'
+        labels = "{" + mul + ("," + labels[1:] if labels != "{}" else "}")
     alias_json = ""
     if n_alias:
         langs = frag.label_sets[kind][x & 511]

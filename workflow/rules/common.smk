@@ -156,6 +156,12 @@ def local_dump_checksum(wildcards):
     return I.local_dump_checksum(DUMP_ROWS[wildcards.dump])
 
 
+def extract_exclude_params():
+    """``{"exclude": [...]}`` when ``extract.exclude`` is set, else nothing (the rule's params then
+    stay those of runs made before the key existed)."""
+    return {"exclude": list(CFG.extract.exclude)} if CFG.extract.exclude else {}
+
+
 def extract_table(name, dump):
     """Path of extraction table ``name`` of a registered ``dump``."""
     template = getattr(rules.extract_dump.output, name)

@@ -22,9 +22,13 @@ rule extract_dump:
     # parse worker processes; one more thread decompresses (see reader.py)
     threads: 2
     resources:
-        mem_mb=1500,
+        # an excluded class keeps its ids (about 45 M scholarly items in a whole dump: 360 MB,
+        # twice that while they are sorted together)
+        mem_mb=1500 + 1024 * len(CFG.extract.exclude),
         disk_mb=input_size_mb(1.0),
     params:
+        # only when set: an empty list adds no param, so existing extractions do not rerun
+        **extract_exclude_params(),
         languages=CFG.extract.languages,
         max_bad_fraction=CFG.extract.max_bad_fraction,
         chunk_mb=CFG.extract.chunk_mb,

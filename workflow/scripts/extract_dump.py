@@ -32,6 +32,7 @@ try:
         max_bad_fraction=snakemake.params.max_bad_fraction,
         workers=snakemake.threads,
         chunk_bytes=snakemake.params.chunk_mb << 20,
+        exclude=snakemake.params.get("exclude", []),
     )
 except Exception:
     log.exception("extraction of %s failed", snakemake.input.dump)

@@ -60,11 +60,12 @@ def _default(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class Extract:
-    """``extract``: labels kept, malformed-line tolerance, unit of parse work."""
+    """``extract``: labels kept, malformed-line tolerance, unit of parse work, classes left out."""
 
     languages: list[str]
     max_bad_fraction: float
     chunk_mb: int
+    exclude: list[str] = _default([])
 
 
 @dataclass(frozen=True)

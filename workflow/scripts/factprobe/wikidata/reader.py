@@ -22,7 +22,8 @@ from pathlib import Path
 
 from factprobe.contracts import EXTRACT_TABLES
 from factprobe.wikidata.duplicates import SeenIds, duplicate_message, entity_id, locate_lines
-from factprobe.wikidata.labels import LabelCounts, coverage, coverage_line
+from factprobe.wikidata.exclude import Exclusion
+from factprobe.wikidata.labels import LabelCounts, coverage, coverage_line, label_counts
 from factprobe.wikidata.parse import Skips, add_skips, new_skips
 from factprobe.wikidata.stream import DumpError, DumpSource
 from factprobe.wikidata.tables import TableSet
@@ -59,20 +60,27 @@ class ExtractStats:
     labels: LabelCounts = field(default_factory=LabelCounts)
     #: the configured languages (``None``: all)
     languages: list[str] | None = None
+    #: classes of items left out (``extract.exclude``, :mod:`factprobe.wikidata.exclude`)
+    exclusions: list[Exclusion] = field(default_factory=list)
+
+    @property
+    def excluded_items(self) -> int:
+        return sum(e.items for e in self.exclusions)
 
     @property
     def entities(self) -> int:
         """Items and properties written to the tables."""
-        return self.kinds.get("item", 0) + self.kinds.get("property", 0)
+        return self.kinds.get("item", 0) - self.excluded_items + self.kinds.get("property", 0)
 
     def label_coverage(self) -> dict[str, dict[str, int]]:
-        """Per language: items with a label of their own, only through ``mul``, with none."""
-        return coverage(self.labels, self.kinds.get("item", 0), self.languages)
+        """Per language: items kept with a label of their own, only through ``mul``, with none."""
+        return coverage(self.labels, self.kinds.get("item", 0) - self.excluded_items, self.languages)
 
     def summary_record(self) -> dict:
         """What ``extract_stats.json`` keeps: lines read, entities written, malformed lines skipped
         and the first of them (the report's provenance shows them per dump), entities by kind,
-        item statements skipped by datatype and by snak type, and the label coverage."""
+        item statements skipped by datatype and by snak type, the label coverage of the items kept,
+        and per class of ``extract.exclude`` what was left out (``{}`` when nothing is excluded)."""
         line, reason = self.bad_lines[0] if self.bad_lines else (None, None)
         return {
             "lines": self.lines,
@@ -84,11 +92,13 @@ class ExtractStats:
             "statements_skipped": {axis: dict(sorted(c.items())) for axis, c in sorted(self.skips.items())},
             "default_labels": self.labels.own.get("mul", 0),
             "label_coverage": self.label_coverage(),
+            "excluded": {e.name: e.record() for e in self.exclusions},
         }
 
     def shapes_summary(self, path: str | Path) -> str:
         """One console line: entities by kind, item statements skipped by datatype and by snak
-        type, and label coverage per language (what a new dump format changes shows here)."""
+        type, label coverage per language (what a new dump format changes shows here), and the
+        items of ``extract.exclude`` left out."""
 
         def counts(c: dict[str, int]) -> str:
             return (
@@ -99,6 +109,7 @@ class ExtractStats:
             f"factprobe: {path}: entities by kind: {counts(self.kinds)}; item statements skipped "
             f"by datatype: {counts(self.skips['datatype'])}; by snak type: {counts(self.skips['snaktype'])}; "
             f"labels: {coverage_line(self.label_coverage()) or 'no languages'}"
+            + "".join(f"; excluded: {e.phrase()}" for e in self.exclusions)
         )
 
     def malformed_summary(self, path: str | Path, log_path: str | Path) -> str | None:
@@ -129,10 +140,12 @@ def extract_dump(
     flush_rows: int = 500_000,
     progress: bool = True,
     min_parallel_bytes: int = MIN_PARALLEL_BYTES,
+    exclude: Iterable[str] = (),
 ) -> ExtractStats:
     """Extract one dump into ``outdir/{entities,labels,claims,types,properties}.parquet``.
 
-    ``languages=None`` keeps labels in every language. ``workers`` parse processes are used
+    ``languages=None`` keeps labels in every language. ``exclude``: classes of items left out as
+    subjects and as objects (:mod:`factprobe.wikidata.exclude`). ``workers`` parse processes are used
     for files of at least ``min_parallel_bytes`` (one process below). All five files appear
     together or not at all; see the module docstring for errors.
     """
@@ -150,7 +163,7 @@ def extract_dump(
     if workers > 1 and not sys.platform.startswith("linux"):
         log.warning("parse workers need fork (Linux); parsing in one process")
         workers = 1
-    stats = ExtractStats(languages=langs)
+    stats = ExtractStats(languages=langs, exclusions=[Exclusion(name) for name in dict.fromkeys(exclude)])
     started = time.perf_counter()
     # Workers are forked first, while this process has no other thread.
     pool = Workers(workers, langs, chunk_bytes) if workers > 1 else None
@@ -176,6 +189,10 @@ def extract_dump(
                     kind, number = repeat
                     lines = locate_lines(path, entity_id(kind, number))
                     raise DumpError(duplicate_message(path, kind, number, lines))
+                for exclusion in stats.exclusions:
+                    result.tables = exclusion.drop_subjects(result.tables)
+                if stats.exclusions:
+                    result.labels = label_counts(result.tables["labels"])
                 tables.add(result.tables)
                 _merge(stats, result, path, lines_before)
                 lines_before += result.newlines or 0
@@ -184,7 +201,13 @@ def extract_dump(
                 bar.set_postfix(entities=stats.entities, bad=stats.bad, refresh=False)
         stats.bytes = source.pos
         _check_bad(stats, path, max_bad_fraction)
-        tables.commit()
+        if stats.exclusions:
+            tables.commit(_drop_objects(stats.exclusions), ("claims", "types"))
+            for exclusion in stats.exclusions:
+                stats.rows["claims"] -= exclusion.claims_as_object
+                stats.rows["types"] -= exclusion.types_as_object
+        else:
+            tables.commit()
     except BaseException:
         tables.discard()
         raise
@@ -194,6 +217,15 @@ def extract_dump(
             pool.close()
     _log_summary(stats, path, time.perf_counter() - started, workers)
     return stats
+
+
+def _drop_objects(exclusions: list[Exclusion]):
+    def refilter(name, table):
+        for exclusion in exclusions:
+            table = exclusion.drop_objects(name, table)
+        return table
+
+    return refilter
 
 
 def _merge(stats: ExtractStats, result: ChunkResult, path: Path, lines_before: int) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -49,13 +50,36 @@ class TableSet:
         self.parts[name] = []
         self.buffered[name] = 0
 
-    def commit(self) -> None:
+    def commit(
+        self, refilter: Callable[[str, pa.Table], pa.Table] | None = None, names: tuple[str, ...] = ()
+    ) -> None:
+        """Publish every table; ``refilter(name, row_group)`` first rewrites the tables in ``names``
+        row group by row group (rows that could only be judged once the whole dump was read)."""
         for name in TABLES:
             self._flush(name)
         for writer in self.writers.values():
             writer.close()
+        if refilter is not None:
+            for name in names:
+                self._rewrite(name, refilter)
         for name in TABLES:
             publish(self.tmp[name], self.outdir / f"{name}.parquet")
+
+    def _rewrite(self, name: str, refilter: Callable[[str, pa.Table], pa.Table]) -> None:
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.parquet.", suffix=".tmp", dir=self.outdir)
+        os.close(fd)
+        try:
+            source = pq.ParquetFile(self.tmp[name])
+            with pq.ParquetWriter(tmp, SCHEMAS[name], compression=COMPRESSION) as writer:
+                for i in range(source.num_row_groups):
+                    table = refilter(name, source.read_row_group(i))
+                    if table.num_rows:
+                        writer.write_table(table, row_group_size=max(self.flush_rows, table.num_rows))
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        self.tmp[name].unlink()
+        self.tmp[name] = Path(tmp)
 
     def discard(self) -> None:
         for writer in self.writers.values():
