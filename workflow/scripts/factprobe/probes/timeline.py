@@ -1,0 +1,179 @@
+"""Timeline suites: facts cut into dated slices, each sampled to one size and popularity profile.
+
+A slice is the set of facts that became true in one interval ``(start, end]`` of YYYYMMDD dates.
+Two readings of "became true" (``by``):
+
+* ``diff``: a dump series t_0 < t_1 < ... < t_N; slice i holds the triples the diff
+  (t_{i-1}, t_i] labels ``new`` and every later diff labels ``static`` (they stayed true up to
+  t_N, so the newest dump can serve as their answer key), and that no earlier diff labelled
+  ``new`` or ``static`` (a triple that was already true and came back is not new knowledge).
+  The static control slice holds the triples every diff labels ``static``: true throughout.
+* ``statement_date``: one dump; a fact's date is its statement's start, else its point in time
+  (the diff's dates, :mod:`factprobe.validity`); slice i holds the facts dated in
+  ``(edges[i-1], edges[i]]`` and the static slice the undated ones. Dates of year or month
+  precision (``YYYY0000``, ``YYYYMM00``) sort before every day of their year or month and are
+  sliced where they sort. Facts dated on or before ``edges[0]`` or after ``edges[-1]`` are left out.
+
+Popularity confounds recency: new facts are mostly about obscure, recently created entities,
+and a model knows popular entities better, so a raw slice curve falls with recency even for a
+model that saw every slice. The sampler therefore matches the popularity profile exactly at the
+resolution of ``bins`` popularity bins: the bins are equal-count quantile bins of ln(1 +
+popularity) over the candidates of every slice (static included) pooled; bin b gets the same
+quota q_b in every slice, with q_b proportional to m_b, the smallest count of bin b over the
+slices (largest remainder rounding, so sum q_b = ``n`` exactly when sum m_b >= n, else the
+common support sum m_b is taken whole). Within a (slice, bin) the facts with the lowest
+``stable_hash(seed, "timeline", fact_id)`` are taken. Every slice thus has the same size and the
+same count per popularity bin; :func:`popularity_profile` shows what is left within the bins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from factprobe.hashing import stable_hashes
+
+#: Label of the undated control slice.
+STATIC = "static"
+TRIPLE = ["subject", "property", "object"]
+
+
+@dataclass(frozen=True)
+class Slice:
+    """One slice: its label (the end date as text, or ``static``) and interval ``(start, end]``."""
+
+    label: str
+    start: int | None
+    end: int | None
+
+
+def series_slices(edges: Sequence[int]) -> list[Slice]:
+    """The dated slices of a series of dates (ascending, at least two), then the static slice."""
+    edges = [int(e) for e in edges]
+    if len(edges) < 2 or any(b <= a for a, b in zip(edges, edges[1:], strict=False)):
+        raise ValueError(f"timeline: need at least two ascending dates, got {edges}")
+    dated = [Slice(str(b), a, b) for a, b in zip(edges, edges[1:], strict=False)]
+    return [*dated, Slice(STATIC, None, None)]
+
+
+def diff_slices(changes: Mapping[tuple[int, int], pd.DataFrame]) -> pd.DataFrame:
+    """``subject, property, object, slice`` from the diffs of consecutive dumps (module docstring).
+
+    ``changes`` maps each interval ``(t_old, t_new)`` to its ``changes`` table (at least the triple
+    and ``status``); the intervals must chain (each one starts where the previous ended).
+    """
+    intervals = sorted(changes)
+    for (_, a), (b, _) in zip(intervals, intervals[1:], strict=False):
+        if a != b:
+            raise ValueError(f"timeline: diffs do not chain: ...{a}) then ({b}...")
+    n = len(intervals)
+    parts = []
+    for i, key in enumerate(intervals):
+        part = changes[key][[*TRIPLE, "status"]].copy()
+        part["i"] = i
+        parts.append(part)
+    long = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[*TRIPLE, "status", "i"])
+    wide = long.pivot_table(index=TRIPLE, columns="i", values="status", aggfunc="first").reindex(
+        columns=range(n)
+    )
+    status = wide.to_numpy(dtype=object)
+    is_static = status == "static"
+    is_new = status == "new"
+    labels = np.full(len(wide), None, dtype=object)
+    labels[is_static.all(axis=1)] = STATIC
+    known_before = np.zeros(len(wide), dtype=bool)
+    for i, (_, t_new) in enumerate(intervals):
+        later_static = is_static[:, i + 1 :].all(axis=1)
+        labels[is_new[:, i] & later_static & ~known_before] = str(t_new)
+        known_before |= is_new[:, i] | is_static[:, i]
+    out = wide.index.to_frame(index=False)
+    out["slice"] = labels
+    return out[out["slice"].notna()].reset_index(drop=True)
+
+
+def date_slices(dates: pd.Series, edges: Sequence[int]) -> pd.Series:
+    """Slice label of each fact by its date (``<NA>``/NaN = undated -> ``static``); None outside
+    ``(edges[0], edges[-1]]`` (module docstring)."""
+    slices = series_slices(edges)
+    ends = np.array([s.end for s in slices[:-1]], dtype=np.int64)
+    d = pd.to_numeric(dates, errors="coerce")
+    undated = d.isna().to_numpy()
+    values = d.fillna(0).to_numpy(dtype=np.int64)
+    # slice i is (ends[i-1], ends[i]]: the first end >= date
+    pos = np.searchsorted(ends, values, side="left")
+    inside = (values > int(edges[0])) & (values <= int(edges[-1]))
+    labels = np.where(
+        inside, np.array([s.label for s in slices[:-1]], dtype=object)[np.minimum(pos, len(ends) - 1)], None
+    )
+    labels = np.where(undated, STATIC, labels)
+    return pd.Series(labels, index=dates.index, dtype=object)
+
+
+def popularity_bins(popularity: np.ndarray, bins: int) -> np.ndarray:
+    """Equal-count bin of ln(1 + popularity): the number of inner quantile edges of the pooled
+    values (``bins - 1`` of them, linear interpolation, duplicates merged) at or below the value,
+    so equal values share a bin and the top value is in the last bin."""
+    x = np.log1p(np.asarray(popularity, dtype=np.float64))
+    if x.size == 0 or bins <= 1:
+        return np.zeros(x.size, dtype=np.int64)
+    edges = np.unique(np.quantile(x, np.arange(1, bins) / bins))
+    return np.searchsorted(edges, x, side="right").astype(np.int64)
+
+
+def quotas(minima: np.ndarray, n: int) -> np.ndarray:
+    """Per-bin quota: ``minima`` (smallest count of each bin over the slices) scaled to sum to
+    ``n`` by largest remainder (ties to the lower bin), or ``minima`` itself when it sums to <= n."""
+    minima = np.asarray(minima, dtype=np.int64)
+    total = int(minima.sum())
+    if total <= n:
+        return minima.copy()
+    exact = minima * n / total
+    q = np.floor(exact).astype(np.int64)
+    rest = n - int(q.sum())
+    order = np.lexsort((np.arange(len(exact)), -(exact - q)))
+    q[order[:rest]] += 1
+    return q
+
+
+def matched_sample(candidates: pd.DataFrame, n: int, bins: int = 5, seed: object = 0) -> pd.DataFrame:
+    """Equal-size, popularity-matched sample of every slice (module docstring).
+
+    ``candidates``: ``fact_id, slice, popularity`` (+ any columns, kept). Returns the chosen rows
+    with ``stratum`` (the popularity bin, 0 = least popular), in (slice, stratum, hash) order.
+    Slices with no candidate are absent from the result and, having no count, set every quota
+    to 0: callers check that every slice they need has candidates (:func:`check_slices`).
+    """
+    c = candidates.reset_index(drop=True).copy()
+    c["stratum"] = popularity_bins(c["popularity"].to_numpy(), bins)
+    c["_h"] = stable_hashes((seed, "timeline"), c["fact_id"])
+    counts = pd.crosstab(c["slice"], c["stratum"]).reindex(
+        columns=range(int(c["stratum"].max()) + 1 if len(c) else 0), fill_value=0
+    )
+    q = quotas(counts.min(axis=0).to_numpy() if len(counts) else np.zeros(0, np.int64), n)
+    quota = pd.Series(q, index=counts.columns)
+    c = c.sort_values(["slice", "stratum", "_h", "fact_id"])
+    c["_rank"] = c.groupby(["slice", "stratum"]).cumcount()
+    keep = c["_rank"] < c["stratum"].map(quota).fillna(0).to_numpy()
+    return c[keep].drop(columns=["_h", "_rank"]).reset_index(drop=True)
+
+
+def check_slices(candidates: pd.DataFrame, slices: Sequence[Slice]) -> None:
+    """Fail, naming them, when some slices have no candidate fact."""
+    empty = [s.label for s in slices if not (candidates["slice"] == s.label).any()]
+    if empty:
+        raise ValueError(
+            f"timeline: no candidate fact in slice(s) {empty}; widen the intervals or the relations"
+        )
+
+
+def popularity_profile(sample: pd.DataFrame) -> pd.DataFrame:
+    """Per slice: ``slice, stratum, n, mean_popularity, median_popularity`` (raw popularity)."""
+    g = sample.groupby(["slice", "stratum"])["popularity"]
+    return (
+        pd.DataFrame({"n": g.size(), "mean_popularity": g.mean(), "median_popularity": g.median()})
+        .reset_index()
+        .astype({"n": "int64"})
+    )
