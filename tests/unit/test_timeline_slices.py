@@ -97,3 +97,48 @@ def test_check_slices_names_the_empty_one():
     cand = pd.DataFrame({"fact_id": ["x"], "slice": ["a"], "popularity": [1]})
     with pytest.raises(ValueError, match=r"\['b'\]"):
         tl.check_slices(cand, [tl.Slice("a", 0, 1), tl.Slice("b", 1, 2)])
+
+
+def test_slice_table_by_statement_date_reads_the_dump(tmp_path):
+    import duckdb
+    from factprobe.settings import Timeline
+
+    claims = pd.DataFrame(
+        {
+            "subject": [1, 1, 2, 3, 4, 5, 6],
+            "property": [17, 17, 17, 17, 17, 17, 36],
+            "object": [10, 10, 11, 12, 13, 14, 15],
+            "rank": [1, 1, 1, 1, 0, 1, 1],
+            # fact 1 has two statements: the earliest start (20050101) dates it; fact 3 ended
+            # before the dump (not valid: left out); fact 4 is deprecated; fact 6 is of P36
+            "start": [20050101, 20080101, None, 20010101, 20120101, None, 20120101],
+            "end": [None, None, None, 20020101, None, None, None],
+            "point_in_time": [None, None, 20150606, None, None, None, None],
+        }
+    ).astype(
+        {"start": "Int32", "end": "Int32", "point_in_time": "Int32", "rank": "int8", "property": "int32"}
+    )
+    path = tmp_path / "claims.parquet"
+    claims.to_parquet(path)
+    block = Timeline(by="statement_date", edges=[20000101, 20100101, 20190101])
+    table, slices = tl.slice_table(block, "20190201", ["P17"], str(path), [], duckdb.connect())
+    got = table.set_index("fact_id")[["slice", "slice_end", "date"]].astype(object).to_dict("index")
+    assert got == {
+        "Q1|P17|Q10": {"slice": "20100101", "slice_end": 20100101, "date": 20050101},
+        "Q2|P17|Q11": {"slice": "20190101", "slice_end": 20190101, "date": 20150606},
+        "Q5|P17|Q14": {"slice": "static", "slice_end": None, "date": None},
+    }
+    assert [s.label for s in slices] == ["20100101", "20190101", "static"]
+
+
+def test_timeline_sampler_draws_matched_slices():
+    table = pd.DataFrame({"fact_id": [f"f{i}" for i in range(9)], "slice": ["a", "b", "static"] * 3})
+    slices = [tl.Slice("a", 1, 2), tl.Slice("b", 2, 3), tl.Slice("static", None, None)]
+    sampler = tl.TimelineSampler(table, slices, n_facts=2, bins=1, seed=0)
+    cand = pd.DataFrame({"fact_id": [f"f{i}" for i in range(9)] + ["other"], "popularity": [1] * 10})
+    sampler.add(cand.iloc[:5])
+    sampler.add(cand.iloc[5:])
+    (out,) = sampler.finish()
+    # one bin, 3 candidates per slice, 2 drawn from each; "other" is in no slice
+    assert out.groupby("slice").size().tolist() == [2, 2, 2]
+    assert "other" not in set(out["fact_id"])

@@ -183,7 +183,8 @@ def released_inputs(wildcards):
 def probe_inputs(wildcards):
     paths = rules.diff_dumps.output.changes, rules.temporal_view.output.temporal
     args = CFG, wildcards.suite, RUN.template_sets, extract_table
-    return I.probe_inputs(*args, library("build_probes.py"), *paths)
+    files = I.probe_inputs(*args, library("build_probes.py"), *paths)
+    return {**files, **I.timeline_inputs(CFG, wildcards.suite, ENABLED, paths[0])}
 
 
 # --- distractors -------------------------------------------------------------------------

@@ -28,8 +28,10 @@ same count per popularity bin; :func:`popularity_profile` shows what is left wit
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -177,3 +179,115 @@ def popularity_profile(sample: pd.DataFrame) -> pd.DataFrame:
         .reset_index()
         .astype({"n": "int64"})
     )
+
+
+def statement_dates_sql(claims: str, dump: int, relations: Sequence[int]) -> str:
+    """Query of ``subject, property, object, date`` over the claims file ``claims``: per triple of
+    ``relations`` valid at ``dump``, the earliest start, else point in time, of its statements
+    valid then (NULL when none is dated)."""
+    from factprobe.scan import quote
+    from factprobe.validity import valid_sql
+
+    rels = ", ".join(str(int(r)) for r in relations) or "NULL"
+    return f"""
+        SELECT subject, property, object, min(coalesce(start, point_in_time)) AS date
+        FROM read_parquet({quote(str(claims))})
+        WHERE property IN ({rels}) AND {valid_sql(int(dump))}
+        GROUP BY subject, property, object
+    """
+
+
+def slice_table(
+    block, dump: str, relations: Sequence[str], claims: str, changes: Sequence[str], con
+) -> tuple[pd.DataFrame, list[Slice]]:
+    """The slices and ``fact_id, slice, slice_start, slice_end`` of every fact of ``relations`` in a slice of the
+    timeline ``block`` (settings ``Timeline``): by statement date from the dump's ``claims``, or by
+    the ``changes`` files of the diffs ``results/diff/{old}_{new}/`` chaining up to ``dump``."""
+    from factprobe import contracts, scan
+
+    rel_ids = [contracts.id_int(r) for r in relations]
+    if block.by == "statement_date":
+        edges = [int(e) for e in block.edges]
+        dated = con.sql(statement_dates_sql(claims, int(dump), rel_ids)).to_df()
+        dated["slice"] = date_slices(dated["date"], edges).to_numpy()
+        dated = dated[dated["slice"].notna()]
+    else:
+        frames = {}
+        for path in changes:
+            old, new = (int(x) for x in Path(path).parent.name.split("_"))
+            frames[(old, new)] = scan.table_of_relations(
+                "changes", path, rel_ids, ["subject", "property", "object", "status"], con
+            )
+        dated = diff_slices(frames)
+        edges = [min(frames)[0], *sorted(new for _, new in frames)]
+    bounds = {s.label: (s.start, s.end) for s in series_slices(edges)}
+    out = pd.DataFrame(
+        {"fact_id": contracts.fact_ids_of(dated).to_numpy(), "slice": dated["slice"].to_numpy()}
+    )
+    out["slice_start"] = pd.array([bounds[s][0] for s in out["slice"]], dtype="Int32")
+    out["slice_end"] = pd.array([bounds[s][1] for s in out["slice"]], dtype="Int32")
+    if "date" in dated:
+        out["date"] = pd.array(dated["date"].to_numpy(), dtype="Int32")
+    return out, series_slices(edges)
+
+
+def timeline_sampler(
+    suite, relations: Sequence[str], claims: str, changes: Sequence[str], con
+) -> TimelineSampler:
+    """The sampler of timeline suite ``suite`` (settings ``Suite`` with a ``timeline`` block)."""
+    if suite.timeline.by == "diff" and len(changes) < 2:
+        raise ValueError("timeline by diff: need at least three enabled dumps up to the suite's dump")
+    table, slices = slice_table(suite.timeline, str(suite.dump), relations, claims, changes, con)
+    return TimelineSampler(table, slices, suite.n_facts, suite.timeline.bins, suite.seed)
+
+
+def spill_parquet(candidates: pd.DataFrame, object_sitelinks, path: str) -> int:
+    """:class:`TimelineSampler`'s per-part work: the part to ``path``; returns its rows."""
+    if candidates.empty:
+        return 0
+    candidates.to_parquet(path, index=False)
+    return len(candidates)
+
+
+class TimelineSampler:
+    """The sampler of a timeline suite (``probes/sample.py``'s interface: ``reserve``,
+    ``spiller``, ``register``, ``add``, ``finish``): candidate parts are spilled as they come;
+    :meth:`finish` keeps those in a slice of ``table`` (:func:`slice_table`), checks that every
+    one of ``slices`` has some, and draws
+    :func:`matched_sample` with ``n_facts`` per slice. ``popularity`` is the subject's sitelinks,
+    the facts table's own."""
+
+    def __init__(
+        self, table: pd.DataFrame, slices: list[Slice], n_facts: int | None, bins: int, seed: object
+    ):
+        self.table, self.slices, self.n_facts, self.bins, self.seed = table, slices, n_facts, bins, seed
+        self.tmp = tempfile.TemporaryDirectory(prefix="factprobe-timeline-")
+        self.files: list[str] = []
+        self._n = 0
+
+    def reserve(self) -> str:
+        self._n += 1
+        return str(Path(self.tmp.name) / f"{self._n}.parquet")
+
+    def spiller(self):
+        return spill_parquet
+
+    def register(self, prop: str, path: str, rows: int) -> None:
+        if rows:
+            self.files.append(path)
+
+    def add(self, candidates: pd.DataFrame, object_sitelinks: pd.Series | None = None) -> None:
+        path = self.reserve()
+        self.register("", path, spill_parquet(candidates, None, path))
+
+    def finish(self) -> list[pd.DataFrame]:
+        try:
+            if not self.files:
+                return []
+            cands = pd.concat([pd.read_parquet(f) for f in self.files], ignore_index=True)
+        finally:
+            self.tmp.cleanup()
+        cands = cands.merge(self.table, on="fact_id", how="inner")
+        check_slices(cands, self.slices)
+        n = len(cands) if self.n_facts is None else self.n_facts
+        return [matched_sample(cands, n, self.bins, self.seed)]
