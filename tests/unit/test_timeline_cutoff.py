@@ -109,3 +109,46 @@ def test_slice_curve_and_fact_values():
     # two facts: every replicate mean is one of 0.5, 0.75, 1.0 (s1) / 0, 0.5, 1 (s2)
     assert 0.5 <= curve["ci_low"][0] <= 0.75 <= curve["ci_high"][0] <= 1.0
     assert 0.0 <= curve["ci_low"][1] <= 0.5 <= curve["ci_high"][1] <= 1.0
+
+
+def _timeline_inputs():
+    # static + three dated slices (20200101, 20200201], (.., 20200301], (.., 20200401], 6 facts each
+    labels = ["static", "20200201", "20200301", "20200401"]
+    bounds = {"static": (None, None), "20200201": (20200101, 20200201), "20200301": (20200201, 20200301)}
+    bounds["20200401"] = (20200301, 20200401)
+    facts = pd.DataFrame(
+        [(f"{lab}-{i}", lab, *bounds[lab]) for lab in labels for i in range(6)],
+        columns=["fact_id", "slice", "slice_start", "slice_end"],
+    )
+    known_to = {"early": {"static", "20200201"}, "all": set(labels)}
+    per_fact = {
+        model: pd.DataFrame(
+            {
+                "fact_id": facts["fact_id"],
+                "measure": "k_avg",
+                "strategy": "random",
+                "n": 3,
+                "value": [1.0 if s in known else 0.0 for s in facts["slice"]],
+            }
+        )
+        for model, known in known_to.items()
+    }
+    return per_fact, facts
+
+
+def test_timeline_table_per_model():
+    per_fact, facts = _timeline_inputs()
+    block = {"measure": "k_avg", "strategy": "random", "n": 3, "penalty": 2.0}
+    table = mt.timeline_table(per_fact, facts, block, {"early": "2020-02-15", "all": None}, samples=50)
+    assert list(table.columns) == mt.TIMELINE_COLUMNS
+    early = table[table["model"] == "early"]
+    # slices in time order, static last; values 1, 0, 0 and static 1
+    assert early["slice"].tolist() == ["20200201", "20200301", "20200401", "static"]
+    assert early["value"].tolist() == [1.0, 0.0, 0.0, 1.0]
+    # known: static + slice 1 -> k = 1, cut-off t_1 = 20200201, declared beside it
+    row = early.iloc[0]
+    assert (row["cutoff"], row["cutoff_index"], row["cutoff_status"]) == (20200201, 1, "within")
+    assert row["declared_cutoff"] == "20200215"
+    everything = table[table["model"] == "all"].iloc[0]
+    assert everything["cutoff_status"] == "none" and pd.isna(everything["cutoff"])
+    assert everything["cutoff_index"] == 3 and everything["declared_cutoff"] == ""

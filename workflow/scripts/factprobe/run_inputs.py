@@ -284,3 +284,8 @@ def retrieve_gather_inputs(
         "shard_forms": [shard_out["forms"].format(**k) for k in keys],
         "lib": lib,
     }
+
+
+def timeline_params(cfg: Config) -> dict[str, dict]:
+    """``suites.<s>.timeline`` of every timeline suite, as plain dicts (the ``timeline`` rule)."""
+    return {name: S.plain(block.timeline) for name, block in cfg.suites.items() if block.timeline is not None}

@@ -36,6 +36,9 @@ import pandas as pd
 
 from factprobe.metrics.uncertainty import percentile_interval, resample_counts
 
+#: Label of the undated control slice (the probes stage's ``timeline.STATIC``).
+STATIC = "static"
+
 #: Status of an estimate: a break inside the series, or none (see the module docstring).
 WITHIN, NONE = "within", "none"
 
@@ -163,3 +166,105 @@ def estimate_cutoff(
         share_none=float(np.mean(reps >= n)),
         means=means,
     )
+
+
+#: Columns of ``results/metrics/{suite}/timeline.csv`` (docs/contracts.md).
+TIMELINE_COLUMNS = [
+    "model",
+    "measure",
+    "strategy",
+    "n",
+    "slice",
+    "slice_start",
+    "slice_end",
+    "value",
+    "ci_low",
+    "ci_high",
+    "n_facts",
+    "cutoff",
+    "cutoff_low",
+    "cutoff_high",
+    "cutoff_status",
+    "cutoff_index",
+    "cutoff_index_low",
+    "cutoff_index_high",
+    "share_none",
+    "declared_cutoff",
+]
+
+
+def series_edges(facts: pd.DataFrame) -> list[int]:
+    """t_0..t_N of a timeline suite's facts: the first dated slice's start, then every end."""
+    dated = facts[facts["slice"] != STATIC][["slice_start", "slice_end"]].drop_duplicates()
+    dated = dated.sort_values("slice_end")
+    return [int(dated["slice_start"].iloc[0]), *(int(e) for e in dated["slice_end"])]
+
+
+def model_timeline(
+    per_fact: pd.DataFrame,
+    facts: pd.DataFrame,
+    measure: str,
+    strategy: str | None = None,
+    n: int | None = None,
+    penalty: float = 2.0,
+    samples: int = 1000,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, Cutoff]:
+    """One model's curve (a row per slice, static last) and its effective cut-off."""
+    values = fact_values(per_fact, measure, strategy, n)
+    slices = facts.set_index("fact_id")["slice"]
+    curve = slice_curve(values, slices, samples, seed)
+    bounds = facts.drop_duplicates("slice").set_index("slice")[["slice_start", "slice_end"]]
+    curve = curve.join(bounds, on="slice")
+    edges = series_edges(facts)
+    joined = pd.DataFrame({"value": values}).join(slices.rename("slice"), how="inner")
+    by_slice = {label: g["value"].to_numpy() for label, g in joined.groupby("slice")}
+    dated = [by_slice.get(str(e), np.zeros(0)) for e in edges[1:]]
+    cut = estimate_cutoff(dated, edges, by_slice.get(STATIC), penalty, min(samples, 200), seed)
+    order = {str(e): i for i, e in enumerate(edges[1:])} | {STATIC: len(edges)}
+    curve = curve.sort_values("slice", key=lambda s: s.map(order)).reset_index(drop=True)
+    return curve, cut
+
+
+def timeline_table(
+    per_fact: dict[str, pd.DataFrame],
+    facts: pd.DataFrame,
+    block: dict,
+    declared: dict[str, str | None],
+    samples: int = 1000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """``timeline.csv``: every model's curve rows with its cut-off estimate, its interval and
+    its declared cut-off (models.tsv ``cutoff``, YYYYMMDD; empty when none) on each row.
+    ``cutoff_index`` k counts the dated slices known (N: none within the series, and then the
+    ``cutoff`` date is empty); likewise the interval's ends."""
+    rows = []
+    for model in sorted(per_fact):
+        curve, cut = model_timeline(
+            per_fact[model],
+            facts,
+            block["measure"],
+            block.get("strategy"),
+            block.get("n"),
+            block.get("penalty", 2.0),
+            samples,
+            seed,
+        )
+        curve.insert(0, "model", model)
+        curve["measure"] = block["measure"]
+        curve["strategy"] = block.get("strategy") or ""
+        curve["n"] = block.get("n")
+        curve["cutoff"] = cut.date
+        curve["cutoff_low"] = cut.low_date
+        curve["cutoff_high"] = cut.high_date
+        curve["cutoff_status"] = cut.status
+        curve["cutoff_index"] = cut.index
+        curve["cutoff_index_low"] = cut.low
+        curve["cutoff_index_high"] = cut.high
+        curve["share_none"] = cut.share_none
+        curve["declared_cutoff"] = (declared.get(model) or "").replace("-", "")
+        rows.append(curve)
+    table = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=TIMELINE_COLUMNS)
+    for col in ("slice_start", "slice_end", "n", "cutoff", "cutoff_low", "cutoff_high"):
+        table[col] = pd.array(table[col], dtype="Int64")
+    return table[TIMELINE_COLUMNS]
