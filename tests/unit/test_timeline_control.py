@@ -5,7 +5,8 @@ an estimate within one slice of T; trained on every slice, "no cut-off within th
 The facts are real (the 2019 demo dump's labelled P17/P47/P530/P190 statements, one per
 (subject, relation)); their slices are drawn by hash, since what a control model knows is only
 what it was taught. The full protocol (10 seeds, T = 2 and 3, and everything taught) is a
-``full`` test; ``make test`` runs one seed of T = 2.
+``full`` test, as is one seed of T = 2 (about 5 s of training and scoring alone, more on busy
+cores); ``make test`` checks the estimator on simulated known answers (test_timeline_cutoff.py).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-
 from factprobe.hashing import stable_hash
 from factprobe.lm import HFCausalLM, ModelSpec
 from factprobe.metrics.timeline import estimate_cutoff
@@ -105,6 +105,7 @@ def control_cutoff(tables, t_index: int | None, seed: int, folder, steps: int = 
     return estimate_cutoff(dated, EDGES, static=v[slice_of == 0], samples=100, seed=seed)
 
 
+@pytest.mark.full
 def test_control_cutoff_one_seed(tables, tmp_path):
     cut = control_cutoff(tables, 2, seed=0, folder=tmp_path / "m")
     assert abs(cut.index - 2) <= 1, cut

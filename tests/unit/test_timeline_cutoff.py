@@ -147,8 +147,8 @@ def test_timeline_table_per_model():
     assert early["value"].tolist() == [1.0, 0.0, 0.0, 1.0]
     # known: static + slice 1 -> k = 1, cut-off t_1 = 20200201, declared beside it
     row = early.iloc[0]
-    assert (row["cutoff"], row["cutoff_index"], row["cutoff_status"]) == (20200201, 1, "within")
+    assert (row["cutoff"], row["cutoff_index"], row["cutoff_status"]) == ("20200201", 1, "within")
     assert row["declared_cutoff"] == "20200215"
     everything = table[table["model"] == "all"].iloc[0]
-    assert everything["cutoff_status"] == "none" and pd.isna(everything["cutoff"])
+    assert everything["cutoff_status"] == "none" and everything["cutoff"] == ""
     assert everything["cutoff_index"] == 3 and everything["declared_cutoff"] == ""

@@ -396,5 +396,6 @@ def report_inputs(wildcards):
         "lib": library("render_report.py"),
         "human": HUMAN_TARGETS,
         "human_curves": HUMAN_CURVE_TARGETS,
+        "timeline": TIMELINE_TARGETS,
         "extract_stats": expand(rules.extract_dump.output.stats, dump=extracted),
     }

@@ -196,7 +196,7 @@ TIMELINE_COLUMNS = [
 def series_edges(facts: pd.DataFrame) -> list[int]:
     """t_0..t_N of a timeline suite's facts: the first dated slice's start, then every end."""
     dated = facts[facts["slice"] != STATIC][["slice_start", "slice_end"]].drop_duplicates()
-    dated = dated.sort_values("slice_end")
+    dated = dated.astype("int64").sort_values("slice_end")
     return [int(dated["slice_start"].iloc[0]), *(int(e) for e in dated["slice_end"])]
 
 
@@ -253,7 +253,7 @@ def timeline_table(
         curve.insert(0, "model", model)
         curve["measure"] = block["measure"]
         curve["strategy"] = block.get("strategy") or ""
-        curve["n"] = block.get("n")
+        curve["n"] = block.get("n") or 0
         curve["cutoff"] = cut.date
         curve["cutoff_low"] = cut.low_date
         curve["cutoff_high"] = cut.high_date
@@ -265,6 +265,7 @@ def timeline_table(
         curve["declared_cutoff"] = (declared.get(model) or "").replace("-", "")
         rows.append(curve)
     table = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=TIMELINE_COLUMNS)
-    for col in ("slice_start", "slice_end", "n", "cutoff", "cutoff_low", "cutoff_high"):
-        table[col] = pd.array(table[col], dtype="Int64")
+    # dates as YYYYMMDD text, empty where there is none (static slice, no cut-off)
+    for col in ("slice_start", "slice_end", "cutoff", "cutoff_low", "cutoff_high"):
+        table[col] = [("" if pd.isna(v) else str(int(v))) for v in table[col]]
     return table[TIMELINE_COLUMNS]
