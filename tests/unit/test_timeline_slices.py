@@ -142,3 +142,15 @@ def test_timeline_sampler_draws_matched_slices():
     # one bin, 3 candidates per slice, 2 drawn from each; "other" is in no slice
     assert out.groupby("slice").size().tolist() == [2, 2, 2]
     assert "other" not in set(out["fact_id"])
+
+
+def test_taught_until_teaches_static_and_slices_up_to_the_date():
+    facts = pd.DataFrame(
+        {
+            "fact_id": ["s", "a", "b", "c"],
+            "slice": ["static", "20190301", "20190401", "20190501"],
+            "slice_end": pd.array([None, 20190301, 20190401, 20190501], dtype="Int32"),
+        }
+    )
+    got = tl.taught_until(facts, "20190401")["split"].tolist()
+    assert got == ["taught", "taught", "taught", "untaught"]

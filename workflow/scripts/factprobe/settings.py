@@ -404,6 +404,7 @@ class Control:
     seed: int = 0
     prior_copies: int = 1
     fact_repeats: int = 2
+    taught_until: str | None = None
 
 
 @dataclass(frozen=True)

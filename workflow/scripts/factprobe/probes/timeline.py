@@ -291,3 +291,11 @@ class TimelineSampler:
         check_slices(cands, self.slices)
         n = len(cands) if self.n_facts is None else self.n_facts
         return [matched_sample(cands, n, self.bins, self.seed)]
+
+
+def taught_until(facts: pd.DataFrame, until: str | int) -> pd.DataFrame:
+    """``facts`` of a timeline suite with ``split`` = taught for the static slice and the slices
+    ending on or before ``until`` (YYYYMMDD), untaught after: a control model with a known cut-off."""
+    end = pd.to_numeric(facts["slice_end"], errors="coerce")
+    known = (facts["slice"] == STATIC).to_numpy() | (end <= int(until)).fillna(False).to_numpy()
+    return facts.assign(split=np.where(known, "taught", "untaught"))
