@@ -194,7 +194,8 @@ def probe_inputs(wildcards):
     paths = rules.diff_dumps.output.changes, rules.temporal_view.output.temporal
     args = CFG, wildcards.suite, RUN.template_sets, extract_table
     only = wildcards.suite in RELEASE_ONLY
-    return I.probe_inputs(*args, library("build_probes.py"), *paths, release_only=only)
+    files = I.probe_inputs(*args, library("build_probes.py"), *paths, release_only=only)
+    return {**files, **I.timeline_inputs(CFG, wildcards.suite, ENABLED, paths[0])}
 
 
 # --- distractors -------------------------------------------------------------------------
@@ -424,5 +425,6 @@ def report_inputs(wildcards):
         "lib": library("render_report.py"),
         "human": HUMAN_TARGETS,
         "human_curves": HUMAN_CURVE_TARGETS,
+        "timeline": TIMELINE_TARGETS,
         "extract_stats": expand(rules.extract_dump.output.stats, dump=extracted),
     }

@@ -3,6 +3,10 @@
 # distractors) retrains that suite's control model and no other.
 
 
+#: suite -> whether it is a timeline suite (suites.<s>.timeline).
+TIMELINE_SUITES = {name: block.timeline is not None for name, block in SUITES.items()}
+
+
 rule train_control:
     input:
         facts=rules.build_probes.output.facts,
@@ -29,6 +33,8 @@ rule train_control:
         settings=CONTROL_PARAMS,
         # Suites outside control.suites get a model taught none of their facts (all untaught).
         taught=lookup(dpath="{suite}", within=CONTROL_TAUGHT),
+        # Timeline suites: control.taught_until teaches the slices up to a known date.
+        timeline=lookup(dpath="{suite}", within=TIMELINE_SUITES),
         no_space_languages=NO_SPACE_LANGUAGES,
     script:
         "../scripts/train_control.py"

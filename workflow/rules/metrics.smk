@@ -112,6 +112,42 @@ rule leaderboard:
         "../scripts/leaderboard.py"
 
 
+# Timeline suites (suites.<s>.timeline): per-slice curves and each model's effective cut-off.
+TIMELINE = I.timeline_params(CFG)
+TIMELINE_TARGETS = expand("results/metrics/{suite}/timeline.csv", suite=list(TIMELINE))
+DECLARED_CUTOFFS = {m: MODEL_ROWS[m].get("cutoff") or "" for m in SCORE_MODELS}
+
+
+rule timeline:
+    input:
+        facts=rules.build_probes.output.facts,
+        per_fact=expand(
+            rules.compute_metrics.output.per_fact,
+            suite="{suite}",
+            model=SCORE_MODELS,
+            allow_missing=True,
+        ),
+        lib=library("timeline.py"),
+    output:
+        timeline="results/metrics/{suite}/timeline.csv",
+        profile="results/metrics/{suite}/timeline_profile.csv",
+    log:
+        "logs/timeline/{suite}.log",
+    benchmark:
+        "benchmarks/timeline/{suite}.tsv"
+    conda:
+        "../../environment.yml"
+    resources:
+        mem_mb=2000,
+    params:
+        models=SCORE_MODELS,
+        block=lookup(dpath="{suite}", within=TIMELINE),
+        declared=DECLARED_CUTOFFS,
+        bootstrap=RUN.bootstrap,
+    script:
+        "../scripts/timeline.py"
+
+
 # Human alignment (distractors paper §4.2): only with judged triples, a user-supplied file
 # (metrics.human_alignment.path) or, without one, a listed suite's own `source: triples` file
 # with scores (as the reference's human-score file); the project ships no annotation data.

@@ -25,6 +25,7 @@ facts, prompts, _ = build_suite(
     forms_path=snakemake.output.entity_forms,
     memory_mb=duckdb_mb,
     threads=snakemake.threads,
+    timeline_changes=tuple(snakemake.input.get("timeline_changes", [])),
 )
 log_resident(log, "building the suite", duckdb_mb, mem_mb)
 contracts.write("facts", facts, snakemake.output.facts)

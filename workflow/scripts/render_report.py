@@ -38,6 +38,10 @@ control = {
 human = {Path(p).parent.name: pd.read_csv(p, keep_default_na=False) for p in snakemake.input.get("human", [])}
 # §5.1 Fig. 3 and 4 beside it: results/metrics/{suite}/human_alignment_curves.csv.
 curves = {Path(p).parent.name: pd.read_csv(p) for p in snakemake.input.get("human_curves", [])}
+# Timeline suites: results/metrics/{suite}/timeline.csv.
+timelines = {
+    Path(p).parent.name: contracts.read_text("timeline", p) for p in snakemake.input.get("timeline", [])
+}
 
 # Provenance: parse-time facts (params) completed with what the jobs wrote.
 provenance = dict(snakemake.params.provenance)
@@ -61,7 +65,7 @@ provenance["models"] = model_records(
 )
 
 figs = Figures(settings.dpi, settings.confidence_level)
-page = build_report(summaries, board, control, settings, human, provenance, paired, figs, curves)
+page = build_report(summaries, board, control, settings, human, provenance, paired, figs, curves, timelines)
 log.info(
     "report: %d suite(s), %d control table(s), %d figure(s), %d bytes",
     len(summaries),

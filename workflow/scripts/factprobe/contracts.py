@@ -252,6 +252,35 @@ SCHEMAS.update(
                 ("n_template_prompts", I64),
             ]
         ),
+        # timeline: results/metrics/{suite}/timeline.csv, one row per (model, slice)
+        "timeline": pa.schema(
+            [
+                ("model", S),
+                ("measure", S),
+                ("strategy", S),
+                ("n", I64),
+                ("slice", S),
+                ("slice_start", S),
+                ("slice_end", S),
+                ("value", F64),
+                ("ci_low", F64),
+                ("ci_high", F64),
+                ("n_facts", I64),
+                ("cutoff", S),
+                ("cutoff_low", S),
+                ("cutoff_high", S),
+                ("cutoff_status", S),
+                ("cutoff_index", I64),
+                ("cutoff_index_low", I64),
+                ("cutoff_index_high", I64),
+                ("share_none", F64),
+                ("declared_cutoff", S),
+            ]
+        ),
+        # timeline: results/metrics/{suite}/timeline_profile.csv, one row per (slice, stratum)
+        "timeline_profile": pa.schema(
+            [("slice", S), ("stratum", I64), ("n", I64), ("mean_popularity", F64), ("median_popularity", F64)]
+        ),
         # import_released: results/probes/{suite}/released_matches.csv, one row per released text
         "released_matches": pa.schema(
             [("kind", S), ("text", S), ("id", S), ("matched_by", S), ("n_candidates", I64)]
@@ -335,6 +364,8 @@ PATHS.update(
         "diff_stats": "results/diff/{old}_{new}/stats.tsv",
         "translate_stats": "results/probes/{suite}/translate_stats.tsv",
         "released_matches": "results/probes/{suite}/released_matches.csv",
+        "timeline": "results/metrics/{suite}/timeline.csv",
+        "timeline_profile": "results/metrics/{suite}/timeline_profile.csv",
     }
 )
 

@@ -119,6 +119,18 @@ def probe_inputs(
     return {**files, **listed_source(cfg, suite)}
 
 
+def timeline_inputs(cfg: Config, suite: str, enabled: list[str], changes: str) -> dict:
+    """The diffs of a ``timeline: {by: diff}`` suite: each consecutive pair of enabled dumps up
+    to its dump (``changes``: the ``{old}``/``{new}`` pattern); nothing for other suites."""
+    block = cfg.suites[suite]
+    if block.timeline is None or block.timeline.by != "diff":
+        return {}
+    dumps = S.timeline_dumps(block, enabled)
+    return {
+        "timeline_changes": [changes.format(old=a, new=b) for a, b in zip(dumps, dumps[1:], strict=False)]
+    }
+
+
 def template_files(cfg: Config, suite: str, template_sets: Mapping[str, Mapping]) -> list[str]:
     """Every template file of a suite's template sets in its languages."""
     languages = cfg.suites[suite].languages
@@ -296,3 +308,8 @@ def retrieve_gather_inputs(
         "shard_forms": [shard_out["forms"].format(**k) for k in keys],
         "lib": lib,
     }
+
+
+def timeline_params(cfg: Config) -> dict[str, dict]:
+    """``suites.<s>.timeline`` of every timeline suite, as plain dicts (the ``timeline`` rule)."""
+    return {name: S.plain(block.timeline) for name, block in cfg.suites.items() if block.timeline is not None}

@@ -154,6 +154,19 @@ class Changes:
 
 
 @dataclass(frozen=True)
+class Timeline:
+    """``suites.<s>.timeline``: dated slices of a timeline suite (probes/timeline.py)."""
+
+    by: str = "statement_date"
+    edges: list[int] = _default([])
+    bins: int = 5
+    measure: str = "k_avg"
+    strategy: str | None = None
+    n: int | None = None
+    penalty: float = 2.0
+
+
+@dataclass(frozen=True)
 class DistractorOverride:
     """``suites.<s>.distractors`` and ``distractors.by_kind.<kind>``: None = inherit."""
 
@@ -243,6 +256,7 @@ class Suite:
     # None = the kind's default (CORRECT_SET_DEFAULTS): fluent-mLAMA Table 1 for multilingual suites.
     correct_set: str | None = None
     source: SuiteSource = _default(SuiteSource())
+    timeline: Timeline | None = None
 
 
 @dataclass(frozen=True)
@@ -396,6 +410,7 @@ class Control:
     seed: int = 0
     prior_copies: int = 1
     fact_repeats: int = 2
+    taught_until: str | None = None
 
 
 @dataclass(frozen=True)
@@ -800,6 +815,29 @@ def is_calendar_date(text: str, fmt: str = "%Y%m%d") -> bool:
     return True
 
 
+def timeline_dumps(suite: Suite, enabled: list[str]) -> list[str]:
+    """The enabled dumps up to a timeline suite's dump, oldest first: its diff series."""
+    return sorted(d for d in enabled if d <= suite.dump)
+
+
+def check_timeline(suite: Suite, enabled: list[str], where: str) -> None:
+    """A timeline suite has at least three dates: dumps up to its dump (``by: diff``) or edges
+    (``by: statement_date``), the last edge not after the dump (its facts are true at the dump)."""
+    block = suite.timeline
+    if block.by == "diff":
+        dumps = timeline_dumps(suite, enabled)
+        if len(dumps) < 3:
+            raise ConfigError(
+                f"{where}.timeline: by diff needs >= 3 enabled dumps up to {suite.dump}, got {dumps}"
+            )
+        return
+    edges = [int(e) for e in block.edges]
+    if len(edges) < 3 or any(b <= a for a, b in zip(edges, edges[1:], strict=False)):
+        raise ConfigError(f"{where}.timeline.edges: need >= 3 ascending YYYYMMDD dates, got {edges}")
+    if edges[-1] > int(suite.dump):
+        raise ConfigError(f"{where}.timeline.edges: {edges[-1]} is after the suite's dump {suite.dump}")
+
+
 def check_cross_keys(cfg: Config, enabled: list[str], source: str = "config/config.yaml") -> None:
     """Suites' dumps enabled and template sets defined, plausibility dates ordered, Precision@n
     within the top-k."""
@@ -828,6 +866,8 @@ def check_cross_keys(cfg: Config, enabled: list[str], source: str = "config/conf
             # after the cut-off are new to the model and stay.
             if not (old < new and cut < new):
                 raise ConfigError(f"{where}: need diff_old < dump and cutoff < dump, got {old}, {cut}, {new}")
+        if suite.timeline is not None:
+            check_timeline(suite, enabled, where)
     precision = max(cfg.metrics.precision_ns or [1])
     if precision > cfg.scoring.topk:
         raise ConfigError(

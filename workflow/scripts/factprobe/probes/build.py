@@ -42,6 +42,7 @@ from .select import (
     relations_in_dump,
 )
 from .templates import Template, TemplateError, check_unique, load_templates
+from .timeline import timeline_sampler
 from .verbalize import ending, forms_index, subject_forms
 
 log = logging.getLogger(__name__)
@@ -145,6 +146,7 @@ def build_suite(
     forms_path: str | Path | None = None,
     memory_mb: int | None = None,
     threads: int = 1,
+    timeline_changes: tuple[str, ...] = (),
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
     """Facts, prompts and entity forms of suite ``name`` (config ``suites.<name>``, as settings or a mapping).
 
@@ -166,7 +168,9 @@ def build_suite(
         with tempfile.TemporaryDirectory(prefix="factprobe-forms-") as tmp:
             forms_file = Path(tmp) / "entity_forms.parquet"
             paths = (claims_path, entities_path, label_files, changes_path, temporal_path)
-            facts, prompts, _ = build_suite(name, suite, sets, *paths, forms_file, memory_mb, threads)
+            facts, prompts, _ = build_suite(
+                name, suite, sets, *paths, forms_file, memory_mb, threads, timeline_changes
+            )
             return facts, prompts, contracts.read("entity_forms", forms_file)
     suite = load(Suite, suite, f"suites.{name}")
     sets = {key: load(TemplateSet, value, f"templates.sets.{key}") for key, value in sets.items()}
@@ -193,7 +197,9 @@ def build_suite(
     n_forms = scan.write_entity_forms(label_files, plan.languages, forms_path, con)
     covered = relations_present(plan, claims_path, con)
     log.info("suite %s: %d forms written", name, n_forms)
-    paths = SelectionPaths(claims_path, entities_path, str(forms_path), changes_path, temporal_path)
+    paths = SelectionPaths(
+        claims_path, entities_path, str(forms_path), changes_path, temporal_path, tuple(timeline_changes)
+    )
     with SpilledPool(con) if plan.with_demos else nullcontext() as spilled:
         facts = sample_suite(plan, covered, paths, con, spilled, threads)
         # Forms of the entities prompts name (subjects; demonstrations load their own, demopool.fill),
@@ -321,6 +327,8 @@ class SelectionPaths:
     forms: str
     changes: str | None = None
     temporal: str | None = None
+    #: a timeline suite by diff: the changes of each consecutive pair of dumps up to its dump
+    timeline_changes: tuple[str, ...] = ()
 
 
 def sample_suite(
@@ -347,7 +355,10 @@ def sample_suite(
     if suite.temporal_only and paths.temporal is None:
         raise ValueError(f"suites.{name}.temporal_only needs the temporal view of dump {dump}")
     # probes/sample.py (suites.<s>.sampler)
-    sampler = sampler_for(suite, seed, paths.entities, con)
+    if suite.timeline is not None:  # probes/timeline.py: dated slices, popularity-matched
+        sampler = timeline_sampler(suite, covered, paths.claims, paths.timeline_changes, con)
+    else:
+        sampler = sampler_for(suite, seed, paths.entities, con)
     counts: dict[str, Counter] = {rel: Counter() for rel in covered}
     started, cpu = time.perf_counter(), 0.0
     with tempfile.TemporaryDirectory(prefix="factprobe-relations-") as tmp:

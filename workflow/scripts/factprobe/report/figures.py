@@ -374,3 +374,50 @@ def alignment_curve(curves: pd.DataFrame, axis: str, dpi: int = DPI) -> str | No
         ax.legend(fontsize=7)
     fig.suptitle(title, fontsize=10)
     return to_data_uri(fig, dpi)
+
+
+def _day(value) -> pd.Timestamp:
+    """A YYYYMMDD date (integer or text) as a date (month/day ``00`` read as the first)."""
+    v = int(value)
+    return pd.Timestamp(year=v // 10000, month=max(v // 100 % 100, 1), day=max(v % 100, 1))
+
+
+def timeline_curves(table: pd.DataFrame, dpi: int = DPI) -> str | None:
+    """Measure against slice date per model (``timeline.csv``): each dated slice's mean at its end
+    date with its bootstrap interval, the static slice as a dashed level, the effective cut-off as
+    a solid vertical line with its interval shaded, the declared cut-off dotted."""
+    if table.empty:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
+    dated_all = table[table["slice"] != "static"]
+    last = _day(dated_all["slice_end"].astype(int).max())
+    for model, rows in table.groupby("model", sort=True):
+        dated = rows[rows["slice"] != "static"].sort_values("slice_end", key=lambda s: s.astype(int))
+        x = [_day(v) for v in dated["slice_end"]]
+        y = dated["value"].to_numpy(dtype=float)
+        err = np.vstack([y - dated["ci_low"].to_numpy(float), dated["ci_high"].to_numpy(float) - y])
+        line = ax.errorbar(x, y, yerr=np.clip(err, 0, None), marker="o", capsize=3, label=model)
+        color = line[0].get_color()
+        static = rows[rows["slice"] == "static"]
+        if not static.empty:
+            ax.axhline(float(static["value"].iloc[0]), color=color, linestyle="--", linewidth=1, alpha=0.7)
+        head = rows.iloc[0]
+        # an empty interval end is "none within the series": the last slice's end
+        lo = _day(head["cutoff_low"]) if str(head["cutoff_low"]) else last
+        hi = _day(head["cutoff_high"]) if str(head["cutoff_high"]) else last
+        if head["cutoff_status"] == "within":
+            ax.axvline(_day(head["cutoff"]), color=color, linewidth=2)
+        ax.axvspan(lo, hi, color=color, alpha=0.12)
+        if str(head["declared_cutoff"] or ""):
+            ax.axvline(_day(head["declared_cutoff"]), color=color, linestyle=":", linewidth=1.5)
+    measure = table["measure"].iloc[0]
+    ax.set_xlabel("slice (facts new up to this date)")
+    ax.set_ylabel(f"{measure}, mean over the slice's facts")
+    ax.set_title(
+        "timeline: dashed = static slice; solid line = effective cut-off (shaded: its interval);"
+        " dotted = declared cut-off",
+        fontsize=8,
+    )
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    return to_data_uri(fig, dpi)

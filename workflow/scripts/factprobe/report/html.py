@@ -41,6 +41,7 @@ SECTIONS = [
 ]
 #: Shown only when a human judgement file is configured (metrics.human_alignment).
 HUMAN_SECTION = ("human", "Alignment with human judgement (Kendall τ, 3-fold CV)")
+TIMELINE_SECTION = ("timeline", "Knowledge over time: effective cut-off per model")
 
 
 @dataclass
@@ -451,6 +452,33 @@ def human_section(
     ) + "".join(parts)
 
 
+def timeline_section(timelines: Mapping[str, pd.DataFrame], figs: Figures) -> str:
+    """Per timeline suite (``timeline.csv``): the curves figure and each model's cut-off row."""
+    parts = [
+        _note(
+            "Each point: a slice of facts new in its interval, all slices of one size and popularity "
+            "profile. A model that stopped learning at some date knows the slices up to it and fewer "
+            "after: the solid line is that date, fitted as one drop (shaded: its bootstrap interval); "
+            "no solid line = no cut-off within the series. Dotted: the cut-off its provider declares."
+        )
+    ]
+    for suite, table in timelines.items():
+        parts.append(
+            figs.suite_figure(suite, figures.timeline_curves(table, figs.dpi), "timeline", "timeline")
+        )
+        cols = [
+            "model",
+            "cutoff_status",
+            "cutoff",
+            "cutoff_low",
+            "cutoff_high",
+            "share_none",
+            "declared_cutoff",
+        ]
+        parts.append(_table(table.drop_duplicates("model")[cols]))
+    return "".join(parts)
+
+
 def build_report(
     summaries: Mapping[str, pd.DataFrame],
     board: pd.DataFrame,
@@ -461,6 +489,7 @@ def build_report(
     paired: pd.DataFrame | None = None,
     figs: Figures | None = None,
     curves: Mapping[str, pd.DataFrame] | None = None,
+    timelines: Mapping[str, pd.DataFrame] | None = None,
 ) -> str:
     """The whole page. ``summaries`` maps suite -> summary.csv frame, ``control`` maps suite ->
     the control model's control_check table (metrics stage), ``board`` is leaderboard.csv (with
@@ -486,6 +515,9 @@ def build_report(
     if human:
         bodies["human"] = human_section(human, curves, figs)
         shown.append(HUMAN_SECTION)
+    if timelines:
+        bodies["timeline"] = timeline_section(timelines, figs)
+        shown.append(TIMELINE_SECTION)
     nav = "".join(f'<a href="#{key}">{html.escape(title)}</a>' for key, title in shown)
     sections = "".join(
         f'<section id="{key}"><h2>{html.escape(title)}</h2>{bodies[key]}</section>' for key, title in shown

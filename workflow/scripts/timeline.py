@@ -1,0 +1,38 @@
+"""Rule script: a timeline suite's facts and per-fact metrics -> timeline.csv and its popularity profile."""
+
+import sys
+
+sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
+
+from factprobe import contracts
+from factprobe.metrics.timeline import timeline_table
+from factprobe.probes.timeline import popularity_profile
+from factprobe.rulelog import rule_logger
+
+log = rule_logger(snakemake)
+facts = contracts.read("facts", snakemake.input.facts)
+per_fact = {
+    model: contracts.read("fact_metrics", path)
+    for model, path in zip(snakemake.params.models, snakemake.input.per_fact, strict=True)
+}
+boot = snakemake.params.bootstrap
+table = timeline_table(
+    per_fact,
+    facts,
+    dict(snakemake.params.block),
+    dict(snakemake.params.declared),
+    samples=int(boot["bootstrap_samples"]),
+    seed=int(boot["bootstrap_seed"]),
+)
+for row in table.drop_duplicates("model").itertuples():
+    log.info(
+        "%s: effective cut-off %s (index %d, interval %s..%s), declared %s",
+        row.model,
+        row.cutoff if row.cutoff_status == "within" else "none within the series",
+        row.cutoff_index,
+        row.cutoff_low,
+        row.cutoff_high,
+        row.declared_cutoff or "none",
+    )
+contracts.write_text("timeline", table, snakemake.output.timeline)
+contracts.write_text("timeline_profile", popularity_profile(facts), snakemake.output.profile)
