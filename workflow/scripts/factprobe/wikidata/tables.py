@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 from factprobe.contracts import EXTRACT_TABLES as TABLES
 from factprobe.contracts import SCHEMAS
 from factprobe.io import COMPRESSION, publish
+from factprobe.osfault import naming
 
 
 class TableSet:
@@ -45,15 +46,18 @@ class TableSet:
     def _flush(self, name: str) -> None:
         if self.parts[name]:
             table = pa.concat_tables(self.parts[name]).combine_chunks()
-            self.writers[name].write_table(table, row_group_size=max(self.flush_rows, table.num_rows))
+            # pyarrow's write errors name no file (a file-size limit: "[Errno 27] ... File too large")
+            with naming(self.outdir / f"{name}.parquet"):
+                self.writers[name].write_table(table, row_group_size=max(self.flush_rows, table.num_rows))
         self.parts[name] = []
         self.buffered[name] = 0
 
     def commit(self) -> None:
         for name in TABLES:
             self._flush(name)
-        for writer in self.writers.values():
-            writer.close()
+        for name, writer in self.writers.items():
+            with naming(self.outdir / f"{name}.parquet"):
+                writer.close()
         for name in TABLES:
             publish(self.tmp[name], self.outdir / f"{name}.parquet")
 
