@@ -11,7 +11,7 @@ UV_VERSION ?= 0.13.9
 UV := .uv/bin/uv
 TORCH ?= torch==2.13.0
 
-.PHONY: venv demo test test-full lint dryrun clean bench export lock refresh
+.PHONY: venv demo test test-full test-slurm lint dryrun clean bench export lock refresh
 
 # Exact versions with hashes from requirements/lock.txt, each package without its dependencies
 # (the lock holds them all): a fresh clone gets what the demo digest was made with. torch is not
@@ -45,12 +45,17 @@ refresh: $(STAMP)
 
 # -rs: pytest's list of skip reasons; tests/skipreport.py adds a loud SKIPPED section at the end.
 # `make test` (CI) leaves out the tests marked `full` (long end-to-end variants of what the rest
-# already covers, CONTRIBUTING.md); `make test-full` runs every test.
+# already covers, CONTRIBUTING.md); `make test-full` runs every test but the cluster's.
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadfile -q -rs -m "not full"
+	$(BIN)/python -m pytest -n 2 --dist loadfile -q -rs -m "not full and not slurm"
 
 test-full: $(STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadfile -q -rs
+	$(BIN)/python -m pytest -n 2 --dist loadfile -q -rs -m "not slurm"
+
+# The workflow on a one-node SLURM cluster and its faults (docs/slurm.md), one process: the tests
+# share one cluster, which they start (tests/slurm_cluster.py) unless one is up.
+test-slurm: $(STAMP)
+	$(BIN)/python -m pytest -q -rs -m slurm tests/test_slurm_cluster.py
 
 lint: $(STAMP)
 	$(BIN)/snakefmt --check workflow/Snakefile workflow/rules

@@ -100,3 +100,32 @@ def test_an_offline_hub_model_says_its_prepare_error_once_with_the_line(tmp_path
         in lines[0]
     )
     assert "line ?" not in console and "Traceback (most recent call last)" not in console
+
+
+def test_an_extraction_under_a_file_size_limit_says_so_once(tmp_path):
+    """`ulimit -f` below the size of a table: one line naming the table and the limit (not
+    pyarrow's `OSError: [Errno 27]` traceback), and no table or temporary file is left."""
+    import resource
+
+    work = tmp_path / ".test"
+    shutil.copytree(ROOT / ".test", work, ignore=shutil.ignore_patterns("results", "logs", ".snakemake"))
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(work)]
+    cmd += ["--cores", "1", "results/wikidata/20141201/claims.parquet"]
+
+    def limit() -> None:  # 20 KiB: the demo's claims table is about 38 KB
+        resource.setrlimit(resource.RLIMIT_FSIZE, (20480, 20480))
+
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, preexec_fn=limit)
+    console = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    lines = [line for line in console.splitlines() if "File too large" in line]
+    assert len(lines) == 1, console
+    assert re.match(
+        r"factprobe: extract_dump \(dump=20141201\) failed: File too large: "
+        r"results/wikidata/20141201/\w+\.parquet: the file-size limit of the job \(ulimit -f: 20480 bytes\)",
+        lines[0],
+    ), lines[0]
+    assert "run with `ulimit -f unlimited`" in lines[0]
+    assert "Traceback (most recent call last)" not in console, console
+    tables = work / "results/wikidata/20141201"
+    assert not tables.exists() or not any(tables.iterdir())

@@ -17,6 +17,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from factprobe.osfault import naming
+
 COMPRESSION = "zstd"
 
 
@@ -47,7 +49,8 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     os.close(fd)
     tmp_path = Path(tmp)
     try:
-        yield tmp_path
+        with naming(target):
+            yield tmp_path
         publish(tmp_path, target)
     except BaseException:
         tmp_path.unlink(missing_ok=True)
@@ -69,7 +72,8 @@ def atomic_dir(path: str | os.PathLike, needed_mb: float | None = None) -> Itera
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     needed = int(needed_mb * diskspace.MB) if needed_mb else None
     try:
-        yield tmp
+        with naming(target):
+            yield tmp
     except BaseException as exc:
         # Measured before the partial output is removed: that is what the writer saw.
         free = shutil.disk_usage(tmp).free

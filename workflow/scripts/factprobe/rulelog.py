@@ -7,7 +7,9 @@ row count, so every log ends with what the job produced.
 A job that fails with one of factprobe's own errors (a bad dump, a bad model, an empty
 selection: any exception class defined in the ``factprobe`` package) prints its message once, as
 one line on the console with the path of the log that holds the traceback; its traceback goes to
-the log only. Any other exception is a bug: its traceback is printed as Python does.
+the log only. So does a limit of the system (a file-size limit, a permission, a full disk:
+factprobe.osfault), with the path and what to change. Any other exception is a bug: its
+traceback is printed as Python does.
 """
 
 from __future__ import annotations
@@ -109,9 +111,13 @@ def rule_logger(smk) -> logging.Logger:
     where = f"{rule} ({', '.join(f'{k}={v}' for k, v in wildcards.items())})" if wildcards else rule
 
     def log_failure(kind, value, trace) -> None:
+        from factprobe.osfault import fault_line, is_os_fault
+
         log.error("failed", exc_info=(kind, value, trace))
         if is_own_error(kind):
             sys.stderr.write(failure_line(where, value, smk.log[0]) + "\n")
+        elif is_os_fault(value):
+            sys.stderr.write(fault_line(where, value, smk.log[0]) + "\n")
         else:
             previous(kind, value, trace)
 

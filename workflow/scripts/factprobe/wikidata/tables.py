@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 from factprobe.contracts import EXTRACT_TABLES as TABLES
 from factprobe.contracts import SCHEMAS
 from factprobe.io import COMPRESSION, publish
+from factprobe.osfault import naming
 
 
 class TableSet:
@@ -46,7 +47,9 @@ class TableSet:
     def _flush(self, name: str) -> None:
         if self.parts[name]:
             table = pa.concat_tables(self.parts[name]).combine_chunks()
-            self.writers[name].write_table(table, row_group_size=max(self.flush_rows, table.num_rows))
+            # pyarrow's write errors name no file (a file-size limit: "[Errno 27] ... File too large")
+            with naming(self.outdir / f"{name}.parquet"):
+                self.writers[name].write_table(table, row_group_size=max(self.flush_rows, table.num_rows))
         self.parts[name] = []
         self.buffered[name] = 0
 
@@ -57,8 +60,9 @@ class TableSet:
         row group by row group (rows that could only be judged once the whole dump was read)."""
         for name in TABLES:
             self._flush(name)
-        for writer in self.writers.values():
-            writer.close()
+        for name, writer in self.writers.items():
+            with naming(self.outdir / f"{name}.parquet"):
+                writer.close()
         if refilter is not None:
             for name in names:
                 self._rewrite(name, refilter)
@@ -70,7 +74,10 @@ class TableSet:
         os.close(fd)
         try:
             source = pq.ParquetFile(self.tmp[name])
-            with pq.ParquetWriter(tmp, SCHEMAS[name], compression=COMPRESSION) as writer:
+            with (
+                naming(self.outdir / f"{name}.parquet"),
+                pq.ParquetWriter(tmp, SCHEMAS[name], compression=COMPRESSION) as writer,
+            ):
                 for i in range(source.num_row_groups):
                     table = refilter(name, source.read_row_group(i))
                     if table.num_rows:

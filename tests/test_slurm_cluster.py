@@ -1,0 +1,327 @@
+"""The workflow on a real one-node SLURM cluster (tests/slurm_cluster.py), and SLURM's faults.
+
+Marked ``slurm``: not part of ``make test``; ``make test-slurm`` runs them (``.ci/run`` starts the
+cluster first and stops it at the end). Run alone, ``pytest tests/test_slurm_cluster.py`` starts
+the cluster itself when slurm-wlm is installed and none is up, and stops it afterwards; without
+slurm-wlm every test here is skipped and listed at the end of the run.
+
+The runs use the small ``.test`` config with ``--workflow-profile`` a site profile made the way
+docs/slurm.md tells a site to: a copy of profiles/slurm with what this cluster needs changed
+(:data:`SITE`). Every job but ``all`` is submitted with sbatch; scoring asks for a GPU of the
+``gpu`` partition (two placeholder devices). The tables are compared exactly with a local run of
+the same config (scoring is batch-invariant, one machine).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import slurm_cluster
+import yaml
+from demo_digest import demo_digest
+
+ROOT = Path(__file__).resolve().parents[1]
+SNAKEFILE = ROOT / "workflow" / "Snakefile"
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+SCORES = "results/scores/knowledge/control.parquet"
+SHARD = "results/scores/knowledge/shards/control/0.parquet"
+
+pytestmark = pytest.mark.slurm
+
+#: What this cluster needs changed in a copy of profiles/slurm/profile.yaml (docs/slurm.md): a
+#: node of 2 cores and 8 GB, no accounting (poll with squeue, no account to guess), and a status
+#: check after 2 s rather than 40 s (the tests wait on every job).
+SITE = {
+    "set-resources": {
+        "score_shard": {"cpus_per_gpu": 1, "mem_mb": 2000},
+        "generate_shard": {"cpus_per_gpu": 1, "mem_mb": 2000},
+        "appropt_distractors": {"cpus_per_gpu": 1, "mem_mb": 2000},
+        "extract_dump": {"cpus_per_task": 1, "mem_mb": 2000},
+        "train_control": {"cpus_per_task": 1},
+    },
+    "set-threads": {"build_probes": 2, "prepare_retrieval": 2},
+    "default-resources": {"mem_mb": 1000},
+    "slurm-status-command": "squeue",
+    "slurm-no-account": True,
+    "slurm-init-seconds-before-status-checks": 2,
+}
+
+
+def site_profile(folder: Path, changes: dict) -> Path:
+    """profiles/slurm/profile.yaml with ``changes`` merged in (mappings key by key), written to
+    ``folder``/profile.yaml: what a site does by hand."""
+    profile = yaml.safe_load((ROOT / "profiles/slurm/profile.yaml").read_text())
+
+    def merge(into: dict, new: dict) -> None:
+        for key, value in new.items():
+            if isinstance(value, dict) and isinstance(into.get(key), dict):
+                merge(into[key], value)
+            else:
+                into[key] = value
+
+    merge(profile, changes)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "profile.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
+    return folder
+
+
+def with_site(**rules: dict) -> dict:
+    """:data:`SITE` with some rules' resources changed further."""
+    changes = yaml.safe_load(yaml.safe_dump(SITE))
+    for rule, values in rules.items():
+        changes["set-resources"].setdefault(rule, {}).update(values)
+    return changes
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    """The one-node cluster: started here (and stopped after the session) unless one is up."""
+    if not slurm_cluster.installed():
+        pytest.skip(
+            "slurm-wlm is not installed (apt-get install slurm-wlm munge, or "
+            "`python tests/slurm_cluster.py start --install`): the SLURM cluster tests did not run"
+        )
+    state = slurm_cluster.DEFAULT_STATE
+    started = not slurm_cluster.is_up(state)
+    if started:
+        slurm_cluster.start(state)
+    yield state
+    if started:
+        slurm_cluster.stop(state)
+
+
+def copy_test_config(folder: Path) -> Path:
+    work = folder / ".test"
+    shutil.copytree(ROOT / ".test", work, ignore=shutil.ignore_patterns("results", "logs", ".snakemake"))
+    return work
+
+
+def snakemake(work: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    cmd = [*SNAKEMAKE, "-s", str(SNAKEFILE), "--directory", str(work), *args]
+    return subprocess.run(cmd, cwd=work.parent, capture_output=True, text=True, timeout=timeout)
+
+
+def exact_problems(expected: Path, actual: Path, only: str = "") -> list[str]:
+    """Tables (under ``only``) that differ between two results folders, cell for cell."""
+    a, b = demo_digest(expected), demo_digest(actual)
+    names = [n for n in a.tables if n.startswith(only)]
+    problems = [n for n in names if a.tables[n] != b.tables.get(n)]
+    problems += [
+        k
+        for k in a.values
+        if k.startswith(only) and not np.array_equal(a.values[k], b.values.get(k), equal_nan=True)
+    ]
+    return problems + sorted(set(b.tables) - set(a.tables) if not only else [])
+
+
+def submissions(console: str) -> dict[str, str]:
+    """SLURM job id -> rule of every submission a Snakemake console reports."""
+    found = re.findall(r"submitted with SLURM jobid (\d+) \(log: \S*/slurm_logs/rule_(\w+?)/", console)
+    return dict(found)
+
+
+def scontrol(job: str) -> dict[str, str]:
+    out = subprocess.run(["scontrol", "show", "job", job], capture_output=True, text=True, check=True).stdout
+    return dict(re.findall(r"(\w+)=(\S*)", out))
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The .test config run locally: its results folder."""
+    work = copy_test_config(tmp_path_factory.mktemp("local"))
+    proc = snakemake(work, "--cores", "2")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    return work / "results"
+
+
+@pytest.fixture(scope="module")
+def cluster_run(cluster, tmp_path_factory):
+    """The .test config run on the cluster: (work folder, site profile, console, wall seconds)."""
+    base = tmp_path_factory.mktemp("cluster")
+    profile = site_profile(base / "site", SITE)
+    work = copy_test_config(base)
+    start = time.monotonic()
+    proc = snakemake(work, "--workflow-profile", str(profile))
+    wall = time.monotonic() - start
+    console = proc.stdout + proc.stderr
+    assert proc.returncode == 0, console[-4000:]
+    return work, profile, console, wall
+
+
+def test_every_job_is_submitted_and_the_tables_equal_a_local_run(cluster_run, reference):
+    work, _, console, wall = cluster_run
+    jobs = submissions(console)
+    # 13 jobs of the .test DAG; `all` has nothing to run and is not submitted.
+    assert sorted(jobs.values()) == sorted(
+        [
+            "extract_dump",
+            "temporal_view",
+            "build_probes",
+            "retrieve_distractors",
+            "train_control",
+            "score_shard",
+            "score_suite",
+            "compute_metrics",
+            "control_check",
+            "summarize_metrics",
+            "leaderboard",
+            "render_report",
+        ]
+    ), console[-3000:]
+    for job, rule in jobs.items():
+        info = scontrol(job)
+        assert info["JobState"] == "COMPLETED", (rule, info)
+        if rule == "score_shard":  # the GPU rule: one of the placeholder GPUs
+            assert info["Partition"] == "gpu" and info["TresPerJob"] == "gres:gpu:1", info
+            assert info.get("CpusPerTres") == "gres:gpu:1", info
+        else:
+            assert info["Partition"] == "cpu" and "gpu" not in info.get("TresPerJob", ""), (rule, info)
+    assert exact_problems(reference, work / "results") == []
+    print(f"{len(jobs)} submissions, {wall:.0f} s wall")
+
+
+# --- faults ------------------------------------------------------------------------------------
+
+
+def fault_copy(cluster_run, tmp_path: Path) -> Path:
+    """A copy of the finished cluster run whose scores are gone (score_shard and score_suite to
+    run again)."""
+    work, *_ = cluster_run
+    copy = tmp_path / ".test"
+    shutil.copytree(work, copy, symlinks=True, ignore=shutil.ignore_patterns("slurm_logs", "locks"))
+    for name in ("control.parquet", "control.topk.parquet"):
+        (copy / "results/scores/knowledge" / name).unlink()
+    return copy
+
+
+def running_job(rule: str, timeout: float = 300) -> str:
+    """The SLURM id of the first job of ``rule`` seen running."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = subprocess.run(["squeue", "-h", "-t", "running", "-o", "%i|%k"], capture_output=True, text=True)
+        for line in out.stdout.splitlines():
+            job, _, comment = line.partition("|")
+            if comment.startswith(f"rule_{rule}_"):
+                return job
+        time.sleep(0.5)
+    raise AssertionError(f"no running SLURM job of rule {rule} within {timeout:.0f} s")
+
+
+def job_pids(job: str) -> list[int]:
+    """Processes of a SLURM job (their environment names its id): the job script's and steps'."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                env = (proc / "environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if f"SLURM_JOB_ID={job}".encode() in env:
+                pids.append(int(proc.name))
+    return pids
+
+
+def hang(job: str) -> None:
+    """Stop a job's processes (SIGSTOP) as a hung job would be: it runs on until SLURM ends it."""
+    deadline = time.monotonic() + 60
+    while not job_pids(job):  # the step starts a moment after the job
+        assert time.monotonic() < deadline, f"no process of SLURM job {job}"
+        time.sleep(0.2)
+    time.sleep(1)
+    for pid in job_pids(job):
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except ProcessLookupError:
+            pass
+
+
+def start_fault_run(work: Path, profile: Path) -> subprocess.Popen:
+    cmd = [*SNAKEMAKE, "-s", str(SNAKEFILE), "--directory", str(work), "--workflow-profile", str(profile)]
+    cmd += ["--retries", "0", SCORES]
+    return subprocess.Popen(cmd, cwd=work.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def assert_failed_without_output(proc: subprocess.Popen, work: Path, timeout: float = 600) -> str:
+    console, _ = proc.communicate(timeout=timeout)
+    assert proc.returncode != 0, console[-3000:]
+    assert not (work / SHARD).exists() and not (work / SCORES).exists(), console[-3000:]
+    partial = [p for p in (work / "results/scores").rglob("*") if p.name.endswith(".tmp")]
+    assert partial == [], partial
+    return console
+
+
+def rerun_equals_reference(work: Path, reference: Path) -> None:
+    """The same run with the site profile: it finishes, and the scores equal the local run's."""
+    profile = site_profile(work.parent / "site-rerun", SITE)
+    proc = snakemake(work, "--workflow-profile", str(profile), SCORES)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    assert exact_problems(reference, work / "results", only="scores/") == []
+
+
+def factprobe_lines(console: str) -> list[str]:
+    return [line for line in console.splitlines() if line.startswith("factprobe: rule score_shard")]
+
+
+def test_a_job_past_its_time_limit_is_named_with_the_key_to_raise(cluster_run, reference, tmp_path):
+    work = fault_copy(cluster_run, tmp_path)
+    profile = site_profile(tmp_path / "site", with_site(score_shard={"runtime": 1}))
+    proc = start_fault_run(work, profile)
+    job = running_job("score_shard")
+    hang(job)
+    console = assert_failed_without_output(proc, work)
+    assert scontrol(job)["JobState"] == "TIMEOUT"
+    [line] = factprobe_lines(console)
+    assert line.startswith(
+        f"factprobe: rule score_shard (knowledge_control_0) hit its SLURM time limit (runtime=1 min, "
+        f"SLURM job {job}): raise set-resources score_shard: runtime in {profile}/profile.yaml and rerun"
+    ), line
+    rerun_equals_reference(work, reference)
+
+
+def test_a_cancelled_scoring_job_is_named_and_the_rerun_completes(cluster_run, reference, tmp_path):
+    work = fault_copy(cluster_run, tmp_path)
+    profile = site_profile(tmp_path / "site", SITE)
+    proc = start_fault_run(work, profile)
+    job = running_job("score_shard")
+    hang(job)
+    subprocess.run(["scancel", job], check=True)
+    console = assert_failed_without_output(proc, work)
+    assert scontrol(job)["JobState"] == "CANCELLED"
+    [line] = factprobe_lines(console)
+    assert f"was cancelled in SLURM (scancel, an administrator or preemption; SLURM job {job})" in line
+    assert "rerun the same command" in line
+    rerun_equals_reference(work, reference)
+
+
+def test_a_job_over_its_memory_limit_is_named_with_mem_mb(cluster_run, reference, tmp_path):
+    work = fault_copy(cluster_run, tmp_path)
+    # Below what a job's Snakemake and the scoring script hold: SLURM (jobacct_gather/linux with
+    # OverMemoryKill, tests/slurm_cluster.py) kills it.
+    profile = site_profile(tmp_path / "site", with_site(score_shard={"mem_mb": 150}))
+    proc = start_fault_run(work, profile)
+    console = assert_failed_without_output(proc, work)
+    [line] = factprobe_lines(console)
+    assert "went over its SLURM memory limit (mem_mb=150, SLURM job" in line, line
+    assert f"raise set-resources score_shard: mem_mb in {profile}/profile.yaml and rerun" in line
+    rerun_equals_reference(work, reference)
+
+
+def test_a_controller_restart_mid_run_does_not_stop_the_run(cluster, cluster_run, reference, tmp_path):
+    work = fault_copy(cluster_run, tmp_path)
+    profile = site_profile(tmp_path / "site", SITE)
+    proc = start_fault_run(work, profile)
+    job = running_job("score_shard")
+    slurm_cluster.restart_controller(cluster)
+    console, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, console[-4000:]
+    assert scontrol(job)["JobState"] == "COMPLETED"
+    assert exact_problems(reference, work / "results", only="scores/") == []
