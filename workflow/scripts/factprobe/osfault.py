@@ -36,7 +36,9 @@ def naming(path: str | os.PathLike) -> Iterator[None]:
     try:
         yield
     except OSError as error:
-        if error.filename is None:
+        # An error without an errno (e.g. OSError("message")) would print as "[Errno None] None"
+        # once it has a file name, losing its message.
+        if error.filename is None and error.errno is not None:
             error.filename = str(path)
         raise
 
