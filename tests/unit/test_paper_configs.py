@@ -96,6 +96,8 @@ def test_belief_protocol():
     assert suite["few_shot"]["instruction"] == "Predict the [MASK] in each sentence in one word."
     assert suite["few_shot"]["settings"] == ["zero-shot", "4-random", "4-relation", "4-template"]
     assert len(suite["relations"]) == 41
+    # §4: MyriadLAMA's own facts, subject expressions and templates (the release, read in place)
+    assert suite["source"]["format"] == "myriadlama" and suite["templates"]["sets"] == []
 
 
 def test_fluent_mlama_protocol():
