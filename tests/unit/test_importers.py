@@ -158,7 +158,8 @@ def test_myriadlama_records(tmp_path):
         ("P178.en.myriad2", "question", "Who developed [X]? [Y]."),
     ]
     facts, forms = import_myriadlama_facts(path)
-    assert facts["fact_id"].tolist() == ["Q1|P178|Q2", "Q3|P178|Q4"]
+    # §4.2 Table 1: unique triples, not pairs: each object of a pair is a fact
+    assert facts["fact_id"].tolist() == ["Q1|P178|Q2", "Q3|P178|Q4", "Q3|P178|Q5"]
     assert facts.set_index("fact_id").loc["Q3|P178|Q4", "objects"] == ["Q4", "Q5"]
     q1 = forms[forms.entity == "Q1"]
     assert q1[["form", "source"]].values.tolist() == [["Windows", "label"], ["MS Windows", "alias"]]

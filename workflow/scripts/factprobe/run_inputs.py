@@ -21,7 +21,7 @@ from factprobe.settings import Config
 #: Extensions of a dump file, longest first (a ``.json.gz`` is not a ``.json``).
 DUMP_EXTS = ("json.bz2", "json.gz", "json")
 #: Listed-facts formats whose file is an input of build_probes (where it exists).
-LISTED_FORMATS = ("triples", "verbalization-pairs")
+LISTED_FORMATS = ("triples", "verbalization-pairs", "myriadlama")
 
 
 def dump_ext(name: str) -> str:

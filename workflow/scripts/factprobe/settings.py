@@ -198,7 +198,8 @@ class SuiteSource:
     retrieve_distractors (:attr:`imported`). ``triples``: the facts listed in ``path``
     (``probes/importers.read_triples``; distractors paper §4.2), labels from the dump.
     ``verbalization-pairs``: the §4.3 flawed / corrected verbalizations of ``path``
-    (``probes/importers.import_verbalization_pairs``).
+    (``probes/importers.import_verbalization_pairs``). ``myriadlama``: the MyriadLAMA release's
+    facts, subject expressions and templates (``probes/listed.myriadlama_suite``).
     """
 
     format: str = "dump"

@@ -112,7 +112,8 @@ def _subject_side(settings: Mapping[str, Any]) -> bool:
 
 
 def _relation_pool(settings: Mapping[str, Any]) -> bool:
-    # fluent-mLAMA §3.1: the pool is every object of the relation in the dump, whoever its subject.
+    # pool_source relation: every object of the relation in the dump, whoever its subject (not
+    # Fluent-mLAMA's pool, which is pool_source dataset: strings of the dataset's subset, §3.3).
     return settings.get("pool_source", "relation") == "relation"
 
 

@@ -178,6 +178,11 @@ def build_suite(
         facts, prompts, forms = released_suite(name, suite)
         contracts.write("entity_forms", forms, forms_path)
         return facts, prompts, None
+    if suite.source.format == "myriadlama":
+        # belief-myriadlama §4: the release's facts, subject expressions and templates
+        from .listed import myriadlama_suite
+
+        return (*myriadlama_suite(name, suite, sets, forms_path), None)
     if suite.source.format in ("triples", "verbalization-pairs"):
         # distractors paper §4.2-4.3: a given list of facts (probes/listed.py)
         return (

@@ -292,10 +292,19 @@ def import_myriadlama(path: str | Path, lang: str = "en") -> list[Template]:
 
 
 def import_myriadlama_facts(path: str | Path, lang: str = "en"):
-    """Facts and entity forms of MyriadLAMA records (``sub_uri, rel_uri, obj_uris`` and the
-    expressions ``sub_ent``, ``obj_ents``, ``obj_aliases``): ``(facts, forms)`` tables in the
-    ``facts`` / ``entity_forms`` layout (docs/contracts.md). Subject expressions other than the
-    first are aliases (§4.1 "extension of entities"); every object name is a correct answer.
+    """Facts and entity forms of MyriadLAMA records: ``(facts, forms)`` tables in the ``facts`` /
+    ``entity_forms`` layout (docs/contracts.md).
+
+    The release (HF ``iszhaoxin/MyriadLAMA``, the paper's footnote 1) has one record per prompt:
+    ``uuid`` (the LAMA-UHN subject-relation pair), ``rel_uri``, ``sub_ent`` (one subject
+    expression), ``template``, ``is_manual``, the pair's objects ``obj_uris`` with their names
+    ``obj_ents`` (parallel) and the accepted answer names ``obj_aliases`` (the columns its users
+    read: a flat list per record; nested per object is read too). The subject's id is
+    ``sub_uri`` (LAMA-UHN's field). §4.2 Table 1 counts 34,048 unique triples over 24,643
+    subject-relation pairs: every object of a pair is its own fact (s, r, o), ``objects`` the
+    pair's objects. Subject expressions other than the first are aliases (§4.1 "extension of
+    entities", A.1); every object name is a correct answer. A flat alias list is given to the
+    object whose name it is, else to the pair's first object.
     """
     import pandas as pd
 
@@ -310,8 +319,9 @@ def import_myriadlama_facts(path: str | Path, lang: str = "en"):
         objects = [str(o) for o in (objects if isinstance(objects, (list, tuple)) else json.loads(objects))]
         if not objects:
             raise TemplateError(f"{path}: record {i}: obj_uris is empty")
-        fact_id = f"{subject}|{relation}|{objects[0]}"
-        facts.setdefault(fact_id, (fact_id, subject, relation, objects[0], objects))
+        for obj in objects:
+            fact_id = f"{subject}|{relation}|{obj}"
+            facts.setdefault(fact_id, (fact_id, subject, relation, obj, objects))
         sub_ent = row.get("sub_ent")
         if sub_ent:
             forms.append((subject, lang, str(sub_ent), "label"))
@@ -323,7 +333,8 @@ def import_myriadlama_facts(path: str | Path, lang: str = "en"):
         if aliases and all(isinstance(a, (list, tuple)) for a in aliases):
             pairs = [(obj, name) for obj, names in zip(objects, aliases, strict=False) for name in names]
         else:
-            pairs = [(objects[0], name) for name in aliases]
+            named = {str(n): o for o, n in zip(objects, list(row.get("obj_ents") or []), strict=False)}
+            pairs = [(named.get(str(name), objects[0]), name) for name in aliases]
         forms.extend((obj, lang, str(name), "alias") for obj, name in pairs)
     fact_table = pd.DataFrame(
         list(facts.values()), columns=["fact_id", "subject", "property", "object", "objects"]

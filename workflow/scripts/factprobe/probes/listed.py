@@ -27,7 +27,7 @@ import pandas as pd
 from factprobe import contracts, scan
 from factprobe.settings import Suite, TemplateSet
 
-from .importers import import_verbalization_pairs, read_triples
+from .importers import import_myriadlama_facts, import_verbalization_pairs, read_triples
 from .select import finish_facts
 from .verbalize import forms_index
 
@@ -197,3 +197,47 @@ def pairs_suite(
     con.close()
     contracts.write("entity_forms", pair_forms(pairs, dump_forms), forms_path)
     return facts, pair_prompts(pairs, facts)
+
+
+#: The template set name a ``source: myriadlama`` suite reads its release's templates under.
+MYRIAD_SET = "myriadlama-release"
+
+
+def myriadlama_suite(
+    name: str, suite: Suite, sets: dict[str, TemplateSet], forms_path: str | Path
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Facts and prompts of a ``source: {format: myriadlama}`` suite (belief-myriadlama §4): the
+    release's facts (:func:`~.importers.import_myriadlama_facts`: every object of a pair its own
+    fact), its subject expressions as the subjects' forms (label = the first, the others aliases,
+    ``subject_aliases`` of them per prompt as for a dump-built suite), and its relational
+    templates (:func:`~.importers.import_myriadlama` on the same file) beside the suite's own
+    template sets. ``relations`` keeps those relations' facts. Few-shot demonstrations are drawn
+    from the release's facts (BELIEF-ICL §3.1). The forms are written to ``forms_path``."""
+    from .build import plan_suite, suite_prompts  # build dispatches here: import at call time
+    from .fewshot import DemoPool
+
+    path = suite.source.path
+    if not Path(path).exists():
+        raise ValueError(f"suites.{name}.source.path: {path} not found; export the MyriadLAMA release there")
+    release, forms = import_myriadlama_facts(path, "en")
+    if list(suite.languages) != ["en"]:
+        raise ValueError(f"suites.{name}.languages: MyriadLAMA is English; set [en]")
+    if suite.relations:
+        release = release[release["property"].isin(suite.relations)]
+    sets = {**sets, MYRIAD_SET: TemplateSet(format="myriadlama", path=path, language="en")}
+    relations = sorted(set(release["property"]), key=contracts.id_int)
+    templates = dataclasses.replace(suite.templates, sets=[*suite.templates.sets, MYRIAD_SET])
+    suite = dataclasses.replace(suite, relations=relations, templates=templates)
+    plan = plan_suite(name, suite, sets)
+    release = release[release["property"].isin(plan.covered)]
+    if release.empty:
+        raise ValueError(f"suites.{name}: {path} gives no fact of a relation with a usable template")
+    facts = finish_facts(release.assign(popularity=0, stratum=0), str(suite.dump), suite.seed)
+    contracts.write("entity_forms", forms, forms_path)
+    index = forms_index(forms)
+    pool = None
+    if plan.with_demos:
+        labels = {(e, lang): f for e, lang, f, s in forms.itertuples(index=False) if s == "label"}
+        pool = DemoPool(facts[["fact_id", "subject", "property", "object"]], labels, plan.by_key)
+    log.info("suite %s: %d MyriadLAMA facts of %d relations (%s)", name, len(facts), len(relations), path)
+    return facts, suite_prompts(plan, facts, pool, index)
