@@ -164,7 +164,10 @@ def refresh(
     try:
         found = newest_after(last, fmt, sources, http or requests.Session())
     except DownloadError as exc:
-        reason = str(exc).split(";")[0]
+        # one line: a DNS or connection error nests several messages; its cause's name is enough
+        text = str(exc)
+        cause = re.search(r"Caused by (\w+)", text)
+        reason = "no answer" + (f": {cause.group(1)}" if cause else f" ({text.split(';')[0][:120]})")
         return 1, f"refresh: {sources.wikimedia} unreachable ({reason}); {registry} unchanged", None
     if found.resolution is None:
         why = f" ({'; '.join(found.reasons)})" if found.reasons else ""
