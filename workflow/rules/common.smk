@@ -426,5 +426,6 @@ def report_inputs(wildcards):
         "human": HUMAN_TARGETS,
         "human_curves": HUMAN_CURVE_TARGETS,
         "timeline": TIMELINE_TARGETS,
+        "robustness": ROBUSTNESS_TARGETS,
         "extract_stats": expand(rules.extract_dump.output.stats, dump=extracted),
     }

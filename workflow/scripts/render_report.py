@@ -42,6 +42,10 @@ curves = {Path(p).parent.name: pd.read_csv(p) for p in snakemake.input.get("huma
 timelines = {
     Path(p).parent.name: contracts.read_text("timeline", p) for p in snakemake.input.get("timeline", [])
 }
+# Table 4 (§4.3) of verbalization-pairs suites: results/metrics/{suite}/robustness.csv.
+robustness = {
+    Path(p).parent.name: contracts.read_text("robustness", p) for p in snakemake.input.get("robustness", [])
+}
 
 # Provenance: parse-time facts (params) completed with what the jobs wrote.
 provenance = dict(snakemake.params.provenance)
@@ -65,7 +69,9 @@ provenance["models"] = model_records(
 )
 
 figs = Figures(settings.dpi, settings.confidence_level)
-page = build_report(summaries, board, control, settings, human, provenance, paired, figs, curves, timelines)
+page = build_report(
+    summaries, board, control, settings, human, provenance, paired, figs, curves, timelines, robustness
+)
 log.info(
     "report: %d suite(s), %d control table(s), %d figure(s), %d bytes",
     len(summaries),

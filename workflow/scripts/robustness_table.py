@@ -8,7 +8,6 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 
 import pandas as pd
 from factprobe import contracts
-from factprobe.io import atomic_path
 from factprobe.metrics.meta import robustness_for_models
 from factprobe.rulelog import rule_logger
 
@@ -23,5 +22,4 @@ alignment = pd.read_csv(snakemake.input.alignment, keep_default_na=False)
 first, second = snakemake.params.pair
 table = robustness_for_models(tables, alignment, first, second)
 log.info("%d Table 4 rows from %s", len(table), snakemake.input.alignment)
-with atomic_path(snakemake.output.table) as tmp:
-    table.to_csv(tmp, index=False)
+contracts.write_text("robustness", table, snakemake.output.table)

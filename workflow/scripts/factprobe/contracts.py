@@ -355,12 +355,18 @@ SCHEMAS.update(
                 ("n_folds", I64),
             ]
         ),
+        # rule robustness_table (§4.3 Table 4): per model and measure family, the mean over
+        # Table 3's fold-chosen configurations of the flawed-vs-corrected Kendall τ.
+        "robustness": pa.schema(
+            [("model", S), ("family", S), ("folds", I64), ("robustness_tau", F64), ("n_facts", I64)]
+        ),
     }
 )
 PATHS.update(
     {
         "human_alignment": "results/metrics/{suite}/human_alignment.csv",
         "human_alignment_curves": "results/metrics/{suite}/human_alignment_curves.csv",
+        "robustness": "results/metrics/{suite}/robustness.csv",
         "diff_stats": "results/diff/{old}_{new}/stats.tsv",
         "translate_stats": "results/probes/{suite}/translate_stats.tsv",
         "released_matches": "results/probes/{suite}/released_matches.csv",

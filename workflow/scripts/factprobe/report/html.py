@@ -42,6 +42,8 @@ SECTIONS = [
 #: Shown only when a human judgement file is configured (metrics.human_alignment).
 HUMAN_SECTION = ("human", "Alignment with human judgement (Kendall τ, 3-fold CV)")
 TIMELINE_SECTION = ("timeline", "Knowledge over time: effective cut-off per model")
+#: Shown only when a verbalization-pairs suite wrote robustness.csv (rule robustness_table).
+ROBUSTNESS_SECTION = ("robustness", "Robustness to verbalization flaws (Kendall τ, Table 4)")
 
 
 @dataclass
@@ -479,6 +481,37 @@ def timeline_section(timelines: Mapping[str, pd.DataFrame], figs: Figures) -> st
     return "".join(parts)
 
 
+def robustness_section(tables: Mapping[str, pd.DataFrame]) -> str:
+    """Distractors paper §4.3 Table 4 per verbalization-pairs suite (``robustness.csv``): one row
+    per measure family, per model the Kendall τ between the flawed and corrected verbalizations
+    (mean over the configurations Table 3's folds chose) and the facts it is computed on."""
+    parts = [
+        _note(
+            "Kendall τ between a measure's values on the flawed and on the corrected verbalization of "
+            "the same facts, under the configuration each fold of the human-alignment table chose, "
+            "mean over the folds; facts: those defined in both verbalizations under every such "
+            "configuration. τ near 1: the measure ranks facts alike despite the flaws."
+        )
+    ]
+    for suite, table in tables.items():
+        if table.empty:
+            parts.append(f"<h3>suite {html.escape(suite)}</h3>" + _note("No family has a Table 4 row."))
+            continue
+        wide = table.pivot_table(
+            index="family", columns="model", values=["robustness_tau", "n_facts"], aggfunc="first"
+        )
+        models = sorted(set(table["model"]))
+        cols = [(v, m) for m in models for v in ("robustness_tau", "n_facts")]
+        wide = wide.reindex(columns=cols)
+        wide.columns = [f"{m} τ" if v == "robustness_tau" else f"{m} facts" for v, m in cols]
+        for m in models:  # counts as integers, "–" where the model has no row for the family
+            wide[f"{m} facts"] = [str(int(x)) if pd.notna(x) else "–" for x in wide[f"{m} facts"]]
+        folds = table.groupby("family")["folds"].max().reindex(wide.index)
+        wide.insert(0, "folds", folds.astype(int))
+        parts.append(f"<h3>suite {html.escape(suite)}</h3>{_table(wide.reset_index())}")
+    return "".join(parts)
+
+
 def build_report(
     summaries: Mapping[str, pd.DataFrame],
     board: pd.DataFrame,
@@ -490,12 +523,14 @@ def build_report(
     figs: Figures | None = None,
     curves: Mapping[str, pd.DataFrame] | None = None,
     timelines: Mapping[str, pd.DataFrame] | None = None,
+    robustness: Mapping[str, pd.DataFrame] | None = None,
 ) -> str:
     """The whole page. ``summaries`` maps suite -> summary.csv frame, ``control`` maps suite ->
     the control model's control_check table (metrics stage), ``board`` is leaderboard.csv (with
     its bootstrap intervals), ``paired`` paired.csv, ``provenance`` what
     :mod:`factprobe.report.provenance` gathers. ``figs`` collects every figure drawn; ``curves``
-    (suite -> human_alignment_curves.csv) adds Fig. 3 and 4 to the human section."""
+    (suite -> human_alignment_curves.csv) adds Fig. 3 and 4 to the human section; ``robustness``
+    (suite -> robustness.csv) adds Table 4."""
     figs = figs or Figures(settings.dpi, settings.confidence_level)
     bodies = {
         "provenance": provenance_section(provenance, settings),
@@ -518,6 +553,9 @@ def build_report(
     if timelines:
         bodies["timeline"] = timeline_section(timelines, figs)
         shown.append(TIMELINE_SECTION)
+    if robustness:
+        bodies["robustness"] = robustness_section(robustness)
+        shown.append(ROBUSTNESS_SECTION)
     nav = "".join(f'<a href="#{key}">{html.escape(title)}</a>' for key, title in shown)
     sections = "".join(
         f'<section id="{key}"><h2>{html.escape(title)}</h2>{bodies[key]}</section>' for key, title in shown
