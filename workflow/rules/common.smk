@@ -314,12 +314,19 @@ def score_inputs(wildcards):
 
 
 def generate_inputs(wildcards):
-    """Prompts of the suite and the model's folder (generation needs no candidates)."""
-    return {
-        "prompts": rules.build_probes.output.prompts.format(suite=wildcards.suite),
+    """Prompts of the suite and the model's folder (generation needs no candidates); beam suites
+    also their facts and forms (each prompt's token limit: its object's longest form + 5).
+    """
+    suite = wildcards.suite
+    files = {
+        "prompts": rules.build_probes.output.prompts.format(suite=suite),
         "lib": library("generate_shard.py"),
-        "model": model_folder(wildcards.suite, wildcards.model),
+        "model": model_folder(suite, wildcards.model),
     }
+    if RUN.generation_beams[suite]:
+        files["facts"] = rules.build_probes.output.facts.format(suite=suite)
+        files["forms"] = rules.retrieve_distractors.output.forms.format(suite=suite)
+    return files
 
 
 def generate_shard_files(wildcards):

@@ -85,6 +85,7 @@ rule generate_shard:
         confidence_prompts=CFG.scoring.confidence_prompts,
         max_new_tokens=CFG.scoring.max_new_tokens,
         batch_size=CFG.scoring.generation_batch_size,
+        no_space_languages=NO_SPACE_LANGUAGES,
     script:
         "../scripts/generate_shard.py"
 

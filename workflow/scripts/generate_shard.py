@@ -1,6 +1,6 @@
 """Rule script: greedy + sampled answers per prompt of one shard (BELIEF-ICL generation mode;
 greedy only for ``generate: greedy`` suites, params.samples = 0; B(c) beams per width for
-``generate: beams`` suites)."""
+``generate: beams`` suites, each prompt to its object's longest form + 5 tokens)."""
 
 import sys
 
@@ -11,7 +11,7 @@ from factprobe import contracts
 from factprobe.lm import load_model
 from factprobe.rulelog import rule_logger
 from factprobe.scoring.failclosed import CheckedLM, ScoringJob
-from factprobe.scoring.generate import beam_answers, confidence_sample, generate_answers
+from factprobe.scoring.generate import beam_answers, beam_limits, confidence_sample, generate_answers
 from factprobe.scoring.suite import shard_of
 
 log = rule_logger(snakemake)
@@ -30,9 +30,17 @@ model = load_model(
 # An answer whose log-probability is not a finite number stops the job (factprobe.scoring.failclosed).
 lm = CheckedLM(model, ScoringJob(snakemake.wildcards.model, snakemake.wildcards.suite))
 if params.beam_widths:  # generate: beams, B(c) of the distractors paper (Table 2, §4.2)
-    answers = beam_answers(
-        lm, prompts, [int(w) for w in params.beam_widths], max_new_tokens=int(params.max_new_tokens)
+    # The reference's length rule: each prompt's object's longest form + 5 tokens.
+    limits = beam_limits(
+        model.tokenizer,
+        prompts,
+        contracts.read("facts", snakemake.input.facts),
+        contracts.read("forms", snakemake.input.forms),
+        tuple(params.no_space_languages),
+        fallback=int(params.max_new_tokens),
     )
+    log.info("beam token limits: %d to %d", min(limits.values(), default=0), max(limits.values(), default=0))
+    answers = beam_answers(lm, prompts, [int(w) for w in params.beam_widths], limits=limits)
 else:
     answers = generate_answers(
         lm,

@@ -234,21 +234,28 @@ def free_beam_search(
     model: Any,
     prefixes: list[list[int]],
     width: int,
-    max_new_tokens: int,
+    max_new_tokens: int | Sequence[int],
     eos_id: int | None,
     token_budget: Any = 4096,
 ) -> list[list[FreeHyp]]:
     """Per prefix, B(c): the ``width`` best sequences of an unconstrained beam search of width
     ``width`` (:func:`free_beam_step`), run until every kept hypothesis has ended with EOS or
-    ``max_new_tokens`` tokens were added; best first. Every open hypothesis is a continuation unit
-    of the packed engine (:func:`factprobe.lm.packed.continuation_logprobs`), so a prefix's beams
-    do not depend on the other prefixes searched beside it."""
+    ``max_new_tokens`` tokens were added (one limit for all, or one per prefix); best first. Every
+    open hypothesis is a continuation unit of the packed engine
+    (:func:`factprobe.lm.packed.continuation_logprobs`), so a prefix's beams do not depend on the
+    other prefixes searched beside it, nor on their limits."""
     from factprobe.lm.packed import continuation_logprobs
 
+    if hasattr(max_new_tokens, "__iter__"):
+        limits = [int(n) for n in max_new_tokens]
+    else:
+        limits = [int(max_new_tokens)] * len(prefixes)
+    if len(limits) != len(prefixes):
+        raise ValueError(f"free_beam_search: {len(limits)} step limits for {len(prefixes)} prefixes")
     hyps = {k: [((), 0.0, False)] for k in range(len(prefixes))} if width > 0 else {}
     states: dict = {}  # each prefix's keys and values, computed once for all its steps
-    for _ in range(max_new_tokens):
-        live = [k for k, h in hyps.items() if any(not x[2] for x in h)]
+    for step in range(max(limits, default=0)):
+        live = [k for k, h in hyps.items() if step < limits[k] and any(not x[2] for x in h)]
         if not live:
             break
         queries, owners = [], []

@@ -273,20 +273,24 @@ class HFCausalLM(LM):
 
     def beams(self, requests: Sequence[BeamRequest], progress: bool = False) -> list[list[GenerateResult]]:
         """B(c) of every request (:func:`factprobe.lm.beam.free_beam_search`, batch-invariant):
-        requests of one width and length searched together; texts decoded without special tokens
-        and stripped (the reference decodes the EOS it appends as text; here it is not text)."""
+        requests of one width searched together, each to its own ``max_new_tokens``; texts decoded
+        without special tokens and stripped (the reference decodes the EOS it appends as text;
+        here it is not text)."""
         from factprobe.lm.beam import free_beam_search
 
         out: list[list[GenerateResult]] = [[] for _ in requests]
         eos = self.tokenizer.eos_token_id
-        groups: dict[tuple[int, int], list[int]] = defaultdict(list)
+        groups: dict[int, list[int]] = defaultdict(list)
         for i, r in enumerate(requests):
-            groups[r.width, r.max_new_tokens].append(i)
-        for (width, steps), members in sorted(groups.items()):
+            groups[r.width].append(i)
+        for width, members in sorted(groups.items()):
+            # similar limits side by side: a chunk's steps end with its longest limit
+            members = sorted(members, key=lambda i: requests[i].max_new_tokens)
             size = max(1, self.generation_batch_size)
             for start in range(0, len(members), size):
                 chunk = members[start : start + size]
                 prefixes = [self.context_ids(requests[i].context) for i in chunk]
+                steps = [requests[i].max_new_tokens for i in chunk]
                 found = free_beam_search(self.model, prefixes, width, steps, eos, self.budget)
                 for i, hyps in zip(chunk, found, strict=True):
                     out[i] = [

@@ -14,17 +14,21 @@ subject-relation pairs and only use these 10K prompts for answer sampling"):
 A suite with ``generate: greedy`` gets ``samples = 0``: the greedy continuation alone, which the
 distractors paper's ROUGE-L and BERTScore baselines read (:mod:`factprobe.metrics.overlap`).
 A suite with ``generate: beams`` gets B(c) instead (distractors paper Table 2, §4.2): the best
-sequences of a beam search per width of ``scoring.beam_widths`` (:func:`beam_answers`).
+sequences of a beam search per width of ``scoring.beam_widths`` (:func:`beam_answers`), each
+prompt's search adding at most its object's longest form + :data:`BEAM_SLACK` tokens
+(:func:`beam_limits`, the reference's length rule) instead of ``scoring.max_new_tokens``.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection, Mapping
 
 import pandas as pd
 
 from factprobe.hashing import stable_hash
 from factprobe.lm import LM, BeamRequest, GenerateRequest
+from factprobe.lm.encoding import NO_SPACE_LANGS, continuation_text, tokenize_pairs
 
 log = logging.getLogger(__name__)
 
@@ -119,18 +123,93 @@ def generate_answers(
 BEAM_GRID = (1, 2, 5, 10, 20, 30, 50, 100)
 
 
+#: Tokens a B(c) search may add beyond the object's longest form: the reference generates at most
+#: "longest name + 5" tokens per cloze sentence (DistFactAssessLM, ``src/know/generation.py``).
+BEAM_SLACK = 5
+
+
+def object_continuations(
+    prompts: pd.DataFrame,
+    facts: pd.DataFrame,
+    forms: pd.DataFrame,
+    no_space_langs: Collection[str] = NO_SPACE_LANGS,
+) -> pd.DataFrame:
+    """Λ(o) per prompt as scoring places it: ``prompt_id, prompt_text, continuation`` for every
+    non-blank form of the fact's object (``facts.object``) in the prompt's language, after the
+    prompt (context + text) as :func:`factprobe.scoring.suite.build_pairs` puts a candidate form."""
+    p = prompts[["prompt_id", "fact_id", "lang", "text"]].copy()
+    p["prompt_text"] = (prompts["context"].fillna("") if "context" in prompts.columns else "") + p["text"]
+    p = p.merge(facts[["fact_id", "object"]].drop_duplicates("fact_id"), on="fact_id", how="left")
+    f = forms[["entity", "lang", "form"]].dropna().drop_duplicates()
+    f = f[f["form"].astype(str).str.strip() != ""]
+    named = p.merge(f, left_on=["object", "lang"], right_on=["entity", "lang"])
+    named["continuation"] = [
+        continuation_text(form, lang, no_space_langs)
+        for form, lang in zip(named["form"].astype(str), named["lang"], strict=True)
+    ]
+    return named[["prompt_id", "prompt_text", "continuation"]].reset_index(drop=True)
+
+
+def beam_limits(
+    tokenizer,
+    prompts: pd.DataFrame,
+    facts: pd.DataFrame,
+    forms: pd.DataFrame,
+    no_space_langs: Collection[str] = NO_SPACE_LANGS,
+    fallback: int = 12,
+) -> dict[str, int]:
+    """Per prompt id, the most tokens its B(c) search adds: the token count of its object's longest
+    form (:func:`object_continuations`) + :data:`BEAM_SLACK`, as the reference bounds each cloze
+    sentence's beam search (distractors paper §4.2). Forms are counted as scoring encodes them
+    after the prompt (:func:`factprobe.lm.encoding.tokenize_pairs`, no end marker): with their
+    leading space and the model's own merges, without BOS. (The reference encodes the names
+    alone, with no leading space and, for tokenizers that add one, with BOS: a token more or
+    less on some names.) A prompt whose object has no form in its language gets ``fallback``
+    (``scoring.max_new_tokens``); it has no name to compare B(c) with."""
+    named = object_continuations(prompts, facts, forms, no_space_langs)
+    limits = dict.fromkeys(prompts["prompt_id"].astype(str), int(fallback))
+    if not named.empty:
+        _, plans = tokenize_pairs(
+            tokenizer, named["prompt_text"].tolist(), named["continuation"].tolist(), "none"
+        )
+        counts = pd.Series([plan.n_tokens for plan in plans], index=named["prompt_id"].astype(str))
+        limits.update((pid, int(n) + BEAM_SLACK) for pid, n in counts.groupby(level=0).max().items())
+    missing = len(limits) - named["prompt_id"].nunique()
+    if missing:
+        log.warning(
+            "%d prompt(s) have no form of their object in their language: their beams stop after "
+            "scoring.max_new_tokens = %d tokens",
+            missing,
+            fallback,
+        )
+    return limits
+
+
 def beam_answers(
-    lm: LM, prompts: pd.DataFrame, widths: list[int], max_new_tokens: int = 12, progress: bool = True
+    lm: LM,
+    prompts: pd.DataFrame,
+    widths: list[int],
+    max_new_tokens: int = 12,
+    progress: bool = True,
+    limits: Mapping[str, int] | None = None,
 ) -> pd.DataFrame:
     """B(c) per prompt and beam width: ``prompt_id, sample, text, logprob, beam_width``, where
     ``sample`` is the sequence's rank in its beam (0 = best) and ``beam_width`` the search's width
     (distractors paper Table 2; one search per width, as the reference runs one per grid value).
     The input is context + text; a sequence ends at EOS (counted in its log-probability) or after
-    ``max_new_tokens`` tokens."""
+    the prompt's ``limits`` entry (:func:`beam_limits`) of tokens, ``max_new_tokens`` without
+    ``limits``."""
     ids = prompts["prompt_id"].tolist()
     context = prompts["context"].fillna("") if "context" in prompts.columns else ""
     texts = (context + prompts["text"]).tolist()
-    requests = [BeamRequest(t, w, max_new_tokens) for w in widths for t in texts]
+    if limits is None:
+        steps = [int(max_new_tokens)] * len(ids)
+    else:
+        absent = [pid for pid in ids if str(pid) not in limits]
+        if absent:
+            raise ValueError(f"beam_answers: no token limit for {len(absent)} prompt(s), e.g. {absent[0]!r}")
+        steps = [int(limits[str(pid)]) for pid in ids]
+    requests = [BeamRequest(t, w, n) for w in widths for t, n in zip(texts, steps, strict=True)]
     found = lm.beams(requests, progress=progress)
     rows = []
     for request, pid, hyps in zip(requests, ids * len(widths), found, strict=True):
