@@ -54,7 +54,8 @@ def test_series_run_finds_the_taught_cutoff(tmp_path):
     """About 4.5 minutes on 2 busy cores: 5 dumps, 2 timeline suites, the control model taught
     up to 20190401 (benchmarks/RESULTS.md, "Series run end to end")."""
     for name in ("workflow", "config", "profiles"):
-        shutil.copytree(ROOT / name, tmp_path / name)
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "environment.yml", tmp_path / "environment.yml")
     (tmp_path / "resources").mkdir()
     for name in ("demo", "templates", "properties"):
         (tmp_path / "resources" / name).symlink_to(ROOT / "resources" / name)

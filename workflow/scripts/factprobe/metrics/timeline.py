@@ -190,6 +190,7 @@ TIMELINE_COLUMNS = [
     "cutoff_index_high",
     "share_none",
     "declared_cutoff",
+    "after_declared",
 ]
 
 
@@ -224,6 +225,16 @@ def model_timeline(
     order = {str(e): i for i, e in enumerate(edges[1:])} | {STATIC: len(edges)}
     curve = curve.sort_values("slice", key=lambda s: s.map(order)).reset_index(drop=True)
     return curve, cut
+
+
+def after_declared(curve: pd.DataFrame, declared: str) -> np.ndarray:
+    """Whether each slice lies wholly after a declared cut-off (YYYYMMDD; empty: none): its facts
+    became true after the model's data ends, a contamination-free subset for that model, which
+    grows with each new dump. The static slice never is."""
+    if not declared:
+        return np.zeros(len(curve), dtype=bool)
+    start = pd.to_numeric(curve["slice_start"], errors="coerce")
+    return (start >= int(declared)).fillna(False).to_numpy(dtype=bool)
 
 
 def timeline_table(
@@ -263,6 +274,7 @@ def timeline_table(
         curve["cutoff_index_high"] = cut.high
         curve["share_none"] = cut.share_none
         curve["declared_cutoff"] = (declared.get(model) or "").replace("-", "")
+        curve["after_declared"] = after_declared(curve, curve["declared_cutoff"].iloc[0])
         rows.append(curve)
     table = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=TIMELINE_COLUMNS)
     # dates as YYYYMMDD text, empty where there is none (static slice, no cut-off)
