@@ -210,18 +210,20 @@ def model_timeline(
     penalty: float = 2.0,
     samples: int = 1000,
     seed: int = 0,
+    level: float = 0.95,
 ) -> tuple[pd.DataFrame, Cutoff]:
     """One model's curve (a row per slice, static last) and its effective cut-off."""
     values = fact_values(per_fact, measure, strategy, n)
     slices = facts.set_index("fact_id")["slice"]
-    curve = slice_curve(values, slices, samples, seed)
+    curve = slice_curve(values, slices, samples, seed, level)
     bounds = facts.drop_duplicates("slice").set_index("slice")[["slice_start", "slice_end"]]
     curve = curve.join(bounds, on="slice")
     edges = series_edges(facts)
     joined = pd.DataFrame({"value": values}).join(slices.rename("slice"), how="inner")
     by_slice = {label: g["value"].to_numpy() for label, g in joined.groupby("slice")}
     dated = [by_slice.get(str(e), np.zeros(0)) for e in edges[1:]]
-    cut = estimate_cutoff(dated, edges, by_slice.get(STATIC), penalty, min(samples, 200), seed)
+    # the fit is refitted per replicate: at most 200 of them
+    cut = estimate_cutoff(dated, edges, by_slice.get(STATIC), penalty, min(samples, 200), seed, level)
     order = {str(e): i for i, e in enumerate(edges[1:])} | {STATIC: len(edges)}
     curve = curve.sort_values("slice", key=lambda s: s.map(order)).reset_index(drop=True)
     return curve, cut
@@ -244,6 +246,7 @@ def timeline_table(
     declared: dict[str, str | None],
     samples: int = 1000,
     seed: int = 0,
+    level: float = 0.95,
 ) -> pd.DataFrame:
     """``timeline.csv``: every model's curve rows with its cut-off estimate, its interval and
     its declared cut-off (models.tsv ``cutoff``, YYYYMMDD; empty when none) on each row.
@@ -260,6 +263,7 @@ def timeline_table(
             block.get("penalty", 2.0),
             samples,
             seed,
+            level,
         )
         curve.insert(0, "model", model)
         curve["measure"] = block["measure"]
