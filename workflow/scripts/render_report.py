@@ -65,7 +65,9 @@ provenance["models"] = model_records(
 )
 
 figs = Figures(settings.dpi, settings.confidence_level)
-page = build_report(summaries, board, control, settings, human, provenance, paired, figs, curves, timelines)
+page = build_report(
+    summaries, board, control, settings, human, provenance, paired, figs, curves, timelines, profiles
+)
 log.info(
     "report: %d suite(s), %d control table(s), %d figure(s), %d bytes",
     len(summaries),
