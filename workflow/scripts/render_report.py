@@ -42,6 +42,10 @@ curves = {Path(p).parent.name: pd.read_csv(p) for p in snakemake.input.get("huma
 timelines = {
     Path(p).parent.name: contracts.read_text("timeline", p) for p in snakemake.input.get("timeline", [])
 }
+profiles = {
+    Path(p).parent.name: contracts.read_text("timeline_profile", p)
+    for p in snakemake.input.get("timeline_profiles", [])
+}
 
 # Provenance: parse-time facts (params) completed with what the jobs wrote.
 provenance = dict(snakemake.params.provenance)
