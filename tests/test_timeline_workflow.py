@@ -54,7 +54,8 @@ def test_series_run_finds_the_taught_cutoff(tmp_path):
     """About 4.5 minutes on 2 busy cores: 5 dumps, 2 timeline suites, the control model taught
     up to 20190401 (benchmarks/RESULTS.md, "Series run end to end")."""
     for name in ("workflow", "config", "profiles"):
-        shutil.copytree(ROOT / name, tmp_path / name)
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "environment.yml", tmp_path / "environment.yml")
     (tmp_path / "resources").mkdir()
     for name in ("demo", "templates", "properties"):
         (tmp_path / "resources" / name).symlink_to(ROOT / "resources" / name)
@@ -69,3 +70,80 @@ def test_series_run_finds_the_taught_cutoff(tmp_path):
         table = pd.read_csv(tmp_path / f"results/metrics/{suite}/timeline.csv", dtype={"cutoff": str})
         assert set(table["cutoff"]) == {"20190401"}, table
         assert set(table["cutoff_status"]) == {"within"}
+
+
+def _series_workdir(work: Path, months: int) -> Path:
+    """A copy of the workflow with the series of ``months`` months and a one-suite config
+    (suite ``timeline`` by diff, its dump the newest)."""
+    for name in ("workflow", "config", "profiles"):
+        shutil.copytree(ROOT / name, work / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "environment.yml", work / "environment.yml")
+    (work / "resources").mkdir()
+    for name in ("demo", "templates", "properties"):
+        (work / "resources" / name).symlink_to(ROOT / "resources" / name)
+    gen = [sys.executable, str(ROOT / "benchmarks" / "timeline_dumps.py"), "resources/dumps/timeline"]
+    subprocess.run([*gen, "--months", str(months)], cwd=work, check=True, capture_output=True)
+    _one_suite(work)
+    return work
+
+
+def _one_suite(work: Path) -> None:
+    """config/timeline.yaml with suite ``timeline`` alone, its dump the newest dump of the series."""
+    config = yaml.safe_load(CONFIG.read_text())
+    rows = (work / "resources/dumps/timeline/dumps.tsv").read_text().split()
+    newest = max(r for r in rows if r.isdigit() and len(r) == 8)
+    config["suites"] = {"timeline": {**config["suites"]["timeline"], "dump": newest}}
+    config["control"]["suites"] = ["timeline"]
+    (work / "config" / "timeline.yaml").write_text(yaml.safe_dump(config))
+
+
+def _snakemake(work: Path, *args: str) -> str:
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--configfile",
+        "config/timeline.yaml",
+        "--replace-workflow-config",
+    ]
+    proc = subprocess.run([*cmd, "--cores", "2", *args], cwd=work, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc.stdout + proc.stderr
+
+
+def _job_counts(log: str) -> dict[str, int]:
+    table = log.split("Job stats:")[-1].split("Reasons:")[0]
+    rows = (line.split() for line in table.splitlines()[3:])
+    return {row[0]: int(row[1]) for row in rows if len(row) == 2 and row[0] != "total"}
+
+
+@pytest.mark.full
+def test_adding_a_dump_reruns_its_own_jobs_and_the_suite(tmp_path):
+    """Refresh: after a run on dumps t_0..t_3, adding t_4 extracts only t_4, diffs only
+    (t_3, t_4], makes only t_4's temporal view, and rebuilds, rescores and re-measures the suite
+    (its slices are sampled jointly: one popularity quota per bin over every slice); the tables
+    equal a clean run on t_0..t_4. About 10 minutes on 2 busy cores (three runs)."""
+    work = _series_workdir(tmp_path / "refresh", months=3)
+    _snakemake(work)
+    # dump t_4: only its file is added (the older files keep their bytes and times)
+    fresh = tmp_path / "series4"
+    gen = [sys.executable, str(ROOT / "benchmarks" / "timeline_dumps.py"), str(fresh), "--months", "4"]
+    subprocess.run(gen, check=True, capture_output=True)
+    shutil.copy(fresh / "wikidata-20190601-timeline.json.bz2", work / "resources/dumps/timeline")
+    with open(work / "resources/dumps/timeline/dumps.tsv", "a") as f:
+        f.write("20190601\ttrue\tresources/dumps/timeline/wikidata-20190601-timeline.json.bz2\t\t\n")
+    _one_suite(work)
+    planned = _job_counts(_snakemake(work, "-n", "--quiet", "rules"))
+    per_suite = ["build_probes", "retrieve_distractors", "train_control", "score_shard", "score_suite"]
+    per_suite += ["compute_metrics", "control_check", "summarize_metrics", "timeline"]
+    expected = {"extract_dump": 1, "diff_dumps": 1, "temporal_view": 1, **dict.fromkeys(per_suite, 1)}
+    assert planned == {**expected, "leaderboard": 1, "render_report": 1, "all": 1}
+    _snakemake(work)
+    clean = _series_workdir(tmp_path / "clean", months=4)
+    _snakemake(clean)
+    for table in ("probes/timeline/facts.parquet", "scores/timeline/control.parquet"):
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(work / "results" / table), pd.read_parquet(clean / "results" / table)
+        )
+    for table in ("metrics/timeline/timeline.csv", "metrics/timeline/timeline_profile.csv"):
+        assert (work / "results" / table).read_text() == (clean / "results" / table).read_text()

@@ -149,6 +149,9 @@ def test_timeline_table_per_model():
     row = early.iloc[0]
     assert (row["cutoff"], row["cutoff_index"], row["cutoff_status"]) == ("20200201", 1, "within")
     assert row["declared_cutoff"] == "20200215"
+    # declared 2020-02-15: only the slices starting on or after it are new to the model
+    assert early["after_declared"].tolist() == [False, False, True, False]
     everything = table[table["model"] == "all"].iloc[0]
     assert everything["cutoff_status"] == "none" and everything["cutoff"] == ""
     assert everything["cutoff_index"] == 3 and everything["declared_cutoff"] == ""
+    assert not table.loc[table["model"] == "all", "after_declared"].any()

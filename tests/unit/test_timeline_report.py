@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 
+import pandas as pd
 from factprobe import contracts
 from factprobe.metrics import timeline as mt
 from factprobe.report.html import Figures, timeline_section
@@ -20,9 +21,15 @@ def test_timeline_section_draws_the_figure(tmp_path):
     back = contracts.read_text("timeline", path)
     assert back.set_index("model")["cutoff"].to_dict() == {"all": "", "early": "20200201"}
     figs = Figures(dpi=40)
-    page = timeline_section({"tl": back}, figs)
+    profile = pd.DataFrame(
+        {"slice": ["a", "a", "b", "b"], "stratum": [0, 1, 0, 1], "n": [2, 1, 2, 1]}
+        | {"mean_popularity": [3.0, 50.0, 4.0, 60.0], "median_popularity": [3.0, 50.0, 4.0, 60.0]}
+    )
+    page = timeline_section({"tl": back}, figs, {"tl": profile})
     assert list(figs.drawn) == ["timeline-tl"]
     png = base64.b64decode(figs.drawn["timeline-tl"].split(",", 1)[1])
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     # one row per model: early's cut-off and declared date, "none" for the model that knows all
-    assert page.count("<tr") == 3 and "20200201" in page and "20200215" in page and ">none<" in page
+    assert "20200201" in page and "20200215" in page and ">none<" in page
+    # the cut-off table (header + 2 models) and the profile table (header + 2 slices, 3 facts each)
+    assert page.count("<tr") == 6 and "bin 1: median sitelinks" in page and "<td>60.000</td>" in page

@@ -434,5 +434,6 @@ def report_inputs(wildcards):
         "human_curves": HUMAN_CURVE_TARGETS,
         "timeline": TIMELINE_TARGETS,
         "robustness": ROBUSTNESS_TARGETS,
+        "timeline_profiles": TIMELINE_PROFILES,
         "extract_stats": expand(rules.extract_dump.output.stats, dump=extracted),
     }

@@ -115,6 +115,9 @@ rule leaderboard:
 # Timeline suites (suites.<s>.timeline): per-slice curves and each model's effective cut-off.
 TIMELINE = I.timeline_params(CFG)
 TIMELINE_TARGETS = expand("results/metrics/{suite}/timeline.csv", suite=list(TIMELINE))
+TIMELINE_PROFILES = expand(
+    "results/metrics/{suite}/timeline_profile.csv", suite=list(TIMELINE)
+)
 DECLARED_CUTOFFS = {m: MODEL_ROWS[m].get("cutoff") or "" for m in SCORE_MODELS}
 
 

@@ -46,6 +46,10 @@ timelines = {
 robustness = {
     Path(p).parent.name: contracts.read_text("robustness", p) for p in snakemake.input.get("robustness", [])
 }
+profiles = {
+    Path(p).parent.name: contracts.read_text("timeline_profile", p)
+    for p in snakemake.input.get("timeline_profiles", [])
+}
 
 # Provenance: parse-time facts (params) completed with what the jobs wrote.
 provenance = dict(snakemake.params.provenance)
@@ -70,7 +74,18 @@ provenance["models"] = model_records(
 
 figs = Figures(settings.dpi, settings.confidence_level)
 page = build_report(
-    summaries, board, control, settings, human, provenance, paired, figs, curves, timelines, robustness
+    summaries,
+    board,
+    control,
+    settings,
+    human,
+    provenance,
+    paired,
+    figs,
+    curves,
+    timelines,
+    robustness=robustness,
+    profiles=profiles,
 )
 log.info(
     "report: %d suite(s), %d control table(s), %d figure(s), %d bytes",

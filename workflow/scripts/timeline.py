@@ -23,6 +23,7 @@ table = timeline_table(
     dict(snakemake.params.declared),
     samples=int(boot["bootstrap_samples"]),
     seed=int(boot["bootstrap_seed"]),
+    level=float(boot["confidence_level"]),
 )
 for row in table.drop_duplicates("model").itertuples():
     log.info(

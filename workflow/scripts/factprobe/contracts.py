@@ -275,6 +275,7 @@ SCHEMAS.update(
                 ("cutoff_index_high", I64),
                 ("share_none", F64),
                 ("declared_cutoff", S),
+                ("after_declared", B),
             ]
         ),
         # timeline: results/metrics/{suite}/timeline_profile.csv, one row per (slice, stratum)

@@ -190,6 +190,7 @@ TIMELINE_COLUMNS = [
     "cutoff_index_high",
     "share_none",
     "declared_cutoff",
+    "after_declared",
 ]
 
 
@@ -209,21 +210,33 @@ def model_timeline(
     penalty: float = 2.0,
     samples: int = 1000,
     seed: int = 0,
+    level: float = 0.95,
 ) -> tuple[pd.DataFrame, Cutoff]:
     """One model's curve (a row per slice, static last) and its effective cut-off."""
     values = fact_values(per_fact, measure, strategy, n)
     slices = facts.set_index("fact_id")["slice"]
-    curve = slice_curve(values, slices, samples, seed)
+    curve = slice_curve(values, slices, samples, seed, level)
     bounds = facts.drop_duplicates("slice").set_index("slice")[["slice_start", "slice_end"]]
     curve = curve.join(bounds, on="slice")
     edges = series_edges(facts)
     joined = pd.DataFrame({"value": values}).join(slices.rename("slice"), how="inner")
     by_slice = {label: g["value"].to_numpy() for label, g in joined.groupby("slice")}
     dated = [by_slice.get(str(e), np.zeros(0)) for e in edges[1:]]
-    cut = estimate_cutoff(dated, edges, by_slice.get(STATIC), penalty, min(samples, 200), seed)
+    # the fit is refitted per replicate: at most 200 of them
+    cut = estimate_cutoff(dated, edges, by_slice.get(STATIC), penalty, min(samples, 200), seed, level)
     order = {str(e): i for i, e in enumerate(edges[1:])} | {STATIC: len(edges)}
     curve = curve.sort_values("slice", key=lambda s: s.map(order)).reset_index(drop=True)
     return curve, cut
+
+
+def after_declared(curve: pd.DataFrame, declared: str) -> np.ndarray:
+    """Whether each slice lies wholly after a declared cut-off (YYYYMMDD; empty: none): its facts
+    became true after the model's data ends, a contamination-free subset for that model, which
+    grows with each new dump. The static slice never is."""
+    if not declared:
+        return np.zeros(len(curve), dtype=bool)
+    start = pd.to_numeric(curve["slice_start"], errors="coerce")
+    return (start >= int(declared)).fillna(False).to_numpy(dtype=bool)
 
 
 def timeline_table(
@@ -233,6 +246,7 @@ def timeline_table(
     declared: dict[str, str | None],
     samples: int = 1000,
     seed: int = 0,
+    level: float = 0.95,
 ) -> pd.DataFrame:
     """``timeline.csv``: every model's curve rows with its cut-off estimate, its interval and
     its declared cut-off (models.tsv ``cutoff``, YYYYMMDD; empty when none) on each row.
@@ -249,6 +263,7 @@ def timeline_table(
             block.get("penalty", 2.0),
             samples,
             seed,
+            level,
         )
         curve.insert(0, "model", model)
         curve["measure"] = block["measure"]
@@ -263,6 +278,7 @@ def timeline_table(
         curve["cutoff_index_high"] = cut.high
         curve["share_none"] = cut.share_none
         curve["declared_cutoff"] = (declared.get(model) or "").replace("-", "")
+        curve["after_declared"] = after_declared(curve, curve["declared_cutoff"].iloc[0])
         rows.append(curve)
     table = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=TIMELINE_COLUMNS)
     # dates as YYYYMMDD text, empty where there is none (static slice, no cut-off)

@@ -454,8 +454,11 @@ def human_section(
     ) + "".join(parts)
 
 
-def timeline_section(timelines: Mapping[str, pd.DataFrame], figs: Figures) -> str:
-    """Per timeline suite (``timeline.csv``): the curves figure and each model's cut-off row."""
+def timeline_section(
+    timelines: Mapping[str, pd.DataFrame], figs: Figures, profiles: Mapping[str, pd.DataFrame] | None = None
+) -> str:
+    """Per timeline suite (``timeline.csv``): the curves figure, each model's cut-off row and,
+    from ``profiles`` (``timeline_profile.csv``), the facts per popularity bin of every slice."""
     parts = [
         _note(
             "Each point: a slice of facts new in its interval, all slices of one size and popularity "
@@ -478,6 +481,13 @@ def timeline_section(timelines: Mapping[str, pd.DataFrame], figs: Figures) -> st
             "declared_cutoff",
         ]
         parts.append(_table(table.drop_duplicates("model")[cols]))
+        profile = (profiles or {}).get(suite)
+        if profile is not None:
+            wide = profile.pivot_table(index="slice", columns="stratum", values="median_popularity")
+            wide.columns = [f"bin {c}: median sitelinks" for c in wide.columns]
+            counts = profile.groupby("slice")["n"].sum().rename("facts")
+            parts.append(_note("Popularity profile per slice (the same count per bin in every slice):"))
+            parts.append(_table(pd.concat([counts, wide], axis=1).reset_index()))
     return "".join(parts)
 
 
@@ -524,6 +534,7 @@ def build_report(
     curves: Mapping[str, pd.DataFrame] | None = None,
     timelines: Mapping[str, pd.DataFrame] | None = None,
     robustness: Mapping[str, pd.DataFrame] | None = None,
+    profiles: Mapping[str, pd.DataFrame] | None = None,
 ) -> str:
     """The whole page. ``summaries`` maps suite -> summary.csv frame, ``control`` maps suite ->
     the control model's control_check table (metrics stage), ``board`` is leaderboard.csv (with
@@ -551,7 +562,7 @@ def build_report(
         bodies["human"] = human_section(human, curves, figs)
         shown.append(HUMAN_SECTION)
     if timelines:
-        bodies["timeline"] = timeline_section(timelines, figs)
+        bodies["timeline"] = timeline_section(timelines, figs, profiles)
         shown.append(TIMELINE_SECTION)
     if robustness:
         bodies["robustness"] = robustness_section(robustness)
