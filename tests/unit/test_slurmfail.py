@@ -57,6 +57,12 @@ def test_failed_jobs_are_read_from_the_error_blocks():
     assert job.resources["runtime"] == "1" and job.resources["slurm_partition"] == "gpu"
 
 
+def test_a_retried_job_is_named_once_by_its_last_attempt():
+    retried = SNAKEMAKE_LOG.replace("'31'", "'30'").replace("/31.log", "/30.log") + SNAKEMAKE_LOG
+    [job] = failed_jobs(retried)
+    assert job.job_id == "31"
+
+
 def test_the_resources_snakemake_printed_for_the_job():
     resources = job_resources(JOB_HEAD)
     assert resources["runtime"] == "1" and resources["mem_mb"] == "2000"

@@ -51,11 +51,12 @@ class FailedJob:
 
 
 def failed_jobs(snakemake_log: str) -> list[FailedJob]:
-    """The SLURM jobs an executor run reported failed, in log order (one per SLURM job id)."""
+    """The SLURM jobs an executor run reported failed, in log order; a job retried (the profile's
+    ``retries``) once, as its last attempt."""
     submitted = submitted_resources(snakemake_log)
     found = list(ERROR.finditer(snakemake_log))
     ends = [m.start() for m in found[1:]] + [len(snakemake_log)] if found else []
-    out: dict[str, FailedJob] = {}
+    out: dict[tuple[str, str], FailedJob] = {}
     for match, end in zip(found, ends, strict=True):
         rule, block = match.group(1), snakemake_log[match.start() : end]
         failed = SLURM_FAILED.search(block)
@@ -65,7 +66,11 @@ def failed_jobs(snakemake_log: str) -> list[FailedJob]:
         job_id, state = failed.groups()
         jobid = JOBID.search(block)
         resources = submitted.get((rule, jobid.group(1))) if jobid else None
-        out.setdefault(job_id, FailedJob(rule, job_id, state, log.group(1) if log else None, resources or {}))
+        slurm_log = log.group(1) if log else None
+        # attempts of one job share their SLURM log folder (.../rule_<rule>/<wildcards>/)
+        key = (rule, str(Path(slurm_log).parent)) if slurm_log else (rule, job_id)
+        out.pop(key, None)
+        out[key] = FailedJob(rule, job_id, state, slurm_log, resources or {})
     return list(out.values())
 
 
