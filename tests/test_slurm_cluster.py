@@ -277,7 +277,10 @@ def fault_run(work: Path, profile: Path) -> Run:
 @pytest.fixture(scope="module")
 def fault_runs(runs, tmp_path_factory):
     """A time limit, a scancel and a memory limit, each in its own copy, at once; then each
-    copy run again with the site profile. {fault: (failed Run, SLURM job, profile, rerun Run)}."""
+    copy run again with the site profile.
+
+    {fault: (failed Run, SLURM job, its profile, rerun Run, scoring outputs left after the failure)}
+    """
     made = {}
     for fault, changes in (
         ("time", with_site(score_shard={"runtime": 1})),
@@ -295,20 +298,25 @@ def fault_runs(runs, tmp_path_factory):
     hang(cancelled)
     subprocess.run(["scancel", cancelled], check=True)
     failed = {fault: run.wait() for fault, (run, _) in made.items()}
+    left = {fault: leftovers(run.work) for fault, run in failed.items()}  # before the reruns
     reruns = {}
     for fault, run in failed.items():
         profile = site_profile(run.work.parent / "site-rerun", SITE)
         reruns[fault] = Run(run.work, "--workflow-profile", str(profile), SCORES, name="rerun")
     jobs = {"time": timed, "cancel": cancelled, "memory": None}
-    return {f: (failed[f], jobs[f], made[f][1], reruns[f].wait()) for f in made}
+    return {f: (failed[f], jobs[f], made[f][1], reruns[f].wait(), left[f]) for f in made}
 
 
-def failed_without_output(run: Run) -> str:
+def leftovers(work: Path) -> list[Path]:
+    """Outputs of the scoring jobs, or temporary files of them, present in ``work``."""
+    found = [work / p for p in (SHARD, SCORES) if (work / p).exists()]
+    return found + [p for p in (work / "results/scores").rglob("*") if p.name.endswith(".tmp")]
+
+
+def failed_without_output(run: Run, left: list[Path]) -> str:
     console = run.console
     assert run.returncode != 0, console[-3000:]
-    assert not (run.work / SHARD).exists() and not (run.work / SCORES).exists(), console[-3000:]
-    partial = [p for p in (run.work / "results/scores").rglob("*") if p.name.endswith(".tmp")]
-    assert partial == [], partial
+    assert left == [], (left, console[-3000:])
     return console
 
 
@@ -323,8 +331,8 @@ def factprobe_lines(console: str) -> list[str]:
 
 
 def test_a_job_past_its_time_limit_is_named_with_the_key_to_raise(fault_runs, reference):
-    run, job, profile, rerun = fault_runs["time"]
-    console = failed_without_output(run)
+    run, job, profile, rerun, left = fault_runs["time"]
+    console = failed_without_output(run, left)
     assert scontrol(job)["JobState"] == "TIMEOUT"
     [line] = factprobe_lines(console)
     assert line.startswith(
@@ -335,8 +343,8 @@ def test_a_job_past_its_time_limit_is_named_with_the_key_to_raise(fault_runs, re
 
 
 def test_a_cancelled_scoring_job_is_named_and_the_rerun_completes(fault_runs, reference):
-    run, job, _, rerun = fault_runs["cancel"]
-    console = failed_without_output(run)
+    run, job, _, rerun, left = fault_runs["cancel"]
+    console = failed_without_output(run, left)
     assert scontrol(job)["JobState"] == "CANCELLED"
     [line] = factprobe_lines(console)
     assert f"was cancelled in SLURM (scancel, an administrator or preemption; SLURM job {job})" in line
@@ -345,8 +353,8 @@ def test_a_cancelled_scoring_job_is_named_and_the_rerun_completes(fault_runs, re
 
 
 def test_a_job_over_its_memory_limit_is_named_with_mem_mb(fault_runs, reference):
-    run, _, profile, rerun = fault_runs["memory"]
-    console = failed_without_output(run)
+    run, _, profile, rerun, left = fault_runs["memory"]
+    console = failed_without_output(run, left)
     [line] = factprobe_lines(console)
     assert "went over its SLURM memory limit (mem_mb=150, SLURM job" in line, line
     assert f"raise set-resources score_shard: mem_mb in {profile}/profile.yaml and rerun" in line
