@@ -361,9 +361,24 @@ def test_a_job_over_its_memory_limit_is_named_with_mem_mb(fault_runs, reference)
     rerun_equals_reference(rerun, reference)
 
 
+def step_running(job: str, timeout: float = 300) -> None:
+    """Wait until the job's first step (the ``srun`` of Snakemake's job step executor) runs."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = subprocess.run(["squeue", "-h", "-s", "-j", job, "-o", "%i"], capture_output=True, text=True)
+        if f"{job}.0" in out.stdout.split():
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"SLURM job {job} started no step within {timeout:.0f} s")
+
+
 def test_a_controller_restart_mid_run_does_not_stop_the_run(cluster, runs, reference, tmp_path):
+    """slurmctld stopped and started again while the scoring job's step runs: the job, and the
+    run, go on. (Restarted while that step is being created, the step's srun waited on without
+    an answer until the job's time limit: docs/slurm.md.)"""
     run = fault_run(fault_copy(runs, tmp_path), site_profile(tmp_path / "site", SITE))
     job = running_job("score_shard", run.work)
+    step_running(job)
     slurm_cluster.restart_controller(cluster)
     run.wait()
     assert run.returncode == 0, run.console[-4000:]
