@@ -3,7 +3,7 @@
     python tests/slurm_cluster.py start [--state DIR] [--install]   # prints: export SLURM_CONF=...
     python tests/slurm_cluster.py stop  [--state DIR]
 
-``start`` writes slurm.conf, gres.conf and cgroup.conf and a fresh MUNGE key into the state
+``start`` (as root: the daemons run as root, and it may install packages) writes slurm.conf, gres.conf and cgroup.conf and a fresh MUNGE key into the state
 folder (default ``$FACTPROBE_SLURM_STATE`` or /tmp/factprobe-slurm), starts ``munged``,
 ``slurmctld`` and ``slurmd`` from it, and waits until the node is idle. ``--install`` first
 installs Debian's ``slurm-wlm`` and ``munge`` with apt when ``slurmctld`` is missing. Clients
@@ -25,6 +25,7 @@ finished jobs for ``MinJobAge`` seconds.
 from __future__ import annotations
 
 import argparse
+import getpass
 import os
 import shutil
 import signal
@@ -186,6 +187,8 @@ def start(state: Path = DEFAULT_STATE, wait_s: float = 60) -> Path:
     stop(state)
     if not installed():
         raise ClusterError("slurm-wlm and munge are not installed: apt-get install slurm-wlm munge")
+    if os.geteuid() != 0:
+        raise ClusterError("the test cluster's daemons run as root (SlurmUser=root): start it as root")
     host = socket.gethostname().split(".")[0]
     for sub in ("munge", "ctld", "spool", "dev"):
         (state / sub).mkdir(parents=True, exist_ok=True)
@@ -255,7 +258,9 @@ def _end(pid: int, wait_s: float = 20) -> None:
 def stop(state: Path = DEFAULT_STATE) -> None:
     """Cancel the cluster's jobs and end its daemons (by their pid files)."""
     if read_pid(state / "slurmctld.pid") is not None:
-        subprocess.run(["scancel", "--full", "--quiet", "--user", "root"], env=client_env(state), timeout=30)
+        subprocess.run(
+            ["scancel", "--full", "--quiet", "--user", getpass.getuser()], env=client_env(state), timeout=30
+        )
         # Let the step daemons end their jobs before slurmd goes.
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:

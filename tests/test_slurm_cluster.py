@@ -92,6 +92,8 @@ def cluster():
         )
     state = slurm_cluster.DEFAULT_STATE
     started = not slurm_cluster.is_up(state)
+    if started and os.geteuid() != 0:
+        pytest.skip("no SLURM cluster is up and starting one needs root: the SLURM cluster tests did not run")
     if started:
         slurm_cluster.start(state)
     yield state
@@ -105,9 +107,32 @@ def copy_test_config(folder: Path) -> Path:
     return work
 
 
-def snakemake(work: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    cmd = [*SNAKEMAKE, "-s", str(SNAKEFILE), "--directory", str(work), *args]
-    return subprocess.run(cmd, cwd=work.parent, capture_output=True, text=True, timeout=timeout)
+class Run:
+    """A Snakemake run in the background, its console in a file (several run at once)."""
+
+    def __init__(self, work: Path, *args: str, name: str = "run"):
+        self.work = work
+        self.console_file = work.parent / f"{name}.console.txt"
+        self.start = time.monotonic()
+        cmd = [*SNAKEMAKE, "-s", str(SNAKEFILE), "--directory", str(work), *args]
+        with open(self.console_file, "w") as out:
+            self.proc = subprocess.Popen(
+                cmd, cwd=work.parent, stdout=out, stderr=subprocess.STDOUT, text=True
+            )
+        self.wall = None
+
+    def wait(self, timeout: float = 900) -> Run:
+        self.proc.wait(timeout=timeout)
+        self.wall = time.monotonic() - self.start
+        return self
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode
+
+    @property
+    def console(self) -> str:
+        return self.console_file.read_text()
 
 
 def exact_problems(expected: Path, actual: Path, only: str = "") -> list[str]:
@@ -120,7 +145,9 @@ def exact_problems(expected: Path, actual: Path, only: str = "") -> list[str]:
         for k in a.values
         if k.startswith(only) and not np.array_equal(a.values[k], b.values.get(k), equal_nan=True)
     ]
-    return problems + sorted(set(b.tables) - set(a.tables) if not only else [])
+    if not only:
+        problems += sorted(set(b.tables) - set(a.tables))
+    return problems
 
 
 def submissions(console: str) -> dict[str, str]:
@@ -135,31 +162,27 @@ def scontrol(job: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory):
-    """The .test config run locally: its results folder."""
-    work = copy_test_config(tmp_path_factory.mktemp("local"))
-    proc = snakemake(work, "--cores", "2")
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    return work / "results"
+def runs(cluster, tmp_path_factory):
+    """The .test config run on the cluster and, meanwhile, locally: (cluster Run, site profile,
+    local results folder)."""
+    base = tmp_path_factory.mktemp("cluster")
+    profile = site_profile(base / "site", SITE)
+    on_cluster = Run(copy_test_config(base), "--workflow-profile", str(profile))
+    local = Run(copy_test_config(tmp_path_factory.mktemp("local")), "--cores", "1").wait()
+    assert local.returncode == 0, local.console[-4000:]
+    on_cluster.wait()
+    assert on_cluster.returncode == 0, on_cluster.console[-4000:]
+    return on_cluster, profile, local.work / "results"
 
 
 @pytest.fixture(scope="module")
-def cluster_run(cluster, tmp_path_factory):
-    """The .test config run on the cluster: (work folder, site profile, console, wall seconds)."""
-    base = tmp_path_factory.mktemp("cluster")
-    profile = site_profile(base / "site", SITE)
-    work = copy_test_config(base)
-    start = time.monotonic()
-    proc = snakemake(work, "--workflow-profile", str(profile))
-    wall = time.monotonic() - start
-    console = proc.stdout + proc.stderr
-    assert proc.returncode == 0, console[-4000:]
-    return work, profile, console, wall
+def reference(runs) -> Path:
+    return runs[2]
 
 
-def test_every_job_is_submitted_and_the_tables_equal_a_local_run(cluster_run, reference):
-    work, _, console, wall = cluster_run
-    jobs = submissions(console)
+def test_every_job_is_submitted_and_the_tables_equal_a_local_run(runs, reference):
+    run, *_ = runs
+    jobs = submissions(run.console)
     # 13 jobs of the .test DAG; `all` has nothing to run and is not submitted.
     assert sorted(jobs.values()) == sorted(
         [
@@ -176,7 +199,7 @@ def test_every_job_is_submitted_and_the_tables_equal_a_local_run(cluster_run, re
             "leaderboard",
             "render_report",
         ]
-    ), console[-3000:]
+    ), run.console[-3000:]
     for job, rule in jobs.items():
         info = scontrol(job)
         assert info["JobState"] == "COMPLETED", (rule, info)
@@ -185,35 +208,38 @@ def test_every_job_is_submitted_and_the_tables_equal_a_local_run(cluster_run, re
             assert info.get("CpusPerTres") == "gres:gpu:1", info
         else:
             assert info["Partition"] == "cpu" and "gpu" not in info.get("TresPerJob", ""), (rule, info)
-    assert exact_problems(reference, work / "results") == []
-    print(f"{len(jobs)} submissions, {wall:.0f} s wall")
+    assert exact_problems(reference, run.work / "results") == []
+    print(f"\ncluster run: {len(jobs)} submissions, {run.wall:.0f} s wall")
 
 
 # --- faults ------------------------------------------------------------------------------------
+#
+# Each fault runs in a copy of the finished cluster run whose scores are removed, so score_shard
+# (the GPU job) and score_suite run again; the three faults of `fault_runs` run at once.
 
 
-def fault_copy(cluster_run, tmp_path: Path) -> Path:
-    """A copy of the finished cluster run whose scores are gone (score_shard and score_suite to
-    run again)."""
-    work, *_ = cluster_run
-    copy = tmp_path / ".test"
-    shutil.copytree(work, copy, symlinks=True, ignore=shutil.ignore_patterns("slurm_logs", "locks"))
+def fault_copy(runs, folder: Path) -> Path:
+    run, *_ = runs
+    copy = folder / ".test"
+    shutil.copytree(run.work, copy, symlinks=True, ignore=shutil.ignore_patterns("slurm_logs", "locks"))
     for name in ("control.parquet", "control.topk.parquet"):
         (copy / "results/scores/knowledge" / name).unlink()
     return copy
 
 
-def running_job(rule: str, timeout: float = 300) -> str:
-    """The SLURM id of the first job of ``rule`` seen running."""
+def running_job(rule: str, work: Path, timeout: float = 600) -> str:
+    """The SLURM id of the job of ``rule`` that runs in ``work``, once it is running."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        out = subprocess.run(["squeue", "-h", "-t", "running", "-o", "%i|%k"], capture_output=True, text=True)
+        out = subprocess.run(
+            ["squeue", "-h", "-t", "running", "-o", "%i|%k|%Z"], capture_output=True, text=True
+        )
         for line in out.stdout.splitlines():
-            job, _, comment = line.partition("|")
-            if comment.startswith(f"rule_{rule}_"):
+            job, comment, folder = line.split("|", 2)
+            if comment.startswith(f"rule_{rule}_") and Path(folder) == work:
                 return job
         time.sleep(0.5)
-    raise AssertionError(f"no running SLURM job of rule {rule} within {timeout:.0f} s")
+    raise AssertionError(f"no running SLURM job of rule {rule} in {work} within {timeout:.0f} s")
 
 
 def job_pids(job: str) -> list[int]:
@@ -244,84 +270,117 @@ def hang(job: str) -> None:
             pass
 
 
-def start_fault_run(work: Path, profile: Path) -> subprocess.Popen:
-    cmd = [*SNAKEMAKE, "-s", str(SNAKEFILE), "--directory", str(work), "--workflow-profile", str(profile)]
-    cmd += ["--retries", "0", SCORES]
-    return subprocess.Popen(cmd, cwd=work.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def fault_run(work: Path, profile: Path) -> Run:
+    return Run(work, "--workflow-profile", str(profile), "--retries", "0", SCORES)
 
 
-def assert_failed_without_output(proc: subprocess.Popen, work: Path, timeout: float = 600) -> str:
-    console, _ = proc.communicate(timeout=timeout)
-    assert proc.returncode != 0, console[-3000:]
-    assert not (work / SHARD).exists() and not (work / SCORES).exists(), console[-3000:]
-    partial = [p for p in (work / "results/scores").rglob("*") if p.name.endswith(".tmp")]
-    assert partial == [], partial
+@pytest.fixture(scope="module")
+def fault_runs(runs, tmp_path_factory):
+    """A time limit, a scancel and a memory limit, each in its own copy, at once; then each
+    copy run again with the site profile.
+
+    {fault: (failed Run, SLURM job, its profile, rerun Run, scoring outputs left after the failure)}
+    """
+    made = {}
+    for fault, changes in (
+        ("time", with_site(score_shard={"runtime": 1})),
+        ("cancel", SITE),
+        # Below what a job's Snakemake and the scoring script hold: SLURM (jobacct_gather/linux
+        # with OverMemoryKill, tests/slurm_cluster.py) kills the job.
+        ("memory", with_site(score_shard={"mem_mb": 150})),
+    ):
+        folder = tmp_path_factory.mktemp(fault)
+        profile = site_profile(folder / "site", changes)
+        made[fault] = (fault_run(fault_copy(runs, folder), profile), profile)
+    timed = running_job("score_shard", made["time"][0].work)
+    hang(timed)
+    cancelled = running_job("score_shard", made["cancel"][0].work)
+    hang(cancelled)
+    subprocess.run(["scancel", cancelled], check=True)
+    failed = {fault: run.wait() for fault, (run, _) in made.items()}
+    left = {fault: leftovers(run.work) for fault, run in failed.items()}  # before the reruns
+    reruns = {}
+    for fault, run in failed.items():
+        profile = site_profile(run.work.parent / "site-rerun", SITE)
+        reruns[fault] = Run(run.work, "--workflow-profile", str(profile), SCORES, name="rerun")
+    jobs = {"time": timed, "cancel": cancelled, "memory": None}
+    return {f: (failed[f], jobs[f], made[f][1], reruns[f].wait(), left[f]) for f in made}
+
+
+def leftovers(work: Path) -> list[Path]:
+    """Outputs of the scoring jobs, or temporary files of them, present in ``work``."""
+    found = [work / p for p in (SHARD, SCORES) if (work / p).exists()]
+    return found + [p for p in (work / "results/scores").rglob("*") if p.name.endswith(".tmp")]
+
+
+def failed_without_output(run: Run, left: list[Path]) -> str:
+    console = run.console
+    assert run.returncode != 0, console[-3000:]
+    assert left == [], (left, console[-3000:])
     return console
 
 
-def rerun_equals_reference(work: Path, reference: Path) -> None:
-    """The same run with the site profile: it finishes, and the scores equal the local run's."""
-    profile = site_profile(work.parent / "site-rerun", SITE)
-    proc = snakemake(work, "--workflow-profile", str(profile), SCORES)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    assert exact_problems(reference, work / "results", only="scores/") == []
+def rerun_equals_reference(rerun: Run, reference: Path) -> None:
+    """The same command with the site profile finishes, and the scores equal the local run's."""
+    assert rerun.returncode == 0, rerun.console[-4000:]
+    assert exact_problems(reference, rerun.work / "results", only="scores/") == []
 
 
 def factprobe_lines(console: str) -> list[str]:
     return [line for line in console.splitlines() if line.startswith("factprobe: rule score_shard")]
 
 
-def test_a_job_past_its_time_limit_is_named_with_the_key_to_raise(cluster_run, reference, tmp_path):
-    work = fault_copy(cluster_run, tmp_path)
-    profile = site_profile(tmp_path / "site", with_site(score_shard={"runtime": 1}))
-    proc = start_fault_run(work, profile)
-    job = running_job("score_shard")
-    hang(job)
-    console = assert_failed_without_output(proc, work)
+def test_a_job_past_its_time_limit_is_named_with_the_key_to_raise(fault_runs, reference):
+    run, job, profile, rerun, left = fault_runs["time"]
+    console = failed_without_output(run, left)
     assert scontrol(job)["JobState"] == "TIMEOUT"
     [line] = factprobe_lines(console)
     assert line.startswith(
         f"factprobe: rule score_shard (knowledge_control_0) hit its SLURM time limit (runtime=1 min, "
         f"SLURM job {job}): raise set-resources score_shard: runtime in {profile}/profile.yaml and rerun"
     ), line
-    rerun_equals_reference(work, reference)
+    rerun_equals_reference(rerun, reference)
 
 
-def test_a_cancelled_scoring_job_is_named_and_the_rerun_completes(cluster_run, reference, tmp_path):
-    work = fault_copy(cluster_run, tmp_path)
-    profile = site_profile(tmp_path / "site", SITE)
-    proc = start_fault_run(work, profile)
-    job = running_job("score_shard")
-    hang(job)
-    subprocess.run(["scancel", job], check=True)
-    console = assert_failed_without_output(proc, work)
+def test_a_cancelled_scoring_job_is_named_and_the_rerun_completes(fault_runs, reference):
+    run, job, _, rerun, left = fault_runs["cancel"]
+    console = failed_without_output(run, left)
     assert scontrol(job)["JobState"] == "CANCELLED"
     [line] = factprobe_lines(console)
     assert f"was cancelled in SLURM (scancel, an administrator or preemption; SLURM job {job})" in line
     assert "rerun the same command" in line
-    rerun_equals_reference(work, reference)
+    rerun_equals_reference(rerun, reference)
 
 
-def test_a_job_over_its_memory_limit_is_named_with_mem_mb(cluster_run, reference, tmp_path):
-    work = fault_copy(cluster_run, tmp_path)
-    # Below what a job's Snakemake and the scoring script hold: SLURM (jobacct_gather/linux with
-    # OverMemoryKill, tests/slurm_cluster.py) kills it.
-    profile = site_profile(tmp_path / "site", with_site(score_shard={"mem_mb": 150}))
-    proc = start_fault_run(work, profile)
-    console = assert_failed_without_output(proc, work)
+def test_a_job_over_its_memory_limit_is_named_with_mem_mb(fault_runs, reference):
+    run, _, profile, rerun, left = fault_runs["memory"]
+    console = failed_without_output(run, left)
     [line] = factprobe_lines(console)
     assert "went over its SLURM memory limit (mem_mb=150, SLURM job" in line, line
     assert f"raise set-resources score_shard: mem_mb in {profile}/profile.yaml and rerun" in line
-    rerun_equals_reference(work, reference)
+    rerun_equals_reference(rerun, reference)
 
 
-def test_a_controller_restart_mid_run_does_not_stop_the_run(cluster, cluster_run, reference, tmp_path):
-    work = fault_copy(cluster_run, tmp_path)
-    profile = site_profile(tmp_path / "site", SITE)
-    proc = start_fault_run(work, profile)
-    job = running_job("score_shard")
+def step_running(job: str, timeout: float = 300) -> None:
+    """Wait until the job's first step (the ``srun`` of Snakemake's job step executor) runs."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = subprocess.run(["squeue", "-h", "-s", "-j", job, "-o", "%i"], capture_output=True, text=True)
+        if f"{job}.0" in out.stdout.split():
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"SLURM job {job} started no step within {timeout:.0f} s")
+
+
+def test_a_controller_restart_mid_run_does_not_stop_the_run(cluster, runs, reference, tmp_path):
+    """slurmctld stopped and started again while the scoring job's step runs: the job, and the
+    run, go on. (Restarted while that step is being created, the step's srun waited on without
+    an answer until the job's time limit: docs/slurm.md.)"""
+    run = fault_run(fault_copy(runs, tmp_path), site_profile(tmp_path / "site", SITE))
+    job = running_job("score_shard", run.work)
+    step_running(job)
     slurm_cluster.restart_controller(cluster)
-    console, _ = proc.communicate(timeout=600)
-    assert proc.returncode == 0, console[-4000:]
+    run.wait()
+    assert run.returncode == 0, run.console[-4000:]
     assert scontrol(job)["JobState"] == "COMPLETED"
-    assert exact_problems(reference, work / "results", only="scores/") == []
+    assert exact_problems(reference, run.work / "results", only="scores/") == []

@@ -10,6 +10,16 @@ from factprobe.slurmfail import FailedJob, cause, explain, failed_jobs, job_reso
 
 SLURM_LOG = ".snakemake/slurm_logs/rule_score_shard/knowledge_control_0/31.log"
 SNAKEMAKE_LOG = f"""\
+[Sun Nov 29 03:12:40 2026]
+rule score_shard:
+    input: results/probes/knowledge/prompts.parquet
+    output: results/scores/knowledge/shards/control/0.parquet, results/scores/knowledge/shards/control/0.topk.parquet
+    log: logs/score_shard/knowledge/control/0.log
+    jobid: 6
+    reason: Missing output files: results/scores/knowledge/shards/control/0.parquet
+    wildcards: suite=knowledge, model=control, shard=0
+    resources: tmpdir=<TBD>, mem_mb=2000, mem=2 GB, mem_mib=1908, disk_mb=1000, slurm_partition=gpu, runtime=1, gpu=1, cpus_per_gpu=1
+Shell command: None
 Job 6 has been submitted with SLURM jobid 31 (log: /w/.test/{SLURM_LOG}).
 [Sun Nov 29 03:14:10 2026]
 Error in rule score_shard:
@@ -41,7 +51,16 @@ SCANCEL = "slurmstepd-vm: error: *** JOB 31 ON vm CANCELLED AT 2026-11-29T03:20:
 
 
 def test_failed_jobs_are_read_from_the_error_blocks():
-    assert failed_jobs(SNAKEMAKE_LOG) == [FailedJob("score_shard", "31", "TIMEOUT", f"/w/.test/{SLURM_LOG}")]
+    [job] = failed_jobs(SNAKEMAKE_LOG)
+    assert job == FailedJob("score_shard", "31", "TIMEOUT", f"/w/.test/{SLURM_LOG}", job.resources)
+    # the values it was submitted with, from its block at submission (same Snakemake jobid)
+    assert job.resources["runtime"] == "1" and job.resources["slurm_partition"] == "gpu"
+
+
+def test_a_retried_job_is_named_once_by_its_last_attempt():
+    retried = SNAKEMAKE_LOG.replace("'31'", "'30'").replace("/31.log", "/30.log") + SNAKEMAKE_LOG
+    [job] = failed_jobs(retried)
+    assert job.job_id == "31"
 
 
 def test_the_resources_snakemake_printed_for_the_job():
@@ -73,6 +92,14 @@ def explained(tmp_path, slurm_text: str, state: str = "TIMEOUT") -> list[str]:
     (tmp_path / SLURM_LOG).parent.mkdir(parents=True)
     (tmp_path / SLURM_LOG).write_text(JOB_HEAD + slurm_text)
     return explain([str(log)], ["snakemake", "--workflow-profile", "profiles/mysite"], root=tmp_path)
+
+
+def test_a_job_killed_before_its_log_has_a_header_still_gets_its_limit(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text(SNAKEMAKE_LOG)
+    [line] = explain(log, ["snakemake"], root=tmp_path)  # its SLURM log is missing here
+    assert "hit its SLURM time limit (runtime=1 min, SLURM job 31)" in line
+    assert "runtime in profiles/slurm/profile.yaml" in line
 
 
 def test_a_time_limit_names_rule_limit_and_key(tmp_path):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ERROR = re.compile(r"^Error in rule (\w+):$", re.M)
@@ -32,6 +32,9 @@ TIME_LIMIT = re.compile(r"CANCELLED AT \S+ DUE TO TIME LIMIT")
 MEMORY = re.compile(r"exceeded (?:job )?memory limit|oom[-_ ]kill|Out Of Memory", re.I)
 CANCELLED = re.compile(r"\*\*\* JOB \d+ ON \S+ CANCELLED AT \S+ \*\*\*")
 OWN_LINE = re.compile(r"^factprobe: .*$", re.M)
+#: A job as Snakemake prints it when it submits it: ``rule x:`` and its indented fields.
+JOB_BLOCK = re.compile(r"^(?:local)?rule (\w+):\n((?:    .*\n?)+)", re.M)
+JOBID = re.compile(r"^\s*jobid: (\d+)$", re.M)
 DEFAULT_PROFILE = "profiles/slurm"
 
 
@@ -43,13 +46,17 @@ class FailedJob:
     job_id: str
     state: str
     slurm_log: str | None
+    #: The resources Snakemake printed when it submitted the job (name -> value).
+    resources: dict[str, str] = field(default_factory=dict)
 
 
 def failed_jobs(snakemake_log: str) -> list[FailedJob]:
-    """The SLURM jobs an executor run reported failed, in log order (one per SLURM job id)."""
+    """The SLURM jobs an executor run reported failed, in log order; a job retried (the profile's
+    ``retries``) once, as its last attempt."""
+    submitted = submitted_resources(snakemake_log)
     found = list(ERROR.finditer(snakemake_log))
     ends = [m.start() for m in found[1:]] + [len(snakemake_log)] if found else []
-    out: dict[str, FailedJob] = {}
+    out: dict[tuple[str, str], FailedJob] = {}
     for match, end in zip(found, ends, strict=True):
         rule, block = match.group(1), snakemake_log[match.start() : end]
         failed = SLURM_FAILED.search(block)
@@ -57,8 +64,25 @@ def failed_jobs(snakemake_log: str) -> list[FailedJob]:
             continue
         log = SLURM_LOG.search(block[failed.end() :]) or SLURM_LOG.search(block)
         job_id, state = failed.groups()
-        out.setdefault(job_id, FailedJob(rule, job_id, state, log.group(1) if log else None))
+        jobid = JOBID.search(block)
+        resources = submitted.get((rule, jobid.group(1))) if jobid else None
+        slurm_log = log.group(1) if log else None
+        # attempts of one job share their SLURM log folder (.../rule_<rule>/<wildcards>/)
+        key = (rule, str(Path(slurm_log).parent)) if slurm_log else (rule, job_id)
+        out.pop(key, None)
+        out[key] = FailedJob(rule, job_id, state, slurm_log, resources or {})
     return list(out.values())
+
+
+def submitted_resources(snakemake_log: str) -> dict[tuple[str, str], dict[str, str]]:
+    """(rule, Snakemake jobid) -> the resources Snakemake printed for the job (the values the
+    job was submitted with; the job's SLURM log holds them too, unless it died first)."""
+    out = {}
+    for match in JOB_BLOCK.finditer(snakemake_log):
+        jobid = JOBID.search(match.group(2))
+        if jobid:
+            out[(match.group(1), jobid.group(1))] = job_resources(match.group(2))
+    return out
 
 
 def job_resources(slurm_log_text: str) -> dict[str, str]:
@@ -101,7 +125,7 @@ def job_line(job: FailedJob, slurm_log_text: str, profile: str) -> str:
         parts = Path(job.slurm_log).parts
         if len(parts) >= 3 and parts[-3] == f"rule_{job.rule}":
             where += f" ({parts[-2]})"
-    resources = job_resources(slurm_log_text)
+    resources = {**job_resources(slurm_log_text), **job.resources}
     log = f" (SLURM log {job.slurm_log})" if job.slurm_log else ""
     settings = f"{profile.rstrip('/')}/profile.yaml"
     kind = cause(job.state, slurm_log_text)
