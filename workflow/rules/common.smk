@@ -23,7 +23,7 @@ sys.path.insert(0, str(SCRIPTS))
 from factprobe import run_inputs as I  # noqa: E402
 from factprobe import run_settings as R  # noqa: E402
 from factprobe import settings as S  # noqa: E402
-from factprobe import distractors as D  # noqa: E402 (strategy registry)
+from factprobe import registries  # noqa: E402 (every extension point)
 from factprobe.registry import config_source, load_run, resolve_path  # noqa: E402
 from factprobe.diskspace import input_scaled, input_size_mb  # noqa: E402
 from factprobe.distractors.semplan import dump_parts  # noqa: E402
@@ -190,7 +190,7 @@ def probe_inputs(wildcards):
 
 
 def uses_appropt(suite):
-    return D.needs(DISTRACTOR_SETTINGS[suite]["strategies"], "per_model")
+    return registries.needs(DISTRACTOR_SETTINGS[suite]["strategies"], "per_model")
 
 
 def omega_inputs(suite):

@@ -9,7 +9,6 @@ import sys
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 from factprobe import contracts, scan
-from factprobe.distractors import needs
 from factprobe.distractors.retrieve import (
     forms_of_candidates,
     gather_shards,
@@ -22,6 +21,7 @@ from factprobe.distractors.retrieve import (
 )
 from factprobe.distractors.semantic import load_index
 from factprobe.distractors.temporal import past_of_facts
+from factprobe.registries import needs
 from factprobe.rulelog import log_resident, rule_logger
 from factprobe.settings import Retrieve, load
 

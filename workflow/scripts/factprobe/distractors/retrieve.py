@@ -24,12 +24,13 @@ from tqdm import tqdm
 
 from factprobe import arrays, contracts, parallel, scan
 from factprobe.contracts import id_ints
-from factprobe.distractors import STRATEGIES, needs, needs_every_subject, semantic
+from factprobe.distractors import semantic
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.omega import Omega, facts_valid, suite_omega, valid_arrays  # noqa: F401 (re-export)
 from factprobe.distractors.pool import is_string_entity, string_forms
 from factprobe.distractors.semantic import Prefixes, SemIndex, exact_prefixes, load_index
 from factprobe.hashing import stable_hash
+from factprobe.registries import STRATEGIES, needs, needs_every_subject
 from factprobe.settings import Retrieve
 
 log = logging.getLogger(__name__)

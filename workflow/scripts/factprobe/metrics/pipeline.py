@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from factprobe import contracts
-from factprobe.metrics import FAMILIES, MEASURES, chance_measures, fact_headline, headline, unknown_families
+from factprobe.measures import MEASURES, chance_measures, fact_headline, headline
+from factprobe.registries import FAMILIES, unknown_families
 from factprobe.settings import Metrics
 
 from . import fluent, uncertainty

@@ -27,6 +27,7 @@ from tqdm import tqdm
 
 from factprobe import arrays, contracts, io, parallel, scan
 from factprobe.diff.rules import new_since, statement_date
+from factprobe.registries import SOURCES
 from factprobe.settings import Suite, SuiteTemplates, TemplateSet, load
 
 from .demopool import SpilledPool, fill
@@ -90,28 +91,6 @@ def select_templates(templates: list[Template], spec: SuiteTemplates, relations:
     return out
 
 
-def released_suite(name: str, suite: Suite) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Facts, prompts and forms of a suite read from the Fluent-mLAMA release (``probes/fluent.py``);
-    ``n_facts`` keeps that many facts per relation, the first in ``stable_hash(seed, fact_id)`` order."""
-    from factprobe.hashing import stable_hash
-
-    from .fluent import import_fluent_mlama
-
-    src = suite.source
-    facts, prompts, forms = import_fluent_mlama(
-        src.path, list(suite.languages), list(suite.relations), list(src.verbalizations), suite.seed
-    )
-    if facts.empty:
-        raise ValueError(f"suites.{name}: the release at {src.path} has no facts for {suite.relations}")
-    if suite.n_facts is not None:
-        order = facts["fact_id"].map(lambda f: stable_hash(suite.seed, f))
-        keep = facts.assign(_o=order).sort_values("_o").groupby("property").head(suite.n_facts)
-        facts = facts[facts["fact_id"].isin(set(keep["fact_id"]))].reset_index(drop=True)
-        prompts = prompts[prompts["fact_id"].isin(set(facts["fact_id"]))].reset_index(drop=True)
-    log.info("suite %s: %d facts, %d prompts from the Fluent-mLAMA release", name, len(facts), len(prompts))
-    return facts, prompts, forms
-
-
 @dataclass(frozen=True)
 class SuitePlan:
     """What a suite's settings and templates decide before any table is read."""
@@ -170,18 +149,13 @@ def build_suite(
             return facts, prompts, contracts.read("entity_forms", forms_file)
     suite = load(Suite, suite, f"suites.{name}")
     sets = {key: load(TemplateSet, value, f"templates.sets.{key}") for key, value in sets.items()}
-    if suite.source.format == "fluent-mlama":
-        facts, prompts, forms = released_suite(name, suite)
-        contracts.write("entity_forms", forms, forms_path)
-        return facts, prompts, None
-    if suite.source.format in ("triples", "verbalization-pairs"):
-        # distractors paper §4.2-4.3: a given list of facts (probes/listed.py)
-        return (
-            *listed_suite(
-                name, suite, sets, (claims_path, entities_path, label_files), forms_path, memory_mb
-            ),
-            None,
+    builder = SOURCES[suite.source.format].load()
+    if builder is not None:
+        # A format of its own (factprobe.registries.SOURCES): a release or a list of facts.
+        facts, prompts = builder(
+            name, suite, sets, (claims_path, entities_path, label_files), forms_path, memory_mb
         )
+        return facts, prompts, None
     # Templates first: a misnamed file should fail before any table is read.
     plan = plan_suite(name, suite, sets)
     # Out of core (issue 15 item 2): the forms stream to their output; the property column to
@@ -216,15 +190,6 @@ def build_suite(
         time.thread_time() - main_cpu,
     )
     return facts, prompts, None
-
-
-def listed_suite(name, suite, sets, paths, forms_path, memory_mb) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Facts and prompts of a suite over listed triples or the §4.3 verbalization pairs."""
-    from .listed import pairs_suite, triples_suite
-
-    if suite.source.format == "triples":
-        return triples_suite(name, suite, sets, paths, forms_path, memory_mb)
-    return pairs_suite(name, suite, paths, forms_path, memory_mb)
 
 
 def plan_suite(name: str, suite: Suite, sets: dict[str, TemplateSet]) -> SuitePlan:

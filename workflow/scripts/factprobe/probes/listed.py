@@ -162,12 +162,14 @@ def pair_forms(pairs: pd.DataFrame, dump_forms: pd.DataFrame) -> pd.DataFrame:
 def pairs_suite(
     name: str,
     suite: Suite,
+    sets: dict[str, TemplateSet],
     paths: tuple[str, str, list[str]],
     forms_path: str | Path,
     memory_mb: int | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Facts and prompts of a ``source: {format: verbalization-pairs}`` suite; entity forms
-    (:func:`pair_forms`) written to ``forms_path``."""
+    (:func:`pair_forms`) written to ``forms_path``. ``sets``: unused (the pairs are the prompts),
+    there for the one signature of :data:`factprobe.registries.SOURCES` builders."""
     if list(suite.languages) != ["en"]:
         raise ValueError(f"suites.{name}.languages: the verbalization pairs are English; set [en]")
     claims_path, entities_path, label_files = paths

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from factprobe.metrics import MEASURES, measure_of  # noqa: E402
+from factprobe.measures import MEASURES, measure_of  # noqa: E402
 
 DPI = 90
 
