@@ -57,7 +57,7 @@ def test_registries_hold_the_built_in_entries_only_once():
 
 def test_unknown_backend_fails_at_start_up(tmp_path):
     """A models.tsv backend that no module registered fails before any job, naming the line."""
-    from factprobe.registry import check_models
+    from factprobe.config_check import check_models
     from factprobe.settings import ConfigError
 
     rows = [{"name": "m", "source": str(ROOT / "tests/plugins/toy_model"), "backend": "vllm", "_line": 2}]

@@ -121,7 +121,7 @@ def test_one_min_version_equal_to_the_pyproject_pin():
 
 def test_rules_import_only_the_light_settings_modules():
     """The Snakefile parses without the science stack (issue 11 item 8): the rules import only
-    factprobe.settings and factprobe.registry, plus the disk-size helper; none imports
+    factprobe.settings and factprobe.config_check, plus the disk-size helper; none imports
     pandas/numpy/torch/tqdm/pyarrow (tests/unit/test_settings.py). Dumps are hashed by their
     extraction job, not while parsing (issue 30)."""
     sources = [ROOT / "workflow/Snakefile", *sorted((ROOT / "workflow/rules").glob("*.smk"))]
@@ -137,14 +137,14 @@ def test_rules_import_only_the_light_settings_modules():
     assert imported == {
         "factprobe",
         "factprobe.settings",
-        "factprobe.registry",
+        "factprobe.config_check",
         "factprobe.diskspace",
         "factprobe.report",  # report.provenance: standard library only
         "factprobe.profiles",  # the --profile/--workflow-profile check: standard library and yaml
         "factprobe.interpreter",  # the interpreter-path check: standard library only
         "factprobe.run_settings",  # every rule's settings resolved once: settings + registries
         "factprobe.run_inputs",  # the choices behind the input functions: settings + registry
-        "factprobe.distractors",  # the strategy registry (issue 25): standard library only
+        "factprobe.registries",  # every extension point: standard library only
         "factprobe.distractors.semplan",  # the Sem index's parts from the dump's size: standard library only
         "factprobe.wikidata.resolve",  # a date row's recorded resolution path: standard library only
     }

@@ -24,7 +24,7 @@ from factprobe import run_inputs as I  # noqa: E402
 from factprobe import run_settings as R  # noqa: E402
 from factprobe import settings as S  # noqa: E402
 from factprobe import registries  # noqa: E402 (every extension point)
-from factprobe.registry import config_source, load_run, resolve_path  # noqa: E402
+from factprobe.config_check import config_source, load_run, resolve_path  # noqa: E402
 from factprobe.diskspace import input_scaled, input_size_mb  # noqa: E402
 from factprobe.distractors.semplan import dump_parts  # noqa: E402
 from factprobe.profiles import profile_mix_here  # noqa: E402

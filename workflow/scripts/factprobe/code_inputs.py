@@ -33,7 +33,7 @@ from typing import NamedTuple
 #: Modules left out of library inputs: their values reach jobs as params, which Snakemake
 #: tracks itself (config/README.md, section "When jobs rerun"). Their imports are not followed
 #: either: they read every registry while parsing, which no job's code does through them.
-NOT_CODE_INPUTS = ("factprobe/settings.py", "factprobe/registry.py")
+NOT_CODE_INPUTS = ("factprobe/settings.py", "factprobe/config_check.py")
 #: The registries module: followed, never listed (like a package ``__init__``); its references
 #: are counted per registry, in the modules that import its names (:func:`_registry_table`).
 REGISTRIES = "factprobe.registries"
