@@ -26,7 +26,7 @@ from factprobe import settings as S  # noqa: E402
 from factprobe import registries  # noqa: E402 (every extension point)
 from factprobe.config_check import config_source, load_run, resolve_path  # noqa: E402
 from factprobe.diskspace import input_scaled, input_size_mb  # noqa: E402
-from factprobe.distractors.semplan import dump_parts  # noqa: E402
+from factprobe.distractors.sem_part_count import dump_parts  # noqa: E402
 from factprobe.profiles import profile_mix_here  # noqa: E402
 
 SCHEMAS = WORKFLOW_ROOT / "workflow" / "schemas"
@@ -77,7 +77,7 @@ probes_runtime = input_scaled("runtime", 0.2, 30, "build_probes")
 
 
 def sem_parts_of(wildcards):
-    """Parts of the dump's semantic index (issue 31 item 3): one per semplan.PART_DUMP_BYTES of
+    """Parts of the dump's semantic index (issue 31 item 3): one per sem_part_count.PART_DUMP_BYTES of
     its file (in place or downloaded; 1 while not downloaded yet), so that a sem_bags job counts
     a bounded number of non-zeros."""
     return dump_parts(dump_file(wildcards))

@@ -19,7 +19,7 @@ from factprobe.distractors.retrieve import (
     shard_plan,
     suite_cooccurrence,
 )
-from factprobe.distractors.semantic import load_index
+from factprobe.distractors.sem_index import load_index
 from factprobe.distractors.temporal import past_of_facts
 from factprobe.registries import needs
 from factprobe.rulelog import log_resident, rule_logger

@@ -24,11 +24,12 @@ from tqdm import tqdm
 
 from factprobe import arrays, contracts, parallel, scan
 from factprobe.contracts import id_ints
-from factprobe.distractors import semantic
+from factprobe.distractors import sem_slices
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.omega import Omega, facts_valid, suite_omega, valid_arrays  # noqa: F401 (re-export)
 from factprobe.distractors.pool import is_string_entity, string_forms
-from factprobe.distractors.semantic import Prefixes, SemIndex, exact_prefixes, load_index
+from factprobe.distractors.sem_index import SemIndex, load_index
+from factprobe.distractors.sem_search import Prefixes, exact_prefixes
 from factprobe.hashing import stable_hash
 from factprobe.registries import STRATEGIES, needs, needs_every_subject
 from factprobe.settings import Retrieve
@@ -439,7 +440,7 @@ def prepare_universe(
 
     - Sem with ``search: exact`` and ``inputs.index``: the type slice of every declared type of
       the suite's objects (:func:`prepare_slices`) and every object's ranked prefix of
-      ``SEM_LIST_FACTOR * n`` (:func:`~factprobe.distractors.semantic.exact_prefixes`);
+      ``SEM_LIST_FACTOR * n`` (:func:`~factprobe.distractors.sem_search.exact_prefixes`);
     - co-occurrence (PROBELM Algorithm 1 counts over every subject of a relation): the
       relations' statements from ``inputs.claims``, sorted both ways (:meth:`Cooccurrence.save`);
     - where Ω holds every subject of a relation (the subject side, relation pools): the valid
@@ -551,7 +552,7 @@ def prepared_index(index: SemIndex, prepared: str | Path | None) -> SemIndex:
 
 
 def prepare_slices(index: SemIndex, omega: Omega, facts: pd.DataFrame, folder: Path, workers: int = 1) -> int:
-    """Save the exact-search type slice (:class:`~factprobe.distractors.semantic.TypeSlice`) of
+    """Save the exact-search type slice (:class:`~factprobe.distractors.sem_slices.TypeSlice`) of
     every declared type of the facts' objects into ``folder/<type>``, the slices each shard would
     otherwise build again from the index (Sem, distractors paper §3.3). Returns their number.
 
@@ -570,8 +571,8 @@ def prepare_slices(index: SemIndex, omega: Omega, facts: pd.DataFrame, folder: P
     # giant class's slice is ≈ 10⁹ non-zeros at full size (issue 31 item 5).
     split, items = {}, []
     for t, size in zip(wanted[by_size].tolist(), sizes[by_size].tolist(), strict=True):
-        if size > semantic.SLICE_PART:
-            split[t] = semantic.part_rows(index, omega.members(np.array([t], np.int64)))
+        if size > sem_slices.SLICE_PART:
+            split[t] = sem_slices.part_rows(index, omega.members(np.array([t], np.int64)))
             items += [(t, i) for i in range(len(split[t]))]
         else:
             items.append((t, None))
@@ -608,10 +609,10 @@ def _save_slice(item: tuple[int, int | None]) -> int:
     index, omega, folder, split = _SLICING
     t, i = item
     if i is None:
-        parts = semantic.type_parts(index, omega.members(np.array([t], np.int64)))
-        semantic.save_parts(parts, folder / str(t))
+        parts = sem_slices.type_parts(index, omega.members(np.array([t], np.int64)))
+        sem_slices.save_parts(parts, folder / str(t))
     else:
-        parts = [semantic.part_slice(index, split[t][i])]
+        parts = [sem_slices.part_slice(index, split[t][i])]
         parts[0].save(folder / str(t) / str(i))
     return sum(0 if p.XT is None else int(p.XT.nnz) for p in parts)
 

@@ -1,6 +1,6 @@
 """The semantic index built in parts (issue 31 item 3): linear cost, each job's memory bounded.
 
-The unsharded build (:func:`.semantic.build_index`) groups every (entity, feature) occurrence of
+The unsharded build (:func:`.sem_index.build_index`) groups every (entity, feature) occurrence of
 the dump in one DuckDB job: its cost grew as n^1.2-1.4, it spilled at 1 M entities and held ≈ 43
 bytes per non-zero (85-270 GB at full size). Here the same index is built in two steps:
 
@@ -18,20 +18,20 @@ bytes per non-zero (85-270 GB at full size). Here the same index is built in two
 2. ``build_sem_index`` (rule, one job per dump): :func:`merge_parts` sums the document
    frequencies (global IDF, so nothing depends on the number of parts), then streams the parts'
    rows in entity order into one index folder, weighing and L2-normalising a block of rows at a
-   time (:func:`.semantic.weigh_rows`, row-local), and writes the files of the unsharded index.
+   time (:func:`.sem_weighting.weigh_rows`, row-local), and writes the files of the unsharded index.
 
-The folder is the one :func:`.semantic.load_index` maps: the same entities, features, IDF and
+The folder is the one :func:`.sem_index.load_index` maps: the same entities, features, IDF and
 float32 matrix, byte for byte (tests/unit/test_sem_parts.py), so retrieval, its type slices
 and the Sem rankings do not change. A part's entities are ``part_of(e) = ((e mod M) · 48271 mod M)
-mod P`` (M = 2^31 - 1; :data:`.semantic.PART_MODULUS`), a hash of the *entity*, not of its
+mod P`` (M = 2^31 - 1; :data:`.sem_bags.PART_MODULUS`), a hash of the *entity*, not of its
 class: Wikidata's largest class (scholarly article, ≈ 38 % of items) would be one part of at
 least 38 % of the work, and a type slice reads its rows from the merged matrix whatever part
 they came from. The hash spreads consecutive ids, so a range of ids created together (often of
 one kind) is split evenly.
 
-The number of parts ``P`` is known when the DAG is built (:func:`.semplan.parts_for`): the dump
-file's size divided by :data:`.semplan.PART_DUMP_BYTES`, the compressed bytes whose bags hold about
-:data:`.semplan.PART_NNZ` non-zeros. The merge streams (k-way merges of the parts' sorted features
+The number of parts ``P`` is known when the DAG is built (:func:`.sem_part_count.parts_for`): the dump
+file's size divided by :data:`.sem_part_count.PART_DUMP_BYTES`, the compressed bytes whose bags hold about
+:data:`.sem_part_count.PART_NNZ` non-zeros. The merge streams (k-way merges of the parts' sorted features
 and entities, read through memory maps): its peak is one block of features and one of rows (at
 least the largest bag: 3.0 M non-zeros at 4 M entities), whatever the vocabulary's size; its work
 is linear in the non-zeros. The HNSW graph (``search: hnsw``
@@ -51,8 +51,8 @@ import pyarrow.parquet as pq
 import scipy.sparse as sp
 
 from factprobe import arrays
-from factprobe.distractors import semantic as S
-from factprobe.distractors.semplan import PART_DUMP_BYTES, PART_NNZ, parts_for  # noqa: F401 (re-exported)
+from factprobe.distractors import sem_bags, sem_index, sem_weighting
+from factprobe.distractors.sem_part_count import PART_DUMP_BYTES, PART_NNZ, parts_for  # noqa: F401 (re-exported)
 
 # Global rows merged (weighed, written) at once: at most MERGE_ROWS rows and MERGE_NNZ non-zeros (or
 # one row, whatever its length: Wikidata's reverse bags are heavy-tailed), a few tens of MB.
@@ -69,9 +69,9 @@ GATHER_ITEMS = 1 << 20
 
 
 def part_of(entities: np.ndarray, parts: int) -> np.ndarray:
-    """Part (0 .. parts-1) of each entity id: the hash :func:`.semantic.part_sql` computes in DuckDB."""
-    e = np.asarray(entities, np.int64) % S.PART_MODULUS
-    return (e * S.PART_MULTIPLIER) % S.PART_MODULUS % int(parts)
+    """Part (0 .. parts-1) of each entity id: the hash :func:`.sem_bags.part_sql` computes in DuckDB."""
+    e = np.asarray(entities, np.int64) % sem_bags.PART_MODULUS
+    return (e * sem_bags.PART_MULTIPLIER) % sem_bags.PART_MODULUS % int(parts)
 
 
 #: An entity bucket is the entities of the part whose ids share all bits above the lowest
@@ -91,15 +91,18 @@ def _read_triples(con, claims_path, part: int, parts: int, reverse: bool) -> tup
     from factprobe import scan
 
     scan.check_columns(con, "claims", claims_path, ["subject", "property", "object", "rank"])
-    mine = f"{S.part_sql('subject', parts)} = {int(part)}"
+    mine = f"{sem_bags.part_sql('subject', parts)} = {int(part)}"
     if reverse:
-        mine = f"({mine} OR {S.part_sql('object', parts)} = {int(part)})"
+        mine = f"({mine} OR {sem_bags.part_sql('object', parts)} = {int(part)})"
     got = con.execute(
         f"SELECT subject::BIGINT AS s, property::BIGINT AS p, object::BIGINT AS o "
         f"FROM read_parquet({scan.quote(claims_path)}) WHERE rank >= 1 AND {mine}"
     ).fetchnumpy()
     s, p, o = (np.asarray(got[k], np.int64) for k in ("s", "p", "o"))
-    if len(s) and (max(s.max(), o.max()) >= 1 << S._ID_BITS or p.max() >= 1 << (S._TAG_SHIFT - S._ID_BITS)):
+    if len(s) and (
+        max(s.max(), o.max()) >= 1 << sem_bags._ID_BITS
+        or p.max() >= 1 << (sem_bags._TAG_SHIFT - sem_bags._ID_BITS)
+    ):
         raise ValueError("entity id >= 2**32 or property id >= 2**24: widen the feature code layout")
     return s, p, o
 
@@ -161,33 +164,41 @@ def _by_entity(e: np.ndarray, f: np.ndarray, bag: str) -> tuple[np.ndarray, np.n
 
 def _bucket_bags(lo: int, forward, backward, reverse: bool, bag: str, namespace: str) -> dict:
     """``e``, ``f``, ``n`` of the bags of one entity bucket (ids ``lo`` .. ``lo`` + 2^bits), sorted
-    by ``(e, f)``: the bags of :func:`.semantic.tf_table` (distinct statements; each entity's
+    by ``(e, f)``: the bags of :func:`.sem_bags.tf_table` (distinct statements; each entity's
     own feature, its forward features and with ``reverse`` those of the statements naming it as
     object; a feature once per distinct statement), counted in numpy over the bucket only."""
-    tag = S.feature_tags(namespace)
+    tag = sem_bags.feature_tags(namespace)
     (s, p, o), (rs, rp, ro) = forward, backward
     if bag == "counts":  # distinct statements: a statement is (its entity, p << 32 | other end)
-        el, pair, _ = _by_entity((s - lo).astype(np.uint16), (p << S._ID_BITS) | o, "sets")
-        s, p, o = el.astype(np.int64) + lo, pair >> S._ID_BITS, pair & ((1 << S._ID_BITS) - 1)
-        el, pair, _ = _by_entity((ro - lo).astype(np.uint16), (rp << S._ID_BITS) | rs, "sets")
-        ro, rp, rs = el.astype(np.int64) + lo, pair >> S._ID_BITS, pair & ((1 << S._ID_BITS) - 1)
+        el, pair, _ = _by_entity((s - lo).astype(np.uint16), (p << sem_bags._ID_BITS) | o, "sets")
+        s, p, o = el.astype(np.int64) + lo, pair >> sem_bags._ID_BITS, pair & ((1 << sem_bags._ID_BITS) - 1)
+        el, pair, _ = _by_entity((ro - lo).astype(np.uint16), (rp << sem_bags._ID_BITS) | rs, "sets")
+        ro, rp, rs = (
+            el.astype(np.int64) + lo,
+            pair >> sem_bags._ID_BITS,
+            pair & ((1 << sem_bags._ID_BITS) - 1),
+        )
     seen = np.zeros(1 << 16, bool)
     seen[s - lo] = True
     rows, codes = (
         [s, s, s],
-        [S._code(tag[S.TAG_REL], 0, p), S._code(tag[S.TAG_OBJ], 0, o), S._code(tag[S.TAG_REL_OBJ], p, o)],
+        [
+            sem_bags._code(tag[sem_bags.TAG_REL], 0, p),
+            sem_bags._code(tag[sem_bags.TAG_OBJ], 0, o),
+            sem_bags._code(tag[sem_bags.TAG_REL_OBJ], p, o),
+        ],
     )
     if reverse:
         seen[ro - lo] = True
         rows += [ro, ro, ro]
         codes += [
-            S._code(tag[S.TAG_INV_REL], 0, rp),
-            S._code(tag[S.TAG_INV_SUBJ], 0, rs),
-            S._code(tag[S.TAG_INV_REL_SUBJ], rp, rs),
+            sem_bags._code(tag[sem_bags.TAG_INV_REL], 0, rp),
+            sem_bags._code(tag[sem_bags.TAG_INV_SUBJ], 0, rs),
+            sem_bags._code(tag[sem_bags.TAG_INV_REL_SUBJ], rp, rs),
         ]
     selves = np.flatnonzero(seen).astype(np.int64) + lo
     rows.append(selves)
-    codes.append(S._code(tag[S.TAG_SELF], 0, selves))
+    codes.append(sem_bags._code(tag[sem_bags.TAG_SELF], 0, selves))
     el, f, n = _by_entity((np.concatenate(rows) - lo).astype(np.uint16), np.concatenate(codes), bag)
     return {"e": el.astype(np.int64) + lo, "f": f, "n": n}
 
@@ -301,7 +312,7 @@ def count_part(
     """
     from factprobe import scan
 
-    S.check_bag(bag)
+    sem_bags.check_bag(bag)
     if not 0 <= part < parts:
         raise ValueError(f"part {part} is not one of 0..{parts - 1}")
     folder = Path(folder)
@@ -331,7 +342,7 @@ def count_part(
     counts.has_canonical_format = True  # (e, f) unique and sorted in each bucket, buckets in id order
     np.save(folder / "entities.npy", entities)
     np.save(folder / "features.npy", features)
-    S.save_matrix(folder, counts)
+    sem_index.save_matrix(folder, counts)
     meta = {
         "part": int(part),
         "parts": int(parts),
@@ -399,9 +410,11 @@ def _global_vocabulary(folders: list[Path], folder: Path, scratch: Path, n_all: 
         for reader in dfs:
             reader.add_to(block, df)
         block.tofile(bodies["features"])
-        S.idf_of(weighting, n_all, df).tofile(bodies["idf"])  # elementwise: the same floats in blocks
+        sem_weighting.idf_of(weighting, n_all, df).tofile(
+            bodies["idf"]
+        )  # elementwise: the same floats in blocks
         n += len(block)
-        S.release_pages(feats)
+        sem_index.release_pages(feats)
     for out in [*maps, *bodies.values()]:
         out.close()
     _npy_from_body(folder / "features.npy", scratch / "features.body", dtype, n)
@@ -410,7 +423,7 @@ def _global_vocabulary(folders: list[Path], folder: Path, scratch: Path, n_all: 
 
 
 def _mean_length(folders: list[Path], metas: list[dict]) -> float:
-    """BM25's mean bag length as :func:`.semantic.weigh` takes it: over the dump's bags (candidate
+    """BM25's mean bag length as :func:`.sem_weighting.weigh` takes it: over the dump's bags (candidate
     rows), else the float32 mean of the matrix's row sums in entity order (4 bytes a row: numpy's
     pairwise float32 sum is reproduced only over the whole array)."""
     if metas[0]["rows"] == "candidates":
@@ -456,7 +469,7 @@ def _write_rows(
     Rows go out in entity order a block at a time, a k-way merge of the parts' sorted (mapped)
     ``entities.npy`` (:func:`_merge_cuts`): each part gives the contiguous run of its rows that
     falls in the block, their columns mapped to the global vocabulary by its map in ``scratch``
-    (a monotone map: each row stays sorted), and :func:`.semantic.weigh_rows` weighs the block, so
+    (a monotone map: each row stays sorted), and :func:`.sem_weighting.weigh_rows` weighs the block, so
     every row gets the floats of the unsharded build. Every file's length is known before the
     first block (the parts' rows and non-zeros add up), so each is appended to, never held.
     """
@@ -482,7 +495,7 @@ def _write_rows(
     done = 0
     for cut in _row_cuts(parts):
         ids, block = _row_block(parts, cols, cut, n_features)
-        S.weigh_rows(block, idf, weighting, k1, b, mean)
+        sem_weighting.weigh_rows(block, idf, weighting, k1, b, mean)
         ids.astype(np.int64, copy=False).tofile(out["entities"])
         block.data.astype(np.float32, copy=False).tofile(out["data"])
         block.indices.astype(np.int32, copy=False).tofile(out["indices"])
@@ -501,12 +514,12 @@ def merge_parts(
     bm25_k1: float = 1.2,
     bm25_b: float = 0.75,
 ) -> dict:
-    """The index folder of :func:`.semantic.build_index` from the parts of :func:`count_part`.
+    """The index folder of :func:`.sem_index.build_index` from the parts of :func:`count_part`.
 
     IDF over the dump (the parts' document frequencies summed), rows weighed and L2-normalised
     as in the unsharded build: the same ``entities.npy``, ``features.npy``, ``idf.npy`` and
     ``matrix.*.npy``. ``meta.json`` gets the manifest of the parts (``parts``). The HNSW graph,
-    when searched, is added by :func:`.semantic.add_hnsw`. Memory is a block of features and a
+    when searched, is added by :func:`.sem_index.add_hnsw`. Memory is a block of features and a
     block of rows (:data:`MERGE_FEATURES`, :data:`MERGE_ROWS`), whatever the dump's size: the
     parts are read through memory maps and each part's column map lives in a scratch folder,
     removed at the end.
@@ -566,7 +579,7 @@ def build_from_parts(
 ) -> dict:
     """:func:`merge_parts`, then the HNSW graph over the merged matrix (``hnsw``) and ``meta.json``.
 
-    Takes the keyword arguments of :func:`.semantic.build_index` (``distractors.sem``); ``reverse``,
+    Takes the keyword arguments of :func:`.sem_index.build_index` (``distractors.sem``); ``reverse``,
     ``bag`` and ``namespace`` were the parts' (:func:`count_part`) and are checked against them.
     """
     folder = Path(folder)
@@ -576,8 +589,8 @@ def build_from_parts(
         raise RuntimeError(
             f"{parts[0]}: parts counted with (reverse, bag, namespace) {got}; re-run rule sem_bags"
         )
-    X = S.load_matrix(folder, meta["entities"])[0] if hnsw else None
-    graph = S.add_hnsw(
+    X = sem_index.load_matrix(folder, meta["entities"])[0] if hnsw else None
+    graph = sem_index.add_hnsw(
         X, folder, hnsw, hnsw_m, ef_construction, ef_search, post, threads, recall_queries, recall_k, key
     )
     meta.update(graph)
@@ -673,15 +686,15 @@ def _open_parts(folders: list[Path]) -> list[tuple]:
     parts = []
     for f in folders:
         ents = np.load(f / "entities.npy", mmap_mode="r")
-        X, maps = S.load_matrix(f, len(ents))
+        X, maps = sem_index.load_matrix(f, len(ents))
         parts.append((ents, X, (ents, *maps)))
     return parts
 
 
 def _release_parts(parts: list[tuple]) -> None:
-    """Drop the parts' mapped pages read so far (:func:`.semantic.release_pages`)."""
+    """Drop the parts' mapped pages read so far (:func:`.sem_index.release_pages`)."""
     for _, _, maps in parts:
-        S.release_pages(maps)
+        sem_index.release_pages(maps)
 
 
 def _row_block(parts: list[tuple], cols: list[np.ndarray], cut: list[tuple], n_features: int):
@@ -727,7 +740,7 @@ class _Paged:
         idx = np.asarray(idx)
         if len(self.a) <= self.span:
             out = np.asarray(self.a[idx])
-            S.release_pages([self.a])
+            sem_index.release_pages([self.a])
             return out
         out = np.empty(idx.shape, self.a.dtype)
         for c in range(0, len(idx), GATHER_ITEMS):  # temporaries of GATHER_ITEMS positions
@@ -739,7 +752,7 @@ class _Paged:
                 if hi > lo:
                     at = order[lo:hi]
                     out[c + at] = self.a[part[at]]
-                    S.release_pages([self.a])
+                    sem_index.release_pages([self.a])
         return out
 
 
