@@ -116,7 +116,7 @@ rule leaderboard:
 # (metrics.human_alignment.path) or, without one, a listed suite's own `source: triples` file
 # with scores (as the reference's human-score file); the project ships no annotation data.
 HUMAN = CFG.metrics.human_alignment
-HUMAN_SUITES = I.human_suites(CFG)
+HUMAN_SUITES = run_inputs.human_suites(CFG)
 HUMAN_TARGETS = expand(
     "results/metrics/{suite}/human_alignment.csv", suite=HUMAN_SUITES
 )
