@@ -242,7 +242,7 @@ def scan_truthy_tables(
     (:func:`labelled_ids`' rule in ``languages``), the subject's ``sitelinks`` and the object's
     ``o_sitelinks`` (:func:`sitelinks_of`; null without an item row), as Arrow tables in parts
     that never split a (property, subject) pair: a caller that hands them to other processes
-    converts them there (``probes.build.part_tasks``). The entities file is read once
+    converts them there (``probes.fact_candidates.part_tasks``). The entities file is read once
     per call, for subjects and objects together: a sampler that needs the objects' popularity
     (``popularity_bins``) must not read it again per part (issue 31 item 5).
 

@@ -28,6 +28,8 @@ from factprobe.settings import Suite, TemplateSet
 
 from .importers import import_verbalization_pairs, read_triples
 from .select import finish_facts
+from .suite_plan import plan_suite
+from .suite_prompts import suite_prompts
 from .verbalize import forms_index
 
 log = logging.getLogger(__name__)
@@ -93,8 +95,6 @@ def triples_suite(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Facts and prompts of a ``source: {format: triples}`` suite (module docstring); the
     entity forms of the label dumps stream to ``forms_path``. ``paths``: claims, entities, labels."""
-    from .build import plan_suite, suite_prompts  # build dispatches here: import at call time
-
     claims_path, entities_path, label_files = paths
     listed = read_triples(suite.source.path)
     counts = {"listed": len(listed)}
