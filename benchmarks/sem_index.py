@@ -6,7 +6,7 @@ its ``ru_maxrss``; DuckDB's spill = the largest size its temp folder reached, sa
 50 ms):
 
 * ``whole``: :func:`factprobe.distractors.sem_index.build_index` (the unsharded build);
-* for each P: the P ``sem_bags`` jobs (:func:`~factprobe.distractors.sem_index_parts.count_part`) and the
+* for each P: the P ``sem_bags`` jobs (:func:`~factprobe.distractors.sem_part_bags.count_part`) and the
   merge (:func:`~factprobe.distractors.sem_index_parts.build_from_parts`), then checks that the merged
   index's files equal the whole one's, byte for byte.
 
@@ -100,7 +100,7 @@ def main() -> None:
         for i in range(p):
             steps.append(
                 run_step(
-                    "from factprobe.distractors.sem_index_parts import count_part\n"
+                    "from factprobe.distractors.sem_part_bags import count_part\n"
                     f"count_part({claims!r}, {str(work / f'P{p}' / str(i))!r}, {i}, {p}, threads={thr}, memory_mb={mem})",
                     work / "spill" / f"P{p}-{i}",
                 )

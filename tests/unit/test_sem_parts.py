@@ -18,7 +18,8 @@ import pandas as pd
 import pytest
 from factprobe.distractors.sem_bags import PART_MODULUS, part_sql
 from factprobe.distractors.sem_index import INDEX_FILES, build_index, exact_topk, load_index
-from factprobe.distractors.sem_index_parts import build_from_parts, count_part, part_of
+from factprobe.distractors.sem_index_parts import build_from_parts
+from factprobe.distractors.sem_part_bags import count_part, part_of
 from factprobe.distractors.sem_part_count import PART_DUMP_BYTES, dump_parts, parts_for
 from factprobe.distractors.sem_slices import ranked_within
 from factprobe.scan import connect

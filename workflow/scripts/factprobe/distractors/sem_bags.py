@@ -162,7 +162,7 @@ def bags_from_parquet(
 
 
 def part_sql(column: str, parts: int) -> str:
-    """DuckDB expression of :func:`factprobe.distractors.sem_index_parts.part_of` (the same integers)."""
+    """DuckDB expression of :func:`factprobe.distractors.sem_part_bags.part_of` (the same integers)."""
     return f"((({column} % {PART_MODULUS}) * {PART_MULTIPLIER}) % {PART_MODULUS}) % {int(parts)}"
 
 
