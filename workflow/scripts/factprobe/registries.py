@@ -39,7 +39,7 @@ class RegistryError(ValueError):
     """A name registered twice without ``override=True``, or an unknown name."""
 
 
-def resolve(ref: Any) -> Any:
+def imported(ref: Any) -> Any:
     """``"module:attribute"`` imported; anything else as is."""
     if isinstance(ref, str):
         module, _, attr = ref.partition(":")
@@ -152,9 +152,9 @@ class Strategy:
     aliases: tuple[str, ...] = field(default_factory=tuple)
     settings: Mapping[str, Setting] = field(default_factory=dict)
 
-    def load(self, what: str = "retriever") -> Callable | None:
+    def code(self, what: str = "retriever") -> Callable | None:
         """The retriever (or ``prepare``) as a callable, importing its module on first use."""
-        return resolve(getattr(self, what))
+        return imported(getattr(self, what))
 
 
 #: name -> :class:`Strategy`.
@@ -278,9 +278,9 @@ class Family:
     function: Callable | str
     settings: tuple[str, ...] = ()
 
-    def load(self) -> Callable:
+    def code(self) -> Callable:
         """The function, importing its module on first use."""
-        return resolve(self.function)
+        return imported(self.function)
 
 
 #: family name -> :class:`Family` (in registration order: the order families run in).
@@ -351,7 +351,7 @@ def backend_class(name: str, where: str = "config/models.tsv") -> type:
     """The class of backend ``name`` (imported on first use); unknown names fail naming ``where``."""
     if name not in BACKENDS:
         raise KeyError(f"{where}: unknown backend {name!r}; choose from {sorted(BACKENDS)}")
-    return resolve(BACKENDS[name])
+    return imported(BACKENDS[name])
 
 
 def row_backend(row: Any) -> str:
@@ -383,9 +383,9 @@ class SourceFormat:
     imported: bool = False
     listed: bool = False
 
-    def load(self) -> Callable | None:
+    def code(self) -> Callable | None:
         """The builder, importing its module on first use."""
-        return resolve(self.builder)
+        return imported(self.builder)
 
 
 #: format name -> :class:`SourceFormat`.

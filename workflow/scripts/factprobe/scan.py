@@ -274,6 +274,16 @@ def scan_truthy_tables(
         ORDER BY t.property, t.subject, t.object
         """
     ).to_arrow_reader(max(1, int(part_rows)))
+    buffered, rows = yield from _whole_pair_parts(reader, part_rows)
+    _drop_valid_tables(cur)
+    cur.close()
+    if rows:
+        yield pa.Table.from_batches(buffered)
+
+
+def _whole_pair_parts(reader, part_rows: int):
+    """Tables of about ``part_rows`` rows of a (property, subject)-ordered stream, each cut
+    before its last (property, subject); returns what is left, ``(batches, rows)``."""
     buffered: list[pa.RecordBatch] = []
     rows = 0
     for batch in reader:
@@ -290,10 +300,7 @@ def scan_truthy_tables(
             yield table.slice(0, cut)
         rest = table.slice(cut)
         buffered, rows = rest.to_batches(), rest.num_rows
-    _drop_valid_tables(cur)
-    cur.close()
-    if rows:
-        yield pa.Table.from_batches(buffered)
+    return buffered, rows
 
 
 def _valid_tables(con, claims_path, ranks, relations, subjects, objects) -> None:

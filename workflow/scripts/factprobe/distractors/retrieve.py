@@ -137,12 +137,12 @@ def retrieve(
         built0 = (cooccur.built_s, cooccur.built)
         left0 = dict(cooccur.self_left_out)
     for entry in entries:
-        prepare = entry.load("prepare")
+        prepare = entry.code("prepare")
         if prepare is not None:
             prepare(ctx)
     out_rows = object_rows(ctx)
     counts = {s: 0 for s in settings.strategies}
-    retrievers = [(entry.name, entry.load()) for entry in entries]
+    retrievers = [(entry.name, entry.code()) for entry in entries]
     facts_todo = list(zip(ctx.ids, ctx.triples, strict=True))
     for i, (fid, triple) in enumerate(tqdm(facts_todo, desc="distractors", mininterval=5)):
         for name, retriever in retrievers:
@@ -312,11 +312,7 @@ def load_suite_omega(
     suite's, as one job reads them) are memory-mapped instead of scanned, so a shard neither
     scans nor sorts them and reads the pages of what it asks about only.
     """
-    facts = contracts.read("facts", inputs.facts)
-    mine = facts
-    if only is not None:
-        mine = facts[facts["fact_id"].isin(set(only))]
-        facts = facts[facts["property"].isin(set(mine["property"]))].reset_index(drop=True)
+    facts, mine = shard_facts(contracts.read("facts", inputs.facts), only)
     con = scan.connect(threads, memory_mb)
     # What the preparation holds (co-occurrence statements, the suite's valid statements) is
     # mapped instead of scanned.
@@ -324,19 +320,14 @@ def load_suite_omega(
     statements, valid, dump_objects = _read_statements(inputs, settings, facts, mine, con, held)
     if VALID in held:
         valid = map_valid(prepared)
+    types = entity_forms = None
     if prepared is None:
         types, entity_forms = _scan_universe(inputs, facts, mine, con)
     con.close()
-    if prepared is None:
-        omega = Omega.from_tables(types, entity_forms, valid, settings["form_threshold"])
-        typed, how = types["id"].nunique(), "scanned"
-        del types
-    else:
-        layout, entity_forms = map_universe(prepared)
-        omega = Omega.from_arrays(
-            *_layout_args(layout), entity_forms, layout["form_ids"], valid, settings["form_threshold"]
-        )
-        typed, how = len(layout["id_ids"]), "mapped"
+    omega, entity_forms, typed, how = _omega_of(
+        types, entity_forms, valid, prepared, settings["form_threshold"]
+    )
+    del types
     omega.dump_objects = dump_objects
     valid_rows = len(valid[0]) if isinstance(valid, tuple) else len(valid)
     del valid
@@ -353,6 +344,26 @@ def load_suite_omega(
         "".join(f"; {HELD_NAMES[part]} mapped" for part in sorted(held)),
     )
     return facts, entity_forms, statements, omega
+
+
+def shard_facts(facts: pd.DataFrame, only: Iterable[str] | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(facts of the shard's relations, the shard's facts)``: same-relation pools take every fact
+    of a relation; ``only=None`` is the whole suite, both ways."""
+    if only is None:
+        return facts, facts
+    mine = facts[facts["fact_id"].isin(set(only))]
+    return facts[facts["property"].isin(set(mine["property"]))].reset_index(drop=True), mine
+
+
+def _omega_of(types, entity_forms, valid, prepared, threshold) -> tuple[Omega, pa.Table, int, str]:
+    """Ω of the scanned types and forms, or of the preparation's mapped ones (``prepared``); with
+    the forms, the number of typed entities and how they were read."""
+    if prepared is None:
+        omega = Omega.from_tables(types, entity_forms, valid, threshold)
+        return omega, entity_forms, types["id"].nunique(), "scanned"
+    layout, entity_forms = map_universe(prepared)
+    omega = Omega.from_arrays(*_layout_args(layout), entity_forms, layout["form_ids"], valid, threshold)
+    return omega, entity_forms, len(layout["id_ids"]), "mapped"
 
 
 def _read_statements(
@@ -452,6 +463,25 @@ def prepare_universe(
     facts = contracts.read("facts", inputs.facts)
     con = scan.connect(threads, memory_mb)
     folder = Path(folder)
+    counts = _prepare_statements(inputs, settings, facts, folder, con)
+    types, entity_forms = _scan_universe(inputs, facts, facts, con)
+    con.close()
+    if counts:
+        log.info("statements held for the shards: %s", counts)
+    no_valid = pd.DataFrame({c: np.empty(0, np.int64) for c in ("subject", "property", "object")})
+    layout = Omega.from_tables(types, entity_forms, no_valid).layout()
+    table = entity_forms.combine_chunks()
+    counts.update(_save_universe(folder, layout, table))
+    if settings.get("search") == "exact" and _optional(inputs, "index") is not None:
+        omega = Omega.from_arrays(*_layout_args(layout), table, layout["form_ids"], no_valid)
+        counts.update(_prepare_exact_sem(inputs.index, omega, facts, settings.get("n"), folder, threads))
+    return counts
+
+
+def _prepare_statements(inputs, settings: dict, facts: pd.DataFrame, folder: Path, con) -> dict:
+    """The statements the shards would each read whole (:func:`prepare_universe`): the
+    relations' statements for co-occurrence, one job's valid statements where Ω holds every
+    subject of a relation. Returns their row counts."""
     counts = {}
     if needs(settings.get("strategies", []), "statements"):
         rel_ids = arrays.unique(id_ints(facts["property"]))
@@ -464,43 +494,46 @@ def prepare_universe(
         np.save(folder / VALID / "keys.npy", keys)
         np.save(folder / VALID / "objects.npy", objects)
         counts["valid"] = len(keys)
-        del keys, objects
-    types, entity_forms = _scan_universe(inputs, facts, facts, con)
-    con.close()
-    if counts:
-        log.info("statements held for the shards: %s", counts)
-    no_valid = pd.DataFrame({c: np.empty(0, np.int64) for c in ("subject", "property", "object")})
-    layout = Omega.from_tables(types, entity_forms, no_valid).layout()
+    return counts
+
+
+def _save_universe(folder: Path, layout: dict, table: pa.Table) -> dict:
+    """Ω's sorted arrays and the forms' Arrow file (:func:`map_universe` maps them); their counts."""
     folder.mkdir(parents=True, exist_ok=True)
     for name in UNIVERSE_ARRAYS:
         np.save(folder / f"{name}.npy", np.ascontiguousarray(layout[name], dtype=np.int64))
-    table = entity_forms.combine_chunks()
     with pa.OSFile(str(folder / UNIVERSE_FORMS), "wb") as sink, pa.ipc.new_file(sink, table.schema) as out:
         out.write_table(table)
-    counts.update(typed=len(layout["id_ids"]), types=len(layout["type_types"]), forms=table.num_rows)
+    counts = {"typed": len(layout["id_ids"]), "types": len(layout["type_types"]), "forms": table.num_rows}
     log.info(
         "universe: %d typed entities of %d types, %d forms", counts["typed"], counts["types"], counts["forms"]
     )
-    search, n = settings.get("search"), settings.get("n")
-    if search == "exact" and _optional(inputs, "index") is not None:
-        omega = Omega.from_arrays(*_layout_args(layout), table, layout["form_ids"], no_valid)
-        index = load_index(inputs.index, "exact")
-        counts["slices"] = prepare_slices(index, omega, facts, folder / SLICES, threads)
-        if n is not None:
-            index.slices = folder / SLICES
-            started, cpu = time.perf_counter(), parallel.cpu_clock()
-            objects = id_ints(facts["object"])
-            held = exact_prefixes(index, omega, objects, SEM_LIST_FACTOR * n, workers=threads)
-            held.save(folder / PREFIXES)
-            counts["prefixes"] = len(held.objects)
-            # benchmarks/scale.py reads the CPU figure (the workers' included).
-            log.info(
-                "exact Sem prefixes: %d objects in %.2f s, CPU %.2f s in %d process(es)",
-                len(held.objects),
-                time.perf_counter() - started,
-                parallel.cpu_clock() - cpu,
-                threads,
-            )
+    return counts
+
+
+def _prepare_exact_sem(
+    index_path, omega: Omega, facts: pd.DataFrame, n: int | None, folder: Path, threads: int
+) -> dict:
+    """Exact Sem's shared structures: the type slice of every declared type of the objects and,
+    with ``n``, every object's ranked prefix of ``SEM_LIST_FACTOR * n``; their counts."""
+    counts = {}
+    index = load_index(index_path, "exact")
+    counts["slices"] = prepare_slices(index, omega, facts, folder / SLICES, threads)
+    if n is not None:
+        index.slices = folder / SLICES
+        started, cpu = time.perf_counter(), parallel.cpu_clock()
+        objects = id_ints(facts["object"])
+        held = exact_prefixes(index, omega, objects, SEM_LIST_FACTOR * n, workers=threads)
+        held.save(folder / PREFIXES)
+        counts["prefixes"] = len(held.objects)
+        # benchmarks/scale.py reads the CPU figure (the workers' included).
+        log.info(
+            "exact Sem prefixes: %d objects in %.2f s, CPU %.2f s in %d process(es)",
+            len(held.objects),
+            time.perf_counter() - started,
+            parallel.cpu_clock() - cpu,
+            threads,
+        )
     return counts
 
 

@@ -326,6 +326,8 @@ def build_index(
     ``rows`` (Parquet input only): index only these entities, weighted as in the whole dump.
     ``bag``, ``namespace``, ``reverse``: the features (:func:`feature_codes`, :func:`weight_matrix`;
     the paper's §3.3 bag is ``sets``, ``shared``, no reverse features).
+
+    Over 60 lines for its signature: the ``distractors.sem`` settings, one keyword a line.
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

@@ -233,6 +233,28 @@ def _cat(arrays: list[np.ndarray], dtype) -> np.ndarray:
     return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.empty(0, dtype)
 
 
+def _check_part(part: int, parts: int, bag: str, sizes: tuple[int, int]) -> None:
+    """Refuse a part outside 0..parts-1, an unknown bag or a bucket size outside 2^1..2^16 ids."""
+    sem_bags.check_bag(bag)
+    if not 0 <= part < parts:
+        raise ValueError(f"part {part} is not one of 0..{parts - 1}")
+    if not 1 <= sizes[0] <= 16:
+        raise ValueError(f"entity buckets of 2^{sizes[0]} ids: the bits must be 1..16")
+
+
+def _part_matrix(got: dict, at: list, n_features: int) -> tuple[np.ndarray, sp.csr_matrix]:
+    """The kept bags' entities and their counts as a CSR matrix over the part's vocabulary."""
+    entities, lengths = _cat(got["entities"], np.int64), _cat(got["lengths"], np.int64)
+    columns = _cat([col[i] for col, i in zip(at, got.pop("f"), strict=True)], np.int32)
+    indptr = np.zeros(len(entities) + 1, np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    counts = sp.csr_matrix(
+        (_cat(got.pop("n"), np.float32), columns, indptr), shape=(len(entities), n_features)
+    )
+    counts.has_canonical_format = True  # (e, f) unique and sorted in each bucket, buckets in id order
+    return entities, counts
+
+
 def count_part(
     claims_path: str | Path,
     folder: str | Path,
@@ -262,9 +284,7 @@ def count_part(
     """
     from factprobe import scan
 
-    sem_bags.check_bag(bag)
-    if not 0 <= part < parts:
-        raise ValueError(f"part {part} is not one of 0..{parts - 1}")
+    _check_part(part, parts, bag, sizes)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -274,37 +294,22 @@ def count_part(
     if rows is not None:
         rows = np.asarray(rows, np.int64)
         rows = np.unique(rows[part_of(rows, parts) == part])
-    if not 1 <= sizes[0] <= 16:
-        raise ValueError(f"entity buckets of 2^{sizes[0]} ids: the bits must be 1..16")
     got = _count_buckets(triples, part, parts, reverse, bag, namespace, rows, sizes[0])
     del triples
     cuts = _cuts([c for c, _, _ in got["pieces"]], sizes[1])
     f_all, df, features, at = _frequencies(got.pop("pieces"), cuts)
     pq.write_table(pa.table({"f": f_all, "df": df}), folder / "df.parquet")
     del f_all, df
-    entities, lengths = _cat(got["entities"], np.int64), _cat(got["lengths"], np.int64)
-    columns = _cat([col[i] for col, i in zip(at, got.pop("f"), strict=True)], np.int32)
-    indptr = np.zeros(len(entities) + 1, np.int64)
-    np.cumsum(lengths, out=indptr[1:])
-    counts = sp.csr_matrix(
-        (_cat(got.pop("n"), np.float32), columns, indptr), shape=(len(entities), len(features))
-    )
-    counts.has_canonical_format = True  # (e, f) unique and sorted in each bucket, buckets in id order
+    entities, counts = _part_matrix(got, at, len(features))
     np.save(folder / "entities.npy", entities)
     np.save(folder / "features.npy", features)
     sem_index.save_matrix(folder, counts)
+    setting = {"part": int(part), "parts": int(parts), "reverse": reverse, "bag": bag, "namespace": namespace}
     meta = {
-        "part": int(part),
-        "parts": int(parts),
-        "reverse": reverse,
-        "bag": bag,
-        "namespace": namespace,
+        **setting,
         "rows": "every entity" if rows is None else "candidates",
-        "bags": int(got["bags"]),
-        "total": int(got["total"]),
-        "entities": int(len(entities)),
-        "features": int(len(features)),
-        "nnz": int(counts.nnz),
+        **{key: int(got[key]) for key in ("bags", "total")},
+        **{"entities": int(len(entities)), "features": int(len(features)), "nnz": int(counts.nnz)},
         "seconds": round(time.perf_counter() - t0, 3),
     }
     (folder / "meta.json").write_text(json.dumps(meta, indent=2))

@@ -142,7 +142,7 @@ def compute_suite_metrics(
     per_fact, dataset = [], []
     for name, entry in FAMILIES.items():
         if name in families:
-            fact_parts, suite_parts = entry.load()(frame)
+            fact_parts, suite_parts = entry.code()(frame)
             per_fact += fact_parts
             dataset += suite_parts
     table = conform_fact_table(pd.concat(per_fact, ignore_index=True) if per_fact else pd.DataFrame())

@@ -71,7 +71,7 @@ def build_suite(
             return facts, prompts, contracts.read("entity_forms", forms_file)
     suite = load(Suite, suite, f"suites.{name}")
     sets = {key: load(TemplateSet, value, f"templates.sets.{key}") for key, value in sets.items()}
-    builder = SOURCES[suite.source.format].load()
+    builder = SOURCES[suite.source.format].code()
     if builder is not None:
         # A format of its own (factprobe.registries.SOURCES): a release or a list of facts.
         tables = (claims_path, entities_path, label_files)

@@ -91,18 +91,12 @@ def sample_suite(
     # probes/sample.py (suites.<s>.sampler)
     sampler = sampler_for(suite, seed, paths.entities, con)
     counts: dict[str, Counter] = {rel: Counter() for rel in covered}
-    started, cpu = time.perf_counter(), 0.0
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="factprobe-relations-") as tmp:
         contexts = RelationContexts(paths, picks, suite.cutoff, suite.temporal_only, con, Path(tmp))
         dated = [contexts.allowed(rel) for rel in covered] if picks is not None else []
         tasks = part_tasks(plan, covered, paths, con, contexts, sampler, want=pool is not None)
-        for done in parallel.ordered_map(candidate_task, tasks, workers):
-            part = done.value
-            cpu += done.cpu_s
-            counts[part.rel].update(part.counts)
-            sampler.register(part.rel, part.spill_path, part.spilled)
-            if pool is not None:
-                pool.add(part.candidates)
+        cpu = take_parts(tasks, workers, sampler, pool, counts)
     release_context()
     for rel in covered:
         log_relation(name, rel, dump, plan.languages, counts[rel], contexts.n_allowed.get(rel))
@@ -114,15 +108,7 @@ def sample_suite(
         cpu,
         workers,
     )
-    sampled = sampler.finish()
-    facts = pd.concat(sampled, ignore_index=True) if sampled else pd.DataFrame()
-    if facts.empty:
-        # Fail here, naming the cause, rather than with an empty table in a later stage.
-        raise explain_no_facts(plan, covered, paths, picks, con)
-    facts = finish_facts(facts, dump, seed)
-    if dated:
-        # Plausibility: each fact's date and diff status (docs/contracts.md, facts).
-        facts = facts.merge(pd.concat(dated, ignore_index=True), on="fact_id", how="left")
+    facts = sampled_facts(plan, sampler, covered, paths, picks, dated, con)
     log.info(
         "suite %s: %d candidate facts, %d sampled; per relation: %s",
         name,
@@ -130,6 +116,37 @@ def sample_suite(
         len(facts),
         facts["property"].value_counts().sort_index().to_dict(),
     )
+    return facts
+
+
+def take_parts(tasks, workers: int, sampler, pool: SpilledPool | None, counts: dict[str, Counter]) -> float:
+    """Each part's candidates in the stream's order: counted, its spill registered with the
+    sampler and its candidates added to the demonstration pool; returns the parts' CPU seconds."""
+    cpu = 0.0
+    for done in parallel.ordered_map(candidate_task, tasks, workers):
+        part = done.value
+        cpu += done.cpu_s
+        counts[part.rel].update(part.counts)
+        sampler.register(part.rel, part.spill_path, part.spilled)
+        if pool is not None:
+            pool.add(part.candidates)
+    return cpu
+
+
+def sampled_facts(
+    plan: SuitePlan, sampler, covered: list[str], paths: SelectionPaths, picks, dated: list, con
+) -> pd.DataFrame:
+    """The sampler's facts, finished (:func:`finish_facts`), with each plausibility fact's date
+    and diff status; none fails, naming the cause (:func:`explain_no_facts`)."""
+    sampled = sampler.finish()
+    facts = pd.concat(sampled, ignore_index=True) if sampled else pd.DataFrame()
+    if facts.empty:
+        # Fail here, naming the cause, rather than with an empty table in a later stage.
+        raise explain_no_facts(plan, covered, paths, picks, con)
+    facts = finish_facts(facts, str(plan.suite.dump), plan.suite.seed)
+    if dated:
+        # Plausibility: each fact's date and diff status (docs/contracts.md, facts).
+        facts = facts.merge(pd.concat(dated, ignore_index=True), on="fact_id", how="left")
     return facts
 
 
