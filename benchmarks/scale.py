@@ -640,7 +640,7 @@ def retrieval_full(runs: list[dict]) -> dict[str, tuple[float, float]]:
 def prepare_full(runs: list[dict], suite: str, cpu_n: list[float]) -> tuple[float, float, str]:
     """``(serial CPU-s, dividing CPU-s, how)`` of a suite's prepare_retrieval job at full size:
     its scans fitted in entities (exponent at least 1), modelled on one core; its type slices
-    (built in forked processes, retrieve.prepare_slices) fitted in entities as well, and its exact
+    (built in forked processes, retrieval_inputs.prepare_slices) fitted in entities as well, and its exact
     ranking of the suite's objects per probed fact, scaled linearly in entities as the shards'
     search is (retrieval_full) and to FULL_FACTS facts: both divide over its threads."""
     n = [run["items"] for run in runs]

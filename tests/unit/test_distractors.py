@@ -871,13 +871,8 @@ def test_subject_shards_read_their_slice_and_gather_to_the_one_job_table(
     from types import SimpleNamespace
 
     from factprobe import contracts
-    from factprobe.distractors.retrieve import (
-        gather_shards,
-        load_suite_omega,
-        prepare_universe,
-        shard_plan,
-        suite_cooccurrence,
-    )
+    from factprobe.distractors.retrieval_inputs import load_suite_omega, prepare_universe, suite_cooccurrence
+    from factprobe.distractors.retrieve import gather_shards, shard_plan
 
     facts, forms, _ = suite
     facts = _skewed(facts)
@@ -992,7 +987,8 @@ def test_sem_slices_in_parts_rank_as_one_slice(index, suite, monkeypatch, tmp_pa
     distinct candidates scored: for objects of one type and of several, parts built or saved
     and mapped, so Sem's lists and a preparation's prefixes do not change. The query's bag is
     matched in chunks of QUERY_CHUNK features alike."""
-    from factprobe.distractors.retrieve import fact_ids, prepare_slices
+    from factprobe.distractors.retrieval_inputs import prepare_slices
+    from factprobe.distractors.retrieve import fact_ids
 
     facts, _, omega = suite
     idx = load_index(index, "exact")
@@ -1012,7 +1008,7 @@ def test_sem_slices_in_parts_rank_as_one_slice(index, suite, monkeypatch, tmp_pa
         monkeypatch.setattr(sem_slices, "SLICE_CACHE_PARTS", 3 if part == 2 else 128)
         folder = tmp_path / f"slices{part}"
         caplog.clear()
-        with caplog.at_level("INFO", logger="factprobe.distractors.retrieve"):
+        with caplog.at_level("INFO", logger="factprobe.distractors.retrieval_inputs"):
             prepare_slices(idx, omega, facts, folder, workers=2)
         # benchmarks/scale.py reads the line's times (the model's slice building).
         line = [r.getMessage() for r in caplog.records if r.getMessage().startswith("type slices")]
@@ -1049,10 +1045,11 @@ def test_sem_slices_in_parts_rank_as_one_slice(index, suite, monkeypatch, tmp_pa
 
 
 def test_prepared_type_slices_are_mapped_and_rank_as_built_ones(index, suite, tmp_path):
-    """The type slices a preparation saves (retrieve.prepare_slices, rule prepare_retrieval) are
+    """The type slices a preparation saves (retrieval_inputs.prepare_slices, rule prepare_retrieval) are
     memory-mapped by a shard's TypeSlices instead of built, and give the same cosines (bit for
     bit) and so the same exact Sem lists as slices built from the index."""
-    from factprobe.distractors.retrieve import fact_ids, prepare_slices
+    from factprobe.distractors.retrieval_inputs import prepare_slices
+    from factprobe.distractors.retrieve import fact_ids
 
     facts, _, omega = suite
     idx = load_index(index, "exact")
@@ -1101,7 +1098,7 @@ def test_prepared_type_slices_are_mapped_and_rank_as_built_ones(index, suite, tm
 def test_a_rule_input_is_optional_by_name():
     """A Snakemake input list is a list: ``inputs.index`` is a guard object, not a missing input,
     so the preparation asks for an optional input by key (a suite without Sem has no index)."""
-    from factprobe.distractors.retrieve import _optional
+    from factprobe.distractors.retrieval_inputs import _optional
     from snakemake.iocontainers import InputFiles
 
     assert _optional(InputFiles(fromdict={"facts": "f"}), "index") is None

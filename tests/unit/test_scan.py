@@ -20,7 +20,7 @@ from factprobe import contracts, scan
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.omega import Omega, load_types, suite_omega, valid_objects
 from factprobe.distractors.random import random_distractors
-from factprobe.distractors.retrieve import load_suite_omega
+from factprobe.distractors.retrieval_inputs import load_suite_omega
 from factprobe.hashing import stable_hash
 
 NA = None

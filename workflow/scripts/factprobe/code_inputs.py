@@ -173,7 +173,7 @@ def _import_from(node: ast.ImportFrom, package: str, root: Path, names: Names) -
 
 def _references(path: Path, root: Path) -> Names:
     """What a module names as code: ``(dotted name, uses its attributes)`` of every import (a
-    package reached only for a submodule, ``from factprobe.distractors import semantic``, does not
+    package reached only for a submodule, ``from factprobe.distractors import sem_index``, does not
     use its attributes), the registry references it holds or imports (see the module docstring),
     and the registries it imports from. The registries module's own references count in its
     importers only."""
