@@ -113,6 +113,26 @@ def test_importing_a_stage_package_runs_no_plugin():
     assert out.stdout.split() == ["False", "True"]
 
 
+def test_code_inputs_follow_the_registries_a_module_reads():
+    """A job depends on the code of the registries its modules import names of, not on every
+    entry of the light registries module: retrieval runs the strategies, not the measure
+    families; the plugin is an input of the jobs whose registries it fills."""
+    from factprobe.code_inputs import library_modules
+
+    scripts = ROOT / "workflow/scripts"
+    retrieval = library_modules(scripts / "retrieve_distractors.py", scripts)
+    assert "factprobe/distractors/strategies.py" in retrieval
+    assert "factprobe/metrics/families.py" not in retrieval
+    assert "factprobe/registries.py" not in retrieval  # followed, never listed
+    metrics = library_modules(scripts / "compute_metrics.py", scripts)
+    assert "factprobe/metrics/families.py" in metrics
+    assert "factprobe/distractors/strategies.py" not in metrics
+    for script in ("retrieve_distractors.py", "compute_metrics.py", "build_probes.py"):
+        assert str(PLUGIN) in library_modules(scripts / script, scripts, [PLUGIN])
+    extract = library_modules(scripts / "extract_dump.py", scripts, [PLUGIN])
+    assert str(PLUGIN) not in extract
+
+
 SETTING_CODE = """
 import json, yaml
 from factprobe import settings as S
