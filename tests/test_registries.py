@@ -150,15 +150,34 @@ for bad in ({"toy_same_relation": {"skip": "two"}}, {"toy_same_relation": {"jump
         S.load(S.Config, config)
     except S.ConfigError as err:
         errors.append(str(err))
+# A family's own setting: in the suite's metrics params, then in the frame the family reads.
+import pandas as pd
+from types import SimpleNamespace
+from factprobe.registries import FAMILIES
+config["distractors"]["strategy_settings"] = {}
+config["metrics"]["families"]["knowledge"] = ["knowledge", "toy"]
+config["metrics"]["family_settings"] = {"toy": {"scale": 2.0}}
+params = S.suite_metrics(S.load(S.Config, config), "knowledge")
+keys = dict(lang="en", verbalization="template", style="statement", shots="0")
+frame = SimpleNamespace(
+    cands=pd.DataFrame({"fact_id": ["f"], "entity": ["Q1"], "role": ["object"]}),
+    prompts=pd.DataFrame({"prompt_id": ["p"], "fact_id": ["f"], **{k: [v] for k, v in keys.items()}}),
+    ent=pd.DataFrame({"prompt_id": ["p"], "entity": ["Q1"], "logpl": [-1.5]}),
+)
+values = []
+for scale in (1.0, 2.0):
+    frame.settings = S.load(S.Metrics, {"families": {}, "family_settings": {"toy": {"scale": scale}}})
+    values.append(float(FAMILIES["toy"].code()(frame)[0][0]["value"].iloc[0]))
 print(json.dumps([retrieve.get("strategy_settings"), "strategy_settings" in plain, errors,
-                  SOURCES["toy_triples"].listed]))
+                  SOURCES["toy_triples"].listed, params.get("family_settings"), values]))
 """
 
 
 def test_a_plugin_strategy_takes_a_setting_of_its_own():
     """The toy strategy declares ``skip``: the config sets it, it is checked against the declared
     type, and it reaches the retriever's settings; suites without such a strategy keep their
-    params unchanged. The toy source format is registered beside it."""
+    params unchanged. The toy family's ``scale`` reaches the frame it reads alike. The toy source
+    format is registered beside them."""
     out = subprocess.run(
         [sys.executable, "-c", SETTING_CODE],
         env={**_plugin_env(), "PYTHONPATH": str(ROOT / "workflow/scripts")},
@@ -167,8 +186,9 @@ def test_a_plugin_strategy_takes_a_setting_of_its_own():
         text=True,
         check=True,
     )
-    resolved, plain_has_key, errors, listed = json.loads(out.stdout)
+    resolved, plain_has_key, errors, listed, family_params, values = json.loads(out.stdout)
     assert resolved == {"toy_same_relation": {"skip": 2}} and not plain_has_key and listed
+    assert family_params == {"toy": {"scale": 2.0}} and values == [-1.5, -3.0]
     assert "setting 'skip' is int" in errors[0] and "allowed objects passed over" in errors[0]
     assert "has no setting(s) ['jump']" in errors[1]
     assert "'random' declares no settings" in errors[2]

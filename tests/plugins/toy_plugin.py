@@ -9,7 +9,7 @@ through the workflow with no other file touched.
 * source format ``toy_triples``: the ``triples`` format under another name, a new format being
   one function and one decorator;
 * family ``toy`` with measure ``toy_object_logpl``: the mean over a fact's prompts of the object's
-  log Pl(o | c);
+  log Pl(o | c), times a setting of its own (``metrics.family_settings.toy.scale``, default 1);
 * backend ``toy``: a model without weights whose log-probabilities are a fixed hash of the text,
   so its scores are reproducible and differ from entity to entity.
 
@@ -56,9 +56,10 @@ def toy_triples(name, suite, sets, paths, forms_path, memory_mb=None):
     return triples_suite(name, suite, sets, paths, forms_path, memory_mb)
 
 
-@family("toy")
+@family("toy", own={"scale": Setting(1.0, "factor on the log-probabilities the measure averages")})
 def toy_family(frame):
-    """Mean log Pl(o | c) of each fact's object over its prompts."""
+    """Mean log Pl(o | c) of each fact's object over its prompts, times its setting ``scale``."""
+    scale = frame.settings.family_settings["toy"]["scale"]
     from factprobe.metrics.common import GROUP_KEYS, average_per_fact
 
     objects = frame.cands[frame.cands["role"] == "object"][["fact_id", "entity"]].drop_duplicates()
@@ -68,6 +69,7 @@ def toy_family(frame):
         .merge(frame.ent[["prompt_id", "entity", "logpl"]], on=["prompt_id", "entity"])
         .rename(columns={"logpl": "toy_object_logpl"})
     )
+    per_prompt["toy_object_logpl"] *= scale
     return [average_per_fact(per_prompt, [], ["toy_object_logpl"])], []
 
 

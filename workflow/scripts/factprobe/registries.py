@@ -272,11 +272,14 @@ register_strategy("appropt", None, per_model=True)  # rule appropt_distractors (
 class Family:
     """A measure family: its function (callable or ``"module:attribute"``), taking the suite's
     :class:`factprobe.metrics.pipeline.SuiteFrame` and returning ``(per-fact tables, suite-level
-    tables)``, and the ``metrics`` settings it reads (a change of one reruns only its suites)."""
+    tables)``, and the ``metrics`` settings it reads (a change of one reruns only its suites).
+    ``own``: settings the family declares itself (a plugin's), name -> :class:`Setting`, set in
+    ``metrics.family_settings.<family>`` and read as ``frame.settings.family_settings[<family>]``."""
 
     name: str
     function: Callable | str
     settings: tuple[str, ...] = ()
+    own: Mapping[str, Setting] = field(default_factory=dict)
 
     def code(self) -> Callable:
         """The function, importing its module on first use."""
@@ -288,22 +291,42 @@ FAMILIES: Registry[Family] = Registry("measure family")
 
 
 def register_family(
-    name: str, function: Callable | str, settings: tuple[str, ...] = (), override: bool = False
+    name: str,
+    function: Callable | str,
+    settings: tuple[str, ...] = (),
+    override: bool = False,
+    own: Mapping[str, Any] | None = None,
 ) -> Family:
     """Add family ``name``."""
-    return FAMILIES.add(name, Family(name, function, tuple(settings)), source_of(function), override)
+    entry = Family(name, function, tuple(settings), _declared(own))
+    return FAMILIES.add(name, entry, source_of(function), override)
 
 
 def family(
-    name: str, settings: tuple[str, ...] = (), override: bool = False
+    name: str, settings: tuple[str, ...] = (), override: bool = False, own: Mapping[str, Any] | None = None
 ) -> Callable[[Callable], Callable]:
     """Decorator form of :func:`register_family`."""
 
     def add(fn: Callable) -> Callable:
-        register_family(name, fn, settings, override)
+        register_family(name, fn, settings, override, own)
         return fn
 
     return add
+
+
+def family_settings(names: list[str], given: Mapping[str, Mapping]) -> dict[str, dict]:
+    """The own settings of each family of ``names`` that declares some (defaults overridden by
+    ``given``, ``metrics.family_settings``); ``given`` naming a family without any fails."""
+    for name in given:
+        if name not in FAMILIES or not FAMILIES[name].own:
+            raise RegistryError(
+                f"measure family {name!r} declares no settings; these do: {[n for n, f in FAMILIES.items() if f.own]}"
+            )
+    return {
+        n: check_entry_settings("measure family", n, FAMILIES[n].own, given.get(n, {}))
+        for n in names
+        if n in FAMILIES and FAMILIES[n].own
+    }
 
 
 def unknown_families(names: list[str]) -> list[str]:
@@ -442,7 +465,7 @@ KINDS = {
         "needs_every_subject",
         "strategy_settings",
     ),
-    "FAMILIES": ("FAMILIES", "Family", "register_family", "family", "unknown_families"),
+    "FAMILIES": ("FAMILIES", "Family", "register_family", "family", "unknown_families", "family_settings"),
     "BACKENDS": (
         "BACKENDS",
         "register_backend",

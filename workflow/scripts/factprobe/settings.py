@@ -457,6 +457,14 @@ class Metrics:
     short_lists: str = "undefined"
     human_alignment: HumanAlignment = _default(HumanAlignment())
     overlap: Overlap = _default(Overlap())
+    # Settings a family declares itself (factprobe.registries.Family.own), by family.
+    family_settings: dict[str, dict] = _default({})
+
+    def __post_init__(self) -> None:
+        try:
+            registries.family_settings(list(self.family_settings), self.family_settings)
+        except registries.RegistryError as err:
+            raise InvalidValue("family_settings", str(err)) from None
 
 
 @dataclass(frozen=True)
@@ -793,7 +801,10 @@ def suite_metrics(cfg: Config, suite: str) -> dict:
         )
     keys = {"robustness_pair"} | {k for f in families for k in registries.FAMILIES[f].settings}
     values = plain(cfg.metrics)
-    return {"families": families, **{k: values[k] for k in sorted(keys)}}
+    out = {"families": families, **{k: values[k] for k in sorted(keys)}}
+    # Only where a family declares settings: the params of other runs stay as they were.
+    own = registries.family_settings(families, cfg.metrics.family_settings)
+    return {**out, "family_settings": own} if own else out
 
 
 def suite_template_sets(cfg: Config, suite: str) -> dict:
