@@ -64,7 +64,7 @@ _rows = rows  # former name
 
 @dataclass
 class Context:
-    """What a retriever may read for one suite (:data:`factprobe.distractors.STRATEGIES`).
+    """What a retriever may read for one suite (:data:`factprobe.registries.STRATEGIES`).
 
     ``triples`` and ``ids`` are the facts retrieved (one shard's); ``facts`` is every fact (the
     same-relation pools take them all). ``shared``: structures a strategy's ``prepare`` builds
@@ -114,7 +114,7 @@ def retrieve(
 ) -> pd.DataFrame:
     """The candidates table of one suite (see the module docstring for columns): the object rows,
     then each fact's rows of every strategy in ``settings.strategies`` order, each strategy's from
-    its retriever in :data:`factprobe.distractors.STRATEGIES`.
+    its retriever in :data:`factprobe.registries.STRATEGIES`.
 
     ``only``: the fact ids of one retrieval shard; the other facts still make the same-relation
     pools (strategy ``pool``), so a shard's rows are those of the whole run for its facts.

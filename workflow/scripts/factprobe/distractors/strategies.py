@@ -1,4 +1,4 @@
-"""The built-in retrievers of :data:`factprobe.distractors.STRATEGIES`, one per strategy.
+"""The built-in retrievers of :data:`factprobe.registries.STRATEGIES`, one per strategy.
 
 Each is called per fact as ``retriever(ctx, i, fact_id, (s, r, o))`` and returns that fact's
 candidate rows (:func:`factprobe.distractors.retrieve.rows`); the ``prepare`` functions build,

@@ -93,7 +93,7 @@ def fact_splits(fact_ids: pd.Series, facts: pd.DataFrame) -> pd.Series:
 
 @dataclass
 class SuiteFrame:
-    """What a measure family reads (:data:`factprobe.metrics.FAMILIES`): the job's inputs and
+    """What a measure family reads (:data:`factprobe.registries.FAMILIES`): the job's inputs and
     settings, and the tables every family shares (prompts of the suite's facts, object-slot
     candidates, correct objects, form scores and per-entity scores)."""
 
@@ -128,7 +128,7 @@ def compute_suite_metrics(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per-fact table, suite-level table) for one suite and model.
 
-    The suite's ``families`` run in :data:`factprobe.metrics.FAMILIES` order. Per-fact:
+    The suite's ``families`` run in :data:`factprobe.registries.FAMILIES` order. Per-fact:
     FACT_COLUMNS + ``split`` (from ``facts.split``), with the random-ranker chance of K as
     measures ``k_avg_chance``/``k_min_chance`` over the facts and sentences K averages
     (:func:`factprobe.metrics.knowledge.chance_per_prompt`); suite-level:
@@ -262,7 +262,7 @@ class Bootstrap:
 
 def headline_per_fact(per_fact: pd.DataFrame) -> pd.DataFrame:
     """The rows of a per-fact table that feed the intervals (a smaller frame): the
-    fact-level headline measures of :data:`factprobe.metrics.MEASURES` and PLAUSIBILITY's parts
+    fact-level headline measures of :data:`factprobe.measures.MEASURES` and PLAUSIBILITY's parts
     (Acc., MRR, NDCG per fact and style)."""
     return per_fact[per_fact["measure"].isin([*fact_headline(), *PLAUSIBILITY_PARTS])]
 
@@ -336,7 +336,7 @@ def leaderboard(headlines: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
 
     Input ``{suite: headline table}``; output ``BOARD_COLUMNS``: the headline rows as they are
     (value and interval from the one table) with rank 1 = best, in the direction of each
-    measure's :data:`factprobe.metrics.MEASURES` entry.
+    measure's :data:`factprobe.measures.MEASURES` entry.
     """
     rows = [table.assign(suite=suite) for suite, table in headlines.items() if len(table)]
     if not rows:

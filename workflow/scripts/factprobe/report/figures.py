@@ -22,7 +22,7 @@ DPI = 90
 
 
 def measure_axis(measure: str) -> tuple[str, str, str]:
-    """(name, unit, direction) of a measure, from its :data:`factprobe.metrics.MEASURES` entry;
+    """(name, unit, direction) of a measure, from its :data:`factprobe.measures.MEASURES` entry;
     unregistered measures keep their own name."""
     if measure not in MEASURES:
         return (measure, "value", "see the table")
