@@ -22,10 +22,10 @@ import yaml
 from factprobe import contracts, scan
 from factprobe import run_settings as R
 from factprobe import settings as S
+from factprobe.config_check import load_run
 from factprobe.distractors.appropt import appropt_distractors
 from factprobe.distractors.retrieve import load_suite_omega
 from factprobe.lm import load_model
-from factprobe.registry import load_run
 
 
 def main() -> None:

@@ -27,7 +27,7 @@ import yaml
 from pathlib import Path
 from factprobe import contracts, run_settings, settings
 from factprobe.probes.build import build_suite
-from factprobe.registry import load_run
+from factprobe.config_check import load_run
 root, suite, out, threads = {root!r}, {suite!r}, Path({out!r}), {threads}
 cfg, dumps, models = load_run(yaml.safe_load(open("config/config.yaml")), root, root + "/workflow/schemas")
 run = run_settings.resolve(cfg, {{r["dump"]: r for r in dumps}}, {{r["name"]: r for r in models}})

@@ -4,7 +4,7 @@ tests of the parse-time library: factprobe.run_settings, factprobe.run_inputs)."
 from pathlib import Path
 
 import yaml
-from factprobe.registry import read_config, read_registry, resolve_config_paths
+from factprobe.config_check import read_config, read_registry, resolve_config_paths
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = ROOT / "workflow" / "schemas"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from factprobe.registry import resolve_config_paths, resolve_dump_paths, resolve_path
+from factprobe.config_check import resolve_config_paths, resolve_dump_paths, resolve_path
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEFILE = ROOT / "workflow" / "Snakefile"

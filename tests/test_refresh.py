@@ -50,7 +50,7 @@ def test_refresh_appends_exactly_one_row(tmp_path, server):
     )
     assert not list(tmp_path.glob(".dumps.tsv.*"))  # the temporary sibling is gone
     # the workflow's own reader accepts the file
-    from factprobe.registry import read_registry
+    from factprobe.config_check import read_registry
 
     rows = read_registry(registry, ROOT / "workflow/schemas/dumps.schema.yaml", key="dump")
     assert [r["dump"] for r in rows] == ["20141201", "20190201", "20261116"]

@@ -5,6 +5,7 @@ toy family's measure reaches the summary, the leaderboard (with its direction an
 the paired comparison. No other file is touched: the config and models.tsv of the run name them.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -56,12 +57,141 @@ def test_registries_hold_the_built_in_entries_only_once():
 
 def test_unknown_backend_fails_at_start_up(tmp_path):
     """A models.tsv backend that no module registered fails before any job, naming the line."""
-    from factprobe.registry import check_models
+    from factprobe.config_check import check_models
     from factprobe.settings import ConfigError
 
     rows = [{"name": "m", "source": str(ROOT / "tests/plugins/toy_model"), "backend": "vllm", "_line": 2}]
     with pytest.raises(ConfigError, match=r"line 2 .*unknown backend 'vllm'"):
         check_models(rows, "config/models.tsv", ROOT)
+
+
+def test_a_name_registered_twice_fails_naming_both_sources():
+    """A plugin cannot silently replace a built-in: the second registration of a name fails."""
+    from factprobe.registries import STRATEGIES, Registry, RegistryError, register_strategy
+
+    def mine(ctx, i, fact_id, fact):
+        return []
+
+    with pytest.raises(RegistryError) as err:
+        register_strategy("random", mine)
+    message = str(err.value)
+    assert "'random' is registered twice" in message
+    assert "factprobe.distractors.strategies:random_rows" in message and "mine" in message
+    assert STRATEGIES["random"].retriever == "factprobe.distractors.strategies:random_rows"
+    registry = Registry("thing")
+    registry.add("a", 1, "first.py")
+    with pytest.raises(RegistryError, match=r"thing 'a' is registered twice: by first.py and by second.py"):
+        registry.add("a", 2, "second.py")
+
+
+def test_an_override_is_logged_naming_both_sources(caplog):
+    """``override=True`` replaces an entry, and the run log says which replaced which."""
+    from factprobe.measures import MEASURES
+    from factprobe.registries import Registry
+
+    with pytest.raises(ValueError, match=r"measure 'k_avg' is registered twice"):
+        MEASURES.add("k_avg", MEASURES["k_avg"], "my_plugin.py")
+    registry = Registry("measure")
+    registry.add("k_avg", "higher", "factprobe.registries")
+    with caplog.at_level("WARNING", logger="factprobe.registries"):
+        registry.add("k_avg", "lower", "my_plugin.py", override=True)
+    assert registry["k_avg"] == "lower" and registry.source("k_avg") == "my_plugin.py"
+    assert "measure 'k_avg': my_plugin.py overrides factprobe.registries" in caplog.text
+
+
+def test_importing_a_stage_package_runs_no_plugin():
+    """Plugins load when a registry is first read, not when a package is imported."""
+    code = (
+        "import sys; import factprobe.distractors, factprobe.metrics, factprobe.lm, factprobe.registries; "
+        "print(any(m.startswith('factprobe_plugin_') for m in sys.modules)); "
+        "from factprobe.registries import STRATEGIES; 'x' in STRATEGIES; "
+        "print(any(m.startswith('factprobe_plugin_') for m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=_plugin_env(), cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["False", "True"]
+
+
+def test_code_inputs_follow_the_registries_a_module_reads():
+    """A job depends on the code of the registries its modules import names of, not on every
+    entry of the light registries module: retrieval runs the strategies, not the measure
+    families; the plugin is an input of the jobs whose registries it fills."""
+    from factprobe.code_inputs import library_modules
+
+    scripts = ROOT / "workflow/scripts"
+    retrieval = library_modules(scripts / "retrieve_distractors.py", scripts)
+    assert "factprobe/distractors/strategies.py" in retrieval
+    assert "factprobe/metrics/families.py" not in retrieval
+    assert "factprobe/registries.py" not in retrieval  # followed, never listed
+    metrics = library_modules(scripts / "compute_metrics.py", scripts)
+    assert "factprobe/metrics/families.py" in metrics
+    assert "factprobe/distractors/strategies.py" not in metrics
+    for script in ("retrieve_distractors.py", "compute_metrics.py", "build_probes.py"):
+        assert str(PLUGIN) in library_modules(scripts / script, scripts, [PLUGIN])
+    extract = library_modules(scripts / "extract_dump.py", scripts, [PLUGIN])
+    assert str(PLUGIN) not in extract
+
+
+SETTING_CODE = """
+import json, yaml
+from factprobe import settings as S
+from factprobe.registries import SOURCES
+config = yaml.safe_load(open("config/config.yaml"))
+config["distractors"]["strategy_settings"] = {"toy_same_relation": {"skip": 2}}
+config["suites"]["knowledge"]["distractors"] = {"strategies": ["random", "toy_same_relation"]}
+cfg = S.load(S.Config, config)
+retrieve = S.suite_retrieve(cfg, "knowledge")
+plain = S.suite_retrieve(S.load(S.Config, yaml.safe_load(open("config/config.yaml"))), "knowledge")
+errors = []
+for bad in ({"toy_same_relation": {"skip": "two"}}, {"toy_same_relation": {"jump": 1}}, {"random": {"x": 1}}):
+    config["distractors"]["strategy_settings"] = bad
+    try:
+        S.load(S.Config, config)
+    except S.ConfigError as err:
+        errors.append(str(err))
+# A family's own setting: in the suite's metrics params, then in the frame the family reads.
+import pandas as pd
+from types import SimpleNamespace
+from factprobe.registries import FAMILIES
+config["distractors"]["strategy_settings"] = {}
+config["metrics"]["families"]["knowledge"] = ["knowledge", "toy"]
+config["metrics"]["family_settings"] = {"toy": {"scale": 2.0}}
+params = S.suite_metrics(S.load(S.Config, config), "knowledge")
+keys = dict(lang="en", verbalization="template", style="statement", shots="0")
+frame = SimpleNamespace(
+    cands=pd.DataFrame({"fact_id": ["f"], "entity": ["Q1"], "role": ["object"]}),
+    prompts=pd.DataFrame({"prompt_id": ["p"], "fact_id": ["f"], **{k: [v] for k, v in keys.items()}}),
+    ent=pd.DataFrame({"prompt_id": ["p"], "entity": ["Q1"], "logpl": [-1.5]}),
+)
+values = []
+for scale in (1.0, 2.0):
+    frame.settings = S.load(S.Metrics, {"families": {}, "family_settings": {"toy": {"scale": scale}}})
+    values.append(float(FAMILIES["toy"].code()(frame)[0][0]["value"].iloc[0]))
+print(json.dumps([retrieve.get("strategy_settings"), "strategy_settings" in plain, errors,
+                  SOURCES["toy_triples"].listed, params.get("family_settings"), values]))
+"""
+
+
+def test_a_plugin_strategy_takes_a_setting_of_its_own():
+    """The toy strategy declares ``skip``: the config sets it, it is checked against the declared
+    type, and it reaches the retriever's settings; suites without such a strategy keep their
+    params unchanged. The toy family's ``scale`` reaches the frame it reads alike. The toy source
+    format is registered beside them."""
+    out = subprocess.run(
+        [sys.executable, "-c", SETTING_CODE],
+        env={**_plugin_env(), "PYTHONPATH": str(ROOT / "workflow/scripts")},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    resolved, plain_has_key, errors, listed, family_params, values = json.loads(out.stdout)
+    assert resolved == {"toy_same_relation": {"skip": 2}} and not plain_has_key and listed
+    assert family_params == {"toy": {"scale": 2.0}} and values == [-1.5, -3.0]
+    assert "setting 'skip' is int" in errors[0] and "allowed objects passed over" in errors[0]
+    assert "has no setting(s) ['jump']" in errors[1]
+    assert "'random' declares no settings" in errors[2]
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +204,7 @@ def plugin_run(tmp_path_factory):
     config = yaml.safe_load((work / "config/config.yaml").read_text())
     knowledge = config["suites"]["knowledge"]
     knowledge.update(label_dumps=["20141201"], distractors={"strategies": ["random", "toy_same_relation"]})
+    config["distractors"]["strategy_settings"] = {"toy_same_relation": {"skip": 1}}
     config["suites"] = {"knowledge": knowledge}
     config["control"]["suites"] = []
     config["metrics"]["families"] = {"knowledge": ["knowledge", "toy"]}
@@ -81,7 +212,11 @@ def plugin_run(tmp_path_factory):
     config["report"]["bootstrap_samples"] = 50
     config["models"] = "config/models_toy.tsv"
     (work / "config/config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    source = ROOT / "tests/plugins/toy_model"
+    # prepare_model refuses a folder without weights: the toy model gets an empty safetensors file
+    # (an 8-byte header length, then the JSON header {}) beside its config.
+    source = work / "toy_model"
+    shutil.copytree(ROOT / "tests/plugins/toy_model", source)
+    (source / "model.safetensors").write_bytes((2).to_bytes(8, "little") + b"{}")
     (work / "config/models_toy.tsv").write_text(
         "name\tsource\tbackend\n" + "".join(f"{m}\t{source}\ttoy\n" for m in ("toy_a", "toy_b"))
     )
@@ -122,6 +257,9 @@ def test_toy_strategy_measure_and_backend_run_end_to_end(plugin_run):
         fact = facts.loc[row.fact_id]
         same = facts[facts["property"] == fact["property"]]["object"]
         assert row.entity in set(same) and row.entity != fact["object"]
+        # Its own setting skip: 1 reached it: the first object it could take is never taken.
+        others = sorted(set(contracts.id_ints(same)) - {contracts.id_ints(pd.Series([fact["object"]]))[0]})
+        assert contracts.id_ints(pd.Series([row.entity]))[0] != others[0]
     # Scored by the toy backend: its hash log-probabilities, for both models.
     for model in ("toy_a", "toy_b"):
         scores = pd.read_parquet(plugin_run / f"results/scores/knowledge/{model}.parquet")

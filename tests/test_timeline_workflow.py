@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from factprobe.registry import read_config
+from factprobe.config_check import read_config
 from factprobe.settings import ConfigError, check_cross_keys
 
 ROOT = Path(__file__).resolve().parents[1]

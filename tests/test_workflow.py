@@ -58,7 +58,7 @@ def test_snakemake_lint_clean():
 DEMO_JOBS = {
     # five suites: knowledge, multiprompt, plausibility, multilingual, judged
     "extract_dump": 2,
-    "sem_bags": 2,  # one part per dump: the demo dumps are far below semplan.PART_DUMP_BYTES
+    "sem_bags": 2,  # one part per dump: the demo dumps are far below sem_part_count.PART_DUMP_BYTES
     "build_sem_index": 2,
     "temporal_view": 2,
     "diff_dumps": 1,
@@ -121,7 +121,7 @@ def test_one_min_version_equal_to_the_pyproject_pin():
 
 def test_rules_import_only_the_light_settings_modules():
     """The Snakefile parses without the science stack: the rules import only
-    factprobe.settings and factprobe.registry, plus the disk-size helper; none imports
+    factprobe.settings and factprobe.config_check, plus the disk-size helper; none imports
     pandas/numpy/torch/tqdm/pyarrow (tests/unit/test_settings.py). Dumps are hashed by their
     extraction job, not while parsing."""
     sources = [ROOT / "workflow/Snakefile", *sorted((ROOT / "workflow/rules").glob("*.smk"))]
@@ -134,21 +134,24 @@ def test_rules_import_only_the_light_settings_modules():
         for p in sources
         for m in re.findall(r"^\s*from factprobe import (\w+)", p.read_text(), re.M)
     }
-    assert imported == {
-        "factprobe",
-        "factprobe.settings",
-        "factprobe.registry",
-        "factprobe.diskspace",
-        "factprobe.report",  # report.provenance: standard library only
-        "factprobe.profiles",  # the --profile/--workflow-profile check: standard library and yaml
-        "factprobe.interpreter",  # the interpreter-path check: standard library only
-        "factprobe.run_settings",  # every rule's settings resolved once: settings + registries
-        "factprobe.run_inputs",  # the choices behind the input functions: settings + registry
-        "factprobe.distractors",  # the strategy registry: standard library only
-        "factprobe.distractors.semplan",  # the Sem index's parts from the dump's size: standard library only
-        "factprobe.wikidata.resolve",  # a date row's recorded resolution path: standard library only
-        "factprobe.slurmfail",  # onerror's line per failed SLURM job: standard library only
-    }
+    assert (
+        imported
+        == {
+            "factprobe",
+            "factprobe.settings",
+            "factprobe.config_check",
+            "factprobe.diskspace",
+            "factprobe.report",  # report.provenance: standard library only
+            "factprobe.profiles",  # the --profile/--workflow-profile check: standard library and yaml
+            "factprobe.interpreter",  # the interpreter-path check: standard library only
+            "factprobe.run_settings",  # every rule's settings resolved once: settings + registries
+            "factprobe.run_inputs",  # the choices behind the input functions: settings + registries
+            "factprobe.registries",  # every extension point: standard library only
+            "factprobe.distractors.sem_part_count",  # the Sem index's parts from the dump's size: standard library only
+            "factprobe.wikidata.resolve",  # a date row's recorded resolution path: standard library only
+            "factprobe.slurmfail",  # onerror's line per failed SLURM job: standard library only
+        }
+    )
     light = "import sys, {}; print(sorted(m for m in ('pandas', 'numpy', 'torch', 'pyarrow', 'tqdm', 'duckdb') if m in sys.modules))"
     for module in imported - {"factprobe"}:
         out = subprocess.run(
@@ -160,7 +163,7 @@ def test_rules_import_only_the_light_settings_modules():
         ).stdout
         assert out.strip() == "[]", (module, out)
     assert re.search(
-        r"^from factprobe import settings as S", (ROOT / "workflow/rules/common.smk").read_text(), re.M
+        r"^from factprobe import settings  # noqa", (ROOT / "workflow/rules/common.smk").read_text(), re.M
     )
 
 

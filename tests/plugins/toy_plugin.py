@@ -3,9 +3,13 @@ library through ``FACTPROBE_PLUGINS``: tests/test_registries.py runs them
 through the workflow with no other file touched.
 
 * strategy ``toy_same_relation``: the other objects of the suite's facts of the same relation,
-  in entity-id order, that Ω(f) allows (not o, not a valid object of (s, r), same type rules);
+  in entity-id order, that Ω(f) allows (not o, not a valid object of (s, r), same type rules),
+  after the first ``skip`` of them: a setting of its own
+  (``distractors.strategy_settings.toy_same_relation.skip``);
+* source format ``toy_triples``: the ``triples`` format under another name, a new format being
+  one function and one decorator;
 * family ``toy`` with measure ``toy_object_logpl``: the mean over a fact's prompts of the object's
-  log Pl(o | c);
+  log Pl(o | c), times a setting of its own (``metrics.family_settings.toy.scale``, default 1);
 * backend ``toy``: a model without weights whose log-probabilities are a fixed hash of the text,
   so its scores are reproducible and differ from entity to entity.
 
@@ -16,10 +20,9 @@ from __future__ import annotations
 
 import hashlib
 
-from factprobe.distractors import strategy
-from factprobe.lm import backend
 from factprobe.lm.api import LM, GenerateResult, LoglikResult, TopkResult
-from factprobe.metrics import family, register_measure
+from factprobe.measures import register_measure
+from factprobe.registries import Setting, backend, family, source_format, strategy
 
 
 def _hash_unit(text: str) -> float:
@@ -27,9 +30,12 @@ def _hash_unit(text: str) -> float:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big") / 2**64
 
 
-@strategy("toy_same_relation")
+@strategy(
+    "toy_same_relation", settings={"skip": Setting(0, "allowed objects passed over before the first kept")}
+)
 def same_relation(ctx, i, fact_id, fact):
-    """Objects of the suite's other facts of relation r that Ω(f) allows, by entity id."""
+    """Objects of the suite's other facts of relation r that Ω(f) allows, by entity id, after
+    the first ``skip``."""
     from factprobe.contracts import id_ints
     from factprobe.distractors.retrieve import rows
 
@@ -38,12 +44,22 @@ def same_relation(ctx, i, fact_id, fact):
     mine = facts[id_ints(facts["property"]) == r]
     objects = sorted(set(id_ints(mine["object"]).tolist()) - {o})
     allowed = list(ctx.omega.filter(s, r, o, objects))
-    return rows(fact_id, allowed[: ctx.settings.n], "toy_same_relation", side="object")
+    skip = ctx.settings.strategy_settings["toy_same_relation"]["skip"]
+    return rows(fact_id, allowed[skip : skip + ctx.settings.n], "toy_same_relation", side="object")
 
 
-@family("toy")
+@source_format("toy_triples", listed=True)
+def toy_triples(name, suite, sets, paths, forms_path, memory_mb=None):
+    """The facts listed in ``source.path``, as format ``triples`` reads them."""
+    from factprobe.probes.listed import triples_suite
+
+    return triples_suite(name, suite, sets, paths, forms_path, memory_mb)
+
+
+@family("toy", own={"scale": Setting(1.0, "factor on the log-probabilities the measure averages")})
 def toy_family(frame):
-    """Mean log Pl(o | c) of each fact's object over its prompts."""
+    """Mean log Pl(o | c) of each fact's object over its prompts, times its setting ``scale``."""
+    scale = frame.settings.family_settings["toy"]["scale"]
     from factprobe.metrics.common import GROUP_KEYS, average_per_fact
 
     objects = frame.cands[frame.cands["role"] == "object"][["fact_id", "entity"]].drop_duplicates()
@@ -53,6 +69,7 @@ def toy_family(frame):
         .merge(frame.ent[["prompt_id", "entity", "logpl"]], on=["prompt_id", "entity"])
         .rename(columns={"logpl": "toy_object_logpl"})
     )
+    per_prompt["toy_object_logpl"] *= scale
     return [average_per_fact(per_prompt, [], ["toy_object_logpl"])], []
 
 

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pandas as pd
 from factprobe import contracts
+from factprobe.config_check import read_registry
 from factprobe.diff.single_value import read_list
 from factprobe.metrics.meta import read_human_scores
 from factprobe.probes.importers import read_triples
-from factprobe.registry import read_registry
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "workflow/schemas"

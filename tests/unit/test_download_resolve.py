@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from dump_server import DEMO, DumpServer
-from factprobe.registry import ConfigError, check_dumps, read_registry
+from factprobe.config_check import ConfigError, check_dumps, read_registry
 from factprobe.wikidata import resolve as R
 from factprobe.wikidata.download import ChecksumError, download
 

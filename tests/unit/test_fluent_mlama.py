@@ -15,9 +15,10 @@ from factprobe import contracts
 from factprobe.metrics.common import conform_dataset_table, correct_entities, entity_scores
 from factprobe.metrics.pipeline import summarize
 from factprobe.metrics.ranking import ranking_per_fact, table1
-from factprobe.probes.build import build_suite, load_template_set
+from factprobe.probes.build import build_suite
 from factprobe.probes.fluent import FluentError, import_fluent_mlama
 from factprobe.probes.importers import import_mpararel
+from factprobe.probes.suite_plan import load_template_set
 from factprobe.probes.templates import TemplateError
 from factprobe.settings import TemplateSet
 

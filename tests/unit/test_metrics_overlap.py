@@ -261,7 +261,7 @@ def test_encoder_row_is_prepared_not_scored():
 
     import yaml
     from factprobe import run_settings as R
-    from factprobe.registry import read_config, read_registry, resolve_config_paths
+    from factprobe.config_check import read_config, read_registry, resolve_config_paths
 
     root = Path(__file__).resolve().parents[2]
     schemas = root / "workflow" / "schemas"

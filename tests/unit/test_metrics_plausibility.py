@@ -532,7 +532,7 @@ def test_model_cutoff_setting_comes_from_models_tsv_else_the_suite():
 
     import yaml
     from factprobe import settings as S
-    from factprobe.registry import read_config
+    from factprobe.config_check import read_config
 
     root = Path(__file__).resolve().parents[2]
     raw = yaml.safe_load((root / "config/config.yaml").read_text())

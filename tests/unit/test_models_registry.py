@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from factprobe.registry import ConfigError, check_models, read_registry
+from factprobe.config_check import ConfigError, check_models, read_registry
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "workflow" / "schemas" / "models.schema.yaml"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from factprobe.registry import check_dumps, read_config, read_registry
+from factprobe.config_check import check_dumps, read_config, read_registry
 from factprobe.settings import check_cross_keys
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -179,7 +179,7 @@ def test_relation_at_a_time_candidates_are_the_whole_suites(demo_tables, tmp_pat
     """build_suite reads one relation at a time: the candidates of each relation,
     put together, are candidate_facts over every relation at once from whole pandas tables."""
     from factprobe import contracts, scan
-    from factprobe.probes.build import relation_candidates
+    from factprobe.probes.fact_candidates import relation_candidates
     from factprobe.probes.select import candidate_facts, item_sitelinks, labelled_entities, truthy_claims
 
     dump, rels = "20190201", ["P17", "P36", "P47", "P530"]
@@ -223,7 +223,7 @@ def test_candidate_parts_filter_by_the_diff_and_s_prime_as_the_whole_relation(de
     the whole relation from pandas tables."""
     from factprobe import contracts, scan
     from factprobe.diff.temporal import with_temporal_distractors
-    from factprobe.probes.build import relation_candidate_parts
+    from factprobe.probes.fact_candidates import relation_candidate_parts
     from factprobe.probes.select import candidate_facts, item_sitelinks, labelled_entities, truthy_claims
 
     dump, rel = "20190201", "P47"
@@ -303,7 +303,7 @@ def test_parts_in_forked_processes_give_the_one_process_suite(demo_tables, tmp_p
     out of id order) and 3 processes, every sampler and filter gives the bytes of one process
     with the whole relation in one part: relation strata, popularity bins with S′ (temporal
     pairs), the plausibility diff filter and a demonstration pool."""
-    import factprobe.probes.build as build_module
+    import factprobe.probes.fact_candidates as candidates_module
 
     dump = "20190201"
     claims, entities = (str(demo_tables[dump] / f"{t}.parquet") for t in ("claims", "entities"))
@@ -353,7 +353,7 @@ def test_parts_in_forked_processes_give_the_one_process_suite(demo_tables, tmp_p
         suite = {"dump": dump, "templates": {"styles": ["statement"]}, **suites[name]}
         args = (claims, entities, labels, str(changes), temporal)
         facts, prompts, forms = build_suite(name, suite, SETS, *args, threads=threads)
-        out = tmp_path / f"{name}-{threads}-{build_module.PART_ROWS}"
+        out = tmp_path / f"{name}-{threads}-{candidates_module.PART_ROWS}"
         out.mkdir()
         for table, frame in (("facts", facts), ("prompts", prompts), ("forms", forms)):
             write_frame(frame, out / f"{table}.parquet")
@@ -362,9 +362,9 @@ def test_parts_in_forked_processes_give_the_one_process_suite(demo_tables, tmp_p
     for name in suites:
         one, n_facts = run(name, 1)
         assert n_facts >= 3, name
-        monkeypatch.setattr(build_module, "PART_ROWS", 20)
+        monkeypatch.setattr(candidates_module, "PART_ROWS", 20)
         forked, _ = run(name, 3)
-        monkeypatch.setattr(build_module, "PART_ROWS", 250_000)
+        monkeypatch.setattr(candidates_module, "PART_ROWS", 250_000)
         for table in ("facts", "prompts", "forms"):
             assert (forked / f"{table}.parquet").read_bytes() == (one / f"{table}.parquet").read_bytes(), (
                 name,

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from factprobe.registry import ConfigError, validate_config
+from factprobe.config_check import ConfigError, validate_config
 from factprobe.settings import Config, check_cross_keys, load
 
 ROOT = Path(__file__).resolve().parents[2]

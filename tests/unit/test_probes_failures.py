@@ -122,7 +122,7 @@ def test_missing_relations_setting_is_validated(value, ok):
     import copy
 
     import yaml
-    from factprobe.registry import ConfigError, validate_config
+    from factprobe.config_check import ConfigError, validate_config
 
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     config = copy.deepcopy(config)

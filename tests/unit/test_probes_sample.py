@@ -199,7 +199,7 @@ def test_popularity_bins_gets_the_objects_sitelinks_with_each_part(demo_tables, 
     with no entities file to read draws what ``weighted_sample`` draws over the whole population
     with ln(1 + subject) + ln(1 + object sitelinks) computed here."""
     from factprobe import scan
-    from factprobe.probes.build import relation_candidate_parts
+    from factprobe.probes.fact_candidates import relation_candidate_parts
 
     dump = "20190201"
     paths = {t: str(demo_tables[dump] / f"{t}.parquet") for t in ("claims", "entities")}

@@ -148,7 +148,7 @@ def test_models_say_which_end_token_was_scored(tmp_path):
 def test_config_hash_does_not_depend_on_where_the_clone_is(tmp_path):
     """A config run from outside the clone (--directory, a module): bundled paths resolve to
     absolute paths inside the clone; the hash is of what the user configured."""
-    from factprobe.registry import resolve_config_paths
+    from factprobe.config_check import resolve_config_paths
     from factprobe.report.provenance import as_configured, run_provenance
 
     raw = {

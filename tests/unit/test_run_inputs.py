@@ -224,7 +224,7 @@ def test_release_only_suites_read_no_dump_and_are_not_translated():
     Ω tables) and are not translated; the template suite built from the dump is both."""
     import yaml
     from demo_config import SCHEMAS as schemas
-    from factprobe.registry import read_config, resolve_config_paths
+    from factprobe.config_check import read_config, resolve_config_paths
 
     raw = yaml.safe_load((ROOT / "config" / "papers" / "fluent-mlama.yaml").read_text())
     cfg = read_config(resolve_config_paths(raw, ROOT), schemas / "config.schema.yaml")

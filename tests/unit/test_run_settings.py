@@ -95,7 +95,7 @@ def test_load_run_validates_config_dumps_and_models_together(tmp_path):
     """registry.load_run: what common.smk validates at parse time, in one call; a suite on a dump
     that is not enabled fails naming the config source."""
     import pytest
-    from factprobe.registry import load_run
+    from factprobe.config_check import load_run
     from factprobe.settings import ConfigError
 
     raw = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 from factprobe import settings as S
-from factprobe.registry import ConfigError, library_modules, load_config_schema, read_config
+from factprobe.config_check import ConfigError, library_modules, load_config_schema, read_config
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "workflow" / "schemas"
@@ -174,7 +174,7 @@ def test_library_modules_follow_imports_transitively():
 
 def test_settings_and_registry_import_no_science_stack():
     code = (
-        "import sys; import factprobe.settings, factprobe.registry, factprobe.wikidata.download, "
+        "import sys; import factprobe.settings, factprobe.config_check, factprobe.wikidata.download, "
         "factprobe.diskspace, factprobe.report.provenance; "
         "print(sorted(m for m in ('pandas', 'numpy', 'torch', 'tqdm', 'pyarrow') if m in sys.modules))"
     )

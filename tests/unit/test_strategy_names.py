@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from factprobe.registry import read_config
+from factprobe.config_check import read_config
 from factprobe.settings import ConfigError, Retrieve
 
 ROOT = Path(__file__).resolve().parents[2]

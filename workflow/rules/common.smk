@@ -20,13 +20,13 @@ WORKFLOW_ROOT = Path(_HERE).resolve().parents[1]
 SCRIPTS = WORKFLOW_ROOT / "workflow" / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 # Only the light settings/registry modules (stdlib, pyyaml, jsonschema): parsing needs no science stack.
-from factprobe import run_inputs as I  # noqa: E402
-from factprobe import run_settings as R  # noqa: E402
-from factprobe import settings as S  # noqa: E402
-from factprobe import distractors as D  # noqa: E402 (strategy registry)
-from factprobe.registry import config_source, load_run, resolve_path  # noqa: E402
+from factprobe import run_inputs  # noqa: E402
+from factprobe import run_settings  # noqa: E402
+from factprobe import settings  # noqa: E402
+from factprobe import registries  # noqa: E402 (every extension point)
+from factprobe.config_check import config_source, load_run, resolve_path  # noqa: E402
 from factprobe.diskspace import input_scaled, input_size_mb  # noqa: E402
-from factprobe.distractors.semplan import dump_parts  # noqa: E402
+from factprobe.distractors.sem_part_count import dump_parts  # noqa: E402
 from factprobe.profiles import profile_mix_here  # noqa: E402
 
 SCHEMAS = WORKFLOW_ROOT / "workflow" / "schemas"
@@ -50,19 +50,23 @@ MODEL_ROWS = {row["name"]: row for row in MODELS}
 SUITES = CFG.suites
 MULTILINGUAL_SUITES = [s for s, block in SUITES.items() if block.kind == "multilingual"]
 # Multilingual suites the translate stage verbalizes (not a release's own sentences).
-TRANSLATED_SUITES = R.translated_suites(CFG)
+TRANSLATED_SUITES = run_settings.translated_suites(CFG)
 # Suites that read the Fluent-mLAMA release alone: no download, extraction or translation.
-RELEASE_ONLY = R.release_only_suites(CFG)
+RELEASE_ONLY = run_settings.release_only_suites(CFG)
 # Suites imported from a released benchmark (rule import_released) vs built from the dump
 # (build_probes + retrieve_distractors): disjoint wildcard constraints pick the rule.
-RELEASED_SUITES = R.suite_pattern(R.released_suites(CFG), "no-released-suite")
-BUILT_SUITES = R.suite_pattern(R.built_suites(CFG), "no-built-suite")
+RELEASED_SUITES = run_settings.suite_pattern(
+    run_settings.released_suites(CFG), "no-released-suite"
+)
+BUILT_SUITES = run_settings.suite_pattern(
+    run_settings.built_suites(CFG), "no-built-suite"
+)
 # One list for every consumer of the encoding rule: scoring, ApprOpt, control training.
 NO_SPACE_LANGUAGES = CFG.scoring.no_space_languages
 
 # Settings resolved once in the library (factprobe.run_settings, tested in Python) and handed
 # to rules as plain dicts with lookup(): RUN.<field>, a few under names of their own.
-RUN = R.resolve(CFG, DUMP_ROWS, MODEL_ROWS)
+RUN = run_settings.resolve(CFG, DUMP_ROWS, MODEL_ROWS)
 SCORE_MODELS = RUN.score_models
 DISTRACTOR_SETTINGS = RUN.distractors
 RETRIEVE_SETTINGS = RUN.retrieve
@@ -81,7 +85,7 @@ probes_runtime = input_scaled("runtime", 0.2, 30, "build_probes")
 
 
 def sem_parts_of(wildcards):
-    """Parts of the dump's semantic index: one per semplan.PART_DUMP_BYTES of
+    """Parts of the dump's semantic index: one per sem_part_count.PART_DUMP_BYTES of
     its file (in place or downloaded; 1 while not downloaded yet), so that a sem_bags job counts
     a bounded number of non-zeros."""
     return dump_parts(dump_file(wildcards))
@@ -98,7 +102,7 @@ retrieve_mem_mb = input_scaled("mem_mb", 4, 2000, "retrieve_distractors", 64000)
 def retrieve_shard_mem_mb(wildcards, input, attempt=1):
     """A retrieval shard's slice of one job's state (run_settings.retrieve_shard_factor)."""
     strategies = DISTRACTOR_SETTINGS[wildcards.suite]["strategies"]
-    per_mb = R.retrieve_shard_factor(strategies, CFG.distractors.shards)
+    per_mb = run_settings.retrieve_shard_factor(strategies, CFG.distractors.shards)
     scaled = input_scaled("mem_mb", per_mb, 2000, "retrieve_shard", 64000)
     return scaled(wildcards, input, attempt)
 
@@ -119,7 +123,7 @@ wildcard_constraints:
 
 def library(script):
     """Every factprobe module ``script`` imports (factprobe.run_inputs.library_inputs)."""
-    return I.library_inputs(script, SCRIPTS, Path.cwd())
+    return run_inputs.library_inputs(script, SCRIPTS, Path.cwd())
 
 
 def bundled(path):
@@ -131,29 +135,31 @@ def model_folder(suite, model):
     """The folder a job loads ``model`` from: the suite's trained control model, or the folder
     rule prepare_model made from the models.tsv row (jobs never read a source directly).
     """
-    control = I.is_control(MODEL_ROWS[model])
+    control = run_inputs.is_control(MODEL_ROWS[model])
     out = rules.train_control if control else rules.prepare_model
     return out.output.model.format(suite=suite, model=model)
 
 
 def translate_inputs(wildcards):
     folder = functools.partial(model_folder, wildcards.suite)
-    return I.translating_models(CFG, RUN.mt_rows, folder)
+    return run_inputs.translating_models(CFG, RUN.mt_rows, folder)
 
 
 def model_source_files(wildcards):
-    return I.model_source_files(MODEL_ROWS[wildcards.model])
+    return run_inputs.model_source_files(MODEL_ROWS[wildcards.model])
 
 
 # --- download / extract / diff -----------------------------------------------------------
 
 
 def dump_file(wildcards):
-    return I.dump_file(DUMP_ROWS[wildcards.dump], rules.download_dump.output.dump)
+    return run_inputs.dump_file(
+        DUMP_ROWS[wildcards.dump], rules.download_dump.output.dump
+    )
 
 
 def local_dump_checksum(wildcards):
-    return I.local_dump_checksum(DUMP_ROWS[wildcards.dump])
+    return run_inputs.local_dump_checksum(DUMP_ROWS[wildcards.dump])
 
 
 def extract_exclude_params():
@@ -165,15 +171,15 @@ def extract_exclude_params():
 def extract_table(name, dump):
     """Path of extraction table ``name`` of a registered ``dump``."""
     template = getattr(rules.extract_dump.output, name)
-    return I.extract_path(template, dump, DUMP_ROWS, CFG.dumps)
+    return run_inputs.extract_path(template, dump, DUMP_ROWS, CFG.dumps)
 
 
 def diff_inputs(wildcards):
-    return I.diff_inputs(CFG, wildcards.old, wildcards.new, extract_table)
+    return run_inputs.diff_inputs(CFG, wildcards.old, wildcards.new, extract_table)
 
 
 def temporal_earlier(wildcards):
-    dumps = I.earlier_dumps(ENABLED, wildcards.dump)
+    dumps = run_inputs.earlier_dumps(ENABLED, wildcards.dump)
     return [extract_table("claims", d) for d in dumps]
 
 
@@ -182,32 +188,32 @@ def temporal_earlier(wildcards):
 
 def suite_dumps(suite):
     """Dumps whose labels and types a suite reads: ``label_dumps``, else its dump (+ diff_old)."""
-    return S.suite_dumps(SUITES[suite])
+    return settings.suite_dumps(SUITES[suite])
 
 
 def released_inputs(wildcards):
     lib = library("import_released.py")
-    return I.released_inputs(CFG, wildcards.suite, extract_table, lib)
+    return run_inputs.released_inputs(CFG, wildcards.suite, extract_table, lib)
 
 
 def probe_inputs(wildcards):
     paths = rules.diff_dumps.output.changes, rules.temporal_view.output.temporal
     args = CFG, wildcards.suite, RUN.template_sets, extract_table
     only = wildcards.suite in RELEASE_ONLY
-    files = I.probe_inputs(*args, library("build_probes.py"), *paths, release_only=only)
-    return {**files, **I.timeline_inputs(CFG, wildcards.suite, ENABLED, paths[0])}
+    files = run_inputs.probe_inputs(*args, library("build_probes.py"), *paths, release_only=only)
+    return {**files, **run_inputs.timeline_inputs(CFG, wildcards.suite, ENABLED, paths[0])}
 
 
 # --- distractors -------------------------------------------------------------------------
 
 
 def uses_appropt(suite):
-    return D.needs(DISTRACTOR_SETTINGS[suite]["strategies"], "per_model")
+    return registries.needs(DISTRACTOR_SETTINGS[suite]["strategies"], "per_model")
 
 
 def omega_inputs(suite):
     probes = rules.build_probes.output
-    return I.omega_inputs(CFG, suite, probes, extract_table, suite in RELEASE_ONLY)
+    return run_inputs.omega_inputs(CFG, suite, probes, extract_table, suite in RELEASE_ONLY)
 
 
 def sem_index_types(wildcards):
@@ -230,33 +236,35 @@ def retrieve_inputs(wildcards):
         return retrieve_shard_inputs(wildcards)
     facts, lib = rules.build_probes.output.facts, library("retrieve_distractors.py")
     out, shards = rules.retrieve_shard.output, CFG.distractors.shards
-    return I.retrieve_gather_inputs(wildcards.suite, shards, facts, out, lib)
+    return run_inputs.retrieve_gather_inputs(wildcards.suite, shards, facts, out, lib)
 
 
 def retrieve_shard_inputs(wildcards):
-    settings = DISTRACTOR_SETTINGS[wildcards.suite]
+    retrieve = DISTRACTOR_SETTINGS[wildcards.suite]
     paths = rules.build_sem_index.output.index, rules.temporal_view.output.temporal
     omega, lib = omega_inputs(wildcards.suite), library("retrieve_distractors.py")
     prepared = rules.prepare_retrieval.output.prepared
     shards = CFG.distractors.shards
-    return I.retrieve_job_inputs(
-        settings,
+    return run_inputs.retrieve_job_inputs(
+        retrieve,
         omega,
         lib,
         *paths,
         (
             None
             if wildcards.suite in RELEASE_ONLY
-            else I.shard_prepared(wildcards.suite, shards, prepared)
+            else run_inputs.shard_prepared(wildcards.suite, shards, prepared)
         ),
     )
 
 
 def prepare_retrieval_inputs(wildcards):
     """The Ω tables of a sharded suite's preparation, and its index where Sem searches exactly."""
-    settings = RETRIEVE_SETTINGS[wildcards.suite]
+    retrieve = RETRIEVE_SETTINGS[wildcards.suite]
     index, lib = rules.build_sem_index.output.index, library("prepare_retrieval.py")
-    return I.prepare_inputs(settings, omega_inputs(wildcards.suite), lib, index)
+    return run_inputs.prepare_inputs(
+        retrieve, omega_inputs(wildcards.suite), lib, index
+    )
 
 
 def appropt_inputs(wildcards):
@@ -362,7 +370,9 @@ def metrics_inputs(wildcards):
     if SUITES[suite].generate:
         out = rules.generate_suite.output.generations
         files["generations"] = out.format(suite=suite, model=model)
-    encoder = I.needs_encoder(CFG, RUN.metrics[suite]["families"], RUN.model_params)
+    encoder = run_inputs.needs_encoder(
+        CFG, RUN.metrics[suite]["families"], RUN.model_params
+    )
     if encoder:  # BERTScore's encoder named by a models.tsv row: its prepared folder
         files["encoder"] = rules.prepare_model.output.model.format(model=encoder)
     return files
@@ -378,7 +388,7 @@ def suite_metric_tables(wildcards):
 
 
 def human_file(wildcards):
-    return I.human_file(CFG, wildcards.suite)
+    return run_inputs.human_file(CFG, wildcards.suite)
 
 
 def robustness_per_fact(wildcards):
@@ -403,12 +413,12 @@ def report_provenance():
     from factprobe.report import provenance as P
     from factprobe.wikidata.resolve import record_paths
 
-    used = R.dumps_read_by(CFG, SUITES)
+    used = run_settings.dumps_read_by(CFG, SUITES)
     records = record_paths(DUMP_ROWS, rules.download_dump.output.dump)
     roots = [Path.cwd(), WORKFLOW_ROOT]
     dumps = P.dump_records(DUMP_ROWS, used, roots, records)
     return P.run_provenance(
-        WORKFLOW_ROOT, S.plain(CFG), RUN.suite_params, SCORE_MODELS, dumps
+        WORKFLOW_ROOT, settings.plain(CFG), RUN.suite_params, SCORE_MODELS, dumps
     )
 
 
@@ -417,10 +427,10 @@ def report_inputs(wildcards):
     control_check tables and trained folders (provenance)."""
     name = CFG.report.control_model
     suites = list(SUITES)
-    checked = I.report_control_suites(CFG, SCORE_MODELS)
-    trained = I.report_control_model_suites(CFG, SCORE_MODELS, MODEL_ROWS)
-    extracted = R.dumps_read_by(
-        CFG, [s for s in R.built_suites(CFG) if s not in RELEASE_ONLY]
+    checked = run_inputs.report_control_suites(CFG, SCORE_MODELS)
+    trained = run_inputs.report_control_model_suites(CFG, SCORE_MODELS, MODEL_ROWS)
+    extracted = run_settings.dumps_read_by(
+        CFG, [s for s in run_settings.built_suites(CFG) if s not in RELEASE_ONLY]
     )
     return {
         "board": rules.leaderboard.output.board,

@@ -2,7 +2,7 @@
 # (docs/contracts.md); input functions in common.smk.
 
 
-# The semantic index in parts (factprobe.distractors.semparts): each sem_bags
+# The semantic index in parts (factprobe.distractors.sem_index_parts): each sem_bags
 # job counts the bags of the entities of one part (entity hash), build_sem_index merges them
 # with the dump's IDF into the index retrieval maps.
 rule sem_bags:
@@ -60,7 +60,7 @@ rule build_sem_index:
 
 # distractors.shards > 1: what every shard of a suite would read or build whole - the types and
 # forms of its entities and of the members of their types, and the exact-Sem type slices -
-# written once, memory-mapped by the shards (factprobe.distractors.retrieve.prepare_universe).
+# written once, memory-mapped by the shards (factprobe.distractors.retrieval_inputs.prepare_universe).
 rule prepare_retrieval:
     input:
         unpack(prepare_retrieval_inputs),

@@ -113,7 +113,7 @@ rule leaderboard:
 
 
 # Timeline suites (suites.<s>.timeline): per-slice curves and each model's effective cut-off.
-TIMELINE = I.timeline_params(CFG)
+TIMELINE = run_inputs.timeline_params(CFG)
 TIMELINE_TARGETS = expand("results/metrics/{suite}/timeline.csv", suite=list(TIMELINE))
 TIMELINE_PROFILES = expand(
     "results/metrics/{suite}/timeline_profile.csv", suite=list(TIMELINE)
@@ -155,7 +155,7 @@ rule timeline:
 # (metrics.human_alignment.path) or, without one, a listed suite's own `source: triples` file
 # with scores (as the reference's human-score file); the project ships no annotation data.
 HUMAN = CFG.metrics.human_alignment
-HUMAN_SUITES = I.human_suites(CFG)
+HUMAN_SUITES = run_inputs.human_suites(CFG)
 HUMAN_TARGETS = expand(
     "results/metrics/{suite}/human_alignment.csv", suite=HUMAN_SUITES
 )
@@ -164,7 +164,7 @@ HUMAN_CURVE_TARGETS = expand(
 )
 # §4.3 Table 4: each verbalization-pairs suite under the fold-best configurations of the first
 # human-alignment suite's Table 3.
-ROBUSTNESS_SUITES = I.robustness_suites(CFG, HUMAN_SUITES)
+ROBUSTNESS_SUITES = run_inputs.robustness_suites(CFG, HUMAN_SUITES)
 ROBUSTNESS_TARGETS = expand(
     "results/metrics/{suite}/robustness.csv", suite=ROBUSTNESS_SUITES
 )
@@ -224,6 +224,6 @@ rule robustness_table:
         "../../environment.yml"
     params:
         models=SCORE_MODELS,
-        pair=I.ROBUSTNESS_PAIR,
+        pair=run_inputs.ROBUSTNESS_PAIR,
     script:
         "../scripts/robustness_table.py"

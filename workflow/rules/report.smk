@@ -27,12 +27,14 @@ rule render_report:
         "../../environment.yml"
     params:
         suites=list(SUITES),
-        control_suites=I.report_control_suites(CFG, SCORE_MODELS),
-        settings=S.plain(CFG.report),
+        control_suites=run_inputs.report_control_suites(CFG, SCORE_MODELS),
+        settings=settings.plain(CFG.report),
         provenance=report_provenance(),
         model_rows={m: RUN.model_params[m] for m in SCORE_MODELS},
         # Written when a hub/local model is prepared; read if present (models.tsv row otherwise).
         manifests={m: f"resources/models/{m}/manifest.json" for m in SCORE_MODELS},
-        control_dir_suites=I.report_control_model_suites(CFG, SCORE_MODELS, MODEL_ROWS),
+        control_dir_suites=run_inputs.report_control_model_suites(
+            CFG, SCORE_MODELS, MODEL_ROWS
+        ),
     script:
         "../scripts/render_report.py"

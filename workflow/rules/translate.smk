@@ -39,7 +39,7 @@ rule translate_prompts:
         mem_mb=8000,
         runtime=120,
     params:
-        settings=S.plain(TRANSLATE),
+        settings=settings.plain(TRANSLATE),
         llm=RUN.model_params.get(TRANSLATE_LLM, {}),
         mt_rows=RUN.mt_rows,
         no_space=NO_SPACE_LANGUAGES,

@@ -8,7 +8,8 @@ import numpy as np
 import torch
 from factprobe import contracts, scan
 from factprobe.distractors.appropt import appropt_distractors
-from factprobe.distractors.retrieve import forms_of_candidates, load_suite_omega
+from factprobe.distractors.retrieval_inputs import load_suite_omega
+from factprobe.distractors.retrieve import forms_of_candidates
 from factprobe.lm import load_model
 from factprobe.rulelog import rule_logger
 

@@ -1,13 +1,13 @@
 """Rule script prepare_retrieval: the types and forms every retrieval shard of a suite reads,
 written once in the layout Ω searches, and the relations' statements where co-occurrence counts
-them (distractors.retrieve.prepare_universe of the library)."""
+them (distractors.retrieval_inputs.prepare_universe of the library)."""
 
 import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 from factprobe import io, scan
-from factprobe.distractors.retrieve import prepare_universe
+from factprobe.distractors.retrieval_inputs import prepare_universe
 from factprobe.rulelog import log_resident, rule_logger
 
 log = rule_logger(snakemake)

@@ -9,19 +9,16 @@ import sys
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 from factprobe import contracts, scan
-from factprobe.distractors import needs
-from factprobe.distractors.retrieve import (
-    forms_of_candidates,
-    gather_shards,
+from factprobe.distractors.retrieval_inputs import (
     load_suite_omega,
     prepared_index,
     resident_split_mb,
-    retrieve,
-    shard_plan,
     suite_cooccurrence,
 )
-from factprobe.distractors.semantic import load_index
+from factprobe.distractors.retrieve import forms_of_candidates, gather_shards, retrieve, shard_plan
+from factprobe.distractors.sem_index import load_index
 from factprobe.distractors.temporal import past_of_facts
+from factprobe.registries import needs
 from factprobe.rulelog import log_resident, rule_logger
 from factprobe.settings import Retrieve, load
 

@@ -7,11 +7,13 @@ inputs, so editing one plans exactly the jobs that run it and what is downstream
 ways the library names code without importing it:
 
 * registry entries given as ``"factprobe.module:attribute"`` strings (also as an f-string over a
-  module-level constant, ``f"{_BUILTIN}:random_rows"``), imported when first used;
+  module-level constant, ``f"{_STRATEGY}:random_rows"``), imported when first used; those of
+  :mod:`factprobe.registries` count per registry, for the modules that import one of its names
+  (``from factprobe.registries import needs`` runs the strategies' code, not the measures');
 * a package's PEP 562 table ``_LAZY`` (``{"HFCausalLM": "hf"}``): ``from factprobe.lm import
   HFCausalLM`` runs ``factprobe/lm/hf.py``;
 * plugin modules (``FACTPROBE_PLUGINS``, :mod:`factprobe.plugins`): a plugin is an input of the
-  rules whose code reaches a registry it imports from (``from factprobe.distractors import
+  rules whose code reaches a registry it imports from (``from factprobe.registries import
   strategy`` makes it an input of the retrieval rules), and its own ``factprobe`` imports are
   followed like a script's.
 
@@ -24,14 +26,30 @@ import ast
 import os
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 #: Modules left out of library inputs: their values reach jobs as params, which Snakemake
 #: tracks itself (config/README.md, section "When jobs rerun"). Their imports are not followed
 #: either: they read every registry while parsing, which no job's code does through them.
-NOT_CODE_INPUTS = ("factprobe/settings.py", "factprobe/registry.py")
+NOT_CODE_INPUTS = ("factprobe/settings.py", "factprobe/config_check.py")
+#: The registries module: followed, never listed (like a package ``__init__``); its references
+#: are counted per registry, in the modules that import its names (:func:`_registry_table`).
+REGISTRIES = "factprobe.registries"
 
 _REFERENCE = re.compile(r"^(factprobe(?:\.\w+)+):\w+$")
+
+
+class Names(NamedTuple):
+    """What one module names as code (:func:`_references`)."""
+
+    #: ``(dotted name, uses its attributes)`` of every import.
+    imports: list[tuple[str, bool]]
+    #: Registry references (``"factprobe.module"`` of a ``"module:attribute"`` string).
+    references: list[str]
+    #: The registries of :mod:`factprobe.registries` whose names it imports.
+    kinds: set[str]
 
 
 def _module_file(root: Path, module: str) -> Path | None:
@@ -87,58 +105,115 @@ def _string(node: ast.AST, constants: Mapping[str, str]) -> str | None:
     return None
 
 
+@lru_cache(maxsize=8)
+def _registry_table(path: Path) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """``(name -> registry, registry -> references)`` of the registries module: its ``KINDS``
+    table, and the references of its module-level ``register_*(...)`` calls, by the registry
+    the called function fills."""
+    tree = ast.parse(path.read_text(), str(path))
+    kinds: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "KINDS" for t in node.targets
+        ):
+            kinds = {name: kind for kind, names in ast.literal_eval(node.value).items() for name in names}
+    constants = _constants(tree)
+    references: dict[str, list[str]] = {}
+    for node in tree.body:
+        call = node.value if isinstance(node, ast.Expr) else None
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name) or call.func.id not in kinds:
+            continue
+        for inner in ast.walk(call):
+            value = _string(inner, constants)
+            match = _REFERENCE.match(value) if value else None
+            if match:
+                references.setdefault(kinds[call.func.id], []).append(match.group(1))
+    return kinds, references
+
+
 def _package(path: Path, root: Path) -> str:
     """The dotted package a module file sits in (relative imports resolve against it)."""
     return ".".join(path.relative_to(root).parent.parts) if path.is_relative_to(root) else ""
 
 
-def _references(path: Path, root: Path) -> tuple[list[tuple[str, bool]], list[str]]:
+def _registry_names(root: Path, names: list[str] | None) -> tuple[list[str], set[str]]:
+    """The references and registries that importing ``names`` from the registries module brings
+    (``None``: the module itself, every registry)."""
+    path = _module_file(root, REGISTRIES)
+    if path is None:
+        return [], set()
+    table, references = _registry_table(path)
+    kinds = (
+        set(references) | set(table.values()) if names is None else {table[n] for n in names if n in table}
+    )
+    return [ref for kind in sorted(kinds) for ref in references.get(kind, [])], kinds
+
+
+def _import_from(node: ast.ImportFrom, package: str, root: Path, names: Names) -> None:
+    """Add what one ``from ... import ...`` names to ``names``."""
+    base = node.module or ""
+    if node.level:
+        parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+        base = ".".join([*parts, base] if base else parts)
+    if not base.startswith("factprobe"):
+        return
+    submodules = [a.name for a in node.names if _module_file(root, f"{base}.{a.name}") is not None]
+    attributes = [a.name for a in node.names if a.name not in submodules]
+    names.imports.append((base, bool(attributes)))
+    names.imports.extend((f"{base}.{name}", True) for name in submodules)
+    if base == REGISTRIES or f"{base}.{node.names[0].name}" == REGISTRIES:
+        references, kinds = _registry_names(root, attributes if base == REGISTRIES else None)
+        names.references.extend(references)
+        names.kinds.update(kinds)
+    init = _module_file(root, base)
+    if attributes and init is not None and init.name == "__init__.py":
+        lazy = _lazy_table(ast.parse(init.read_text(), str(init)))
+        names.imports.extend((f"{base}.{lazy[name]}", True) for name in attributes if name in lazy)
+
+
+def _references(path: Path, root: Path) -> Names:
     """What a module names as code: ``(dotted name, uses its attributes)`` of every import (a
-    package reached only for a submodule, ``from factprobe.distractors import semantic``, does not
-    use its registry), and the registry references it holds (see the module docstring)."""
+    package reached only for a submodule, ``from factprobe.distractors import sem_index``, does not
+    use its attributes), the registry references it holds or imports (see the module docstring),
+    and the registries it imports from. The registries module's own references count in its
+    importers only."""
     tree = ast.parse(path.read_text(), str(path))
     constants = _constants(tree)
     package = _package(path, root)
-    imports: list[tuple[str, bool]] = []
-    references: list[str] = []
+    names = Names([], [], set())
+    own = path == _module_file(root, REGISTRIES)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            imports += [(alias.name, True) for alias in node.names]
+            names.imports.extend((alias.name, True) for alias in node.names)
+            if any(alias.name == REGISTRIES for alias in node.names):
+                references, kinds = _registry_names(root, None)
+                names.references.extend(references)
+                names.kinds.update(kinds)
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*parts, base] if base else parts)
-            if not base.startswith("factprobe"):
-                continue
-            submodules = [a.name for a in node.names if _module_file(root, f"{base}.{a.name}") is not None]
-            attributes = [a.name for a in node.names if a.name not in submodules]
-            imports.append((base, bool(attributes)))
-            imports += [(f"{base}.{name}", True) for name in submodules]
-            init = _module_file(root, base)
-            if attributes and init is not None and init.name == "__init__.py":
-                lazy = _lazy_table(ast.parse(init.read_text(), str(init)))
-                imports += [(f"{base}.{lazy[name]}", True) for name in attributes if name in lazy]
-        else:
+            _import_from(node, package, root, names)
+        elif not own:
             value = _string(node, constants)
             match = _REFERENCE.match(value) if value else None
             if match:
-                references.append(match.group(1))
-    return imports, references
+                names.references.append(match.group(1))
+    return names
 
 
-def _reach(starts: Iterable[Path], root: Path) -> dict[Path, bool]:
+def _reach(starts: Iterable[Path], root: Path) -> tuple[dict[Path, bool], set[str]]:
     """Every ``factprobe`` module file reached from ``starts``, with whether its attributes are
-    used: such a module is followed whole, a package reached for a submodule only through its
-    import statements."""
+    used (such a module is followed whole, a package reached for a submodule only through its
+    import statements), and the registries whose names they import."""
     used: dict[Path, bool] = {}
+    kinds: set[str] = set()
     todo = [(Path(start), True) for start in starts]
     while todo:
         path, whole = todo.pop()
         if path.is_relative_to(root) and str(path.relative_to(root)) in NOT_CODE_INPUTS:
             continue
-        imports, references = _references(path, root)
-        names = imports + ([(name, True) for name in references] if whole else [])
+        found_names = _references(path, root)
+        if whole:
+            kinds |= found_names.kinds
+        names = found_names.imports + ([(name, True) for name in found_names.references] if whole else [])
         for name, uses in names:
             if name.split(".")[0] != "factprobe":
                 continue
@@ -146,7 +221,7 @@ def _reach(starts: Iterable[Path], root: Path) -> dict[Path, bool]:
             if found is not None and (found not in used or (uses and not used[found])):
                 used[found] = used.get(found, False) or uses
                 todo.append((found, uses))
-    return used
+    return used, kinds
 
 
 def plugin_files(environ: Mapping[str, str] | None = None, root: Path | None = None) -> list[Path]:
@@ -180,14 +255,14 @@ def library_modules(script: str | Path, root: str | Path, plugins: Iterable[str 
     the script reaches, with the library modules it reaches in turn. Package ``__init__`` files and
     :data:`NOT_CODE_INPUTS` are left out."""
     root = Path(root)
-    seen = _reach([Path(script)], root)
+    seen, kinds = _reach([Path(script)], root)
     extra: list[str] = []
     for plugin in plugins:
         plugin = Path(plugin)
-        mine = _reach([plugin], root)
-        registries = [p for p, uses in mine.items() if uses and p.name == "__init__.py"]
-        if any(seen.get(p) for p in registries):
+        mine, filled = _reach([plugin], root)
+        if kinds & filled:
             seen.update(mine)
             extra.append(str(plugin))
-    files = (str(p.relative_to(root)) for p in seen if p.name != "__init__.py")
+    registries = _module_file(root, REGISTRIES)
+    files = (str(p.relative_to(root)) for p in seen if p.name != "__init__.py" and p != registries)
     return sorted(f for f in files if f not in NOT_CODE_INPUTS) + extra

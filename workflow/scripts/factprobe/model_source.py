@@ -1,5 +1,5 @@
 """Where a ``config/models.tsv`` row's weights come from: the ``source`` cell classified.
-Standard library only: ``factprobe.registry`` checks every row with it while the
+Standard library only: ``factprobe.config_check`` checks every row with it while the
 Snakefile is parsed, and :mod:`factprobe.scoring.prepare` fetches what it names.
 
 Sources (docs/models.md): a hub id ``org/name``; a local model directory;

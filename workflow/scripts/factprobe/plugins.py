@@ -2,9 +2,9 @@
 adds a distractor strategy, a measure or a model backend.
 
 ``FACTPROBE_PLUGINS`` lists modules, separated by commas: dotted names importable from
-``sys.path`` or paths of ``.py`` files. Each is imported once, after the registries it may
-fill exist (:data:`factprobe.distractors.STRATEGIES`, :data:`factprobe.metrics.MEASURES`,
-:data:`factprobe.lm.BACKENDS`), and registers its entries with their decorators. Snakemake's
+``sys.path`` or paths of ``.py`` files. Each is imported once, when a registry of
+:mod:`factprobe.registries` is first read (not when a package is imported), and registers its
+entries with their decorators. Snakemake's
 jobs inherit the environment, so parse time and every rule script see the same entries.
 Standard library only: the registries are read while the Snakefile is parsed.
 """
@@ -40,13 +40,9 @@ def _import(name: str) -> None:
 def load_plugins(environ: dict[str, str] | None = None) -> list[str]:
     """Import every module of ``FACTPROBE_PLUGINS`` not imported yet; returns the names given.
 
-    The three registries are imported first (a registry that is importing itself is already in
-    ``sys.modules`` with its decorators defined), so a plugin may fill any of them."""
+    Called by every read of a registry (:class:`factprobe.registries.Registry`): a name is marked
+    before its import, so a plugin that reads a registry while importing does not import itself."""
     names = [n.strip() for n in (environ or os.environ).get(ENV, "").split(",") if n.strip()]
-    if not names:
-        return names
-    for registry in ("factprobe.distractors", "factprobe.metrics", "factprobe.lm"):
-        importlib.import_module(registry)
     for name in names:
         if name not in _loaded:
             _loaded.add(name)

@@ -13,15 +13,13 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from factprobe import distractors as D  # the strategy registry: standard library only
+from factprobe import registries
 from factprobe import settings as S
 from factprobe.code_inputs import library_modules, plugin_files
 from factprobe.settings import Config
 
 #: Extensions of a dump file, longest first (a ``.json.gz`` is not a ``.json``).
 DUMP_EXTS = ("json.bz2", "json.gz", "json")
-#: Listed-facts formats whose file is an input of build_probes (where it exists).
-LISTED_FORMATS = ("triples", "verbalization-pairs", "myriadlama")
 
 
 def dump_ext(name: str) -> str:
@@ -145,7 +143,7 @@ def listed_source(cfg: Config, suite: str) -> dict[str, str]:
     """A listed-facts file as input ``source`` where it exists (edits rerun the suite); a missing
     one fails build_probes with an error naming it, so paper configs plan without the data."""
     source = cfg.suites[suite].source
-    if source.format in LISTED_FORMATS and os.path.exists(source.path):
+    if source.listed and os.path.exists(source.path):
         return {"source": source.path}
     return {}
 
@@ -263,12 +261,12 @@ def retrieve_job_inputs(
 ) -> dict:
     """One retrieval job's (or shard's) inputs: the Ω tables, plus the dump's semantic index
     (``index``, ``{dump}``) and temporal view (``temporal``) where a strategy of the suite needs them
-    (``distractors.STRATEGIES``), and a shard's suite preparation (``prepared``, rule
+    (``registries.STRATEGIES``), and a shard's suite preparation (``prepared``, rule
     prepare_retrieval; None for one job)."""
     files = {**omega, "lib": lib}
-    if D.needs(settings["strategies"], "index"):
+    if registries.needs(settings["strategies"], "index"):
         files["index"] = index.format(dump=settings["dump"])
-    if D.needs(settings["strategies"], "temporal"):
+    if registries.needs(settings["strategies"], "temporal"):
         files["temporal"] = temporal.format(dump=settings["dump"])
     if prepared is not None:
         files["prepared"] = prepared
@@ -288,10 +286,12 @@ def prepare_inputs(settings: Mapping, omega: dict, lib: list[str], index: str) -
     suite's relations or Ω holds every subject of them (subject side, relation pools): it then
     saves those statements once for all the shards. And the dump's semantic index when Sem
     searches exactly (it saves the type slices of the suite's objects' types)."""
-    claims = D.needs(settings["strategies"], "statements") or D.needs_every_subject(settings)
+    claims = registries.needs(settings["strategies"], "statements") or registries.needs_every_subject(
+        settings
+    )
     files = {k: v for k, v in omega.items() if k != "claims" or claims}
     files["lib"] = lib
-    if D.needs(settings["strategies"], "index") and settings.get("search") == "exact":
+    if registries.needs(settings["strategies"], "index") and settings.get("search") == "exact":
         files["index"] = index.format(dump=settings["dump"])
     return files
 

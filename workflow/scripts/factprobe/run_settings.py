@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from factprobe import distractors as D  # the strategy registry: standard library only
+from factprobe import registries
 from factprobe import settings as S
 from factprobe.settings import Config
 
@@ -154,7 +154,7 @@ def searches_hnsw(cfg: Config, dump: str) -> bool:
     return any(
         r["search"] == "hnsw" and r["dump"] == dump
         for r in (S.suite_retrieve(cfg, s) for s in cfg.suites)
-        if D.needs(r["strategies"], "index")
+        if registries.needs(r["strategies"], "index")
     )
 
 
@@ -170,7 +170,7 @@ def retrieve_shard_factor(strategies: list[str], shards: int, per_mb: float = 4.
     slice of the state, ``RETRIEVE_SHARED + (1 - RETRIEVE_SHARED) / shards`` (a
     shard holds the statements of its own subjects). Strategies that read their relations'
     statements whole (co-occurrence, ``needs: statements``) do so in every shard: no division."""
-    shared = 1.0 if D.needs(strategies, "statements") else RETRIEVE_SHARED
+    shared = 1.0 if registries.needs(strategies, "statements") else RETRIEVE_SHARED
     return per_mb * (shared + (1 - shared) / shards)
 
 

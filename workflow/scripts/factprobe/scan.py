@@ -242,7 +242,7 @@ def scan_truthy_tables(
     (:func:`labelled_ids`' rule in ``languages``), the subject's ``sitelinks`` and the object's
     ``o_sitelinks`` (:func:`sitelinks_of`; null without an item row), as Arrow tables in parts
     that never split a (property, subject) pair: a caller that hands them to other processes
-    converts them there (``probes.build.part_tasks``). The entities file is read once
+    converts them there (``probes.fact_candidates.part_tasks``). The entities file is read once
     per call, for subjects and objects together: a sampler that needs the objects' popularity
     (``popularity_bins``) must not read it again per part.
 
@@ -274,6 +274,16 @@ def scan_truthy_tables(
         ORDER BY t.property, t.subject, t.object
         """
     ).to_arrow_reader(max(1, int(part_rows)))
+    buffered, rows = yield from _whole_pair_parts(reader, part_rows)
+    _drop_valid_tables(cur)
+    cur.close()
+    if rows:
+        yield pa.Table.from_batches(buffered)
+
+
+def _whole_pair_parts(reader, part_rows: int):
+    """Tables of about ``part_rows`` rows of a (property, subject)-ordered stream, each cut
+    before its last (property, subject); returns what is left, ``(batches, rows)``."""
     buffered: list[pa.RecordBatch] = []
     rows = 0
     for batch in reader:
@@ -290,10 +300,7 @@ def scan_truthy_tables(
             yield table.slice(0, cut)
         rest = table.slice(cut)
         buffered, rows = rest.to_batches(), rest.num_rows
-    _drop_valid_tables(cur)
-    cur.close()
-    if rows:
-        yield pa.Table.from_batches(buffered)
+    return buffered, rows
 
 
 def _valid_tables(con, claims_path, ranks, relations, subjects, objects) -> None:

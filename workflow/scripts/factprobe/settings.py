@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from factprobe import distractors, metrics  # the strategy and measure registries: standard library only
+from factprobe import registries  # every extension point: standard library only
 
 KINDS = ("knowledge", "multiprompt", "plausibility", "multilingual")
 
@@ -41,11 +41,11 @@ class InvalidValue(ConfigError):
 def check_strategy_names(key: str, names: list[str] | None) -> None:
     """Every name in ``names`` is a registered distractor strategy (per-model ones included),
     checked where the list is written, whether or not a suite uses it."""
-    bad = distractors.unknown(list(names)) if names is not None else []
+    bad = registries.unknown(list(names)) if names is not None else []
     if bad:
         raise InvalidValue(
             key,
-            f"unknown distractor strategy name(s) {bad}; valid names: {distractors.choices()} "
+            f"unknown distractor strategy name(s) {bad}; valid names: {registries.choices()} "
             "(temp is the former name of temp+sem)",
         )
 
@@ -207,10 +207,22 @@ class SuiteSource:
     months: list[str] = _default([])
     verbalizations: list[str] = _default(["template", "gt", "chatgpt"])
 
+    def __post_init__(self) -> None:
+        # The source-format registry is the only list (factprobe.registries.SOURCES).
+        try:
+            registries.source_entry(self.format, "format")
+        except registries.RegistryError as err:
+            raise InvalidValue("format", str(err)) from None
+
     @property
     def imported(self) -> bool:
         """Probes and candidates come whole from the release (rule import_released)."""
-        return self.format == "probelm"
+        return registries.SOURCES[self.format].imported
+
+    @property
+    def listed(self) -> bool:
+        """The facts are listed in the file ``path`` (an input of build_probes)."""
+        return registries.SOURCES[self.format].listed
 
     def files(self) -> list[str]:
         """The released PRobELM files read (Snakemake inputs): the months' data files, then
@@ -332,9 +344,15 @@ class Distractors:
     sem: Sem = _default(Sem())
     appropt: Appropt = _default(Appropt())
     temporal: Temporal = _default(Temporal())
+    # Settings a strategy declares itself (factprobe.registries.Strategy.settings), by strategy.
+    strategy_settings: dict[str, dict] = _default({})
 
     def __post_init__(self) -> None:
         check_strategy_names("strategies", self.strategies)
+        try:
+            registries.strategy_settings(list(self.strategy_settings), self.strategy_settings)
+        except registries.RegistryError as err:
+            raise InvalidValue("strategy_settings", str(err)) from None
 
 
 @dataclass(frozen=True)
@@ -356,16 +374,18 @@ class Retrieve:
     pool_source: str = "relation"
     # pool_source dataset on a Fluent-mLAMA release suite: the release the string pools come from.
     dataset: str = ""
+    # The own settings of the strategies that declare some (registries.strategy_settings).
+    strategy_settings: dict[str, dict] = _default({})
 
     def __post_init__(self) -> None:
-        # The strategy registry is the only list (factprobe.distractors.STRATEGIES); ``temp`` is
+        # The strategy registry is the only list (factprobe.registries.STRATEGIES); ``temp`` is
         # the former name of the Temp+Sem list (distractors paper §3.3).
-        object.__setattr__(self, "strategies", distractors.canonical(self.strategies))
-        bad = distractors.unknown(self.strategies, per_model=False)
+        object.__setattr__(self, "strategies", registries.canonical(self.strategies))
+        bad = registries.unknown(self.strategies, per_model=False)
         if bad:
             raise ConfigError(
-                f"unknown distractor strategies {bad}; retrieval runs {distractors.choices(per_model=False)}, "
-                f"and the per-model ones {distractors.choices(per_model=True)} run in their own rule"
+                f"unknown distractor strategies {bad}; retrieval runs {registries.choices(per_model=False)}, "
+                f"and the per-model ones {registries.choices(per_model=True)} run in their own rule"
             )
 
 
@@ -460,6 +480,14 @@ class Metrics:
     short_lists: str = "undefined"
     human_alignment: HumanAlignment = _default(HumanAlignment())
     overlap: Overlap = _default(Overlap())
+    # Settings a family declares itself (factprobe.registries.Family.own), by family.
+    family_settings: dict[str, dict] = _default({})
+
+    def __post_init__(self) -> None:
+        try:
+            registries.family_settings(list(self.family_settings), self.family_settings)
+        except registries.RegistryError as err:
+            raise InvalidValue("family_settings", str(err)) from None
 
 
 @dataclass(frozen=True)
@@ -623,7 +651,7 @@ def suite_retrieve(cfg: Config, suite: str) -> dict:
     """Every setting the retrieve_distractors job of ``suite`` reads (``Retrieve`` as a dict)."""
     section, own = cfg.distractors, suite_distractors(cfg, suite)
     # Per-model strategies (ApprOpt) run in their own rule, not in retrieval.
-    own["strategies"] = [s for s in own["strategies"] if not distractors.needs([s], "per_model")]
+    own["strategies"] = [s for s in own["strategies"] if not registries.needs([s], "per_model")]
     resolved = Retrieve(
         **own,
         cooccur_n=section.cooccur.n,
@@ -633,8 +661,13 @@ def suite_retrieve(cfg: Config, suite: str) -> dict:
         ef_search=section.sem.hnsw.ef_search,
         temporal_earlier_dump=section.temporal.earlier_dump,
         dataset=_pool_dataset(cfg, suite, own["pool_source"]),
+        strategy_settings=registries.strategy_settings(own["strategies"], section.strategy_settings),
     )
-    return plain(resolved)
+    params = plain(resolved)
+    # Left out when no strategy declares settings: the params of existing runs stay as they were.
+    if not params["strategy_settings"]:
+        del params["strategy_settings"]
+    return params
 
 
 def _pool_dataset(cfg: Config, suite: str, pool_source: str) -> str:
@@ -737,10 +770,10 @@ def sem_index_rows(cfg: Config, dump: str) -> dict:
     type_dumps: set[str] = set()
     for name, suite in cfg.suites.items():
         retrieve = suite_retrieve(cfg, name)
-        if str(retrieve["dump"]) != str(dump) or not distractors.needs(retrieve["strategies"], "index"):
+        if str(retrieve["dump"]) != str(dump) or not registries.needs(retrieve["strategies"], "index"):
             continue
         # A listed-facts suite with its relations named bounds the index like a dump-built one.
-        listed = suite.source.format in ("triples", "verbalization-pairs") and suite.relations
+        listed = suite.source.listed and suite.relations
         if suite.source.format != "dump" and not listed:
             return {"relations": None, "type_dumps": []}
         relations |= set(suite.relations)
@@ -755,7 +788,7 @@ def suite_dumps(suite: Suite) -> list[str]:
 
 
 def sem_index(cfg: Config) -> dict:
-    """Keyword arguments of ``semantic.build_index`` (``distractors.sem``)."""
+    """Keyword arguments of ``sem_index.build_index`` (``distractors.sem``)."""
     sem = cfg.distractors.sem
     return {
         "weighting": sem.weighting,
@@ -782,16 +815,19 @@ def suite_metrics(cfg: Config, suite: str) -> dict:
     """The ``metrics`` keys the suite's families read (+ robustness_pair, read by every suite):
     a change of e.g. ``belief_bins`` reruns only suites with a BELIEF family."""
     families = suite_families(cfg, suite)
-    # What each family reads: its factprobe.metrics.FAMILIES entry (the registry of families).
-    unknown = metrics.unknown_families(families)
+    # What each family reads: its factprobe.registries.FAMILIES entry (the registry of families).
+    unknown = registries.unknown_families(families)
     if unknown:
         raise ConfigError(
             f"metrics.families.{cfg.suites[suite].kind}: unknown families {unknown}; "
-            f"choose from {list(metrics.FAMILIES)}"
+            f"choose from {list(registries.FAMILIES)}"
         )
-    keys = {"robustness_pair"} | {k for f in families for k in metrics.FAMILIES[f].settings}
+    keys = {"robustness_pair"} | {k for f in families for k in registries.FAMILIES[f].settings}
     values = plain(cfg.metrics)
-    return {"families": families, **{k: values[k] for k in sorted(keys)}}
+    out = {"families": families, **{k: values[k] for k in sorted(keys)}}
+    # Only where a family declares settings: the params of other runs stay as they were.
+    own = registries.family_settings(families, cfg.metrics.family_settings)
+    return {**out, "family_settings": own} if own else out
 
 
 def suite_template_sets(cfg: Config, suite: str) -> dict:

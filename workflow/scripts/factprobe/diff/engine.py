@@ -133,6 +133,8 @@ def triples_sql(
     one, and among several, the one valid at its dump date, then the latest end, then start.
     ``best_rank`` (old, new) False skips the best-rank filter of a dump known to hold a single
     non-deprecated rank (see :func:`_single_rank`), where it keeps every statement anyway.
+
+    Over 60 lines: one SQL statement, built in the order DuckDB runs it.
     """
     sv = sorted({int(x) for x in single_value})
     # A literal IN list is far cheaper than a semi-join on every claim.
@@ -295,6 +297,37 @@ def n_partitions(rows: int, rows_per_partition: int) -> int:
     return max(1, math.ceil(rows / max(1, rows_per_partition)))
 
 
+def _require_tables(inputs: DiffInputs) -> None:
+    """Fail naming the first extraction table of either dump that does not exist."""
+    for path in (inputs.old_claims, inputs.new_claims, inputs.old_entities, inputs.new_entities):
+        if not Path(path).exists():
+            raise FileNotFoundError(
+                f"{path}: missing extraction table; run the extract_dump rule for this dump"
+            )
+
+
+def _create_work_tables(con, inputs: DiffInputs, created: bool) -> None:
+    """The diff's temporary tables: the subjects that are placeholders new in the new dump, and
+    the per-bucket counts of rules and replacements."""
+    old_e = _entity_sql(inputs.old_entities, created)
+    new_e = _entity_sql(inputs.new_entities, created)
+    con.execute(
+        f"CREATE TEMP TABLE ph_new AS SELECT id FROM ({_subjects_sql(old_e, new_e, inputs.t_old)}) WHERE ph_new"
+    )
+    con.execute("CREATE TEMP TABLE stats (property INTEGER, rule_id TINYINT, n BIGINT)")
+    con.execute("CREATE TEMP TABLE replace_n (property INTEGER, n BIGINT)")
+
+
+def _read_stats(con) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(rows per property, status and rule; replacements per property)`` summed over the buckets."""
+    stats = con.execute(
+        f"SELECT property, {sql_list(RULE_STATUSES)}[rule_id + 1] AS status, "
+        f"{sql_list(RULE_NAMES)}[rule_id + 1] AS rule, sum(n)::BIGINT AS n FROM stats GROUP BY ALL"
+    ).df()
+    replace = con.execute("SELECT property, sum(n)::BIGINT AS n FROM replace_n GROUP BY ALL").df()
+    return stats, replace
+
+
 def diff_claims(
     inputs: DiffInputs,
     single_value: Iterable[int],
@@ -312,11 +345,7 @@ def diff_claims(
     as in WikiFactDiff. Row order in the output is unspecified (parallel execution).
     """
     result = DiffResult()
-    for path in (inputs.old_claims, inputs.new_claims, inputs.old_entities, inputs.new_entities):
-        if not Path(path).exists():
-            raise FileNotFoundError(
-                f"{path}: missing extraction table; run the extract_dump rule for this dump"
-            )
+    _require_tables(inputs)
     result.rows_in = sum(pq.ParquetFile(p).metadata.num_rows for p in (inputs.old_claims, inputs.new_claims))
     result.partitions = n_partitions(result.rows_in, rows_per_partition)
     work = Path(tempfile.mkdtemp(prefix="factprobe-diff-", dir=temp_dir))
@@ -325,17 +354,10 @@ def diff_claims(
         writer_mb = max(128, memory_mb // 8)
         con = connect(threads, max(256, memory_mb - writer_mb), work / "spill", keep_order=False)
         created = _check_inputs(con, inputs)
-        old_e = _entity_sql(inputs.old_entities, created)
-        new_e = _entity_sql(inputs.new_entities, created)
-        con.execute(
-            f"CREATE TEMP TABLE ph_new AS SELECT id FROM ({_subjects_sql(old_e, new_e, inputs.t_old)}) WHERE ph_new"
-        )
-        con.execute("CREATE TEMP TABLE stats (property INTEGER, rule_id TINYINT, n BIGINT)")
-        con.execute("CREATE TEMP TABLE replace_n (property INTEGER, n BIGINT)")
+        _create_work_tables(con, inputs, created)
         best_rank = (not _single_rank(inputs.old_claims), not _single_rank(inputs.new_claims))
         triples = triples_sql(inputs.t_old, inputs.t_new, single_value, best_rank)
         others = others_sql(inputs.t_old, inputs.t_new, obj_ph_new=created)
-        output = output_sql()
         buckets, result.bucketing = _buckets(con, inputs, created, result.partitions, work)
         result.partitions = len(buckets)
         cols = ", ".join(f'"{c}"' for c in contracts.columns("changes"))
@@ -343,15 +365,11 @@ def diff_claims(
         def readers() -> Iterator[pa.RecordBatchReader]:
             for k, bucket in enumerate(tqdm(buckets, desc="diff buckets", disable=len(buckets) == 1)):
                 _prepare_bucket(con, bucket, (triples, others), inputs.t_old)
-                yield query_reader(con, f"SELECT {cols} FROM ({output})")
+                yield query_reader(con, f"SELECT {cols} FROM ({output_sql()})")
                 log.info("diff bucket %d/%d done", k + 1, len(buckets))
 
         copy_stream(readers(), changes_path, PARQUET, writer_mb)
-        stats = con.execute(
-            f"SELECT property, {sql_list(RULE_STATUSES)}[rule_id + 1] AS status, "
-            f"{sql_list(RULE_NAMES)}[rule_id + 1] AS rule, sum(n)::BIGINT AS n FROM stats GROUP BY ALL"
-        ).df()
-        replace = con.execute("SELECT property, sum(n)::BIGINT AS n FROM replace_n GROUP BY ALL").df()
+        stats, replace = _read_stats(con)
         con.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)

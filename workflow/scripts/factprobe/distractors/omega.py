@@ -170,7 +170,7 @@ class Omega:
         """Ω over types and forms already in the layout ``__init__`` builds (``(ids, starts,
         values)`` by entity and by type; ``forms`` sorted by ``id``; ``form_ids`` its distinct
         ids), e.g. memory-mapped from a retrieval preparation (:func:`factprobe.distractors.
-        retrieve.prepare_universe`): nothing is sorted or copied, so a shard reads only the
+        retrieval_inputs.prepare_universe`): nothing is sorted or copied, so a shard reads only the
         pages of the entities it asks about. ``valid``: statements, or their
         :func:`valid_arrays` (a preparation's, mapped)."""
         omega = cls.__new__(cls)
@@ -178,7 +178,7 @@ class Omega:
         omega._by_id, omega._by_type = by_id, by_type
         omega._forms = (forms["id"].to_numpy(), forms["form"].combine_chunks(), {})
         omega._form_ids = form_ids
-        # A preparation's valid statements come already sorted (retrieve.map_valid).
+        # A preparation's valid statements come already sorted (retrieval_inputs.map_valid).
         omega._valid = valid if isinstance(valid, tuple) else valid_arrays(valid)
         omega.dump_objects = None
         return omega

@@ -1,4 +1,4 @@
-"""The built-in retrievers of :data:`factprobe.distractors.STRATEGIES`, one per strategy.
+"""The built-in retrievers of :data:`factprobe.registries.STRATEGIES`, one per strategy.
 
 Each is called per fact as ``retriever(ctx, i, fact_id, (s, r, o))`` and returns that fact's
 candidate rows (:func:`factprobe.distractors.retrieve.rows`); the ``prepare`` functions build,
@@ -19,8 +19,9 @@ from factprobe.distractors.pool import (
 )
 from factprobe.distractors.pool import relation_pools as _relation_pools
 from factprobe.distractors.random import random_distractors
-from factprobe.distractors.retrieve import SEM_LIST_FACTOR, Context, rows
-from factprobe.distractors.semantic import sem_distractors
+from factprobe.distractors.retrieval_inputs import SEM_LIST_FACTOR
+from factprobe.distractors.retrieve import Context, rows
+from factprobe.distractors.sem_search import sem_distractors
 from factprobe.distractors.temporal import temp_sem
 from factprobe.parallel import cpu_clock
 

@@ -100,6 +100,18 @@ def subject_swaps(
     rows = pd.concat([true, swapped], ignore_index=True)
     if rows.empty:
         return contracts.empty("subject_swaps")
+    rows = _swapped_texts(rows)
+    log.info(
+        "%d subject-swap prompts of %d prompts (PROBELM Algorithm 1)",
+        len(rows),
+        p["group_prompt_id"].nunique(),
+    )
+    return rows
+
+
+def _swapped_texts(rows: pd.DataFrame) -> pd.DataFrame:
+    """Each row's prompt with its subject form (first occurrence) replaced by ``form``, one row
+    per (group, subject, form), with its swap prompt id, in the columns of ``subject_swaps``."""
     rows["text"] = [
         text.replace(subject, form, 1)
         for text, subject, form in zip(rows["text"], rows["subject_form"], rows["form"], strict=True)
@@ -114,9 +126,4 @@ def subject_swaps(
     for col in cols:
         if col not in rows.columns:
             rows[col] = None  # a prompts column the suite's prompts lack (hand-made tables)
-    log.info(
-        "%d subject-swap prompts of %d prompts (PROBELM Algorithm 1)",
-        len(rows),
-        p["group_prompt_id"].nunique(),
-    )
     return rows[cols]

@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -345,6 +345,45 @@ def check_end_text(doc: dict, tokenizer, end_token: str, where: str) -> None:
         )
 
 
+def _sample_records(path: str | os.PathLike, tokenizer, end_token: str) -> Iterator[tuple]:
+    """One record per choice of each doc of one ``--log_samples`` file: (prompt_id, entity, form,
+    logprob, fact_id, lang, query, choice); a line that is not such a sample fails naming it."""
+    with open(path, encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{line_no}"
+            try:
+                sample = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{where}: not a JSON line ({exc})") from exc
+            doc = sample.get("doc") or {}
+            missing = [
+                k for k in ("prompt_id", "query", "choices", "choice_entity", "choice_form") if k not in doc
+            ]
+            if missing:
+                raise ValueError(
+                    f"{where}: doc lacks {missing}; is this the samples file of a factprobe export "
+                    "(lm_eval --log_samples on a task written by `snakemake export`)?"
+                )
+            check_end_text(doc, tokenizer, end_token, where)
+            lps = _choice_logprobs(sample, where)
+            if len(lps) != len(doc["choices"]):
+                raise ValueError(f"{where}: {len(lps)} log-likelihoods for {len(doc['choices'])} choices")
+            for i, lp in enumerate(lps):
+                entity, form, choice = doc["choice_entity"][i], doc["choice_form"][i], doc["choices"][i]
+                yield (
+                    doc["prompt_id"],
+                    entity,
+                    form,
+                    lp,
+                    doc.get("fact_id", ""),
+                    doc.get("lang", ""),
+                    doc["query"],
+                    choice,
+                )
+
+
 def read_samples(paths: Iterable[str | os.PathLike], tokenizer, end_token: str = "") -> pd.DataFrame:
     """The score table (docs/contracts.md) of lm-eval ``--log_samples`` files of exported tasks.
 
@@ -356,45 +395,7 @@ def read_samples(paths: Iterable[str | os.PathLike], tokenizer, end_token: str =
     """
     from factprobe.lm.encoding import tokenize_pairs
 
-    records = []
-    for path in paths:
-        with open(path, encoding="utf-8") as handle:
-            for line_no, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                where = f"{path}:{line_no}"
-                try:
-                    sample = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{where}: not a JSON line ({exc})") from exc
-                doc = sample.get("doc") or {}
-                missing = [
-                    k
-                    for k in ("prompt_id", "query", "choices", "choice_entity", "choice_form")
-                    if k not in doc
-                ]
-                if missing:
-                    raise ValueError(
-                        f"{where}: doc lacks {missing}; is this the samples file of a factprobe export "
-                        "(lm_eval --log_samples on a task written by `snakemake export`)?"
-                    )
-                check_end_text(doc, tokenizer, end_token, where)
-                lps = _choice_logprobs(sample, where)
-                if len(lps) != len(doc["choices"]):
-                    raise ValueError(f"{where}: {len(lps)} log-likelihoods for {len(doc['choices'])} choices")
-                for i, lp in enumerate(lps):
-                    records.append(
-                        (
-                            doc["prompt_id"],
-                            doc["choice_entity"][i],
-                            doc["choice_form"][i],
-                            lp,
-                            doc.get("fact_id", ""),
-                            doc.get("lang", ""),
-                            doc["query"],
-                            doc["choices"][i],
-                        )
-                    )
+    records = [record for path in paths for record in _sample_records(path, tokenizer, end_token)]
     cols = ["prompt_id", "entity", "form", "logprob", "fact_id", "lang", "query", "choice"]
     frame = pd.DataFrame(records, columns=cols)
     if frame.empty:

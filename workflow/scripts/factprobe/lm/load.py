@@ -53,7 +53,7 @@ class ModelSpec:
 
 
 def spec_from_row(row: dict[str, Any]) -> ModelSpec:
-    """Build a :class:`ModelSpec` from a registry row as read by ``factprobe.registry.read_registry``."""
+    """Build a :class:`ModelSpec` from a registry row as read by ``factprobe.config_check.read_registry``."""
     return ModelSpec(
         name=str(row["name"]),
         source=str(row["source"]),

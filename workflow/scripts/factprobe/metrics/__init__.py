@@ -1,291 +1,32 @@
-"""factprobe.metrics: the registries of measure families and measures (issue 25 item 1).
+"""factprobe.metrics: the measure families (:mod:`.families`) and the tables they write.
 
-:data:`FAMILIES` (name -> the function that computes the family's tables, and the ``metrics``
-settings it reads) is what ``metrics.families`` chooses from per suite kind;
-:data:`MEASURES` (name -> family, paper section, ``higher_is_better``, chance level, display
-label, whether it heads the leaderboard) is the one place the summary, leaderboard, paired
-comparison and report read a measure's direction and wording from.
-
-A family's function takes the suite's :class:`factprobe.metrics.pipeline.SuiteFrame` and returns
-``(per-fact tables, suite-level tables)``. Built-in entries name their functions as
-``"module:attribute"``, imported on first use: this module is standard-library only, since
-``factprobe.settings`` reads it while the Snakefile is parsed. New ones: ``@family("name")`` on
-the function and one :func:`register_measure` line per measure (a plugin:
-:mod:`factprobe.plugins`).
+The registries of families and measures live in :mod:`factprobe.registries` and
+:mod:`factprobe.measures` (standard library only, read while the Snakefile is parsed); their
+names are re-exported here for plugins written against this package (``from factprobe.metrics import family, register_measure``).
 """
 
-from __future__ import annotations
-
-import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
-
-
-@dataclass(frozen=True)
-class Family:
-    """A measure family: its function (callable or ``"module:attribute"``) and the ``metrics``
-    settings it reads (a change of one reruns only the suites with the family)."""
-
-    name: str
-    function: Callable | str
-    settings: tuple[str, ...] = ()
-
-    def load(self) -> Callable:
-        if isinstance(self.function, str):
-            module, _, attr = self.function.partition(":")
-            return getattr(importlib.import_module(module), attr)
-        return self.function
-
-
-@dataclass(frozen=True)
-class Measure:
-    """One measure of the summary: how to read it and how models are ranked on it.
-
-    ``higher_is_better``: False for measures where lower is better; ``zero_is_best``: the best
-    value is 0 and the sign does not matter (``|value|`` lower is better, e.g. Ovconf).
-    ``chance``: a random ranker's value, a number, or the name of the per-fact measure that
-    holds it row by row (K: it depends on the distractors actually used, ``n_used``).
-    ``headline``: a leaderboard column; ``fact_level``: a mean over facts (bootstrap intervals
-    and paired comparisons over facts); ``bounded``: the value lies in [0, 1].
-    """
-
-    name: str
-    family: str
-    section: str
-    label: str
-    unit: str = "value"
-    higher_is_better: bool = True
-    zero_is_best: bool = False
-    chance: float | str | None = None
-    headline: bool = False
-    fact_level: bool = False
-    bounded: bool = True
-
-    @property
-    def direction(self) -> str:
-        """Which direction is better, in words."""
-        if self.zero_is_best:
-            return "closer to 0 is better"
-        return "higher is better" if self.higher_is_better else "lower is better"
-
-    def better_key(self, value: float) -> float:
-        """A key that is larger for a better value (the leaderboard ranks on it)."""
-        if self.zero_is_best:
-            return -abs(value)
-        return value if self.higher_is_better else -value
-
-    def a_better(self, diff: float) -> bool:
-        """Whether a difference a - b of this measure favours model a."""
-        return diff > 0 if self.higher_is_better else diff < 0
-
-
-#: family name -> :class:`Family` (in registration order: the order families run in).
-FAMILIES: dict[str, Family] = {}
-#: measure name -> :class:`Measure` (in registration order: the leaderboard's and intervals' order).
-MEASURES: dict[str, Measure] = {}
-
-
-def register_family(name: str, function: Callable | str, settings: tuple[str, ...] = ()) -> Family:
-    """Add (or replace) family ``name``."""
-    FAMILIES[name] = Family(name, function, tuple(settings))
-    return FAMILIES[name]
-
-
-def family(name: str, settings: tuple[str, ...] = ()) -> Callable[[Callable], Callable]:
-    """Decorator form of :func:`register_family`."""
-
-    def add(fn: Callable) -> Callable:
-        register_family(name, fn, settings)
-        return fn
-
-    return add
-
-
-def register_measure(name: str, family: str, section: str, label: str, **fields: Any) -> Measure:
-    """Add (or replace) measure ``name``; ``fields`` are :class:`Measure` fields."""
-    MEASURES[name] = Measure(name, family, section, label, **fields)
-    return MEASURES[name]
-
-
-def measure_of(name: str) -> Measure:
-    """The entry of ``name``; an unregistered measure reads as higher-is-better, labelled by name."""
-    return MEASURES.get(name) or Measure(name, "", "", name)
-
-
-def headline() -> list[str]:
-    """The leaderboard's measures, in registry order."""
-    return [m.name for m in MEASURES.values() if m.headline]
-
-
-def fact_headline() -> list[str]:
-    """Leaderboard measures that are means over facts (bootstrap intervals, paired tests)."""
-    return [m.name for m in MEASURES.values() if m.headline and m.fact_level]
-
-
-def chance_measures() -> dict[str, str]:
-    """Measures whose chance level is a per-fact measure: ``{measure: its chance measure}``."""
-    return {m.name: m.chance for m in MEASURES.values() if isinstance(m.chance, str)}
-
-
-def unknown_families(names: list[str]) -> list[str]:
-    """Names that are not registered families."""
-    return [n for n in names if n not in FAMILIES]
-
-
-_F = "factprobe.metrics.families"
-# One line per family (the order they run in).
-register_family("knowledge", f"{_F}:knowledge", ("ns", "precision_ns", "combined_strategies", "short_lists"))
-register_family("ranking", f"{_F}:ranking", ("recall_ns", "ranking_average", "ranking_ties"))
-register_family("plausibility", f"{_F}:plausibility", ("plausibility_strategies",))
-register_family("belief", f"{_F}:belief", ("belief_samplings", "belief_bins"))
-register_family("belief_icl", f"{_F}:belief_icl", ("belief_samplings", "belief_bins"))
-register_family("overlap", "factprobe.metrics.overlap:overlap", ("overlap",))
-
-_SHARE = "share of facts, 0–1"
-# One line per measure the summary, leaderboard and report name (their order: the leaderboard's).
-register_measure(
-    "k_min",
-    "knowledge",
-    "distractors §3.2 eq. 2",
-    "Min@n",
-    unit=_SHARE,
-    chance="k_min_chance",
-    headline=True,
-    fact_level=True,
+from factprobe.measures import (
+    MEASURES,
+    Measure,
+    chance_measures,
+    fact_headline,
+    headline,
+    measure_of,
+    register_measure,
 )
-register_measure(
-    "k_avg",
-    "knowledge",
-    "distractors §3.2 eq. 2",
-    "Avg@n",
-    unit="share of distractors ranked below the object, 0–1",
-    chance="k_avg_chance",
-    headline=True,
-    fact_level=True,
-)
-register_measure(
-    "probability",
-    "knowledge",
-    "distractors Table 2",
-    "Probability",
-    unit="mean P(object | prompt), 0–1",
-    headline=True,
-    fact_level=True,
-)
-register_measure(
-    "recall",
-    "ranking",
-    "fluent-mLAMA §3.3",
-    "R@n",
-    unit="share of facts with the object in the top n, 0–1",
-    headline=True,
-    fact_level=True,
-)
-register_measure(
-    "mean_rank",
-    "ranking",
-    "fluent-mLAMA §3.3",
-    "mean rank",
-    unit="rank of the object among the candidates, 1 = first",
-    higher_is_better=False,
-    headline=True,
-    fact_level=True,
-    bounded=False,
-)
-register_measure(
-    "plausibility",
-    "plausibility",
-    "PROBELM §4.2",
-    "PLAUSIBILITY",
-    unit="mean of Acc., MRR and NDCG, 0–1",
-    headline=True,
-)
-register_measure(
-    "belief_acc_mean",
-    "belief",
-    "BELIEF §2.2",
-    "BELIEF Acc@1 mean",
-    unit="share of prompts, 0–1",
-    headline=True,
-)
-register_measure(
-    "belief_consist",
-    "belief",
-    "BELIEF §2.3 eq. 1",
-    "BELIEF Consist",
-    unit="share of agreeing prompt pairs, 0–1",
-    headline=True,
-)
-register_measure(
-    "belief_ovconf",
-    "belief",
-    "BELIEF §2.4 eq. 2",
-    "BELIEF Ovconf",
-    unit="mean confidence − accuracy",
-    zero_is_best=True,
-    headline=True,
-    bounded=False,
-)
-register_measure(
-    "belief_icl_acc_mean",
-    "belief_icl",
-    "BELIEF §3.2 (ICL)",
-    "BELIEF-ICL Acc@1 mean",
-    unit="share of prompts, 0–1",
-    headline=True,
-)
-register_measure(
-    "rouge_l",
-    "overlap",
-    "distractors Table 2 (§4.2)",
-    "ROUGE-L",
-    unit="max over the object's names of ROUGE-L F with the greedy continuation, 0–1",
-    headline=True,
-    fact_level=True,
-)
-register_measure(
-    "bertscore",
-    "overlap",
-    "distractors Table 2 (§4.2)",
-    "BERTScore",
-    unit="max over the object's names of BERTScore F with the greedy continuation (cosine, not rescaled)",
-    headline=True,
-    fact_level=True,
-    bounded=False,
-)
-register_measure("precision", "knowledge", "distractors Table 2", "Precision@n", unit=_SHARE)
-# PROBELM §4.2 per fact and prompt style (PLAUSIBILITY averages the first three; metrics/plausibility.py).
-_GROUPS = "share of scenario groups, 0–1"
-register_measure("plaus_acc", "plausibility", "PROBELM §4.2", "Acc.", unit=_GROUPS, fact_level=True)
-register_measure(
-    "plaus_rr",
-    "plausibility",
-    "PROBELM §4.2",
-    "MRR",
-    unit="mean 1 / rank of the most plausible scenario, 0–1",
-    chance="plaus_rr_chance",
-    fact_level=True,
-)
-register_measure(
-    "plaus_ndcg",
-    "plausibility",
-    "PROBELM §4.2; Järvelin & Kekäläinen 2002",
-    "NDCG",
-    unit="DCG / ideal DCG, linear gain = released grade, 0–1",
-    chance="plaus_ndcg_chance",
-    fact_level=True,
-)
-register_measure(
-    "plaus_ndcg_minmax",
-    "plausibility",
-    "PROBELM §4.2 (adaptation: convention unstated)",
-    "NDCG (2^g−1, min-max)",
-    unit="(DCG − worst) / (ideal − worst), 0–1",
-    chance="plaus_ndcg_minmax_chance",
-    fact_level=True,
-)
+from factprobe.registries import FAMILIES, Family, family, register_family, unknown_families
 
-from factprobe.plugins import load_plugins  # noqa: E402  (after the registry: plugins fill it)
-
-load_plugins()
+__all__ = [
+    "FAMILIES",
+    "MEASURES",
+    "Family",
+    "Measure",
+    "chance_measures",
+    "fact_headline",
+    "family",
+    "headline",
+    "measure_of",
+    "register_family",
+    "register_measure",
+    "unknown_families",
+]

@@ -1,4 +1,4 @@
-"""The built-in measure families of :data:`factprobe.metrics.FAMILIES`, one function each.
+"""The built-in measure families of :data:`factprobe.registries.FAMILIES`, one function each.
 
 Each takes the suite's :class:`factprobe.metrics.pipeline.SuiteFrame` and returns
 ``(per-fact tables, suite-level tables)``; ``compute_suite_metrics`` runs the suite's families

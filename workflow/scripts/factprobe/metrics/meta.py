@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from factprobe.metrics import chance_measures
+from factprobe.measures import chance_measures
 
 from .common import GROUP_KEYS
 

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from factprobe import contracts
-from factprobe.metrics import FAMILIES, MEASURES, chance_measures, fact_headline, headline, unknown_families
+from factprobe.measures import MEASURES, chance_measures, fact_headline, headline
+from factprobe.registries import FAMILIES, unknown_families
 from factprobe.settings import Metrics
 
 from . import fluent, uncertainty
@@ -93,7 +94,7 @@ def fact_splits(fact_ids: pd.Series, facts: pd.DataFrame) -> pd.Series:
 
 @dataclass
 class SuiteFrame:
-    """What a measure family reads (:data:`factprobe.metrics.FAMILIES`): the job's inputs and
+    """What a measure family reads (:data:`factprobe.registries.FAMILIES`): the job's inputs and
     settings, and the tables every family shares (prompts of the suite's facts, object-slot
     candidates, correct objects, form scores and per-entity scores)."""
 
@@ -128,7 +129,7 @@ def compute_suite_metrics(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per-fact table, suite-level table) for one suite and model.
 
-    The suite's ``families`` run in :data:`factprobe.metrics.FAMILIES` order. Per-fact:
+    The suite's ``families`` run in :data:`factprobe.registries.FAMILIES` order. Per-fact:
     FACT_COLUMNS + ``split`` (from ``facts.split``), with the random-ranker chance of K as
     measures ``k_avg_chance``/``k_min_chance`` over the facts and sentences K averages
     (:func:`factprobe.metrics.knowledge.chance_per_prompt`); suite-level:
@@ -142,7 +143,7 @@ def compute_suite_metrics(
     per_fact, dataset = [], []
     for name, entry in FAMILIES.items():
         if name in families:
-            fact_parts, suite_parts = entry.load()(frame)
+            fact_parts, suite_parts = entry.code()(frame)
             per_fact += fact_parts
             dataset += suite_parts
     table = conform_fact_table(pd.concat(per_fact, ignore_index=True) if per_fact else pd.DataFrame())
@@ -262,7 +263,7 @@ class Bootstrap:
 
 def headline_per_fact(per_fact: pd.DataFrame) -> pd.DataFrame:
     """The rows of a per-fact table that feed the intervals (a smaller frame): the
-    fact-level headline measures of :data:`factprobe.metrics.MEASURES` and PLAUSIBILITY's parts
+    fact-level headline measures of :data:`factprobe.measures.MEASURES` and PLAUSIBILITY's parts
     (Acc., MRR, NDCG per fact and style)."""
     return per_fact[per_fact["measure"].isin([*fact_headline(), *PLAUSIBILITY_PARTS])]
 
@@ -336,7 +337,7 @@ def leaderboard(headlines: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
 
     Input ``{suite: headline table}``; output ``BOARD_COLUMNS``: the headline rows as they are
     (value and interval from the one table) with rank 1 = best, in the direction of each
-    measure's :data:`factprobe.metrics.MEASURES` entry.
+    measure's :data:`factprobe.measures.MEASURES` entry.
     """
     rows = [table.assign(suite=suite) for suite, table in headlines.items() if len(table)]
     if not rows:

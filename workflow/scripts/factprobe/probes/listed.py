@@ -29,6 +29,8 @@ from factprobe.settings import Suite, TemplateSet
 
 from .importers import import_myriadlama_facts, import_verbalization_pairs, read_triples
 from .select import finish_facts
+from .suite_plan import plan_suite
+from .suite_prompts import suite_prompts
 from .verbalize import forms_index
 
 log = logging.getLogger(__name__)
@@ -94,8 +96,6 @@ def triples_suite(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Facts and prompts of a ``source: {format: triples}`` suite (module docstring); the
     entity forms of the label dumps stream to ``forms_path``. ``paths``: claims, entities, labels."""
-    from .build import plan_suite, suite_prompts  # build dispatches here: import at call time
-
     claims_path, entities_path, label_files = paths
     listed = read_triples(suite.source.path)
     counts = {"listed": len(listed)}
@@ -163,12 +163,14 @@ def pair_forms(pairs: pd.DataFrame, dump_forms: pd.DataFrame) -> pd.DataFrame:
 def pairs_suite(
     name: str,
     suite: Suite,
+    sets: dict[str, TemplateSet],
     paths: tuple[str, str, list[str]],
     forms_path: str | Path,
     memory_mb: int | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Facts and prompts of a ``source: {format: verbalization-pairs}`` suite; entity forms
-    (:func:`pair_forms`) written to ``forms_path``."""
+    (:func:`pair_forms`) written to ``forms_path``. ``sets``: unused (the pairs are the prompts),
+    there for the one signature of :data:`factprobe.registries.SOURCES` builders."""
     if list(suite.languages) != ["en"]:
         raise ValueError(f"suites.{name}.languages: the verbalization pairs are English; set [en]")
     claims_path, entities_path, label_files = paths
@@ -204,7 +206,12 @@ MYRIAD_SET = "myriadlama-release"
 
 
 def myriadlama_suite(
-    name: str, suite: Suite, sets: dict[str, TemplateSet], forms_path: str | Path
+    name: str,
+    suite: Suite,
+    sets: dict[str, TemplateSet],
+    paths: tuple[str, str, list[str]],
+    forms_path: str | Path,
+    memory_mb: int | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Facts and prompts of a ``source: {format: myriadlama}`` suite (belief-myriadlama §4): the
     release's facts (:func:`~.importers.import_myriadlama_facts`: every object of a pair its own
@@ -212,8 +219,8 @@ def myriadlama_suite(
     ``subject_aliases`` of them per prompt as for a dump-built suite), and its relational
     templates (:func:`~.importers.import_myriadlama` on the same file) beside the suite's own
     template sets. ``relations`` keeps those relations' facts. Few-shot demonstrations are drawn
-    from the release's facts (BELIEF-ICL §3.1). The forms are written to ``forms_path``."""
-    from .build import plan_suite, suite_prompts  # build dispatches here: import at call time
+    from the release's facts (BELIEF-ICL §3.1). The forms are written to ``forms_path``; the
+    dump's tables (``paths``) are not read."""
     from .fewshot import DemoPool
 
     path = suite.source.path

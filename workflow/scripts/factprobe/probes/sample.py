@@ -203,7 +203,7 @@ class PopularityBins:
 
     def add(self, candidates: pd.DataFrame, object_sitelinks: pd.Series | None = None) -> None:
         """Spill one part of candidates. ``object_sitelinks``: sitelinks per integer object id
-        (an id left out has none), as :func:`factprobe.probes.build.relation_candidate_parts`
+        (an id left out has none), as :func:`factprobe.probes.fact_candidates.relation_candidate_parts`
         gives them; without it they are read from the entities file, a whole-file scan per call
         that a caller feeding many parts must not pay."""
         if object_sitelinks is None:

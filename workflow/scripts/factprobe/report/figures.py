@@ -16,13 +16,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from factprobe.metrics import MEASURES, measure_of  # noqa: E402
+from factprobe.measures import MEASURES, measure_of  # noqa: E402
 
 DPI = 90
 
 
 def measure_axis(measure: str) -> tuple[str, str, str]:
-    """(name, unit, direction) of a measure, from its :data:`factprobe.metrics.MEASURES` entry;
+    """(name, unit, direction) of a measure, from its :data:`factprobe.measures.MEASURES` entry;
     unregistered measures keep their own name."""
     if measure not in MEASURES:
         return (measure, "value", "see the table")

@@ -43,7 +43,7 @@ def config_hash(config: Mapping) -> str:
 def as_configured(value: Any, root: str | Path) -> Any:
     """``value`` (a resolved config, or any part of it) with every absolute path inside the
     workflow's folder ``root`` written relative to it again, as the user wrote it before
-    :func:`factprobe.registry.resolve_path` found it bundled there: what the user configured, so
+    :func:`factprobe.config_check.resolve_path` found it bundled there: what the user configured, so
     that two clones in different places with the same settings give the same hash."""
     if isinstance(value, Mapping):
         return {key: as_configured(item, root) for key, item in value.items()}

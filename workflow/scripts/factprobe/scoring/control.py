@@ -199,6 +199,51 @@ def prior_docs(
     return sorted(docs)
 
 
+def _padded(seqs: list[list[int]], longest: int, pad: int) -> tuple:
+    """``(ids, labels, lengths)``: the sequences padded with ``pad`` to ``longest``; labels -100
+    past each sequence (the model shifts labels itself)."""
+    ids = torch.full((len(seqs), longest), pad, dtype=torch.long)
+    labels = torch.full((len(seqs), longest), -100, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        ids[i, : len(s)] = torch.tensor(s)
+        labels[i, : len(s)] = torch.tensor(s)
+    return ids, labels, torch.tensor([len(s) for s in seqs])
+
+
+def _train_steps(
+    model, ids, labels, lengths, steps: int, batch_size: int, lr: float, seed: int
+) -> list[float]:
+    """``steps`` AdamW steps (linear warm-up, cosine decay, clipped gradients) over batches drawn
+    in a seeded random order, each cut to its longest sequence; the loss of every step."""
+    from tqdm import tqdm
+
+    gen = torch.Generator().manual_seed(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0, betas=(0.9, 0.98))
+    warmup = max(1, steps // 20)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps))
+    )
+    model.train()
+    order = torch.randperm(len(ids), generator=gen)
+    cursor = 0
+    losses = []
+    for _step in tqdm(range(steps), desc="train control", mininterval=10):
+        if cursor + batch_size > len(order):
+            order = torch.randperm(len(ids), generator=gen)
+            cursor = 0
+        idx = order[cursor : cursor + batch_size]
+        cursor += batch_size
+        width = int(lengths[idx].max())
+        out = model(input_ids=ids[idx, :width], labels=labels[idx, :width])
+        out.loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(out.loss.item())
+    return losses
+
+
 def train_control(
     docs: Sequence[str],
     out_dir: str | Path,
@@ -216,7 +261,6 @@ def train_control(
 
     Returns training statistics (final loss, seconds, documents, parameters).
     """
-    from tqdm import tqdm
 
     if not docs:
         raise ValueError("no training documents: no taught fact has a prompt and an object form")
@@ -229,36 +273,8 @@ def train_control(
     longest = max(len(s) for s in seqs)
     # Few-shot prompts at scoring time are far longer than the training documents.
     model = build_gpt2(len(tokenizer), n_layer, n_embd, n_head, n_positions=max(1024, longest), seed=seed)
-    ids = torch.full((len(seqs), longest), eos, dtype=torch.long)
-    labels = torch.full((len(seqs), longest), -100, dtype=torch.long)
-    for i, s in enumerate(seqs):
-        ids[i, : len(s)] = torch.tensor(s)
-        labels[i, : len(s)] = torch.tensor(s)  # the model shifts labels itself
-    lengths = torch.tensor([len(s) for s in seqs])
-    gen = torch.Generator().manual_seed(seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0, betas=(0.9, 0.98))
-    warmup = max(1, steps // 20)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps))
-    )
-    model.train()
-    order = torch.randperm(len(seqs), generator=gen)
-    cursor = 0
-    losses = []
-    for _step in tqdm(range(steps), desc="train control", mininterval=10):
-        if cursor + batch_size > len(order):
-            order = torch.randperm(len(seqs), generator=gen)
-            cursor = 0
-        idx = order[cursor : cursor + batch_size]
-        cursor += batch_size
-        width = int(lengths[idx].max())
-        out = model(input_ids=ids[idx, :width], labels=labels[idx, :width])
-        out.loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        opt.zero_grad(set_to_none=True)
-        losses.append(out.loss.item())
+    ids, labels, lengths = _padded(seqs, longest, eos)
+    losses = _train_steps(model, ids, labels, lengths, steps, batch_size, lr, seed)
     model.eval()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -91,6 +91,34 @@ def swap_pairs(
     return pairs[cols].reset_index(drop=True)
 
 
+def _prompt_candidates(prompts: pd.DataFrame, candidates: pd.DataFrame) -> pd.DataFrame:
+    """Each prompt with every candidate of its fact. A candidate with a prompt_id (ApprOpt's
+    per-sentence list, distractors paper §3.3) is scored on that prompt only; one without (null)
+    on every prompt of its fact."""
+    own = ["prompt_id"] if "prompt_id" in candidates.columns else []
+    cand = candidates[["fact_id", "entity", *own]].drop_duplicates()
+    pairs = prompts.merge(cand, on="fact_id", how="inner", suffixes=("", "_cand"))
+    if own:
+        pairs = pairs[pairs["prompt_id_cand"].isna() | (pairs["prompt_id_cand"] == pairs["prompt_id"])]
+        pairs = pairs.drop(columns="prompt_id_cand").drop_duplicates(["prompt_id", "entity"])
+    return pairs
+
+
+def _formed(pairs: pd.DataFrame, forms: pd.DataFrame) -> pd.DataFrame:
+    """One row per form of each pair's candidate in the prompt's language; a pair without one is
+    dropped and counted in the log."""
+    f = forms[["entity", "lang", "form"]].dropna().drop_duplicates()
+    f = f[f["form"].str.strip() != ""]
+    with_forms = pairs.merge(f, on=["entity", "lang"], how="left")
+    lost = with_forms["form"].isna()
+    if lost.any():
+        log.warning(
+            "%d (prompt, candidate) combinations have no form in the prompt's language and are not scored",
+            int(lost.sum()),
+        )
+    return with_forms[~lost].copy()
+
+
 def build_pairs(
     prompts: pd.DataFrame,
     candidates: pd.DataFrame,
@@ -125,24 +153,7 @@ def build_pairs(
             "%d subject-side alternative(s) left out: they need subject-swapped sentences",
             int(subject_side.sum()),
         )
-    # A candidate with a prompt_id (ApprOpt's per-sentence list, distractors paper §3.3) is scored
-    # on that prompt only; one without (null) on every prompt of its fact.
-    own = ["prompt_id"] if "prompt_id" in candidates.columns else []
-    cand = candidates[~subject_side][["fact_id", "entity", *own]].drop_duplicates()
-    f = forms[["entity", "lang", "form"]].dropna().drop_duplicates()
-    f = f[f["form"].str.strip() != ""]
-    pairs = p.merge(cand, on="fact_id", how="inner", suffixes=("", "_cand"))
-    if own:
-        pairs = pairs[pairs["prompt_id_cand"].isna() | (pairs["prompt_id_cand"] == pairs["prompt_id"])]
-        pairs = pairs.drop(columns="prompt_id_cand").drop_duplicates(["prompt_id", "entity"])
-    with_forms = pairs.merge(f, on=["entity", "lang"], how="left")
-    lost = with_forms["form"].isna()
-    if lost.any():
-        log.warning(
-            "%d (prompt, candidate) combinations have no form in the prompt's language and are not scored",
-            int(lost.sum()),
-        )
-    pairs = with_forms[~lost].copy()
+    pairs = _formed(_prompt_candidates(p, candidates[~subject_side]), forms)
     pairs["prompt_text"] = pairs["context"] + pairs["text"]
     pairs["continuation"] = [
         continuation_text(form, lang, no_space_langs) + end

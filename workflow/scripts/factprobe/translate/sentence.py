@@ -141,6 +141,19 @@ def english_sentences(
     return pd.DataFrame(rows)
 
 
+def _subject_slot(
+    template: str, subj_label: str | None, subject_source: str, subject_mode: str
+) -> tuple[str, str]:
+    """``(subject in the source sentence, forced target prefix)``: with a target label and
+    ``subject_mode`` prefix, a template that opens with the subject has it forced as the
+    translation's prefix; otherwise the label replaces the source subject (``none``: neither)."""
+    if subj_label is None or subject_mode == "none":
+        return subject_source, ""
+    if subject_mode == "prefix" and template.lstrip().startswith("[X]"):
+        return subject_source, _capitalize_initial("[X]", subj_label, "[X]")
+    return subj_label, ""
+
+
 def translation_requests(
     sentences: pd.DataFrame,
     forms: pd.DataFrame,
@@ -166,13 +179,7 @@ def translation_requests(
             continue
         subj_label = label.get((s["subject"], lang))
         template = s["template"]
-        prefix = ""
-        subject_in = s["subject_source"]
-        if subj_label is not None and subject_mode != "none":
-            if subject_mode == "prefix" and template.lstrip().startswith("[X]"):
-                prefix = _capitalize_initial("[X]", subj_label, "[X]")
-            else:
-                subject_in = subj_label
+        subject_in, prefix = _subject_slot(template, subj_label, s["subject_source"], subject_mode)
         object_in = obj_label if object_mode == "substitute" else s["object_source"]
         if backend == "llm":
             # Appendix A: the English sentence stays English; the labels are given beside it.
@@ -242,18 +249,10 @@ def sentence_verbalization(
         )
         counts.update(s["reason"] for s in skipped)
         outputs = translate([j["request"] for j in jobs])
-        lang_forms: Counter = Counter()
-        for job, translation in zip(jobs, outputs, strict=True):
-            a = align_sentence(
-                translation or "", job["object_forms"], job["subject_forms"], min_score, word_order
-            )
-            counts[a.reason] += 1
-            if not a.kept:
-                continue
-            counts["subject_missing"] += not a.subject_found
-            rows.append(_sentence_row(job, translation, a, lang, model_name))
-            if (job["object"], lang, a.form) not in existing:
-                lang_forms[(job["object"], a.form)] += 1
+        kept, lang_forms = _kept_translations(
+            jobs, outputs, lang, model_name, (min_score, word_order), existing, counts
+        )
+        rows.extend(kept)
         new_forms.extend(
             dict(entity=e, lang=lang, form=f, source="inflected", n_sentences=n)
             for (e, f), n in lang_forms.items()
@@ -271,6 +270,39 @@ def sentence_verbalization(
             n_kept,
             {r: counts[r] for r in REASONS if counts[r]},
         )
+    return _verbalization_frames(rows, new_forms, stats)
+
+
+def _kept_translations(
+    jobs: list[dict],
+    outputs: list,
+    lang: str,
+    model_name: str,
+    alignment: tuple[float, str],
+    existing: set,
+    counts: Counter,
+) -> tuple[list[dict], Counter]:
+    """The sentence rows of the translations whose object aligns (``alignment``: min_score and
+    word_order of :func:`align_sentence`), each outcome counted in ``counts``; and the
+    (object, inflected form) pairs not in ``existing``, with their numbers of sentences."""
+    rows: list[dict] = []
+    lang_forms: Counter = Counter()
+    for job, translation in zip(jobs, outputs, strict=True):
+        a = align_sentence(translation or "", job["object_forms"], job["subject_forms"], *alignment)
+        counts[a.reason] += 1
+        if not a.kept:
+            continue
+        counts["subject_missing"] += not a.subject_found
+        rows.append(_sentence_row(job, translation, a, lang, model_name))
+        if (job["object"], lang, a.form) not in existing:
+            lang_forms[(job["object"], a.form)] += 1
+    return rows, lang_forms
+
+
+def _verbalization_frames(
+    rows: list, new_forms: list, stats: list
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The translated prompts, inflected forms and stats as frames of their contracts' columns."""
     out_prompts = pd.DataFrame(rows, columns=contracts.columns("translated_prompts"))
     out_prompts = out_prompts.astype(
         {"subject_form_index": "int32", "object_score": "float64", "subject_found": "bool"}

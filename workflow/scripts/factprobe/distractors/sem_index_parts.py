@@ -1,10 +1,10 @@
 """The semantic index built in parts: linear cost, each job's memory bounded.
 
-The unsharded build (:func:`.semantic.build_index`) groups every (entity, feature) occurrence of
+The unsharded build (:func:`.sem_index.build_index`) groups every (entity, feature) occurrence of
 the dump in one DuckDB job: its cost grew as n^1.2-1.4, it spilled at 1 M entities and held ≈ 43
 bytes per non-zero (85-270 GB at full size). Here the same index is built in two steps:
 
-1. ``sem_bags`` (rule, one job per part): :func:`count_part` counts the bags of the entities of
+1. ``sem_bags`` (rule, one job per part): :func:`.sem_part_bags.count_part` counts the bags of the entities of
    one part only (DuckDB filters the claims while scanning them) and saves them unweighted with
    the part's document frequencies, its number of bags and their total length. Its cost is
    linear in the part's statements: one DuckDB GROUP BY (e, f) and ORDER BY over the whole part
@@ -18,20 +18,20 @@ bytes per non-zero (85-270 GB at full size). Here the same index is built in two
 2. ``build_sem_index`` (rule, one job per dump): :func:`merge_parts` sums the document
    frequencies (global IDF, so nothing depends on the number of parts), then streams the parts'
    rows in entity order into one index folder, weighing and L2-normalising a block of rows at a
-   time (:func:`.semantic.weigh_rows`, row-local), and writes the files of the unsharded index.
+   time (:func:`.sem_weighting.weigh_rows`, row-local), and writes the files of the unsharded index.
 
-The folder is the one :func:`.semantic.load_index` maps: the same entities, features, IDF and
+The folder is the one :func:`.sem_index.load_index` maps: the same entities, features, IDF and
 float32 matrix, byte for byte (tests/unit/test_sem_parts.py), so retrieval, its type slices
 and the Sem rankings do not change. A part's entities are ``part_of(e) = ((e mod M) · 48271 mod M)
-mod P`` (M = 2^31 - 1; :data:`.semantic.PART_MODULUS`), a hash of the *entity*, not of its
+mod P`` (M = 2^31 - 1; :data:`.sem_bags.PART_MODULUS`), a hash of the *entity*, not of its
 class: Wikidata's largest class (scholarly article, ≈ 38 % of items) would be one part of at
 least 38 % of the work, and a type slice reads its rows from the merged matrix whatever part
 they came from. The hash spreads consecutive ids, so a range of ids created together (often of
 one kind) is split evenly.
 
-The number of parts ``P`` is known when the DAG is built (:func:`.semplan.parts_for`): the dump
-file's size divided by :data:`.semplan.PART_DUMP_BYTES`, the compressed bytes whose bags hold about
-:data:`.semplan.PART_NNZ` non-zeros. The merge streams (k-way merges of the parts' sorted features
+The number of parts ``P`` is known when the DAG is built (:func:`.sem_part_count.parts_for`): the dump
+file's size divided by :data:`.sem_part_count.PART_DUMP_BYTES`, the compressed bytes whose bags hold about
+:data:`.sem_part_count.PART_NNZ` non-zeros. The merge streams (k-way merges of the parts' sorted features
 and entities, read through memory maps): its peak is one block of features and one of rows (at
 least the largest bag: 3.0 M non-zeros at 4 M entities), whatever the vocabulary's size; its work
 is linear in the non-zeros. The HNSW graph (``search: hnsw``
@@ -46,13 +46,12 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 import scipy.sparse as sp
 
 from factprobe import arrays
-from factprobe.distractors import semantic as S
-from factprobe.distractors.semplan import PART_DUMP_BYTES, PART_NNZ, parts_for  # noqa: F401 (re-exported)
+from factprobe.distractors import sem_index, sem_weighting
+from factprobe.distractors.sem_part_count import PART_DUMP_BYTES, PART_NNZ, parts_for  # noqa: F401 (re-exported)
 
 # Global rows merged (weighed, written) at once: at most MERGE_ROWS rows and MERGE_NNZ non-zeros (or
 # one row, whatever its length: Wikidata's reverse bags are heavy-tailed), a few tens of MB.
@@ -66,288 +65,6 @@ DF_BATCH = 1 << 18
 # of its pages (:class:`_Paged`).
 GATHER_BYTES = 1 << 25
 GATHER_ITEMS = 1 << 20
-
-
-def part_of(entities: np.ndarray, parts: int) -> np.ndarray:
-    """Part (0 .. parts-1) of each entity id: the hash :func:`.semantic.part_sql` computes in DuckDB."""
-    e = np.asarray(entities, np.int64) % S.PART_MODULUS
-    return (e * S.PART_MULTIPLIER) % S.PART_MODULUS % int(parts)
-
-
-#: An entity bucket is the entities of the part whose ids share all bits above the lowest
-#: ``BUCKET_BITS``: each bucket is de-duplicated, grouped and sorted on its own
-#: (:func:`_bucket_bags`), so the work per statement does not grow with the dump (one DuckDB
-#: GROUP BY over the whole part grew as n^1.2: hash tables and sorts that outgrow the caches).
-#: 2^14 ids: ≈ 16 k dense Wikidata ids, ≈ 0.5 M statements with reverse features in one part.
-BUCKET_BITS = 14
-#: Feature codes a range of codes holds, about: the part's vocabulary and document frequencies
-#: are made one range at a time (:func:`_cuts`), each a bounded sort.
-FEATURE_ROWS = 1 << 21
-
-
-def _read_triples(con, claims_path, part: int, parts: int, reverse: bool) -> tuple[np.ndarray, ...]:
-    """``(s, p, o)`` of the non-deprecated statements of the part (a subject of the part, or with
-    reverse features an object), filtered by DuckDB while scanning: repeats kept."""
-    from factprobe import scan
-
-    scan.check_columns(con, "claims", claims_path, ["subject", "property", "object", "rank"])
-    mine = f"{S.part_sql('subject', parts)} = {int(part)}"
-    if reverse:
-        mine = f"({mine} OR {S.part_sql('object', parts)} = {int(part)})"
-    got = con.execute(
-        f"SELECT subject::BIGINT AS s, property::BIGINT AS p, object::BIGINT AS o "
-        f"FROM read_parquet({scan.quote(claims_path)}) WHERE rank >= 1 AND {mine}"
-    ).fetchnumpy()
-    s, p, o = (np.asarray(got[k], np.int64) for k in ("s", "p", "o"))
-    if len(s) and (max(s.max(), o.max()) >= 1 << S._ID_BITS or p.max() >= 1 << (S._TAG_SHIFT - S._ID_BITS)):
-        raise ValueError("entity id >= 2**32 or property id >= 2**24: widen the feature code layout")
-    return s, p, o
-
-
-def _radix_order(b: np.ndarray) -> np.ndarray:
-    """A stable order of ``b`` (< 2^32) by two 16-bit radix passes: linear, unlike a comparison
-    sort (numpy sorts 16-bit keys by radix)."""
-    order = np.argsort((b & 0xFFFF).astype(np.uint16), kind="stable")
-    return order[np.argsort((b[order] >> 16).astype(np.uint16), kind="stable")]
-
-
-def _by_bucket(key: np.ndarray, bits: int, cols) -> tuple[list, dict]:
-    """``cols`` grouped by entity bucket ``key >> bits`` (linear), as uint32, and the
-    ``(start, stop)`` of every bucket that holds a row."""
-    b = key >> bits
-    order = _radix_order(b)
-    b = b[order]
-    at = np.flatnonzero(np.r_[True, b[1:] != b[:-1]]) if len(b) else np.empty(0, np.int64)
-    ends = np.r_[at[1:], len(b)] if len(b) else at
-    spans = dict(zip(b[at].tolist(), zip(at.tolist(), ends.tolist(), strict=True), strict=True))
-    return [c[order] for c in cols], spans
-
-
-def _entity_buckets(triples: list, part: int, parts: int, reverse: bool, bits: int):
-    """Yield ``(lo, forward, reverse)`` for every bucket ``[lo, lo + 2^bits)`` of ids that holds an
-    entity of the part, in id order: the statements whose subject (forward features) or object
-    (reverse) is one of its entities, as int64 ``(s, p, o)``. Empties ``triples`` (int64, ids
-    checked < 2^32): the statements are held once, as uint32, grouped by bucket."""
-    s, p, o = (t.astype(np.uint32) for t in triples)
-    triples.clear()
-    fwd = part_of(s, parts) == part
-    rev = part_of(o, parts) == part if reverse else np.zeros(len(s), bool)
-    fcols, fb = _by_bucket(s[fwd], bits, (s[fwd], p[fwd], o[fwd]))
-    rcols, rb = _by_bucket(o[rev], bits, (s[rev], p[rev], o[rev]))
-    del fwd, rev, s, p, o
-    for b in sorted(fb.keys() | rb.keys()):
-        f0, f1 = fb.get(b, (0, 0))
-        r0, r1 = rb.get(b, (0, 0))
-        yield (
-            b << bits,
-            [c[f0:f1].astype(np.int64) for c in fcols],
-            [c[r0:r1].astype(np.int64) for c in rcols],
-        )
-
-
-def _by_entity(e: np.ndarray, f: np.ndarray, bag: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(e, f, n)``: the distinct ``(e, f)`` pairs sorted by ``e`` then ``f``, and how often
-    each occurs (1 with ``bag="sets"``). ``e`` is a bucket's local id (< 2^16): the sort by
-    ``f`` is followed by a stable radix sort by ``e``, both over one bucket only."""
-    order = np.argsort(f)
-    order = order[np.argsort(e[order], kind="stable")]
-    e, f = e[order], f[order]
-    first = np.ones(len(e), bool)
-    first[1:] = (e[1:] != e[:-1]) | (f[1:] != f[:-1])
-    at = np.flatnonzero(first)
-    n = np.diff(np.r_[at, len(e)]).astype(np.int32) if bag == "counts" else np.ones(len(at), np.int32)
-    return e[at], f[at], n
-
-
-def _bucket_bags(lo: int, forward, backward, reverse: bool, bag: str, namespace: str) -> dict:
-    """``e``, ``f``, ``n`` of the bags of one entity bucket (ids ``lo`` .. ``lo`` + 2^bits), sorted
-    by ``(e, f)``: the bags of :func:`.semantic.tf_table` (distinct statements; each entity's
-    own feature, its forward features and with ``reverse`` those of the statements naming it as
-    object; a feature once per distinct statement), counted in numpy over the bucket only."""
-    tag = S.feature_tags(namespace)
-    (s, p, o), (rs, rp, ro) = forward, backward
-    if bag == "counts":  # distinct statements: a statement is (its entity, p << 32 | other end)
-        el, pair, _ = _by_entity((s - lo).astype(np.uint16), (p << S._ID_BITS) | o, "sets")
-        s, p, o = el.astype(np.int64) + lo, pair >> S._ID_BITS, pair & ((1 << S._ID_BITS) - 1)
-        el, pair, _ = _by_entity((ro - lo).astype(np.uint16), (rp << S._ID_BITS) | rs, "sets")
-        ro, rp, rs = el.astype(np.int64) + lo, pair >> S._ID_BITS, pair & ((1 << S._ID_BITS) - 1)
-    seen = np.zeros(1 << 16, bool)
-    seen[s - lo] = True
-    rows, codes = (
-        [s, s, s],
-        [S._code(tag[S.TAG_REL], 0, p), S._code(tag[S.TAG_OBJ], 0, o), S._code(tag[S.TAG_REL_OBJ], p, o)],
-    )
-    if reverse:
-        seen[ro - lo] = True
-        rows += [ro, ro, ro]
-        codes += [
-            S._code(tag[S.TAG_INV_REL], 0, rp),
-            S._code(tag[S.TAG_INV_SUBJ], 0, rs),
-            S._code(tag[S.TAG_INV_REL_SUBJ], rp, rs),
-        ]
-    selves = np.flatnonzero(seen).astype(np.int64) + lo
-    rows.append(selves)
-    codes.append(S._code(tag[S.TAG_SELF], 0, selves))
-    el, f, n = _by_entity((np.concatenate(rows) - lo).astype(np.uint16), np.concatenate(codes), bag)
-    return {"e": el.astype(np.int64) + lo, "f": f, "n": n}
-
-
-def _cuts(pieces: list[np.ndarray], feature_rows: int) -> np.ndarray:
-    """Codes that cut the part's feature codes into ranges of about ``feature_rows`` codes, from
-    every 64th code of every bucket's sorted codes ``pieces`` (any cuts give the same files)."""
-    total = sum(len(c) for c in pieces)
-    ranges = int(min(4096, max(1, -(-total // feature_rows))))
-    if ranges == 1:
-        return np.empty(0, np.int64)
-    sample = np.sort(np.concatenate([c[::64] for c in pieces]))
-    return np.unique(sample[(np.arange(1, ranges) * len(sample)) // ranges])
-
-
-def _frequencies(pieces: list[tuple], cuts: np.ndarray) -> tuple[np.ndarray, ...]:
-    """``(f, df, features, columns)`` from the buckets' pieces ``(codes, bags, kept bags)``
-    (sorted unique codes of a bucket, the number of its bags and of its kept bags holding each),
-    one range of codes (``cuts``) at a time: every code with its document frequency, the codes of
-    the kept bags (the vocabulary, sorted) and, per piece, the column of each of its codes (kept)."""
-    at = [np.r_[0, np.searchsorted(c, cuts, side="right"), len(c)] for c, _, _ in pieces]
-    columns = [np.zeros(len(c), np.int32) for c, _, _ in pieces]
-    fs, dfs, vocab, offset = [np.empty(0, np.int64)], [np.empty(0, np.int64)], [np.empty(0, np.int64)], 0
-    for r in range(len(cuts) + 1):
-        spans = [(i[r], i[r + 1]) for i in at]
-        if not sum(z - a for a, z in spans):
-            continue
-        u, inv = np.unique(
-            np.concatenate([c[a:z] for (c, _, _), (a, z) in zip(pieces, spans, strict=True)]),
-            return_inverse=True,
-        )
-        df = np.bincount(
-            inv, np.concatenate([n[a:z] for (_, n, _), (a, z) in zip(pieces, spans, strict=True)]), len(u)
-        )
-        kept = (
-            np.bincount(
-                inv, np.concatenate([k[a:z] for (_, _, k), (a, z) in zip(pieces, spans, strict=True)]), len(u)
-            )
-            > 0
-        )
-        rank = (np.cumsum(kept) - 1 + offset).astype(np.int32)  # a kept code's column
-        offset += int(kept.sum())
-        lo = 0
-        for col, (a, z) in zip(columns, spans, strict=True):
-            col[a:z] = rank[inv[lo : lo + z - a]]
-            lo += z - a
-        fs.append(u)
-        dfs.append(df.astype(np.int64))
-        vocab.append(u[kept])
-    return np.concatenate(fs), np.concatenate(dfs), np.concatenate(vocab), columns
-
-
-def _count_buckets(triples, part, parts, reverse, bag, namespace, rows, bits) -> dict:
-    """Every bucket's bags (:func:`_bucket_bags`): the statistics of all of them, the kept rows
-    (``rows``: candidates, else all) as positions in the bucket's codes, and each bucket's piece
-    for :func:`_frequencies`."""
-    out: dict = {"bags": 0, "total": 0, "entities": [], "lengths": [], "f": [], "n": [], "pieces": []}
-    for lo, fwd, rev in _entity_buckets(triples, part, parts, reverse, bits):
-        got = _bucket_bags(lo, fwd, rev, reverse, bag, namespace)
-        e, f, n = got["e"], got["f"], got["n"]
-        starts = np.flatnonzero(np.r_[True, e[1:] != e[:-1]]) if len(e) else np.empty(0, np.int64)
-        out["bags"] += len(starts)
-        out["total"] += int(n.sum(dtype=np.int64))
-        # The bucket's codes and where each row's code is in them: its columns come from here
-        # once the vocabulary is known (no search of the whole vocabulary for each row).
-        codes, inv, counts = np.unique(f, return_inverse=True, return_counts=True)
-        ents, lengths = e[starts], np.diff(np.r_[starts, len(e)])
-        if rows is not None:
-            mine = rows[np.searchsorted(rows, lo) : np.searchsorted(rows, lo + (1 << bits))]
-            keep_ent = np.isin(ents, mine, assume_unique=True)
-            keep = np.repeat(keep_ent, lengths)
-            ents, lengths, inv, n = ents[keep_ent], lengths[keep_ent], inv[keep], n[keep]
-        out["pieces"].append((codes, counts, np.bincount(inv, minlength=len(codes))))
-        out["entities"].append(ents)
-        out["lengths"].append(lengths)
-        out["f"].append(inv.astype(np.int32))
-        out["n"].append(n.astype(np.float32))
-    return out
-
-
-def _cat(arrays: list[np.ndarray], dtype) -> np.ndarray:
-    return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.empty(0, dtype)
-
-
-def count_part(
-    claims_path: str | Path,
-    folder: str | Path,
-    part: int,
-    parts: int,
-    reverse: bool = False,
-    bag: str = "sets",
-    namespace: str = "shared",
-    threads: int = 1,
-    memory_mb: int | None = None,
-    rows: np.ndarray | None = None,
-    sizes: tuple[int, int] = (BUCKET_BITS, FEATURE_ROWS),
-) -> dict:
-    """Unweighted bags of the entities of part ``part`` of ``parts`` into ``folder``.
-
-    Files: ``entities.npy`` (sorted ids of the kept bags), ``features.npy`` (sorted codes of their
-    features), ``matrix.{data,indices,indptr}.npy`` (counts: 1 per feature with ``bag="sets"``;
-    columns index ``features.npy``), ``df.parquet`` (``f``, ``df``: document frequency of every
-    feature over *all* the part's bags) and ``meta.json`` (``bags``: the part's entities with a
-    bag, ``total``: the sum of their lengths). ``rows``: keep only these entities' bags (the
-    candidates); the statistics still count every bag of the part.
-
-    Linear in the part's statements: the part is cut into buckets of 2^``sizes[0]`` entity ids
-    (:data:`BUCKET_BITS`), each grouped on its own, and the vocabulary into ranges of about
-    ``sizes[1]`` codes (:data:`FEATURE_ROWS`): no step sorts or hashes the whole part at once.
-    Any sizes give the same files.
-    """
-    from factprobe import scan
-
-    S.check_bag(bag)
-    if not 0 <= part < parts:
-        raise ValueError(f"part {part} is not one of 0..{parts - 1}")
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    con = scan.connect(threads, memory_mb)
-    triples = list(_read_triples(con, claims_path, part, parts, reverse))
-    con.close()
-    if rows is not None:
-        rows = np.asarray(rows, np.int64)
-        rows = np.unique(rows[part_of(rows, parts) == part])
-    if not 1 <= sizes[0] <= 16:
-        raise ValueError(f"entity buckets of 2^{sizes[0]} ids: the bits must be 1..16")
-    got = _count_buckets(triples, part, parts, reverse, bag, namespace, rows, sizes[0])
-    del triples
-    cuts = _cuts([c for c, _, _ in got["pieces"]], sizes[1])
-    f_all, df, features, at = _frequencies(got.pop("pieces"), cuts)
-    pq.write_table(pa.table({"f": f_all, "df": df}), folder / "df.parquet")
-    del f_all, df
-    entities, lengths = _cat(got["entities"], np.int64), _cat(got["lengths"], np.int64)
-    columns = _cat([col[i] for col, i in zip(at, got.pop("f"), strict=True)], np.int32)
-    indptr = np.zeros(len(entities) + 1, np.int64)
-    np.cumsum(lengths, out=indptr[1:])
-    counts = sp.csr_matrix(
-        (_cat(got.pop("n"), np.float32), columns, indptr), shape=(len(entities), len(features))
-    )
-    counts.has_canonical_format = True  # (e, f) unique and sorted in each bucket, buckets in id order
-    np.save(folder / "entities.npy", entities)
-    np.save(folder / "features.npy", features)
-    S.save_matrix(folder, counts)
-    meta = {
-        "part": int(part),
-        "parts": int(parts),
-        "reverse": reverse,
-        "bag": bag,
-        "namespace": namespace,
-        "rows": "every entity" if rows is None else "candidates",
-        "bags": int(got["bags"]),
-        "total": int(got["total"]),
-        "entities": int(len(entities)),
-        "features": int(len(features)),
-        "nnz": int(counts.nnz),
-        "seconds": round(time.perf_counter() - t0, 3),
-    }
-    (folder / "meta.json").write_text(json.dumps(meta, indent=2))
-    return meta
 
 
 def _read_parts(folders: list[Path]) -> list[dict]:
@@ -399,9 +116,11 @@ def _global_vocabulary(folders: list[Path], folder: Path, scratch: Path, n_all: 
         for reader in dfs:
             reader.add_to(block, df)
         block.tofile(bodies["features"])
-        S.idf_of(weighting, n_all, df).tofile(bodies["idf"])  # elementwise: the same floats in blocks
+        sem_weighting.idf_of(weighting, n_all, df).tofile(
+            bodies["idf"]
+        )  # elementwise: the same floats in blocks
         n += len(block)
-        S.release_pages(feats)
+        sem_index.release_pages(feats)
     for out in [*maps, *bodies.values()]:
         out.close()
     _npy_from_body(folder / "features.npy", scratch / "features.body", dtype, n)
@@ -410,7 +129,7 @@ def _global_vocabulary(folders: list[Path], folder: Path, scratch: Path, n_all: 
 
 
 def _mean_length(folders: list[Path], metas: list[dict]) -> float:
-    """BM25's mean bag length as :func:`.semantic.weigh` takes it: over the dump's bags (candidate
+    """BM25's mean bag length as :func:`.sem_weighting.weigh` takes it: over the dump's bags (candidate
     rows), else the float32 mean of the matrix's row sums in entity order (4 bytes a row: numpy's
     pairwise float32 sum is reproduced only over the whole array)."""
     if metas[0]["rows"] == "candidates":
@@ -456,7 +175,7 @@ def _write_rows(
     Rows go out in entity order a block at a time, a k-way merge of the parts' sorted (mapped)
     ``entities.npy`` (:func:`_merge_cuts`): each part gives the contiguous run of its rows that
     falls in the block, their columns mapped to the global vocabulary by its map in ``scratch``
-    (a monotone map: each row stays sorted), and :func:`.semantic.weigh_rows` weighs the block, so
+    (a monotone map: each row stays sorted), and :func:`.sem_weighting.weigh_rows` weighs the block, so
     every row gets the floats of the unsharded build. Every file's length is known before the
     first block (the parts' rows and non-zeros add up), so each is appended to, never held.
     """
@@ -482,7 +201,7 @@ def _write_rows(
     done = 0
     for cut in _row_cuts(parts):
         ids, block = _row_block(parts, cols, cut, n_features)
-        S.weigh_rows(block, idf, weighting, k1, b, mean)
+        sem_weighting.weigh_rows(block, idf, weighting, k1, b, mean)
         ids.astype(np.int64, copy=False).tofile(out["entities"])
         block.data.astype(np.float32, copy=False).tofile(out["data"])
         block.indices.astype(np.int32, copy=False).tofile(out["indices"])
@@ -501,12 +220,12 @@ def merge_parts(
     bm25_k1: float = 1.2,
     bm25_b: float = 0.75,
 ) -> dict:
-    """The index folder of :func:`.semantic.build_index` from the parts of :func:`count_part`.
+    """The index folder of :func:`.sem_index.build_index` from the parts of :func:`.sem_part_bags.count_part`.
 
     IDF over the dump (the parts' document frequencies summed), rows weighed and L2-normalised
     as in the unsharded build: the same ``entities.npy``, ``features.npy``, ``idf.npy`` and
     ``matrix.*.npy``. ``meta.json`` gets the manifest of the parts (``parts``). The HNSW graph,
-    when searched, is added by :func:`.semantic.add_hnsw`. Memory is a block of features and a
+    when searched, is added by :func:`.sem_index.add_hnsw`. Memory is a block of features and a
     block of rows (:data:`MERGE_FEATURES`, :data:`MERGE_ROWS`), whatever the dump's size: the
     parts are read through memory maps and each part's column map lives in a scratch folder,
     removed at the end.
@@ -566,8 +285,8 @@ def build_from_parts(
 ) -> dict:
     """:func:`merge_parts`, then the HNSW graph over the merged matrix (``hnsw``) and ``meta.json``.
 
-    Takes the keyword arguments of :func:`.semantic.build_index` (``distractors.sem``); ``reverse``,
-    ``bag`` and ``namespace`` were the parts' (:func:`count_part`) and are checked against them.
+    Takes the keyword arguments of :func:`.sem_index.build_index` (``distractors.sem``); ``reverse``,
+    ``bag`` and ``namespace`` were the parts' (:func:`.sem_part_bags.count_part`) and are checked against them.
     """
     folder = Path(folder)
     meta = merge_parts(parts, folder, weighting, bm25_k1, bm25_b)
@@ -576,8 +295,8 @@ def build_from_parts(
         raise RuntimeError(
             f"{parts[0]}: parts counted with (reverse, bag, namespace) {got}; re-run rule sem_bags"
         )
-    X = S.load_matrix(folder, meta["entities"])[0] if hnsw else None
-    graph = S.add_hnsw(
+    X = sem_index.load_matrix(folder, meta["entities"])[0] if hnsw else None
+    graph = sem_index.add_hnsw(
         X, folder, hnsw, hnsw_m, ef_construction, ef_search, post, threads, recall_queries, recall_k, key
     )
     meta.update(graph)
@@ -673,15 +392,15 @@ def _open_parts(folders: list[Path]) -> list[tuple]:
     parts = []
     for f in folders:
         ents = np.load(f / "entities.npy", mmap_mode="r")
-        X, maps = S.load_matrix(f, len(ents))
+        X, maps = sem_index.load_matrix(f, len(ents))
         parts.append((ents, X, (ents, *maps)))
     return parts
 
 
 def _release_parts(parts: list[tuple]) -> None:
-    """Drop the parts' mapped pages read so far (:func:`.semantic.release_pages`)."""
+    """Drop the parts' mapped pages read so far (:func:`.sem_index.release_pages`)."""
     for _, _, maps in parts:
-        S.release_pages(maps)
+        sem_index.release_pages(maps)
 
 
 def _row_block(parts: list[tuple], cols: list[np.ndarray], cut: list[tuple], n_features: int):
@@ -727,7 +446,7 @@ class _Paged:
         idx = np.asarray(idx)
         if len(self.a) <= self.span:
             out = np.asarray(self.a[idx])
-            S.release_pages([self.a])
+            sem_index.release_pages([self.a])
             return out
         out = np.empty(idx.shape, self.a.dtype)
         for c in range(0, len(idx), GATHER_ITEMS):  # temporaries of GATHER_ITEMS positions
@@ -739,7 +458,7 @@ class _Paged:
                 if hi > lo:
                     at = order[lo:hi]
                     out[c + at] = self.a[part[at]]
-                    S.release_pages([self.a])
+                    sem_index.release_pages([self.a])
         return out
 
 

@@ -16,8 +16,8 @@ from typing import Any
 import jsonschema
 import yaml
 
-from factprobe.lm import BACKENDS, row_backend
 from factprobe.model_source import PrepareError, resolve_source
+from factprobe.registries import BACKENDS, row_backend
 from factprobe.settings import (
     Config,
     ConfigError,
@@ -270,7 +270,7 @@ def check_models(rows: list[dict], path: str | Path, root: str | Path = ".") -> 
     A source is taken as a local path when it is absolute, starts with ``.`` or ``~``, has more
     than one ``/``, ends in ``.gguf`` or names an existing directory (the same reading as
     ``factprobe.lm.load``), so a typo fails here, before any job runs. The ``backend`` cell
-    (default ``hf``) must name a registered backend (:data:`factprobe.lm.BACKENDS`).
+    (default ``hf``) must name a registered backend (:data:`factprobe.registries.BACKENDS`).
     """
     for row in rows:
         where = f"{path}: line {row['_line']} (model {row['name']})"
@@ -279,7 +279,7 @@ def check_models(rows: list[dict], path: str | Path, root: str | Path = ".") -> 
         if row_backend(row) not in BACKENDS:
             raise ConfigError(
                 f"{where}: unknown backend {row_backend(row)!r}; choose from {sorted(BACKENDS)} "
-                "(factprobe.lm.BACKENDS; a plugin registers more, see FACTPROBE_PLUGINS)"
+                "(factprobe.registries.BACKENDS; a plugin registers more, see FACTPROBE_PLUGINS)"
             )
         if cutoff and not is_calendar_date(cutoff, "%Y-%m-%d"):
             raise ConfigError(f"{where}: cutoff {cutoff} is not a calendar date; write it as YYYY-MM-DD")

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from factprobe.registry import ConfigError, check_dumps, read_registry, validate_config
+from factprobe.config_check import ConfigError, check_dumps, read_registry, validate_config
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "workflow" / "schemas"
@@ -111,7 +111,7 @@ def test_dump_date_must_be_a_calendar_date(tmp_path):
     ],
 )
 def test_config_source_names_the_files_given(tmp_path, given, loaded, expected):
-    from factprobe.registry import config_source
+    from factprobe.config_check import config_source
 
     # Snakemake keeps --configfile paths absolute and the Snakefile's configfile as written.
     given = [tmp_path / f for f in given]

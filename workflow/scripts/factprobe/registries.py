@@ -1,0 +1,481 @@
+"""Every extension point of factprobe in one light module: what can be named in the config.
+
+Four registries, each ``name -> entry`` (a fifth, of measures, in :mod:`factprobe.measures`):
+
+* :data:`STRATEGIES`: distractor strategies (``distractors.strategies``);
+* :data:`FAMILIES`: measure families (``metrics.families``); the measures they write (direction,
+  chance level, label) are the registry :data:`factprobe.measures.MEASURES`, built the same way;
+* :data:`BACKENDS`: model backends (the ``backend`` column of ``config/models.tsv``);
+* :data:`SOURCES`: where a suite's facts and prompts come from (``suites.<s>.source.format``).
+
+Built-in entries name their code as ``"module:attribute"`` strings, imported on first use, so
+this module is standard library only: ``factprobe.settings`` reads it while the Snakefile is
+parsed, and importing it runs no implementation (:mod:`factprobe.code_inputs` follows the
+strings, per registry, to the library files a job runs). New entries come from plugins
+(:mod:`factprobe.plugins`), imported when a registry is first read, never on import.
+
+A name is registered once: a second registration fails naming both sources, unless it says
+``override=True``; then the run log says which entry replaced which. A strategy may declare its
+own settings (:class:`Setting`): ``distractors.strategy_settings.<name>`` sets them, they are
+checked against the declared defaults' types and reach the retriever as
+``ctx.settings.strategy_settings[<name>]``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, NamedTuple, TypeVar
+
+from factprobe.plugins import load_plugins
+
+log = logging.getLogger(__name__)
+E = TypeVar("E")
+
+
+class RegistryError(ValueError):
+    """A name registered twice without ``override=True``, or an unknown name."""
+
+
+def imported(ref: Any) -> Any:
+    """``"module:attribute"`` imported; anything else as is."""
+    if isinstance(ref, str):
+        module, _, attr = ref.partition(":")
+        return getattr(importlib.import_module(module), attr)
+    return ref
+
+
+def source_of(ref: Any) -> str:
+    """Where an entry's code lives, for messages: the reference itself or ``module:qualname``."""
+    if isinstance(ref, str) or ref is None:
+        return str(ref)
+    return f"{getattr(ref, '__module__', '?')}:{getattr(ref, '__qualname__', repr(ref))}"
+
+
+class Registry(Mapping[str, E], Generic[E]):
+    """``name -> entry`` of one kind; reading it first imports the plugins of ``FACTPROBE_PLUGINS``."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self._entries: dict[str, E] = {}
+        self._sources: dict[str, str] = {}
+
+    def add(self, name: str, entry: E, source: str, override: bool = False) -> E:
+        """Register ``entry`` as ``name``; a name taken already fails unless ``override``."""
+        if name in self._entries:
+            if not override:
+                raise RegistryError(
+                    f"{self.kind} {name!r} is registered twice: by {self._sources[name]} and by {source}; "
+                    "rename one, or pass override=True to replace the first"
+                )
+            log.warning("%s %r: %s overrides %s", self.kind, name, source, self._sources[name])
+        self._entries[name] = entry
+        self._sources[name] = source
+        return entry
+
+    def source(self, name: str) -> str:
+        """Where entry ``name`` came from."""
+        return self._sources[name]
+
+    def __getitem__(self, name: str) -> E:
+        load_plugins()
+        return self._entries[name]
+
+    def __iter__(self) -> Iterator[str]:
+        load_plugins()
+        return iter(list(self._entries))
+
+    def __len__(self) -> int:
+        load_plugins()
+        return len(self._entries)
+
+
+class Setting(NamedTuple):
+    """A setting an entry declares: its default (whose type a configured value must have) and
+    what it does, in words (config errors quote it)."""
+
+    default: Any
+    doc: str = ""
+
+
+def check_entry_settings(kind: str, name: str, declared: Mapping[str, Setting], given: Mapping) -> dict:
+    """The declared settings of entry ``name``, defaults overridden by ``given``; an undeclared
+    key or a value of another type than the default's raises :class:`RegistryError`."""
+    unknown = sorted(set(given) - set(declared))
+    if unknown:
+        names = {k: s.doc for k, s in declared.items()}
+        raise RegistryError(f"{kind} {name!r} has no setting(s) {unknown}; it declares {names}")
+    resolved = {key: setting.default for key, setting in declared.items()}
+    for key, value in given.items():
+        default = declared[key].default
+        # bool is an int in Python; an int where a float is declared is a float.
+        same = type(value) is type(default) or (isinstance(default, float) and type(value) is int)
+        if default is not None and not same:
+            raise RegistryError(
+                f"{kind} {name!r}: setting {key!r} is {type(default).__name__} "
+                f"({declared[key].doc or 'no description'}), got {value!r}"
+            )
+        resolved[key] = value
+    return resolved
+
+
+def _declared(settings: Mapping[str, Any] | None) -> dict[str, Setting]:
+    return {k: v if isinstance(v, Setting) else Setting(v) for k, v in (settings or {}).items()}
+
+
+# --- distractor strategies -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A distractor strategy: its retriever (callable or ``"module:attribute"``) and its needs.
+
+    A retriever is called per fact, ``retriever(ctx, i, fact_id, (s, r, o))``, and returns
+    candidate rows (:func:`factprobe.distractors.retrieve.rows`); ``ctx`` is the suite's
+    :class:`factprobe.distractors.retrieve.Context`. ``prepare(ctx)`` runs once before the first
+    fact. Needs: ``per_model`` (its own rule per (suite, model), ApprOpt), ``index`` (the dump's
+    semantic index), ``temporal`` (the dump's temporal view), ``statements`` (the suite's
+    relations' statements), ``every_subject`` (given the retrieve settings, whether Ω holds every
+    subject of the relations). ``settings``: its own settings, name -> :class:`Setting`.
+    """
+
+    name: str
+    retriever: Callable | str | None
+    prepare: Callable | str | None = None
+    per_model: bool = False
+    index: bool = False
+    temporal: bool = False
+    statements: bool = False
+    every_subject: Callable[[Mapping[str, Any]], bool] | None = None
+    aliases: tuple[str, ...] = field(default_factory=tuple)
+    settings: Mapping[str, Setting] = field(default_factory=dict)
+
+    def code(self, what: str = "retriever") -> Callable | None:
+        """The retriever (or ``prepare``) as a callable, importing its module on first use."""
+        return imported(getattr(self, what))
+
+
+#: name -> :class:`Strategy`.
+STRATEGIES: Registry[Strategy] = Registry("distractor strategy")
+
+
+def register_strategy(
+    name: str, retriever: Callable | str | None, override: bool = False, **needs: Any
+) -> Strategy:
+    """Add strategy ``name``; ``needs`` are :class:`Strategy` fields."""
+    needs["settings"] = _declared(needs.get("settings"))
+    return STRATEGIES.add(name, Strategy(name, retriever, **needs), source_of(retriever), override)
+
+
+def strategy(name: str, override: bool = False, **needs: Any) -> Callable[[Callable], Callable]:
+    """Decorator form of :func:`register_strategy`: ``@strategy("mine", index=True)``."""
+
+    def add(fn: Callable) -> Callable:
+        register_strategy(name, fn, override, **needs)
+        return fn
+
+    return add
+
+
+def canonical(names: list[str]) -> list[str]:
+    """Former names replaced by the current ones (``temp`` -> ``temp+sem``), duplicates dropped."""
+    alias = {a: s.name for s in STRATEGIES.values() for a in s.aliases}
+    return list(dict.fromkeys(alias.get(n, n) for n in names))
+
+
+def unknown(names: list[str], per_model: bool | None = None) -> list[str]:
+    """Names (after :func:`canonical`) that are not registered strategies (of the given kind)."""
+    return [
+        n
+        for n in canonical(names)
+        if n not in STRATEGIES or (per_model is not None and STRATEGIES[n].per_model != per_model)
+    ]
+
+
+def choices(per_model: bool | None = None) -> list[str]:
+    """Registered names (of the given kind), for error messages."""
+    return [n for n, s in STRATEGIES.items() if per_model is None or s.per_model == per_model]
+
+
+def needs(names: list[str], need: str) -> bool:
+    """Whether any of the strategies ``names`` has ``need`` (index, temporal, statements, per_model)."""
+    return any(getattr(STRATEGIES[n], need) for n in canonical(names) if n in STRATEGIES)
+
+
+def needs_every_subject(settings: Mapping[str, Any]) -> bool:
+    """Whether Ω must hold every subject of the relations for these retrieve settings."""
+    return any(
+        STRATEGIES[n].every_subject(settings)
+        for n in canonical(list(settings.get("strategies", [])))
+        if n in STRATEGIES and STRATEGIES[n].every_subject is not None
+    )
+
+
+def strategy_settings(names: list[str], given: Mapping[str, Mapping]) -> dict[str, dict]:
+    """The own settings of each strategy of ``names`` that declares some (defaults overridden by
+    ``given``, ``distractors.strategy_settings``); ``given`` naming a strategy without settings
+    fails."""
+    for name in given:
+        if name not in STRATEGIES or not STRATEGIES[name].settings:
+            raise RegistryError(
+                f"distractor strategy {name!r} declares no settings; "
+                f"these do: {[n for n, s in STRATEGIES.items() if s.settings]}"
+            )
+    return {
+        n: check_entry_settings("distractor strategy", n, STRATEGIES[n].settings, given.get(n, {}))
+        for n in canonical(names)
+        if n in STRATEGIES and STRATEGIES[n].settings
+    }
+
+
+def _subject_side(settings: Mapping[str, Any]) -> bool:
+    # The subject side of co-occurrence takes other subjects of the relation (PROBELM App. B).
+    return "subject" in settings.get("cooccur_sides", [])
+
+
+def _relation_pool(settings: Mapping[str, Any]) -> bool:
+    # pool_source relation: every object of the relation in the dump, whoever its subject (not
+    # Fluent-mLAMA's pool, which is pool_source dataset: strings of the dataset's subset, §3.3).
+    return settings.get("pool_source", "relation") == "relation"
+
+
+_STRATEGY = "factprobe.distractors.strategies"
+# One line per built-in strategy (distractors paper §3.3, PROBELM App. B, fluent-mLAMA §3.1).
+register_strategy("random", f"{_STRATEGY}:random_rows")
+register_strategy("sem", f"{_STRATEGY}:sem_rows", prepare=f"{_STRATEGY}:sem_lists", index=True)
+register_strategy(
+    "temp+sem",
+    f"{_STRATEGY}:temp_sem_rows",
+    prepare=f"{_STRATEGY}:sem_lists",
+    index=True,
+    temporal=True,
+    aliases=("temp",),
+)
+register_strategy(
+    "cooccur",
+    f"{_STRATEGY}:cooccur_rows",
+    prepare=f"{_STRATEGY}:cooccur_relevance",
+    statements=True,
+    every_subject=_subject_side,
+)
+register_strategy(
+    "pool", f"{_STRATEGY}:pool_rows", prepare=f"{_STRATEGY}:relation_pools", every_subject=_relation_pool
+)
+register_strategy("appropt", None, per_model=True)  # rule appropt_distractors (factprobe.distractors.appropt)
+
+
+# --- measure families and measures ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Family:
+    """A measure family: its function (callable or ``"module:attribute"``), taking the suite's
+    :class:`factprobe.metrics.pipeline.SuiteFrame` and returning ``(per-fact tables, suite-level
+    tables)``, and the ``metrics`` settings it reads (a change of one reruns only its suites).
+    ``own``: settings the family declares itself (a plugin's), name -> :class:`Setting`, set in
+    ``metrics.family_settings.<family>`` and read as ``frame.settings.family_settings[<family>]``."""
+
+    name: str
+    function: Callable | str
+    settings: tuple[str, ...] = ()
+    own: Mapping[str, Setting] = field(default_factory=dict)
+
+    def code(self) -> Callable:
+        """The function, importing its module on first use."""
+        return imported(self.function)
+
+
+#: family name -> :class:`Family` (in registration order: the order families run in).
+FAMILIES: Registry[Family] = Registry("measure family")
+
+
+def register_family(
+    name: str,
+    function: Callable | str,
+    settings: tuple[str, ...] = (),
+    override: bool = False,
+    own: Mapping[str, Any] | None = None,
+) -> Family:
+    """Add family ``name``."""
+    entry = Family(name, function, tuple(settings), _declared(own))
+    return FAMILIES.add(name, entry, source_of(function), override)
+
+
+def family(
+    name: str, settings: tuple[str, ...] = (), override: bool = False, own: Mapping[str, Any] | None = None
+) -> Callable[[Callable], Callable]:
+    """Decorator form of :func:`register_family`."""
+
+    def add(fn: Callable) -> Callable:
+        register_family(name, fn, settings, override, own)
+        return fn
+
+    return add
+
+
+def family_settings(names: list[str], given: Mapping[str, Mapping]) -> dict[str, dict]:
+    """The own settings of each family of ``names`` that declares some (defaults overridden by
+    ``given``, ``metrics.family_settings``); ``given`` naming a family without any fails."""
+    for name in given:
+        if name not in FAMILIES or not FAMILIES[name].own:
+            raise RegistryError(
+                f"measure family {name!r} declares no settings; these do: {[n for n, f in FAMILIES.items() if f.own]}"
+            )
+    return {
+        n: check_entry_settings("measure family", n, FAMILIES[n].own, given.get(n, {}))
+        for n in names
+        if n in FAMILIES and FAMILIES[n].own
+    }
+
+
+def unknown_families(names: list[str]) -> list[str]:
+    """Names that are not registered families."""
+    return [n for n in names if n not in FAMILIES]
+
+
+_FAMILY = "factprobe.metrics.families"
+# One line per family (the order they run in).
+register_family(
+    "knowledge", f"{_FAMILY}:knowledge", ("ns", "precision_ns", "combined_strategies", "short_lists")
+)
+register_family("ranking", f"{_FAMILY}:ranking", ("recall_ns", "ranking_average", "ranking_ties"))
+register_family("plausibility", f"{_FAMILY}:plausibility", ("plausibility_strategies",))
+register_family("belief", f"{_FAMILY}:belief", ("belief_samplings", "belief_bins"))
+register_family("belief_icl", f"{_FAMILY}:belief_icl", ("belief_samplings", "belief_bins"))
+register_family("overlap", "factprobe.metrics.overlap:overlap", ("overlap",))
+
+
+# --- model backends ------------------------------------------------------------------------
+
+#: backend name -> the class (or ``"module:attribute"``, imported on first use). A backend class
+#: implements :class:`factprobe.lm.api.LM` and a classmethod ``from_row(row, model_dir, **settings)``.
+BACKENDS: Registry[type | str] = Registry("model backend")
+#: The backend of a models.tsv row without a ``backend`` cell.
+DEFAULT_BACKEND = "hf"
+
+
+def register_backend(name: str, cls: type | str, override: bool = False) -> None:
+    """Add backend ``name``."""
+    BACKENDS.add(name, cls, source_of(cls), override)
+
+
+def backend(name: str, override: bool = False) -> Callable[[type], type]:
+    """Class decorator: ``@backend("mine")`` registers the class as backend ``mine``."""
+
+    def add(cls: type) -> type:
+        register_backend(name, cls, override)
+        return cls
+
+    return add
+
+
+def backend_class(name: str, where: str = "config/models.tsv") -> type:
+    """The class of backend ``name`` (imported on first use); unknown names fail naming ``where``."""
+    if name not in BACKENDS:
+        raise KeyError(f"{where}: unknown backend {name!r}; choose from {sorted(BACKENDS)}")
+    return imported(BACKENDS[name])
+
+
+def row_backend(row: Any) -> str:
+    """The backend of a models.tsv row (a dict or a ``ModelSpec``): its cell, else ``hf``."""
+    value = row.get("backend") if isinstance(row, dict) else getattr(row, "backend", "")
+    return str(value or DEFAULT_BACKEND)
+
+
+register_backend("hf", "factprobe.lm.hf:HFCausalLM")
+register_backend("masked", "factprobe.lm.masked:MaskedLM")
+
+
+# --- suite source formats ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SourceFormat:
+    """Where a suite's facts and prompts come from (``suites.<s>.source.format``).
+
+    ``builder``: ``builder(name, suite, sets, (claims, entities, label_files), forms_path,
+    memory_mb) -> (facts, prompts)``, writing the entity forms to ``forms_path``; None for the
+    dump (sampled by :func:`factprobe.probes.build.build_suite` itself) and for imported formats.
+    ``imported``: probes and candidates come whole from the release (rule import_released, not
+    build_probes and retrieval). ``listed``: the facts are listed in the file ``source.path``
+    (an input of build_probes), so the suite's relations may be left out.
+    """
+
+    name: str
+    builder: Callable | str | None = None
+    imported: bool = False
+    listed: bool = False
+
+    def code(self) -> Callable | None:
+        """The builder, importing its module on first use."""
+        return imported(self.builder)
+
+
+#: format name -> :class:`SourceFormat`.
+SOURCES: Registry[SourceFormat] = Registry("suite source format")
+
+
+def register_source(
+    name: str, builder: Callable | str | None = None, override: bool = False, **fields: Any
+) -> SourceFormat:
+    """Add source format ``name``; ``fields`` are :class:`SourceFormat` fields."""
+    return SOURCES.add(
+        name, SourceFormat(name, builder, **fields), source_of(builder) if builder else name, override
+    )
+
+
+def source_format(name: str, override: bool = False, **fields: Any) -> Callable[[Callable], Callable]:
+    """Decorator form of :func:`register_source`: ``@source_format("mine", listed=True)``."""
+
+    def add(fn: Callable) -> Callable:
+        register_source(name, fn, override, **fields)
+        return fn
+
+    return add
+
+
+def source_entry(name: str, where: str = "suites") -> SourceFormat:
+    """The entry of format ``name``; unknown names fail naming ``where`` and the choices."""
+    if name not in SOURCES:
+        raise RegistryError(f"{where}: unknown source format {name!r}; choose from {list(SOURCES)}")
+    return SOURCES[name]
+
+
+_PROBES = "factprobe.probes"
+# One line per built-in source format (config/README.md, suites).
+register_source("dump")
+register_source("fluent-mlama", f"{_PROBES}.fluent_suite:fluent_mlama_suite")
+register_source("triples", f"{_PROBES}.listed:triples_suite", listed=True)
+register_source("verbalization-pairs", f"{_PROBES}.listed:pairs_suite", listed=True)
+register_source("myriadlama", f"{_PROBES}.listed:myriadlama_suite", listed=True)
+register_source("probelm", imported=True)
+
+
+#: Which registry each public name reads or fills: :mod:`factprobe.code_inputs` makes a module
+#: that imports a name depend on the code of that registry's built-in entries only.
+KINDS = {
+    "STRATEGIES": (
+        "STRATEGIES",
+        "Strategy",
+        "register_strategy",
+        "strategy",
+        "canonical",
+        "unknown",
+        "choices",
+        "needs",
+        "needs_every_subject",
+        "strategy_settings",
+    ),
+    "FAMILIES": ("FAMILIES", "Family", "register_family", "family", "unknown_families", "family_settings"),
+    "BACKENDS": (
+        "BACKENDS",
+        "register_backend",
+        "backend",
+        "backend_class",
+        "row_backend",
+        "DEFAULT_BACKEND",
+    ),
+    "SOURCES": ("SOURCES", "SourceFormat", "register_source", "source_format", "source_entry"),
+}
