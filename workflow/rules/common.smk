@@ -200,8 +200,13 @@ def probe_inputs(wildcards):
     paths = rules.diff_dumps.output.changes, rules.temporal_view.output.temporal
     args = CFG, wildcards.suite, RUN.template_sets, extract_table
     only = wildcards.suite in RELEASE_ONLY
-    files = run_inputs.probe_inputs(*args, library("build_probes.py"), *paths, release_only=only)
-    return {**files, **run_inputs.timeline_inputs(CFG, wildcards.suite, ENABLED, paths[0])}
+    files = run_inputs.probe_inputs(
+        *args, library("build_probes.py"), *paths, release_only=only
+    )
+    return {
+        **files,
+        **run_inputs.timeline_inputs(CFG, wildcards.suite, ENABLED, paths[0]),
+    }
 
 
 # --- distractors -------------------------------------------------------------------------
@@ -213,7 +218,9 @@ def uses_appropt(suite):
 
 def omega_inputs(suite):
     probes = rules.build_probes.output
-    return run_inputs.omega_inputs(CFG, suite, probes, extract_table, suite in RELEASE_ONLY)
+    return run_inputs.omega_inputs(
+        CFG, suite, probes, extract_table, suite in RELEASE_ONLY
+    )
 
 
 def sem_index_types(wildcards):
