@@ -39,7 +39,7 @@ def load_suite_omega(
     """Facts, entity forms, statements and Ω(f) of a suite from a rule's inputs (facts,
     entity_forms, claims, types) and its settings (dump, valid_ranks, form_threshold, strategies).
 
-    Out of core (issue 15 item 2): DuckDB scans read only the rows Ω can ask about
+    Out of core: DuckDB scans read only the rows Ω can ask about
     (:mod:`factprobe.scan`): types and forms of the facts' subjects and objects and of
     the entities sharing a declared type with them, statements of the suite's relations (of its
     subjects only, unless co-occurrence fills the subject slot or same-relation pools take every
@@ -50,7 +50,7 @@ def load_suite_omega(
     of a retrieval shard (:func:`shard_plan`, by subject). The facts returned are then those of
     the shard's relations (same-relation pools take them all), but the statements valid for
     (s, r) are read for the shard's subjects only (every (s, r) of a shard is whole): what Ω
-    asks about the shard's facts, so its answers are those of one job (issue 31 item 4).
+    asks about the shard's facts, so its answers are those of one job.
     ``prepared``: the suite's :func:`prepare_universe` folder; its types and forms (the whole
     suite's, as one job reads them) are memory-mapped instead of scanned, so a shard neither
     scans nor sorts them and reads the pages of what it asks about only.
@@ -187,7 +187,7 @@ def prepare_universe(
     memory_mb: int | None = None,
 ) -> dict:
     """Write once per suite what every retrieval shard would otherwise scan or build whole (rule
-    prepare_retrieval, issue 31 item 4): the types of all the suite's subjects and objects and
+    prepare_retrieval): the types of all the suite's subjects and objects and
     of the members of their types, and the forms of those entities, in the sorted layout Ω
     searches (:meth:`Omega.layout`), for :func:`map_universe`. The same rows as one job's
     :func:`load_suite_omega` reads, so Ω's answers are one job's.
@@ -340,7 +340,7 @@ def prepare_slices(index: SemIndex, omega: Omega, facts: pd.DataFrame, folder: P
 
     Each slice is built and saved on its own, so ``workers`` forked processes share them
     (:func:`factprobe.parallel.ordered_map`), largest type first so that a giant class does not
-    end the run alone; the files do not depend on ``workers`` (issue 31: this job's loading is on
+    end the run alone; the files do not depend on ``workers`` (this job's loading is on
     the knowledge suite's critical path at full size)."""
     global _SLICING
     objects = arrays.unique(id_ints(facts["object"]))
@@ -350,7 +350,7 @@ def prepare_slices(index: SemIndex, omega: Omega, facts: pd.DataFrame, folder: P
     sizes = np.array([len(omega.members(np.array([t], np.int64))) for t in wanted.tolist()], np.int64)
     by_size = np.argsort(-sizes, kind="stable")
     # A type larger than a part is split here, once, and its parts built side by side: a
-    # giant class's slice is ≈ 10⁹ non-zeros at full size (issue 31 item 5).
+    # giant class's slice is ≈ 10⁹ non-zeros at full size.
     split, items = {}, []
     for t, size in zip(wanted[by_size].tolist(), sizes[by_size].tolist(), strict=True):
         if size > sem_slices.SLICE_PART:

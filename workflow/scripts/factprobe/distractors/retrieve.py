@@ -236,7 +236,7 @@ def rows_of_ids(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
 
 def shard_plan(facts: pd.DataFrame, shards: int) -> np.ndarray:
     """Retrieval shard (0..shards-1) of each fact: ``stable_hash(subject, "retrieve-shard")``
-    modulo ``shards`` (issue 31 item 4).
+    modulo ``shards``.
 
     Cutting by subject, not by relation, divides a suite whose facts sit in one relation as
     evenly as one with many (the plan that kept relations whole left 44-90 % of a suite's rows

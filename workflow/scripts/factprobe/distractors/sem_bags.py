@@ -127,7 +127,7 @@ def bags_from_parquet(
     bag: str = "sets",
     namespace: str = "shared",
 ) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix, tuple[int, np.ndarray, float]]:
-    """``(entities, features, counts, corpus)`` of a claims Parquet file, counted in DuckDB (issue 15 item 3).
+    """``(entities, features, counts, corpus)`` of a claims Parquet file, counted in DuckDB.
 
     The same bags as :func:`feature_codes` + :func:`weight_matrix` on the non-deprecated distinct
     triples, but the feature occurrences are grouped (and counted, ``bag="counts"``) by DuckDB,

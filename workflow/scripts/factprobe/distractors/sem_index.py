@@ -3,7 +3,7 @@
 files and mapped back; the k-nearest-neighbour searches over it (exact: a scipy sparse
 product, the reference and the fallback; HNSW ``cosinesimil_sparse``).
 
-The workflow builds the index in parts (:mod:`.sem_index_parts`, issue 31 item 3: rules ``sem_bags`` and
+The workflow builds the index in parts (:mod:`.sem_index_parts`: rules ``sem_bags`` and
 ``build_sem_index``), which give the files of :func:`build_index` (the unsharded build, kept as
 the reference) byte for byte.
 """
@@ -159,7 +159,7 @@ class SemIndex:
     def release_pages(self) -> None:
         """Drop the mapped matrix pages read so far from the process (clean file pages, read
         again on the next access): a job that ranked a large type does not keep its rows
-        resident, so its peak RSS is its own arrays (issue 15)."""
+        resident, so its peak RSS is its own arrays."""
         release_pages(self.maps)
 
     def row_of(self, entities: np.ndarray) -> np.ndarray:
@@ -322,7 +322,7 @@ def build_index(
     :func:`load_index` maps them and reads only the rows a job ranks), ``hnsw.bin`` (+ ``.dat``, nmslib with data) and
     ``meta.json`` (settings, sizes, timings, recall@k of HNSW vs exact cosine on a sample).
     ``hnsw=False`` (no suite searches this dump with ``search: hnsw``) skips the graph and the
-    recall check: the graph's build grows as n^1.3 and is the bulk of the job at scale (issue 15).
+    recall check: the graph's build grows as n^1.3 and is the bulk of the job at scale.
     ``rows`` (Parquet input only): index only these entities, weighted as in the whole dump.
     ``bag``, ``namespace``, ``reverse``: the features (:func:`feature_codes`, :func:`weight_matrix`;
     the paper's §3.3 bag is ``sets``, ``shared``, no reverse features).
@@ -384,7 +384,7 @@ def save_matrix(folder: Path, X: sp.csr_matrix) -> None:
 
 def load_matrix(folder: Path, rows: int) -> tuple[sp.csr_matrix, tuple]:
     """The index's CSR matrix over memory-mapped arrays, and the maps: a retrieval job ranks the members of
-    its anchors' types only, so only their rows are read (issue 15: the whole matrix of a full
+    its anchors' types only, so only their rows are read (the whole matrix of a full
     dump is tens of GB). The column count is that of ``features.npy``."""
     missing = [p for p in MATRIX_PARTS if not (folder / f"matrix.{p}.npy").exists()]
     if missing:

@@ -75,7 +75,7 @@ def _exact_lists(index: SemIndex, omega, facts: list[tuple[int, int, int]], n: i
     Exact search inside o's types (the reference code's index per type; :class:`TypeSlices`), not
     against every entity; one product per distinct object: facts sharing an object (a country,
     hundreds of facts at 250k entities) share its ranking, and only Ω, which depends on (s, r),
-    runs per fact (issue 31: the product costs the postings of o's features in its types, which
+    runs per fact (the product costs the postings of o's features in its types, which
     grow with the dump). An object whose ranked prefix a preparation holds (``index.prefixes``,
     the same ``top``) is not ranked again: retrieval shards share one suite's products."""
     out: list[list[int]] = [[] for _ in facts]
@@ -205,7 +205,7 @@ def exact_prefixes(
     ``n`` and ``widen``): each ranked once, as :func:`_exact_lists` ranks it (distractors paper
     §3.3, Sem), in the same type-set order so that slices are reused. ``workers`` > 1: runs of
     type sets ranked in forked processes (each object's ranking is its own: the same prefixes);
-    the preparation job is on the knowledge suite's critical path (issue 31 item 5)."""
+    the preparation job is on the knowledge suite's critical path."""
     top = widen * n + 16
     by_types: dict[tuple, list[int]] = {}
     for o in arrays.unique(np.asarray(objects, np.int64)).tolist():

@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 
 class TypeSlice:
     """The rows of a set of candidates (one declared type set), sliced and transposed once so
-    that every query against the set costs its own postings, not the set's size (issue 15).
+    that every query against the set costs its own postings, not the set's size.
 
     The product is ``X[q] @ X[cands].T``, the orientation of :func:`exact_topk`, so each cosine
     is the same float as in a search against every entity (a row's sum runs over the query's
@@ -45,9 +45,9 @@ class TypeSlice:
         # Columns renumbered to the features the slice holds (a monotone map, so each row keeps
         # its order and each cosine its float): the transposed slice's size follows its own
         # non-zeros, not the dump's vocabulary (8 bytes a feature of indptr per slice: 2 GB at
-        # full size, and as much work to build, issue 31).
+        # full size, and as much work to build).
         # Sort-based (arrays.unique): NumPy's hash-based np.unique took 3.2 of the 5.2 s of the
-        # 4 M-entity multiprompt job's slice building (issue 31).
+        # 4 M-entity multiprompt job's slice building.
         self.features = arrays.unique(rows.indices) if rows is not None else np.empty(0, np.int32)
         self.XT = None
         if rows is not None:
@@ -68,7 +68,7 @@ class TypeSlice:
     @classmethod
     def mapped(cls, index: SemIndex, folder: str | Path) -> TypeSlice:
         """A slice :meth:`save` wrote, memory-mapped: a query reads the postings of its own
-        features only (issue 31 item 4: retrieval shards share one preparation's slices)."""
+        features only (retrieval shards share one preparation's slices)."""
         folder = Path(folder)
         got = cls.__new__(cls)
         got.index = index
@@ -94,7 +94,7 @@ class TypeSlice:
         Read from the matrix's arrays in chunks of :data:`QUERY_CHUNK` features: a class's own
         bag holds a reverse feature per member (scholarly article: 3 M at 4 M entities), and
         copying the row whole (``X[[q]]``) and matching it at once held ≈ 100 MB at 4 M
-        entities, 30 times that at full size, in every worker ranking it (issue 31 item 5)."""
+        entities, 30 times that at full size, in every worker ranking it."""
         q = int(self.index.row_of(np.array([entity], np.int64))[0])
         if q < 0 or self.XT is None:
             return -1, np.empty(0, np.float32), np.empty(0, np.int64)
@@ -139,7 +139,7 @@ def part_rows(index: SemIndex, candidates: np.ndarray) -> list[np.ndarray]:
 
     A type's slice is built, saved and ranked part by part: one slice of a giant class
     (scholarly articles, 40 M members and ≈ 10⁹ non-zeros at full size) held ≈ 30 bytes a
-    non-zero while built and ≈ 30 bytes a member while ranked, in one worker (issue 31 item 5:
+    non-zero while built and ≈ 30 bytes a member while ranked, in one worker (
     284 MB at 4 M entities already). A cosine is a column's sum over the query's features
     in ascending order, whatever the other columns, so a part's floats are the whole slice's."""
     rows = index.row_of(np.asarray(candidates, np.int64))
@@ -213,7 +213,7 @@ SLICE_ROWS = 4096
 
 #: Members of a type one slice part holds at most (type_parts): building a part holds ≈ 30
 #: bytes a non-zero of its rows, ranking against it ≈ 30 bytes a member, ≈ 100 MB at most
-#: whatever the size of the class (issue 31 item 5).
+#: whatever the size of the class.
 SLICE_PART = 1 << 17
 
 
@@ -228,7 +228,7 @@ class TypeSlices:
     Ω admits the entities sharing a declared type with o: the union of o's types' members. One
     slice per type set re-read a giant class (humans, scholarly articles) for every set that
     holds it, so the slices' building grew as (number of sets) x (class size), n^1.5-1.9 between
-    250 k and 4 M entities (issue 31). Per type, a class is read once while it stays in the
+    250 k and 4 M entities. Per type, a class is read once while it stays in the
     budget, and a set's scores are the union of its types' scores: each cosine is the same float
     in every slice (:class:`TypeSlice`), so the union is the set's own ranking.
     """
@@ -262,7 +262,7 @@ class TypeSlices:
         self.slices[t] = got  # most recently used last
         # Bytes, and parts: each mapped array holds a file descriptor (CPython's mmap keeps a
         # duplicate), and a suite's thousands of small types ran a preparation's workers out of
-        # them at 4 M entities with 10 k facts a relation (issue 31).
+        # them at 4 M entities with 10 k facts a relation.
         while (self.held > self.budget or self.parts > SLICE_CACHE_PARTS) and next(iter(self.slices)) != t:
             dropped = self.slices.pop(next(iter(self.slices)))
             self.held -= sum(p.nbytes() for p in dropped)
@@ -290,7 +290,7 @@ class TypeSlices:
         ``top`` of the union are within the ``top`` of the part they lie in (a part holds no
         more candidates above them than the union does), so :func:`rank_rows` of what is kept
         is the prefix of the whole ranking, while a worker holds one part's scores, not a
-        giant class's (issue 31 item 5)."""
+        giant class's."""
         slices = [self._slice(int(t)) for t in types]
         if sum(len(parts) for parts in slices) <= 1:
             rows, vals = self.scores(types, entity)

@@ -116,7 +116,7 @@ def weigh_rows(
         raise ValueError(f"weighting must be 'tfidf' or 'bm25', not {weighting!r}")
     # L2 rows in place, a block of rows at a time: the same float32 operations as
     # ``diags(1 / norms) @ tf`` (one product per entry) without the matrix's copies, which were
-    # the job's peak memory at scale (issue 15).
+    # the job's peak memory at scale.
     rows = tf.shape[0]
     for lo in range(0, rows, _ROW_BLOCK):
         hi = min(rows, lo + _ROW_BLOCK)

@@ -52,7 +52,7 @@ def build_suite(
     ``temporal_only: true`` (with ``temporal_path``, the dump's temporal view) samples from the
     facts that have a temporal distractor: the distractors paper's S′ (§4.1, Fig. 2).
 
-    Out of core (issue 15 item 2): the entity forms of every labelled entity stream from the
+    Out of core: the entity forms of every labelled entity stream from the
     label tables into ``forms_path`` through DuckDB (bounded by ``memory_mb``, spilling beyond),
     and the job reads back only what it needs: which of its relations' entities are labelled,
     the sitelinks of their subjects, the forms of the entities its prompts name, the changes and
@@ -60,7 +60,7 @@ def build_suite(
     it they are written to a temporary file and returned as a frame.
 
     ``threads``: DuckDB's threads and the processes that select each part's candidates
-    (:func:`sample_suite`); the output does not depend on them (issue 31: the knowledge suite's
+    (:func:`sample_suite`); the output does not depend on them (the knowledge suite's
     job is on the full-size critical path).
     """
     if forms_path is None:
@@ -95,7 +95,7 @@ def dump_suite(
     """Facts and prompts of a suite sampled from the dump's statements (source format ``dump``),
     its entity forms streamed from ``label_files`` to ``paths.forms``.
 
-    Out of core (issue 15 item 2): the forms stream to their output; the property column to
+    Out of core: the forms stream to their output; the property column to
     check the relations, then only the truthy statements of the suite's relations (selection
     never looks at other properties) and the labels and sitelinks of their entities. DuckDB's
     queries run on the job's threads; each part's candidates in as many processes.
@@ -109,7 +109,7 @@ def dump_suite(
     with SpilledPool(con) if plan.with_demos else nullcontext() as spilled:
         facts = sample_suite(plan, covered, paths, con, spilled, threads)
         # Forms of the entities prompts name (subjects; demonstrations load their own, demopool.fill),
-        # not of every labelled entity: the dump-sized part of this job at scale (issue 15).
+        # not of every labelled entity: the dump-sized part of this job at scale.
         index = forms_index(
             scan.scan_forms(paths.forms, contracts.id_ints(sorted(set(facts["subject"]))), con)
         )

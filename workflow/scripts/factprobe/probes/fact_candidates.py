@@ -81,7 +81,7 @@ def sample_suite(
     Candidates, strata and the sample are per relation (select.py) and per (subject, relation)
     within one, so the suite's truthy statements stream in parts from one DuckDB query
     (:func:`scan.scan_truthy_tables`, which reads the forms and entities once for every relation)
-    and the job holds a few parts, not a relation (issues 15, 31). Each part's candidates and
+    and the job holds a few parts, not a relation. Each part's candidates and
     the sampler's spill of them (:func:`part_candidates`) run in ``workers`` forked processes
     (:func:`factprobe.parallel.ordered_map`), taken back in the stream's order, so the sample does
     not depend on ``workers``. The samplers and the demonstration pool spill what they keep.
@@ -203,7 +203,7 @@ def allowed_facts(rel: str, changes_path: str, picks, cutoff, con) -> pd.DataFra
 
 #: Truthy statements of a relation handled at once (about; cut at a subject's end): fact
 #: selection is per (subject, relation) and per entity, so a relation goes part by part and the
-#: job holds one part, not the relation (P31 is 2.9 M statements at 4 M entities; issue 31 item 5).
+#: job holds one part, not the relation (P31 is 2.9 M statements at 4 M entities).
 PART_ROWS = 250_000
 
 
@@ -215,7 +215,7 @@ class CandidatePart(NamedTuple):
     #: Sitelinks per integer object id of the part (objects without an item row left out),
     #: joined in the same DuckDB query as the subjects' (:func:`scan.scan_truthy_parts`):
     #: ``popularity_bins`` adds the object's popularity, and reading the entities file again
-    #: for every part would cost parts × entities (issue 31 item 5).
+    #: for every part would cost parts × entities.
     object_sitelinks: pd.Series
 
 
