@@ -55,6 +55,10 @@ def leaves(node: dict, prefix: str = "") -> list[tuple[str, dict]]:
     return rows
 
 
+#: Characters of a default shown in a table cell.
+LONG_DEFAULT = 120
+
+
 def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
@@ -66,8 +70,11 @@ def _default(spec: dict) -> str:
     if value is None:
         return "`null`"
     if isinstance(value, str):
-        return f"`{value}`" if value else '`""`'
-    return "`" + json.dumps(value, ensure_ascii=False).replace('"', "") + "`"
+        text = f"`{value}`" if value else '`""`'
+    else:
+        text = "`" + json.dumps(value, ensure_ascii=False).replace('"', "") + "`"
+    # A long default (a prompt text, a whole block) would fill the table: the schema shows it.
+    return text if len(text) <= LONG_DEFAULT else "(long: see the schema)"
 
 
 def table(name: str) -> str:

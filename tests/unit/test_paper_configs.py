@@ -316,10 +316,10 @@ def test_demo_says_where_it_departs_from_the_papers():
 
 
 def test_library_defaults_that_differ_from_the_papers_are_documented():
-    """A default that is not its paper's choice is listed with its reason in config/README.md."""
+    """A default that is not its paper's choice is listed with its reason in docs/papers.md."""
     demo = load(ROOT / "config" / "config.yaml")
-    readme = (ROOT / "config" / "README.md").read_text()
-    section = readme[readme.index("### Defaults that differ from the papers") :]
+    readme = (ROOT / "docs" / "papers.md").read_text()
+    section = readme[readme.index("## Defaults that differ from the papers") :]
     section = section[: section.index("\n## ")] if "\n## " in section else section
     differ = {
         key
