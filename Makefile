@@ -41,7 +41,7 @@ export: $(STAMP)
 # (date, checksum from its sums file; the registry rewritten atomically) and print the jobs the
 # next run plans (factprobe.wikidata.refresh). Offline it says so and changes nothing.
 refresh: $(STAMP)
-	PYTHONPATH=workflow/scripts $(BIN)/python -m factprobe.wikidata.refresh
+	$(BIN)/snakemake --cores 1 refresh
 
 # -rs: pytest's list of skip reasons; tests/skipreport.py adds a loud SKIPPED section at the end.
 # `make test` (CI) leaves out the tests marked `full` (long end-to-end variants of what the rest

@@ -147,3 +147,28 @@ def test_after_refresh_only_the_new_dumps_jobs_are_planned(tmp_path, server, mon
         ("temporal_view", "dump=20261116"),
     }
     assert {f"  {rule} ({w})" for rule, w in jobs} == set(printed[2:])
+
+
+@pytest.mark.slow  # a Snakemake run of rule refresh and its dry run of the next run
+def test_snakemake_refresh_rule(tmp_path, server):
+    """``snakemake refresh`` (the rule ``make refresh`` calls) appends the newest dump's row with
+    the json.gz checksum of its sums file and prints what the next run does."""
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in ("resources", "tests", "config"):
+        (work / name).symlink_to(ROOT / name)
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    config["dumps"] = "dumps.tsv"
+    (work / "config.yaml").write_text(yaml.safe_dump(config))
+    (work / "dumps.tsv").write_text(HEADER + ROWS)
+    cmd = [sys.executable, "-m", "snakemake", "refresh", "-s", str(ROOT / "workflow/Snakefile")]
+    cmd += ["--cores", "1", "--directory", str(work), "--configfile", str(work / "config.yaml")]
+    env = dict(os.environ, **{ENV_WIKIMEDIA: server.wikimedia})
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=work, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rows = (work / "dumps.tsv").read_text().splitlines()
+    assert len(rows) == 4 and rows[-1].split("\t")[0] == "20261116"
+    assert "sha1:f4bdd311a2509223af4477e2b1597219a3f0e99c" in rows[-1].split("\t")
+    assert "refresh: added dump 20261116" in proc.stdout
+    assert re.search(r"the next run plans \d+ job\(s\): .*download_dump 1", proc.stdout)
+    assert "  extract_dump (dump=20261116)" in proc.stdout

@@ -33,3 +33,23 @@ rule download_dump:
         registry=CFG.dumps,
     script:
         "../scripts/download_dump.py"
+
+
+# `snakemake refresh`: register the newest Wikimedia dump after the registry's latest (its
+# published checksum) and print the jobs the next run plans; offline or with nothing newer it
+# says so and changes nothing. No output: it runs whenever it is asked for, never from `all`.
+rule refresh:
+    input:
+        lib=library("refresh_dumps.py"),
+    log:
+        "logs/refresh.log",
+    localrule: True
+    conda:
+        "../../environment.yml"
+    params:
+        registry=CFG.dumps,
+        format="json.gz",
+        snakefile=workflow.main_snakefile,
+        configfiles=list(workflow.overwrite_configfiles) or list(workflow.configfiles),
+    script:
+        "../scripts/refresh_dumps.py"

@@ -1,6 +1,8 @@
-"""One command when a new dump lands (``make refresh``): register it and say what the next run does.
+"""One command when a new dump lands (``snakemake refresh`` or ``make refresh``): register it and
+say what the next run does.
 
-``python -m factprobe.wikidata.refresh`` (with ``workflow/scripts`` on ``PYTHONPATH``):
+Rule ``refresh`` (workflow/rules/download.smk), or ``python -m factprobe.wikidata.refresh`` (with
+``workflow/scripts`` on ``PYTHONPATH``):
 
 1. reads the dump registry named by the config's ``dumps`` key (config/dumps.tsv) and its latest
    date;
@@ -185,6 +187,27 @@ def refresh(
     )
 
 
+def refresh_and_plan(
+    registry: Path,
+    fmt: str,
+    snakefile: Path,
+    configfiles: Sequence[Path],
+    directory: Path,
+    targets: Sequence[str] = (),
+) -> tuple[int, list[str]]:
+    """:func:`refresh`, then, when a row was added, the jobs the next run plans (a dry run of
+    ``snakefile`` with ``configfiles`` in ``directory``): the exit status and the lines to print."""
+    status, message, row = refresh(registry, fmt)
+    if row is None:
+        return status, [message]
+    snakemake_args = [
+        *("-s", str(snakefile), "--cores", "1", "--directory", str(directory.resolve())),
+        *(arg for path in configfiles for arg in ("--configfile", str(Path(path).resolve()))),
+        *targets,
+    ]
+    return status, [message, *plan_lines(dry_run(snakemake_args, directory), row["dump"])]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--configfile", type=Path, default=Path("config/config.yaml"))
@@ -197,17 +220,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     config = yaml.safe_load(args.configfile.read_text()) or {}
     registry = args.directory / config.get("dumps", "config/dumps.tsv")
-    status, message, row = refresh(registry, args.format)
-    print(message)
-    if row is None:
-        return status
     snakefile = args.snakefile or Path(__file__).resolve().parents[3] / "Snakefile"
-    snakemake_args = [
-        *("-s", str(snakefile), "--configfile", str(args.configfile.resolve()), "--cores", "1"),
-        *("--directory", str(args.directory.resolve()), *args.targets),
-    ]
-    for line in plan_lines(dry_run(snakemake_args, args.directory), row["dump"]):
-        print(line)
+    status, lines = refresh_and_plan(
+        registry, args.format, snakefile, [args.configfile], args.directory, args.targets
+    )
+    print("\n".join(lines))
     return status
 
 
