@@ -140,14 +140,14 @@ from factprobe.registries import SOURCES
 config = yaml.safe_load(open("config/config.yaml"))
 config["distractors"]["strategy_settings"] = {"toy_same_relation": {"skip": 2}}
 config["suites"]["knowledge"]["distractors"] = {"strategies": ["random", "toy_same_relation"]}
-cfg = S.load(S.Config, config)
+cfg = S.load_settings(S.Config, config)
 retrieve = S.suite_retrieve(cfg, "knowledge")
-plain = S.suite_retrieve(S.load(S.Config, yaml.safe_load(open("config/config.yaml"))), "knowledge")
+plain = S.suite_retrieve(S.load_settings(S.Config, yaml.safe_load(open("config/config.yaml"))), "knowledge")
 errors = []
 for bad in ({"toy_same_relation": {"skip": "two"}}, {"toy_same_relation": {"jump": 1}}, {"random": {"x": 1}}):
     config["distractors"]["strategy_settings"] = bad
     try:
-        S.load(S.Config, config)
+        S.load_settings(S.Config, config)
     except S.ConfigError as err:
         errors.append(str(err))
 # A family's own setting: in the suite's metrics params, then in the frame the family reads.
@@ -157,16 +157,16 @@ from factprobe.registries import FAMILIES
 config["distractors"]["strategy_settings"] = {}
 config["metrics"]["families"]["knowledge"] = ["knowledge", "toy"]
 config["metrics"]["family_settings"] = {"toy": {"scale": 2.0}}
-params = S.suite_metrics(S.load(S.Config, config), "knowledge")
+params = S.suite_metrics(S.load_settings(S.Config, config), "knowledge")
 keys = dict(lang="en", verbalization="template", style="statement", shots="0")
 frame = SimpleNamespace(
-    cands=pd.DataFrame({"fact_id": ["f"], "entity": ["Q1"], "role": ["object"]}),
+    candidates=pd.DataFrame({"fact_id": ["f"], "entity": ["Q1"], "role": ["object"]}),
     prompts=pd.DataFrame({"prompt_id": ["p"], "fact_id": ["f"], **{k: [v] for k, v in keys.items()}}),
-    ent=pd.DataFrame({"prompt_id": ["p"], "entity": ["Q1"], "logpl": [-1.5]}),
+    entity_scores=pd.DataFrame({"prompt_id": ["p"], "entity": ["Q1"], "logpl": [-1.5]}),
 )
 values = []
 for scale in (1.0, 2.0):
-    frame.settings = S.load(S.Metrics, {"families": {}, "family_settings": {"toy": {"scale": scale}}})
+    frame.settings = S.load_settings(S.Metrics, {"families": {}, "family_settings": {"toy": {"scale": scale}}})
     values.append(float(FAMILIES["toy"].code()(frame)[0][0]["value"].iloc[0]))
 print(json.dumps([retrieve.get("strategy_settings"), "strategy_settings" in plain, errors,
                   SOURCES["toy_triples"].listed, params.get("family_settings"), values]))

@@ -127,6 +127,6 @@ def test_correct_set_defaults_per_kind():
         "k_table1": {**suite, "kind": "knowledge", "correct_set": "table1"},
         "mp": {**suite, "kind": "multiprompt"},
     }
-    cfg = S.load(S.Config, {**base, "suites": suites})
+    cfg = S.load_settings(S.Config, {**base, "suites": suites})
     got = {s: S.suite_correct_set(cfg, s) for s in suites}
     assert got == {"ml": "table1", "ml_wide": "wide", "k": "wide", "k_table1": "table1", "mp": "wide"}

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 from factprobe.config_check import ConfigError, validate_config
-from factprobe.settings import Config, check_cross_keys, load
+from factprobe.settings import Config, check_cross_keys, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "workflow" / "schemas"
@@ -37,7 +37,7 @@ def config():
 def check_suites(suites, templates, enabled):
     """The cross-key checks of settings.check_cross_keys on the demo config with these sections."""
     full = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    check_cross_keys(load(Config, {**full, "suites": suites, "templates": templates}), enabled)
+    check_cross_keys(load_settings(Config, {**full, "suites": suites, "templates": templates}), enabled)
 
 
 def test_demo_config_is_valid(config, schema):
@@ -111,7 +111,7 @@ def test_cutoff_may_precede_the_older_dump_but_not_a_model(config):
     ok["suites"]["plausibility"].update(cutoff="20100101")  # before diff_old 20141201: accepted
     check_suites(ok["suites"], ok["templates"], ENABLED)
     full = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    cfg = load(Config, full)
+    cfg = load_settings(Config, full)
     assert (
         S.suite_model_cutoff(cfg, "plausibility", {"name": "m", "cutoff": "2016-01-01"})["cutoff"]
         == "20160101"

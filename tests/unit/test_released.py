@@ -257,7 +257,7 @@ def test_suite_source_config(release):
         "templates": {"sets": {"team": {"format": "yaml", "path": "t"}}},
     }
     source = {"format": "probelm", "path": str(release)}
-    cfg = S.load(
+    cfg = S.load_settings(
         S.Config, {**base, "suites": {"r": {"kind": "plausibility", "dump": "20201102", "source": source}}}
     )
     block = cfg.suites["r"]
@@ -267,7 +267,7 @@ def test_suite_source_config(release):
     S.check_cross_keys(cfg, ["20201102"])  # no diff_old / cutoff needed
     wrong = {"r": {"kind": "knowledge", "dump": "20201102", "source": source}}
     with pytest.raises(S.ConfigError, match="set kind: plausibility"):
-        S.check_cross_keys(S.load(S.Config, {**base, "suites": wrong}), ["20201102"])
+        S.check_cross_keys(S.load_settings(S.Config, {**base, "suites": wrong}), ["20201102"])
 
 
 def _shared_release() -> Path | None:

@@ -335,7 +335,7 @@ def test_suites_with_different_end_markers_score_differently(tiny, tmp_path):
 
     name, model, tok = tiny
     suite = {"kind": "multilingual", "dump": "20190201", "relations": ["P1"]}
-    cfg = S.load(
+    cfg = S.load_settings(
         S.Config,
         {
             "dumps": "d.tsv",

@@ -71,7 +71,7 @@ def test_unknown_key_names_its_path():
     config = _demo()
     config["suites"]["knowledge"]["templates"]["sytles"] = ["statement"]
     with pytest.raises(ConfigError, match=r"suites\.knowledge\.templates: unknown key\(s\) \['sytles'\]"):
-        S.load(S.Config, config)
+        S.load_settings(S.Config, config)
 
 
 CONFIG = {
@@ -106,7 +106,7 @@ CONFIG = {
 
 
 def test_distractor_precedence_suite_over_kind_over_section():
-    cfg = S.load(S.Config, CONFIG)
+    cfg = S.load_settings(S.Config, CONFIG)
     assert S.suite_distractors(cfg, "k") == {
         "strategies": ["random", "sem"],
         "n": 7,
@@ -125,7 +125,7 @@ def test_distractor_precedence_suite_over_kind_over_section():
 
 
 def test_job_settings_carry_section_values():
-    cfg = S.load(S.Config, CONFIG)
+    cfg = S.load_settings(S.Config, CONFIG)
     retrieve = S.suite_retrieve(cfg, "p")
     assert (retrieve["form_threshold"], retrieve["ef_search"], retrieve["languages"]) == (
         85,
@@ -139,7 +139,7 @@ def test_job_settings_carry_section_values():
 
 
 def test_metrics_settings_are_those_of_the_suites_families():
-    cfg = S.load(S.Config, CONFIG)
+    cfg = S.load_settings(S.Config, CONFIG)
     k = S.suite_metrics(cfg, "k")
     assert k == {
         "families": ["knowledge", "belief"],
@@ -157,7 +157,7 @@ def test_metrics_settings_are_those_of_the_suites_families():
         "plausibility_strategies": ["cooccur"],
         "robustness_pair": ["template", "sentence"],
     }
-    assert S.load(S.Metrics, {**S.suite_metrics(cfg, "p"), "families": {}}).belief_bins == 10
+    assert S.load_settings(S.Metrics, {**S.suite_metrics(cfg, "p"), "families": {}}).belief_bins == 10
 
 
 def test_library_modules_follow_imports_transitively():
@@ -189,16 +189,16 @@ def test_end_marker_precedence_suite_over_mode_over_section():
     config["scoring"] = {"end_marker": "eos", "by_mode": {"sentence": {"end_marker": "."}}}
     config["suites"]["k2"] = dict(config["suites"]["k"], scoring={"end_marker": "none"})
     config["suites"]["own"]["scoring"] = {"end_marker": "eos"}
-    cfg = S.load(S.Config, config)
+    cfg = S.load_settings(S.Config, config)
     assert [S.suite_scoring_mode(cfg, s) for s in ("k", "p")] == ["continuation", "sentence"]
     markers = {s: S.suite_end_marker(cfg, s) for s in ("k", "k2", "p", "own")}
     assert markers == {"k": "eos", "k2": "none", "p": ".", "own": "eos"}
-    cfg = S.load(S.Config, CONFIG)
+    cfg = S.load_settings(S.Config, CONFIG)
     assert {S.suite_end_marker(cfg, s) for s in cfg.suites} == {"eos"}  # the section default
 
 
 def test_sem_index_rows_are_bounded_by_the_searching_suites_relations():
-    cfg = S.load(S.Config, CONFIG)
+    cfg = S.load_settings(S.Config, CONFIG)
     # Only suite k searches 20190201 with sem; p (cooccur) and own (pool) do not bound any index.
     assert S.sem_index_rows(cfg, "20190201") == {"relations": ["P1"], "type_dumps": ["20190201"]}
     assert S.sem_index_rows(cfg, "20141201") == {"relations": [], "type_dumps": []}
@@ -214,9 +214,9 @@ def test_sem_index_rows_of_listed_facts_suites():
     config = copy.deepcopy(CONFIG)
     listed = dict(config["suites"]["k"], source={"format": "triples", "path": "judged.tsv"}, relations=["P7"])
     config["suites"]["k"] = listed
-    assert S.sem_index_rows(S.load(S.Config, config), "20190201")["relations"] == ["P7"]
+    assert S.sem_index_rows(S.load_settings(S.Config, config), "20190201")["relations"] == ["P7"]
     config["suites"]["k"] = dict(listed, relations=[])
-    assert S.sem_index_rows(S.load(S.Config, config), "20190201")["relations"] is None
+    assert S.sem_index_rows(S.load_settings(S.Config, config), "20190201")["relations"] is None
 
 
 # --- languages checked at start-up ------------------------------------------------
@@ -236,7 +236,7 @@ def _languages_config(tmp_path, extract, suite_languages, sets=None):
             "s": {"kind": "knowledge", "dump": "20190201", "relations": ["P1"], "languages": suite_languages}
         },
     }
-    return S.load(S.Config, config), folder
+    return S.load_settings(S.Config, config), folder
 
 
 def test_languages_with_templates_and_extracted_pass(tmp_path):
@@ -265,7 +265,7 @@ def test_suite_language_without_templates_lists_the_supported_ones(tmp_path):
     # A single-language set (ParaRel, English) cannot serve German alone.
     sets = {"pararel": {"format": "pararel", "path": str(folder), "language": "en"}}
     cfg, _ = _languages_config(tmp_path, ["en", "de"], ["en", "de"], sets)
-    cfg = S.load(
+    cfg = S.load_settings(
         S.Config,
         {**S.plain(cfg), "suites": {"s": {**S.plain(cfg.suites["s"]), "templates": {"sets": ["pararel"]}}}},
     )

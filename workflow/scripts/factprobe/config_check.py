@@ -25,7 +25,7 @@ from factprobe.settings import (
     check_human_alignment,
     check_languages,
     is_calendar_date,
-    load,
+    load_settings,
 )
 
 __all__ = [
@@ -236,7 +236,7 @@ def config_source(
 def read_config(config: dict, schema_path: str | Path, source: str = "config/config.yaml") -> Config:
     """The validated config as typed settings (``factprobe.settings.Config``, defaults filled in)."""
     validate_config(config, schema_path, source)
-    return load(Config, config, source)
+    return load_settings(Config, config, source)
 
 
 def load_run(

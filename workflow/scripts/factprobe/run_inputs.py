@@ -135,7 +135,7 @@ def template_files(cfg: Config, suite: str, template_sets: Mapping[str, Mapping]
     return [
         path
         for entry in template_sets[suite].values()
-        for path in S.load(S.TemplateSet, entry).files(languages)
+        for path in S.load_settings(S.TemplateSet, entry).files(languages)
     ]
 
 

@@ -94,7 +94,7 @@ def reads_release_only(cfg: Config, suite: str) -> bool:
     are the release's)."""
     if cfg.suites[suite].source.format != "fluent-mlama":
         return False
-    strategies = set(D.canonical(list(S.suite_distractors(cfg, suite)["strategies"])))
+    strategies = set(registries.canonical(list(S.suite_distractors(cfg, suite)["strategies"])))
     return strategies == {"pool"} and bool(S.suite_retrieve(cfg, suite).get("dataset"))
 
 

@@ -4,7 +4,7 @@
 carries the same keys and defaults (``tests/unit/test_settings.py`` checks that they agree).
 ``common.smk`` builds one ``Config`` at parse time and resolves per-suite settings once
 (``suite_*`` below); rules receive them as plain dicts (Snakemake only tracks changes of
-builtin-typed params), and rule scripts turn them back into these classes with ``load``.
+builtin-typed params), and rule scripts turn them back into these classes with ``load_settings``.
 
 Light on purpose: only the standard library is imported, so the Snakefile parses without the
 scientific stack.
@@ -31,7 +31,7 @@ class ConfigError(ValueError):
 
 
 class InvalidValue(ConfigError):
-    """A settings class's check of one of its keys failed; :func:`load` names the file and the key."""
+    """A settings class's check of one of its keys failed; :func:`load_settings` names the file and the key."""
 
     def __init__(self, key: str, message: str):
         super().__init__(message)
@@ -583,19 +583,19 @@ class Config:
 
 def _convert(hint: Any, value: Any, where: str) -> Any:
     if is_dataclass(hint):
-        return load(hint, value, where)
+        return load_settings(hint, value, where)
     if typing.get_origin(hint) is dict:
         inner = typing.get_args(hint)[1]
         if is_dataclass(inner):
-            return {k: load(inner, v, f"{where}.{k}") for k, v in (value or {}).items()}
+            return {k: load_settings(inner, v, f"{where}.{k}") for k, v in (value or {}).items()}
     if typing.get_origin(hint) in (typing.Union, types.UnionType) and value is not None:
         classes = [a for a in typing.get_args(hint) if is_dataclass(a)]
         if classes:
-            return load(classes[0], value, where)
+            return load_settings(classes[0], value, where)
     return copy.deepcopy(value)
 
 
-def load(cls: type, data: Any, where: str = "config") -> Any:
+def load_settings(cls: type, data: Any, where: str = "config") -> Any:
     """An instance of the settings dataclass ``cls`` from a (validated) config mapping.
 
     Absent keys take the class defaults; an unknown or missing required key raises
