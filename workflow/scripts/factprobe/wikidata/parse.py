@@ -229,6 +229,61 @@ def entity_kind(entity: dict) -> str:
     return str(entity.get("type"))
 
 
+def _item_label_rows(num: int, entity: dict, langs: list[str] | None, out: list) -> None:
+    """Append an item's labels, then its aliases, in ``langs`` order (``None``: every language)."""
+    labels = _as_dict(entity.get("labels"))
+    aliases = _as_dict(entity.get("aliases"))
+    for lang in labels if langs is None else langs:
+        lab = labels.get(lang)
+        if isinstance(lab, dict) and lab.get("value"):
+            out.append((num, lang, lab["value"], False))
+    for lang in aliases if langs is None else langs:
+        group = aliases.get(lang)
+        # Aliases of one language are a list, but very old dumps keyed them by index.
+        items = group.values() if isinstance(group, dict) else group or ()
+        for al in items:
+            if isinstance(al, dict) and al.get("value"):
+                out.append((num, lang, al["value"], True))
+
+
+def _property_label(labels: dict) -> str | None:
+    """A property's label: English, else :data:`DEFAULT_LANGUAGE`, else its first language."""
+    label = _as_dict(labels.get("en")).get("value")
+    if label is None:
+        label = _as_dict(labels.get(DEFAULT_LANGUAGE)).get("value")
+    if label is None and labels:
+        label = _as_dict(next(iter(labels.values()))).get("value")
+    return label
+
+
+def _item_statement(num: int, pid: str, prop: int, st: dict, rows: Rows, mine: Skips) -> int | None:
+    """Append the claims (and types) row of one item statement, or count why it has none;
+    returns the creation date a creation-property statement gives (else ``None``)."""
+    snak = _as_dict(st.get("mainsnak"))
+    value = _snak_value(snak)
+    if pid in CREATION_PROPERTIES:
+        return parse_time(value) if st.get("rank") != "deprecated" else None
+    if _generic_skip(st.get("mainsnak"), mine):
+        return None
+    obj = entity_numeric_id(value)
+    rank = RANKS.get(st.get("rank", "normal"), 1)
+    dates = statement_dates(st)
+    rows["claims"].append((num, prop, obj, rank, dates["start"], dates["end"], dates["point_in_time"]))
+    if pid in TYPE_PROPERTIES and rank > 0:
+        rows["types"].append((num, obj, pid))
+    return None
+
+
+def _is_single_value(pid: str, st: dict) -> bool:
+    """Whether one property statement is a non-deprecated single-value constraint (P2302).
+
+    Property statements only matter for their constraints; their ids would collide with item
+    ids in the claims table."""
+    if pid != "P2302" or st.get("rank") == "deprecated":
+        return False
+    return entity_numeric_id(_snak_value(_as_dict(st.get("mainsnak")))) in SINGLE_VALUE_CONSTRAINTS
+
+
 def entity_rows(
     entity: dict, languages: Iterable[str] | None, rows: Rows | None = None, skips: Skips | None = None
 ) -> Rows:
@@ -246,68 +301,29 @@ def entity_rows(
     if kind not in KINDS:
         raise BadEntity(f"entity of kind {kind!r} has no rows")
     num = _numeric(entity.get("id"))
-    langs = _languages(languages)
-
-    sitelinks = len(_as_dict(entity.get("sitelinks")))
-    created = None
-
-    labels = _as_dict(entity.get("labels"))
     if kind == "item":
-        aliases = _as_dict(entity.get("aliases"))
-        out = rows["labels"]
-        for lang in labels if langs is None else langs:
-            lab = labels.get(lang)
-            if isinstance(lab, dict) and lab.get("value"):
-                out.append((num, lang, lab["value"], False))
-        for lang in aliases if langs is None else langs:
-            group = aliases.get(lang)
-            # Aliases of one language are a list, but very old dumps keyed them by index.
-            items = group.values() if isinstance(group, dict) else group or ()
-            for al in items:
-                if isinstance(al, dict) and al.get("value"):
-                    out.append((num, lang, al["value"], True))
+        _item_label_rows(num, entity, _languages(languages), rows["labels"])
 
+    created = None
     single_value = False
     for pid, statements in _as_dict(entity.get("claims")).items():
         if not isinstance(statements, list):
             continue
         prop = _numeric(pid)
         for st in statements:
-            if not isinstance(st, dict):
-                if kind == "item":
-                    _count(mine["snaktype"], "missing")
-                continue
-            snak = _as_dict(st.get("mainsnak"))
-            value = _snak_value(snak)
-            if pid in CREATION_PROPERTIES and kind == "item":
-                date = parse_time(value) if st.get("rank") != "deprecated" else None
+            if kind == "property":
+                single_value |= isinstance(st, dict) and _is_single_value(pid, st)
+            elif not isinstance(st, dict):
+                _count(mine["snaktype"], "missing")
+            else:
+                date = _item_statement(num, pid, prop, st, rows, mine)
                 if date is not None and (created is None or date < created):
                     created = date
-                continue
-            if kind == "property":
-                # Property statements only matter for their constraints; their ids would
-                # collide with item ids in the claims table.
-                if pid == "P2302" and st.get("rank") != "deprecated":
-                    single_value |= entity_numeric_id(value) in SINGLE_VALUE_CONSTRAINTS
-                continue
-            if _generic_skip(st.get("mainsnak"), mine):
-                continue
-            obj = entity_numeric_id(value)
-            rank = RANKS.get(st.get("rank", "normal"), 1)
-            dates = statement_dates(st)
-            rows["claims"].append(
-                (num, prop, obj, rank, dates["start"], dates["end"], dates["point_in_time"])
-            )
-            if pid in TYPE_PROPERTIES and rank > 0:
-                rows["types"].append((num, obj, pid))
 
+    sitelinks = len(_as_dict(entity.get("sitelinks")))
     rows["entities"].append((num, kind, sitelinks, entity.get("modified"), created))
     if kind == "property":
-        label = _as_dict(labels.get("en")).get("value")
-        if label is None:
-            label = _as_dict(labels.get(DEFAULT_LANGUAGE)).get("value")
-        if label is None and labels:
-            label = _as_dict(next(iter(labels.values()))).get("value")
+        label = _property_label(_as_dict(entity.get("labels")))
         rows["properties"].append((num, entity.get("datatype"), single_value, label))
     if skips is not None:
         add_skips(skips, mine)
