@@ -136,14 +136,15 @@ def test_code_inputs_follow_the_registries_a_module_reads():
 
 SETTING_CODE = """
 import json, yaml
+from factprobe import config_rules
 from factprobe import settings as S
 from factprobe.registries import SOURCES
 config = yaml.safe_load(open("config/config.yaml"))
 config["distractors"]["strategy_settings"] = {"toy_same_relation": {"skip": 2}}
 config["suites"]["knowledge"]["distractors"] = {"strategies": ["random", "toy_same_relation"]}
 cfg = S.load_settings(S.Config, config)
-retrieve = S.suite_retrieve(cfg, "knowledge")
-plain = S.suite_retrieve(S.load_settings(S.Config, yaml.safe_load(open("config/config.yaml"))), "knowledge")
+retrieve = config_rules.suite_retrieve(cfg, "knowledge")
+plain = config_rules.suite_retrieve(S.load_settings(S.Config, yaml.safe_load(open("config/config.yaml"))), "knowledge")
 errors = []
 for bad in ({"toy_same_relation": {"skip": "two"}}, {"toy_same_relation": {"jump": 1}}, {"random": {"x": 1}}):
     config["distractors"]["strategy_settings"] = bad
@@ -158,7 +159,7 @@ from factprobe.registries import FAMILIES
 config["distractors"]["strategy_settings"] = {}
 config["metrics"]["families"]["knowledge"] = ["knowledge", "toy"]
 config["metrics"]["family_settings"] = {"toy": {"scale": 2.0}}
-params = S.suite_metrics(S.load_settings(S.Config, config), "knowledge")
+params = config_rules.suite_metrics(S.load_settings(S.Config, config), "knowledge")
 keys = dict(lang="en", verbalization="template", style="statement", shots="0")
 frame = SimpleNamespace(
     candidates=pd.DataFrame({"fact_id": ["f"], "entity": ["Q1"], "role": ["object"]}),

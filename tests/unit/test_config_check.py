@@ -81,7 +81,8 @@ def test_unknown_column_and_bad_boolean(tmp_path):
 
 
 def test_precision_beyond_topk_is_rejected():
-    from factprobe.settings import Config, check_cross_keys, load_settings
+    from factprobe.config_rules import check_cross_keys
+    from factprobe.settings import Config, load_settings
 
     config = _config()
     enabled = ["20141201", "20190201"]

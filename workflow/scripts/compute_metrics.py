@@ -11,7 +11,7 @@ from factprobe.settings import Metrics, load_settings
 
 log = rule_logger(snakemake)
 inputs = read_inputs(snakemake.input)
-# Only the keys the suite's families read arrive (settings.suite_metrics); the rest keep defaults.
+# Only the keys the suite's families read arrive (config_rules.suite_metrics); the rest keep defaults.
 measures = dict(snakemake.params.settings)
 families = measures.pop("families")
 if "encoder" in snakemake.input.keys():  # metrics.overlap.encoder names a models.tsv row: its folder

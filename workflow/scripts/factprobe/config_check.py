@@ -16,17 +16,10 @@ from typing import Any
 import jsonschema
 import yaml
 
+from factprobe.config_rules import check_cross_keys, check_human_alignment, check_languages, is_calendar_date
 from factprobe.model_source import PrepareError, resolve_source
 from factprobe.registries import BACKENDS, row_backend
-from factprobe.settings import (
-    Config,
-    ConfigError,
-    check_cross_keys,
-    check_human_alignment,
-    check_languages,
-    is_calendar_date,
-    load_settings,
-)
+from factprobe.settings import Config, ConfigError, load_settings
 
 __all__ = [
     "ConfigError",
