@@ -19,9 +19,8 @@ from pathlib import Path
 
 import torch
 import yaml
-from factprobe import contracts, scan
+from factprobe import config_rules, contracts, scan
 from factprobe import run_settings as R
-from factprobe import settings as S
 from factprobe.config_check import load_run
 from factprobe.distractors.appropt import appropt_distractors
 from factprobe.distractors.retrieve import load_suite_omega
@@ -47,7 +46,7 @@ def main() -> None:
     inputs = argparse.Namespace(
         facts=str(probes / "facts.parquet"),
         entity_forms=str(probes / "entity_forms.parquet"),
-        types=[str(args.results / "wikidata" / d / "types.parquet") for d in S.suite_dumps(block)],
+        types=[str(args.results / "wikidata" / d / "types.parquet") for d in config_rules.suite_dumps(block)],
         claims=str(args.results / "wikidata" / block.dump / "claims.parquet"),
     )
     facts, forms_table, _claims, omega = load_suite_omega(inputs, settings)

@@ -25,6 +25,7 @@ from sem_index import ROOT, run_step
 CHILD = """
 import yaml
 from pathlib import Path
+from factprobe import config_rules
 from factprobe import contracts, run_settings, settings
 from factprobe.probes.build import build_suite
 from factprobe.config_check import load_run
@@ -38,7 +39,7 @@ if block.kind == "plausibility":
     changes = f"results/diff/{{block.diff_old}}_{{block.dump}}/changes.parquet"
 if block.temporal_only:
     temporal = f"results/temporal/{{block.dump}}/temporal.parquet"
-labels = [f"results/wikidata/{{d}}/labels.parquet" for d in settings.suite_dumps(block)]
+labels = [f"results/wikidata/{{d}}/labels.parquet" for d in config_rules.suite_dumps(block)]
 out.mkdir(parents=True)
 facts, prompts, _ = build_suite(
     suite, dict(run.suite_params[suite]), dict(run.template_sets[suite]), tables + "/claims.parquet",

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -135,19 +136,20 @@ def test_code_inputs_follow_the_registries_a_module_reads():
 
 SETTING_CODE = """
 import json, yaml
+from factprobe import config_rules
 from factprobe import settings as S
 from factprobe.registries import SOURCES
 config = yaml.safe_load(open("config/config.yaml"))
 config["distractors"]["strategy_settings"] = {"toy_same_relation": {"skip": 2}}
 config["suites"]["knowledge"]["distractors"] = {"strategies": ["random", "toy_same_relation"]}
-cfg = S.load(S.Config, config)
-retrieve = S.suite_retrieve(cfg, "knowledge")
-plain = S.suite_retrieve(S.load(S.Config, yaml.safe_load(open("config/config.yaml"))), "knowledge")
+cfg = S.load_settings(S.Config, config)
+retrieve = config_rules.suite_retrieve(cfg, "knowledge")
+plain = config_rules.suite_retrieve(S.load_settings(S.Config, yaml.safe_load(open("config/config.yaml"))), "knowledge")
 errors = []
 for bad in ({"toy_same_relation": {"skip": "two"}}, {"toy_same_relation": {"jump": 1}}, {"random": {"x": 1}}):
     config["distractors"]["strategy_settings"] = bad
     try:
-        S.load(S.Config, config)
+        S.load_settings(S.Config, config)
     except S.ConfigError as err:
         errors.append(str(err))
 # A family's own setting: in the suite's metrics params, then in the frame the family reads.
@@ -157,16 +159,16 @@ from factprobe.registries import FAMILIES
 config["distractors"]["strategy_settings"] = {}
 config["metrics"]["families"]["knowledge"] = ["knowledge", "toy"]
 config["metrics"]["family_settings"] = {"toy": {"scale": 2.0}}
-params = S.suite_metrics(S.load(S.Config, config), "knowledge")
+params = config_rules.suite_metrics(S.load_settings(S.Config, config), "knowledge")
 keys = dict(lang="en", verbalization="template", style="statement", shots="0")
 frame = SimpleNamespace(
-    cands=pd.DataFrame({"fact_id": ["f"], "entity": ["Q1"], "role": ["object"]}),
+    candidates=pd.DataFrame({"fact_id": ["f"], "entity": ["Q1"], "role": ["object"]}),
     prompts=pd.DataFrame({"prompt_id": ["p"], "fact_id": ["f"], **{k: [v] for k, v in keys.items()}}),
-    ent=pd.DataFrame({"prompt_id": ["p"], "entity": ["Q1"], "logpl": [-1.5]}),
+    entity_scores=pd.DataFrame({"prompt_id": ["p"], "entity": ["Q1"], "logpl": [-1.5]}),
 )
 values = []
 for scale in (1.0, 2.0):
-    frame.settings = S.load(S.Metrics, {"families": {}, "family_settings": {"toy": {"scale": scale}}})
+    frame.settings = S.load_settings(S.Metrics, {"families": {}, "family_settings": {"toy": {"scale": scale}}})
     values.append(float(FAMILIES["toy"].code()(frame)[0][0]["value"].iloc[0]))
 print(json.dumps([retrieve.get("strategy_settings"), "strategy_settings" in plain, errors,
                   SOURCES["toy_triples"].listed, params.get("family_settings"), values]))
@@ -194,6 +196,10 @@ def test_a_plugin_strategy_takes_a_setting_of_its_own():
     assert "'random' declares no settings" in errors[2]
 
 
+#: Facts of the 20141201 demo dump (labels in English there) the toy source format's suite lists.
+TOY_TRIPLES = [("Q45", "P36", "Q597"), ("Q148", "P47", "Q863"), ("Q148", "P47", "Q819")]
+
+
 @pytest.fixture(scope="module")
 def plugin_run(tmp_path_factory):
     work = tmp_path_factory.mktemp("plugin")
@@ -205,8 +211,22 @@ def plugin_run(tmp_path_factory):
     knowledge = config["suites"]["knowledge"]
     knowledge.update(label_dumps=["20141201"], distractors={"strategies": ["random", "toy_same_relation"]})
     config["distractors"]["strategy_settings"] = {"toy_same_relation": {"skip": 1}}
-    config["suites"] = {"knowledge": knowledge}
+    # A suite of the toy source format: the triples it lists, from a file of the test's own folder.
+    (work / "toy_triples.tsv").write_text(
+        "subject\tproperty\tobject\n" + "".join(f"{s}\t{p}\t{o}\n" for s, p, o in TOY_TRIPLES)
+    )
+    listed = {
+        "kind": "knowledge",
+        "dump": "20141201",
+        "label_dumps": ["20141201"],
+        "relations": ["P36", "P47"],
+        "source": {"format": "toy_triples", "path": "toy_triples.tsv"},
+        "templates": {"styles": ["statement"], "max_per_relation": 1},
+        "distractors": {"strategies": ["random"], "n": 2},
+    }
+    config["suites"] = {"knowledge": knowledge, "toy_listed": listed}
     config["control"]["suites"] = []
+    config["metrics"]["human_alignment"]["suites"] = []
     config["metrics"]["families"] = {"knowledge": ["knowledge", "toy"]}
     config["metrics"]["ns"] = [1, 2]
     config["report"]["bootstrap_samples"] = 50
@@ -268,7 +288,9 @@ def test_toy_strategy_measure_and_backend_run_end_to_end(plugin_run):
     assert {"toy_object_logpl", "k_min", "k_avg"} <= set(summary["measure"])
     assert set(summary[summary["measure"] == "k_avg"]["strategy"]) >= {"random", "toy_same_relation"}
     board = contracts.read_csv("leaderboard", plugin_run / "results/metrics/leaderboard.csv")
-    toy_rows = board[board["measure"] == "toy_object_logpl"].set_index("model")
+    toy_rows = board[(board["measure"] == "toy_object_logpl") & (board["suite"] == "knowledge")].set_index(
+        "model"
+    )
     assert set(toy_rows.index) == {"toy_a", "toy_b"}
     # Ranked in the registry's direction (higher is better), with a bootstrap interval over facts.
     best = toy_rows["value"].idxmax()
@@ -278,3 +300,25 @@ def test_toy_strategy_measure_and_backend_run_end_to_end(plugin_run):
     ).all()
     paired = contracts.read_csv("paired", plugin_run / "results/metrics/paired.csv")
     assert "toy_object_logpl" in set(paired["measure"])
+    # The toy source format's suite probes exactly the listed triples, one fact each (two objects
+    # of one (subject, relation) are two facts), scored and measured like a dump-built suite.
+    listed = contracts.read("facts", plugin_run / "results/probes/toy_listed/facts.parquet")
+    assert sorted(zip(listed["subject"], listed["property"], listed["object"], strict=True)) == sorted(
+        TOY_TRIPLES
+    )
+    for model in ("toy_a", "toy_b"):
+        # toy_object_logpl by hand: log Pl(o | c) = log of the summed probabilities of the object's
+        # scored forms, averaged over the fact's prompts (scale 1).
+        scores = pd.read_parquet(plugin_run / f"results/scores/toy_listed/{model}.parquet")
+        scores = scores.merge(listed[["fact_id", "object"]], on="fact_id")
+        scores = scores[scores["entity"] == scores["object"]]
+        per_prompt = scores.groupby(["fact_id", "prompt_id"])["logprob"].agg(np.logaddexp.reduce)
+        expected = per_prompt.groupby("fact_id").mean()
+        per_fact = pd.read_parquet(plugin_run / f"results/metrics/toy_listed/{model}.parquet")
+        got = per_fact[per_fact["measure"] == "toy_object_logpl"].set_index("fact_id")["value"]
+        assert sorted(got.index) == sorted(listed["fact_id"])
+        np.testing.assert_allclose(got.sort_index(), expected.sort_index(), rtol=1e-9)
+    summary = read_summary(plugin_run / "results/metrics/toy_listed/summary.csv")
+    assert {"toy_object_logpl", "k_avg"} <= set(summary["measure"])
+    listed_board = board[(board["measure"] == "toy_object_logpl") & (board["suite"] == "toy_listed")]
+    assert sorted(listed_board["model"]) == ["toy_a", "toy_b"]

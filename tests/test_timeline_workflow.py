@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 import yaml
 from factprobe.config_check import read_config
-from factprobe.settings import ConfigError, check_cross_keys
+from factprobe.config_rules import check_cross_keys
+from factprobe.settings import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = ROOT / "workflow" / "schemas"

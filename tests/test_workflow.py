@@ -121,7 +121,7 @@ def test_one_min_version_equal_to_the_pyproject_pin():
 
 def test_rules_import_only_the_light_settings_modules():
     """The Snakefile parses without the science stack: the rules import only
-    factprobe.settings and factprobe.config_check, plus the disk-size helper; none imports
+    factprobe.settings, factprobe.config_rules and factprobe.config_check, plus the disk-size helper; none imports
     pandas/numpy/torch/tqdm/pyarrow (tests/unit/test_settings.py). Dumps are hashed by their
     extraction job, not while parsing."""
     sources = [ROOT / "workflow/Snakefile", *sorted((ROOT / "workflow/rules").glob("*.smk"))]
@@ -139,6 +139,7 @@ def test_rules_import_only_the_light_settings_modules():
         == {
             "factprobe",
             "factprobe.settings",
+            "factprobe.config_rules",  # per-suite precedence and cross-key checks: settings + registries
             "factprobe.config_check",
             "factprobe.diskspace",
             "factprobe.report",  # report.provenance: standard library only

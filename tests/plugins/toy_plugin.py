@@ -62,11 +62,11 @@ def toy_family(frame):
     scale = frame.settings.family_settings["toy"]["scale"]
     from factprobe.metrics.common import GROUP_KEYS, average_per_fact
 
-    objects = frame.cands[frame.cands["role"] == "object"][["fact_id", "entity"]].drop_duplicates()
+    objects = frame.candidates[frame.candidates["role"] == "object"][["fact_id", "entity"]].drop_duplicates()
     per_prompt = (
         frame.prompts[["prompt_id", "fact_id", *GROUP_KEYS]]
         .merge(objects, on="fact_id")
-        .merge(frame.ent[["prompt_id", "entity", "logpl"]], on=["prompt_id", "entity"])
+        .merge(frame.entity_scores[["prompt_id", "entity", "logpl"]], on=["prompt_id", "entity"])
         .rename(columns={"logpl": "toy_object_logpl"})
     )
     per_prompt["toy_object_logpl"] *= scale

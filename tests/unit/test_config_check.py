@@ -81,14 +81,15 @@ def test_unknown_column_and_bad_boolean(tmp_path):
 
 
 def test_precision_beyond_topk_is_rejected():
-    from factprobe.settings import Config, check_cross_keys, load
+    from factprobe.config_rules import check_cross_keys
+    from factprobe.settings import Config, load_settings
 
     config = _config()
     enabled = ["20141201", "20190201"]
-    check_cross_keys(load(Config, config), enabled)
+    check_cross_keys(load_settings(Config, config), enabled)
     config["metrics"]["precision_ns"] = [1, 150]
     with pytest.raises(ConfigError, match=r"Precision@150 but scoring.topk is 100"):
-        check_cross_keys(load(Config, config), enabled)
+        check_cross_keys(load_settings(Config, config), enabled)
 
 
 def test_dump_date_must_be_a_calendar_date(tmp_path):

@@ -7,6 +7,7 @@ import math
 import pandas as pd
 import pytest
 from contract_frames import full_inputs
+from factprobe import config_rules
 from factprobe import settings as S
 from factprobe.metrics.common import correct_form_scores
 from factprobe.metrics.pipeline import SuiteInputs, compute_suite_metrics
@@ -127,6 +128,6 @@ def test_correct_set_defaults_per_kind():
         "k_table1": {**suite, "kind": "knowledge", "correct_set": "table1"},
         "mp": {**suite, "kind": "multiprompt"},
     }
-    cfg = S.load(S.Config, {**base, "suites": suites})
-    got = {s: S.suite_correct_set(cfg, s) for s in suites}
+    cfg = S.load_settings(S.Config, {**base, "suites": suites})
+    got = {s: config_rules.suite_correct_set(cfg, s) for s in suites}
     assert got == {"ml": "table1", "ml_wide": "wide", "k": "wide", "k_table1": "table1", "mp": "wide"}

@@ -1087,7 +1087,7 @@ def test_prepared_type_slices_are_mapped_and_rank_as_built_ones(index, suite, tm
         for name in ("objects", "starts", "entities", "scored"):
             assert np.array_equal(getattr(forked, name), getattr(held, name)), name
         held.save(tmp_path / f"prefixes{n}")
-        idx.prefixes = sem_search.Prefixes.load(tmp_path / f"prefixes{n}")
+        idx.prefixes = sem_search.Prefixes.from_folder(tmp_path / f"prefixes{n}")
         assert len(idx.prefixes.objects) == len(set(objects.tolist())) and idx.prefixes.top == widen * n + 16
         assert sem_distractors(idx, omega, triples, n, "exact", widen) == expect
     longer = [len(idx.prefixes.get(o)[0]) < idx.prefixes.get(o)[1] for o in set(objects.tolist())]

@@ -14,7 +14,7 @@ from factprobe.metrics import FAMILIES, MEASURES
 from factprobe.metrics.meta import measure_families
 from factprobe.metrics.overlap import BertScorer, best_rouge_l, lcs_length, overlap_per_prompt, rouge_l
 from factprobe.metrics.pipeline import SuiteInputs, compute_suite_metrics
-from factprobe.settings import ConfigError, Metrics, Overlap, load
+from factprobe.settings import ConfigError, Metrics, Overlap, load_settings
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "paris", "france", "london", "city", "the", "of"]
 
@@ -105,7 +105,7 @@ def _hidden(folder: str, ids: list[int], layer: int) -> np.ndarray:
 
 
 def test_bertscore_identical_strings_score_one(tiny_encoder):
-    scorer = BertScorer.load(tiny_encoder)
+    scorer = BertScorer.from_encoder(tiny_encoder)
     assert scorer.score("paris france", "paris france") == pytest.approx((1.0, 1.0, 1.0))
     assert scorer.score("", "paris") == (0.0, 0.0, 0.0)
 
@@ -120,14 +120,14 @@ def test_bertscore_two_token_case_against_numpy(tiny_encoder, layer):
     want_p = ((c[1] @ r.T).max() + (c[2] @ r.T).max()) / 2
     want_r = (r[1] @ c.T).max()
     want_f = 2 * want_p * want_r / (want_p + want_r)
-    got = BertScorer.load(tiny_encoder, layer=layer).score("paris france", " paris ")
+    got = BertScorer.from_encoder(tiny_encoder, layer=layer).score("paris france", " paris ")
     assert got == pytest.approx((want_p, want_r, want_f), abs=1e-6)
 
 
 def test_bertscore_idf_weights_hand_worked(tiny_encoder):
     # Names "paris" and "paris france": M = 2, df(paris) = 2, df(france) = 1:
     # idf(paris) = log(3/3) = 0, idf(france) = log(3/2); unseen tokens log 3.
-    scorer = BertScorer.load(tiny_encoder, use_idf=True)
+    scorer = BertScorer.from_encoder(tiny_encoder, use_idf=True)
     scorer.fit_idf(["paris", "paris france", "paris"])
     assert scorer.idf[5] == pytest.approx(0.0)
     assert scorer.idf[6] == pytest.approx(math.log(1.5))
@@ -138,7 +138,7 @@ def test_bertscore_idf_weights_hand_worked(tiny_encoder):
 
 def test_bertscore_encoder_error_names_the_setting(tmp_path):
     with pytest.raises(ValueError, match="metrics.overlap.encoder"):
-        BertScorer.load(str(tmp_path / "absent"))
+        BertScorer.from_encoder(str(tmp_path / "absent"))
 
 
 def small_suite(generations: pd.DataFrame | None) -> SuiteInputs:
@@ -220,7 +220,7 @@ def test_overlap_end_to_end_through_compute_suite_metrics(tiny_encoder):
     assert rouge.loc["U|P36|Q84", "value"] == pytest.approx((2 / 3 + 0.0) / 2)
     assert set(rouge["n_prompts"]) == {2}
     bert = per_fact[per_fact["measure"] == "bertscore"].set_index("fact_id")
-    scorer = BertScorer.load(tiny_encoder)
+    scorer = BertScorer.from_encoder(tiny_encoder)
     want = (max(scorer.score("the city of paris france", n)[2] for n in ["Paris", "City of Paris"]) + 1.0) / 2
     assert bert.loc["F|P36|Q90", "value"] == pytest.approx(want, abs=1e-6)
     # Selectable in §4.2's human alignment as their own families (meta.measure_families).
@@ -248,11 +248,11 @@ def test_registry_and_settings():
     for name in ("rouge_l", "bertscore"):
         assert MEASURES[name].family == "overlap" and MEASURES[name].higher_is_better
     assert (
-        load(Metrics, {"families": {}, "overlap": {"rouge_units": "characters"}}).overlap.rouge_units
+        load_settings(Metrics, {"families": {}, "overlap": {"rouge_units": "characters"}}).overlap.rouge_units
         == "characters"
     )
     with pytest.raises(ConfigError, match="overlap"):
-        load(Metrics, {"families": {}, "overlap": {"model": "x"}})
+        load_settings(Metrics, {"families": {}, "overlap": {"model": "x"}})
 
 
 def test_encoder_row_is_prepared_not_scored():
@@ -300,7 +300,7 @@ def test_byte_level_bpe_encoder_gets_a_leading_space(tmp_path):
         pad_token_id=1,
     )
     RobertaModel(config).save_pretrained(tmp_path)
-    scorer = BertScorer.load(str(tmp_path))
+    scorer = BertScorer.from_encoder(str(tmp_path))
     assert scorer.prefix_space
     ids, _, special = scorer.embed(["paris"])[0]
     # <s> Ġp a r i s </s>: the merged "Ġp" shows the leading space went in.

@@ -531,13 +531,16 @@ def test_model_cutoff_setting_comes_from_models_tsv_else_the_suite():
     from pathlib import Path
 
     import yaml
-    from factprobe import settings as S
+    from factprobe import config_rules
     from factprobe.config_check import read_config
 
     root = Path(__file__).resolve().parents[2]
     raw = yaml.safe_load((root / "config/config.yaml").read_text())
     cfg = read_config(raw, root / "workflow/schemas/config.schema.yaml")
-    own = S.suite_model_cutoff(cfg, "plausibility", {"name": "gpt2", "cutoff": "2019-02-15"})
+    own = config_rules.suite_model_cutoff(cfg, "plausibility", {"name": "gpt2", "cutoff": "2019-02-15"})
     assert (own["cutoff"], own["source"], own["dump"]) == ("20190215", "model", "20190201")
-    assert S.suite_model_cutoff(cfg, "plausibility", {"name": "x", "cutoff": ""})["cutoff"] == "20160101"
-    assert S.suite_model_cutoff(cfg, "knowledge", {"name": "x", "cutoff": "2019-02-15"}) == {}
+    assert (
+        config_rules.suite_model_cutoff(cfg, "plausibility", {"name": "x", "cutoff": ""})["cutoff"]
+        == "20160101"
+    )
+    assert config_rules.suite_model_cutoff(cfg, "knowledge", {"name": "x", "cutoff": "2019-02-15"}) == {}

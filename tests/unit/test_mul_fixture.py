@@ -19,7 +19,8 @@ from factprobe.diff.single_value import single_value_properties
 from factprobe.probes.build import build_suite
 from factprobe.probes.released import match_entities
 from factprobe.wikidata.labels import label_table, resolved_labels
-from factprobe.wikidata.parse import LineDecoder, new_columns, new_rows, new_skips, rows_from_object
+from factprobe.wikidata.parse import new_columns, new_rows, new_skips, rows_from_object
+from factprobe.wikidata.parse_typed import LineDecoder
 from factprobe.wikidata.reader import extract_dump
 
 ROOT = Path(__file__).resolve().parents[2]

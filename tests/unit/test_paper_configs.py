@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 from factprobe.config_check import check_dumps, read_config, read_registry
-from factprobe.settings import check_cross_keys
+from factprobe.config_rules import check_cross_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "workflow" / "schemas"
@@ -173,7 +173,8 @@ def test_judged_suite_is_on_and_its_absent_scores_stop_the_run():
 
 
 def test_human_alignment_check_names_what_is_missing(tmp_path):
-    from factprobe.settings import ConfigError, check_human_alignment
+    from factprobe.config_rules import check_human_alignment
+    from factprobe.settings import ConfigError
 
     config = load(ROOT / "config" / "papers" / "distractors.yaml")
     cfg = read_config(config, SCHEMAS / "config.schema.yaml")

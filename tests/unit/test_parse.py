@@ -14,7 +14,6 @@ from conftest import DATA, DEMO_NEW, DEMO_OLD
 from factprobe.contracts import EXTRACT_TABLES
 from factprobe.wikidata.parse import (
     BadEntity,
-    LineDecoder,
     entity_numeric_id,
     entity_rows,
     new_columns,
@@ -23,6 +22,7 @@ from factprobe.wikidata.parse import (
     parse_time_text,
     rows_from_object,
 )
+from factprobe.wikidata.parse_typed import LineDecoder
 
 LANGS = ["en", "de", "fr", "ru", "cs"]
 

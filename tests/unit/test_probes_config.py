@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 from factprobe.config_check import ConfigError, validate_config
-from factprobe.settings import Config, check_cross_keys, load
+from factprobe.config_rules import check_cross_keys
+from factprobe.settings import Config, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "workflow" / "schemas"
@@ -35,9 +36,9 @@ def config():
 
 
 def check_suites(suites, templates, enabled):
-    """The cross-key checks of settings.check_cross_keys on the demo config with these sections."""
+    """The cross-key checks of config_rules.check_cross_keys on the demo config with these sections."""
     full = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    check_cross_keys(load(Config, {**full, "suites": suites, "templates": templates}), enabled)
+    check_cross_keys(load_settings(Config, {**full, "suites": suites, "templates": templates}), enabled)
 
 
 def test_demo_config_is_valid(config, schema):
@@ -105,16 +106,16 @@ def test_cutoff_may_precede_the_older_dump_but_not_a_model(config):
     """PROBELM §3.1: the suite's cut-off is the earliest model's and may precede
     diff_old (2014-12-01 here); a model whose own cut-off is earlier than the suite's (2016-01-01)
     fails at start-up, since the facts new to it were never selected."""
-    from factprobe import settings as S
+    from factprobe import config_rules
 
     ok = copy.deepcopy(config)
     ok["suites"]["plausibility"].update(cutoff="20100101")  # before diff_old 20141201: accepted
     check_suites(ok["suites"], ok["templates"], ENABLED)
     full = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    cfg = load(Config, full)
+    cfg = load_settings(Config, full)
     assert (
-        S.suite_model_cutoff(cfg, "plausibility", {"name": "m", "cutoff": "2016-01-01"})["cutoff"]
+        config_rules.suite_model_cutoff(cfg, "plausibility", {"name": "m", "cutoff": "2016-01-01"})["cutoff"]
         == "20160101"
     )
     with pytest.raises(ConfigError, match="set suites.plausibility.cutoff to the earliest model cut-off"):
-        S.suite_model_cutoff(cfg, "plausibility", {"name": "m", "cutoff": "2015-06-01"})
+        config_rules.suite_model_cutoff(cfg, "plausibility", {"name": "m", "cutoff": "2015-06-01"})

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from contract_frames import full, full_inputs
+from factprobe import config_rules
 from factprobe import settings as S
 from factprobe.distractors.swaps import subject_swaps
 from factprobe.metrics.pipeline import SuiteInputs, compute_suite_metrics
@@ -257,17 +258,17 @@ def test_suite_source_config(release):
         "templates": {"sets": {"team": {"format": "yaml", "path": "t"}}},
     }
     source = {"format": "probelm", "path": str(release)}
-    cfg = S.load(
+    cfg = S.load_settings(
         S.Config, {**base, "suites": {"r": {"kind": "plausibility", "dump": "20201102", "source": source}}}
     )
     block = cfg.suites["r"]
     # No months: every MMYYYY.json of the folder, then prompts.csv.
     assert block.source.files() == [str(release / "102020.json"), str(release / "prompts.csv")]
-    assert block.relations == [] and S.suite_model_cutoff(cfg, "r", {"cutoff": "2020-03-01"}) == {}
-    S.check_cross_keys(cfg, ["20201102"])  # no diff_old / cutoff needed
+    assert block.relations == [] and config_rules.suite_model_cutoff(cfg, "r", {"cutoff": "2020-03-01"}) == {}
+    config_rules.check_cross_keys(cfg, ["20201102"])  # no diff_old / cutoff needed
     wrong = {"r": {"kind": "knowledge", "dump": "20201102", "source": source}}
     with pytest.raises(S.ConfigError, match="set kind: plausibility"):
-        S.check_cross_keys(S.load(S.Config, {**base, "suites": wrong}), ["20201102"])
+        config_rules.check_cross_keys(S.load_settings(S.Config, {**base, "suites": wrong}), ["20201102"])
 
 
 def _shared_release() -> Path | None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 from demo_config import demo
+from factprobe import config_rules
 from factprobe import run_settings as R
 from factprobe import settings as S
 
@@ -35,8 +36,8 @@ def test_demo_run_settings():
     assert run.control_taught == {**dict.fromkeys(suites[:4], True), "judged": False}
     assert set(run.sem_rows) == set(dumps)
     # Each entry is what the settings module's own rule gives (one home for precedence).
-    assert run.end_markers["plausibility"] == S.suite_end_marker(cfg, "plausibility")
-    assert run.scoring_modes == {s: S.suite_scoring_mode(cfg, s) for s in suites}
+    assert run.end_markers["plausibility"] == config_rules.suite_end_marker(cfg, "plausibility")
+    assert run.scoring_modes == {s: config_rules.suite_scoring_mode(cfg, s) for s in suites}
 
 
 def test_suite_partition_and_patterns():
@@ -51,7 +52,9 @@ def test_dumps_read_by_adds_the_older_dump_of_a_plausibility_suite():
     cfg, _, _ = demo()
     block = cfg.suites["plausibility"]
     assert block.diff_old == "20141201"
-    assert R.dumps_read_by(cfg, ["plausibility"]) == sorted({*S.suite_dumps(block), block.dump, "20141201"})
+    assert R.dumps_read_by(cfg, ["plausibility"]) == sorted(
+        {*config_rules.suite_dumps(block), block.dump, "20141201"}
+    )
 
 
 def test_translation_models_are_not_scored():

@@ -328,6 +328,7 @@ def test_suites_with_different_end_markers_score_differently(tiny, tmp_path):
     each equal to the naive two-forward reference with its marker, through one shared request
     cache (whose key must therefore hold the marker)."""
     import pandas as pd
+    from factprobe import config_rules
     from factprobe import settings as S
     from factprobe.lm import CachingLM, RequestCache
     from factprobe.scoring.suite import build_pairs, score_pairs
@@ -335,7 +336,7 @@ def test_suites_with_different_end_markers_score_differently(tiny, tmp_path):
 
     name, model, tok = tiny
     suite = {"kind": "multilingual", "dump": "20190201", "relations": ["P1"]}
-    cfg = S.load(
+    cfg = S.load_settings(
         S.Config,
         {
             "dumps": "d.tsv",
@@ -362,7 +363,7 @@ def test_suites_with_different_end_markers_score_differently(tiny, tmp_path):
     cache = RequestCache(tmp_path / "cache")
     scored = {}
     for suite_name in ("fluent", "distractors", "fluent"):  # the last run reads the cache
-        end = S.suite_end_marker(cfg, suite_name)
+        end = config_rules.suite_end_marker(cfg, suite_name)
         lm = CachingLM(HFCausalLM(model, tok, end_marker=end), cache)
         scores = score_pairs(lm, pairs, progress=False)
         naive = [
@@ -372,6 +373,9 @@ def test_suites_with_different_end_markers_score_differently(tiny, tmp_path):
         assert np.allclose(scores["logprob"], naive, atol=1e-4), (name, suite_name)
         scored.setdefault(suite_name, scores["logprob"].to_numpy())
         assert np.array_equal(scored[suite_name], scores["logprob"].to_numpy())
-    assert (S.suite_end_marker(cfg, "fluent"), S.suite_end_marker(cfg, "distractors")) == ("none", "eos")
+    assert (
+        config_rules.suite_end_marker(cfg, "fluent"),
+        config_rules.suite_end_marker(cfg, "distractors"),
+    ) == ("none", "eos")
     # EOS costs probability: the eos suite's scores are lower, by the end token's log-probability.
     assert np.all(scored["distractors"] < scored["fluent"] - 1e-6)

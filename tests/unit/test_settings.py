@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from factprobe import config_rules
 from factprobe import settings as S
 from factprobe.config_check import ConfigError, library_modules, load_config_schema, read_config
 
@@ -71,7 +72,7 @@ def test_unknown_key_names_its_path():
     config = _demo()
     config["suites"]["knowledge"]["templates"]["sytles"] = ["statement"]
     with pytest.raises(ConfigError, match=r"suites\.knowledge\.templates: unknown key\(s\) \['sytles'\]"):
-        S.load(S.Config, config)
+        S.load_settings(S.Config, config)
 
 
 CONFIG = {
@@ -106,8 +107,8 @@ CONFIG = {
 
 
 def test_distractor_precedence_suite_over_kind_over_section():
-    cfg = S.load(S.Config, CONFIG)
-    assert S.suite_distractors(cfg, "k") == {
+    cfg = S.load_settings(S.Config, CONFIG)
+    assert config_rules.suite_distractors(cfg, "k") == {
         "strategies": ["random", "sem"],
         "n": 7,
         "pool_size": 50,
@@ -116,31 +117,34 @@ def test_distractor_precedence_suite_over_kind_over_section():
         "languages": ["en"],
         "dump": "20190201",
     }
-    assert (S.suite_distractors(cfg, "p")["strategies"], S.suite_distractors(cfg, "p")["n"]) == (
+    assert (
+        config_rules.suite_distractors(cfg, "p")["strategies"],
+        config_rules.suite_distractors(cfg, "p")["n"],
+    ) == (
         ["cooccur"],
         7,
     )
-    own = S.suite_distractors(cfg, "own")
+    own = config_rules.suite_distractors(cfg, "own")
     assert (own["strategies"], own["n"], own["dump"]) == (["pool", "appropt"], 3, "20141201")
 
 
 def test_job_settings_carry_section_values():
-    cfg = S.load(S.Config, CONFIG)
-    retrieve = S.suite_retrieve(cfg, "p")
+    cfg = S.load_settings(S.Config, CONFIG)
+    retrieve = config_rules.suite_retrieve(cfg, "p")
     assert (retrieve["form_threshold"], retrieve["ef_search"], retrieve["languages"]) == (
         85,
         64,
         ["en", "de"],
     )
-    assert S.suite_retrieve(cfg, "own")["strategies"] == ["pool"]  # appropt has its own rule
-    appropt = S.suite_appropt(cfg, "k", {"name": "m", "source": "x", "_line": 2})
+    assert config_rules.suite_retrieve(cfg, "own")["strategies"] == ["pool"]  # appropt has its own rule
+    appropt = config_rules.suite_appropt(cfg, "k", {"name": "m", "source": "x", "_line": 2})
     assert (appropt["width"], appropt["n"], appropt["lang"]) == (12, 7, "en")
     assert appropt["model"] == {"name": "m", "source": "x"}
 
 
 def test_metrics_settings_are_those_of_the_suites_families():
-    cfg = S.load(S.Config, CONFIG)
-    k = S.suite_metrics(cfg, "k")
+    cfg = S.load_settings(S.Config, CONFIG)
+    k = config_rules.suite_metrics(cfg, "k")
     assert k == {
         "families": ["knowledge", "belief"],
         "ns": [1, 2, 3, 5, 10],
@@ -152,12 +156,14 @@ def test_metrics_settings_are_those_of_the_suites_families():
         "robustness_pair": ["template", "sentence"],
     }
     # No BELIEF family: belief_bins is not a param of the suite, so changing it reruns nothing there.
-    assert S.suite_metrics(cfg, "p") == {
+    assert config_rules.suite_metrics(cfg, "p") == {
         "families": ["plausibility"],
         "plausibility_strategies": ["cooccur"],
         "robustness_pair": ["template", "sentence"],
     }
-    assert S.load(S.Metrics, {**S.suite_metrics(cfg, "p"), "families": {}}).belief_bins == 10
+    assert (
+        S.load_settings(S.Metrics, {**config_rules.suite_metrics(cfg, "p"), "families": {}}).belief_bins == 10
+    )
 
 
 def test_library_modules_follow_imports_transitively():
@@ -174,7 +180,7 @@ def test_library_modules_follow_imports_transitively():
 
 def test_settings_and_registry_import_no_science_stack():
     code = (
-        "import sys; import factprobe.settings, factprobe.config_check, factprobe.wikidata.download, "
+        "import sys; import factprobe.settings, factprobe.config_rules, factprobe.config_check, factprobe.wikidata.download, "
         "factprobe.diskspace, factprobe.report.provenance; "
         "print(sorted(m for m in ('pandas', 'numpy', 'torch', 'tqdm', 'pyarrow') if m in sys.modules))"
     )
@@ -189,21 +195,21 @@ def test_end_marker_precedence_suite_over_mode_over_section():
     config["scoring"] = {"end_marker": "eos", "by_mode": {"sentence": {"end_marker": "."}}}
     config["suites"]["k2"] = dict(config["suites"]["k"], scoring={"end_marker": "none"})
     config["suites"]["own"]["scoring"] = {"end_marker": "eos"}
-    cfg = S.load(S.Config, config)
-    assert [S.suite_scoring_mode(cfg, s) for s in ("k", "p")] == ["continuation", "sentence"]
-    markers = {s: S.suite_end_marker(cfg, s) for s in ("k", "k2", "p", "own")}
+    cfg = S.load_settings(S.Config, config)
+    assert [config_rules.suite_scoring_mode(cfg, s) for s in ("k", "p")] == ["continuation", "sentence"]
+    markers = {s: config_rules.suite_end_marker(cfg, s) for s in ("k", "k2", "p", "own")}
     assert markers == {"k": "eos", "k2": "none", "p": ".", "own": "eos"}
-    cfg = S.load(S.Config, CONFIG)
-    assert {S.suite_end_marker(cfg, s) for s in cfg.suites} == {"eos"}  # the section default
+    cfg = S.load_settings(S.Config, CONFIG)
+    assert {config_rules.suite_end_marker(cfg, s) for s in cfg.suites} == {"eos"}  # the section default
 
 
 def test_sem_index_rows_are_bounded_by_the_searching_suites_relations():
-    cfg = S.load(S.Config, CONFIG)
+    cfg = S.load_settings(S.Config, CONFIG)
     # Only suite k searches 20190201 with sem; p (cooccur) and own (pool) do not bound any index.
-    assert S.sem_index_rows(cfg, "20190201") == {"relations": ["P1"], "type_dumps": ["20190201"]}
-    assert S.sem_index_rows(cfg, "20141201") == {"relations": [], "type_dumps": []}
+    assert config_rules.sem_index_rows(cfg, "20190201") == {"relations": ["P1"], "type_dumps": ["20190201"]}
+    assert config_rules.sem_index_rows(cfg, "20141201") == {"relations": [], "type_dumps": []}
     demo = read_config(_demo(), SCHEMAS / "config.schema.yaml")
-    rows = S.sem_index_rows(demo, "20141201")
+    rows = config_rules.sem_index_rows(demo, "20141201")
     assert rows["relations"] == sorted(demo.suites["knowledge"].relations)
     assert rows["type_dumps"] == ["20141201", "20190201"]  # knowledge's label_dumps
 
@@ -214,9 +220,9 @@ def test_sem_index_rows_of_listed_facts_suites():
     config = copy.deepcopy(CONFIG)
     listed = dict(config["suites"]["k"], source={"format": "triples", "path": "judged.tsv"}, relations=["P7"])
     config["suites"]["k"] = listed
-    assert S.sem_index_rows(S.load(S.Config, config), "20190201")["relations"] == ["P7"]
+    assert config_rules.sem_index_rows(S.load_settings(S.Config, config), "20190201")["relations"] == ["P7"]
     config["suites"]["k"] = dict(listed, relations=[])
-    assert S.sem_index_rows(S.load(S.Config, config), "20190201")["relations"] is None
+    assert config_rules.sem_index_rows(S.load_settings(S.Config, config), "20190201")["relations"] is None
 
 
 # --- languages checked at start-up ------------------------------------------------
@@ -236,19 +242,19 @@ def _languages_config(tmp_path, extract, suite_languages, sets=None):
             "s": {"kind": "knowledge", "dump": "20190201", "relations": ["P1"], "languages": suite_languages}
         },
     }
-    return S.load(S.Config, config), folder
+    return S.load_settings(S.Config, config), folder
 
 
 def test_languages_with_templates_and_extracted_pass(tmp_path):
     cfg, _ = _languages_config(tmp_path, ["en", "de"], ["en", "de"])
-    S.check_languages(cfg, "my.yaml")
-    assert S.known_languages(cfg) == ["de", "en"]
+    config_rules.check_languages(cfg, "my.yaml")
+    assert config_rules.known_languages(cfg) == ["de", "en"]
 
 
 def test_suite_language_not_extracted_names_key_and_fix(tmp_path):
     cfg, _ = _languages_config(tmp_path, ["en"], ["en", "de"])
     with pytest.raises(ConfigError) as err:
-        S.check_languages(cfg, "my.yaml")
+        config_rules.check_languages(cfg, "my.yaml")
     assert str(err.value) == (
         "my.yaml: suites.s.languages: ['de'] not in extract.languages ['en']; add them to extract.languages"
     )
@@ -257,7 +263,7 @@ def test_suite_language_not_extracted_names_key_and_fix(tmp_path):
 def test_suite_language_without_templates_lists_the_supported_ones(tmp_path):
     cfg, folder = _languages_config(tmp_path, ["en", "zz"], ["en", "zz"])
     with pytest.raises(ConfigError) as err:
-        S.check_languages(cfg, "my.yaml")
+        config_rules.check_languages(cfg, "my.yaml")
     assert str(err.value) == (
         f"my.yaml: suites.s.languages: template set 'team' ({folder}) has no templates for ['zz']; "
         "supported languages: ['de', 'en']; add templates for them or remove them from the suite"
@@ -265,7 +271,7 @@ def test_suite_language_without_templates_lists_the_supported_ones(tmp_path):
     # A single-language set (ParaRel, English) cannot serve German alone.
     sets = {"pararel": {"format": "pararel", "path": str(folder), "language": "en"}}
     cfg, _ = _languages_config(tmp_path, ["en", "de"], ["en", "de"], sets)
-    cfg = S.load(
+    cfg = S.load_settings(
         S.Config,
         {**S.plain(cfg), "suites": {"s": {**S.plain(cfg.suites["s"]), "templates": {"sets": ["pararel"]}}}},
     )
@@ -273,13 +279,13 @@ def test_suite_language_without_templates_lists_the_supported_ones(tmp_path):
         ConfigError,
         match=r"suites\.s\.languages: no template set .* has templates for \['de'\]; supported languages: \['en'\]",
     ):
-        S.check_languages(cfg)
+        config_rules.check_languages(cfg)
 
 
 def test_unknown_extraction_language_is_refused_with_the_known_ones(tmp_path):
     cfg, _ = _languages_config(tmp_path, ["en", "de", "xx"], ["en"])
     with pytest.raises(ConfigError) as err:
-        S.check_languages(cfg, "my.yaml")
+        config_rules.check_languages(cfg, "my.yaml")
     assert str(err.value) == (
         "my.yaml: extract.languages: unknown language(s) ['xx']; known (with templates, a suite or a "
         "translation target): ['de', 'en']; fix the code or add templates for it"
@@ -288,6 +294,6 @@ def test_unknown_extraction_language_is_refused_with_the_known_ones(tmp_path):
 
 def test_shipped_configs_pass_the_language_checks():
     for path in (ROOT / "config/config.yaml", ROOT / ".test/config/config.yaml"):
-        S.check_languages(
+        config_rules.check_languages(
             read_config(yaml.safe_load(path.read_text()), SCHEMAS / "config.schema.yaml"), str(path)
         )

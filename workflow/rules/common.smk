@@ -22,6 +22,7 @@ sys.path.insert(0, str(SCRIPTS))
 # Only the light settings/registry modules (stdlib, pyyaml, jsonschema): parsing needs no science stack.
 from factprobe import run_inputs  # noqa: E402
 from factprobe import run_settings  # noqa: E402
+from factprobe import config_rules  # noqa: E402
 from factprobe import settings  # noqa: E402
 from factprobe import registries  # noqa: E402 (every extension point)
 from factprobe.config_check import config_source, load_run, resolve_path  # noqa: E402
@@ -188,7 +189,7 @@ def temporal_earlier(wildcards):
 
 def suite_dumps(suite):
     """Dumps whose labels and types a suite reads: ``label_dumps``, else its dump (+ diff_old)."""
-    return settings.suite_dumps(SUITES[suite])
+    return config_rules.suite_dumps(SUITES[suite])
 
 
 def released_inputs(wildcards):

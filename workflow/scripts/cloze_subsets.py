@@ -9,13 +9,13 @@ from factprobe import contracts
 from factprobe.metrics.cloze import cloze_tables
 from factprobe.metrics.pipeline import read_inputs
 from factprobe.rulelog import rule_logger
-from factprobe.settings import Metrics, load
+from factprobe.settings import Metrics, load_settings
 
 log = rule_logger(snakemake)
 inputs = read_inputs(snakemake.input)
 measures = dict(snakemake.params.settings)
 families = measures.pop("families")
-settings = load(Metrics, {**measures, "families": {}}, "metrics")
+settings = load_settings(Metrics, {**measures, "families": {}}, "metrics")
 seed = dict(snakemake.params.suite).get("seed", 0)
 table = cloze_tables(inputs, settings, families, snakemake.params.correct_set, seed)
 log.info("%d per-fact rows over m = 1..%d cloze sentences", len(table), int(table["n_cloze"].max() or 0))

@@ -7,16 +7,16 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 from factprobe import contracts
 from factprobe.metrics.pipeline import compute_suite_metrics, read_inputs
 from factprobe.rulelog import rule_logger
-from factprobe.settings import Metrics, load
+from factprobe.settings import Metrics, load_settings
 
 log = rule_logger(snakemake)
 inputs = read_inputs(snakemake.input)
-# Only the keys the suite's families read arrive (settings.suite_metrics); the rest keep defaults.
+# Only the keys the suite's families read arrive (config_rules.suite_metrics); the rest keep defaults.
 measures = dict(snakemake.params.settings)
 families = measures.pop("families")
 if "encoder" in snakemake.input.keys():  # metrics.overlap.encoder names a models.tsv row: its folder
     measures["overlap"] = {**measures["overlap"], "encoder": snakemake.input.encoder}
-settings = load(Metrics, {**measures, "families": {}}, "metrics")
+settings = load_settings(Metrics, {**measures, "families": {}}, "metrics")
 cutoff = dict(snakemake.params.cutoff)
 extra = None
 if cutoff:

@@ -9,12 +9,12 @@ from pathlib import Path
 from factprobe import contracts
 from factprobe.probes.released import build_released, read_groups, read_prompts
 from factprobe.rulelog import rule_logger
-from factprobe.settings import Suite, load
+from factprobe.settings import Suite, load_settings
 from factprobe.wikidata.labels import resolved_labels
 
 log = rule_logger(snakemake)
 name = snakemake.wildcards.suite
-suite = load(Suite, dict(snakemake.params.suite), f"suites.{name}")
+suite = load_settings(Suite, dict(snakemake.params.suite), f"suites.{name}")
 *data_files, prompts_csv = list(snakemake.input.released)
 groups = {Path(f).stem: read_groups(f) for f in data_files}
 # English labels and aliases of every label dump, with the `mul` fallback (factprobe.wikidata.labels).

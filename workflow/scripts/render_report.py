@@ -20,10 +20,10 @@ from factprobe.report.provenance import (
     with_resolutions,
 )
 from factprobe.rulelog import rule_logger
-from factprobe.settings import Report, load
+from factprobe.settings import Report, load_settings
 
 log = rule_logger(snakemake)
-settings = load(Report, snakemake.params.settings, "report")
+settings = load_settings(Report, snakemake.params.settings, "report")
 suites = snakemake.params.suites
 summaries = {
     s: contracts.read_csv("summary", p) for s, p in zip(suites, snakemake.input.summaries, strict=True)

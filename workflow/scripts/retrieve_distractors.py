@@ -20,7 +20,7 @@ from factprobe.distractors.sem_index import load_index
 from factprobe.distractors.temporal import past_of_facts
 from factprobe.registries import needs
 from factprobe.rulelog import log_resident, rule_logger
-from factprobe.settings import Retrieve, load
+from factprobe.settings import Retrieve, load_settings
 
 log = rule_logger(snakemake)
 p = snakemake.params.settings
@@ -64,7 +64,7 @@ else:
         entity_forms = contracts.read("entity_forms", snakemake.input.entity_forms)
         claims, omega = None, None
         log.info("release-only suite: no dump tables, no Ω (pool_source: dataset)")
-    settings = load(Retrieve, p, f"distractors of suite {snakemake.wildcards.suite}")
+    settings = load_settings(Retrieve, p, f"distractors of suite {snakemake.wildcards.suite}")
     index = None
     if "index" in snakemake.input.keys():
         # A shard maps the suite's type slices and ranked objects, computed once.

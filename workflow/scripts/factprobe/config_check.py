@@ -16,17 +16,10 @@ from typing import Any
 import jsonschema
 import yaml
 
+from factprobe.config_rules import check_cross_keys, check_human_alignment, check_languages, is_calendar_date
 from factprobe.model_source import PrepareError, resolve_source
 from factprobe.registries import BACKENDS, row_backend
-from factprobe.settings import (
-    Config,
-    ConfigError,
-    check_cross_keys,
-    check_human_alignment,
-    check_languages,
-    is_calendar_date,
-    load,
-)
+from factprobe.settings import Config, ConfigError, load_settings
 
 __all__ = [
     "ConfigError",
@@ -236,7 +229,7 @@ def config_source(
 def read_config(config: dict, schema_path: str | Path, source: str = "config/config.yaml") -> Config:
     """The validated config as typed settings (``factprobe.settings.Config``, defaults filled in)."""
     validate_config(config, schema_path, source)
-    return load(Config, config, source)
+    return load_settings(Config, config, source)
 
 
 def load_run(

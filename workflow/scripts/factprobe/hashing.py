@@ -7,6 +7,7 @@ Python's salted ``hash()``.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 
 import numpy as np
 

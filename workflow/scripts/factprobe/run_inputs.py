@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from factprobe import registries
+from factprobe import config_rules, registries
 from factprobe import settings as S
 from factprobe.code_inputs import library_modules, plugin_files
 from factprobe.settings import Config
@@ -78,7 +78,7 @@ def released_inputs(cfg: Config, suite: str, extract: Callable[[str, str], str],
     block = cfg.suites[suite]
     return {
         "released": block.source.files(),
-        "labels": [extract("labels", d) for d in S.suite_dumps(block)],
+        "labels": [extract("labels", d) for d in config_rules.suite_dumps(block)],
         "entities": extract("entities", block.dump),
         "properties": extract("properties", block.dump),
         "lib": lib,
@@ -106,7 +106,7 @@ def probe_inputs(
     files = {
         "claims": extract("claims", block.dump),
         "entities": extract("entities", block.dump),
-        "labels": [extract("labels", d) for d in S.suite_dumps(block)],
+        "labels": [extract("labels", d) for d in config_rules.suite_dumps(block)],
         "templates": template_files(cfg, suite, template_sets),
         "lib": lib,
     }
@@ -123,7 +123,7 @@ def timeline_inputs(cfg: Config, suite: str, enabled: list[str], changes: str) -
     block = cfg.suites[suite]
     if block.timeline is None or block.timeline.by != "diff":
         return {}
-    dumps = S.timeline_dumps(block, enabled)
+    dumps = config_rules.timeline_dumps(block, enabled)
     return {
         "timeline_changes": [changes.format(old=a, new=b) for a, b in zip(dumps, dumps[1:], strict=False)]
     }
@@ -135,7 +135,7 @@ def template_files(cfg: Config, suite: str, template_sets: Mapping[str, Mapping]
     return [
         path
         for entry in template_sets[suite].values()
-        for path in S.load(S.TemplateSet, entry).files(languages)
+        for path in S.load_settings(S.TemplateSet, entry).files(languages)
     ]
 
 
@@ -214,7 +214,11 @@ def report_control_suites(cfg: Config, score_models: list[str]) -> list[str]:
     (``control.suites``)."""
     if cfg.report.control_model not in score_models:
         return []
-    return [s for s in cfg.suites if "knowledge" in S.suite_families(cfg, s) and s in cfg.control.suites]
+    return [
+        s
+        for s in cfg.suites
+        if "knowledge" in config_rules.suite_families(cfg, s) and s in cfg.control.suites
+    ]
 
 
 def report_control_model_suites(cfg: Config, score_models: list[str], model_rows: Mapping) -> list[str]:
@@ -251,7 +255,7 @@ def omega_inputs(
     return {
         "facts": probes["facts"].format(suite=suite),
         "entity_forms": probes["entity_forms"].format(suite=suite),
-        "types": [extract("types", d) for d in S.suite_dumps(block)],
+        "types": [extract("types", d) for d in config_rules.suite_dumps(block)],
         "claims": extract("claims", block.dump),
     }
 

@@ -3,7 +3,7 @@
 Every rule receives its settings as plain dicts through ``lookup()``: Snakemake's params trigger
 compares builtin types only, so a changed setting reruns just the jobs that read it
 (config/README.md, "When jobs rerun"). The per-suite rules of precedence live in
-:mod:`factprobe.settings` (``suite_*``); this module applies them to every suite, model and dump
+:mod:`factprobe.config_rules` (``suite_*``); this module applies them to every suite, model and dump
 of one run. Light (stdlib + settings): it is imported while the workflow parses.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from factprobe import registries
+from factprobe import config_rules, registries
 from factprobe import settings as S
 from factprobe.settings import Config
 
@@ -94,8 +94,8 @@ def reads_release_only(cfg: Config, suite: str) -> bool:
     are the release's)."""
     if cfg.suites[suite].source.format != "fluent-mlama":
         return False
-    strategies = set(D.canonical(list(S.suite_distractors(cfg, suite)["strategies"])))
-    return strategies == {"pool"} and bool(S.suite_retrieve(cfg, suite).get("dataset"))
+    strategies = set(registries.canonical(list(config_rules.suite_distractors(cfg, suite)["strategies"])))
+    return strategies == {"pool"} and bool(config_rules.suite_retrieve(cfg, suite).get("dataset"))
 
 
 def release_only_suites(cfg: Config) -> list[str]:
@@ -125,21 +125,24 @@ def resolve(cfg: Config, dump_rows: dict[str, dict], model_rows: dict[str, dict]
             m: {k: row.get(k, "") for k in ("name", "source", "revision")} for m, row in model_rows.items()
         },
         suite_params={s: S.plain(block) for s, block in suites.items()},
-        template_sets={s: S.suite_template_sets(cfg, s) for s in suites},
-        distractors={s: S.suite_distractors(cfg, s) for s in suites},
-        retrieve={s: S.suite_retrieve(cfg, s) for s in suites},
-        appropt={s: {m: S.suite_appropt(cfg, s, row) for m, row in model_rows.items()} for s in suites},
-        metrics={s: S.suite_metrics(cfg, s) for s in suites},
-        correct_sets={s: S.suite_correct_set(cfg, s) for s in suites},
-        scoring_modes={s: S.suite_scoring_mode(cfg, s) for s in suites},
-        end_markers={s: S.suite_end_marker(cfg, s) for s in suites},
-        model_cutoffs={
-            s: {m: S.suite_model_cutoff(cfg, s, row) for m, row in model_rows.items()} for s in suites
+        template_sets={s: config_rules.suite_template_sets(cfg, s) for s in suites},
+        distractors={s: config_rules.suite_distractors(cfg, s) for s in suites},
+        retrieve={s: config_rules.suite_retrieve(cfg, s) for s in suites},
+        appropt={
+            s: {m: config_rules.suite_appropt(cfg, s, row) for m, row in model_rows.items()} for s in suites
         },
-        sem_index=S.sem_index(cfg),
-        sem_rows={dump: S.sem_index_rows(cfg, dump) for dump in dump_rows},
+        metrics={s: config_rules.suite_metrics(cfg, s) for s in suites},
+        correct_sets={s: config_rules.suite_correct_set(cfg, s) for s in suites},
+        scoring_modes={s: config_rules.suite_scoring_mode(cfg, s) for s in suites},
+        end_markers={s: config_rules.suite_end_marker(cfg, s) for s in suites},
+        model_cutoffs={
+            s: {m: config_rules.suite_model_cutoff(cfg, s, row) for m, row in model_rows.items()}
+            for s in suites
+        },
+        sem_index=config_rules.sem_index(cfg),
+        sem_rows={dump: config_rules.sem_index_rows(cfg, dump) for dump in dump_rows},
         sem_hnsw={dump: searches_hnsw(cfg, dump) for dump in dump_rows},
-        control=S.control_params(cfg),
+        control=config_rules.control_params(cfg),
         control_taught={s: s in cfg.control.suites for s in suites},
         generation_samples={s: generation_samples(cfg, s) for s in suites},
         generation_beams={s: generation_beams(cfg, s) for s in suites},
@@ -153,7 +156,7 @@ def searches_hnsw(cfg: Config, dump: str) -> bool:
     its build grows as n^1.3)."""
     return any(
         r["search"] == "hnsw" and r["dump"] == dump
-        for r in (S.suite_retrieve(cfg, s) for s in cfg.suites)
+        for r in (config_rules.suite_retrieve(cfg, s) for s in cfg.suites)
         if registries.needs(r["strategies"], "index")
     )
 
@@ -190,7 +193,7 @@ def dumps_read_by(cfg: Config, suites) -> list[str]:
     used: set[str] = set()
     for suite in suites:
         block = cfg.suites[suite]
-        used.update(S.suite_dumps(block), [block.dump])
+        used.update(config_rules.suite_dumps(block), [block.dump])
         if block.kind == "plausibility" and block.diff_old:
             used.add(block.diff_old)
     return sorted(used)

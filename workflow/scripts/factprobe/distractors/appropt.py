@@ -169,13 +169,26 @@ def appropt_distractors(
                 counts.short_pool += 1
             else:
                 counts.short_other += 1
+    _log_counts(counts, records, len(rows), n, width, max_candidates)
+    out = pd.DataFrame(rows, columns=APPROPT_COLUMNS)
+    out["rank"] = out["rank"].astype("int32")
+    out["relevance"] = out["relevance"].astype("float64")
+    out["found"] = out["found"].astype("int32")
+    return out
+
+
+def _log_counts(
+    counts: Counts, records: list, distractors: int, n: int, width: int, max_candidates: int | None
+) -> None:
+    """Log what one ApprOpt job found and what it left out; warn when a sentence whose pool had n
+    labels or more still got fewer than n."""
     log.info(
         "appropt: %d sentences of %d facts, %d distractors (n=%d, width=%d + valid objects); pool capped "
         "at %s for %d facts (%d type members cut); %d (sentence, label) pairs merged across the "
         "prompt's end left out; fewer than n: %d sentences whose pool has fewer than n labels, %d others",
         len(records),
         len({r.fact_id for r in records}),
-        len(rows),
+        distractors,
         n,
         width,
         max_candidates,
@@ -189,11 +202,6 @@ def appropt_distractors(
         log.warning(
             "appropt: %d sentences with a pool of n labels or more got fewer than n", counts.short_other
         )
-    out = pd.DataFrame(rows, columns=APPROPT_COLUMNS)
-    out["rank"] = out["rank"].astype("int32")
-    out["relevance"] = out["relevance"].astype("float64")
-    out["found"] = out["found"].astype("int32")
-    return out
 
 
 APPROPT_COLUMNS = [

@@ -70,7 +70,7 @@ class Cooccurrence:
         self._by_object: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.dtype, self.by_property = np.int32, {}
         if statements is None:
-            return  # :meth:`load` fills the columns
+            return  # :meth:`from_folder` fills the columns
         subj, prop, obj = (statements[c].to_numpy(np.int64) for c in ("subject", "property", "object"))
         if not _distinct_sorted(prop, subj, obj):
             st = (
@@ -96,7 +96,7 @@ class Cooccurrence:
 
     def save(self, folder: str | Path) -> int:
         """Write the columns of every relation, and their object-sorted copies (the subject
-        side's), as ``.npy`` files :meth:`load` maps: a suite's retrieval shards then share one
+        side's), as ``.npy`` files :meth:`from_folder` maps: a suite's retrieval shards then share one
         sorted copy instead of each scanning and sorting every statement of its relations
         (rule prepare_retrieval). Returns the number of statements."""
         folder = Path(folder)
@@ -118,7 +118,7 @@ class Cooccurrence:
         return int(sum(sizes))
 
     @classmethod
-    def load(
+    def from_folder(
         cls, folder: str | Path, relations: Iterable[int] | None = None, big_tie: int = BIG_TIE
     ) -> Cooccurrence:
         """The co-occurrence counts of a :meth:`save` folder, its columns memory-mapped (read

@@ -175,7 +175,9 @@ def suite_cooccurrence(
     holds the statements (a shard, restricted to ``facts``' relations), else built from the
     ``statements`` :func:`load_suite_omega` scanned."""
     if COOCCUR in prepared_parts(prepared):
-        return Cooccurrence.load(Path(prepared) / COOCCUR, arrays.unique(id_ints(facts["property"])).tolist())
+        return Cooccurrence.from_folder(
+            Path(prepared) / COOCCUR, arrays.unique(id_ints(facts["property"])).tolist()
+        )
     return Cooccurrence(statements)
 
 
@@ -329,7 +331,7 @@ def prepared_index(index: SemIndex, prepared: str | Path | None) -> SemIndex:
     if prepared is not None and (Path(prepared) / SLICES).is_dir():
         index.slices = Path(prepared) / SLICES
     if prepared is not None and (Path(prepared) / PREFIXES).is_dir():
-        index.prefixes = Prefixes.load(Path(prepared) / PREFIXES)
+        index.prefixes = Prefixes.from_folder(Path(prepared) / PREFIXES)
     return index
 
 

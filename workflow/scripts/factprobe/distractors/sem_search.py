@@ -188,7 +188,7 @@ class Prefixes:
         (folder / "meta.json").write_text(json.dumps({"top": int(self.top)}))
 
     @classmethod
-    def load(cls, folder: str | Path) -> Prefixes:
+    def from_folder(cls, folder: str | Path) -> Prefixes:
         folder = Path(folder)
         top = json.loads((folder / "meta.json").read_text())["top"]
         got = {

@@ -69,7 +69,7 @@ import datasets
 DOCS = Path(__file__).resolve().parent / "docs.jsonl"
 
 
-def load(select_strategy=None, **_):
+def load_docs(select_strategy=None, **_):
     """The docs of one distractor strategy as lm-eval's test split (other kwargs: task metadata)."""
     with open(DOCS, encoding="utf-8") as handle:
         rows = [json.loads(line) for line in handle if line.strip()]
@@ -256,7 +256,7 @@ def task_yaml(suite: str, strategy: str, end_marker: str, end: str) -> str:
     )
     return (
         header
-        + f"custom_dataset: !function {Path(LOADER_FILE).stem}.load\n"
+        + f"custom_dataset: !function {Path(LOADER_FILE).stem}.load_docs\n"
         + yaml.safe_dump(body, sort_keys=False, allow_unicode=True)
     )
 

@@ -223,56 +223,77 @@ def tokenize_pairs(
         raise ValueError("prompts and continuations differ in length")
     head = special_prefix(tokenizer) if head is None else list(head)
     tail = end_ids(tokenizer, end, end_token=end_token)
-    suffix = "." if end == "." else ""
+    moved_prompts, moved_conts = _move_trailing_spaces(prompts, continuations, "." if end == "." else "")
+    prompt_ids = _encode_unique(tokenizer, moved_prompts)
+    whole_texts = [p + c for p, c in zip(moved_prompts, moved_conts, strict=True)]
+    whole_ids = _encode_unique(tokenizer, whole_texts)
+    requests = _RequestIndex()
+    plans = []
+    for prompt, cont, whole_text in zip(moved_prompts, moved_conts, whole_texts, strict=True):
+        if not cont.strip() and not tail:
+            raise ValueError(f"empty continuation after prompt {prompt!r}: nothing to score")
+        plans.append(_pair_plan(tokenizer, head, tail, prompt_ids[prompt], whole_ids[whole_text], requests))
+    return requests.requests, plans
+
+
+def _move_trailing_spaces(
+    prompts: Sequence[str], continuations: Sequence[str], suffix: str
+) -> tuple[list[str], list[str]]:
+    """The prompts without their trailing spaces, and each continuation with those spaces in
+    front and ``suffix`` behind (a space belongs to the next word's token)."""
     moved_prompts, moved_conts = [], []
     for prompt, cont in zip(prompts, continuations, strict=True):
         stripped = prompt.rstrip(" ")
         moved_prompts.append(stripped)
         moved_conts.append(prompt[len(stripped) :] + cont + suffix)
-    uniq_prompts = sorted(set(moved_prompts))
-    prompt_ids = dict(zip(uniq_prompts, encode(tokenizer, uniq_prompts), strict=True))
-    whole_texts = [p + c for p, c in zip(moved_prompts, moved_conts, strict=True)]
-    uniq_whole = sorted(set(whole_texts))
-    whole_ids = dict(zip(uniq_whole, encode(tokenizer, uniq_whole), strict=True))
+    return moved_prompts, moved_conts
 
-    requests: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
-    index: dict[tuple[tuple[int, ...], tuple[int, ...]], int] = {}
 
-    def request(prefix: list[int], cont: list[int]) -> int:
+def _encode_unique(tokenizer, texts: Sequence[str]) -> dict[str, list[int]]:
+    """Token ids of each distinct text, each encoded once (sorted, one tokenizer call)."""
+    uniq = sorted(set(texts))
+    return dict(zip(uniq, encode(tokenizer, uniq), strict=True))
+
+
+class _RequestIndex:
+    """Deduplicated ``(prefix, continuation)`` token requests in order of first use."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+        self.index: dict[tuple[tuple[int, ...], tuple[int, ...]], int] = {}
+
+    def __call__(self, prefix: list[int], cont: list[int]) -> int:
         key = (tuple(prefix), tuple(cont))
-        if key not in index:
-            index[key] = len(requests)
-            requests.append(key)
-        return index[key]
+        if key not in self.index:
+            self.index[key] = len(self.requests)
+            self.requests.append(key)
+        return self.index[key]
 
-    plans = []
-    for prompt, cont, whole_text in zip(moved_prompts, moved_conts, whole_texts, strict=True):
-        if not cont.strip() and not tail:
-            raise ValueError(f"empty continuation after prompt {prompt!r}: nothing to score")
-        p_ids = prompt_ids[prompt]
-        w_ids = whole_ids[whole_text]
-        start = list(head)
-        if not start and not p_ids:
-            if tokenizer.eos_token_id is None:
-                raise ValueError(
-                    "empty prompt and a tokenizer without BOS/EOS: no context token to condition on"
-                )
-            start = [int(tokenizer.eos_token_id)]
-        if w_ids[: len(p_ids)] == p_ids and len(w_ids) > len(p_ids) or (w_ids == p_ids and tail):
-            plus = request(start + p_ids, w_ids[len(p_ids) :] + tail)
-            plans.append(PairPlan(plus, None, len(w_ids) - len(p_ids) + len(tail)))
-            continue
-        common = 0
-        while common < min(len(p_ids), len(w_ids)) and p_ids[common] == w_ids[common]:
-            common += 1
-        if not start and common == 0:
-            # No shared token and no BOS: condition both on EOS, like an empty context.
-            start = [int(tokenizer.eos_token_id)]
-        prefix = start + w_ids[:common]
-        plus = request(prefix, w_ids[common:] + tail)
-        minus = request(prefix, p_ids[common:])
-        plans.append(PairPlan(plus, minus, max(1, len(w_ids) - len(p_ids) + len(tail))))
-    return requests, plans
+
+def _pair_plan(
+    tokenizer, head: list[int], tail: list[int], p_ids: list[int], w_ids: list[int], request: _RequestIndex
+) -> PairPlan:
+    """The plan of one pair from its prompt's ids and its whole text's ids: one request when the
+    prompt's tokens are a prefix of the whole's, else the whole minus the prompt after their common
+    tokens (a merge across the boundary)."""
+    start = list(head)
+    if not start and not p_ids:
+        if tokenizer.eos_token_id is None:
+            raise ValueError("empty prompt and a tokenizer without BOS/EOS: no context token to condition on")
+        start = [int(tokenizer.eos_token_id)]
+    if w_ids[: len(p_ids)] == p_ids and len(w_ids) > len(p_ids) or (w_ids == p_ids and tail):
+        plus = request(start + p_ids, w_ids[len(p_ids) :] + tail)
+        return PairPlan(plus, None, len(w_ids) - len(p_ids) + len(tail))
+    common = 0
+    while common < min(len(p_ids), len(w_ids)) and p_ids[common] == w_ids[common]:
+        common += 1
+    if not start and common == 0:
+        # No shared token and no BOS: condition both on EOS, like an empty context.
+        start = [int(tokenizer.eos_token_id)]
+    prefix = start + w_ids[:common]
+    plus = request(prefix, w_ids[common:] + tail)
+    minus = request(prefix, p_ids[common:])
+    return PairPlan(plus, minus, max(1, len(w_ids) - len(p_ids) + len(tail)))
 
 
 def combine(

@@ -261,7 +261,24 @@ def score_requests(
     from tqdm import tqdm
 
     device = next(model.parameters()).device
-    n = len(requests)
+    _check_context(model, requests)
+    sums = _RequestSums(requests, last_out)
+    bar = tqdm(total=sum(len(c) for _, c in requests), unit="tok", disable=not progress, mininterval=5)
+
+    def forward(batch: list[_Row]):
+        return _forward_batch(model, batch, device, logsoftmax_chunk, invariant)
+
+    for t_req, t_first, t_last, scores in _batches(_build_rows(requests, budget.tokens), budget, forward):
+        done = sums.add(t_req.numpy(), t_first.numpy(), t_last.numpy(), scores.numpy())
+        bar.update(len(t_req))
+        if on_batch is not None:
+            on_batch(done, sums.total[done], sums.first[done])
+    bar.close()
+    return sums.total, sums.first
+
+
+def _check_context(model, requests: Sequence[tuple[tuple[int, ...], tuple[int, ...]]]) -> None:
+    """Refuse a request longer than the model's context (when its config states one)."""
     context = getattr(model.config, "max_position_embeddings", None) or getattr(
         model.config, "n_positions", None
     )
@@ -272,32 +289,33 @@ def score_requests(
                 f"a prompt + continuation of {longest} tokens exceeds the model's context of {context} tokens; "
                 "shorten the few-shot contexts of the suite or use a model with a longer context"
             )
-    total = np.zeros(n, dtype=np.float64)
-    first = np.full(n, np.nan, dtype=np.float64)
-    remaining = np.zeros(n, dtype=np.int64)
-    for i, (_, cont) in enumerate(requests):
-        remaining[i] = len(cont)
-    bar = tqdm(total=sum(len(c) for _, c in requests), unit="tok", disable=not progress, mininterval=5)
 
-    def forward(batch: list[_Row]):
-        return _forward_batch(model, batch, device, logsoftmax_chunk, invariant)
 
-    for t_req, t_first, t_last, scores in _batches(_build_rows(requests, budget.tokens), budget, forward):
-        req = t_req.numpy()
-        np.add.at(total, req, scores.numpy())
-        firsts = t_first.numpy()
-        first[req[firsts]] = scores.numpy()[firsts]
-        if last_out is not None:
-            lasts = t_last.numpy()
-            last_out[req[lasts]] = scores.numpy()[lasts]
-        np.subtract.at(remaining, req, 1)
-        bar.update(len(req))
-        if on_batch is not None:
-            done = np.unique(req)
-            done = done[remaining[done] == 0]
-            on_batch(done, total[done], first[done])
-    bar.close()
-    return total, first
+class _RequestSums:
+    """Per request: the summed log-probability of its continuation tokens, its first token's and
+    (into ``last_out``, when given) its last token's, and how many of its tokens are still unscored."""
+
+    def __init__(
+        self, requests: Sequence[tuple[tuple[int, ...], tuple[int, ...]]], last_out: np.ndarray | None
+    ):
+        n = len(requests)
+        self.total = np.zeros(n, dtype=np.float64)
+        self.first = np.full(n, np.nan, dtype=np.float64)
+        self.last_out = last_out
+        self.remaining = np.zeros(n, dtype=np.int64)
+        for i, (_, cont) in enumerate(requests):
+            self.remaining[i] = len(cont)
+
+    def add(self, req: np.ndarray, firsts: np.ndarray, lasts: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        """Add one batch's token scores (``req``: each token's request; ``firsts``/``lasts``: which
+        tokens are a request's first/last); returns the requests it completed."""
+        np.add.at(self.total, req, scores)
+        self.first[req[firsts]] = scores[firsts]
+        if self.last_out is not None:
+            self.last_out[req[lasts]] = scores[lasts]
+        np.subtract.at(self.remaining, req, 1)
+        done = np.unique(req)
+        return done[self.remaining[done] == 0]
 
 
 @torch.inference_mode()

@@ -34,9 +34,9 @@ def knowledge(f: SuiteFrame) -> Tables:
     """K Min@n / Avg@n per strategy and the Table 2 baselines (distractors paper §3.2)."""
     s = f.settings
     table, dropped = knowledge_tables(
-        f.ent,
+        f.entity_scores,
         f.prompts,
-        f.cands,
+        f.candidates,
         f.facts,
         f.correct,
         s.ns,
@@ -55,7 +55,7 @@ def ranking(f: SuiteFrame) -> Tables:
     With ``ranking_average: relation`` (the paper's Table 1) short-GT facts are left out
     (:func:`factprobe.metrics.fluent.drop_short_gt`, the authors' ``exclude_short``)."""
     s = f.settings
-    ranks = ranking_per_fact(f.ent, f.prompts, f.cands, f.correct, s.recall_ns, s.ranking_ties)
+    ranks = ranking_per_fact(f.entity_scores, f.prompts, f.candidates, f.correct, s.recall_ns, s.ranking_ties)
     return [fluent.drop_short_gt(ranks, f.facts) if s.ranking_average == "relation" else ranks], []
 
 
@@ -66,7 +66,7 @@ def plausibility(f: SuiteFrame) -> Tables:
     every = f.inputs.candidates.copy()
     every["rank"] = pd.to_numeric(every["rank"], errors="coerce").fillna(0)
     plaus = plausibility_per_fact(
-        f.ent, f.prompts, every, f.facts, s.plausibility_strategies, f.inputs.subject_swaps
+        f.entity_scores, f.prompts, every, f.facts, s.plausibility_strategies, f.inputs.subject_swaps
     )
     means = plaus.groupby([*GROUP_KEYS, "measure"])["value"].mean().reset_index()
     score = plausibility_score(means)
@@ -85,7 +85,7 @@ def belief(f: SuiteFrame) -> Tables:
     else:
         per_fact.append(belief_per_fact(pp, f.facts, "belief", "exact"))
         dataset.append(belief_dataset(pp, "belief", s.belief_samplings, s.belief_bins))
-    pp = candidate_predictions(f.ent, f.prompts, f.cands, f.facts, f.correct)
+    pp = candidate_predictions(f.entity_scores, f.prompts, f.candidates, f.facts, f.correct)
     per_fact.append(belief_per_fact(pp, f.facts, "belief_cand", "exact"))
     dataset.append(belief_dataset(pp, "belief_cand", s.belief_samplings, s.belief_bins))
     return per_fact, dataset

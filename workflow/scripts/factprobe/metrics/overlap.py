@@ -105,7 +105,7 @@ class BertScorer:
     """BERTScore (Zhang et al. 2020 §3) with one encoder: token embeddings of ``layer``
     (``hidden_states[layer]``, 0 = the embedding layer; None = the last), greedy cosine matching.
 
-    ``tokenizer`` and ``model`` are a ``transformers`` tokenizer and encoder; :meth:`load` reads
+    ``tokenizer`` and ``model`` are a ``transformers`` tokenizer and encoder; :meth:`from_encoder` reads
     them from a folder. Embeddings are computed once per distinct string.
     """
 
@@ -119,7 +119,7 @@ class BertScorer:
     _cache: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, encoder: str, layer: int | None = None, use_idf: bool = False) -> BertScorer:
+    def from_encoder(cls, encoder: str, layer: int | None = None, use_idf: bool = False) -> BertScorer:
         """The encoder in folder (or cached hub name) ``encoder``; errors name the setting."""
         from transformers import AutoModel, AutoTokenizer
 
@@ -277,7 +277,7 @@ def overlap(f: Any) -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
         )
         return [], []
     s = f.settings.overlap
-    scorer = BertScorer.load(s.encoder, s.layer, s.idf) if s.encoder else None
+    scorer = BertScorer.from_encoder(s.encoder, s.layer, s.idf) if s.encoder else None
     if scorer is None:
         log.warning("overlap: metrics.overlap.encoder is empty, BERTScore skipped (ROUGE-L only)")
     names = object_names(f.scores, f.prompts, f.facts)

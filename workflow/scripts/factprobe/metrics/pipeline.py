@@ -102,10 +102,10 @@ class SuiteFrame:
     settings: Metrics
     prompts: pd.DataFrame
     facts: pd.DataFrame
-    cands: pd.DataFrame
+    candidates: pd.DataFrame
     correct: pd.DataFrame
     scores: pd.DataFrame
-    ent: pd.DataFrame
+    entity_scores: pd.DataFrame
 
 
 def suite_frame(inputs: SuiteInputs, settings: Metrics, correct_set: str = "wide") -> SuiteFrame:

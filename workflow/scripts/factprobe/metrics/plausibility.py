@@ -203,7 +203,7 @@ def plausibility_score(style_means: pd.DataFrame) -> pd.DataFrame:
 def facts_new_to_model(facts: pd.DataFrame, cutoff: dict) -> tuple[pd.DataFrame, dict[str, float]]:
     """The suite's facts that are new to one model: added after *its* training cut-off (§3.1).
 
-    ``cutoff`` (``settings.suite_model_cutoff``): ``cutoff`` (YYYYMMDD of the model, or the
+    ``cutoff`` (``config_rules.suite_model_cutoff``): ``cutoff`` (YYYYMMDD of the model, or the
     suite's when the models.tsv row has none) and ``dump`` (the newer dump of the suite's diff).
     The facts table carries each fact's ``date`` (its statement's start or point in time, the
     probes stage's reading of the diff, :func:`factprobe.diff.rules.statement_date`). A fact

@@ -22,7 +22,7 @@ import pandas as pd
 
 from factprobe import contracts, scan
 from factprobe.registries import SOURCES
-from factprobe.settings import Suite, TemplateSet, load
+from factprobe.settings import Suite, TemplateSet, load_settings
 
 from .demopool import SpilledPool, fill
 from .fact_candidates import SelectionPaths, relations_present, sample_suite
@@ -72,8 +72,8 @@ def build_suite(
                 name, suite, sets, *paths, forms_file, memory_mb, threads, timeline_changes
             )
             return facts, prompts, contracts.read("entity_forms", forms_file)
-    suite = load(Suite, suite, f"suites.{name}")
-    sets = {key: load(TemplateSet, value, f"templates.sets.{key}") for key, value in sets.items()}
+    suite = load_settings(Suite, suite, f"suites.{name}")
+    sets = {key: load_settings(TemplateSet, value, f"templates.sets.{key}") for key, value in sets.items()}
     builder = SOURCES[suite.source.format].code()
     if builder is not None:
         # A format of its own (factprobe.registries.SOURCES): a release or a list of facts.

@@ -137,7 +137,7 @@ def fill(
         rows = spilled.rows_at(wanted) if wanted else {}
         entities = {e for r in rows.values() for e in (r.subject, r.object)} - seen
         seen |= entities
-        pool.load(rows, labels_of(forms_path, entities, con) if entities else {})
+        pool.add_rows(rows, labels_of(forms_path, entities, con) if entities else {})
         still = []
         for i in pending:
             try:

@@ -167,7 +167,7 @@ class FetchedPool(DemoPool):
     """A :class:`DemoPool` that holds only the positions draws reach.
 
     ``sizes`` gives every pool's size (``None``: all relations); rows come in through
-    :meth:`load` with the labels of their entities; :meth:`row` of a position not loaded raises
+    :meth:`add_rows` with the labels of their entities; :meth:`row` of a position not loaded raises
     :class:`Unfetched`, which tells the filler (:func:`factprobe.probes.demopool.fill`) to probe further.
     """
 
@@ -185,7 +185,9 @@ class FetchedPool(DemoPool):
         except KeyError:
             raise Unfetched(relation, position) from None
 
-    def load(self, rows: dict[tuple[str | None, int], PoolRow], labels: dict[tuple[str, str], str]) -> None:
+    def add_rows(
+        self, rows: dict[tuple[str | None, int], PoolRow], labels: dict[tuple[str, str], str]
+    ) -> None:
         """Add rows by (pool, position) and the labels of their entities."""
         self.loaded.update(rows)
         self.labels.update(labels)

@@ -44,6 +44,7 @@ import re
 import zipfile
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -233,6 +234,48 @@ def _form_table(forms: list[tuple[str, str, str, str]]) -> pd.DataFrame:
     )
 
 
+@dataclass
+class _Imported:
+    """What the release's rows give, gathered over its files: facts by id, the languages whose
+    ground truth is short per fact, each fact's own correct strings, prompts, entity forms, and
+    the prompts skipped per (language, verbalization or ``all``)."""
+
+    facts: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    short: dict[str, list[str]] = field(default_factory=dict)
+    own: dict[str, set[tuple[str, str, str]]] = field(default_factory=dict)
+    prompts: list = field(default_factory=list)
+    forms: list = field(default_factory=list)
+    skipped: Counter = field(default_factory=Counter)
+
+    def add_row(self, row: dict, lang: str, relation: str, verbalizations: Sequence[str]) -> None:
+        """One release row: its fact, its forms and its prompt in each of ``verbalizations``."""
+        if not fact_kept(row):
+            self.skipped[(lang, "all")] += 1
+            return
+        subject, obj = row["sub_uri"].strip(), row["obj_uri"].strip()
+        fact_id = f"{subject}|{relation}|{obj}"
+        self.facts.setdefault(fact_id, (subject, relation, obj))
+        if is_short_gt(row):
+            self.short.setdefault(fact_id, []).append(lang)
+        forms = self.forms
+        sub_label, obj_label = row["sub_label"].strip(), row["obj_label"].strip()
+        forms += [(subject, lang, sub_label, "label"), (obj, lang, obj_label, "label")]
+        forms += [
+            (obj, lang, a.strip(), "alias") for a in (row.get("aliases") or "").split("|||") if a.strip()
+        ]
+        # The row's own correct strings; its inflections are scored even where that
+        # verbalization's prompt is missing, since the row counts them for every prompt.
+        row_forms = row_correct_forms(row)
+        self.own.setdefault(fact_id, set()).update((lang, f, src) for f, src in row_forms)
+        forms += [(obj, lang, f, src) for f, src in row_forms if src == "inflected"]
+        for verb in verbalizations:
+            prompt = _verbalized(row, verb, fact_id, relation, lang, forms)
+            if prompt is None:
+                self.skipped[(lang, verb)] += 1
+            else:
+                self.prompts.append(prompt)
+
+
 def import_fluent_mlama(
     path: str | Path,
     languages: Sequence[str],
@@ -245,11 +288,7 @@ def import_fluent_mlama(
     unknown = [v for v in verbalizations if v not in VERBALIZATIONS]
     if unknown:
         raise FluentError(f"unknown verbalization(s) {unknown}; choose from {list(VERBALIZATIONS)}")
-    facts: dict[str, tuple[str, str, str]] = {}
-    short: dict[str, list[str]] = {}
-    own: dict[str, set[tuple[str, str, str]]] = {}
-    prompts, forms = [], []
-    skipped: Counter = Counter()
+    got = _Imported()
     seen_langs = set()
     for lang, relation, name, text in release_files(path):
         if lang not in languages or (relations is not None and relation not in relations):
@@ -259,40 +298,18 @@ def import_fluent_mlama(
         if bad:
             log.warning("%s: %d malformed rows (no sub_uri/obj_uri) skipped", name, bad)
         for row in rows:
-            if not fact_kept(row):
-                skipped[(lang, "all")] += 1
-                continue
-            subject, obj = row["sub_uri"].strip(), row["obj_uri"].strip()
-            fact_id = f"{subject}|{relation}|{obj}"
-            facts.setdefault(fact_id, (subject, relation, obj))
-            if is_short_gt(row):
-                short.setdefault(fact_id, []).append(lang)
-            sub_label, obj_label = row["sub_label"].strip(), row["obj_label"].strip()
-            forms += [(subject, lang, sub_label, "label"), (obj, lang, obj_label, "label")]
-            forms += [
-                (obj, lang, a.strip(), "alias") for a in (row.get("aliases") or "").split("|||") if a.strip()
-            ]
-            # The row's own correct strings; its inflections are scored even where that
-            # verbalization's prompt is missing, since the row counts them for every prompt.
-            row_forms = row_correct_forms(row)
-            own.setdefault(fact_id, set()).update((lang, f, src) for f, src in row_forms)
-            forms += [(obj, lang, f, src) for f, src in row_forms if src == "inflected"]
-            for verb in verbalizations:
-                prompt = _verbalized(row, verb, fact_id, relation, lang, forms)
-                if prompt is None:
-                    skipped[(lang, verb)] += 1
-                else:
-                    prompts.append(prompt)
+            got.add_row(row, lang, relation, verbalizations)
     missing = sorted(set(languages) - seen_langs)
     if missing:
         raise FluentError(f"{path}: no file for language(s) {missing} (relations {relations or 'all'})")
-    if skipped:
+    if got.skipped:
         log.info(
-            "Fluent-mLAMA: prompts not imported (ERROR or empty; 'all' = the whole fact): %s", dict(skipped)
+            "Fluent-mLAMA: prompts not imported (ERROR or empty; 'all' = the whole fact): %s",
+            dict(got.skipped),
         )
-    fact_table = _fact_table(facts, short, seed, own)
-    prompt_table = _prompt_table(prompts)
-    form_table = _form_table(forms)
+    fact_table = _fact_table(got.facts, got.short, seed, got.own)
+    prompt_table = _prompt_table(got.prompts)
+    form_table = _form_table(got.forms)
     log.info(
         "Fluent-mLAMA: %d facts, prompts per language x verbalization %s",
         len(fact_table),

@@ -149,20 +149,12 @@ def extract_dump(
     for files of at least ``min_parallel_bytes`` (one process below). All five files appear
     together or not at all; see the module docstring for errors.
     """
-    from tqdm import tqdm
-
-    # tqdm's monitor thread would outlive this call and be alive when a later call forks.
-    tqdm.monitor_interval = 0
     path, outdir = Path(path), Path(outdir)
     if not path.is_file():
         raise DumpError(f"{path}: no such dump file; check `path` in config/dumps.tsv or download it")
     langs = None if languages is None else list(dict.fromkeys(languages))
     source = DumpSource(path, chunk_bytes)
-    if source.size < min_parallel_bytes:
-        workers = 1
-    if workers > 1 and not sys.platform.startswith("linux"):
-        log.warning("parse workers need fork (Linux); parsing in one process")
-        workers = 1
+    workers = _worker_count(workers, source.size, min_parallel_bytes)
     stats = ExtractStats(languages=langs, exclusions=[Exclusion(name) for name in dict.fromkeys(exclude)])
     started = time.perf_counter()
     # Workers are forked first, while this process has no other thread.
@@ -177,37 +169,10 @@ def extract_dump(
     sys.setswitchinterval(min(switch_interval, SWITCH_INTERVAL))
     try:
         results = pool.map(source) if pool else parse_inline(source.chunks(), langs)
-        with tqdm(
-            total=source.size, unit="B", unit_scale=True, desc=f"extract {path.name}", disable=not progress
-        ) as bar:
-            done = 0
-            lines_before = 0  # chunks number their lines from 1; made absolute here, in dump order
-            seen = SeenIds()  # an entity twice fails the job (factprobe.wikidata.duplicates)
-            for result in results:
-                repeat = seen.add(result.tables["entities"])
-                if repeat is not None:
-                    kind, number = repeat
-                    lines = locate_lines(path, entity_id(kind, number))
-                    raise DumpError(duplicate_message(path, kind, number, lines))
-                for exclusion in stats.exclusions:
-                    result.tables = exclusion.drop_subjects(result.tables)
-                if stats.exclusions:
-                    result.labels = label_counts(result.tables["labels"])
-                tables.add(result.tables)
-                _merge(stats, result, path, lines_before)
-                lines_before += result.newlines or 0
-                bar.update(source.compressed_pos - done)
-                done = source.compressed_pos
-                bar.set_postfix(entities=stats.entities, bad=stats.bad, refresh=False)
+        _write_chunks(results, source, tables, stats, path, progress)
         stats.bytes = source.pos
         _check_bad(stats, path, max_bad_fraction)
-        if stats.exclusions:
-            tables.commit(_drop_objects(stats.exclusions), ("claims", "types"))
-            for exclusion in stats.exclusions:
-                stats.rows["claims"] -= exclusion.claims_as_object
-                stats.rows["types"] -= exclusion.types_as_object
-        else:
-            tables.commit()
+        _commit(tables, stats)
     except BaseException:
         tables.discard()
         raise
@@ -217,6 +182,67 @@ def extract_dump(
             pool.close()
     _log_summary(stats, path, time.perf_counter() - started, workers)
     return stats
+
+
+def _worker_count(workers: int, size: int, min_parallel_bytes: int) -> int:
+    """Parse processes for a file of ``size`` compressed bytes: one below ``min_parallel_bytes``
+    or without fork (Linux only)."""
+    if size < min_parallel_bytes:
+        return 1
+    if workers > 1 and not sys.platform.startswith("linux"):
+        log.warning("parse workers need fork (Linux); parsing in one process")
+        return 1
+    return workers
+
+
+def _write_chunks(
+    results: Iterable[ChunkResult],
+    source: DumpSource,
+    tables: TableSet,
+    stats: ExtractStats,
+    path: Path,
+    progress: bool,
+) -> None:
+    """Add each parsed chunk's rows to ``tables`` (subjects of excluded classes dropped) and its
+    counts to ``stats``, in dump order; an entity seen twice raises :class:`DumpError`."""
+    from tqdm import tqdm
+
+    # tqdm's monitor thread would outlive this call and be alive when a later call forks.
+    tqdm.monitor_interval = 0
+    with tqdm(
+        total=source.size, unit="B", unit_scale=True, desc=f"extract {path.name}", disable=not progress
+    ) as bar:
+        done = 0
+        lines_before = 0  # chunks number their lines from 1; made absolute here, in dump order
+        seen = SeenIds()  # an entity twice fails the job (factprobe.wikidata.duplicates)
+        for result in results:
+            repeat = seen.add(result.tables["entities"])
+            if repeat is not None:
+                kind, number = repeat
+                lines = locate_lines(path, entity_id(kind, number))
+                raise DumpError(duplicate_message(path, kind, number, lines))
+            for exclusion in stats.exclusions:
+                result.tables = exclusion.drop_subjects(result.tables)
+            if stats.exclusions:
+                result.labels = label_counts(result.tables["labels"])
+            tables.add(result.tables)
+            _merge(stats, result, path, lines_before)
+            lines_before += result.newlines or 0
+            bar.update(source.compressed_pos - done)
+            done = source.compressed_pos
+            bar.set_postfix(entities=stats.entities, bad=stats.bad, refresh=False)
+
+
+def _commit(tables: TableSet, stats: ExtractStats) -> None:
+    """Write the five tables; with exclusions, first drop the claims and types whose object is
+    an excluded item (and count them out of ``stats.rows``)."""
+    if not stats.exclusions:
+        tables.commit()
+        return
+    tables.commit(_drop_objects(stats.exclusions), ("claims", "types"))
+    for exclusion in stats.exclusions:
+        stats.rows["claims"] -= exclusion.claims_as_object
+        stats.rows["types"] -= exclusion.types_as_object
 
 
 def _drop_objects(exclusions: list[Exclusion]):

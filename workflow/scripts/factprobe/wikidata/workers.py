@@ -22,7 +22,6 @@ from factprobe.contracts import SCHEMAS
 from factprobe.wikidata.labels import LabelCounts, label_counts
 from factprobe.wikidata.parse import (
     BadEntity,
-    LineDecoder,
     Skips,
     extend_columns,
     new_columns,
@@ -30,6 +29,7 @@ from factprobe.wikidata.parse import (
     new_skips,
     rows_from_object,
 )
+from factprobe.wikidata.parse_typed import LineDecoder
 from factprobe.wikidata.stream import Chunk, DumpSource
 
 _DECODER: LineDecoder | None = None
