@@ -78,6 +78,7 @@ def test_appropt_runs_per_model_through_metrics(tmp_path, demo_tables):
     config["scoring"].update(shards=1, models=["control"])
     config["control"].update(suites=["tiny", "plaus"], steps=2, batch_size=4)
     config["metrics"]["ns"] = [1, 3]
+    config["metrics"]["human_alignment"]["suites"] = []  # no judged suite here
     config["distractors"]["appropt"]["n"] = 3
     (work / "config" / "config.yaml").write_text(yaml.safe_dump(config))
     (work / "dumps.tsv").write_text(HEADER + "".join(ROWS))

@@ -192,6 +192,7 @@ def _small_config_dir(work: Path, rows: list[str]) -> None:
     config["distractors"]["strategies"] = ["random"]
     config["scoring"].update(shards=1, models=["control"])  # the real model is tested elsewhere
     config["control"].update(suites=list(SUITES), steps=2, batch_size=4)
+    config["metrics"]["human_alignment"]["suites"] = []  # the demo's judged suite is not among them
     for path in (work / "config.yaml", work / "config" / "config.yaml"):
         path.write_text(yaml.safe_dump(config))
     (work / "dumps.tsv").write_text(HEADER + "".join(rows))

@@ -147,8 +147,15 @@ def test_exclude_scholarly_drops_the_items_as_subjects_and_objects(dump, tmp_pat
     assert triples(tables["claims"]) == FIXTURE_CLAIMS | KEPT_EXTRA_CLAIMS
     entities = tables["entities"]
     assert set(entities.query("kind == 'item'")["id"]) == {
-        990001, 990002, 990003, 990004, 990005, 990009, 990011, 990012,
-    }  # fmt: skip
+        990001,
+        990002,
+        990003,
+        990004,
+        990005,
+        990009,
+        990011,
+        990012,
+    }
     assert set(entities.query("kind == 'property'")["id"]) == {36}
     excluded = {990006, 990007, 990008, 990010}
     assert not excluded & set(tables["labels"]["id"])

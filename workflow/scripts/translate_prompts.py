@@ -10,7 +10,7 @@ import pandas as pd
 from factprobe import contracts
 from factprobe.lm import load_model
 from factprobe.rulelog import rule_logger
-from factprobe.settings import Translate, load
+from factprobe.settings import Translate, load_settings
 from factprobe.translate.llm import LLMTranslator
 from factprobe.translate.mt import TranslationCache, load_translator
 from factprobe.translate.sentence import (
@@ -20,7 +20,7 @@ from factprobe.translate.sentence import (
 )
 
 log = rule_logger(snakemake)
-p = load(Translate, snakemake.params.settings, "translate")
+p = load_settings(Translate, snakemake.params.settings, "translate")
 prompts = contracts.read("prompts", snakemake.input.prompts)
 facts = contracts.read("facts", snakemake.input.facts, ["fact_id", "subject", "property", "object"])
 forms = contracts.read("entity_forms", snakemake.input.forms)
