@@ -164,6 +164,8 @@ class Timeline:
     strategy: str | None = None
     n: int | None = None
     penalty: float = 2.0
+    per_bin: int | None = None
+    popularity_edges: list[float] = _default([])
 
 
 @dataclass(frozen=True)
@@ -867,8 +869,16 @@ def check_timeline(suite: Suite, enabled: list[str], where: str) -> None:
             raise ConfigError(
                 f"{where}.timeline: by diff needs >= 3 enabled dumps up to {suite.dump}, got {dumps}"
             )
-        return
-    edges = [int(e) for e in block.edges]
+    else:
+        check_statement_edges(suite, where)
+    pops = list(block.popularity_edges)
+    if any(b <= a for a, b in zip(pops, pops[1:], strict=False)):
+        raise ConfigError(f"{where}.timeline.popularity_edges: need ascending values, got {pops}")
+
+
+def check_statement_edges(suite: Suite, where: str) -> None:
+    """``by: statement_date``: at least three ascending edges, the last not after the dump."""
+    edges = [int(e) for e in suite.timeline.edges]
     if len(edges) < 3 or any(b <= a for a, b in zip(edges, edges[1:], strict=False)):
         raise ConfigError(f"{where}.timeline.edges: need >= 3 ascending YYYYMMDD dates, got {edges}")
     if edges[-1] > int(suite.dump):
