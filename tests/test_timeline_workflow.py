@@ -30,7 +30,7 @@ def _checked(config: dict, enabled=SERIES):
 def test_timeline_config_validates():
     cfg = _checked(yaml.safe_load(CONFIG.read_text()))
     block = cfg.suites["timeline"].timeline
-    assert (block.by, block.per_bin, block.popularity_edges, block.n) == ("diff", 12, [100], 3)
+    assert (block.by, block.per_bin, block.popularity_edges, block.n) == ("diff", 10, [100], 3)
     assert cfg.suites["timeline_dated"].timeline.edges[0] == 20190201
 
 
@@ -128,6 +128,9 @@ def test_adding_a_dump_reruns_its_own_jobs_and_the_suite(tmp_path):
     work = _series_workdir(tmp_path / "refresh", months=3)
     _snakemake(work)
     first = pd.read_parquet(work / "results/probes/timeline/facts.parquet")
+    # the control model declares 2019-04-01: its own suite is the slice (20190401, 20190501]
+    after = pd.read_csv(work / "results/metrics/timeline/after_cutoff.csv", dtype={"slices": str})
+    assert set(after["slices"]) == {"20190501"} and set(after["n_facts"]) == {20}
     # dump t_4: only its file is added (the older files keep their bytes and times)
     fresh = tmp_path / "series4"
     gen = [sys.executable, str(ROOT / "benchmarks" / "timeline_dumps.py"), str(fresh), "--months", "4"]
@@ -147,12 +150,15 @@ def test_adding_a_dump_reruns_its_own_jobs_and_the_suite(tmp_path):
     # the suite's dump moved to t_4: every other column of the older slices' facts is unchanged
     old = refreshed[refreshed["slice"] != "20190601"].drop(columns="dump").reset_index(drop=True)
     pd.testing.assert_frame_equal(old, first.drop(columns="dump"))
-    assert (refreshed["slice"] == "20190601").sum() == 24
+    assert (refreshed["slice"] == "20190601").sum() == 20
+    after = pd.read_csv(work / "results/metrics/timeline/after_cutoff.csv", dtype={"slices": str})
+    assert set(after["slices"]) == {"20190501;20190601"} and set(after["n_facts"]) == {40}
     clean = _series_workdir(tmp_path / "clean", months=4)
     _snakemake(clean)
     for table in ("probes/timeline/facts.parquet", "scores/timeline/control.parquet"):
         pd.testing.assert_frame_equal(
             pd.read_parquet(work / "results" / table), pd.read_parquet(clean / "results" / table)
         )
-    for table in ("metrics/timeline/timeline.csv", "metrics/timeline/timeline_profile.csv"):
-        assert (work / "results" / table).read_text() == (clean / "results" / table).read_text()
+    for name in ("timeline.csv", "timeline_profile.csv", "after_cutoff.csv"):
+        table = Path("results/metrics/timeline") / name
+        assert (work / table).read_text() == (clean / table).read_text()
