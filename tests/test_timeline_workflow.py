@@ -112,6 +112,12 @@ def _snakemake(work: Path, *args: str) -> str:
     return proc.stdout + proc.stderr
 
 
+def _of_facts(work: Path, name: str, fact_ids: pd.Series) -> pd.DataFrame:
+    """The rows of ``results/probes/timeline/{name}.parquet`` of ``fact_ids``."""
+    table = pd.read_parquet(work / f"results/probes/timeline/{name}.parquet")
+    return table[table["fact_id"].isin(set(fact_ids))].reset_index(drop=True)
+
+
 def _job_counts(log: str) -> dict[str, int]:
     table = log.split("Job stats:")[-1].split("Reasons:")[0]
     rows = (line.split() for line in table.splitlines()[3:])
@@ -128,6 +134,7 @@ def test_adding_a_dump_reruns_its_own_jobs_and_the_suite(tmp_path):
     work = _series_workdir(tmp_path / "refresh", months=3)
     _snakemake(work)
     first = pd.read_parquet(work / "results/probes/timeline/facts.parquet")
+    requests = {name: _of_facts(work, name, first["fact_id"]) for name in ("prompts", "candidates")}
     # the control model declares 2019-04-01: its own suite is the slice (20190401, 20190501]
     after = pd.read_csv(work / "results/metrics/timeline/after_cutoff.csv", dtype={"slices": str})
     assert set(after["slices"]) == {"20190501"} and set(after["n_facts"]) == {20}
@@ -151,6 +158,9 @@ def test_adding_a_dump_reruns_its_own_jobs_and_the_suite(tmp_path):
     old = refreshed[refreshed["slice"] != "20190601"].drop(columns="dump").reset_index(drop=True)
     pd.testing.assert_frame_equal(old, first.drop(columns="dump"))
     assert (refreshed["slice"] == "20190601").sum() == 20
+    # the older slices' prompts and distractors are the same requests: scored from the cache
+    for name, before in requests.items():
+        pd.testing.assert_frame_equal(_of_facts(work, name, first["fact_id"]), before)
     after = pd.read_csv(work / "results/metrics/timeline/after_cutoff.csv", dtype={"slices": str})
     assert set(after["slices"]) == {"20190501;20190601"} and set(after["n_facts"]) == {40}
     clean = _series_workdir(tmp_path / "clean", months=4)
