@@ -144,6 +144,16 @@ def test_timeline_sampler_draws_matched_slices():
     assert "other" not in set(out["fact_id"])
 
 
+def test_timeline_sampler_with_fixed_quotas_draws_per_bin_per_slice():
+    table = pd.DataFrame({"fact_id": [f"f{i}" for i in range(12)], "slice": ["a", "static"] * 6})
+    slices = [tl.Slice("a", 1, 2), tl.Slice("static", None, None)]
+    # n_facts and bins are unused with fixed quotas: 1 fact below popularity 5 and 1 above per slice
+    sampler = tl.TimelineSampler(table, slices, n_facts=99, bins=7, seed=0, fixed=(1, [5]))
+    sampler.add(pd.DataFrame({"fact_id": table["fact_id"], "popularity": [1, 1, 1, 1, 9, 9] * 2}))
+    (out,) = sampler.finish()
+    assert pd.crosstab(out["slice"], out["stratum"]).to_numpy().tolist() == [[1, 1], [1, 1]]
+
+
 def test_taught_until_teaches_static_and_slices_up_to_the_date():
     facts = pd.DataFrame(
         {
