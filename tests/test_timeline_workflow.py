@@ -31,7 +31,7 @@ def _checked(config: dict, enabled=SERIES):
 def test_timeline_config_validates():
     cfg = _checked(yaml.safe_load(CONFIG.read_text()))
     block = cfg.suites["timeline"].timeline
-    assert (block.by, block.bins, block.measure, block.n) == ("diff", 3, "k_avg", 3)
+    assert (block.by, block.per_bin, block.popularity_edges, block.n) == ("diff", 10, [100], 3)
     assert cfg.suites["timeline_dated"].timeline.edges[0] == 20190201
 
 
@@ -41,6 +41,7 @@ def test_timeline_config_validates():
         (lambda s: s["timeline"].update(dump="20190301"), "by diff needs >= 3 enabled dumps"),
         (lambda s: s["timeline_dated"]["timeline"].update(edges=[20190201, 20190101, 20190301]), "ascending"),
         (lambda s: s["timeline_dated"]["timeline"].update(edges=[20190201, 20190301, 20190701]), "after"),
+        (lambda s: s["timeline"]["timeline"].update(popularity_edges=[100, 10]), "popularity_edges"),
     ],
 )
 def test_short_or_unordered_series_fail_at_start_up(edit, message):
@@ -112,6 +113,12 @@ def _snakemake(work: Path, *args: str) -> str:
     return proc.stdout + proc.stderr
 
 
+def _of_facts(work: Path, name: str, fact_ids: pd.Series) -> pd.DataFrame:
+    """The rows of ``results/probes/timeline/{name}.parquet`` of ``fact_ids``."""
+    table = pd.read_parquet(work / f"results/probes/timeline/{name}.parquet")
+    return table[table["fact_id"].isin(set(fact_ids))].reset_index(drop=True)
+
+
 def _job_counts(log: str) -> dict[str, int]:
     table = log.split("Job stats:")[-1].split("Reasons:")[0]
     rows = (line.split() for line in table.splitlines()[3:])
@@ -121,11 +128,17 @@ def _job_counts(log: str) -> dict[str, int]:
 @pytest.mark.full
 def test_adding_a_dump_reruns_its_own_jobs_and_the_suite(tmp_path):
     """Refresh: after a run on dumps t_0..t_3, adding t_4 extracts only t_4, diffs only
-    (t_3, t_4], makes only t_4's temporal view, and rebuilds, rescores and re-measures the suite
-    (its slices are sampled jointly: one popularity quota per bin over every slice); the tables
-    equal a clean run on t_0..t_4. About 10 minutes on 2 busy cores (three runs)."""
+    (t_3, t_4], makes only t_4's temporal view, and rebuilds, rescores and re-measures the suite;
+    its slices have fixed quotas (``per_bin``), so the older slices keep their facts (their
+    prompts' scores come from the request cache) and slice t_4 is added; the tables equal a
+    clean run on t_0..t_4. About 10 minutes on 2 busy cores (three runs)."""
     work = _series_workdir(tmp_path / "refresh", months=3)
     _snakemake(work)
+    first = pd.read_parquet(work / "results/probes/timeline/facts.parquet")
+    requests = {name: _of_facts(work, name, first["fact_id"]) for name in ("prompts", "candidates")}
+    # the control model declares 2019-04-01: its own suite is the slice (20190401, 20190501]
+    after = pd.read_csv(work / "results/metrics/timeline/after_cutoff.csv", dtype={"slices": str})
+    assert set(after["slices"]) == {"20190501"} and set(after["n_facts"]) == {20}
     # dump t_4: only its file is added (the older files keep their bytes and times)
     fresh = tmp_path / "series4"
     gen = [sys.executable, str(ROOT / "benchmarks" / "timeline_dumps.py"), str(fresh), "--months", "4"]
@@ -140,11 +153,23 @@ def test_adding_a_dump_reruns_its_own_jobs_and_the_suite(tmp_path):
     expected = {"extract_dump": 1, "diff_dumps": 1, "temporal_view": 1, **dict.fromkeys(per_suite, 1)}
     assert planned == {**expected, "leaderboard": 1, "render_report": 1, "all": 1}
     _snakemake(work)
+    refreshed = pd.read_parquet(work / "results/probes/timeline/facts.parquet")
+    assert set(refreshed["slice"]) == {*first["slice"], "20190601"}
+    # the suite's dump moved to t_4: every other column of the older slices' facts is unchanged
+    old = refreshed[refreshed["slice"] != "20190601"].drop(columns="dump").reset_index(drop=True)
+    pd.testing.assert_frame_equal(old, first.drop(columns="dump"))
+    assert (refreshed["slice"] == "20190601").sum() == 20
+    # the older slices' prompts and distractors are the same requests: scored from the cache
+    for name, before in requests.items():
+        pd.testing.assert_frame_equal(_of_facts(work, name, first["fact_id"]), before)
+    after = pd.read_csv(work / "results/metrics/timeline/after_cutoff.csv", dtype={"slices": str})
+    assert set(after["slices"]) == {"20190501;20190601"} and set(after["n_facts"]) == {40}
     clean = _series_workdir(tmp_path / "clean", months=4)
     _snakemake(clean)
     for table in ("probes/timeline/facts.parquet", "scores/timeline/control.parquet"):
         pd.testing.assert_frame_equal(
             pd.read_parquet(work / "results" / table), pd.read_parquet(clean / "results" / table)
         )
-    for table in ("metrics/timeline/timeline.csv", "metrics/timeline/timeline_profile.csv"):
-        assert (work / "results" / table).read_text() == (clean / "results" / table).read_text()
+    for name in ("timeline.csv", "timeline_profile.csv", "after_cutoff.csv"):
+        table = Path("results/metrics/timeline") / name
+        assert (work / table).read_text() == (clean / table).read_text()

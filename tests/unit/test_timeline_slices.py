@@ -144,6 +144,16 @@ def test_timeline_sampler_draws_matched_slices():
     assert "other" not in set(out["fact_id"])
 
 
+def test_timeline_sampler_with_fixed_quotas_draws_per_bin_per_slice():
+    table = pd.DataFrame({"fact_id": [f"f{i}" for i in range(12)], "slice": ["a", "static"] * 6})
+    slices = [tl.Slice("a", 1, 2), tl.Slice("static", None, None)]
+    # n_facts and bins are unused with fixed quotas: 1 fact below popularity 5 and 1 above per slice
+    sampler = tl.TimelineSampler(table, slices, n_facts=99, bins=7, seed=0, fixed=(1, [5]))
+    sampler.add(pd.DataFrame({"fact_id": table["fact_id"], "popularity": [1, 1, 1, 1, 9, 9] * 2}))
+    (out,) = sampler.finish()
+    assert pd.crosstab(out["slice"], out["stratum"]).to_numpy().tolist() == [[1, 1], [1, 1]]
+
+
 def test_taught_until_teaches_static_and_slices_up_to_the_date():
     facts = pd.DataFrame(
         {
@@ -154,3 +164,62 @@ def test_taught_until_teaches_static_and_slices_up_to_the_date():
     )
     got = tl.taught_until(facts, "20190401")["split"].tolist()
     assert got == ["taught", "taught", "taught", "untaught"]
+
+
+def test_fixed_sample_takes_per_bin_lowest_hashes_per_slice():
+    # edges [10]: popularity 3 -> bin 0, 10 (on the edge) and 50 -> bin 1
+    rows = [(f"a{i}", "a", p) for i, p in enumerate([3, 3, 3, 10, 50])]
+    rows += [(f"b{i}", "b", p) for i, p in enumerate([3, 3, 10, 50, 50])]
+    cand = pd.DataFrame(rows, columns=["fact_id", "slice", "popularity"])
+    out = tl.fixed_sample(cand, per_bin=2, edges=[10], seed=4)
+    assert pd.crosstab(out["slice"], out["stratum"]).to_numpy().tolist() == [[2, 2], [2, 2]]
+    # slice a bin 1 and slice b bin 0 have exactly 2 facts: all taken; the others the 2 of lowest hash
+    hashes = dict(zip(cand["fact_id"], tl.stable_hashes((4, "timeline"), cand["fact_id"]), strict=True))
+    a_low = sorted(["a0", "a1", "a2"], key=hashes.get)[:2]
+    assert sorted(out.loc[(out["slice"] == "a") & (out["stratum"] == 0), "fact_id"]) == sorted(a_low)
+    assert sorted(out.loc[(out["slice"] == "a") & (out["stratum"] == 1), "fact_id"]) == ["a3", "a4"]
+    assert sorted(out.loc[(out["slice"] == "b") & (out["stratum"] == 0), "fact_id"]) == ["b0", "b1"]
+    b_high = sorted(["b2", "b3", "b4"], key=hashes.get)[:2]
+    assert sorted(out.loc[(out["slice"] == "b") & (out["stratum"] == 1), "fact_id"]) == sorted(b_high)
+
+
+def test_fixed_sample_names_a_short_bin():
+    cand = pd.DataFrame({"fact_id": ["x", "y", "z"], "slice": ["a", "a", "b"], "popularity": [1, 99, 1]})
+    with pytest.raises(ValueError, match=r"b bin 1: 0.*lower timeline.per_bin"):
+        tl.fixed_sample(cand, per_bin=1, edges=[10])
+
+
+def _series_candidates(n_diffs: int) -> pd.DataFrame:
+    """Candidates of the diff slices of dumps t_0..t_{n_diffs}: diff i adds 8 triples (subject
+    100 (i + 1) + j, popularity 4 j: 4 below 14 and 4 above) that stay static afterwards, but the
+    third month's new entities are mostly unpopular (6 at popularity 0, 2 above 14); 8 triples
+    (subjects 0..7, popularity 4 j too) are static throughout."""
+    dates = [20200101, 20200201, 20200301, 20200401]
+    changes = {}
+    for i in range(n_diffs):
+        rows = [(s, 10, 1, "static") for s in range(8)]
+        for k in range(i + 1):
+            rows += [(100 * (k + 1) + j, 10, 1, "new" if k == i else "static") for j in range(8)]
+        changes[(dates[i], dates[i + 1])] = _changes(rows)
+    table = tl.diff_slices(changes)
+    j = table["subject"] % 100
+    popularity = np.where((table["subject"] >= 300) & (j < 6), 0, 4 * j)
+    return pd.DataFrame(
+        {"fact_id": [f"Q{s}" for s in table["subject"]], "slice": table["slice"], "popularity": popularity}
+    )
+
+
+def test_a_new_slice_leaves_older_slices_unchanged_with_fixed_quotas():
+    old, new = _series_candidates(2), _series_candidates(3)
+    assert sorted(set(new["slice"])) == ["20200201", "20200301", "20200401", "static"]
+    before = tl.fixed_sample(old, per_bin=2, edges=[14], seed=0)
+    after = tl.fixed_sample(new, per_bin=2, edges=[14], seed=0)
+    kept = after[after["slice"].isin(set(before["slice"]))].reset_index(drop=True)
+    pd.testing.assert_frame_equal(kept, before)
+    # every slice, the new one included, has >= 2 facts per bin: 2 + 2 each
+    assert after.groupby("slice").size().to_dict() == dict.fromkeys(sorted(set(new["slice"])), 4)
+    # the joint sampler re-cuts the pooled quantiles: the older slices' samples change
+    joint_before = tl.matched_sample(old, n=4, bins=2, seed=0)
+    joint_after = tl.matched_sample(new, n=4, bins=2, seed=0)
+    old_slices = joint_after["slice"].isin(set(joint_before["slice"]))
+    assert set(joint_after.loc[old_slices, "fact_id"]) != set(joint_before["fact_id"])

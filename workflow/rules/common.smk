@@ -453,5 +453,6 @@ def report_inputs(wildcards):
         "timeline": TIMELINE_TARGETS,
         "robustness": ROBUSTNESS_TARGETS,
         "timeline_profiles": TIMELINE_PROFILES,
+        "after_cutoff": AFTER_CUTOFF,
         "extract_stats": expand(rules.extract_dump.output.stats, dump=extracted),
     }

@@ -118,6 +118,7 @@ TIMELINE_TARGETS = expand("results/metrics/{suite}/timeline.csv", suite=list(TIM
 TIMELINE_PROFILES = expand(
     "results/metrics/{suite}/timeline_profile.csv", suite=list(TIMELINE)
 )
+AFTER_CUTOFF = expand("results/metrics/{suite}/after_cutoff.csv", suite=list(TIMELINE))
 DECLARED_CUTOFFS = {m: MODEL_ROWS[m].get("cutoff") or "" for m in SCORE_MODELS}
 
 
@@ -134,6 +135,7 @@ rule timeline:
     output:
         timeline="results/metrics/{suite}/timeline.csv",
         profile="results/metrics/{suite}/timeline_profile.csv",
+        after_cutoff="results/metrics/{suite}/after_cutoff.csv",
     log:
         "logs/timeline/{suite}.log",
     benchmark:

@@ -50,6 +50,10 @@ profiles = {
     Path(p).parent.name: contracts.read_text("timeline_profile", p)
     for p in snakemake.input.get("timeline_profiles", [])
 }
+after = {
+    Path(p).parent.name: contracts.read_text("after_cutoff", p)
+    for p in snakemake.input.get("after_cutoff", [])
+}
 
 # Provenance: parse-time facts (params) completed with what the jobs wrote.
 provenance = dict(snakemake.params.provenance)
@@ -86,6 +90,7 @@ page = build_report(
     timelines,
     robustness=robustness,
     profiles=profiles,
+    after=after,
 )
 log.info(
     "report: %d suite(s), %d control table(s), %d figure(s), %d bytes",

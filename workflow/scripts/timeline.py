@@ -1,11 +1,13 @@
-"""Rule script: a timeline suite's facts and per-fact metrics -> timeline.csv and its popularity profile."""
+"""Rule script: a timeline suite's facts and per-fact metrics -> timeline.csv, its popularity
+profile and each model's post-cut-off suite (after_cutoff.csv)."""
 
 import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 from factprobe import contracts
-from factprobe.metrics.timeline import timeline_table
+from factprobe.measures import fact_headline
+from factprobe.metrics.timeline import after_cutoff_table, timeline_table
 from factprobe.probes.timeline import popularity_profile
 from factprobe.rulelog import rule_logger
 
@@ -37,3 +39,21 @@ for row in table.drop_duplicates("model").itertuples():
     )
 contracts.write_text("timeline", table, snakemake.output.timeline)
 contracts.write_text("timeline_profile", popularity_profile(facts), snakemake.output.profile)
+after = after_cutoff_table(
+    per_fact,
+    facts,
+    dict(snakemake.params.declared),
+    fact_headline(),
+    samples=int(boot["bootstrap_samples"]),
+    seed=int(boot["bootstrap_seed"]),
+    level=float(boot["confidence_level"]),
+)
+for row in after.drop_duplicates("model").itertuples():
+    log.info(
+        "%s: %d facts after its cut-off %s (slices %s)",
+        row.model,
+        row.n_facts,
+        row.declared_cutoff,
+        row.slices,
+    )
+contracts.write_text("after_cutoff", after, snakemake.output.after_cutoff)

@@ -261,7 +261,8 @@ def timeline_dumps(suite: Suite, enabled: list[str]) -> list[str]:
 
 def check_timeline(suite: Suite, enabled: list[str], where: str) -> None:
     """A timeline suite has at least three dates: dumps up to its dump (``by: diff``) or edges
-    (``by: statement_date``), the last edge not after the dump (its facts are true at the dump)."""
+    (``by: statement_date``), the last edge not after the dump (its facts are true at the dump);
+    its popularity edges ascend."""
     block = suite.timeline
     if block.by == "diff":
         dumps = timeline_dumps(suite, enabled)
@@ -269,8 +270,16 @@ def check_timeline(suite: Suite, enabled: list[str], where: str) -> None:
             raise ConfigError(
                 f"{where}.timeline: by diff needs >= 3 enabled dumps up to {suite.dump}, got {dumps}"
             )
-        return
-    edges = [int(e) for e in block.edges]
+    else:
+        check_statement_edges(suite, where)
+    pops = list(block.popularity_edges)
+    if any(b <= a for a, b in zip(pops, pops[1:], strict=False)):
+        raise ConfigError(f"{where}.timeline.popularity_edges: need ascending values, got {pops}")
+
+
+def check_statement_edges(suite: Suite, where: str) -> None:
+    """``by: statement_date``: at least three ascending edges, the last not after the dump."""
+    edges = [int(e) for e in suite.timeline.edges]
     if len(edges) < 3 or any(b <= a for a, b in zip(edges, edges[1:], strict=False)):
         raise ConfigError(f"{where}.timeline.edges: need >= 3 ascending YYYYMMDD dates, got {edges}")
     if edges[-1] > int(suite.dump):

@@ -282,6 +282,22 @@ SCHEMAS.update(
         "timeline_profile": pa.schema(
             [("slice", S), ("stratum", I64), ("n", I64), ("mean_popularity", F64), ("median_popularity", F64)]
         ),
+        # timeline: results/metrics/{suite}/after_cutoff.csv, per model with a declared cut-off
+        # and (measure, strategy, n): its contamination-free suite, the slices after the cut-off
+        "after_cutoff": pa.schema(
+            [
+                ("model", S),
+                ("declared_cutoff", S),
+                ("measure", S),
+                ("strategy", S),
+                ("n", I64),
+                ("value", F64),
+                ("ci_low", F64),
+                ("ci_high", F64),
+                ("n_facts", I64),
+                ("slices", S),
+            ]
+        ),
         # import_released: results/probes/{suite}/released_matches.csv, one row per released text
         "released_matches": pa.schema(
             [("kind", S), ("text", S), ("id", S), ("matched_by", S), ("n_candidates", I64)]
@@ -373,6 +389,7 @@ PATHS.update(
         "released_matches": "results/probes/{suite}/released_matches.csv",
         "timeline": "results/metrics/{suite}/timeline.csv",
         "timeline_profile": "results/metrics/{suite}/timeline_profile.csv",
+        "after_cutoff": "results/metrics/{suite}/after_cutoff.csv",
     }
 )
 

@@ -163,6 +163,8 @@ class Timeline:
     strategy: str | None = None
     n: int | None = None
     penalty: float = 2.0
+    per_bin: int | None = None
+    popularity_edges: list[float] = _default([])
 
 
 @dataclass(frozen=True)

@@ -285,3 +285,74 @@ def timeline_table(
     for col in ("slice_start", "slice_end", "cutoff", "cutoff_low", "cutoff_high"):
         table[col] = [("" if pd.isna(v) else str(int(v))) for v in table[col]]
     return table[TIMELINE_COLUMNS]
+
+
+#: Columns of ``results/metrics/{suite}/after_cutoff.csv`` (docs/contracts.md).
+AFTER_CUTOFF_COLUMNS = [
+    "model",
+    "declared_cutoff",
+    "measure",
+    "strategy",
+    "n",
+    "value",
+    "ci_low",
+    "ci_high",
+    "n_facts",
+    "slices",
+]
+
+
+def declared_date(declared: str | None) -> str:
+    """models.tsv ``cutoff`` (YYYY-MM-DD or YYYYMMDD; empty or None: none) as YYYYMMDD text."""
+    return (declared or "").replace("-", "")
+
+
+def slices_after(facts: pd.DataFrame, declared: str) -> list[str]:
+    """The dated slices of a timeline suite's ``facts`` that start on or after ``declared``
+    (YYYYMMDD), in time order: every one of their facts became true after the model's data ends."""
+    dated = facts[facts["slice"] != STATIC].drop_duplicates("slice")
+    start = pd.to_numeric(dated["slice_start"], errors="coerce")
+    chosen = dated[(start >= int(declared)).fillna(False).to_numpy(dtype=bool)]
+    return [str(s) for s in chosen.sort_values("slice_end")["slice"]]
+
+
+def after_cutoff_table(
+    per_fact: dict[str, pd.DataFrame],
+    facts: pd.DataFrame,
+    declared: dict[str, str | None],
+    measures: Sequence[str],
+    samples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """``after_cutoff.csv``: each model's own contamination-free suite. For every model with a
+    declared cut-off (models.tsv ``cutoff``), the facts of the timeline suite's slices starting on
+    or after it (:func:`slices_after`) measured for that model: per (measure, strategy, n) of
+    ``measures`` (the fact-level headline measures) the value pooled over prompt groups as the
+    leaderboard pools it, its percentile bootstrap interval over exactly those facts
+    (:func:`factprobe.metrics.uncertainty.interval_table`), ``n_facts`` and the slices used
+    (``;``-joined). A model whose cut-off no slice starts after yet gets one row with an empty
+    measure, ``n_facts`` 0: its suite fills as later dumps add slices. Models without a declared
+    cut-off get no row."""
+    from factprobe.metrics.common import GROUP_KEYS
+    from factprobe.metrics.uncertainty import interval_table
+
+    rows = []
+    for model in sorted(per_fact):
+        date = declared_date(declared.get(model))
+        if not date:
+            continue
+        used = slices_after(facts, date)
+        ids = facts.loc[facts["slice"].isin(used), "fact_id"]
+        table = per_fact[model]
+        found = interval_table(table[table["fact_id"].isin(ids)], measures, GROUP_KEYS, samples, seed, level)
+        if found.empty:
+            found = pd.DataFrame([{"measure": "", "strategy": "", "n": 0, "n_facts": 0}])
+        found.insert(0, "model", model)
+        found.insert(1, "declared_cutoff", date)
+        found["slices"] = ";".join(used)
+        rows.append(found)
+    if not rows:
+        return pd.DataFrame(columns=AFTER_CUTOFF_COLUMNS)
+    out = pd.concat(rows, ignore_index=True).reindex(columns=AFTER_CUTOFF_COLUMNS)
+    return out.astype({"strategy": str, "n": "int64", "n_facts": "int64"})

@@ -24,6 +24,16 @@ slices (largest remainder rounding, so sum q_b = ``n`` exactly when sum m_b >= n
 common support sum m_b is taken whole). Within a (slice, bin) the facts with the lowest
 ``stable_hash(seed, "timeline", fact_id)`` are taken. Every slice thus has the same size and the
 same count per popularity bin; :func:`popularity_profile` shows what is left within the bins.
+
+**Fixed quotas (refresh).** With joint quotas one new slice can change every older slice's
+sample (it moves the pooled quantiles and may lower a bin's minimum). With ``per_bin`` set the
+bins are instead fixed by ``popularity_edges`` (inner edges on raw popularity, a value on an
+edge in the upper bin; none = one bin) and every slice takes the ``per_bin`` facts of lowest
+hash in each bin, so a slice's sample depends on its own candidates only: adding dump N+1 adds
+slice N+1 and leaves every older slice's facts unchanged, as long as their candidates are (a
+fact that a later diff removes or that changes bin drops out, and the next in hash order takes
+its place). A slice short of ``per_bin`` facts in a bin is an error naming it
+(:func:`fixed_sample`): an equal profile is the point of the sample.
 """
 
 from __future__ import annotations
@@ -162,6 +172,34 @@ def matched_sample(candidates: pd.DataFrame, n: int, bins: int = 5, seed: object
     return c[keep].drop(columns=["_h", "_rank"]).reset_index(drop=True)
 
 
+def fixed_sample(
+    candidates: pd.DataFrame, per_bin: int, edges: Sequence[float] = (), seed: object = 0
+) -> pd.DataFrame:
+    """Each slice's ``per_bin`` facts of lowest hash in each popularity bin of the fixed ``edges``
+    (module docstring, fixed quotas); same columns and order as :func:`matched_sample`."""
+    edges = np.asarray(edges, dtype=np.float64)
+    if (np.diff(edges) <= 0).any():
+        raise ValueError(f"timeline.popularity_edges: need ascending values, got {edges.tolist()}")
+    c = candidates.reset_index(drop=True).copy()
+    c["stratum"] = np.searchsorted(edges, c["popularity"].to_numpy(dtype=np.float64), side="right")
+    c["_h"] = stable_hashes((seed, "timeline"), c["fact_id"])
+    counts = pd.crosstab(c["slice"], c["stratum"]).reindex(columns=range(len(edges) + 1), fill_value=0)
+    short = [
+        f"{label} bin {b}: {int(k)}"
+        for label, row in counts.iterrows()
+        for b, k in row.items()
+        if k < per_bin
+    ]
+    if short:
+        raise ValueError(
+            f"timeline: fewer than per_bin={per_bin} candidate facts in {'; '.join(short)}; "
+            "lower timeline.per_bin or move timeline.popularity_edges"
+        )
+    c = c.sort_values(["slice", "stratum", "_h", "fact_id"])
+    keep = c.groupby(["slice", "stratum"]).cumcount() < per_bin
+    return c[keep.to_numpy()].drop(columns=["_h"]).reset_index(drop=True)
+
+
 def check_slices(candidates: pd.DataFrame, slices: Sequence[Slice]) -> None:
     """Fail, naming them, when some slices have no candidate fact."""
     empty = [s.label for s in slices if not (candidates["slice"] == s.label).any()]
@@ -238,7 +276,9 @@ def timeline_sampler(
     if suite.timeline.by == "diff" and len(changes) < 2:
         raise ValueError("timeline by diff: need at least three enabled dumps up to the suite's dump")
     table, slices = slice_table(suite.timeline, str(suite.dump), relations, claims, changes, con)
-    return TimelineSampler(table, slices, suite.n_facts, suite.timeline.bins, suite.seed)
+    block = suite.timeline
+    fixed = None if block.per_bin is None else (block.per_bin, list(block.popularity_edges))
+    return TimelineSampler(table, slices, suite.n_facts, block.bins, suite.seed, fixed)
 
 
 def spill_parquet(candidates: pd.DataFrame, object_sitelinks, path: str) -> int:
@@ -255,12 +295,20 @@ class TimelineSampler:
     :meth:`finish` keeps those in a slice of ``table`` (:func:`slice_table`), checks that every
     one of ``slices`` has some, and draws
     :func:`matched_sample` with ``n_facts`` per slice. ``popularity`` is the subject's sitelinks,
-    the facts table's own."""
+    the facts table's own. ``fixed`` = ``(per_bin, popularity_edges)`` draws :func:`fixed_sample`
+    instead (``n_facts`` and ``bins`` unused)."""
 
     def __init__(
-        self, table: pd.DataFrame, slices: list[Slice], n_facts: int | None, bins: int, seed: object
+        self,
+        table: pd.DataFrame,
+        slices: list[Slice],
+        n_facts: int | None,
+        bins: int,
+        seed: object,
+        fixed: tuple[int, list[float]] | None = None,
     ):
         self.table, self.slices, self.n_facts, self.bins, self.seed = table, slices, n_facts, bins, seed
+        self.fixed = fixed
         self.tmp = tempfile.TemporaryDirectory(prefix="factprobe-timeline-")
         self.files: list[str] = []
         self._n = 0
@@ -289,6 +337,8 @@ class TimelineSampler:
             self.tmp.cleanup()
         cands = cands.merge(self.table, on="fact_id", how="inner")
         check_slices(cands, self.slices)
+        if self.fixed is not None:
+            return [fixed_sample(cands, self.fixed[0], self.fixed[1], self.seed)]
         n = len(cands) if self.n_facts is None else self.n_facts
         return [matched_sample(cands, n, self.bins, self.seed)]
 

@@ -455,10 +455,15 @@ def human_section(
 
 
 def timeline_section(
-    timelines: Mapping[str, pd.DataFrame], figs: Figures, profiles: Mapping[str, pd.DataFrame] | None = None
+    timelines: Mapping[str, pd.DataFrame],
+    figs: Figures,
+    profiles: Mapping[str, pd.DataFrame] | None = None,
+    after: Mapping[str, pd.DataFrame] | None = None,
 ) -> str:
-    """Per timeline suite (``timeline.csv``): the curves figure, each model's cut-off row and,
-    from ``profiles`` (``timeline_profile.csv``), the facts per popularity bin of every slice."""
+    """Per timeline suite (``timeline.csv``): the curves figure, each model's cut-off row,
+    from ``profiles`` (``timeline_profile.csv``) the facts per popularity bin of every slice and,
+    from ``after`` (``after_cutoff.csv``), each model's measures on the facts new after its
+    declared cut-off."""
     parts = [
         _note(
             "Each point: a slice of facts new in its interval, all slices of one size and popularity "
@@ -488,6 +493,15 @@ def timeline_section(
             counts = profile.groupby("slice")["n"].sum().rename("facts")
             parts.append(_note("Popularity profile per slice (the same count per bin in every slice):"))
             parts.append(_table(pd.concat([counts, wide], axis=1).reset_index()))
+        own = (after or {}).get(suite)
+        if own is not None and not own.empty:
+            parts.append(
+                _note(
+                    "Each model's contamination-free suite: the facts of the slices that start on or "
+                    "after its declared cut-off (empty measure: no such slice yet), with bootstrap intervals:"
+                )
+            )
+            parts.append(_table(own))
     return "".join(parts)
 
 
@@ -535,6 +549,7 @@ def build_report(
     timelines: Mapping[str, pd.DataFrame] | None = None,
     robustness: Mapping[str, pd.DataFrame] | None = None,
     profiles: Mapping[str, pd.DataFrame] | None = None,
+    after: Mapping[str, pd.DataFrame] | None = None,
 ) -> str:
     """The whole page. ``summaries`` maps suite -> summary.csv frame, ``control`` maps suite ->
     the control model's control_check table (metrics stage), ``board`` is leaderboard.csv (with
@@ -562,7 +577,7 @@ def build_report(
         bodies["human"] = human_section(human, curves, figs)
         shown.append(HUMAN_SECTION)
     if timelines:
-        bodies["timeline"] = timeline_section(timelines, figs, profiles)
+        bodies["timeline"] = timeline_section(timelines, figs, profiles, after)
         shown.append(TIMELINE_SECTION)
     if robustness:
         bodies["robustness"] = robustness_section(robustness)
