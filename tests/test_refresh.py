@@ -86,6 +86,19 @@ def test_offline_says_so_in_one_line_and_changes_nothing(tmp_path):
     assert registry.read_text() == HEADER + ROWS
 
 
+def demo_workdir(tmp_path: Path) -> Path:
+    """A working directory with the demo config, its registry the two demo dumps (``dumps.tsv``)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in ("resources", "tests", "config"):
+        (work / name).symlink_to(ROOT / name)
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    config["dumps"] = "dumps.tsv"
+    (work / "config.yaml").write_text(yaml.safe_dump(config))
+    (work / "dumps.tsv").write_text(HEADER + ROWS)
+    return work
+
+
 def _dry_run(work: Path, *targets: str) -> str:
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "workflow/Snakefile")]
     cmd += ["--directory", str(work), "--configfile", str(work / "config.yaml"), "--cores", "1", "-n"]
@@ -107,14 +120,7 @@ NEW_TARGETS = ["results/diff/20190201_20261116/changes.parquet", "results/tempor
 def test_after_refresh_only_the_new_dumps_jobs_are_planned(tmp_path, server, monkeypatch, capsys):
     """Dry runs only: the two demo dumps' extraction, diff and temporal views stand as done (their
     outputs written in the order a run writes them), then refresh registers 20261116."""
-    work = tmp_path / "work"
-    work.mkdir()
-    for name in ("resources", "tests", "config"):
-        (work / name).symlink_to(ROOT / name)
-    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    config["dumps"] = "dumps.tsv"
-    (work / "config.yaml").write_text(yaml.safe_dump(config))
-    (work / "dumps.tsv").write_text(HEADER + ROWS)
+    work = demo_workdir(tmp_path)
     log = _dry_run(work, *OLD_TARGETS)
     outputs = re.findall(r"^\s+output: (.*)$", log, re.M)
     assert len(outputs) == 5  # two extractions, one diff, two temporal views
@@ -153,14 +159,7 @@ def test_after_refresh_only_the_new_dumps_jobs_are_planned(tmp_path, server, mon
 def test_snakemake_refresh_rule(tmp_path, server):
     """``snakemake refresh`` (the rule ``make refresh`` calls) appends the newest dump's row with
     the json.gz checksum of its sums file and prints what the next run does."""
-    work = tmp_path / "work"
-    work.mkdir()
-    for name in ("resources", "tests", "config"):
-        (work / name).symlink_to(ROOT / name)
-    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    config["dumps"] = "dumps.tsv"
-    (work / "config.yaml").write_text(yaml.safe_dump(config))
-    (work / "dumps.tsv").write_text(HEADER + ROWS)
+    work = demo_workdir(tmp_path)
     cmd = [sys.executable, "-m", "snakemake", "refresh", "-s", str(ROOT / "workflow/Snakefile")]
     cmd += ["--cores", "1", "--directory", str(work), "--configfile", str(work / "config.yaml")]
     env = dict(os.environ, **{ENV_WIKIMEDIA: server.wikimedia})
