@@ -1,10 +1,11 @@
 """Rule script: register the newest Wikimedia dump after the registry's latest and print the jobs
-the next run plans (factprobe.wikidata.refresh); offline or with nothing newer, one line."""
+the next run plans (the library's wikidata.refresh); offline or with nothing newer, one line."""
 
 import sys
-from pathlib import Path
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
+
+from pathlib import Path
 
 from factprobe.rulelog import rule_logger
 from factprobe.wikidata.refresh import refresh_and_plan

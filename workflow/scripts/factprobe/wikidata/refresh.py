@@ -200,10 +200,11 @@ def refresh_and_plan(
     status, message, row = refresh(registry, fmt)
     if row is None:
         return status, [message]
+    # --configfile takes several values: the options after it keep the targets apart.
     snakemake_args = [
-        *("-s", str(snakefile), "--cores", "1", "--directory", str(directory.resolve())),
+        *("-s", str(snakefile)),
         *(arg for path in configfiles for arg in ("--configfile", str(Path(path).resolve()))),
-        *targets,
+        *("--cores", "1", "--directory", str(directory.resolve()), *targets),
     ]
     return status, [message, *plan_lines(dry_run(snakemake_args, directory), row["dump"])]
 
