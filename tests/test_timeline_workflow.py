@@ -173,3 +173,22 @@ def test_adding_a_dump_reruns_its_own_jobs_and_the_suite(tmp_path):
     for name in ("timeline.csv", "timeline_profile.csv", "after_cutoff.csv"):
         table = Path("results/metrics/timeline") / name
         assert (work / table).read_text() == (clean / table).read_text()
+
+
+@pytest.mark.full
+def test_real_demo_samples_by_statement_date_find_the_taught_decade(tmp_path):
+    """config/timeline_real.yaml: the demo's real samples, facts dated by their own qualifiers in
+    decade slices; the control model taught up to 1970 is estimated there (about 40 s)."""
+    for name in ("workflow", "config", "profiles", "resources"):
+        shutil.copytree(
+            ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__", "dumps", "models")
+        )
+    shutil.copy(ROOT / "environment.yml", tmp_path / "environment.yml")
+    snake = [sys.executable, "-m", "snakemake", "--configfile", "config/timeline_real.yaml"]
+    run = subprocess.run(
+        [*snake, "--replace-workflow-config", "--cores", "2"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    table = pd.read_csv(tmp_path / "results/metrics/timeline_real/timeline.csv", dtype=str)
+    assert list(table["slice"]) == ["19500101", "19700101", "20000101", "static"]
+    assert set(table["cutoff"]) == {"19700101"} and set(table["cutoff_status"]) == {"within"}
