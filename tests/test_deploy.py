@@ -112,6 +112,7 @@ def test_dot_test_runs_to_the_metrics_with_the_bundled_demo_dump(test_dir):
 # --- as a module from another directory ---------------------------------------------------
 
 
+@pytest.mark.full  # a module run; the .test run covers the bundled resources
 def test_module_from_a_separate_directory_with_its_own_config(tmp_path):
     (tmp_path / "config").mkdir()
     for name in ("dumps.tsv", "models.tsv"):

@@ -118,6 +118,7 @@ def submitted(tmp_path_factory) -> dict[str, list[str]]:
     return jobs
 
 
+@pytest.mark.full  # make test-slurm submits the same jobs to a real cluster
 def test_scoring_job_asks_for_one_gpu_and_cpus_per_gpu(submitted):
     shards = {k: v for k, v in submitted.items() if k.startswith("rule_score_shard")}
     assert shards
@@ -132,6 +133,7 @@ def test_scoring_job_asks_for_one_gpu_and_cpus_per_gpu(submitted):
         assert "--gres" not in " ".join(args)
 
 
+@pytest.mark.full  # make test-slurm submits the same jobs to a real cluster
 def test_cpu_job_asks_for_its_threads_and_no_gpu(submitted):
     [args] = [v for k, v in submitted.items() if k.startswith("rule_score_suite")]
     assert option(args, "-p") == "cpu", args

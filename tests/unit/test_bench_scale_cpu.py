@@ -143,6 +143,7 @@ open(snakemake.output[0], "w").write(str(r.ru_utime + r.ru_stime))
 """
 
 
+@pytest.mark.full  # benchmark tooling, a Snakemake run
 def test_a_snakemake_job_with_short_lived_children_is_counted_whole(tmp_path):
     (tmp_path / "Snakefile").write_text(BURN_RULE)
     (tmp_path / "burn.py").write_text(BURN_SCRIPT)

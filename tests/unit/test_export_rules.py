@@ -4,6 +4,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT
 
 
@@ -29,6 +30,7 @@ def job_counts(*targets: str) -> dict[str, int]:
     return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M) if m[1] != "total"}
 
 
+@pytest.mark.full  # two whole-DAG dry runs; the export functions have their unit tests
 def test_export_target_jobs_and_default_target_unchanged():
     export = job_counts("export")
     assert export["export_lm_eval"] == export["export_hf"] == 5  # one per demo suite
