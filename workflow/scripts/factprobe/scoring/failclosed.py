@@ -124,26 +124,22 @@ class CheckedLM(LM):
         self, requests: Sequence[GenerateRequest], progress: bool = False
     ) -> list[list[GenerateResult]]:
         out = self.lm.generate(requests, progress=progress)
-        if len(out) != len(requests):
-            raise self.job.fail(f"the backend gave {len(out)} answer lists for {len(requests)} prompts")
-        for request, answers in zip(requests, out, strict=True):
-            bad = [a.logprob for a in answers if not math.isfinite(a.logprob)]
-            if bad:
-                raise self.job.fail(
-                    f"an answer to context {request.context[-80:]!r} has log-probability {bad[0]!r}"
-                )
-        return out
+        return self._checked_answers(requests, out, "answer lists", "an answer to context")
 
     def beams(self, requests: Sequence[BeamRequest], progress: bool = False) -> list[list[GenerateResult]]:
         out = self.lm.beams(requests, progress=progress)
+        return self._checked_answers(requests, out, "beam lists", "a beam after context")
+
+    def _checked_answers(
+        self, requests: Sequence, out: list[list[GenerateResult]], lists: str, what: str
+    ) -> list[list[GenerateResult]]:
+        """``out`` if it has one list per request and every log-probability is finite, else fail."""
         if len(out) != len(requests):
-            raise self.job.fail(f"the backend gave {len(out)} beam lists for {len(requests)} prompts")
+            raise self.job.fail(f"the backend gave {len(out)} {lists} for {len(requests)} prompts")
         for request, answers in zip(requests, out, strict=True):
             bad = [a.logprob for a in answers if not math.isfinite(a.logprob)]
             if bad:
-                raise self.job.fail(
-                    f"a beam after context {request.context[-80:]!r} has log-probability {bad[0]!r}"
-                )
+                raise self.job.fail(f"{what} {request.context[-80:]!r} has log-probability {bad[0]!r}")
         return out
 
 
