@@ -10,7 +10,8 @@ from itertools import product
 
 from factprobe import contracts
 from factprobe.io import read_table
-from factprobe.metrics.pipeline import Bootstrap, headline_per_fact, leaderboard, paired_comparisons
+from factprobe.metrics.jobs import bootstrap_of
+from factprobe.metrics.pipeline import headline_per_fact, leaderboard, paired_comparisons
 from factprobe.rulelog import rule_logger
 
 log = rule_logger(snakemake)
@@ -23,8 +24,7 @@ per_fact = {suite: {} for suite in suites}
 # expand() order: suite-major, then model (rule leaderboard in metrics.smk).
 for (suite, model), path in zip(product(suites, models), snakemake.input.per_fact, strict=True):
     per_fact[suite][model] = headline_per_fact(read_table(path).to_pandas())
-settings = snakemake.params.bootstrap
-bootstrap = Bootstrap(settings["bootstrap_samples"], settings["bootstrap_seed"], settings["confidence_level"])
+bootstrap = bootstrap_of(snakemake.params.bootstrap)
 board = leaderboard(headlines)
 paired = paired_comparisons(per_fact, bootstrap)
 log.info(

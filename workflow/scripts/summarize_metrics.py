@@ -5,18 +5,16 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
-import pandas as pd
 from factprobe import contracts
 from factprobe.io import read_table
 from factprobe.metrics.coverage import check_suite_scores
-from factprobe.metrics.pipeline import Bootstrap, headline_per_fact, headline_table, summarize
+from factprobe.metrics.jobs import bootstrap_of, summarize_suite
 from factprobe.rulelog import rule_logger
 
 log = rule_logger(snakemake)
 # metrics.ranking_average of the suite (absent when its families have no ranking).
 average = dict(snakemake.params.settings).get("ranking_average", "facts")
-settings = snakemake.params.bootstrap
-bootstrap = Bootstrap(settings["bootstrap_samples"], settings["bootstrap_seed"], settings["confidence_level"])
+bootstrap = bootstrap_of(snakemake.params.bootstrap)
 # Every model's scores cover every fact of the suite, else no summary (nor leaderboard) is made.
 check_suite_scores(
     snakemake.wildcards.suite,
@@ -24,19 +22,17 @@ check_suite_scores(
     snakemake.input.facts,
     list(snakemake.input.scores),
 )
-parts, per_model = [], {}
-for model, fact, suite in zip(
-    snakemake.params.models, snakemake.input.per_fact, snakemake.input.suite, strict=True
-):
-    per_fact = read_table(fact).to_pandas()
-    parts.append(summarize(model, per_fact, read_table(suite).to_pandas(), average))
-    per_model[model] = headline_per_fact(per_fact)
-summary = pd.concat(parts, ignore_index=True)
-headline = headline_table(summary, per_model, bootstrap)
+summary, headline = summarize_suite(
+    list(snakemake.params.models),
+    [read_table(path).to_pandas() for path in snakemake.input.per_fact],
+    [read_table(path).to_pandas() for path in snakemake.input.suite],
+    average,
+    bootstrap,
+)
 log.info(
     "%d summary rows for %d model(s); %d headline rows (B=%d)",
     len(summary),
-    len(parts),
+    len(snakemake.params.models),
     len(headline),
     bootstrap.samples,
 )

@@ -446,10 +446,35 @@ def read(name: str, path: str | os.PathLike, cols: list[str] | None = None) -> p
     return table.to_pandas()
 
 
+#: Tables whose values are the scoring engine's: written with its version
+#: (:data:`factprobe.lm.cache.ENGINE_VERSION`) under this key of the Parquet schema metadata, so
+#: that a reader can refuse scores of another engine (:func:`engine_version`).
+ENGINE_STAMPED = ("scores", "score_shard")
+ENGINE_KEY = b"factprobe.engine"
+
+
 def write(name: str, frame: pd.DataFrame | pa.Table, path: str | os.PathLike) -> None:
-    """Write table ``name`` atomically as zstd Parquet, contract columns checked and cast."""
+    """Write table ``name`` atomically as zstd Parquet, contract columns checked and cast; a
+    score table stamped with the engine version (:data:`ENGINE_STAMPED`)."""
     table = frame if isinstance(frame, pa.Table) else pa.Table.from_pandas(frame, preserve_index=False)
-    write_table(conform(table, name, path), path)
+    table = conform(table, name, path)
+    if name in ENGINE_STAMPED:
+        from factprobe.lm.cache import ENGINE_VERSION
+
+        table = table.replace_schema_metadata({ENGINE_KEY: ENGINE_VERSION.encode()})
+    write_table(table, path)
+
+
+def engine_version(path: str | os.PathLike) -> str | None:
+    """The scoring engine version a score table was written by (None: written before the stamp)."""
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.read_schema(path).metadata or {}
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise RuntimeError(f"{path}: cannot read Parquet ({exc}); re-run the rule that makes it") from exc
+    value = meta.get(ENGINE_KEY)
+    return value.decode() if value is not None else None
 
 
 def _text_sep(path: str | os.PathLike) -> str:
