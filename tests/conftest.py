@@ -80,5 +80,50 @@ def smollm2_dir(tmp_path_factory):
     return folder
 
 
+#: What the .test run makes (tests/test_deploy.py checks it; tests/test_api.py compares the
+#: Python API with it): the knowledge suite's per-fact measures and headline table.
+DOT_TEST_TARGETS = ("results/metrics/knowledge/control.parquet", "results/metrics/knowledge/headline.parquet")
+
+
+@pytest.fixture(scope="session")
+def dot_test_run(tmp_path_factory, worker_id):
+    """The .test config (one dump, one suite, the builtin control model) run once per test
+    session with ``--directory .test`` to :data:`DOT_TEST_TARGETS`, in a copy of .test/; the
+    xdist workers share it (a file lock: whichever asks first runs it). Returns the copy's
+    folder; tests only read it."""
+    import shutil
+    import subprocess
+    import sys
+
+    from filelock import FileLock
+
+    # One folder per session: the workers' common parent under xdist, the session's own otherwise.
+    base = tmp_path_factory.getbasetemp()
+    base = base if worker_id == "master" else base.parent
+    work = base / "dot_test_run" / ".test"
+    with FileLock(str(base / "dot_test_run.lock")):
+        if not (work / "done").exists():
+            shutil.rmtree(work.parent, ignore_errors=True)
+            shutil.copytree(
+                ROOT / ".test", work, ignore=shutil.ignore_patterns("results", "logs", ".snakemake")
+            )
+            snakefile = ROOT / "workflow" / "Snakefile"
+            cmd = [
+                sys.executable,
+                "-m",
+                "snakemake",
+                "--cores",
+                "2",
+                "--show-failed-logs",
+                "-s",
+                str(snakefile),
+            ]
+            cmd += ["--directory", ".test", *DOT_TEST_TARGETS]
+            proc = subprocess.run(cmd, cwd=work.parent, capture_output=True, text=True, timeout=400)
+            assert proc.returncode == 0, f"{cmd} failed:\n{(proc.stdout + proc.stderr)[-6000:]}"
+            (work / "done").write_text("")
+    return work
+
+
 # A loud list of skipped tests at the end of every run.
 from skipreport import pytest_terminal_summary  # noqa: E402, F401

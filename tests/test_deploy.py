@@ -87,11 +87,11 @@ def test_dot_test_plans_the_whole_workflow(test_dir):
     assert "render_report" in out and "compute_metrics" in out
 
 
-def test_dot_test_runs_to_the_metrics_with_the_bundled_demo_dump(test_dir):
-    work = test_dir / ".test"
+def test_dot_test_runs_to_the_metrics_with_the_bundled_demo_dump(dot_test_run):
+    """The session's .test run (conftest.dot_test_run, which tests/test_api.py reads too)."""
+    work = dot_test_run
     assert not (work / "resources").exists()
     target = "results/metrics/knowledge/control.parquet"
-    snakemake(test_dir, "-s", str(SNAKEFILE), "--directory", ".test", target)
     # The checksum of the bundled dump was verified and remembered in the working directory.
     stamp = pd.read_json(work / "results/cache/checksums/20141201.json", typ="series")
     assert stamp["path"] == str(ROOT / "resources/demo/wikidata-20141201-sample.json.bz2")

@@ -11,6 +11,7 @@ Light: standard library, yaml and the settings modules.
 from __future__ import annotations
 
 import contextlib
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ from typing import Any
 #: The repository root (code, schemas and bundled resources), as ``common.smk``'s WORKFLOW_ROOT.
 WORKFLOW_ROOT = Path(__file__).resolve().parents[3]
 SCHEMAS = WORKFLOW_ROOT / "workflow" / "schemas"
+
+log = logging.getLogger(__name__)
 
 
 class SetupError(ValueError):
@@ -54,8 +57,11 @@ class Suite:
 
     def tables(self, model: str | None = None) -> dict[str, Path | list[Path]]:
         """The named tables scoring and the measures read (``common.smk``'s ``score_inputs``):
-        prompts, candidates, forms and facts, plus translations, subject swaps (sentence mode)
-        and ``model``'s ApprOpt list where the suite has them."""
+        prompts, candidates, forms and facts, plus translations and subject swaps (sentence mode)
+        where the suite has them, and ``model``'s ApprOpt list (distractors paper §3.3) where the
+        suite draws one per model: required for a row of the suite's models.tsv (the workflow
+        made it), left out for any other model (a list is found with the model's own scores:
+        rule ``appropt_distractors``), whose measures then have no ``appropt`` strategy."""
         from factprobe import registries
         from factprobe.run_settings import translated_suites
 
@@ -67,13 +73,16 @@ class Suite:
         if self.run.scoring_modes[self.name] == "sentence":
             files["subject_swaps"] = self.table("subject_swaps")
         if registries.needs(self.run.distractors[self.name]["strategies"], "per_model"):
-            if model is None:
-                raise SetupError(
-                    f"{self.folder}: suite {self.name!r} has per-model ApprOpt distractors; name the "
-                    "model (a models.tsv row) whose list results/probes/<suite>/appropt/<model>.parquet to read"
+            if model in self.models:
+                files["appropt"] = self.table(f"appropt/{model}")
+                files["appropt_forms"] = self.table(f"appropt/{model}.forms")
+            else:
+                log.warning(
+                    "suite %s: model %s has no ApprOpt list (per model, rule appropt_distractors); "
+                    "scored and measured without the appropt strategy",
+                    self.name,
+                    model,
                 )
-            files["appropt"] = self.table(f"appropt/{model}")
-            files["appropt_forms"] = self.table(f"appropt/{model}.forms")
         return files
 
 

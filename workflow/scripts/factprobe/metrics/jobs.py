@@ -38,9 +38,7 @@ def metrics_settings(block: Mapping, encoder: str | None = None) -> tuple[Metric
     return load_settings(Metrics, {**measures, "families": {}}, "metrics"), families
 
 
-def cutoff_facts(
-    inputs: SuiteInputs, cutoff: Mapping, model: str
-) -> tuple[SuiteInputs, pd.DataFrame | None]:
+def cutoff_facts(inputs: SuiteInputs, cutoff: Mapping, model: str) -> tuple[SuiteInputs, pd.DataFrame | None]:
     """A plausibility suite's facts cut to those new to ``model`` (PROBELM §3.1,
     :func:`factprobe.metrics.plausibility.facts_new_to_model`) and the suite-level rows that
     count them; the inputs unchanged and no rows for other suites (``cutoff`` empty)."""
