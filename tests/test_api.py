@@ -215,3 +215,47 @@ def test_docs_api_page_runs_on_a_built_suite(dot_test_run, capsys):
     assert set(namespace["board"]["model"]) == {"control", "loaded control"}
     assert json.dumps(namespace["scores"].attrs["factprobe"])  # plain values only
     assert "k_avg" in capsys.readouterr().out
+
+
+def test_timeline_reads_the_suites_timeline_block_bootstrap_and_declared_cutoffs(dot_test_run, tmp_path):
+    """api.timeline on a timeline suite (the .test facts dealt round three dated slices and the
+    static one) whose per-fact values drop after the second dated slice (1 before, 0 after, static 1): the break is found there (two slices known, date
+    20120101), with the block's measure and n, the config's bootstrap and models.tsv's cut-off."""
+    shutil.copytree(dot_test_run / "config", tmp_path / "config")
+    config = (tmp_path / "config/config.yaml").read_text()
+    block = "    timeline: {by: statement_date, edges: [20100101, 20110101, 20120101, 20130101], bins: 3, "
+    block += "measure: k_avg, strategy: random, n: 3}\n"
+    config = config.replace("    n_facts: 6\n", "    n_facts: 6\n" + block)
+    (tmp_path / "config/config.yaml").write_text(config + "report:\n  bootstrap_samples: 50\n")
+    folder = tmp_path / SUITE
+    folder.mkdir(parents=True)
+    labels = ["20110101", "20120101", "20130101", "static"]
+    starts = {"20110101": 20100101, "20120101": 20110101, "20130101": 20120101}
+    # The .test suite's facts dealt round the slices.
+    facts = contracts.read("facts", dot_test_run / SUITE / "facts.parquet")
+    facts["slice"] = [labels[i % 4] for i in range(len(facts))]
+    facts["slice_start"] = facts["slice"].map(starts)
+    facts["slice_end"] = pd.to_numeric(facts["slice"], errors="coerce")
+    facts.to_parquet(folder / "facts.parquet")
+    value = {"20110101": 1.0, "20120101": 1.0, "20130101": 0.0, "static": 1.0}
+    per_fact = pd.DataFrame(
+        {
+            "fact_id": facts["fact_id"],
+            "measure": "k_avg",
+            "strategy": "random",
+            "n": 3,
+            "value": facts["slice"].map(value),
+        }
+    )
+    result = api.timeline({"control": per_fact}, folder)
+    curves = result.curves.set_index("slice")
+    assert list(curves.index) == labels
+    assert curves["value"].tolist() == [1.0, 1.0, 0.0, 1.0]
+    first = curves.iloc[0]
+    assert (first["cutoff_status"], first["cutoff_index"], first["cutoff"]) == ("within", 2, "20120101")
+    assert (first["measure"], first["n"], first["declared_cutoff"]) == ("k_avg", 3, "20160101")
+    assert not curves["after_declared"].any()  # every slice ends before 2016-01-01
+    # No fact after the declared cut-off: one row saying so, without a value.
+    after = result.after_cutoff.to_dict("records")
+    assert len(after) == 1 and (after[0]["declared_cutoff"], after[0]["n_facts"]) == ("20160101", 0)
+    assert math.isnan(after[0]["value"])
