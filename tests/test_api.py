@@ -177,13 +177,17 @@ def test_scores_of_another_engine_version_are_refused(dot_test_run, tmp_path):
             api.measures(path, dot_test_run / SUITE)
 
 
-def test_the_engine_stamp_is_in_the_schema_metadata(tmp_path):
+def test_the_engine_stamp_is_the_schema_metadata_of_score_tables(tmp_path):
+    from factprobe.scoring.jobs import engine_metadata
+
     frame = pd.DataFrame({c: pd.Series(dtype="float64") for c in contracts.columns("scores")})
-    contracts.write("scores", frame, tmp_path / "s.parquet")
-    contracts.write("topk", pd.DataFrame(columns=contracts.columns("topk")), tmp_path / "t.parquet")
-    meta = pq.read_schema(tmp_path / "s.parquet").metadata
-    assert meta == {b"factprobe.engine": api.engine_version().encode()}
-    assert contracts.engine_version(tmp_path / "t.parquet") is None  # only score tables carry it
+    contracts.write("scores", frame, tmp_path / "s.parquet", engine_metadata())
+    contracts.write("scores", frame, tmp_path / "plain.parquet")
+    assert pq.read_schema(tmp_path / "s.parquet").metadata == {
+        b"factprobe.engine": api.engine_version().encode()
+    }
+    assert contracts.engine_version(tmp_path / "s.parquet") == api.engine_version()
+    assert contracts.engine_version(tmp_path / "plain.parquet") is None  # written without one
 
 
 def python_blocks(page: Path) -> list[str]:

@@ -9,7 +9,7 @@ from factprobe import contracts
 from factprobe.lm import CachingLM, RequestCache, load_model
 from factprobe.rulelog import rule_logger
 from factprobe.scoring.failclosed import CheckedLM, ScoringJob
-from factprobe.scoring.jobs import ScoreSettings, score_prompts, shard_prompts, shard_swaps
+from factprobe.scoring.jobs import ScoreSettings, engine_metadata, score_prompts, shard_prompts, shard_swaps
 from factprobe.suite_tables import load_suite_tables
 
 log = rule_logger(snakemake)
@@ -54,7 +54,7 @@ scores, topk = score_prompts(
     job,
     swaps=shard_swaps(swaps, shard, settings.shards),
 )
-contracts.write("score_shard", scores, snakemake.output.scores)
+contracts.write("score_shard", scores, snakemake.output.scores, engine_metadata())
 log.info("wrote %d scores", len(scores))
 contracts.write("topk", topk, snakemake.output.topk)
 log.info("wrote top-%d first tokens of %d prompts", settings.topk, topk["prompt_id"].nunique())

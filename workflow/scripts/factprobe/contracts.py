@@ -446,22 +446,24 @@ def read(name: str, path: str | os.PathLike, cols: list[str] | None = None) -> p
     return table.to_pandas()
 
 
-#: Tables whose values are the scoring engine's: written with its version
-#: (:data:`factprobe.lm.cache.ENGINE_VERSION`) under this key of the Parquet schema metadata, so
-#: that a reader can refuse scores of another engine (:func:`engine_version`).
-ENGINE_STAMPED = ("scores", "score_shard")
+#: Key of the Parquet schema metadata that holds the version of the scoring engine that made a
+#: score table (rules ``score_shard`` and ``score_suite`` write it: ``scoring.jobs.engine_metadata``),
+#: so that a reader can refuse scores of another engine (:func:`engine_version`).
 ENGINE_KEY = b"factprobe.engine"
 
 
-def write(name: str, frame: pd.DataFrame | pa.Table, path: str | os.PathLike) -> None:
-    """Write table ``name`` atomically as zstd Parquet, contract columns checked and cast; a
-    score table stamped with the engine version (:data:`ENGINE_STAMPED`)."""
+def write(
+    name: str,
+    frame: pd.DataFrame | pa.Table,
+    path: str | os.PathLike,
+    metadata: dict[bytes, bytes] | None = None,
+) -> None:
+    """Write table ``name`` atomically as zstd Parquet, contract columns checked and cast;
+    ``metadata``: the schema metadata to store (none by default)."""
     table = frame if isinstance(frame, pa.Table) else pa.Table.from_pandas(frame, preserve_index=False)
     table = conform(table, name, path)
-    if name in ENGINE_STAMPED:
-        from factprobe.lm.cache import ENGINE_VERSION
-
-        table = table.replace_schema_metadata({ENGINE_KEY: ENGINE_VERSION.encode()})
+    if metadata:
+        table = table.replace_schema_metadata(metadata)
     write_table(table, path)
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from factprobe import contracts
 from factprobe.scoring.failclosed import ScoringJob, require_finite_scores
 from factprobe.scoring.suite import build_pairs, first_token_ranks, score_pairs, shard_of, topk_table
 
@@ -97,3 +98,11 @@ def gather_scores(
     topk = pd.concat(list(topk_parts), ignore_index=True)
     scores["first_rank"] = first_token_ranks(scores, topk)
     return scores, topk.sort_values(["prompt_id", "rank"], kind="stable")
+
+
+def engine_metadata() -> dict[bytes, bytes]:
+    """The Parquet schema metadata of a score table: the engine version that scored it
+    (:data:`factprobe.lm.cache.ENGINE_VERSION`, which also keys the request cache)."""
+    from factprobe.lm.cache import ENGINE_VERSION
+
+    return {contracts.ENGINE_KEY: ENGINE_VERSION.encode()}
