@@ -27,10 +27,12 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "IncompleteScores",
     "ScoreTables",
     "SetupError",
     "Suite",
     "Timeline",
+    "measure_tables",
     "measures",
     "open_suite",
     "score",
