@@ -30,3 +30,26 @@ def test_matching_paper_examples():
     # contiguous token lists, not bags of words
     assert not matches("New York", "York New")
     assert not matches("", "anything")
+
+
+def test_tokenizer_normalizer_is_the_tokenizers_own():
+    """BELIEF §2.1 (vocabulary mode): two strings are one token to a model when its tokenizer
+    normalizes them alike. Real WordPiece vocabularies: the uncased one lower-cases and strips
+    accents (so its "sao" is "São"), the cased one keeps both; each maps a word to the token the
+    normalization names (checked by tokenizing); a tokenizer without a normalizer strips only."""
+    from types import SimpleNamespace
+
+    from factprobe.lm.encoding import tokenizer_normalizer
+    from transformers import BertTokenizerFast
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "japan", "sao", "Japan", "São"]
+    vocab = {w: i for i, w in enumerate(words)}
+    uncased = BertTokenizerFast(vocab=vocab, do_lower_case=True)
+    cased = BertTokenizerFast(vocab=vocab, do_lower_case=False)
+    assert len(uncased) == len(cased) == 9
+    low, keep = tokenizer_normalizer(uncased), tokenizer_normalizer(cased)
+    assert low(" Japan") == low("japan") == "japan" == uncased.tokenize("Japan")[0]
+    assert low("São") == "sao" == uncased.tokenize("São")[0]
+    assert keep(" Japan") == "Japan" != keep("japan") and cased.tokenize("São") == ["São"]
+    assert tokenizer_normalizer(SimpleNamespace(do_lower_case=True))(" Japan ") == "japan"
+    assert tokenizer_normalizer(SimpleNamespace())(" Japan ") == "Japan"

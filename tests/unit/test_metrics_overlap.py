@@ -42,6 +42,13 @@ def test_rouge_l_characters_as_the_reference():
     p, r, f = rouge_l("Pars", "Paris", units="characters")
     assert (p, r, f) == pytest.approx((1.0, 0.8, 8 / 9))
     assert rouge_l("paris", "Paris", units="characters")[0] == pytest.approx(0.8)
+    # B(c) as the reference decodes it keeps the leading space: " Paris" against "Paris" is
+    # LCS 5, P = 5/6, R = 1, F = 10/11 (stripped it would be 1); words are unaffected.
+    assert rouge_l(" Paris", "Paris", units="characters") == pytest.approx((5 / 6, 1.0, 10 / 11))
+    assert best_rouge_l([" York", " Paris"], ["New York"], units="characters") == pytest.approx(
+        2 * (5 / 5) * (5 / 8) / (5 / 5 + 5 / 8)
+    )  # " York" in "New York": the space is matched too (LCS 5)
+    assert rouge_l(" Paris", "Paris") == pytest.approx((1.0, 1.0, 1.0))
     with pytest.raises(ValueError, match="rouge_units"):
         rouge_l("a", "a", units="tokens")
 

@@ -117,3 +117,38 @@ def test_demonstrations_come_from_the_release(release, demo_tables):
 def test_missing_release_names_the_file(tmp_path, demo_tables):
     with pytest.raises(ValueError, match="not found; export the MyriadLAMA release"):
         build(tmp_path / "none.jsonl", demo_tables)
+
+
+def test_records_without_sub_uri_as_the_public_loaders_read_them(tmp_path, demo_tables):
+    """The release read as its users' loaders read it (uuid, rel_uri, sub_ent, template, is_manual,
+    obj_uris, obj_ents, obj_aliases; no sub_uri): each pair's subject is its own id, Q + 2**38 + the
+    rank of its uuid among the file's (u1, u2, u3: ranks 0, 1, 2), the same facts and prompts
+    otherwise; a record with neither sub_uri nor uuid is refused naming both."""
+    from factprobe.probes.importers import TemplateError
+
+    path = tmp_path / "myriadlama.jsonl"
+    path.write_text(
+        "".join(json.dumps({k: v for k, v in r.items() if k != "sub_uri"}) + "\n" for r in RECORDS)
+    )
+    facts, prompts, forms = build(path, demo_tables)
+    u1, u2 = f"Q{2**38}", f"Q{2**38 + 1}"
+    assert sorted(facts["fact_id"]) == [f"{u1}|P178|Q2", f"{u2}|P178|Q4", f"{u2}|P178|Q5"]
+    assert prompts.groupby("fact_id").size().to_dict() == {
+        f"{u1}|P178|Q2": 4,
+        f"{u2}|P178|Q4": 2,
+        f"{u2}|P178|Q5": 2,
+    }
+    # the prompts are those of the records with sub_uri, subject ids aside
+    release = tmp_path / "with_uri.jsonl"
+    release.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
+    _, named, _ = build(release, demo_tables)
+    assert sorted(prompts["text"]) == sorted(named["text"])
+    subject = forms[forms["entity"] == u1]
+    assert subject[["form", "source"]].values.tolist() == [
+        ["Windows", "label"],
+        ["Microsoft Windows", "alias"],
+    ]
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text(json.dumps({k: v for k, v in RECORDS[0].items() if k not in ("sub_uri", "uuid")}) + "\n")
+    with pytest.raises(TemplateError, match="record 0: neither sub_uri nor uuid"):
+        build(bare, demo_tables)

@@ -8,6 +8,7 @@ import copy
 import functools
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -197,18 +198,70 @@ def judged_path(config):
     return config["suites"]["knowledge_judged"]["source"]["path"]
 
 
-@pytest.mark.parametrize("path", PAPERS, ids=lambda p: p.stem)
+def weights_override(tmp_path):
+    """The masked BELIEF config's weights never ship: stand-in model folders (a config.json each)
+    in a copy of its models.tsv, given as ``models``."""
+    path = ROOT / "config" / "papers" / "belief-masked.models.tsv"
+    lines = path.read_text().splitlines()
+    for line in lines[1:]:
+        folder = tmp_path / Path(line.split("\t")[1]).name
+        folder.mkdir()
+        (folder / "config.json").write_text("{}")
+    table = tmp_path / "models.tsv"
+    table.write_text("\n".join(lines).replace("resources/weights", str(tmp_path)) + "\n")
+    return ["--config", f"models={table}"]
+
+
+def test_belief_masked_protocol():
+    """Table 3's encoder half (BELIEF §2): BERT base / large / wwm and ALBERT base / large, backend
+    masked, on MyriadLAMA in the mask layout, ŵ from the top-k, no generation (BELIEF-ICL is the
+    causal config's); local weights that, absent, stop the run at start-up naming their folder."""
+    from factprobe.config_check import check_models
+    from factprobe.settings import ConfigError
+
+    config = load(ROOT / "config" / "papers" / "belief-masked.yaml")
+    suite = config["suites"]["belief_masked"]
+    assert suite["layout"] == "mask" and suite["generate"] is False and "few_shot" not in suite
+    assert suite["source"] == load(ROOT / "config" / "papers" / "belief.yaml")["suites"]["belief"]["source"]
+    assert config["metrics"]["families"] == {"multiprompt": ["belief"]} and config["scoring"]["topk"] >= 1
+    models = read_registry(ROOT / config["models"], SCHEMAS / "models.schema.yaml", key="name")
+    assert [row["name"] for row in models] == [
+        "bert-base",
+        "bert-large",
+        "bert-wwm",
+        "albert-base",
+        "albert-large",
+    ]
+    assert {row["backend"] for row in models} == {"masked"}
+    assert not (ROOT / models[0]["source"]).exists()
+    with pytest.raises(
+        ConfigError,
+        match=r"resources/weights/bert-base-uncased not found: supply the weights of model bert-base",
+    ):
+        check_models(models, config["models"], root=ROOT)
+
+
+#: Dry runs of the paper configs; belief-masked plans as belief does, only in `make test-full`.
+DRY_RUNS = [pytest.param(p, marks=pytest.mark.full) if p.stem == "belief-masked" else p for p in PAPERS]
+
+
+@pytest.mark.parametrize("path", DRY_RUNS, ids=lambda p: p.stem)
 def test_paper_config_dry_runs(path, tmp_path):
-    run = dry_run(path, *(judged_override(tmp_path) if path.stem == "distractors" else []))
+    extra = {"distractors": judged_override, "belief-masked": weights_override}.get(path.stem)
+    run = dry_run(
+        path, *(extra(tmp_path) if extra else []), *(["-p"] if path.stem == "belief-masked" else [])
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     out = run.stdout + run.stderr
     assert "compute_metrics" in out and "download_dump" in out
-    if path.stem == "distractors":
-        # Table 3 (human_alignment on knowledge_judged), Table 4 (robustness_table on
-        # knowledge_pairs from Table 3's fold-best configurations), Fig. 4 (cloze_subsets).
-        for table in ("human_alignment", "robustness_table", "cloze_subsets", "generate_suite"):
-            assert f"rule {table}:" in out, table
-        assert "results/metrics/knowledge_pairs/robustness.csv" in out
+    if path.stem == "belief-masked":
+        # a masked LM's metrics job reads its tokenizer (BELIEF matches ŵ by it); no generation
+        jobs = out.split("rule compute_metrics:")[1:]
+        assert len(jobs) == 5
+        for job in jobs:
+            model = job.split("results/metrics/belief_masked/")[1].split(".parquet")[0]
+            assert re.search(rf"resources/models/{model}(,|\s*$)", job.split("output:")[0]), model
+        assert "generate_suite" not in out
 
 
 def test_fluent_table1_plans_from_the_release_alone():
@@ -261,6 +314,8 @@ PROTOCOL_KEYS = {
     "metrics.belief_samplings": "belief",
     "metrics.belief_bins": "belief",
     "scoring.samples": "belief",
+    "suites.knowledge.sampler": "distractors",
+    "translate.word_order": "fluent-mlama",
 }
 
 
@@ -271,7 +326,7 @@ def effective(raw: dict, key: str):
 def attribute(cfg, key: str):
     value = cfg
     for part in key.split("."):
-        value = getattr(value, part)
+        value = value[part] if isinstance(value, dict) else getattr(value, part)
     return value
 
 
@@ -327,5 +382,11 @@ def test_library_defaults_that_differ_from_the_papers_are_documented():
         for key, paper in PROTOCOL_KEYS.items()
         if effective(without(demo, key), key) != attribute(paper_config(paper), key)
     }
-    assert {"metrics.ranking_average", "metrics.ranking_ties", "distractors.pool_source"} <= differ
+    assert {
+        "metrics.ranking_average",
+        "metrics.ranking_ties",
+        "distractors.pool_source",
+        "suites.knowledge.sampler",
+        "translate.word_order",
+    } <= differ
     assert [key for key in sorted(differ) if f"`{key}`" not in section] == []

@@ -383,6 +383,9 @@ def metrics_inputs(wildcards):
     )
     if encoder:  # BERTScore's encoder named by a models.tsv row: its prepared folder
         files["encoder"] = rules.prepare_model.output.model.format(model=encoder)
+    if MODEL_ROWS[model].get("backend") == "masked":
+        # BELIEF §2.1: a masked LM's prediction is matched by its own tokenizer
+        files["tokenizer"] = model_folder(suite, model)
     return files
 
 

@@ -296,7 +296,11 @@ def check_models(rows: list[dict], path: str | Path, root: str | Path = ".") -> 
             _check_remote_code(row, local / "config.json", where)
             continue
         if Path(source).is_absolute() or source.startswith((".", "~")) or source.count("/") > 1:
-            raise ConfigError(f"{where}: local model directory {source} not found; fix the source column")
+            raise ConfigError(
+                f"{where}: local model directory {source} not found: supply the weights of model "
+                f"{row['name']} there (a Hugging Face model folder: config.json, the tokenizer files and "
+                "the weights; the config that names it says which checkpoint), or fix the source column"
+            )
         if (
             len(source) > 96
             or not HUB_ID.match(source)

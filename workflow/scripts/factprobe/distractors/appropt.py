@@ -15,14 +15,17 @@ K(f|c) of that sentence uses that list (rows carry the sentence's ``prompt_id``)
   a path after the prompt: it is left out and counted.
 * **One label per entity**, as the reference (DistFactAssessLM) builds its trie: the entity's
   label in ``lang`` (its first ``label`` form; an entity without one, its first form). Aliases
-  are no paths, so they cannot take beams from other entities; namesakes share one path and
-  score and each is a distractor.
+  are no paths, so they cannot take beams from other entities. Namesakes share one path, which
+  gives one distractor, the lowest id of them (the reference maps a decoded label to one
+  entity): one comparison per surface form, as the metrics stage counts them
+  (:func:`factprobe.metrics.knowledge.one_per_surface_form`).
 * **Pool.** The Ω-valid entities of o's declared types, plus the fact's valid objects (o and
   ``objects``). For a huge type (humans: millions of labels) the Ω-valid members are capped at
   ``max_candidates``: the first ``max_candidates`` by a cheap prior (sitelinks when the rule gives
   them, else ascending id); how many members were cut is logged.
 * **Search.** As the reference, the beam is n + |valid objects in the trie| wide and the first n
-  hypotheses that are not valid objects are kept. With one path per entity a sentence gets fewer
+  hypotheses that are not valid objects are kept; finished hypotheses keep their beam slots until
+  the search ends, as the reference's search keeps them (:func:`factprobe.lm.beam.pool_step`). With one path per entity a sentence gets fewer
   than n only when its pool has fewer than n Ω-valid entities with a path (the paper's other
   cause, one label tokenized two ways, cannot arise: a pair has one encoding); both counts are
   logged (``found`` per row). Each beam step is a batch-invariant packed pass
@@ -270,11 +273,13 @@ def _sentence_rows(rec, hyps: list[Hyp], n: int, valid: set[int] = frozenset()) 
     seen: list[tuple[int, float, str]] = []
     taken = set(valid)
     for _toks, score, leaf in hyps:
-        # Namesakes share a path and its score: each is a distractor of its own.
-        for e, form in sorted(leaf):
-            if e not in taken:
-                taken.add(e)
-                seen.append((e, score, form))
+        # Namesakes share a path: one distractor, the lowest id; a path that names a valid
+        # object is that answer's string and gives none.
+        ents = sorted((e, form) for e, form in leaf if e not in taken)
+        if ents and not any(e in valid for e, _ in leaf):
+            e, form = ents[0]
+            taken.add(e)
+            seen.append((e, score, form))
     seen = seen[:n]
     return [
         {

@@ -115,46 +115,45 @@ def continuation_paths(
 def constrained_beam_search(
     model: Any, prefix_ids: list[int], trie: TokenTrie, width: int, max_new_tokens: int | None = None
 ) -> list[Hyp]:
-    """Beam search of ``width`` over ``trie`` paths after ``prefix_ids``.
+    """Beam search of ``width`` over ``trie`` paths after ``prefix_ids``, kept as the distractors
+    paper's reference keeps it (DistFactAssessLM ``src/utils/beamsearch.py``, :func:`pool_step`).
 
-    Returns up to ``width`` finished hypotheses ``(tokens incl. EOS, log-prob, leaf values)``,
-    best first. Every expansion that reaches EOS is kept as finished (its score is final); the
-    ``width`` best unfinished ones go on. The search stops when no beam is left, or when ``width``
-    finished hypotheses are at least as good as the best open beam (log-probs only fall), so with
-    ``width`` ≥ the number of trie paths the result is exactly the exhaustive ranking.
+    Returns the finished hypotheses ``(tokens incl. the end marker, log-prob, leaf values)`` of
+    the last pool, at most ``width``, best first. With ``width`` ≥ the number of trie paths
+    nothing is pruned and the result is the exhaustive ranking.
     """
     return batched_beam_search(model, [prefix_ids], [trie], width, steps=max_new_tokens)[0]
 
 
-def _expand(
-    beams: list[tuple[tuple[int, ...], float, dict]],
-    step: list[list[float]],
-    trie: TokenTrie,
-    width: int,
-    finished: list[Hyp],
-) -> tuple[list[tuple[tuple[int, ...], float, dict, int]], list[Hyp], bool]:
-    """One beam step of one search: the next open beams (with their parent's index in ``beams``),
-    the ``width`` best finished hypotheses so far, and whether the search is over. ``step[b]``:
-    the log-probabilities of beam b's allowed tokens (:meth:`TokenTrie.allowed` order)."""
-    cands = []
-    for b, (_, score, node) in enumerate(beams):
-        allowed = trie.allowed(node)
-        cands.extend((score + lp, b, t) for t, lp in zip(allowed, step[b], strict=True))
-    if not cands:
-        return [], finished, True
-    cands.sort(key=lambda c: (-c[0], c[1], c[2]))
-    nxt = []
-    for score, b, t in cands:
-        toks, _, node = beams[b]
-        child = node[t]
-        if LEAF in child:  # a complete sequence (its end marker included): its score is final
-            finished.append(((*toks, t), score, child[LEAF]))
-        if len(nxt) < width and len(child) > (LEAF in child):
-            nxt.append(((*toks, t), score, child, b))
-    finished.sort(key=lambda h: (-h[1], h[0]))
-    finished = finished[:width]
-    over = not nxt or (len(finished) >= width and nxt[0][1] <= finished[-1][1])
-    return nxt, finished, over
+#: One hypothesis of the pool: tokens, summed log-probability, its trie node, and its leaf values
+#: once it is finished (a complete path), None while open.
+PoolHyp = tuple[tuple[int, ...], float, dict, list | None]
+
+
+def pool_step(pool: list[PoolHyp], step: list[list[float]], trie: TokenTrie, width: int) -> list[PoolHyp]:
+    """One step of the reference's bookkeeping: the candidates are the pool's finished hypotheses,
+    unchanged, and every open one's allowed next tokens (``step[b]``: the log-probabilities of
+    open hypothesis b's :meth:`TokenTrie.allowed` tokens, in pool order); the ``width`` best of
+    them are the next pool (higher log-probability first, ties by tokens, a finished one before
+    an open one with the same tokens). Finished hypotheses thus keep their slots, and an open beam
+    goes on only while it ranks among the ``width`` best, as in the reference, where a
+    hypothesis finishes on EOS and stays in the pool, padded with EOS, until the search ends.
+    A -inf token is no candidate (the reference drops them). A node that ends a path and also
+    continues (end marker ``none``: "New" and "New York") gives both a finished and an open one.
+    """
+    cands = [h for h in pool if h[3] is not None]
+    opened = [h for h in pool if h[3] is None]
+    for (toks, score, node, _), lps in zip(opened, step, strict=True):
+        for t, lp in zip(trie.allowed(node), lps, strict=True):
+            if lp == float("-inf"):
+                continue
+            child, grown, total = node[t], (*toks, t), score + lp
+            if LEAF in child:  # a complete sequence (its end marker included): its score is final
+                cands.append((grown, total, child, child[LEAF]))
+            if len(child) > (LEAF in child):
+                cands.append((grown, total, child, None))
+    cands.sort(key=lambda h: (-h[1], h[0], h[3] is None))
+    return cands[:width]
 
 
 def batched_beam_search(
@@ -168,41 +167,44 @@ def batched_beam_search(
 ) -> list[list[Hyp]]:
     """:func:`constrained_beam_search` of many prompts at once (one packed pass per step for all).
 
-    Every open beam of every prompt is a continuation unit of the packed engine
+    Every open hypothesis of every prompt is a continuation unit of the packed engine
     (:func:`factprobe.lm.packed.continuation_logprobs`: its tokens so far after its prompt), so a
     beam's log-probabilities, and with them the search, do not depend on the other prompts or
-    beams: the result is the one-prompt search's, bit for bit. Each search decides alone (its own
-    beams, finished list and stop rule). ``pad_id`` is unused (no padding is attended).
+    beams: the result is the one-prompt search's, bit for bit. Each search goes on until its pool
+    holds no open hypothesis (:func:`pool_step`) or ``steps`` (default: the trie's depth, past
+    which no path goes, so then none is open) were taken. ``pad_id`` is unused (no padding is
+    attended).
     """
     from factprobe.lm.packed import continuation_logprobs
 
     results: list[list[Hyp]] = [[] for _ in prefixes]
-    # per live prompt: (open beams, finished, steps left)
+    # per live prompt: (pool, steps left)
     state = {
-        k: [[((), 0.0, tries[k].root)], [], steps or tries[k].depth()]
+        k: [[((), 0.0, tries[k].root, None)], steps or tries[k].depth()]
         for k, t in enumerate(tries)
         if t.root and width > 0
     }
     states: dict = {}  # each prompt's keys and values, computed once for all its steps
     while state:
         queries, owners = [], []
-        for k, (beams, _, _) in state.items():
-            for toks, _, node in beams:
-                queries.append((prefixes[k], toks, tries[k].allowed(node)))
-                owners.append(k)
+        for k, (pool, _) in state.items():
+            for toks, _, node, leaf in pool:
+                if leaf is None:
+                    queries.append((prefixes[k], toks, tries[k].allowed(node)))
+                    owners.append(k)
         lps = continuation_logprobs(model, queries, token_budget, states=states)
         per_prompt: dict[int, list[list[float]]] = {k: [] for k in state}
         for k, lp in zip(owners, lps, strict=True):
             per_prompt[k].append(lp.tolist())
         for k in list(state):
-            beams, finished, left = state[k]
-            nxt, finished, over = _expand(beams, per_prompt[k], tries[k], width, finished)
+            pool, left = state[k]
+            pool = pool_step(pool, per_prompt[k], tries[k], width)
             left -= 1
-            if over or left <= 0:
-                results[k] = finished
+            if left <= 0 or all(h[3] is not None for h in pool):
+                results[k] = [(toks, score, leaf) for toks, score, _, leaf in pool if leaf is not None]
                 del state[k]
                 continue
-            state[k] = [[(h[0], h[1], h[2]) for h in nxt], finished, left]
+            state[k] = [pool, left]
     return results
 
 

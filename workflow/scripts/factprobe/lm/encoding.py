@@ -25,7 +25,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -191,6 +191,23 @@ def end_ids(tokenizer, end: str, *, end_token: EndToken | None = None) -> list[i
             "set scoring.end_marker to '.' or 'none'"
         )
     return [token.id]
+
+
+def tokenizer_normalizer(tokenizer) -> Callable[[str], str]:
+    """The text normalization ``tokenizer`` applies before it splits words, surrounding whitespace
+    stripped: what makes two strings one token to it. A fast tokenizer's own normalizer (BERT
+    ``-uncased``: lower-casing and accent stripping; ALBERT: its precompiled map and lower-casing;
+    none: the text as it is), else a slow tokenizer's ``do_lower_case``.
+
+    BELIEF (§2.1) counts ŵ correct when it is one of the object's tokens according to the model's
+    tokenizer: with an uncased vocabulary "japan" is the token of "Japan"."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    normalizer = getattr(backend, "normalizer", None)
+    if normalizer is not None:
+        return lambda text: normalizer.normalize_str(str(text).strip()).strip()
+    if getattr(tokenizer, "do_lower_case", False):
+        return lambda text: str(text).strip().lower()
+    return lambda text: str(text).strip()
 
 
 def encode(tokenizer, texts: list[str]) -> list[list[int]]:

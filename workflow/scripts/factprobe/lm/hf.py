@@ -274,8 +274,9 @@ class HFCausalLM(LM):
     def beams(self, requests: Sequence[BeamRequest], progress: bool = False) -> list[list[GenerateResult]]:
         """B(c) of every request (:func:`factprobe.lm.beam.free_beam_search`, batch-invariant):
         requests of one width searched together, each to its own ``max_new_tokens``; texts decoded
-        without special tokens and stripped (the reference decodes the EOS it appends as text;
-        here it is not text)."""
+        as the reference decodes them (its leading space kept: ROUGE-L over characters counts it)
+        but without special tokens (the reference decodes the EOS it appends as text; here it is
+        not text)."""
         from factprobe.lm.beam import free_beam_search
 
         out: list[list[GenerateResult]] = [[] for _ in requests]
@@ -294,7 +295,7 @@ class HFCausalLM(LM):
                 found = free_beam_search(self.model, prefixes, width, steps, eos, self.budget)
                 for i, hyps in zip(chunk, found, strict=True):
                     out[i] = [
-                        GenerateResult(self.tokenizer.decode(list(t), skip_special_tokens=True).strip(), v)
+                        GenerateResult(self.tokenizer.decode(list(t), skip_special_tokens=True), v)
                         for t, v in hyps
                     ]
         return out

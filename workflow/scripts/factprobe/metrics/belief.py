@@ -5,9 +5,13 @@ modes:
 
 * ``vocabulary`` (§2.1, measures ``belief_*``): the prediction is ŵ = argmax of the output
   distribution over the whole vocabulary, i.e. the most probable next token after the prompt
-  (rank 1 of the top-k table); it is correct when it equals one of the names of a correct object
-  (whitespace stripped: only single-token names can match, as MyriadLAMA's single-token objects);
-  the confidence is that token's probability o_max (§2.4).
+  (rank 1 of the top-k table); it is correct when it is one of the names of a correct object
+  according to the model's tokenizer: both strings through the tokenizer's own normalization
+  (:func:`factprobe.lm.encoding.tokenizer_normalizer`: an uncased BERT or ALBERT lower-cases, so
+  its "japan" is "Japan"), whitespace stripped, so only single-token names can match, as
+  MyriadLAMA's single-token objects; a job without the tokenizer (causal LMs, whose next token
+  keeps the case of its vocabulary) compares them stripped only. The confidence is that token's
+  probability o_max (§2.4). Acc@1, Ovconf and coverage all follow this one ``correct``.
 * ``candidates`` (measures ``belief_cand_*``, a closed-set variant that is NOT the paper's): the
   prediction is the candidate (correct objects ∪ every strategy's distractors) with the highest
   Pl(e|c); the confidence is its probability renormalised over the candidate set. Ties are broken
@@ -42,7 +46,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -220,15 +224,19 @@ def vocabulary_predictions(
     prompts: pd.DataFrame,
     facts: pd.DataFrame,
     correct: pd.DataFrame,
+    normalize: Callable[[str], str] | None = None,
 ) -> pd.DataFrame:
     """BELIEF per prompt (§2.1, §2.4): ŵ = argmax over the vocabulary, correct, confidence o_max.
 
     ``topk`` holds each prompt's next tokens (``prompt_id, rank, token, logprob``; rank 1 is the
     vocabulary argmax). The names of the pair's correct objects are the forms scored for the
-    prompt (``scores``: ``prompt_id, entity, form``). ŵ is correct when, whitespace stripped, it
-    equals one of those names; the prediction compared by Consist (§2.3) is that stripped token.
-    A prompt without top-k rows, or whose correct objects have no scored name, is left out.
+    prompt (``scores``: ``prompt_id, entity, form``). ŵ is correct when ``normalize`` (the model
+    tokenizer's :func:`~factprobe.lm.encoding.tokenizer_normalizer`; None: whitespace stripped)
+    maps it and one of those names to the same string; the prediction compared by Consist (§2.3)
+    is that normalized token. A prompt without top-k rows, or whose correct objects have no
+    scored name, is left out.
     """
+    norm = normalize or _stripped
     cols = PREDICTION_COLUMNS
     if topk is None or topk.empty:
         return pd.DataFrame(columns=cols)
@@ -237,10 +245,11 @@ def vocabulary_predictions(
     top = topk[pd.to_numeric(topk["rank"]) == 1][["prompt_id", "token", "logprob"]].drop_duplicates(
         "prompt_id"
     )
-    top = top.assign(word=top["token"].astype(str).str.strip())
+    top = top.assign(word=[norm(t) for t in top["token"].astype(str)])
     names = frame[["prompt_id", "pair"]].merge(good, on="pair")
     names = names.merge(scores[["prompt_id", "entity", "form"]].astype(str), on=["prompt_id", "entity"])
-    names = names.assign(word=names["form"].str.strip())[["prompt_id", "word"]].drop_duplicates()
+    words = {f: norm(f) for f in names["form"].unique()}
+    names = names.assign(word=names["form"].map(words))[["prompt_id", "word"]].drop_duplicates()
     judged = top[top["prompt_id"].isin(set(names["prompt_id"]))]
     hit = judged.merge(names.assign(_hit=1.0), on=["prompt_id", "word"], how="left")
     hit = hit.drop_duplicates("prompt_id")
@@ -255,6 +264,10 @@ def vocabulary_predictions(
     if out.empty:
         return pd.DataFrame(columns=cols)
     return out.merge(frame, on="prompt_id")[cols]
+
+
+def _stripped(text: str) -> str:
+    return str(text).strip()
 
 
 def generation_predictions(

@@ -79,7 +79,8 @@ def belief(f: SuiteFrame) -> Tables:
     s = f.settings
     per_fact, dataset = [], []
     # §2.1: argmax over the vocabulary (needs the top-k table); belief_cand_*: the closed-set variant.
-    pp = vocabulary_predictions(f.inputs.topk, f.scores, f.prompts, f.facts, f.correct)
+    normalize = model_normalizer(f.inputs.tokenizer)
+    pp = vocabulary_predictions(f.inputs.topk, f.scores, f.prompts, f.facts, f.correct, normalize)
     if pp.empty:
         log.warning("belief: no top-k next-token table (scoring.topk = 0?); only belief_cand_* computed")
     else:
@@ -89,6 +90,25 @@ def belief(f: SuiteFrame) -> Tables:
     per_fact.append(belief_per_fact(pp, f.facts, "belief_cand", "exact"))
     dataset.append(belief_dataset(pp, "belief_cand", s.belief_samplings, s.belief_bins))
     return per_fact, dataset
+
+
+def model_normalizer(folder: str | None):
+    """The normalization of the tokenizer in a model folder (:func:`factprobe.lm.encoding.
+    tokenizer_normalizer`), None without a folder."""
+    if folder is None:
+        return None
+    from transformers import AutoTokenizer
+
+    from factprobe.lm.encoding import tokenizer_normalizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+    except (OSError, ValueError) as err:
+        raise ValueError(
+            f"metrics: cannot load the tokenizer of model folder {folder} (BELIEF matches a masked LM's "
+            f"prediction with it): {err}; re-run prepare_model"
+        ) from err
+    return tokenizer_normalizer(tokenizer)
 
 
 def belief_icl(f: SuiteFrame) -> Tables:

@@ -22,6 +22,11 @@ Rules stated once here:
 * Distractors listed in ``candidates`` but absent from the score table are dropped (logged);
   a prompt whose object was not scored has no value.
 * Δn(f) takes a strategy's distractors in ``rank`` order (ties in rank broken by entity id).
+* One comparison per surface form (:func:`one_per_surface_form`): walking a sentence's list in
+  that order, a distractor scored on a string that an earlier distractor of the list was scored on
+  (namesakes: two entities labelled alike, or one's alias - a ``mul`` alias included - equal to
+  the other's label) is left out and the next one moves up, so one string never counts twice in
+  Min@n / Avg@n. The object's namesakes are already out of Ω(f) (§3.3, clause "no shared name").
 * Combined strategies (``combine_strategies``) concatenate lists, e.g. Temp+Sem (§3.3) =
   temporal distractors first, then semantic ones not already listed.
 """
@@ -124,9 +129,15 @@ def _object_scores(ent: pd.DataFrame, prompts: pd.DataFrame, facts: pd.DataFrame
 
 
 def _distractor_scores(
-    ent: pd.DataFrame, prompts: pd.DataFrame, candidates: pd.DataFrame, correct: pd.DataFrame
+    ent: pd.DataFrame,
+    prompts: pd.DataFrame,
+    candidates: pd.DataFrame,
+    correct: pd.DataFrame,
+    forms: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """Scored distractors per prompt: prompt_id, entity, strategy, rank, logpl, best_lp, best_first."""
+    """Scored distractors per prompt: prompt_id, entity, strategy, rank, logpl, best_lp, best_first;
+    with ``forms`` (the score table's ``prompt_id, entity, form``) one per surface form
+    (:func:`one_per_surface_form`)."""
     # per-language lists; ApprOpt's per-sentence lists also carry their prompt_id
     own = ["prompt_id"] if "prompt_id" in candidates.columns else []
     cols = ["fact_id", "entity", "strategy", "rank", "lang", *own]
@@ -141,7 +152,54 @@ def _distractor_scores(
     unscored = scored["logpl"].isna().sum()
     if unscored:
         log.warning("%d (prompt, distractor) pair(s) have no score; dropped", unscored)
-    return scored.dropna(subset=["logpl"])
+    return one_per_surface_form(scored.dropna(subset=["logpl"]), forms)
+
+
+def one_per_surface_form(rows: pd.DataFrame, forms: pd.DataFrame | None) -> pd.DataFrame:
+    """``rows`` (one per prompt, strategy and distractor) less the namesakes of each list.
+
+    A list is a (prompt_id, strategy) pair read in ``rank`` order, ties by entity. Walking it, a
+    distractor scored on a string (``forms``: ``prompt_id, entity, form`` of the score table) that
+    a distractor kept before it in the list was scored on is left out: Pl(o*|c) sums o*'s forms
+    (eq. 1), so two entities scored on one string are one comparison, and counting both would
+    weigh it twice in Min@n / Avg@n. The later one goes, the next distractor moves up (a list
+    can end one shorter). Exact strings: "Paris" and "paris" are two continuations with their
+    own probabilities. ``forms`` None: every row stays (a caller without the score table).
+    """
+    if forms is None or rows.empty:
+        return rows
+    keys = ["prompt_id", "strategy"]
+    rows = rows.sort_values([*keys, "rank", "entity"], kind="stable").reset_index(drop=True)
+    code = pd.factorize(forms["form"].astype(str))[0]
+    named = pd.DataFrame(
+        {"prompt_id": forms["prompt_id"].to_numpy(), "entity": forms["entity"].astype(str), "_form": code}
+    ).drop_duplicates()
+    long = (
+        rows[keys + ["entity"]]
+        .assign(_row=np.arange(len(rows)), entity=rows["entity"].astype(str))
+        .merge(named, on=["prompt_id", "entity"])
+    )
+    shared = long.duplicated([*keys, "_form"], keep=False).to_numpy()
+    if not shared.any():
+        return rows
+    # Only lists holding a shared string are walked (rare: namesakes).
+    lists = long.loc[shared, keys].drop_duplicates()
+    walk = long.merge(lists, on=keys).sort_values("_row", kind="stable")
+    left_out: list[int] = []
+    for _, one in walk.groupby(keys, sort=False):
+        seen: set[int] = set()
+        for row, strings in one.groupby("_row", sort=True)["_form"]:
+            mine = set(strings.tolist())
+            if mine & seen:
+                left_out.append(int(row))
+            else:
+                seen |= mine
+    log.info(
+        "%d (prompt, distractor) pair(s) scored on a string an earlier distractor of the list was "
+        "scored on (namesakes) left out: one comparison per surface form",
+        len(left_out),
+    )
+    return rows.drop(index=left_out).reset_index(drop=True)
 
 
 def knowledge_per_prompt(
@@ -152,17 +210,20 @@ def knowledge_per_prompt(
     correct: pd.DataFrame,
     ns: Iterable[int],
     short_lists: str = "undefined",
+    forms: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """K(f|c) Min@n and Avg@n for every prompt, strategy and n (§3.2 eq. 2), vectorised.
 
     Returns columns prompt_id, fact_id, strategy, n, k_min, k_avg, n_used. Equal to
     ``k_of_prompt`` applied prompt by prompt (tested); with ``short_lists="undefined"`` a
-    prompt with fewer than n scored distractors has k_min = k_avg = NaN at that n.
+    prompt with fewer than n scored distractors has k_min = k_avg = NaN at that n. ``forms``
+    (the score table; the metrics stage always passes it): one comparison per surface form
+    (:func:`one_per_surface_form`).
     """
     if short_lists not in SHORT_LIST_RULES:
         raise ValueError(f"metrics.short_lists {short_lists!r}: use one of {SHORT_LIST_RULES}")
     obj = _object_scores(ent, prompts, facts)
-    dis = _distractor_scores(ent, prompts, candidates, correct)
+    dis = _distractor_scores(ent, prompts, candidates, correct, forms)
     frame = dis.merge(obj[["prompt_id", "obj_logpl"]], on="prompt_id")
     cols = ["prompt_id", "fact_id", "strategy", "n", "k_min", "k_avg", "n_used"]
     if frame.empty:
@@ -378,7 +439,8 @@ def knowledge_tables(
     cands = combine_strategies(candidates, combined or {})
     keys = prompts[["prompt_id", *GROUP_KEYS]]
     obj = _object_scores(ent, prompts, facts).merge(keys, on="prompt_id")
-    k = knowledge_per_prompt(ent, prompts, cands, facts, correct, ns, short_lists).merge(keys, on="prompt_id")
+    k = knowledge_per_prompt(ent, prompts, cands, facts, correct, ns, short_lists, scores)
+    k = k.merge(keys, on="prompt_id")
     k = fact_rule(k, obj, short_lists)
     parts = [average_per_fact(k, ["strategy", "n"], ["k_min", "k_avg", *K_BOOKKEEPING])]
     prob = probability_per_prompt(ent, prompts, facts).merge(keys, on="prompt_id")

@@ -50,13 +50,15 @@ class SuiteInputs:
     forms: pd.DataFrame | None = None
     topk: pd.DataFrame | None = None
     subject_swaps: pd.DataFrame | None = None
+    #: The model's prepared folder, for its tokenizer (a masked LM's BELIEF matching, §2.1).
+    tokenizer: str | None = None
 
 
 def read_inputs(inputs: Mapping) -> SuiteInputs:
     """Read a compute_metrics job's named inputs (``snakemake.input`` or a dict of paths).
 
     ``scores`` and ``facts`` are single tables, ``generations``, ``topk`` and ``subject_swaps`` (sentence-mode
-    suites) are optional; the suite's merged
+    suites) are optional, as is ``tokenizer`` (a masked LM's folder); the suite's merged
     prompts, candidates and forms come from :func:`factprobe.suite_tables.load_suite_tables`.
     """
     from ..suite_tables import load_suite_tables, read_concat
@@ -76,6 +78,7 @@ def read_inputs(inputs: Mapping) -> SuiteInputs:
         forms=tables.forms,
         topk=read_concat(topk),
         subject_swaps=read_concat(inputs.get("subject_swaps"), "subject_swaps"),
+        tokenizer=str(inputs["tokenizer"]) if "tokenizer" in inputs.keys() else None,
     )
     contracts.check(
         out.candidates, "candidates", "candidates", ["fact_id", "entity", "role", "strategy", "rank"]

@@ -300,7 +300,9 @@ def import_myriadlama_facts(path: str | Path, lang: str = "en"):
     expression), ``template``, ``is_manual``, the pair's objects ``obj_uris`` with their names
     ``obj_ents`` (parallel) and the accepted answer names ``obj_aliases`` (the columns its users
     read: a flat list per record; nested per object is read too). The subject's id is
-    ``sub_uri`` (LAMA-UHN's field). §4.2 Table 1 counts 34,048 unique triples over 24,643
+    ``sub_uri`` (LAMA-UHN's field) where the records carry it; no public loader of the dataset
+    reads one, so without it the subject is the pair's own (:func:`pair_subjects`: one id per
+    ``uuid``, outside Wikidata's range). §4.2 Table 1 counts 34,048 unique triples over 24,643
     subject-relation pairs: every object of a pair is its own fact (s, r, o), ``objects`` the
     pair's objects. Subject expressions other than the first are aliases (§4.1 "extension of
     entities", A.1); every object name is a correct answer. A flat alias list is given to the
@@ -310,12 +312,17 @@ def import_myriadlama_facts(path: str | Path, lang: str = "en"):
 
     path = Path(path)
     facts, forms = {}, []
-    for i, row in enumerate(_myriad_records(path)):
+    records = _myriad_records(path)
+    derived = pair_subjects(records, path)
+    for i, row in enumerate(records):
         try:
-            subject, relation = str(row["sub_uri"]), str(row.get("rel_uri") or row["predicate_id"])
+            subject = str(row.get("sub_uri") or derived[str(row["uuid"])])
+            relation = str(row.get("rel_uri") or row["predicate_id"])
             objects = row["obj_uris"]
         except KeyError as exc:
-            raise TemplateError(f"{path}: record {i}: missing {exc} (sub_uri, rel_uri, obj_uris)") from None
+            raise TemplateError(
+                f"{path}: record {i}: missing {exc} (sub_uri or uuid, rel_uri, obj_uris)"
+            ) from None
         objects = [str(o) for o in (objects if isinstance(objects, (list, tuple)) else json.loads(objects))]
         if not objects:
             raise TemplateError(f"{path}: record {i}: obj_uris is empty")
@@ -344,6 +351,27 @@ def import_myriadlama_facts(path: str | Path, lang: str = "en"):
     first = ~form_table.duplicated(["entity", "lang"])
     form_table["source"] = ["label" if f else "alias" for f in first]
     return fact_table, form_table.reset_index(drop=True)
+
+
+#: Subjects of MyriadLAMA pairs without ``sub_uri``: ids from here on, above every Wikidata item
+#: (about 1.4e8 in 2026) and small enough for Ω's packed (subject, property) keys (< 2**39).
+PAIR_SUBJECT_BASE = 2**38
+
+
+def pair_subjects(records: list[dict], path: Path) -> dict[str, str]:
+    """An item id for the subject of each pair (``uuid``) whose records have no ``sub_uri``.
+
+    MyriadLAMA's public loaders read ``uuid`` (one LAMA-UHN subject-relation pair), ``sub_ent``
+    and the objects, not a subject id; the pair is then its subject's only identity: ``Q`` +
+    :data:`PAIR_SUBJECT_BASE` + the uuid's rank among the file's sorted uuids, so no real entity
+    is named, the dump's statements never claim it (Ω's valid objects of the pair are its listed
+    ``obj_uris``) and its forms are its ``sub_ent`` expressions. A record with neither field is
+    refused naming both."""
+    missing = sorted({str(r["uuid"]) for r in records if not r.get("sub_uri") and r.get("uuid") is not None})
+    bare = next((i for i, r in enumerate(records) if not r.get("sub_uri") and r.get("uuid") is None), None)
+    if bare is not None:
+        raise TemplateError(f"{path}: record {bare}: neither sub_uri nor uuid names the subject")
+    return {uuid: f"Q{PAIR_SUBJECT_BASE + k}" for k, uuid in enumerate(missing)}
 
 
 # --------------------------------------------------------------------------- listed triples
