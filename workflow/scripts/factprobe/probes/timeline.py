@@ -107,27 +107,24 @@ def chain_edges(intervals: Sequence[tuple[int, int]]) -> list[int]:
 def diff_slices_sql(source: str, ends: Sequence[int]) -> str:
     """Query of ``subject, property, object, slice`` (module docstring, ``by: diff``), in triple
     order, over ``source``: a query of the rows of every diff, ``subject, property, object,
-    status, i, _row`` (``i``: the diff's place in the chain; ``_row``: the row's place in its
-    diff, of a triple's rows in one diff the first counts). ``ends[i]``: diff i's newer dump.
+    status, i`` (``i``: the diff's place in the chain; a diff has one row per triple, as the
+    diff engine writes it, docs/contracts.md). ``ends[i]``: diff i's newer dump.
 
-    Two aggregations that DuckDB spills to disk, so the job holds no diff: per (triple, diff) the
-    status, then per triple its count of ``static`` and its first diff saying ``new`` or
-    ``static``. A triple is static when all ``N`` diffs say ``static``; it belongs to slice i when
-    its first such diff is i, says ``new``, and the ``N - 1 - i`` later ones all say ``static``.
-    One scan feeds the first aggregation (a union of scans, one per diff, does not spill).
+    One aggregation per triple, which DuckDB spills to disk, so the job holds no diff: its count
+    of ``static`` and its first diff saying ``new`` or ``static``. A triple is static when all
+    ``N`` diffs say ``static``; it belongs to slice i when its first such diff is i, says
+    ``new``, and the ``N - 1 - i`` later ones all say ``static``. One scan feeds it (a union of
+    scans, one per diff, does not spill).
     """
     n = len(ends)
     labels = "[" + ", ".join(_text(str(int(e))) for e in ends) + "]"
     return f"""
-        WITH per AS (
-            SELECT subject, property, object, i, arg_min(status, _row) AS status
-            FROM ({source}) GROUP BY subject, property, object, i
-        ), tri AS (
+        WITH tri AS (
             SELECT subject, property, object,
                    count(*) FILTER (WHERE status = 'static') AS n_static,
                    min(i) FILTER (WHERE status IN ('new', 'static')) AS first_known,
                    arg_min(status, i) FILTER (WHERE status IN ('new', 'static')) AS first_status
-            FROM per GROUP BY subject, property, object
+            FROM ({source}) GROUP BY subject, property, object
         )
         SELECT * FROM (
             SELECT subject, property, object, CASE
@@ -145,7 +142,8 @@ def diff_slices(changes: Mapping[tuple[int, int], pd.DataFrame]) -> pd.DataFrame
     in triple order: :func:`diff_slices_sql` over in-memory tables.
 
     ``changes`` maps each interval ``(t_old, t_new)`` to its ``changes`` table (at least the triple
-    and ``status``); the intervals must chain (each one starts where the previous ended).
+    and ``status``, one row per triple); the intervals must chain (each one starts where the
+    previous ended).
     """
     from factprobe import scan
 
@@ -153,10 +151,7 @@ def diff_slices(changes: Mapping[tuple[int, int], pd.DataFrame]) -> pd.DataFrame
     edges = chain_edges(intervals)
     if not intervals:
         return pd.DataFrame(columns=[*TRIPLE, "slice"])
-    rows = [
-        changes[key][[*TRIPLE, "status"]].assign(i=i, _row=np.arange(len(changes[key])))
-        for i, key in enumerate(intervals)
-    ]
+    rows = [changes[key][[*TRIPLE, "status"]].assign(i=i) for i, key in enumerate(intervals)]
     con = scan.connect()
     con.register("_diffs", pd.concat(rows, ignore_index=True))
     return _plain_text(con.sql(diff_slices_sql("SELECT * FROM _diffs", edges[1:])).to_df(), ["slice"])
@@ -270,9 +265,8 @@ def slice_query(
             scan.check_columns(con, "changes", path, [*TRIPLE, "status"])
         listed = "[" + ", ".join(scan.quote(p) for p in files) + "]"
         source = f"""
-            SELECT subject, property, object, status, list_position({listed}, filename) - 1 AS i,
-                   file_row_number AS _row
-            FROM read_parquet({listed}, filename = true, file_row_number = true)
+            SELECT subject, property, object, status, list_position({listed}, filename) - 1 AS i
+            FROM read_parquet({listed}, filename = true)
             WHERE property IN ({rels})
         """
         dated = diff_slices_sql(source, edges[1:])
