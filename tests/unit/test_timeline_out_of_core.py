@@ -166,7 +166,7 @@ def candidate_parts(rng, table: pd.DataFrame, k: int) -> list[pd.DataFrame]:
 def test_diff_slices_equal_the_in_memory_pivot(seed):
     rng = np.random.default_rng(seed)
     dumps = [20190101, 20190201, 20190301, 20190401, 20190501, 20190601]
-    changes = random_series(rng, dumps, 3000)
+    changes = random_series(rng, dumps, 2000)
     got, want = tl.diff_slices(changes), ref_diff_slices(changes)
     # every dated slice and the static one are filled: the comparison covers each rule
     assert set(want["slice"]) == {*map(str, dumps[1:]), tl.STATIC}
@@ -203,7 +203,7 @@ def test_date_slices_equal_the_searchsorted_reference():
 def test_sampler_equals_the_in_memory_draw_on_a_dump_series(tmp_path, n_facts, bins, fixed):
     rng = np.random.default_rng(11)
     dumps = [20190101, 20190201, 20190301, 20190401, 20190501]
-    changes = random_series(rng, dumps, 2500)
+    changes = random_series(rng, dumps, 1500)
     paths = write_series(tmp_path / "diff", changes)
     block = Timeline(by="diff")
     query, slices = tl.slice_query(block, "20190501", ["P17", "P36"], "", paths, scan.connect())
