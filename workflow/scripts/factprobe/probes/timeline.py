@@ -57,7 +57,7 @@ from factprobe.hashing import stable_hashes
 
 from .timeline_draw import (  # noqa: F401  (the sampler's draw, re-exported)
     Draw,
-    _plain_text,
+    plain_text,
     drawn,
     fixed_draw,
     fixed_sample,
@@ -154,7 +154,7 @@ def diff_slices(changes: Mapping[tuple[int, int], pd.DataFrame]) -> pd.DataFrame
     rows = [changes[key][[*TRIPLE, "status"]].assign(i=i) for i, key in enumerate(intervals)]
     con = scan.connect()
     con.register("_diffs", pd.concat(rows, ignore_index=True))
-    return _plain_text(con.sql(diff_slices_sql("SELECT * FROM _diffs", edges[1:])).to_df(), ["slice"])
+    return plain_text(con.sql(diff_slices_sql("SELECT * FROM _diffs", edges[1:])).to_df(), ["slice"])
 
 
 def date_label_sql(column: str, edges: Sequence[int]) -> str:
@@ -175,7 +175,7 @@ def date_slices(dates: pd.Series, edges: Sequence[int]) -> pd.Series:
 
     con = scan.connect()
     con.register("_dates", pd.DataFrame({"d": pd.to_numeric(dates, errors="coerce").astype("Int64")}))
-    got = _plain_text(con.sql(f"SELECT {date_label_sql('d', edges)} AS label FROM _dates").to_df(), ["label"])
+    got = plain_text(con.sql(f"SELECT {date_label_sql('d', edges)} AS label FROM _dates").to_df(), ["label"])
     return pd.Series(got["label"].to_numpy(dtype=object), index=dates.index, dtype=object)
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 from factprobe.hashing import stable_hashes
 
 
-def _plain_text(frame: pd.DataFrame, cols: Sequence[str]) -> pd.DataFrame:
+def plain_text(frame: pd.DataFrame, cols: Sequence[str]) -> pd.DataFrame:
     """``cols`` of ``frame`` as object columns of str and None (DuckDB's text columns)."""
     for col in cols:
         values = frame[col].to_numpy(dtype=object)
@@ -174,7 +174,7 @@ def drawn(con, view: str, draw: Draw, extra: Sequence[str], ties: Sequence[str])
         most = int(quota["quota"].max()) if len(quota) else 0
         if most == 0:
             return pd.DataFrame(columns=[*ties, "slice", *extra, "stratum"])
-        return _plain_text(con.sql(draw_sql(view, extra, ties, most)).to_df(), ["slice"])
+        return plain_text(con.sql(draw_sql(view, extra, ties, most)).to_df(), ["slice"])
     finally:
         for name in ("_strata", "_quota"):
             con.unregister(name)
