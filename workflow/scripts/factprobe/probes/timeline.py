@@ -57,11 +57,11 @@ from factprobe.hashing import stable_hashes
 
 from .timeline_draw import (  # noqa: F401  (the sampler's draw, re-exported)
     Draw,
-    plain_text,
     drawn,
     fixed_draw,
     fixed_sample,
     matched_sample,
+    plain_text,
     popularity_bins,
     quantile_edges,
     quotas,
