@@ -46,6 +46,10 @@ Not part of the test suite. On a shared machine keep the sizes small (the load a
 printed with every run; wall times are inflated by load, CPU-s much less).
 
     PYTHONPATH=workflow/scripts .venv/bin/python benchmarks/scale.py --sizes 2000 10000 20000
+
+Timeline suites (``--timeline``): facts per monthly slice and the timeline build's peak memory
+for a series of 24 monthly dumps at full size, from measured figures (``scale_timeline.py``; its
+own options follow ``--timeline``).
 """
 
 from __future__ import annotations
@@ -1254,6 +1258,11 @@ def node_model(runs: list[dict], floor: float) -> list[str]:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--timeline"]:
+        import scale_timeline
+
+        scale_timeline.main(sys.argv[2:])
+        return
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[2000, 10000, 20000], help="items per dump")
     ap.add_argument("--facts", type=int, default=50, help="n_facts of every suite")

@@ -325,3 +325,34 @@ def test_forked_workers_memory_is_fitted_and_counted_once_per_thread():
     assert scale.workers_that_fit(16, 1000.0, 6000.0) == 16
     assert scale.workers_that_fit(16, 40000.0, 6000.0) == 1
     assert scale.workers_memory(n, [*series[:2], {"worker_mb": 0.0}], 16) == (0.0, "")
+
+
+def test_timeline_facts_per_monthly_slice_by_hand():
+    import scale_timeline as st
+
+    # 400,000 new items a month x 6 statements x 10 % on the common relations x 80 % labelled
+    assert st.monthly_facts(400_000, 6.0, 0.10, 0.80) == pytest.approx(192_000)
+    # 5,000 facts at that rate need 5,000 / (400,000 x 6 x 0.8) = 0.2604 % of the statements
+    assert st.break_even_share(400_000, 6.0, 0.80, 5_000) == pytest.approx(5_000 / 1_920_000)
+    # the stream's figures: 80 new ids in 65 s over a 30.44-day month
+    assert st.ITEMS_PER_MONTH_HIGH == pytest.approx(80 / 65 * 86_400 * 30.44)
+
+
+def test_timeline_peak_extrapolates_what_the_job_holds_beside_duckdb():
+    import scale_timeline as st
+
+    # beside a 100 MB DuckDB limit the job holds 300, 350, 400 MB at 1, 2, 3 M rows: an
+    # increment of 50 MB per M rows (exponent 1), so 300 + 50 x 99 = 5,250 MB at 100 M rows,
+    # plus the full-size limit 2,000 MB
+    runs = [
+        {"kind": "duckdb", "rows": r, "memory_mb": 100, "peak_mb": 100 + p}
+        for r, p in ((1e6, 300), (2e6, 350), (3e6, 400))
+    ]
+    peak, b = st.full_peak_mb(runs, "duckdb", 100e6, 2_000.0)
+    assert b == pytest.approx(1.0)
+    assert peak == pytest.approx(5_250 + 2_000)
+    # a flat job (increments within the 30 MB noise: exponent 0) keeps its largest run's figure,
+    # 300 + 20 x (anything) ** 0
+    flat = [{"kind": "pivot", "rows": r, "peak_mb": p} for r, p in ((1e6, 300), (2e6, 310), (4e6, 320))]
+    peak, b = st.full_peak_mb(flat, "pivot", 1e9)
+    assert b == 0.0 and peak == pytest.approx(320)

@@ -34,6 +34,12 @@ slice N+1 and leaves every older slice's facts unchanged, as long as their candi
 fact that a later diff removes or that changes bin drops out, and the next in hash order takes
 its place). A slice short of ``per_bin`` facts in a bin is an error naming it
 (:func:`fixed_sample`): an equal profile is the point of the sample.
+
+**Out of core.** A series of monthly dumps at full size gives billions of diff rows. DuckDB
+slices them (:func:`diff_slices_sql`: two aggregations it spills beyond its memory limit) into a
+Parquet table of the job's temp folder; candidate parts are spilled with their hash, and DuckDB
+joins them to the slices and draws (:mod:`factprobe.probes.timeline_draw`). The job holds one
+candidate part, counts per popularity value and per (slice, bin), and the sample.
 """
 
 from __future__ import annotations
@@ -41,12 +47,25 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from factprobe.hashing import stable_hashes
+
+from .timeline_draw import (  # noqa: F401  (the sampler's draw, re-exported)
+    Draw,
+    drawn,
+    fixed_draw,
+    fixed_sample,
+    matched_sample,
+    plain_text,
+    popularity_bins,
+    quantile_edges,
+    quotas,
+)
 
 #: Label of the undated control slice.
 STATIC = "static"
@@ -71,138 +90,103 @@ def series_slices(edges: Sequence[int]) -> list[Slice]:
     return [*dated, Slice(STATIC, None, None)]
 
 
-def diff_slices(changes: Mapping[tuple[int, int], pd.DataFrame]) -> pd.DataFrame:
-    """``subject, property, object, slice`` from the diffs of consecutive dumps (module docstring).
+def _text(value: str) -> str:
+    """``value`` as a DuckDB string literal."""
+    return "'" + str(value).replace("'", "''") + "'"
 
-    ``changes`` maps each interval ``(t_old, t_new)`` to its ``changes`` table (at least the triple
-    and ``status``); the intervals must chain (each one starts where the previous ended).
-    """
-    intervals = sorted(changes)
+
+def chain_edges(intervals: Sequence[tuple[int, int]]) -> list[int]:
+    """The dumps ``t_0 < ... < t_N`` of the diff intervals ``(t_old, t_new)`` (sorted), which must
+    chain: each one starts where the previous ended."""
     for (_, a), (b, _) in zip(intervals, intervals[1:], strict=False):
         if a != b:
             raise ValueError(f"timeline: diffs do not chain: ...{a}) then ({b}...")
-    n = len(intervals)
-    parts = []
-    for i, key in enumerate(intervals):
-        part = changes[key][[*TRIPLE, "status"]].copy()
-        part["i"] = i
-        parts.append(part)
-    long = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[*TRIPLE, "status", "i"])
-    wide = long.pivot_table(index=TRIPLE, columns="i", values="status", aggfunc="first").reindex(
-        columns=range(n)
+    return [intervals[0][0], *(new for _, new in intervals)] if intervals else []
+
+
+def diff_slices_sql(source: str, ends: Sequence[int]) -> str:
+    """Query of ``subject, property, object, slice`` (module docstring, ``by: diff``), in triple
+    order, over ``source``: a query of the rows of every diff, ``subject, property, object,
+    status, i`` (``i``: the diff's place in the chain; a diff has one row per triple, as the
+    diff engine writes it, docs/contracts.md). ``ends[i]``: diff i's newer dump.
+
+    One aggregation per triple, which DuckDB spills to disk, so the job holds no diff: its count
+    of ``static`` and its first diff saying ``new`` or ``static``. A triple is static when all
+    ``N`` diffs say ``static``; it belongs to slice i when its first such diff is i, says
+    ``new``, and the ``N - 1 - i`` later ones all say ``static``. One scan feeds it (a union of
+    scans, one per diff, does not spill).
+    """
+    n = len(ends)
+    labels = "[" + ", ".join(_text(str(int(e))) for e in ends) + "]"
+    return f"""
+        WITH tri AS (
+            SELECT subject, property, object,
+                   count(*) FILTER (WHERE status = 'static') AS n_static,
+                   min(i) FILTER (WHERE status IN ('new', 'static')) AS first_known,
+                   arg_min(status, i) FILTER (WHERE status IN ('new', 'static')) AS first_status
+            FROM ({source}) GROUP BY subject, property, object
+        )
+        SELECT * FROM (
+            SELECT subject, property, object, CASE
+                WHEN n_static = {n} THEN {_text(STATIC)}
+                WHEN first_status = 'new' AND n_static = {n} - 1 - first_known
+                    THEN {labels}[first_known + 1]
+            END AS slice
+            FROM tri
+        ) WHERE slice IS NOT NULL ORDER BY subject, property, object
+    """
+
+
+def diff_slices(changes: Mapping[tuple[int, int], pd.DataFrame]) -> pd.DataFrame:
+    """``subject, property, object, slice`` from the diffs of consecutive dumps (module docstring),
+    in triple order: :func:`diff_slices_sql` over in-memory tables.
+
+    ``changes`` maps each interval ``(t_old, t_new)`` to its ``changes`` table (at least the triple
+    and ``status``, one row per triple); the intervals must chain (each one starts where the
+    previous ended).
+    """
+    from factprobe import scan
+
+    intervals = sorted(changes)
+    edges = chain_edges(intervals)
+    if not intervals:
+        return pd.DataFrame(columns=[*TRIPLE, "slice"])
+    rows = [changes[key][[*TRIPLE, "status"]].assign(i=i) for i, key in enumerate(intervals)]
+    con = scan.connect()
+    con.register("_diffs", pd.concat(rows, ignore_index=True))
+    return plain_text(con.sql(diff_slices_sql("SELECT * FROM _diffs", edges[1:])).to_df(), ["slice"])
+
+
+def date_label_sql(column: str, edges: Sequence[int]) -> str:
+    """SQL of the slice label of the date in ``column`` (module docstring): ``static`` when NULL,
+    NULL outside ``(edges[0], edges[-1]]``, else the first edge on or after it."""
+    ends = [s.end for s in series_slices(edges)[:-1]]
+    whens = " ".join(f"WHEN {column} <= {e} THEN {_text(str(e))}" for e in ends)
+    return (
+        f"CASE WHEN {column} IS NULL THEN {_text(STATIC)} "
+        f"WHEN {column} <= {int(edges[0])} OR {column} > {int(edges[-1])} THEN NULL {whens} END"
     )
-    status = wide.to_numpy(dtype=object)
-    is_static = status == "static"
-    is_new = status == "new"
-    labels = np.full(len(wide), None, dtype=object)
-    labels[is_static.all(axis=1)] = STATIC
-    known_before = np.zeros(len(wide), dtype=bool)
-    for i, (_, t_new) in enumerate(intervals):
-        later_static = is_static[:, i + 1 :].all(axis=1)
-        labels[is_new[:, i] & later_static & ~known_before] = str(t_new)
-        known_before |= is_new[:, i] | is_static[:, i]
-    out = wide.index.to_frame(index=False)
-    out["slice"] = labels
-    return out[out["slice"].notna()].reset_index(drop=True)
 
 
 def date_slices(dates: pd.Series, edges: Sequence[int]) -> pd.Series:
     """Slice label of each fact by its date (``<NA>``/NaN = undated -> ``static``); None outside
-    ``(edges[0], edges[-1]]`` (module docstring)."""
-    slices = series_slices(edges)
-    ends = np.array([s.end for s in slices[:-1]], dtype=np.int64)
-    d = pd.to_numeric(dates, errors="coerce")
-    undated = d.isna().to_numpy()
-    values = d.fillna(0).to_numpy(dtype=np.int64)
-    # slice i is (ends[i-1], ends[i]]: the first end >= date
-    pos = np.searchsorted(ends, values, side="left")
-    inside = (values > int(edges[0])) & (values <= int(edges[-1]))
-    labels = np.where(
-        inside, np.array([s.label for s in slices[:-1]], dtype=object)[np.minimum(pos, len(ends) - 1)], None
-    )
-    labels = np.where(undated, STATIC, labels)
-    return pd.Series(labels, index=dates.index, dtype=object)
+    ``(edges[0], edges[-1]]`` (module docstring): :func:`date_label_sql` over ``dates``."""
+    from factprobe import scan
 
-
-def popularity_bins(popularity: np.ndarray, bins: int) -> np.ndarray:
-    """Equal-count bin of ln(1 + popularity): the number of inner quantile edges of the pooled
-    values (``bins - 1`` of them, linear interpolation, duplicates merged) at or below the value,
-    so equal values share a bin and the top value is in the last bin."""
-    x = np.log1p(np.asarray(popularity, dtype=np.float64))
-    if x.size == 0 or bins <= 1:
-        return np.zeros(x.size, dtype=np.int64)
-    edges = np.unique(np.quantile(x, np.arange(1, bins) / bins))
-    return np.searchsorted(edges, x, side="right").astype(np.int64)
-
-
-def quotas(minima: np.ndarray, n: int) -> np.ndarray:
-    """Per-bin quota: ``minima`` (smallest count of each bin over the slices) scaled to sum to
-    ``n`` by largest remainder (ties to the lower bin), or ``minima`` itself when it sums to <= n."""
-    minima = np.asarray(minima, dtype=np.int64)
-    total = int(minima.sum())
-    if total <= n:
-        return minima.copy()
-    exact = minima * n / total
-    q = np.floor(exact).astype(np.int64)
-    rest = n - int(q.sum())
-    order = np.lexsort((np.arange(len(exact)), -(exact - q)))
-    q[order[:rest]] += 1
-    return q
-
-
-def matched_sample(candidates: pd.DataFrame, n: int, bins: int = 5, seed: object = 0) -> pd.DataFrame:
-    """Equal-size, popularity-matched sample of every slice (module docstring).
-
-    ``candidates``: ``fact_id, slice, popularity`` (+ any columns, kept). Returns the chosen rows
-    with ``stratum`` (the popularity bin, 0 = least popular), in (slice, stratum, hash) order.
-    Slices with no candidate are absent from the result and, having no count, set every quota
-    to 0: callers check that every slice they need has candidates (:func:`check_slices`).
-    """
-    c = candidates.reset_index(drop=True).copy()
-    c["stratum"] = popularity_bins(c["popularity"].to_numpy(), bins)
-    c["_h"] = stable_hashes((seed, "timeline"), c["fact_id"])
-    counts = pd.crosstab(c["slice"], c["stratum"]).reindex(
-        columns=range(int(c["stratum"].max()) + 1 if len(c) else 0), fill_value=0
-    )
-    q = quotas(counts.min(axis=0).to_numpy() if len(counts) else np.zeros(0, np.int64), n)
-    quota = pd.Series(q, index=counts.columns)
-    c = c.sort_values(["slice", "stratum", "_h", "fact_id"])
-    c["_rank"] = c.groupby(["slice", "stratum"]).cumcount()
-    keep = c["_rank"] < c["stratum"].map(quota).fillna(0).to_numpy()
-    return c[keep].drop(columns=["_h", "_rank"]).reset_index(drop=True)
-
-
-def fixed_sample(
-    candidates: pd.DataFrame, per_bin: int, edges: Sequence[float] = (), seed: object = 0
-) -> pd.DataFrame:
-    """Each slice's ``per_bin`` facts of lowest hash in each popularity bin of the fixed ``edges``
-    (module docstring, fixed quotas); same columns and order as :func:`matched_sample`."""
-    edges = np.asarray(edges, dtype=np.float64)
-    if (np.diff(edges) <= 0).any():
-        raise ValueError(f"timeline.popularity_edges: need ascending values, got {edges.tolist()}")
-    c = candidates.reset_index(drop=True).copy()
-    c["stratum"] = np.searchsorted(edges, c["popularity"].to_numpy(dtype=np.float64), side="right")
-    c["_h"] = stable_hashes((seed, "timeline"), c["fact_id"])
-    counts = pd.crosstab(c["slice"], c["stratum"]).reindex(columns=range(len(edges) + 1), fill_value=0)
-    short = [
-        f"{label} bin {b}: {int(k)}"
-        for label, row in counts.iterrows()
-        for b, k in row.items()
-        if k < per_bin
-    ]
-    if short:
-        raise ValueError(
-            f"timeline: fewer than per_bin={per_bin} candidate facts in {'; '.join(short)}; "
-            "lower timeline.per_bin or move timeline.popularity_edges"
-        )
-    c = c.sort_values(["slice", "stratum", "_h", "fact_id"])
-    keep = c.groupby(["slice", "stratum"]).cumcount() < per_bin
-    return c[keep.to_numpy()].drop(columns=["_h"]).reset_index(drop=True)
+    con = scan.connect()
+    con.register("_dates", pd.DataFrame({"d": pd.to_numeric(dates, errors="coerce").astype("Int64")}))
+    got = plain_text(con.sql(f"SELECT {date_label_sql('d', edges)} AS label FROM _dates").to_df(), ["label"])
+    return pd.Series(got["label"].to_numpy(dtype=object), index=dates.index, dtype=object)
 
 
 def check_slices(candidates: pd.DataFrame, slices: Sequence[Slice]) -> None:
     """Fail, naming them, when some slices have no candidate fact."""
-    empty = [s.label for s in slices if not (candidates["slice"] == s.label).any()]
+    missing_slices(set(candidates["slice"]), slices)
+
+
+def missing_slices(present: set, slices: Sequence[Slice]) -> None:
+    """Fail, naming them, when some of ``slices`` are not among the labels ``present``."""
+    empty = [s.label for s in slices if s.label not in present]
     if empty:
         raise ValueError(
             f"timeline: no candidate fact in slice(s) {empty}; widen the intervals or the relations"
@@ -235,38 +219,90 @@ def statement_dates_sql(claims: str, dump: int, relations: Sequence[int]) -> str
     """
 
 
-def slice_table(
+def _bounds_sql(slices: Sequence[Slice]) -> str:
+    """A VALUES table ``slice, slice_start, slice_end`` of ``slices``."""
+    rows = ", ".join(
+        f"({_text(s.label)}, {'NULL' if s.start is None else int(s.start)}::INTEGER, "
+        f"{'NULL' if s.end is None else int(s.end)}::INTEGER)"
+        for s in slices
+    )
+    return f"(VALUES {rows}) AS _bounds(slice, slice_start, slice_end)"
+
+
+_FACT_ID_SQL = (
+    "'Q' || CAST(subject AS VARCHAR) || '|P' || CAST(property AS VARCHAR) || '|Q' || CAST(object AS VARCHAR)"
+)
+
+
+def slice_query(
     block, dump: str, relations: Sequence[str], claims: str, changes: Sequence[str], con
-) -> tuple[pd.DataFrame, list[Slice]]:
-    """The slices and ``fact_id, slice, slice_start, slice_end`` of every fact of ``relations`` in a slice of the
-    timeline ``block`` (settings ``Timeline``): by statement date from the dump's ``claims``, or by
-    the ``changes`` files of the diffs ``results/diff/{old}_{new}/`` chaining up to ``dump``."""
+) -> tuple[str, list[Slice]]:
+    """The slices and the query of ``fact_id, slice, slice_start, slice_end`` (+ ``date`` by
+    statement date) of every fact of ``relations`` in a slice of the timeline ``block`` (settings
+    ``Timeline``), in triple order: by statement date from the dump's ``claims``
+    (:func:`date_label_sql`), or by the ``changes`` files of the diffs ``results/diff/{old}_{new}/``
+    chaining up to ``dump`` (:func:`diff_slices_sql`, the diffs read by DuckDB, not the job)."""
     from factprobe import contracts, scan
 
     rel_ids = [contracts.id_int(r) for r in relations]
+    rels = ", ".join(str(int(r)) for r in rel_ids) or "NULL"
     if block.by == "statement_date":
         edges = [int(e) for e in block.edges]
-        dated = con.sql(statement_dates_sql(claims, int(dump), rel_ids)).to_df()
-        dated["slice"] = date_slices(dated["date"], edges).to_numpy()
-        dated = dated[dated["slice"].notna()]
+        dated = f"""
+            SELECT subject, property, object, {date_label_sql("date", edges)} AS slice, CAST(date AS INTEGER) AS date
+            FROM ({statement_dates_sql(claims, int(dump), rel_ids)})
+        """
+        cols = "slice_start, slice_end, date"
     else:
-        frames = {}
+        by_interval = {}
         for path in changes:
             old, new = (int(x) for x in Path(path).parent.name.split("_"))
-            frames[(old, new)] = scan.table_of_relations(
-                "changes", path, rel_ids, ["subject", "property", "object", "status"], con
-            )
-        dated = diff_slices(frames)
-        edges = [min(frames)[0], *sorted(new for _, new in frames)]
-    bounds = {s.label: (s.start, s.end) for s in series_slices(edges)}
-    out = pd.DataFrame(
-        {"fact_id": contracts.fact_ids_of(dated).to_numpy(), "slice": dated["slice"].to_numpy()}
-    )
-    out["slice_start"] = pd.array([bounds[s][0] for s in out["slice"]], dtype="Int32")
-    out["slice_end"] = pd.array([bounds[s][1] for s in out["slice"]], dtype="Int32")
-    if "date" in dated:
-        out["date"] = pd.array(dated["date"].to_numpy(), dtype="Int32")
-    return out, series_slices(edges)
+            by_interval[(old, new)] = path
+        intervals = sorted(by_interval)
+        edges = chain_edges(intervals)
+        files = [by_interval[key] for key in intervals]
+        for path in files:
+            scan.check_columns(con, "changes", path, [*TRIPLE, "status"])
+        listed = "[" + ", ".join(scan.quote(p) for p in files) + "]"
+        source = f"""
+            SELECT subject, property, object, status, list_position({listed}, filename) - 1 AS i
+            FROM read_parquet({listed}, filename = true)
+            WHERE property IN ({rels})
+        """
+        dated = diff_slices_sql(source, edges[1:])
+        cols = "slice_start, slice_end"
+    slices = series_slices(edges)
+    query = f"""
+        SELECT {_FACT_ID_SQL} AS fact_id, slice, {cols}
+        FROM ({dated}) d JOIN {_bounds_sql(slices)} USING (slice)
+        ORDER BY subject, property, object
+    """
+    return query, slices
+
+
+def slice_table(
+    block, dump: str, relations: Sequence[str], claims: str, changes: Sequence[str], con
+) -> tuple[pd.DataFrame, list[Slice]]:
+    """The slices and :func:`slice_query`'s table in memory (``slice_start``, ``slice_end``,
+    ``date`` as Int32)."""
+    query, slices = slice_query(block, dump, relations, claims, changes, con)
+    return _slice_columns(con.sql(query).to_df()), slices
+
+
+def _slice_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """``slice`` as text the way a table built from an array of labels holds it, the bounds and
+    ``date`` as Int32: the types of the facts table."""
+    frame["slice"] = _label_column(frame["slice"])
+    for col in ("slice_start", "slice_end", "date"):
+        if col in frame:
+            frame[col] = frame[col].astype("Int32")
+    return frame
+
+
+def _label_column(labels: pd.Series) -> pd.Series:
+    """Slice labels (no missing one) as the column that pandas makes of an array of them."""
+    values = labels.to_numpy(dtype=object)
+    return pd.DataFrame({"slice": values}, index=labels.index)["slice"]
 
 
 def timeline_sampler(
@@ -275,41 +311,55 @@ def timeline_sampler(
     """The sampler of timeline suite ``suite`` (settings ``Suite`` with a ``timeline`` block)."""
     if suite.timeline.by == "diff" and len(changes) < 2:
         raise ValueError("timeline by diff: need at least three enabled dumps up to the suite's dump")
-    table, slices = slice_table(suite.timeline, str(suite.dump), relations, claims, changes, con)
+    query, slices = slice_query(suite.timeline, str(suite.dump), relations, claims, changes, con)
     block = suite.timeline
     fixed = None if block.per_bin is None else (block.per_bin, list(block.popularity_edges))
-    return TimelineSampler(table, slices, suite.n_facts, block.bins, suite.seed, fixed)
+    return TimelineSampler(query, slices, suite.n_facts, block.bins, suite.seed, fixed, con)
 
 
-def spill_parquet(candidates: pd.DataFrame, object_sitelinks, path: str) -> int:
-    """:class:`TimelineSampler`'s per-part work: the part to ``path``; returns its rows."""
+def spill_timeline(candidates: pd.DataFrame, object_sitelinks, path: str, seed: object) -> int:
+    """:class:`TimelineSampler`'s per-part work: the part with its draw hash ``_h`` to ``path``
+    (nothing for an empty part); returns its rows."""
     if candidates.empty:
         return 0
-    candidates.to_parquet(path, index=False)
+    candidates.assign(_h=stable_hashes((seed, "timeline"), candidates["fact_id"])).to_parquet(
+        path, index=False
+    )
     return len(candidates)
 
 
 class TimelineSampler:
     """The sampler of a timeline suite (``probes/sample.py``'s interface: ``reserve``,
-    ``spiller``, ``register``, ``add``, ``finish``): candidate parts are spilled as they come;
-    :meth:`finish` keeps those in a slice of ``table`` (:func:`slice_table`), checks that every
-    one of ``slices`` has some, and draws
-    :func:`matched_sample` with ``n_facts`` per slice. ``popularity`` is the subject's sitelinks,
-    the facts table's own. ``fixed`` = ``(per_bin, popularity_edges)`` draws :func:`fixed_sample`
-    instead (``n_facts`` and ``bins`` unused)."""
+    ``spiller``, ``register``, ``add``, ``finish``), out of core like the others: candidate parts
+    are spilled with their hash as they come, and the slice table (a DataFrame, or the query of
+    :func:`slice_query`, which DuckDB writes to a file) lies beside them; :meth:`finish` lets
+    DuckDB join the parts to the table, check that every one of ``slices`` has some, and draw
+    (:func:`drawn`) :func:`matched_sample`'s ``n_facts`` per slice, or with ``fixed`` =
+    ``(per_bin, popularity_edges)`` :func:`fixed_sample`'s (``n_facts`` and ``bins`` unused); it
+    reads the drawn rows back one part at a time. ``popularity`` is the subject's sitelinks, the
+    facts table's own. The job holds one part and the sample."""
 
     def __init__(
         self,
-        table: pd.DataFrame,
+        table: pd.DataFrame | str,
         slices: list[Slice],
         n_facts: int | None,
         bins: int,
         seed: object,
         fixed: tuple[int, list[float]] | None = None,
+        con=None,
     ):
-        self.table, self.slices, self.n_facts, self.bins, self.seed = table, slices, n_facts, bins, seed
-        self.fixed = fixed
+        from factprobe import scan
+
+        self.slices, self.seed = slices, seed
+        self.con = con if con is not None else scan.connect()
+        self.draw = Draw(n=n_facts, bins=bins) if fixed is None else fixed_draw(*fixed)
         self.tmp = tempfile.TemporaryDirectory(prefix="factprobe-timeline-")
+        self.table = str(Path(self.tmp.name) / "slices.parquet")
+        if isinstance(table, str):
+            self.con.execute(f"COPY ({table}) TO {scan.quote(self.table)} (FORMAT parquet)")
+        else:
+            table.to_parquet(self.table, index=False)
         self.files: list[str] = []
         self._n = 0
 
@@ -317,8 +367,8 @@ class TimelineSampler:
         self._n += 1
         return str(Path(self.tmp.name) / f"{self._n}.parquet")
 
-    def spiller(self):
-        return spill_parquet
+    def spiller(self) -> partial:
+        return partial(spill_timeline, seed=self.seed)
 
     def register(self, prop: str, path: str, rows: int) -> None:
         if rows:
@@ -326,21 +376,51 @@ class TimelineSampler:
 
     def add(self, candidates: pd.DataFrame, object_sitelinks: pd.Series | None = None) -> None:
         path = self.reserve()
-        self.register("", path, spill_parquet(candidates, None, path))
+        self.register("", path, spill_timeline(candidates, None, path, self.seed))
 
     def finish(self) -> list[pd.DataFrame]:
         try:
-            if not self.files:
-                return []
-            cands = pd.concat([pd.read_parquet(f) for f in self.files], ignore_index=True)
+            return self._finish() if self.files else []
         finally:
+            self.con.execute("DROP VIEW IF EXISTS _timeline_cands")
             self.tmp.cleanup()
-        cands = cands.merge(self.table, on="fact_id", how="inner")
-        check_slices(cands, self.slices)
-        if self.fixed is not None:
-            return [fixed_sample(cands, self.fixed[0], self.fixed[1], self.seed)]
-        n = len(cands) if self.n_facts is None else self.n_facts
-        return [matched_sample(cands, n, self.bins, self.seed)]
+
+    def _finish(self) -> list[pd.DataFrame]:
+        from factprobe import scan
+
+        con = self.con
+        files = "[" + ", ".join(scan.quote(f) for f in self.files) + "]"
+        extra = [c for c in scan.parquet_columns(con, self.table) if c not in ("fact_id", "slice")]
+        con.execute(
+            f"""
+            CREATE OR REPLACE TEMP VIEW _timeline_cands AS
+            SELECT p.fact_id, p.popularity, p._h, list_position({files}, p.filename) - 1 AS _file,
+                   p.file_row_number AS _row, t.slice, {", ".join(f"t.{c}" for c in extra)}
+            FROM read_parquet({files}, filename = true, file_row_number = true) p
+            JOIN read_parquet({scan.quote(self.table)}) t ON p.fact_id = t.fact_id
+            """
+        )
+        present = {row[0] for row in con.execute("SELECT DISTINCT slice FROM _timeline_cands").fetchall()}
+        missing_slices(present, self.slices)
+        keys = _slice_columns(drawn(con, "_timeline_cands", self.draw, extra, ["_file", "_row"]))
+        return [self._rows(keys, extra)]
+
+    def _rows(self, keys: pd.DataFrame, extra: list[str]) -> pd.DataFrame:
+        """The drawn candidates, read back a part at a time, in ``keys``' order, with the slice
+        columns and ``stratum``: the columns of the candidates, then those of the slice table."""
+        rows = keys["_row"].to_numpy(dtype=np.int64)
+        parts = [
+            pd.read_parquet(self.files[int(f)]).iloc[rows[at]].set_axis(at)
+            for f, at in keys.groupby("_file").indices.items()
+        ]
+        if not parts:
+            parts = [pd.read_parquet(self.files[0]).iloc[:0]]
+        out = pd.concat(parts).sort_index().drop(columns="_h").reset_index(drop=True)
+        out["slice"] = keys["slice"].to_numpy()
+        for col in extra:
+            out[col] = keys[col].array
+        out["stratum"] = keys["stratum"].to_numpy(dtype=np.int64)
+        return out
 
 
 def taught_until(facts: pd.DataFrame, until: str | int) -> pd.DataFrame:
