@@ -191,6 +191,10 @@ TIMELINE_COLUMNS = [
     "share_none",
     "declared_cutoff",
     "after_declared",
+    "known_value",
+    "known_ci_low",
+    "known_ci_high",
+    "known_n_facts",
 ]
 
 
@@ -239,6 +243,41 @@ def after_declared(curve: pd.DataFrame, declared: str) -> np.ndarray:
     return (start >= int(declared)).fillna(False).to_numpy(dtype=bool)
 
 
+def known_curve(
+    curve: pd.DataFrame,
+    per_fact: pd.DataFrame,
+    facts: pd.DataFrame,
+    block: dict,
+    samples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """``curve`` with the known-subject curve beside it (``known_*``): each dated slice's facts
+    whose subject the model knows (:func:`factprobe.metrics.cutoff_profile.subject_known`); the
+    static slice, which decides what is known, gets none (NaN, 0 facts)."""
+    from factprobe.metrics.cutoff_profile import subject_known
+
+    values = fact_values(per_fact, block["measure"], block.get("strategy"), block.get("n"))
+    values.index = values.index.astype(str)
+    known = subject_known(
+        values, facts, float(block.get("subject_threshold", 0.75)), int(block.get("subject_min_facts", 1))
+    )
+    kept = values[values.index.isin(known.index[known.to_numpy()])]
+    slices = facts.astype({"fact_id": str}).set_index("fact_id")["slice"]
+    sub = slice_curve(kept, slices, samples, seed, level) if len(kept) else pd.DataFrame(columns=["slice"])
+    sub = sub.rename(
+        columns={
+            "value": "known_value",
+            "ci_low": "known_ci_low",
+            "ci_high": "known_ci_high",
+            "n_facts": "known_n_facts",
+        }
+    ).set_index("slice")
+    out = curve.join(sub[["known_value", "known_ci_low", "known_ci_high", "known_n_facts"]], on="slice")
+    out["known_n_facts"] = out["known_n_facts"].fillna(0).astype("int64")
+    return out
+
+
 def timeline_table(
     per_fact: dict[str, pd.DataFrame],
     facts: pd.DataFrame,
@@ -251,7 +290,8 @@ def timeline_table(
     """``timeline.csv``: every model's curve rows with its cut-off estimate, its interval and
     its declared cut-off (models.tsv ``cutoff``, YYYYMMDD; empty when none) on each row.
     ``cutoff_index`` k counts the dated slices known (N: none within the series, and then the
-    ``cutoff`` date is empty); likewise the interval's ends."""
+    ``cutoff`` date is empty); likewise the interval's ends. ``known_*``: the known-subject
+    curve beside it (:func:`known_curve`)."""
     rows = []
     for model in sorted(per_fact):
         curve, cut = model_timeline(
@@ -279,7 +319,7 @@ def timeline_table(
         curve["share_none"] = cut.share_none
         curve["declared_cutoff"] = (declared.get(model) or "").replace("-", "")
         curve["after_declared"] = after_declared(curve, curve["declared_cutoff"].iloc[0])
-        rows.append(curve)
+        rows.append(known_curve(curve, per_fact[model], facts, block, samples, seed, level))
     table = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=TIMELINE_COLUMNS)
     # dates as YYYYMMDD text, empty where there is none (static slice, no cut-off)
     for col in ("slice_start", "slice_end", "cutoff", "cutoff_low", "cutoff_high"):
