@@ -19,7 +19,10 @@ FACTS = full(
     ),
 )
 PROMPTS = prompt_frame(
-    full("prompts", pd.DataFrame([("p1", "F1", "en"), ("p2", "F2", "en")], columns=["prompt_id", "fact_id", "lang"]))
+    full(
+        "prompts",
+        pd.DataFrame([("p1", "F1", "en"), ("p2", "F2", "en")], columns=["prompt_id", "fact_id", "lang"]),
+    )
 )
 CANDS = full(
     "candidates",
@@ -36,7 +39,14 @@ CANDS = full(
     ),
 )
 # Pl(entity | prompt), one form each, end marker probability 1
-PL = {("p1", "A"): 0.4, ("p1", "D1"): 0.2, ("p1", "D2"): 0.2, ("p2", "B"): 0.1, ("p2", "D1"): 0.6, ("p2", "D2"): 0.3}
+PL = {
+    ("p1", "A"): 0.4,
+    ("p1", "D1"): 0.2,
+    ("p1", "D2"): 0.2,
+    ("p2", "B"): 0.1,
+    ("p2", "D1"): 0.6,
+    ("p2", "D2"): 0.3,
+}
 SCORES = full(
     "scores",
     pd.DataFrame(
@@ -62,7 +72,9 @@ def test_candidate_confidence_hand_values():
         [0.5, 0.5, 1.0, 0.375]
     )
     # p1, n = 1: q = 2/3, 1/3; Brier (1/3)^2 + (1/3)^2
-    assert got.loc[("p1", 1), ["p_true", "confidence", "brier"]].tolist() == pytest.approx([2 / 3, 2 / 3, 2 / 9])
+    assert got.loc[("p1", 1), ["p_true", "confidence", "brier"]].tolist() == pytest.approx(
+        [2 / 3, 2 / 3, 2 / 9]
+    )
     # p2, n = 2: q = 0.1, 0.6, 0.3: wrong, answer D1 at 0.6; Brier 0.81 + 0.36 + 0.09
     assert got.loc[("p2", 2), ["p_true", "confidence", "correct", "brier"]].tolist() == pytest.approx(
         [0.1, 0.6, 0.0, 1.26]
@@ -88,7 +100,9 @@ def _facts(confidence, correct, ids=None):
             "confidence": confidence,
             "correct": correct,
             "brier": 0.0,
-            "confidently_wrong": [float(c < 0.5 and p >= 0.8) for p, c in zip(confidence, correct, strict=True)],
+            "confidently_wrong": [
+                float(c < 0.5 and p >= 0.8) for p, c in zip(confidence, correct, strict=True)
+            ],
         },
         index=pd.Index(ids, name="fact_id"),
     )
@@ -98,10 +112,14 @@ def test_group_calibration_hand_values():
     row = sc.group_calibration(_facts([0.9, 0.6, 0.8, 0.3], [1.0, 0.0, 0.0, 1.0]))
     # four facts, one per bin: ECE = mean |right - confidence| = (0.1 + 0.6 + 0.8 + 0.7) / 4
     assert row["ece"] == pytest.approx(0.55)
-    assert (row["accuracy"], row["mean_confidence"], row["confidently_wrong"]) == pytest.approx((0.5, 0.65, 0.25))
+    assert (row["accuracy"], row["mean_confidence"], row["confidently_wrong"]) == pytest.approx(
+        (0.5, 0.65, 0.25)
+    )
     # least confident first: 0.3 right, 0.6 wrong, 0.8 wrong, 0.9 right. Kept ceil((1 - r) 4):
     # 4, 4, 4, 3, 3, 2, 2, 2, 1, 1 -> accuracy 1/2, 1/2, 1/2, 1/3, 1/3, 1/2, 1/2, 1/2, 1, 1
-    assert [row[f"ar_{p}"] for p in sc.REJECT] == pytest.approx([0.5, 0.5, 0.5, 1 / 3, 1 / 3, 0.5, 0.5, 0.5, 1, 1])
+    assert [row[f"ar_{p}"] for p in sc.REJECT] == pytest.approx(
+        [0.5, 0.5, 0.5, 1 / 3, 1 / 3, 0.5, 0.5, 0.5, 1, 1]
+    )
 
 
 def test_ece_equal_count_bins():
@@ -116,7 +134,16 @@ def test_calibration_rows_per_slice_and_around_the_cutoff():
     facts = pd.DataFrame(
         {
             "fact_id": ["a1", "a2", "b1", "b2", "c1", "c2", "s1", "s2"],
-            "slice": ["20200201", "20200201", "20200301", "20200301", "20200401", "20200401", "static", "static"],
+            "slice": [
+                "20200201",
+                "20200201",
+                "20200301",
+                "20200301",
+                "20200401",
+                "20200401",
+                "static",
+                "static",
+            ],
             "slice_start": [20200101] * 2 + [20200201] * 2 + [20200301] * 2 + [None] * 2,
             "slice_end": [20200201] * 2 + [20200301] * 2 + [20200401] * 2 + [None] * 2,
         }
