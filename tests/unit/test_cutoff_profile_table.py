@@ -113,3 +113,44 @@ def test_insufficient_row_has_no_date():
         -1,
     )
     assert "fewer than min_facts=20" in row["reason"]
+
+
+def test_report_draws_the_profile_figure_and_tables(tmp_path):
+    import base64
+
+    from factprobe import contracts
+    from factprobe.metrics.slice_calibration import calibration_table
+    from factprobe.report.html import Figures, timeline_section
+
+    facts, per_fact = _suite()
+    declared = {"m": "2020-03-15"}
+    tables = {
+        "timeline": timeline_table({"m": per_fact}, facts, BLOCK, declared, samples=20),
+        "cutoff_profile": cp.profile_table({"m": per_fact}, facts, BLOCK, declared, samples=20),
+    }
+    # the model answers right where it knows the fact (confidence 0.9), wrong elsewhere (0.85)
+    right = per_fact["value"].to_numpy()
+    conf = pd.DataFrame(
+        {"prompt_id": per_fact["fact_id"], "fact_id": per_fact["fact_id"], "strategy": "random", "n": 3}
+        | {"p_true": np.where(right > 0, 0.9, 0.1), "confidence": np.where(right > 0, 0.9, 0.85)}
+        | {"correct": right, "brier": 0.0}
+    )
+    tables["slice_calibration"] = calibration_table({"m": conf}, facts, BLOCK, tables["cutoff_profile"])
+    back = {}
+    for name, table in tables.items():
+        contracts.write_text(name, table, tmp_path / f"{name}.csv")
+        back[name] = contracts.read_text(name, tmp_path / f"{name}.csv")
+    after = back["slice_calibration"].set_index("part").loc["after"]
+    # after the cut-off (slices 3-4): every fact wrong at 0.85 >= 0.8
+    assert (after["n_facts"], after["accuracy"], after["confidently_wrong"]) == (100, 0.0, 1.0)
+    figs = Figures(dpi=40)
+    page = timeline_section(
+        {"tl": back["timeline"]},
+        figs,
+        cutoff={"tl": back["cutoff_profile"]},
+        calibration={"tl": back["slice_calibration"]},
+    )
+    assert list(figs.drawn) == ["timeline-tl", "cutoff_profile-tl"]
+    png = base64.b64decode(figs.drawn["cutoff_profile-tl"].split(",", 1)[1])
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "<td>known_subject</td>" in page and "<td>sharp</td>" in page and "<td>after</td>" in page
