@@ -169,13 +169,42 @@ def _rise(lows: np.ndarray, highs: np.ndarray) -> tuple[int, int] | None:
     return None
 
 
-def _insufficient(reason: str, counts: Sequence[int]) -> Profile:
+def _dateless(
+    status: str,
+    reason: str,
+    counts: Sequence[int],
+    low: int | None = None,
+    high: int | None = None,
+    low_date: int | None = None,
+    high_date: int | None = None,
+    share_none: float = float("nan"),
+) -> Profile:
+    """A profile without a date and without a width: ``insufficient``, ``not monotone``, ``none``
+    (the shape is the status, ``none`` when no drop)."""
     nan = float("nan")
     return Profile(
-        None, None, INSUFFICIENT, None, None, None, None, nan,
-        nan, nan, nan, nan, nan, nan, nan, nan, None, None,
-        INSUFFICIENT, reason, tuple(int(c) for c in counts),
-    )  # fmt: skip
+        index=None,
+        date=None,
+        status=status,
+        low=low,
+        high=high,
+        low_date=low_date,
+        high_date=high_date,
+        share_none=share_none,
+        decay_slices=nan,
+        decay_slices_low=nan,
+        decay_slices_high=nan,
+        decay_days=nan,
+        decay_days_low=nan,
+        decay_days_high=nan,
+        level_before=nan,
+        level_after=nan,
+        decay_start_date=None,
+        decay_end_date=None,
+        shape=FLAT if status == NONE else status,
+        reason=reason,
+        counts=tuple(int(c) for c in counts),
+    )
 
 
 def sufficiency(
@@ -215,7 +244,7 @@ def fit_profile(
     counts = [len(s) for s in segments]
     why = sufficiency(dated, edges, static, min_facts)
     if why is not None:
-        return _insufficient(why, counts)
+        return _dateless(INSUFFICIENT, why, counts)
 
     first = 0 if static is not None else 1
     positions = np.arange(first, n + 1, dtype=np.float64)
@@ -230,17 +259,12 @@ def fit_profile(
     rise = _rise(lows, highs)
     if rise is not None:
         i, j = rise
-        nan = float("nan")
         reason = (
             f"slice {edges[j + 1]} is known better ({dated[j].mean():.3f}, interval {lows[j]:.3f}-"
             f"{highs[j]:.3f}) than the earlier slice {edges[i + 1]} ({dated[i].mean():.3f}, interval "
             f"{lows[i]:.3f}-{highs[i]:.3f}): no single cut-off"
         )
-        return Profile(
-            None, None, NOT_MONOTONE, first, n, int(edges[first]), None, cut.share_none,
-            nan, nan, nan, nan, nan, nan, nan, nan, None, None,
-            NOT_MONOTONE, reason, tuple(counts),
-        )  # fmt: skip
+        return _dateless(NOT_MONOTONE, reason, counts, first, n, int(edges[first]), None, cut.share_none)
 
     means = np.array([s.mean() for s in segments])
     a, b, lv, fl = (float(x[0]) for x in fit_ramps(means[None], weights, positions))
@@ -257,13 +281,8 @@ def fit_profile(
     )
 
     if cut.status == NONE or not np.isfinite(a):
-        nan = float("nan")
         reason = "no drop within the series: the one-break fit accepts no break"
-        return Profile(
-            None, None, NONE, cut.low, cut.high, cut.low_date, cut.high_date, cut.share_none,
-            nan, nan, nan, nan, nan, nan, nan, nan, None, None,
-            FLAT, reason, tuple(counts),
-        )  # fmt: skip
+        return _dateless(NONE, reason, counts, cut.low, cut.high, cut.low_date, cut.high_date, cut.share_none)
 
     width = 0.8 * (b - a)
     start = float(np.interp(a + 0.1 * (b - a), np.arange(n + 1), days))
@@ -329,10 +348,13 @@ ALL, KNOWN = "all", "known_subject"
 
 def subject_known(values: pd.Series, facts: pd.DataFrame, threshold: float, min_facts: int = 1) -> pd.Series:
     """fact_id -> whether the model knows the subject of each dated fact of a timeline suite
-    (:func:`known_subject_mask` on the static slice's facts with a value in ``values``)."""
+    (:func:`known_subject_mask` on the static slice's facts with a value in ``values``). A
+    table without subjects (a hand-made one; the facts contract has them) knows none."""
     from factprobe.metrics.timeline import STATIC
 
     keyed = facts.astype({"fact_id": str}).drop_duplicates("fact_id")
+    if "subject" not in keyed.columns:
+        keyed = keyed.assign(subject=keyed["fact_id"])
     static = keyed[keyed["slice"] == STATIC]
     static = static.assign(value=static["fact_id"].map(values)).dropna(subset=["value"])
     dated = keyed[keyed["slice"] != STATIC]

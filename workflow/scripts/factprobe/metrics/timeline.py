@@ -264,7 +264,8 @@ def known_curve(
     )
     kept = values[values.index.isin(known.index[known.to_numpy()])]
     slices = facts.astype({"fact_id": str}).set_index("fact_id")["slice"]
-    sub = slice_curve(kept, slices, samples, seed, level) if len(kept) else pd.DataFrame(columns=["slice"])
+    empty = pd.DataFrame(columns=["slice", "value", "ci_low", "ci_high", "n_facts"])
+    sub = slice_curve(kept, slices, samples, seed, level) if len(kept) else empty
     sub = sub.rename(
         columns={
             "value": "known_value",
