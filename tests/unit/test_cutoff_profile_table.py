@@ -154,3 +154,15 @@ def test_report_draws_the_profile_figure_and_tables(tmp_path):
     png = base64.b64decode(figs.drawn["cutoff_profile-tl"].split(",", 1)[1])
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert "<td>known_subject</td>" in page and "<td>sharp</td>" in page and "<td>after</td>" in page
+
+
+def test_a_slice_without_scores_gives_insufficient_rows_not_a_date():
+    facts, per_fact = _suite()
+    # the model has no score for any fact of slice 3
+    per_fact = per_fact[~per_fact["fact_id"].str.startswith("d3")]
+    table = timeline_table({"m": per_fact}, facts, BLOCK, {}, samples=20)
+    assert set(table["cutoff_status"]) == {"insufficient"} and set(table["cutoff"]) == {""}
+    assert set(table["cutoff_index"]) == {-1}
+    row = cp.profile_table({"m": per_fact}, facts, BLOCK, {}, samples=20).iloc[0]
+    assert (row["shape"], row["cutoff"]) == ("insufficient", "")
+    assert "slice 20200401 has 0 facts" in row["reason"]

@@ -39,8 +39,9 @@ from factprobe.metrics.uncertainty import percentile_interval, resample_counts
 #: Label of the undated control slice (the probes stage's ``timeline.STATIC``).
 STATIC = "static"
 
-#: Status of an estimate: a break inside the series, or none (see the module docstring).
-WITHIN, NONE = "within", "none"
+#: Status of an estimate: a break inside the series, or none (see the module docstring); a
+#: dated slice without any fact with a value (a model with no scores there) gets no estimate.
+WITHIN, NONE, INSUFFICIENT = "within", "none", "insufficient"
 
 
 @dataclass(frozen=True)
@@ -226,8 +227,11 @@ def model_timeline(
     joined = pd.DataFrame({"value": values}).join(slices.rename("slice"), how="inner")
     by_slice = {label: g["value"].to_numpy() for label, g in joined.groupby("slice")}
     dated = [by_slice.get(str(e), np.zeros(0)) for e in edges[1:]]
-    # the fit is refitted per replicate: at most 200 of them
-    cut = estimate_cutoff(dated, edges, by_slice.get(STATIC), penalty, min(samples, 200), seed, level)
+    if any(len(d) == 0 for d in dated):
+        cut = Cutoff(-1, None, INSUFFICIENT, -1, -1, None, None, float("nan"))
+    else:
+        # the fit is refitted per replicate: at most 200 of them
+        cut = estimate_cutoff(dated, edges, by_slice.get(STATIC), penalty, min(samples, 200), seed, level)
     order = {str(e): i for i, e in enumerate(edges[1:])} | {STATIC: len(edges)}
     curve = curve.sort_values("slice", key=lambda s: s.map(order)).reset_index(drop=True)
     return curve, cut
