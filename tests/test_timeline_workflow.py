@@ -43,6 +43,12 @@ def test_timeline_config_validates():
         (lambda s: s["timeline_dated"]["timeline"].update(edges=[20190201, 20190101, 20190301]), "ascending"),
         (lambda s: s["timeline_dated"]["timeline"].update(edges=[20190201, 20190301, 20190701]), "after"),
         (lambda s: s["timeline"]["timeline"].update(popularity_edges=[100, 10]), "popularity_edges"),
+        # 10 facts a bin x 2 bins = 20 a slice: a profile asking for 50 could only be insufficient
+        (
+            lambda s: s["timeline"]["timeline"].update(min_facts=50),
+            "sampled to 20 facts, fewer than min_facts=50",
+        ),
+        (lambda s: s["timeline_dated"]["timeline"].update(min_facts=31), "sampled to 30 facts"),
     ],
 )
 def test_short_or_unordered_series_fail_at_start_up(edit, message):
