@@ -137,8 +137,8 @@ class Strategy:
     :class:`factprobe.distractors.retrieve.Context`. ``prepare(ctx)`` runs once before the first
     fact. Needs: ``per_model`` (its own rule per (suite, model), ApprOpt), ``index`` (the dump's
     semantic index), ``temporal`` (the dump's temporal view), ``statements`` (the suite's
-    relations' statements), ``every_subject`` (given the retrieve settings, whether Ω holds every
-    subject of the relations). ``settings``: its own settings, name -> :class:`Setting`.
+    relations' statements), ``every_subject`` (callable or ``"module:attribute"``: given the
+    retrieve settings, whether Ω holds every subject of the relations). ``settings``: its own settings, name -> :class:`Setting`.
     """
 
     name: str
@@ -148,7 +148,7 @@ class Strategy:
     index: bool = False
     temporal: bool = False
     statements: bool = False
-    every_subject: Callable[[Mapping[str, Any]], bool] | None = None
+    every_subject: Callable[[Mapping[str, Any]], bool] | str | None = None
     aliases: tuple[str, ...] = field(default_factory=tuple)
     settings: Mapping[str, Setting] = field(default_factory=dict)
 
@@ -207,7 +207,7 @@ def needs(names: list[str], need: str) -> bool:
 def needs_every_subject(settings: Mapping[str, Any]) -> bool:
     """Whether Ω must hold every subject of the relations for these retrieve settings."""
     return any(
-        STRATEGIES[n].every_subject(settings)
+        imported(STRATEGIES[n].every_subject)(settings)
         for n in canonical(list(settings.get("strategies", [])))
         if n in STRATEGIES and STRATEGIES[n].every_subject is not None
     )
@@ -230,17 +230,6 @@ def strategy_settings(names: list[str], given: Mapping[str, Mapping]) -> dict[st
     }
 
 
-def _subject_side(settings: Mapping[str, Any]) -> bool:
-    # The subject side of co-occurrence takes other subjects of the relation (PROBELM App. B).
-    return "subject" in settings.get("cooccur_sides", [])
-
-
-def _relation_pool(settings: Mapping[str, Any]) -> bool:
-    # pool_source relation: every object of the relation in the dump, whoever its subject (not
-    # Fluent-mLAMA's pool, which is pool_source dataset: strings of the dataset's subset, §3.3).
-    return settings.get("pool_source", "relation") == "relation"
-
-
 _STRATEGY = "factprobe.distractors.strategies"
 # One line per built-in strategy (distractors paper §3.3, PROBELM App. B, fluent-mLAMA §3.1).
 register_strategy("random", f"{_STRATEGY}:random_rows")
@@ -258,10 +247,13 @@ register_strategy(
     f"{_STRATEGY}:cooccur_rows",
     prepare=f"{_STRATEGY}:cooccur_relevance",
     statements=True,
-    every_subject=_subject_side,
+    every_subject="factprobe.distractors.every_subject:subject_side",
 )
 register_strategy(
-    "pool", f"{_STRATEGY}:pool_rows", prepare=f"{_STRATEGY}:relation_pools", every_subject=_relation_pool
+    "pool",
+    f"{_STRATEGY}:pool_rows",
+    prepare=f"{_STRATEGY}:relation_pools",
+    every_subject="factprobe.distractors.every_subject:relation_pool",
 )
 register_strategy("appropt", None, per_model=True)  # rule appropt_distractors (factprobe.distractors.appropt)
 

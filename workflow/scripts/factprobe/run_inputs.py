@@ -9,6 +9,7 @@ path templates (``{dump}``, ``{suite}``, ``{model}`` placeholders), so they are 
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 from factprobe import config_rules, registries
 from factprobe import settings as S
 from factprobe.code_inputs import library_modules, plugin_files
+from factprobe.plugins import ENV as PLUGINS_ENV
 from factprobe.settings import Config
 
 #: Extensions of a dump file, longest first (a ``.json.gz`` is not a ``.json``).
@@ -232,11 +234,17 @@ def library_inputs(script: str, scripts: Path, cwd: str | Path) -> list[str]:
     (:mod:`factprobe.code_inputs`), relative inside the working directory ``cwd`` (the clone), absolute for a
     workflow used from elsewhere. A script's imports are invisible to Snakemake's code trigger;
     with these as inputs, editing a module reruns exactly the rules whose scripts import it
-    (config/README.md, "When jobs rerun")."""
-    here = Path(cwd)
-    plugins = plugin_files(root=Path(scripts))
-    files = [Path(scripts) / f for f in library_modules(Path(scripts) / script, scripts, plugins)]
-    return [os.path.relpath(f, here) if f.is_relative_to(here) else str(f) for f in files]
+    (config/README.md, "When jobs rerun"). Worked out once per script and plugin set in a
+    process: every job of a rule asks for the same list, and files do not change while
+    Snakemake plans."""
+    return list(_library_inputs(script, Path(scripts), Path(cwd), os.environ.get(PLUGINS_ENV, "")))
+
+
+@functools.lru_cache(maxsize=256)
+def _library_inputs(script: str, scripts: Path, here: Path, plugins_env: str) -> tuple[str, ...]:
+    plugins = plugin_files({PLUGINS_ENV: plugins_env}, root=scripts)
+    files = [scripts / f for f in library_modules(scripts / script, scripts, plugins)]
+    return tuple(os.path.relpath(f, here) if f.is_relative_to(here) else str(f) for f in files)
 
 
 def omega_inputs(
