@@ -392,13 +392,27 @@ class SourceFormat:
     dump (sampled by :func:`factprobe.probes.build.build_suite` itself) and for imported formats.
     ``imported``: probes and candidates come whole from the release (rule import_released, not
     build_probes and retrieval). ``listed``: the facts are listed in the file ``source.path``
-    (an input of build_probes), so the suite's relations may be left out.
+    (an input of build_probes). ``sampled``: the facts are sampled from the dump and verbalized
+    by the suite's templates (translated for a multilingual suite). ``judged``: the listed file
+    also carries human judgements of its facts (the human alignment, distractors paper §4.2).
+    ``paired``: flawed / corrected verbalizations of each fact (Table 4, §4.3). ``release_pool``:
+    a ``pool_source: dataset`` pool reads the suite's own release (Fluent-mLAMA §3.1).
     """
 
     name: str
     builder: Callable | str | None = None
     imported: bool = False
     listed: bool = False
+    sampled: bool = False
+    judged: bool = False
+    paired: bool = False
+    release_pool: bool = False
+
+    @property
+    def relations_optional(self) -> bool:
+        """Whether a suite of this format may leave out ``relations``: the release or the listed
+        file gives its facts (relations, when given, filter them)."""
+        return self.listed or self.imported
 
     def code(self) -> Callable | None:
         """The builder, importing its module on first use."""
@@ -437,10 +451,10 @@ def source_entry(name: str, where: str = "suites") -> SourceFormat:
 
 _PROBES = "factprobe.probes"
 # One line per built-in source format (config/README.md, suites).
-register_source("dump")
-register_source("fluent-mlama", f"{_PROBES}.fluent_suite:fluent_mlama_suite")
-register_source("triples", f"{_PROBES}.listed:triples_suite", listed=True)
-register_source("verbalization-pairs", f"{_PROBES}.listed:pairs_suite", listed=True)
+register_source("dump", sampled=True)
+register_source("fluent-mlama", f"{_PROBES}.fluent_suite:fluent_mlama_suite", release_pool=True)
+register_source("triples", f"{_PROBES}.listed:triples_suite", listed=True, judged=True)
+register_source("verbalization-pairs", f"{_PROBES}.listed:pairs_suite", listed=True, paired=True)
 register_source("myriadlama", f"{_PROBES}.listed:myriadlama_suite", listed=True)
 register_source("probelm", imported=True)
 

@@ -185,11 +185,7 @@ def human_suites(cfg: Config) -> list[str]:
     ``metrics.human_alignment.suites`` and with judged triples, a user file
     (``metrics.human_alignment.path``) or the suite's own ``source: triples`` file."""
     human = cfg.metrics.human_alignment
-    return [
-        s
-        for s in human.suites
-        if s in cfg.suites and (human.path or cfg.suites[s].source.format == "triples")
-    ]
+    return [s for s in human.suites if s in cfg.suites and (human.path or cfg.suites[s].source.entry.judged)]
 
 
 #: §4.3 Table 4's two verbalizations of a verbalization-pairs suite (probes/listed.py).
@@ -201,7 +197,7 @@ def robustness_suites(cfg: Config, human_suites: list[str]) -> list[str]:
     when a human-alignment suite gives Table 3's fold-best configurations (none without one)."""
     if not human_suites:
         return []
-    return [s for s in cfg.suites if cfg.suites[s].source.format == "verbalization-pairs"]
+    return [s for s in cfg.suites if cfg.suites[s].source.entry.paired]
 
 
 def human_file(cfg: Config, suite: str) -> str:
@@ -237,14 +233,17 @@ def library_inputs(script: str, scripts: Path, cwd: str | Path) -> list[str]:
     (config/README.md, "When jobs rerun"). Worked out once per script and plugin set in a
     process: every job of a rule asks for the same list, and files do not change while
     Snakemake plans."""
-    return list(_library_inputs(script, Path(scripts), Path(cwd), os.environ.get(PLUGINS_ENV, "")))
+    here = Path(cwd)
+    files = [
+        Path(scripts) / f for f in _library_files(script, Path(scripts), os.environ.get(PLUGINS_ENV, ""))
+    ]
+    return [os.path.relpath(f, here) if f.is_relative_to(here) else str(f) for f in files]
 
 
-@functools.lru_cache(maxsize=256)
-def _library_inputs(script: str, scripts: Path, here: Path, plugins_env: str) -> tuple[str, ...]:
+@functools.lru_cache(maxsize=128)
+def _library_files(script: str, scripts: Path, plugins_env: str) -> tuple[str, ...]:
     plugins = plugin_files({PLUGINS_ENV: plugins_env}, root=scripts)
-    files = [scripts / f for f in library_modules(scripts / script, scripts, plugins)]
-    return tuple(os.path.relpath(f, here) if f.is_relative_to(here) else str(f) for f in files)
+    return tuple(library_modules(scripts / script, scripts, plugins))
 
 
 def omega_inputs(

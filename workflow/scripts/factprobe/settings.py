@@ -216,6 +216,11 @@ class SuiteSource:
             raise InvalidValue("format", str(err)) from None
 
     @property
+    def entry(self) -> registries.SourceFormat:
+        """The format's registry entry: what a suite of this format reads, needs and allows."""
+        return registries.SOURCES[self.format]
+
+    @property
     def imported(self) -> bool:
         """Probes and candidates come whole from the release (rule import_released)."""
         return registries.SOURCES[self.format].imported
@@ -241,7 +246,8 @@ class Suite:
 
     kind: str
     dump: str
-    # Required unless ``source`` is set (the schema checks); empty with a source = every relation.
+    # Required unless the source format's entry allows leaving it out (relations_optional,
+    # checked by config_rules.check_cross_keys); empty then = every relation of the release or the listed file.
     relations: list[str] = _default([])
     description: str = ""
     diff_old: str | None = None
