@@ -14,9 +14,11 @@ and off (``run_inputs.library_inputs`` patched to no inputs, in this benchmark o
 
 Before the timed calls one dry run fills the scan's cache (``factprobe/__pycache__/
 code_inputs.json``), as any earlier call does for a user; the cold figure (cache removed) is
-printed apart. Each figure is the fastest of ``--repeats`` calls (load only adds). Printed: jobs,
-seconds, tracking's cost (on / off - 1; target <= 10 %) and the growth (large / small seconds,
-target <= 12x for 10x the jobs: linear, not quadratic). Not part of the test suite.
+printed apart. Each figure is the CPU time (user + system) of the Snakemake process, the least of
+``--repeats`` calls: on a shared machine the wall time is mostly waiting for a core (the wall
+figure is printed too). Printed: jobs, seconds, tracking's cost (on / off - 1; target <= 10 %)
+and the growth (large / small CPU seconds, target <= 12x for about 10x the jobs: linear, not
+quadratic). Not part of the test suite.
 
     PYTHONPATH=workflow/scripts .venv/bin/python benchmarks/dryrun.py --repeats 3
 """
@@ -28,6 +30,7 @@ import csv
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -69,18 +72,20 @@ main()
 """
 
 
-def dry_run(work: Path, off: bool, env: dict[str, str]) -> tuple[float, int]:
-    """Seconds of one ``snakemake -n`` in ``work`` and the jobs it plans."""
+def dry_run(work: Path, off: bool, env: dict[str, str]) -> tuple[float, float, int]:
+    """CPU seconds (user + system) and wall seconds of one ``snakemake -n`` in ``work``, and the
+    jobs it plans."""
     args = ["-n", "--cores", "1", "--directory", str(work), "--configfile", str(work / "config.yaml")]
     args += ["-s", str(ROOT / "workflow" / "Snakefile")]
     code = RUNNER.format(scripts=str(SCRIPTS), off=off, args=args)
-    start = time.perf_counter()
+    before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
+    wall, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if proc.returncode != 0:
         raise SystemExit(f"dry run in {work} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
     total = re.search(r"^total\s+(\d+)", proc.stdout + proc.stderr, re.M)
-    return seconds, int(total.group(1)) if total else 0
+    return cpu, wall, int(total.group(1)) if total else 0
 
 
 def demo_dir(base: Path) -> Path:
@@ -129,40 +134,38 @@ def main() -> None:
         dirs = {"demo": demo_dir(base), **{n: synthetic_dir(base, n, m) for n, m in MODELS.items()}}
         cache = SCRIPTS / CACHE
         cache.unlink(missing_ok=True)
-        out["demo_cold_s"], _ = dry_run(dirs["demo"], off=False, env=env)
+        out["demo_cold_cpu_s"] = dry_run(dirs["demo"], off=False, env=env)[0]
         for name, work in dirs.items():
             for mode in ("off", "on"):
-                times = []
-                for _ in range(args.repeats):
-                    seconds, jobs = dry_run(work, off=mode == "off", env=env)
-                    times.append(seconds)
-                out["figures"][f"{name}/{mode}"] = {"jobs": jobs, "seconds": min(times), "all": times}
+                runs = [dry_run(work, off=mode == "off", env=env) for _ in range(args.repeats)]
+                cpu, wall, jobs = min(runs)
+                out["figures"][f"{name}/{mode}"] = {"jobs": jobs, "cpu_s": cpu, "wall_s": wall, "runs": runs}
                 print(
-                    f"{name:6s} tracking {mode:3s}: {jobs:5d} jobs, {min(times):6.2f} s (of {times})",
+                    f"{name:6s} tracking {mode:3s}: {jobs:5d} jobs, CPU {cpu:6.2f} s, wall {wall:6.2f} s",
                     flush=True,
                 )
     out["load_after"] = os.getloadavg()[0]
     fig = out["figures"]
-    print(f"demo, cold scan cache, tracking on: {out['demo_cold_s']:.2f} s")
+    print(f"demo, cold scan cache, tracking on: CPU {out['demo_cold_cpu_s']:.2f} s")
     failed = []
     for name in dirs:
-        cost = fig[f"{name}/on"]["seconds"] / fig[f"{name}/off"]["seconds"] - 1
+        cost = fig[f"{name}/on"]["cpu_s"] / fig[f"{name}/off"]["cpu_s"] - 1
         out[f"{name}_tracking_cost"] = cost
         ok = cost <= TARGET_COST
         failed += [] if ok else [f"{name} tracking cost"]
         print(
-            f"{name}: code tracking adds {cost:+.1%} (target <= {TARGET_COST:.0%}: {'met' if ok else 'MISSED'})"
+            f"{name}: code tracking adds {cost:+.1%} CPU (target <= {TARGET_COST:.0%}: {'met' if ok else 'MISSED'})"
         )
     for mode in ("on", "off"):
         small, large = fig[f"small/{mode}"], fig[f"large/{mode}"]
-        growth = large["seconds"] / small["seconds"]
+        growth = large["cpu_s"] / small["cpu_s"]
         jobs = large["jobs"] / small["jobs"]
         out[f"growth_{mode}"] = growth
         ok = growth <= TARGET_GROWTH
         failed += [] if ok else [f"growth {mode}"]
         print(
             f"tracking {mode}: {large['jobs']} jobs / {small['jobs']} jobs = {jobs:.1f}x the jobs, "
-            f"{growth:.2f}x the seconds (target <= {TARGET_GROWTH:.0f}x: {'met' if ok else 'MISSED'})"
+            f"{growth:.2f}x the CPU seconds (target <= {TARGET_GROWTH:.0f}x: {'met' if ok else 'MISSED'})"
         )
     print(f"load average {out['load_before']:.2f} before, {out['load_after']:.2f} after")
     if args.json:

@@ -1,6 +1,7 @@
-"""The source-format registry is the only place that knows a format: what a suite of a format
-allows (leaving out ``relations``, ``diff_old`` and ``cutoff``) is read from its entry, built-in
-or plugin, and no module of the workflow compares a format's name."""
+"""The source- and template-format registries are the only places that know a format: what a
+suite of a format allows (leaving out ``relations``, ``diff_old`` and ``cutoff``) and which files
+a template set reads are read from its entry, built-in or plugin, and no module of the workflow
+compares a format's name."""
 
 import copy
 import re
@@ -90,7 +91,7 @@ def test_the_grep_sees_each_way_of_comparing_a_name():
 
 
 def test_no_source_format_name_is_compared_outside_the_registry():
-    names = [n for n in registries.SOURCES if n != "dump"]
+    names = [n for n in [*registries.SOURCES, *registries.TEMPLATE_FORMATS] if n != "dump"]
     files = [
         p for p in LIBRARY.rglob("*") if p.suffix in {".py", ".smk", ".yaml"} and p.name != "registries.py"
     ]
@@ -99,3 +100,28 @@ def test_no_source_format_name_is_compared_outside_the_registry():
     dump = re.compile(r"(source\.format|fmt|format)\s*(==|!=)\s*[\"']dump[\"']")
     found.update({k: v + dump.findall((ROOT / k).read_text()) for k, v in found.items()})
     assert {k: v for k, v in found.items() if v} == {}
+
+
+def test_an_unknown_template_format_is_refused_with_the_choices():
+    config = copy.deepcopy(CONFIG)
+    config["templates"]["sets"]["team"]["format"] = "yml"
+    cfg = S.load_settings(S.Config, config)
+    with pytest.raises(
+        S.ConfigError,
+        match=r"c\.yaml: templates\.sets\.team\.format: unknown template format 'yml'; choose from \['yaml'",
+    ):
+        check_cross_keys(cfg, ["20141201", "20190201"], "c.yaml")
+
+
+def test_template_sets_read_the_files_their_format_declares(tmp_path):
+    """The entry's layout, not the format's name, decides the inputs and the languages."""
+    (tmp_path / "de").mkdir()
+    (tmp_path / "de" / "P36.jsonl").write_text("")
+    (tmp_path / "fr.yaml").write_text("")
+    mpararel = S.TemplateSet(format="mpararel", path=str(tmp_path))
+    assert mpararel.files(["de", "en"]) == [str(tmp_path / "de" / "P36.jsonl")]
+    assert mpararel.languages() == ["de"]
+    team = S.TemplateSet(format="yaml", path=str(tmp_path))
+    assert team.files(["fr"]) == [str(tmp_path / "fr.yaml")] and team.languages() == ["fr"]
+    lama = S.TemplateSet(format="lama", path=str(tmp_path / "relations.jsonl"), language="en")
+    assert lama.files(["en"]) == [str(tmp_path / "relations.jsonl")] and lama.languages() == ["en"]

@@ -287,9 +287,15 @@ def check_statement_edges(suite: Suite, where: str) -> None:
 
 
 def check_cross_keys(cfg: Config, enabled: list[str], source: str = "config/config.yaml") -> None:
-    """Suites' dumps enabled and template sets defined, relations and plausibility dates given
+    """Template formats registered, suites' dumps enabled and template sets defined, relations and plausibility dates given
     where the source format's entry requires them, plausibility dates ordered, Precision@n within
     the top-k."""
+    for name, template_set in cfg.templates.sets.items():
+        # The template-format registry is the only list (plugin formats included).
+        try:
+            registries.template_entry(template_set.format, f"{source}: templates.sets.{name}.format")
+        except registries.RegistryError as err:
+            raise ConfigError(str(err)) from None
     for name, suite in cfg.suites.items():
         where = f"{source}: suites.{name}"
         if suite.dump not in enabled:

@@ -1,12 +1,13 @@
 """Every extension point of factprobe in one light module: what can be named in the config.
 
-Four registries, each ``name -> entry`` (a fifth, of measures, in :mod:`factprobe.measures`):
+Five registries, each ``name -> entry`` (a sixth, of measures, in :mod:`factprobe.measures`):
 
 * :data:`STRATEGIES`: distractor strategies (``distractors.strategies``);
 * :data:`FAMILIES`: measure families (``metrics.families``); the measures they write (direction,
   chance level, label) are the registry :data:`factprobe.measures.MEASURES`, built the same way;
 * :data:`BACKENDS`: model backends (the ``backend`` column of ``config/models.tsv``);
-* :data:`SOURCES`: where a suite's facts and prompts come from (``suites.<s>.source.format``).
+* :data:`SOURCES`: where a suite's facts and prompts come from (``suites.<s>.source.format``);
+* :data:`TEMPLATE_FORMATS`: how a template set is read (``templates.sets.<name>.format``).
 
 Built-in entries name their code as ``"module:attribute"`` strings, imported on first use, so
 this module is standard library only: ``factprobe.settings`` reads it while the Snakefile is
@@ -459,6 +460,74 @@ register_source("myriadlama", f"{_PROBES}.listed:myriadlama_suite", listed=True)
 register_source("probelm", imported=True)
 
 
+# --- template formats ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TemplateFormat:
+    """How a template set of this format is read (``templates.sets.<name>.format``).
+
+    ``loader``: ``loader(name, set_cfg, languages) -> [Template]`` (callable or
+    ``"module:attribute"``), ``set_cfg`` the set's :class:`factprobe.settings.TemplateSet`.
+    ``files``: what build_probes reads, an input per file: ``language_files``
+    (``<path>/<lang>.yaml``), ``relation_files`` (``<path>/P*.jsonl``), ``language_folders``
+    (``<path>/<lang>/P*.jsonl``) or ``path`` (the path itself). ``languages``: where its languages
+    are read: ``files`` (the language files' names), ``folders`` (the language folders holding
+    ``P*.jsonl``), ``header`` (a CSV's columns after ``pid, relation``) or ``setting`` (the set's
+    ``language``). ``licence``: SPDX-style id of its templates (the dataset card); None: the
+    code's own for the bundled ``resources/templates``, else ``other``.
+    """
+
+    name: str
+    loader: Callable | str
+    files: str = "path"
+    languages: str = "setting"
+    licence: str | None = "other"
+
+    def code(self) -> Callable:
+        """The loader, importing its module on first use."""
+        return imported(self.loader)
+
+
+#: format name -> :class:`TemplateFormat`.
+TEMPLATE_FORMATS: Registry[TemplateFormat] = Registry("template format")
+
+
+def register_template_format(
+    name: str, loader: Callable | str, override: bool = False, **fields: Any
+) -> TemplateFormat:
+    """Add template format ``name``; ``fields`` are :class:`TemplateFormat` fields."""
+    return TEMPLATE_FORMATS.add(name, TemplateFormat(name, loader, **fields), source_of(loader), override)
+
+
+def template_format(name: str, override: bool = False, **fields: Any) -> Callable[[Callable], Callable]:
+    """Decorator form of :func:`register_template_format`: ``@template_format("mine")``."""
+
+    def add(fn: Callable) -> Callable:
+        register_template_format(name, fn, override, **fields)
+        return fn
+
+    return add
+
+
+def template_entry(name: str, where: str = "templates.sets") -> TemplateFormat:
+    """The entry of template format ``name``; unknown names fail naming ``where`` and the choices."""
+    if name not in TEMPLATE_FORMATS:
+        raise RegistryError(
+            f"{where}: unknown template format {name!r}; choose from {list(TEMPLATE_FORMATS)}"
+        )
+    return TEMPLATE_FORMATS[name]
+
+
+_SETS = "factprobe.probes.suite_plan"
+# One line per built-in template format (config/README.md, templates; docs/templates-format.md).
+register_template_format("yaml", f"{_SETS}:yaml_set", files="language_files", languages="files", licence=None)
+register_template_format("pararel", f"{_SETS}:pararel_set", files="relation_files", licence="mit")
+register_template_format("mpararel", f"{_SETS}:mpararel_set", files="language_folders", languages="folders")
+register_template_format("lama", f"{_SETS}:lama_set", licence="cc-by-nc-4.0")
+register_template_format("xfactr", f"{_SETS}:xfactr_set", languages="header")
+register_template_format("myriadlama", f"{_SETS}:myriadlama_set")
+
 #: Which registry each public name reads or fills: :mod:`factprobe.code_inputs` makes a module
 #: that imports a name depend on the code of that registry's built-in entries only.
 KINDS = {
@@ -484,4 +553,11 @@ KINDS = {
         "DEFAULT_BACKEND",
     ),
     "SOURCES": ("SOURCES", "SourceFormat", "register_source", "source_format", "source_entry"),
+    "TEMPLATE_FORMATS": (
+        "TEMPLATE_FORMATS",
+        "TemplateFormat",
+        "register_template_format",
+        "template_format",
+        "template_entry",
+    ),
 }
