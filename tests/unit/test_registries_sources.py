@@ -125,3 +125,25 @@ def test_template_sets_read_the_files_their_format_declares(tmp_path):
     assert team.files(["fr"]) == [str(tmp_path / "fr.yaml")] and team.languages() == ["fr"]
     lama = S.TemplateSet(format="lama", path=str(tmp_path / "relations.jsonl"), language="en")
     assert lama.files(["en"]) == [str(tmp_path / "relations.jsonl")] and lama.languages() == ["en"]
+
+
+def test_a_wrong_keyword_is_refused_at_registration_naming_the_right_one():
+    """Strategies and families declare their own knobs with the same keyword, ``settings=``."""
+    knob = {"k": registries.Setting(1, "a knob")}
+    with pytest.raises(
+        registries.RegistryError, match=r"no keyword own=; its own knobs are declared with settings="
+    ):
+        registries.family("test_wrong", own=knob)
+    with pytest.raises(
+        registries.RegistryError, match=r"no keyword own=; its own knobs are declared with settings="
+    ):
+        registries.strategy("test_wrong", own=knob)
+    with pytest.raises(registries.RegistryError, match=r"the metrics keys it reads, \['ns'\], go in reads="):
+        registries.register_family("test_wrong", "m:f", settings=("ns",))
+    assert "test_wrong" not in registries.FAMILIES and "test_wrong" not in registries.STRATEGIES
+    assert registries.FAMILIES["knowledge"].reads == (
+        "ns",
+        "precision_ns",
+        "combined_strategies",
+        "short_lists",
+    )

@@ -224,7 +224,7 @@ def suite_metrics(cfg: Config, suite: str) -> dict:
             f"metrics.families.{cfg.suites[suite].kind}: unknown families {unknown}; "
             f"choose from {list(registries.FAMILIES)}"
         )
-    keys = {"robustness_pair"} | {k for f in families for k in registries.FAMILIES[f].settings}
+    keys = {"robustness_pair"} | {k for f in families for k in registries.FAMILIES[f].reads}
     values = plain(cfg.metrics)
     out = {"families": families, **{k: values[k] for k in sorted(keys)}}
     # Only where a family declares settings: the params of other runs stay as they were.

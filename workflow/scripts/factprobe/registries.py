@@ -126,6 +126,17 @@ def _declared(settings: Mapping[str, Any] | None) -> dict[str, Setting]:
     return {k: v if isinstance(v, Setting) else Setting(v) for k, v in (settings or {}).items()}
 
 
+def _refuse_keywords(kind: str, name: str, given: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+    """A keyword an entry does not take fails at registration, naming the one meant: an entry's
+    own knobs are ``settings=`` for strategies and families alike."""
+    for key in given:
+        if key not in allowed:
+            hint = "its own knobs are declared with settings=" if key in ("own", "knobs", "params") else ""
+            raise RegistryError(
+                f"{kind} {name!r}: no keyword {key}=; {hint + '; ' if hint else ''}the keywords are {list(allowed)}"
+            )
+
+
 # --- distractor strategies -----------------------------------------------------------------
 
 
@@ -165,13 +176,18 @@ STRATEGIES: Registry[Strategy] = Registry("distractor strategy")
 def register_strategy(
     name: str, retriever: Callable | str | None, override: bool = False, **needs: Any
 ) -> Strategy:
-    """Add strategy ``name``; ``needs`` are :class:`Strategy` fields."""
+    """Add strategy ``name``; ``needs`` are :class:`Strategy` fields (its own knobs: ``settings``)."""
+    allowed = tuple(f for f in Strategy.__dataclass_fields__ if f not in ("name", "retriever"))
+    _refuse_keywords("distractor strategy", name, needs, allowed)
     needs["settings"] = _declared(needs.get("settings"))
     return STRATEGIES.add(name, Strategy(name, retriever, **needs), source_of(retriever), override)
 
 
 def strategy(name: str, override: bool = False, **needs: Any) -> Callable[[Callable], Callable]:
     """Decorator form of :func:`register_strategy`: ``@strategy("mine", index=True)``."""
+
+    allowed = tuple(f for f in Strategy.__dataclass_fields__ if f not in ("name", "retriever"))
+    _refuse_keywords("distractor strategy", name, needs, allowed)
 
     def add(fn: Callable) -> Callable:
         register_strategy(name, fn, override, **needs)
@@ -266,14 +282,15 @@ register_strategy("appropt", None, per_model=True)  # rule appropt_distractors (
 class Family:
     """A measure family: its function (callable or ``"module:attribute"``), taking the suite's
     :class:`factprobe.metrics.pipeline.SuiteFrame` and returning ``(per-fact tables, suite-level
-    tables)``, and the ``metrics`` settings it reads (a change of one reruns only its suites).
-    ``own``: settings the family declares itself (a plugin's), name -> :class:`Setting`, set in
-    ``metrics.family_settings.<family>`` and read as ``frame.settings.family_settings[<family>]``."""
+    tables)``, and ``reads``, the ``metrics`` settings it reads (a change of one reruns only its
+    suites). ``settings``: knobs the family declares itself, name -> :class:`Setting`, as a
+    strategy does, set in ``metrics.family_settings.<family>`` and read as
+    ``frame.settings.family_settings[<family>]``."""
 
     name: str
     function: Callable | str
-    settings: tuple[str, ...] = ()
-    own: Mapping[str, Setting] = field(default_factory=dict)
+    reads: tuple[str, ...] = ()
+    settings: Mapping[str, Setting] = field(default_factory=dict)
 
     def code(self) -> Callable:
         """The function, importing its module on first use."""
@@ -287,22 +304,34 @@ FAMILIES: Registry[Family] = Registry("measure family")
 def register_family(
     name: str,
     function: Callable | str,
-    settings: tuple[str, ...] = (),
+    reads: tuple[str, ...] = (),
     override: bool = False,
-    own: Mapping[str, Any] | None = None,
+    settings: Mapping[str, Any] | None = None,
+    **wrong: Any,
 ) -> Family:
-    """Add family ``name``."""
-    entry = Family(name, function, tuple(settings), _declared(own))
+    """Add family ``name``: ``reads`` the ``metrics`` keys it reads, ``settings`` its own knobs."""
+    _refuse_keywords("measure family", name, wrong, ("reads", "override", "settings"))
+    if isinstance(settings, list | tuple):
+        raise RegistryError(
+            f"measure family {name!r}: settings= declares its own knobs (name -> Setting); "
+            f"the metrics keys it reads, {list(settings)}, go in reads="
+        )
+    entry = Family(name, function, tuple(reads), _declared(settings))
     return FAMILIES.add(name, entry, source_of(function), override)
 
 
 def family(
-    name: str, settings: tuple[str, ...] = (), override: bool = False, own: Mapping[str, Any] | None = None
+    name: str,
+    reads: tuple[str, ...] = (),
+    override: bool = False,
+    settings: Mapping[str, Any] | None = None,
+    **wrong: Any,
 ) -> Callable[[Callable], Callable]:
-    """Decorator form of :func:`register_family`."""
+    """Decorator form of :func:`register_family`: ``@family("mine", settings={"k": Setting(1)})``."""
+    _refuse_keywords("measure family", name, wrong, ("reads", "override", "settings"))
 
     def add(fn: Callable) -> Callable:
-        register_family(name, fn, settings, override, own)
+        register_family(name, fn, reads, override, settings)
         return fn
 
     return add
@@ -312,14 +341,15 @@ def family_settings(names: list[str], given: Mapping[str, Mapping]) -> dict[str,
     """The own settings of each family of ``names`` that declares some (defaults overridden by
     ``given``, ``metrics.family_settings``); ``given`` naming a family without any fails."""
     for name in given:
-        if name not in FAMILIES or not FAMILIES[name].own:
+        if name not in FAMILIES or not FAMILIES[name].settings:
             raise RegistryError(
-                f"measure family {name!r} declares no settings; these do: {[n for n, f in FAMILIES.items() if f.own]}"
+                f"measure family {name!r} declares no settings; these do: "
+                f"{[n for n, f in FAMILIES.items() if f.settings]}"
             )
     return {
-        n: check_entry_settings("measure family", n, FAMILIES[n].own, given.get(n, {}))
+        n: check_entry_settings("measure family", n, FAMILIES[n].settings, given.get(n, {}))
         for n in names
-        if n in FAMILIES and FAMILIES[n].own
+        if n in FAMILIES and FAMILIES[n].settings
     }
 
 
@@ -543,7 +573,14 @@ KINDS = {
         "needs_every_subject",
         "strategy_settings",
     ),
-    "FAMILIES": ("FAMILIES", "Family", "register_family", "family", "unknown_families", "family_settings"),
+    "FAMILIES": (
+        "FAMILIES",
+        "Family",
+        "register_family",
+        "family",
+        "unknown_families",
+        "family_settings",
+    ),
     "BACKENDS": (
         "BACKENDS",
         "register_backend",

@@ -233,11 +233,13 @@ def library_inputs(script: str, scripts: Path, cwd: str | Path) -> list[str]:
     (config/README.md, "When jobs rerun"). Worked out once per script and plugin set in a
     process: every job of a rule asks for the same list, and files do not change while
     Snakemake plans."""
-    here = Path(cwd)
-    files = [
-        Path(scripts) / f for f in _library_files(script, Path(scripts), os.environ.get(PLUGINS_ENV, ""))
-    ]
-    return [os.path.relpath(f, here) if f.is_relative_to(here) else str(f) for f in files]
+    return list(_library_inputs(script, Path(scripts), str(cwd), os.environ.get(PLUGINS_ENV, "")))
+
+
+@functools.lru_cache(maxsize=256)
+def _library_inputs(script: str, scripts: Path, cwd: str, plugins_env: str) -> tuple[str, ...]:
+    files = [os.path.join(scripts, f) for f in _library_files(script, scripts, plugins_env)]
+    return tuple(os.path.relpath(f, cwd) if Path(f).is_relative_to(cwd) else f for f in files)
 
 
 @functools.lru_cache(maxsize=128)

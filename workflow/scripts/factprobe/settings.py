@@ -488,7 +488,7 @@ class Metrics:
     short_lists: str = "undefined"
     human_alignment: HumanAlignment = _default(HumanAlignment())
     overlap: Overlap = _default(Overlap())
-    # Settings a family declares itself (factprobe.registries.Family.own), by family.
+    # Settings a family declares itself (factprobe.registries.Family.settings), by family.
     family_settings: dict[str, dict] = _default({})
 
     def __post_init__(self) -> None:
