@@ -29,12 +29,13 @@ library only: it runs while the Snakefile is parsed.
 from __future__ import annotations
 
 import ast
+import atexit
 import json
 import os
 import re
 import tempfile
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -210,8 +211,16 @@ class _Cache:
         key = (str(path), stat.st_mtime_ns, stat.st_size)
         if key not in self.memory:
             self.memory[key] = read_facts(path, root)
+            if not self.dirty:
+                # Written once, when the process ends: a Snakemake call asks for many rules' inputs.
+                atexit.register(self.save_all)
             self.dirty.add(root)
         return self.memory[key]
+
+    def save_all(self) -> None:
+        """:meth:`save` every root read since the last save."""
+        for root in list(self.dirty):
+            self.save(root)
 
     def save(self, root: Path) -> None:
         """Write the entries of files under ``root`` (and the plugins read with it); a folder
@@ -220,7 +229,7 @@ class _Cache:
             return
         self.dirty.discard(root)
         files = {
-            f"{path}|{mtime}|{size}": asdict(facts)
+            f"{path}|{mtime}|{size}": vars(facts)
             for (path, mtime, size), facts in self.memory.items()
             if _current(path, mtime, size)
         }
@@ -389,6 +398,5 @@ def library_modules(script: str | Path, root: str | Path, plugins: Iterable[str 
         if kinds & filled:
             seen.update(mine)
             extra.append(str(plugin))
-    _CACHE.save(scan.root)
     files = (str(p.relative_to(scan.root)) for p in seen if p.name != "__init__.py" and p != scan.registries)
     return sorted(f for f in files if f not in NOT_CODE_INPUTS) + extra
