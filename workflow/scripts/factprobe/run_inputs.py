@@ -248,6 +248,19 @@ def _library_files(script: str, scripts: Path, plugins_env: str) -> tuple[str, .
     return tuple(library_modules(scripts / script, scripts, plugins))
 
 
+def loaded_plugins(scripts: Path, environ: Mapping[str, str] | None = None) -> tuple[list[str], list[Path]]:
+    """The names of ``FACTPROBE_PLUGINS`` that are files and those files (the report's
+    provenance hashes them; a module found nowhere is left to its import to name)."""
+    value = (environ if environ is not None else os.environ).get(PLUGINS_ENV, "")
+    names, files = [], []
+    for name in (n.strip() for n in value.split(",")):
+        found = plugin_files({PLUGINS_ENV: name}, root=Path(scripts)) if name else []
+        if found:
+            names.append(name)
+            files.append(found[0])
+    return names, files
+
+
 def omega_inputs(
     cfg: Config,
     suite: str,
