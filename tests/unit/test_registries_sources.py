@@ -147,3 +147,14 @@ def test_a_wrong_keyword_is_refused_at_registration_naming_the_right_one():
         "combined_strategies",
         "short_lists",
     )
+
+
+def test_an_unknown_measure_name_is_refused():
+    from factprobe.measures import MEASURES, measure_of
+
+    first = next(iter(MEASURES))
+    assert measure_of(first) is MEASURES[first]
+    with pytest.raises(
+        registries.RegistryError, match=r"unknown measure 'not_a_measure': no family registers it"
+    ):
+        measure_of("not_a_measure")
