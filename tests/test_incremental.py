@@ -49,7 +49,7 @@ def snakemake(workdir: Path, *args: str, timeout: int = 300) -> str:
         "2",
         *args,
     ]
-    env = {**os.environ, PLUGIN_ENV: PLUGIN} if (workdir / PLUGIN).exists() else None
+    env = {**os.environ, PLUGIN_ENV: f"{PLUGIN},{TOY_PLUGIN}"} if (workdir / PLUGIN).exists() else None
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=workdir, env=env)
     assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc.stdout + proc.stderr
@@ -145,6 +145,10 @@ REPO = "factprobe"
 #: one measure family, so that editing it concerns the measures' jobs only.
 PLUGIN = "plugins/probe_mean.py"
 PLUGIN_ENV = "FACTPROBE_PLUGINS"
+#: The repository's example plugin, loaded too: it fills every registry (a strategy, a source
+#: format, a family, a backend) without the run using them, so each rule of the run has it as
+#: an input, and an edit still plans only the jobs whose own code reaches the edited module.
+TOY_PLUGIN = ROOT / "tests" / "plugins" / "toy_plugin.py"
 PLUGIN_CODE = '''"""A measure family of the small test runs: the mean log Pl(o | c) of a fact's object."""
 
 from factprobe.metrics import family, register_measure
@@ -316,7 +320,7 @@ MEASURES = {"compute_metrics", "control_check", "summarize_metrics", "leaderboar
 def test_editing_library_code_reruns_the_jobs_that_run_it(small_run):
     """After a finished run, each edit (a line appended, then undone with its time stamp) plans
     the jobs whose code path runs the module, through registry references (``"module:attr"``),
-    lazy attributes and plugins, and none upstream of them."""
+    lazy attributes and plugins, and none upstream of them; the registries module plans none."""
     work = small_run
     lib = work / REPO / "workflow" / "scripts" / "factprobe"
 
@@ -349,4 +353,13 @@ def test_editing_library_code_reruns_the_jobs_that_run_it(small_run):
     planned = plan_after_editing(work / PLUGIN)
     assert {"compute_metrics", "summarize_metrics"} <= planned, sorted(planned)
     assert not planned & (UPSTREAM | SCORING | {"retrieve_distractors"}), sorted(planned)
+    # with the toy plugin loaded (it imports retrieval and metrics helpers), a measure edit plans
+    # the measures' and the report's jobs only: a plugin brings its own reach, not the built-in
+    # entries of the registries it fills
+    planned = plan_after_editing(lib / "metrics" / "knowledge.py")
+    assert planned <= MEASURES | {"cloze_subsets", "all"}, sorted(planned)
+    # the registries module is data, never an input; the code its entries name is
+    assert plan_after_editing(lib / "registries.py") == set()
+    planned = plan_after_editing(lib / "distractors" / "every_subject.py")
+    assert "retrieve_distractors" in planned and not planned & UPSTREAM, sorted(planned)
     assert planned_jobs(snakemake(work, "-n")) == set()  # every edit undone: up to date again

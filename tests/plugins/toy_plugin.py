@@ -56,7 +56,7 @@ def toy_triples(name, suite, sets, paths, forms_path, memory_mb=None):
     return triples_suite(name, suite, sets, paths, forms_path, memory_mb)
 
 
-@family("toy", own={"scale": Setting(1.0, "factor on the log-probabilities the measure averages")})
+@family("toy", settings={"scale": Setting(1.0, "factor on the log-probabilities the measure averages")})
 def toy_family(frame):
     """Mean log Pl(o | c) of each fact's object over its prompts, times its setting ``scale``."""
     scale = frame.settings.family_settings["toy"]["scale"]

@@ -63,7 +63,6 @@ def test_demo_config_is_valid(config, schema):
             "suites.knowledge.few_shot.settings.0",
         ),
         (lambda s: s["knowledge"].update(n_fact=3), "suites.knowledge"),
-        (lambda s: s["plausibility"].pop("cutoff"), "'cutoff' is a required property"),
     ],
 )
 def test_schema_rejects(config, schema, change, message):

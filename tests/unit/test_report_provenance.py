@@ -170,3 +170,24 @@ def test_config_hash_does_not_depend_on_where_the_clone_is(tmp_path):
         assert as_configured(resolved, clone) == raw
         hashes.append(run_provenance(clone, resolved, {}, [], [])["config_hash"])
     assert hashes[0] == hashes[1] == config_hash(raw)
+
+
+def test_plugins_loaded_are_named_with_their_file_hash(tmp_path):
+    """The report names each plugin file that ran, with its SHA-256; none loaded, no key."""
+    import hashlib
+
+    from factprobe.report.html import provenance_section
+    from factprobe.report.provenance import plugin_records, run_provenance
+    from factprobe.run_inputs import loaded_plugins
+    from factprobe.settings import Report
+
+    mine = tmp_path / "mine.py"
+    mine.write_text("X = 1\n")
+    names, files = loaded_plugins(ROOT / "workflow" / "scripts", {"FACTPROBE_PLUGINS": f" {mine} ,"})
+    assert names == [str(mine)] and files == [mine]
+    records = plugin_records(names, files)
+    assert records == [{"plugin": str(mine), "sha256": hashlib.sha256(b"X = 1\n").hexdigest()}]
+    assert "plugins" not in run_provenance(tmp_path, {}, {}, [], [])
+    block = run_provenance(tmp_path, {}, {}, [], [], records)
+    assert block["plugins"] == records
+    assert records[0]["sha256"] in provenance_section(block, Report())

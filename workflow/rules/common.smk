@@ -428,8 +428,14 @@ def report_provenance():
     records = record_paths(DUMP_ROWS, rules.download_dump.output.dump)
     roots = [Path.cwd(), WORKFLOW_ROOT]
     dumps = P.dump_records(DUMP_ROWS, used, roots, records)
+    plugins = P.plugin_records(*run_inputs.loaded_plugins(SCRIPTS))
     return P.run_provenance(
-        WORKFLOW_ROOT, settings.plain(CFG), RUN.suite_params, SCORE_MODELS, dumps
+        WORKFLOW_ROOT,
+        settings.plain(CFG),
+        RUN.suite_params,
+        SCORE_MODELS,
+        dumps,
+        plugins,
     )
 
 

@@ -13,51 +13,64 @@ ways the library names code without importing it:
 * a package's PEP 562 table ``_LAZY`` (``{"HFCausalLM": "hf"}``): ``from factprobe.lm import
   HFCausalLM`` runs ``factprobe/lm/hf.py``;
 * plugin modules (``FACTPROBE_PLUGINS``, :mod:`factprobe.plugins`): a plugin is an input of the
-  rules whose code reaches a registry it imports from (``from factprobe.registries import
-  strategy`` makes it an input of the retrieval rules), and its own ``factprobe`` imports are
-  followed like a script's.
+  rules whose code reaches a registry it fills (``from factprobe.registries import strategy``, or
+  the same name re-exported by ``factprobe.distractors``, makes it an input of the retrieval
+  rules), with its own reach: its ``factprobe`` imports and references, followed like a script's,
+  but not the built-in entries of the registries it imports from (the rules it joins reach those
+  through their own scripts when they read that registry).
 
-Standard library only: it runs while the Snakefile is parsed.
+Each file is parsed once per version (modification time and size, as Python's own bytecode
+cache): what it names (:class:`Facts`, a function of that file alone) is kept in memory and in
+``factprobe/__pycache__/code_inputs.json`` beside the library, so a Snakemake invocation parses
+only the files edited since the last one (none, most often) and stats the rest. Standard
+library only: it runs while the Snakefile is parsed.
 """
 
 from __future__ import annotations
 
 import ast
+import atexit
+import json
 import os
 import re
+import tempfile
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import NamedTuple
 
 #: Modules left out of library inputs: their values reach jobs as params, which Snakemake
 #: tracks itself (config/README.md, section "When jobs rerun"). Their imports are not followed
 #: either: they read every registry while parsing, which no job's code does through them.
 NOT_CODE_INPUTS = ("factprobe/settings.py", "factprobe/config_check.py")
 #: The registries module: followed, never listed (like a package ``__init__``); its references
-#: are counted per registry, in the modules that import its names (:func:`_registry_table`).
+#: are counted per registry, in the modules that import its names (:func:`_registry_names`).
 REGISTRIES = "factprobe.registries"
+#: The scan's cache, beside the bytecode of the library it describes.
+CACHE = Path("factprobe") / "__pycache__" / "code_inputs.json"
+#: Bumped when :class:`Facts` changes shape: a cache of another version is ignored.
+CACHE_FORMAT = 1
 
 _REFERENCE = re.compile(r"^(factprobe(?:\.\w+)+):\w+$")
 
 
-class Names(NamedTuple):
-    """What one module names as code (:func:`_references`)."""
+@dataclass
+class Facts:
+    """What one module file names as code, read from that file alone (so cached per version)."""
 
-    #: ``(dotted name, uses its attributes)`` of every import.
-    imports: list[tuple[str, bool]]
-    #: Registry references (``"factprobe.module"`` of a ``"module:attribute"`` string).
-    references: list[str]
-    #: The registries of :mod:`factprobe.registries` whose names it imports.
-    kinds: set[str]
-
-
-def _module_file(root: Path, module: str) -> Path | None:
-    base = root / module.replace(".", "/")
-    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-        if candidate.is_file():
-            return candidate
-    return None
+    #: ``(dotted module, imported names or None for ``import module``)`` of every import, relative
+    #: imports resolved, ``factprobe`` ones only.
+    imports: list[tuple[str, list[str] | None]] = field(default_factory=list)
+    #: ``"factprobe.module"`` of each ``"module:attribute"`` string it holds.
+    references: list[str] = field(default_factory=list)
+    #: A package's PEP 562 table ``_LAZY`` (``{"HFCausalLM": "hf"}``).
+    lazy: dict[str, str] = field(default_factory=dict)
+    #: ``alias -> name`` of its top-level ``from factprobe.registries import name as alias``.
+    reexports: dict[str, str] = field(default_factory=dict)
+    #: Of the registries module: ``public name -> registry`` (``KINDS``) and, per registry, the
+    #: references of its module-level ``register_*(...)`` calls.
+    kinds: dict[str, str] = field(default_factory=dict)
+    entries: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _constants(tree: ast.Module) -> dict[str, str]:
@@ -72,18 +85,30 @@ def _constants(tree: ast.Module) -> dict[str, str]:
     return found
 
 
-def _lazy_table(tree: ast.Module) -> dict[str, str]:
-    """A package's ``_LAZY = {"Name": "submodule", ...}`` table (PEP 562 attributes)."""
+def _assigned(tree: ast.Module, name: str) -> ast.expr | None:
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "_LAZY" for t in node.targets
+            isinstance(t, ast.Name) and t.id == name for t in node.targets
         ):
-            try:
-                table = ast.literal_eval(node.value)
-            except ValueError:
-                return {}
-            return {str(k): str(v) for k, v in table.items()} if isinstance(table, dict) else {}
-    return {}
+            return node.value
+    return None
+
+
+def _lazy_table(tree: ast.Module) -> dict[str, str]:
+    """A package's ``_LAZY = {"Name": "submodule", ...}`` table (PEP 562 attributes)."""
+    value = _assigned(tree, "_LAZY")
+    try:
+        table = ast.literal_eval(value) if value is not None else {}
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in table.items()} if isinstance(table, dict) else {}
+
+
+def kinds_table(tree: ast.Module) -> dict[str, str]:
+    """``public name -> registry`` of the registries module's ``KINDS`` table."""
+    value = _assigned(tree, "KINDS")
+    table = ast.literal_eval(value) if value is not None else {}
+    return {name: kind for kind, names in table.items() for name in names}
 
 
 def _string(node: ast.AST, constants: Mapping[str, str]) -> str | None:
@@ -105,30 +130,10 @@ def _string(node: ast.AST, constants: Mapping[str, str]) -> str | None:
     return None
 
 
-@lru_cache(maxsize=8)
-def _registry_table(path: Path) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """``(name -> registry, registry -> references)`` of the registries module: its ``KINDS``
-    table, and the references of its module-level ``register_*(...)`` calls, by the registry
-    the called function fills."""
-    tree = ast.parse(path.read_text(), str(path))
-    kinds: dict[str, str] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "KINDS" for t in node.targets
-        ):
-            kinds = {name: kind for kind, names in ast.literal_eval(node.value).items() for name in names}
-    constants = _constants(tree)
-    references: dict[str, list[str]] = {}
-    for node in tree.body:
-        call = node.value if isinstance(node, ast.Expr) else None
-        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name) or call.func.id not in kinds:
-            continue
-        for inner in ast.walk(call):
-            value = _string(inner, constants)
-            match = _REFERENCE.match(value) if value else None
-            if match:
-                references.setdefault(kinds[call.func.id], []).append(match.group(1))
-    return kinds, references
+def _reference(node: ast.AST, constants: Mapping[str, str]) -> str | None:
+    value = _string(node, constants)
+    match = _REFERENCE.match(value) if value else None
+    return match.group(1) if match else None
 
 
 def _package(path: Path, root: Path) -> str:
@@ -136,133 +141,262 @@ def _package(path: Path, root: Path) -> str:
     return ".".join(path.relative_to(root).parent.parts) if path.is_relative_to(root) else ""
 
 
-def _registry_names(root: Path, names: list[str] | None) -> tuple[list[str], set[str]]:
-    """The references and registries that importing ``names`` from the registries module brings
-    (``None``: the module itself, every registry)."""
-    path = _module_file(root, REGISTRIES)
-    if path is None:
-        return [], set()
-    table, references = _registry_table(path)
-    kinds = (
-        set(references) | set(table.values()) if names is None else {table[n] for n in names if n in table}
-    )
-    return [ref for kind in sorted(kinds) for ref in references.get(kind, [])], kinds
-
-
-def _import_from(node: ast.ImportFrom, package: str, root: Path, names: Names) -> None:
-    """Add what one ``from ... import ...`` names to ``names``."""
-    base = node.module or ""
-    if node.level:
-        parts = package.split(".")[: len(package.split(".")) - node.level + 1]
-        base = ".".join([*parts, base] if base else parts)
-    if not base.startswith("factprobe"):
-        return
-    submodules = [a.name for a in node.names if _module_file(root, f"{base}.{a.name}") is not None]
-    attributes = [a.name for a in node.names if a.name not in submodules]
-    names.imports.append((base, bool(attributes)))
-    names.imports.extend((f"{base}.{name}", True) for name in submodules)
-    if base == REGISTRIES or f"{base}.{node.names[0].name}" == REGISTRIES:
-        references, kinds = _registry_names(root, attributes if base == REGISTRIES else None)
-        names.references.extend(references)
-        names.kinds.update(kinds)
-    init = _module_file(root, base)
-    if attributes and init is not None and init.name == "__init__.py":
-        lazy = _lazy_table(ast.parse(init.read_text(), str(init)))
-        names.imports.extend((f"{base}.{lazy[name]}", True) for name in attributes if name in lazy)
-
-
-def _references(path: Path, root: Path) -> Names:
-    """What a module names as code: ``(dotted name, uses its attributes)`` of every import (a
-    package reached only for a submodule, ``from factprobe.distractors import sem_index``, does not
-    use its attributes), the registry references it holds or imports (see the module docstring),
-    and the registries it imports from. The registries module's own references count in its
-    importers only."""
+def read_facts(path: Path, root: Path) -> Facts:
+    """:class:`Facts` of the module file ``path`` (``root``: the folder holding ``factprobe/``).
+    The registries module's own strings count per registry (:attr:`Facts.entries`), not as its
+    references."""
     tree = ast.parse(path.read_text(), str(path))
     constants = _constants(tree)
     package = _package(path, root)
-    names = Names([], [], set())
-    own = path == _module_file(root, REGISTRIES)
+    facts = Facts(lazy=_lazy_table(tree))
+    own = path.is_relative_to(root) and path.relative_to(root) == Path(*REGISTRIES.split(".")).with_suffix(
+        ".py"
+    )
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names.imports.extend((alias.name, True) for alias in node.names)
-            if any(alias.name == REGISTRIES for alias in node.names):
-                references, kinds = _registry_names(root, None)
-                names.references.extend(references)
-                names.kinds.update(kinds)
+            facts.imports.extend((a.name, None) for a in node.names if a.name.split(".")[0] == "factprobe")
         elif isinstance(node, ast.ImportFrom):
-            _import_from(node, package, root, names)
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            if base.split(".")[0] == "factprobe":
+                facts.imports.append((base, [a.name for a in node.names]))
         elif not own:
-            value = _string(node, constants)
-            match = _REFERENCE.match(value) if value else None
-            if match:
-                names.references.append(match.group(1))
-    return names
+            found = _reference(node, constants)
+            if found:
+                facts.references.append(found)
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == REGISTRIES and not node.level:
+            facts.reexports.update({a.asname or a.name: a.name for a in node.names})
+    if own:
+        facts.kinds = kinds_table(tree)
+        for node in tree.body:
+            call = node.value if isinstance(node, ast.Expr) else None
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in facts.kinds:
+                kind = facts.kinds[call.func.id]
+                found = (_reference(inner, constants) for inner in ast.walk(call))
+                facts.entries.setdefault(kind, []).extend(f for f in found if f)
+    return facts
 
 
-def _reach(starts: Iterable[Path], root: Path) -> tuple[dict[Path, bool], set[str]]:
-    """Every ``factprobe`` module file reached from ``starts``, with whether its attributes are
-    used (such a module is followed whole, a package reached for a submodule only through its
-    import statements), and the registries whose names they import."""
-    used: dict[Path, bool] = {}
-    kinds: set[str] = set()
-    todo = [(Path(start), True) for start in starts]
-    while todo:
-        path, whole = todo.pop()
-        if path.is_relative_to(root) and str(path.relative_to(root)) in NOT_CODE_INPUTS:
-            continue
-        found_names = _references(path, root)
-        if whole:
-            kinds |= found_names.kinds
-        names = found_names.imports + ([(name, True) for name in found_names.references] if whole else [])
-        for name, uses in names:
-            if name.split(".")[0] != "factprobe":
+class _Cache:
+    """:class:`Facts` per file version, in memory and in :data:`CACHE` under a root."""
+
+    def __init__(self) -> None:
+        self.memory: dict[tuple[str, int, int], Facts] = {}
+        self.loaded: set[Path] = set()
+        self.dirty: set[Path] = set()
+
+    def _file(self, root: Path) -> Path:
+        return root / CACHE
+
+    def _load(self, root: Path) -> None:
+        self.loaded.add(root)
+        try:
+            stored = json.loads(self._file(root).read_text())
+        except (OSError, ValueError):
+            return
+        if not isinstance(stored, dict) or stored.get("format") != CACHE_FORMAT:
+            return
+        for key, value in stored.get("files", {}).items():
+            path, mtime, size = key.rsplit("|", 2)
+            imports = [(name, names) for name, names in value.pop("imports")]
+            self.memory.setdefault((path, int(mtime), int(size)), Facts(imports=imports, **value))
+
+    def facts(self, path: Path, root: Path) -> Facts:
+        if root not in self.loaded:
+            self._load(root)
+        stat = path.stat()
+        key = (str(path), stat.st_mtime_ns, stat.st_size)
+        if key not in self.memory:
+            self.memory[key] = read_facts(path, root)
+            if not self.dirty:
+                # Written once, when the process ends: a Snakemake call asks for many rules' inputs.
+                atexit.register(self.save_all)
+            self.dirty.add(root)
+        return self.memory[key]
+
+    def save_all(self) -> None:
+        """:meth:`save` every root read since the last save."""
+        for root in list(self.dirty):
+            self.save(root)
+
+    def save(self, root: Path) -> None:
+        """Write the entries of files under ``root`` (and the plugins read with it); a folder
+        that cannot be written (a read-only install) keeps them in memory only."""
+        if root not in self.dirty:
+            return
+        self.dirty.discard(root)
+        files = {
+            f"{path}|{mtime}|{size}": vars(facts)
+            for (path, mtime, size), facts in self.memory.items()
+            if _current(path, mtime, size)
+        }
+        target = self._file(root)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            # Written whole, then renamed: concurrent Snakemake calls each leave a valid file.
+            with tempfile.NamedTemporaryFile("w", dir=target.parent, delete=False, suffix=".tmp") as out:
+                json.dump({"format": CACHE_FORMAT, "files": files}, out)
+            os.chmod(out.name, 0o644)
+            os.replace(out.name, target)
+        except OSError:
+            pass
+
+
+def _current(path: str, mtime: int, size: int) -> bool:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return False
+    return (stat.st_mtime_ns, stat.st_size) == (mtime, size)
+
+
+_CACHE = _Cache()
+
+
+class _Scan:
+    """One library's modules, resolved against its files (module lookups memoized per scan)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.files: dict[str, Path | None] = {}
+        self.registries = self.module_file(REGISTRIES)
+
+    def module_file(self, module: str) -> Path | None:
+        if module not in self.files:
+            base = os.path.join(self.root, *module.split("."))
+            found = next(
+                (c for c in (base + ".py", os.path.join(base, "__init__.py")) if os.path.isfile(c)), None
+            )
+            self.files[module] = Path(found) if found else None
+        return self.files[module]
+
+    def facts(self, path: Path) -> Facts:
+        return _CACHE.facts(path, self.root)
+
+    def registry_names(self, names: list[str] | None) -> tuple[list[str], set[str]]:
+        """The references and registries that importing ``names`` from the registries module
+        brings (``None``: the module itself, every registry)."""
+        if self.registries is None:
+            return [], set()
+        table = self.facts(self.registries)
+        kinds = (
+            set(table.entries) | set(table.kinds.values())
+            if names is None
+            else {table.kinds[n] for n in names if n in table.kinds}
+        )
+        return [ref for kind in sorted(kinds) for ref in table.entries.get(kind, [])], kinds
+
+    def names(self, path: Path) -> tuple[list[tuple[str, bool]], list[str], set[str], set[str]]:
+        """What ``path`` names: ``(dotted name, uses its attributes)`` of every import (a package
+        reached only for a submodule, ``from factprobe.distractors import sem_index``, does not
+        use its attributes, and ``from factprobe.lm import HFCausalLM`` uses ``lm/hf.py`` through
+        ``_LAZY``); the registry references it brings (its own, then those of the registries whose
+        names it imports); the registries whose names it imports; and those it can fill (these,
+        and registry names it imports as re-exported by a package)."""
+        facts = self.facts(path)
+        imports: list[tuple[str, bool]] = []
+        references = list(facts.references)
+        kinds: set[str] = set()
+        fills: set[str] = set()
+        for base, imported in facts.imports:
+            if imported is None:
+                imports.append((base, True))
+                if base == REGISTRIES:
+                    refs, found = self.registry_names(None)
+                    references += refs
+                    kinds |= found
                 continue
-            found = _module_file(root, name)
-            if found is not None and (found not in used or (uses and not used[found])):
-                used[found] = used.get(found, False) or uses
-                todo.append((found, uses))
-    return used, kinds
+            submodules = [n for n in imported if self.module_file(f"{base}.{n}") is not None]
+            attributes = [n for n in imported if n not in submodules]
+            imports.append((base, bool(attributes)))
+            imports.extend((f"{base}.{n}", True) for n in submodules)
+            init = self.module_file(base)
+            if base == REGISTRIES or f"{base}.{imported[0]}" == REGISTRIES:
+                refs, found = self.registry_names(attributes if base == REGISTRIES else None)
+                references += refs
+                kinds |= found
+            elif attributes and init is not None:
+                renamed = self.facts(init).reexports
+                fills |= self.registry_names([renamed[a] for a in attributes if a in renamed])[1]
+            if attributes and init is not None and init.name == "__init__.py":
+                lazy = self.facts(init).lazy
+                imports.extend((f"{base}.{lazy[n]}", True) for n in attributes if n in lazy)
+        return imports, references, kinds, fills | kinds
+
+    def reach(self, starts: Iterable[Path], plugin: bool = False) -> tuple[dict[Path, bool], set[str]]:
+        """Every ``factprobe`` module file reached from ``starts``, with whether its attributes
+        are used (such a module is followed whole, a package reached for a submodule only through
+        its import statements), and the registries whose names they import. ``plugin``: the
+        reach of a plugin, its own references only (not the built-in entries of the registries
+        its modules import from), with the registries its start files fill."""
+        used: dict[Path, bool] = {}
+        kinds: set[str] = set()
+        starts = [Path(start) for start in starts]
+        todo = [(start, True) for start in starts]
+        while todo:
+            path, whole = todo.pop()
+            if path.is_relative_to(self.root) and str(path.relative_to(self.root)) in NOT_CODE_INPUTS:
+                continue
+            imports, references, read, fills = self.names(path)
+            if plugin:
+                kinds |= fills if path in starts else set()
+                references = self.facts(path).references
+            else:
+                kinds |= read if whole else set()
+            for name, uses in imports + ([(name, True) for name in references] if whole else []):
+                found = self.module_file(name) if name.split(".")[0] == "factprobe" else None
+                if found is not None and (found not in used or (uses and not used[found])):
+                    used[found] = used.get(found, False) or uses
+                    todo.append((found, uses))
+        return used, kinds
 
 
 def plugin_files(environ: Mapping[str, str] | None = None, root: Path | None = None) -> list[Path]:
     """The plugin modules of ``FACTPROBE_PLUGINS`` that are files (``.py`` paths, or dotted names
     found under ``root`` or on ``sys.path``)."""
-    import importlib.util
-
     from factprobe.plugins import ENV
 
+    return list(_plugin_files((environ if environ is not None else os.environ).get(ENV, ""), root))
+
+
+@lru_cache(maxsize=16)
+def _plugin_files(value: str, root: Path | None) -> tuple[Path, ...]:
+    import importlib.util
+
     files = []
-    for name in (environ if environ is not None else os.environ).get(ENV, "").split(","):
+    for name in value.split(","):
         name = name.strip()
         if not name:
             continue
         if name.endswith(".py"):
             files.append(Path(name).expanduser().resolve())
             continue
-        found = _module_file(root, name) if root is not None else None
+        found = _Scan(root).module_file(name) if root is not None else None
         if found is None:
             spec = importlib.util.find_spec(name)
             found = Path(spec.origin) if spec is not None and spec.origin else None
         if found is not None:
             files.append(found)
-    return files
+    return tuple(files)
 
 
 def library_modules(script: str | Path, root: str | Path, plugins: Iterable[str | Path] = ()) -> list[str]:
     """``factprobe`` modules a rule script's code reaches (imports, registry references and lazy
     attributes, also inside functions), as paths relative to ``root`` (the folder that holds
-    ``factprobe/``), sorted; then each of ``plugins`` (paths) that imports from a registry package
-    the script reaches, with the library modules it reaches in turn. Package ``__init__`` files and
+    ``factprobe/``), sorted; then each of ``plugins`` (paths) that fills a registry the script
+    reaches, with the library modules of its own reach. Package ``__init__`` files and
     :data:`NOT_CODE_INPUTS` are left out."""
-    root = Path(root)
-    seen, kinds = _reach([Path(script)], root)
+    scan = _Scan(Path(root))
+    seen, kinds = scan.reach([Path(script)])
     extra: list[str] = []
     for plugin in plugins:
         plugin = Path(plugin)
-        mine, filled = _reach([plugin], root)
+        mine, filled = scan.reach([plugin], plugin=True)
         if kinds & filled:
             seen.update(mine)
             extra.append(str(plugin))
-    registries = _module_file(root, REGISTRIES)
-    files = (str(p.relative_to(root)) for p in seen if p.name != "__init__.py" and p != registries)
+    files = (str(p.relative_to(scan.root)) for p in seen if p.name != "__init__.py" and p != scan.registries)
     return sorted(f for f in files if f not in NOT_CODE_INPUTS) + extra

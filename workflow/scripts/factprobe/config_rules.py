@@ -76,7 +76,7 @@ def _pool_dataset(cfg: Config, suite: str, pool_source: str) -> str:
     """The Fluent-mLAMA release a ``pool_source: dataset`` pool reads (the suite's own source),
     "" otherwise (the pool is then made from the suite's facts)."""
     source = cfg.suites[suite].source
-    return source.path if pool_source == "dataset" and source.format == "fluent-mlama" else ""
+    return source.path if pool_source == "dataset" and source.entry.release_pool else ""
 
 
 def suite_appropt(cfg: Config, suite: str, model_row: dict) -> dict:
@@ -176,7 +176,7 @@ def sem_index_rows(cfg: Config, dump: str) -> dict:
             continue
         # A listed-facts suite with its relations named bounds the index like a dump-built one.
         listed = suite.source.listed and suite.relations
-        if suite.source.format != "dump" and not listed:
+        if not suite.source.entry.sampled and not listed:
             return {"relations": None, "type_dumps": []}
         relations |= set(suite.relations)
         type_dumps |= {str(d) for d in suite_dumps(suite)}
@@ -224,7 +224,7 @@ def suite_metrics(cfg: Config, suite: str) -> dict:
             f"metrics.families.{cfg.suites[suite].kind}: unknown families {unknown}; "
             f"choose from {list(registries.FAMILIES)}"
         )
-    keys = {"robustness_pair"} | {k for f in families for k in registries.FAMILIES[f].settings}
+    keys = {"robustness_pair"} | {k for f in families for k in registries.FAMILIES[f].reads}
     values = plain(cfg.metrics)
     out = {"families": families, **{k: values[k] for k in sorted(keys)}}
     # Only where a family declares settings: the params of other runs stay as they were.
@@ -294,8 +294,15 @@ def check_statement_edges(suite: Suite, where: str) -> None:
 
 
 def check_cross_keys(cfg: Config, enabled: list[str], source: str = "config/config.yaml") -> None:
-    """Suites' dumps enabled and template sets defined, plausibility dates ordered, Precision@n
-    within the top-k."""
+    """Template formats registered, suites' dumps enabled and template sets defined, relations and plausibility dates given
+    where the source format's entry requires them, plausibility dates ordered, Precision@n within
+    the top-k."""
+    for name, template_set in cfg.templates.sets.items():
+        # The template-format registry is the only list (plugin formats included).
+        try:
+            registries.template_entry(template_set.format, f"{source}: templates.sets.{name}.format")
+        except registries.RegistryError as err:
+            raise ConfigError(str(err)) from None
     for name, suite in cfg.suites.items():
         where = f"{source}: suites.{name}"
         if suite.dump not in enabled:
@@ -306,6 +313,19 @@ def check_cross_keys(cfg: Config, enabled: list[str], source: str = "config/conf
         for dump in suite.label_dumps or []:
             if dump not in enabled:
                 raise ConfigError(f"{where}.label_dumps: {dump} is not an enabled dump ({enabled})")
+        # What a format allows is a property of its registry entry, plugin formats included.
+        entry = suite.source.entry
+        if not suite.relations and not entry.relations_optional:
+            raise ConfigError(
+                f"{where}.relations: required for source format {entry.name!r} (only a format whose "
+                "facts are listed or imported may leave it out); list the relations to probe"
+            )
+        if suite.kind == "plausibility" and not entry.imported and not (suite.diff_old and suite.cutoff):
+            raise ConfigError(
+                f"{where}.{'cutoff' if suite.diff_old else 'diff_old'}: a plausibility suite built from "
+                "a dump needs diff_old and cutoff (the facts new between diff_old and dump, the model's "
+                "cut-off in between); set both"
+            )
         if suite.source.imported and suite.kind != "plausibility":
             raise ConfigError(
                 f"{where}.source: format {suite.source.format} is a plausibility benchmark; set kind: plausibility"
@@ -348,9 +368,7 @@ def check_human_alignment(cfg: Config, source: str = "config/config.yaml", workd
                 f"{where}.suites names {name!r}, which is not a suite; define it (kind: knowledge, "
                 f"source: {{format: triples, path: <your copy of {HUMAN_SCORES_FILE}>}}) or drop the name"
             )
-        path = human.path or (
-            cfg.suites[name].source.path if cfg.suites[name].source.format == "triples" else ""
-        )
+        path = human.path or (cfg.suites[name].source.path if cfg.suites[name].source.entry.judged else "")
         if not path:
             raise ConfigError(
                 f"{where}: suite {name!r} has no judged triples; set its source to "
@@ -393,7 +411,7 @@ def check_languages(cfg: Config, source: str = "config/config.yaml") -> None:
             raise ConfigError(
                 f"{where}: {missing} not in extract.languages {extracted}; add them to extract.languages"
             )
-        if suite.source.format != "dump":
+        if not suite.source.entry.sampled:
             continue  # prompts come from the released benchmark
         covered: set[str] = set()
         for set_name in suite.templates.sets:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from factprobe.registries import Registry
+from factprobe.registries import Registry, RegistryError
 
 
 @dataclass(frozen=True)
@@ -68,8 +68,14 @@ def register_measure(
 
 
 def measure_of(name: str) -> Measure:
-    """The entry of ``name``; an unregistered measure reads as higher-is-better, labelled by name."""
-    return MEASURES.get(name) or Measure(name, "", "", name)
+    """The entry of ``name``. An unregistered name fails: its direction is unknown, and reading
+    it as higher-is-better would call the worse model better."""
+    if name not in MEASURES:
+        raise RegistryError(
+            f"unknown measure {name!r}: no family registers it; registered: {list(MEASURES)}. A plugin's "
+            "measure needs its module in FACTPROBE_PLUGINS when the report is rendered too"
+        )
+    return MEASURES[name]
 
 
 def headline() -> list[str]:

@@ -1,12 +1,13 @@
 """Every extension point of factprobe in one light module: what can be named in the config.
 
-Four registries, each ``name -> entry`` (a fifth, of measures, in :mod:`factprobe.measures`):
+Five registries, each ``name -> entry`` (a sixth, of measures, in :mod:`factprobe.measures`):
 
 * :data:`STRATEGIES`: distractor strategies (``distractors.strategies``);
 * :data:`FAMILIES`: measure families (``metrics.families``); the measures they write (direction,
   chance level, label) are the registry :data:`factprobe.measures.MEASURES`, built the same way;
 * :data:`BACKENDS`: model backends (the ``backend`` column of ``config/models.tsv``);
-* :data:`SOURCES`: where a suite's facts and prompts come from (``suites.<s>.source.format``).
+* :data:`SOURCES`: where a suite's facts and prompts come from (``suites.<s>.source.format``);
+* :data:`TEMPLATE_FORMATS`: how a template set is read (``templates.sets.<name>.format``).
 
 Built-in entries name their code as ``"module:attribute"`` strings, imported on first use, so
 this module is standard library only: ``factprobe.settings`` reads it while the Snakefile is
@@ -125,6 +126,17 @@ def _declared(settings: Mapping[str, Any] | None) -> dict[str, Setting]:
     return {k: v if isinstance(v, Setting) else Setting(v) for k, v in (settings or {}).items()}
 
 
+def _refuse_keywords(kind: str, name: str, given: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+    """A keyword an entry does not take fails at registration, naming the one meant: an entry's
+    own knobs are ``settings=`` for strategies and families alike."""
+    for key in given:
+        if key not in allowed:
+            hint = "its own knobs are declared with settings=" if key in ("own", "knobs", "params") else ""
+            raise RegistryError(
+                f"{kind} {name!r}: no keyword {key}=; {hint + '; ' if hint else ''}the keywords are {list(allowed)}"
+            )
+
+
 # --- distractor strategies -----------------------------------------------------------------
 
 
@@ -137,8 +149,8 @@ class Strategy:
     :class:`factprobe.distractors.retrieve.Context`. ``prepare(ctx)`` runs once before the first
     fact. Needs: ``per_model`` (its own rule per (suite, model), ApprOpt), ``index`` (the dump's
     semantic index), ``temporal`` (the dump's temporal view), ``statements`` (the suite's
-    relations' statements), ``every_subject`` (given the retrieve settings, whether Ω holds every
-    subject of the relations). ``settings``: its own settings, name -> :class:`Setting`.
+    relations' statements), ``every_subject`` (callable or ``"module:attribute"``: given the
+    retrieve settings, whether Ω holds every subject of the relations). ``settings``: its own settings, name -> :class:`Setting`.
     """
 
     name: str
@@ -148,7 +160,7 @@ class Strategy:
     index: bool = False
     temporal: bool = False
     statements: bool = False
-    every_subject: Callable[[Mapping[str, Any]], bool] | None = None
+    every_subject: Callable[[Mapping[str, Any]], bool] | str | None = None
     aliases: tuple[str, ...] = field(default_factory=tuple)
     settings: Mapping[str, Setting] = field(default_factory=dict)
 
@@ -164,13 +176,18 @@ STRATEGIES: Registry[Strategy] = Registry("distractor strategy")
 def register_strategy(
     name: str, retriever: Callable | str | None, override: bool = False, **needs: Any
 ) -> Strategy:
-    """Add strategy ``name``; ``needs`` are :class:`Strategy` fields."""
+    """Add strategy ``name``; ``needs`` are :class:`Strategy` fields (its own knobs: ``settings``)."""
+    allowed = tuple(f for f in Strategy.__dataclass_fields__ if f not in ("name", "retriever"))
+    _refuse_keywords("distractor strategy", name, needs, allowed)
     needs["settings"] = _declared(needs.get("settings"))
     return STRATEGIES.add(name, Strategy(name, retriever, **needs), source_of(retriever), override)
 
 
 def strategy(name: str, override: bool = False, **needs: Any) -> Callable[[Callable], Callable]:
     """Decorator form of :func:`register_strategy`: ``@strategy("mine", index=True)``."""
+
+    allowed = tuple(f for f in Strategy.__dataclass_fields__ if f not in ("name", "retriever"))
+    _refuse_keywords("distractor strategy", name, needs, allowed)
 
     def add(fn: Callable) -> Callable:
         register_strategy(name, fn, override, **needs)
@@ -207,7 +224,7 @@ def needs(names: list[str], need: str) -> bool:
 def needs_every_subject(settings: Mapping[str, Any]) -> bool:
     """Whether Ω must hold every subject of the relations for these retrieve settings."""
     return any(
-        STRATEGIES[n].every_subject(settings)
+        imported(STRATEGIES[n].every_subject)(settings)
         for n in canonical(list(settings.get("strategies", [])))
         if n in STRATEGIES and STRATEGIES[n].every_subject is not None
     )
@@ -230,17 +247,6 @@ def strategy_settings(names: list[str], given: Mapping[str, Mapping]) -> dict[st
     }
 
 
-def _subject_side(settings: Mapping[str, Any]) -> bool:
-    # The subject side of co-occurrence takes other subjects of the relation (PROBELM App. B).
-    return "subject" in settings.get("cooccur_sides", [])
-
-
-def _relation_pool(settings: Mapping[str, Any]) -> bool:
-    # pool_source relation: every object of the relation in the dump, whoever its subject (not
-    # Fluent-mLAMA's pool, which is pool_source dataset: strings of the dataset's subset, §3.3).
-    return settings.get("pool_source", "relation") == "relation"
-
-
 _STRATEGY = "factprobe.distractors.strategies"
 # One line per built-in strategy (distractors paper §3.3, PROBELM App. B, fluent-mLAMA §3.1).
 register_strategy("random", f"{_STRATEGY}:random_rows")
@@ -258,10 +264,13 @@ register_strategy(
     f"{_STRATEGY}:cooccur_rows",
     prepare=f"{_STRATEGY}:cooccur_relevance",
     statements=True,
-    every_subject=_subject_side,
+    every_subject="factprobe.distractors.every_subject:subject_side",
 )
 register_strategy(
-    "pool", f"{_STRATEGY}:pool_rows", prepare=f"{_STRATEGY}:relation_pools", every_subject=_relation_pool
+    "pool",
+    f"{_STRATEGY}:pool_rows",
+    prepare=f"{_STRATEGY}:relation_pools",
+    every_subject="factprobe.distractors.every_subject:relation_pool",
 )
 register_strategy("appropt", None, per_model=True)  # rule appropt_distractors (factprobe.distractors.appropt)
 
@@ -273,14 +282,15 @@ register_strategy("appropt", None, per_model=True)  # rule appropt_distractors (
 class Family:
     """A measure family: its function (callable or ``"module:attribute"``), taking the suite's
     :class:`factprobe.metrics.pipeline.SuiteFrame` and returning ``(per-fact tables, suite-level
-    tables)``, and the ``metrics`` settings it reads (a change of one reruns only its suites).
-    ``own``: settings the family declares itself (a plugin's), name -> :class:`Setting`, set in
-    ``metrics.family_settings.<family>`` and read as ``frame.settings.family_settings[<family>]``."""
+    tables)``, and ``reads``, the ``metrics`` settings it reads (a change of one reruns only its
+    suites). ``settings``: knobs the family declares itself, name -> :class:`Setting`, as a
+    strategy does, set in ``metrics.family_settings.<family>`` and read as
+    ``frame.settings.family_settings[<family>]``."""
 
     name: str
     function: Callable | str
-    settings: tuple[str, ...] = ()
-    own: Mapping[str, Setting] = field(default_factory=dict)
+    reads: tuple[str, ...] = ()
+    settings: Mapping[str, Setting] = field(default_factory=dict)
 
     def code(self) -> Callable:
         """The function, importing its module on first use."""
@@ -294,22 +304,34 @@ FAMILIES: Registry[Family] = Registry("measure family")
 def register_family(
     name: str,
     function: Callable | str,
-    settings: tuple[str, ...] = (),
+    reads: tuple[str, ...] = (),
     override: bool = False,
-    own: Mapping[str, Any] | None = None,
+    settings: Mapping[str, Any] | None = None,
+    **wrong: Any,
 ) -> Family:
-    """Add family ``name``."""
-    entry = Family(name, function, tuple(settings), _declared(own))
+    """Add family ``name``: ``reads`` the ``metrics`` keys it reads, ``settings`` its own knobs."""
+    _refuse_keywords("measure family", name, wrong, ("reads", "override", "settings"))
+    if isinstance(settings, list | tuple):
+        raise RegistryError(
+            f"measure family {name!r}: settings= declares its own knobs (name -> Setting); "
+            f"the metrics keys it reads, {list(settings)}, go in reads="
+        )
+    entry = Family(name, function, tuple(reads), _declared(settings))
     return FAMILIES.add(name, entry, source_of(function), override)
 
 
 def family(
-    name: str, settings: tuple[str, ...] = (), override: bool = False, own: Mapping[str, Any] | None = None
+    name: str,
+    reads: tuple[str, ...] = (),
+    override: bool = False,
+    settings: Mapping[str, Any] | None = None,
+    **wrong: Any,
 ) -> Callable[[Callable], Callable]:
-    """Decorator form of :func:`register_family`."""
+    """Decorator form of :func:`register_family`: ``@family("mine", settings={"k": Setting(1)})``."""
+    _refuse_keywords("measure family", name, wrong, ("reads", "override", "settings"))
 
     def add(fn: Callable) -> Callable:
-        register_family(name, fn, settings, override, own)
+        register_family(name, fn, reads, override, settings)
         return fn
 
     return add
@@ -319,14 +341,15 @@ def family_settings(names: list[str], given: Mapping[str, Mapping]) -> dict[str,
     """The own settings of each family of ``names`` that declares some (defaults overridden by
     ``given``, ``metrics.family_settings``); ``given`` naming a family without any fails."""
     for name in given:
-        if name not in FAMILIES or not FAMILIES[name].own:
+        if name not in FAMILIES or not FAMILIES[name].settings:
             raise RegistryError(
-                f"measure family {name!r} declares no settings; these do: {[n for n, f in FAMILIES.items() if f.own]}"
+                f"measure family {name!r} declares no settings; these do: "
+                f"{[n for n, f in FAMILIES.items() if f.settings]}"
             )
     return {
-        n: check_entry_settings("measure family", n, FAMILIES[n].own, given.get(n, {}))
+        n: check_entry_settings("measure family", n, FAMILIES[n].settings, given.get(n, {}))
         for n in names
-        if n in FAMILIES and FAMILIES[n].own
+        if n in FAMILIES and FAMILIES[n].settings
     }
 
 
@@ -400,13 +423,27 @@ class SourceFormat:
     dump (sampled by :func:`factprobe.probes.build.build_suite` itself) and for imported formats.
     ``imported``: probes and candidates come whole from the release (rule import_released, not
     build_probes and retrieval). ``listed``: the facts are listed in the file ``source.path``
-    (an input of build_probes), so the suite's relations may be left out.
+    (an input of build_probes). ``sampled``: the facts are sampled from the dump and verbalized
+    by the suite's templates (translated for a multilingual suite). ``judged``: the listed file
+    also carries human judgements of its facts (the human alignment, distractors paper §4.2).
+    ``paired``: flawed / corrected verbalizations of each fact (Table 4, §4.3). ``release_pool``:
+    a ``pool_source: dataset`` pool reads the suite's own release (Fluent-mLAMA §3.1).
     """
 
     name: str
     builder: Callable | str | None = None
     imported: bool = False
     listed: bool = False
+    sampled: bool = False
+    judged: bool = False
+    paired: bool = False
+    release_pool: bool = False
+
+    @property
+    def relations_optional(self) -> bool:
+        """Whether a suite of this format may leave out ``relations``: the release or the listed
+        file gives its facts (relations, when given, filter them)."""
+        return self.listed or self.imported
 
     def code(self) -> Callable | None:
         """The builder, importing its module on first use."""
@@ -445,13 +482,81 @@ def source_entry(name: str, where: str = "suites") -> SourceFormat:
 
 _PROBES = "factprobe.probes"
 # One line per built-in source format (config/README.md, suites).
-register_source("dump")
-register_source("fluent-mlama", f"{_PROBES}.fluent_suite:fluent_mlama_suite")
-register_source("triples", f"{_PROBES}.listed:triples_suite", listed=True)
-register_source("verbalization-pairs", f"{_PROBES}.listed:pairs_suite", listed=True)
+register_source("dump", sampled=True)
+register_source("fluent-mlama", f"{_PROBES}.fluent_suite:fluent_mlama_suite", release_pool=True)
+register_source("triples", f"{_PROBES}.listed:triples_suite", listed=True, judged=True)
+register_source("verbalization-pairs", f"{_PROBES}.listed:pairs_suite", listed=True, paired=True)
 register_source("myriadlama", f"{_PROBES}.listed:myriadlama_suite", listed=True)
 register_source("probelm", imported=True)
 
+
+# --- template formats ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TemplateFormat:
+    """How a template set of this format is read (``templates.sets.<name>.format``).
+
+    ``loader``: ``loader(name, set_cfg, languages) -> [Template]`` (callable or
+    ``"module:attribute"``), ``set_cfg`` the set's :class:`factprobe.settings.TemplateSet`.
+    ``files``: what build_probes reads, an input per file: ``language_files``
+    (``<path>/<lang>.yaml``), ``relation_files`` (``<path>/P*.jsonl``), ``language_folders``
+    (``<path>/<lang>/P*.jsonl``) or ``path`` (the path itself). ``languages``: where its languages
+    are read: ``files`` (the language files' names), ``folders`` (the language folders holding
+    ``P*.jsonl``), ``header`` (a CSV's columns after ``pid, relation``) or ``setting`` (the set's
+    ``language``). ``licence``: SPDX-style id of its templates (the dataset card); None: the
+    code's own for the bundled ``resources/templates``, else ``other``.
+    """
+
+    name: str
+    loader: Callable | str
+    files: str = "path"
+    languages: str = "setting"
+    licence: str | None = "other"
+
+    def code(self) -> Callable:
+        """The loader, importing its module on first use."""
+        return imported(self.loader)
+
+
+#: format name -> :class:`TemplateFormat`.
+TEMPLATE_FORMATS: Registry[TemplateFormat] = Registry("template format")
+
+
+def register_template_format(
+    name: str, loader: Callable | str, override: bool = False, **fields: Any
+) -> TemplateFormat:
+    """Add template format ``name``; ``fields`` are :class:`TemplateFormat` fields."""
+    return TEMPLATE_FORMATS.add(name, TemplateFormat(name, loader, **fields), source_of(loader), override)
+
+
+def template_format(name: str, override: bool = False, **fields: Any) -> Callable[[Callable], Callable]:
+    """Decorator form of :func:`register_template_format`: ``@template_format("mine")``."""
+
+    def add(fn: Callable) -> Callable:
+        register_template_format(name, fn, override, **fields)
+        return fn
+
+    return add
+
+
+def template_entry(name: str, where: str = "templates.sets") -> TemplateFormat:
+    """The entry of template format ``name``; unknown names fail naming ``where`` and the choices."""
+    if name not in TEMPLATE_FORMATS:
+        raise RegistryError(
+            f"{where}: unknown template format {name!r}; choose from {list(TEMPLATE_FORMATS)}"
+        )
+    return TEMPLATE_FORMATS[name]
+
+
+_SETS = "factprobe.probes.suite_plan"
+# One line per built-in template format (config/README.md, templates; docs/templates-format.md).
+register_template_format("yaml", f"{_SETS}:yaml_set", files="language_files", languages="files", licence=None)
+register_template_format("pararel", f"{_SETS}:pararel_set", files="relation_files", licence="mit")
+register_template_format("mpararel", f"{_SETS}:mpararel_set", files="language_folders", languages="folders")
+register_template_format("lama", f"{_SETS}:lama_set", licence="cc-by-nc-4.0")
+register_template_format("xfactr", f"{_SETS}:xfactr_set", languages="header")
+register_template_format("myriadlama", f"{_SETS}:myriadlama_set")
 
 #: Which registry each public name reads or fills: :mod:`factprobe.code_inputs` makes a module
 #: that imports a name depend on the code of that registry's built-in entries only.
@@ -468,7 +573,14 @@ KINDS = {
         "needs_every_subject",
         "strategy_settings",
     ),
-    "FAMILIES": ("FAMILIES", "Family", "register_family", "family", "unknown_families", "family_settings"),
+    "FAMILIES": (
+        "FAMILIES",
+        "Family",
+        "register_family",
+        "family",
+        "unknown_families",
+        "family_settings",
+    ),
     "BACKENDS": (
         "BACKENDS",
         "register_backend",
@@ -478,4 +590,11 @@ KINDS = {
         "DEFAULT_BACKEND",
     ),
     "SOURCES": ("SOURCES", "SourceFormat", "register_source", "source_format", "source_entry"),
+    "TEMPLATE_FORMATS": (
+        "TEMPLATE_FORMATS",
+        "TemplateFormat",
+        "register_template_format",
+        "template_format",
+        "template_entry",
+    ),
 }

@@ -9,6 +9,7 @@ path templates (``{dump}``, ``{suite}``, ``{model}`` placeholders), so they are 
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 from factprobe import config_rules, registries
 from factprobe import settings as S
 from factprobe.code_inputs import library_modules, plugin_files
+from factprobe.plugins import ENV as PLUGINS_ENV
 from factprobe.settings import Config
 
 #: Extensions of a dump file, longest first (a ``.json.gz`` is not a ``.json``).
@@ -183,11 +185,7 @@ def human_suites(cfg: Config) -> list[str]:
     ``metrics.human_alignment.suites`` and with judged triples, a user file
     (``metrics.human_alignment.path``) or the suite's own ``source: triples`` file."""
     human = cfg.metrics.human_alignment
-    return [
-        s
-        for s in human.suites
-        if s in cfg.suites and (human.path or cfg.suites[s].source.format == "triples")
-    ]
+    return [s for s in human.suites if s in cfg.suites and (human.path or cfg.suites[s].source.entry.judged)]
 
 
 #: §4.3 Table 4's two verbalizations of a verbalization-pairs suite (probes/listed.py).
@@ -199,7 +197,7 @@ def robustness_suites(cfg: Config, human_suites: list[str]) -> list[str]:
     when a human-alignment suite gives Table 3's fold-best configurations (none without one)."""
     if not human_suites:
         return []
-    return [s for s in cfg.suites if cfg.suites[s].source.format == "verbalization-pairs"]
+    return [s for s in cfg.suites if cfg.suites[s].source.entry.paired]
 
 
 def human_file(cfg: Config, suite: str) -> str:
@@ -232,11 +230,35 @@ def library_inputs(script: str, scripts: Path, cwd: str | Path) -> list[str]:
     (:mod:`factprobe.code_inputs`), relative inside the working directory ``cwd`` (the clone), absolute for a
     workflow used from elsewhere. A script's imports are invisible to Snakemake's code trigger;
     with these as inputs, editing a module reruns exactly the rules whose scripts import it
-    (config/README.md, "When jobs rerun")."""
-    here = Path(cwd)
-    plugins = plugin_files(root=Path(scripts))
-    files = [Path(scripts) / f for f in library_modules(Path(scripts) / script, scripts, plugins)]
-    return [os.path.relpath(f, here) if f.is_relative_to(here) else str(f) for f in files]
+    (config/README.md, "When jobs rerun"). Worked out once per script and plugin set in a
+    process: every job of a rule asks for the same list, and files do not change while
+    Snakemake plans."""
+    return list(_library_inputs(script, Path(scripts), str(cwd), os.environ.get(PLUGINS_ENV, "")))
+
+
+@functools.lru_cache(maxsize=256)
+def _library_inputs(script: str, scripts: Path, cwd: str, plugins_env: str) -> tuple[str, ...]:
+    files = [os.path.join(scripts, f) for f in _library_files(script, scripts, plugins_env)]
+    return tuple(os.path.relpath(f, cwd) if Path(f).is_relative_to(cwd) else f for f in files)
+
+
+@functools.lru_cache(maxsize=128)
+def _library_files(script: str, scripts: Path, plugins_env: str) -> tuple[str, ...]:
+    plugins = plugin_files({PLUGINS_ENV: plugins_env}, root=scripts)
+    return tuple(library_modules(scripts / script, scripts, plugins))
+
+
+def loaded_plugins(scripts: Path, environ: Mapping[str, str] | None = None) -> tuple[list[str], list[Path]]:
+    """The names of ``FACTPROBE_PLUGINS`` that are files and those files (the report's
+    provenance hashes them; a module found nowhere is left to its import to name)."""
+    value = (environ if environ is not None else os.environ).get(PLUGINS_ENV, "")
+    names, files = [], []
+    for name in (n.strip() for n in value.split(",")):
+        found = plugin_files({PLUGINS_ENV: name}, root=Path(scripts)) if name else []
+        if found:
+            names.append(name)
+            files.append(found[0])
+    return names, files
 
 
 def omega_inputs(

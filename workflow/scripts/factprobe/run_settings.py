@@ -92,7 +92,7 @@ def reads_release_only(cfg: Config, suite: str) -> bool:
     release's string pool (strategy ``pool``, ``pool_source: dataset``), which needs neither Ω
     nor types. Such a suite plans no download or extraction, and no translation (its sentences
     are the release's)."""
-    if cfg.suites[suite].source.format != "fluent-mlama":
+    if not cfg.suites[suite].source.entry.release_pool:
         return False
     strategies = set(registries.canonical(list(config_rules.suite_distractors(cfg, suite)["strategies"])))
     return strategies == {"pool"} and bool(config_rules.suite_retrieve(cfg, suite).get("dataset"))
@@ -107,7 +107,7 @@ def translated_suites(cfg: Config) -> list[str]:
     """Multilingual suites whose prompts the translate stage turns into sentences: those built
     from templates (a released suite's sentences are the release's own)."""
     return [
-        s for s, block in cfg.suites.items() if block.kind == "multilingual" and block.source.format == "dump"
+        s for s, block in cfg.suites.items() if block.kind == "multilingual" and block.source.entry.sampled
     ]
 
 

@@ -87,29 +87,30 @@ class TemplateSet:
     checked_only: bool = False
 
     def files(self, languages: list[str]) -> list[str]:
-        """Files the set reads for ``languages`` (the Snakemake inputs of ``build_probes``)."""
-        path = Path(self.path)
-        if self.format == "yaml":
+        """Files the set reads for ``languages`` (the Snakemake inputs of ``build_probes``), laid
+        out as its format's entry says (:attr:`factprobe.registries.TemplateFormat.files`)."""
+        path, layout = Path(self.path), registries.TEMPLATE_FORMATS[self.format].files
+        if layout == "language_files":
             return [str(path / f"{lang}.yaml") for lang in languages]
-        if self.format == "pararel":
+        if layout == "relation_files":
             return sorted(str(p) for p in path.glob("P*.jsonl"))
-        if self.format == "mpararel":
+        if layout == "language_folders":
             return sorted(str(p) for lang in languages for p in (path / lang).glob("P*.jsonl"))
         return [str(path)]
 
     def languages(self) -> list[str] | None:
-        """Languages the set has templates for, read from its files: ``yaml`` the ``<lang>.yaml``
-        files, ``mpararel`` the ``<lang>/`` folders holding ``P*.jsonl``, ``xfactr`` the CSV's
-        language columns, the single-language formats their ``language``; None when a folder or
-        file of a ``mpararel`` / ``xfactr`` set is absent (its job names it)."""
-        path = Path(self.path)
-        if self.format == "yaml":
+        """Languages the set has templates for, where its format's entry says
+        (:attr:`factprobe.registries.TemplateFormat.languages`): the ``<lang>.yaml`` files, the
+        ``<lang>/`` folders holding ``P*.jsonl``, a CSV's language columns or the set's
+        ``language``; None when the folder or file is absent (its job names it)."""
+        path, source = Path(self.path), registries.TEMPLATE_FORMATS[self.format].languages
+        if source == "files":
             return sorted(p.stem for p in path.glob("*.yaml"))
-        if self.format == "mpararel":
+        if source == "folders":
             if not path.is_dir():
                 return None
             return sorted(p.name for p in path.iterdir() if p.is_dir() and any(p.glob("P*.jsonl")))
-        if self.format == "xfactr":
+        if source == "header":
             try:
                 with open(path, newline="", encoding="utf-8-sig") as fh:
                     header = next(csv.reader(fh), [])
@@ -221,6 +222,11 @@ class SuiteSource:
             raise InvalidValue("format", str(err)) from None
 
     @property
+    def entry(self) -> registries.SourceFormat:
+        """The format's registry entry: what a suite of this format reads, needs and allows."""
+        return registries.SOURCES[self.format]
+
+    @property
     def imported(self) -> bool:
         """Probes and candidates come whole from the release (rule import_released)."""
         return registries.SOURCES[self.format].imported
@@ -246,7 +252,8 @@ class Suite:
 
     kind: str
     dump: str
-    # Required unless ``source`` is set (the schema checks); empty with a source = every relation.
+    # Required unless the source format's entry allows leaving it out (relations_optional,
+    # checked by config_rules.check_cross_keys); empty then = every relation of the release or the listed file.
     relations: list[str] = _default([])
     description: str = ""
     diff_old: str | None = None
@@ -486,7 +493,7 @@ class Metrics:
     short_lists: str = "undefined"
     human_alignment: HumanAlignment = _default(HumanAlignment())
     overlap: Overlap = _default(Overlap())
-    # Settings a family declares itself (factprobe.registries.Family.own), by family.
+    # Settings a family declares itself (factprobe.registries.Family.settings), by family.
     family_settings: dict[str, dict] = _default({})
 
     def __post_init__(self) -> None:

@@ -18,6 +18,7 @@ import yaml
 
 from factprobe import __version__
 from factprobe.io import atomic_dir, read_table
+from factprobe.registries import TEMPLATE_FORMATS
 
 CONFIGS = ("facts", "prompts", "candidates", "forms")
 
@@ -71,8 +72,6 @@ FIELDS = {
 
 # Hugging Face size_categories by the largest table's row count.
 SIZES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (float("inf"), "n>100K"))
-# Licences of template sets by format (resources/templates/README.md, shared SOURCES.md).
-TEMPLATE_LICENCES = {"pararel": "mit", "lama": "cc-by-nc-4.0", "xfactr": "other"}
 
 
 def suite_tables(inputs: dict[str, list[str]]) -> dict[str, pa.Table]:
@@ -88,15 +87,15 @@ def suite_tables(inputs: dict[str, list[str]]) -> dict[str, pa.Table]:
 
 
 def template_licences(template_sets: dict[str, dict]) -> dict[str, str]:
-    """SPDX-style licence id of each template set: the team's own templates share the code's."""
+    """SPDX-style licence id of each template set, its format's (``TemplateFormat.licence``;
+    resources/templates/README.md): the team's own templates share the code's."""
     out = {}
     for name, spec in template_sets.items():
-        fmt = spec.get("format", "yaml")
-        if fmt == "yaml":
+        licence = TEMPLATE_FORMATS[spec.get("format", "yaml")].licence
+        if licence is None:
             own = Path(spec.get("path", "")).as_posix().rstrip("/").endswith("resources/templates")
-            out[name] = "apache-2.0" if own else "other"
-        else:
-            out[name] = TEMPLATE_LICENCES.get(fmt, "other")
+            licence = "apache-2.0" if own else "other"
+        out[name] = licence
     return out
 
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from factprobe.registries import template_entry
 from factprobe.settings import Suite, SuiteTemplates, TemplateSet
 
 from .fewshot import parse_setting
@@ -21,31 +23,43 @@ log = logging.getLogger(__name__)
 
 
 def load_template_set(name: str, set_cfg: TemplateSet, languages: list[str]) -> list[Template]:
-    """Templates of one configured set (``templates.sets.<name>``) in ``languages``."""
-    fmt, path = set_cfg.format, set_cfg.path
-    if fmt == "yaml":
-        out = []
-        for lang in languages:
-            out.extend(load_templates(Path(path) / f"{lang}.yaml"))
-        return out
-    if fmt == "xfactr":
-        wanted = [lang for lang in languages]
-        found, skipped = import_xfactr(path, wanted, set_cfg.gender, set_cfg.functions)
-        for line in skipped:
-            log.info("template set %s: skipped %s", name, line)
-        return found
-    if fmt == "mpararel":
-        return import_mpararel(path, languages, set_cfg.checked_only)
-    lang = set_cfg.language
-    if lang not in languages:
-        return []
-    if fmt == "pararel":
-        return import_pararel(path, lang)
-    if fmt == "lama":
-        return import_lama(path, lang)
-    if fmt == "myriadlama":
-        return import_myriadlama(path, lang)
-    raise TemplateError(f"templates.sets.{name}: unknown format {fmt!r}")
+    """Templates of one configured set (``templates.sets.<name>``) in ``languages``: its format's
+    loader (``factprobe.registries.TEMPLATE_FORMATS``)."""
+    return template_entry(set_cfg.format, f"templates.sets.{name}").code()(name, set_cfg, languages)
+
+
+def yaml_set(name: str, set_cfg: TemplateSet, languages: list[str]) -> list[Template]:
+    """Format ``yaml``: the team's ``<lang>.yaml`` files (docs/templates-format.md)."""
+    out = []
+    for lang in languages:
+        out.extend(load_templates(Path(set_cfg.path) / f"{lang}.yaml"))
+    return out
+
+
+def xfactr_set(name: str, set_cfg: TemplateSet, languages: list[str]) -> list[Template]:
+    """Format ``xfactr``: X-FACTR's TREx_prompts.csv, one column per language."""
+    found, skipped = import_xfactr(set_cfg.path, list(languages), set_cfg.gender, set_cfg.functions)
+    for line in skipped:
+        log.info("template set %s: skipped %s", name, line)
+    return found
+
+
+def mpararel_set(name: str, set_cfg: TemplateSet, languages: list[str]) -> list[Template]:
+    """Format ``mpararel``: mParaRel / mLAMA patterns, ``<lang>/P<id>.jsonl``."""
+    return import_mpararel(set_cfg.path, languages, set_cfg.checked_only)
+
+
+def _one_language(read: Callable[[str, str], list[Template]]) -> Callable[..., list[Template]]:
+    def loader(name: str, set_cfg: TemplateSet, languages: list[str]) -> list[Template]:
+        return read(set_cfg.path, set_cfg.language) if set_cfg.language in languages else []
+
+    loader.__doc__ = f"A single-language set read by {read.__name__}: none unless its language is probed."
+    return loader
+
+
+pararel_set = _one_language(import_pararel)
+lama_set = _one_language(import_lama)
+myriadlama_set = _one_language(import_myriadlama)
 
 
 def select_templates(templates: list[Template], spec: SuiteTemplates, relations: list[str]) -> list[Template]:

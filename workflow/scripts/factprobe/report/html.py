@@ -409,7 +409,8 @@ def control_section(checks: Mapping[str, pd.DataFrame], settings: Report, figs: 
 
 
 def provenance_section(provenance: Mapping | None, settings: Report) -> str:
-    """Dumps and dates, suites and fact counts, models and their identity, version, config hash."""
+    """Dumps and dates, suites and fact counts, models and their identity, version, config hash,
+    and the plugins loaded (their file hashes), if any."""
     if not provenance:
         return _note("No provenance was passed to the report (library use without the workflow).")
     parts = [
@@ -426,6 +427,9 @@ def provenance_section(provenance: Mapping | None, settings: Report) -> str:
             parts.append(f"<h3>{title}</h3>{_table(frame)}")
         else:
             parts.append(_note(f"{title}: none recorded."))
+    if provenance.get("plugins"):
+        frame = pd.DataFrame(provenance["plugins"]).astype(str)
+        parts.append(f"<h3>Plugins (FACTPROBE_PLUGINS)</h3>{_table(frame)}")
     return "".join(parts)
 
 

@@ -1,5 +1,5 @@
 """What a report was built from: dumps and their dates, suites and fact counts, models and their
-identity, the factprobe version and a hash of the resolved configuration.
+identity, the factprobe version, a hash of the resolved configuration and the plugins loaded.
 
 Parse-time helpers (``config_hash``, ``factprobe_version``, ``dump_records``) use the standard
 library only, since ``common.smk``/``report.smk`` call them before any job runs; the render-time
@@ -77,21 +77,35 @@ def dump_date(dump: str) -> str:
     return f"{dump[:4]}-{dump[4:6]}-{dump[6:8]}" if len(dump) == 8 and dump.isdigit() else dump
 
 
+def plugin_records(names: Iterable[str], files: Iterable[str | Path]) -> list[dict]:
+    """One row per plugin of ``FACTPROBE_PLUGINS``: the name as given (``names``) and the SHA-256
+    of its file (``files``, the same order): its entries may change any table, so the report
+    names the code that ran."""
+    return [
+        {"plugin": name, "sha256": hashlib.sha256(Path(file).read_bytes()).hexdigest()}
+        for name, file in zip(names, files, strict=True)
+    ]
+
+
 def run_provenance(
     version_root: str | Path,
     config: Mapping,
     suites: Mapping[str, Mapping],
     models: Iterable[str],
     dumps: list[dict],
+    plugins: list[dict] | None = None,
 ) -> dict:
     """The parse-time part of the report's provenance block: the factprobe version (of the copy at
     ``version_root``), the hash of the resolved ``config`` (bundled paths relative to
     ``version_root``, :func:`as_configured`), the ``dumps`` records
     (:func:`dump_records`) and one row per suite (``suites``: name -> its plain config block, with
     ``kind`` and ``dump``) naming the scored ``models``. Rendering adds fact counts, malformed
-    lines skipped per dump, manifests and the control model's fingerprint."""
+    lines skipped per dump, manifests and the control model's fingerprint. ``plugins``
+    (:func:`plugin_records`), when any were loaded, are listed too."""
     scored = ", ".join(models)
+    extra = {"plugins": plugins} if plugins else {}
     return {
+        **extra,
         "version": factprobe_version(version_root),
         # bundled resources' absolute paths depend on where the clone is, not on the settings
         "config_hash": config_hash(as_configured(config, version_root)),

@@ -1,0 +1,125 @@
+"""factprobe.code_inputs against the library itself: the ``KINDS`` table of the registries module
+names every registry and every public name that reads one, a plugin brings its own reach only,
+and the behaviour of registry entries lives in modules the rules list as inputs.
+
+The end-to-end check (an edit, then a dry run) is tests/test_incremental.py; these compare the
+scan with a walk of the registries module written here, so a registry added without its
+``KINDS`` line fails."""
+
+import ast
+from pathlib import Path
+
+from factprobe import registries
+from factprobe.code_inputs import library_modules
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPTS = ROOT / "workflow" / "scripts"
+PLUGIN = ROOT / "tests" / "plugins" / "toy_plugin.py"
+#: Rule scripts of the measures' stage: they alone run the measure families.
+MEASURE_SCRIPTS = {
+    "compute_metrics.py",
+    "control_check.py",
+    "cloze_subsets.py",
+    "summarize_metrics.py",
+    "leaderboard.py",
+    "render_report.py",
+}
+
+
+def _registry_readers(tree: ast.Module, registry_names: set[str]) -> dict[str, set[str]]:
+    """``public name -> registries it reads``, following calls between the module's functions
+    (a local variable named like a module function is not a call of it)."""
+    direct: dict[str, set[str]] = {}
+    calls: dict[str, set[str]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names = [n for n in ast.walk(node) if isinstance(n, ast.Name)]
+            local = {n.id for n in names if isinstance(n.ctx, ast.Store)} | {
+                a.arg for a in ast.walk(node) if isinstance(a, ast.arg)
+            }
+            used = {n.id for n in names if isinstance(n.ctx, ast.Load)} - local
+            direct[node.name] = used & registry_names
+            calls[node.name] = used
+    reads = {name: set(found) for name, found in direct.items()}
+    changed = True
+    while changed:
+        changed = False
+        for name, used in calls.items():
+            for callee in used & set(reads):
+                if not reads[callee] <= reads[name]:
+                    reads[name] |= reads[callee]
+                    changed = True
+    return {name: found for name, found in reads.items() if not name.startswith("_") and found}
+
+
+def test_kinds_names_every_registry_and_every_name_that_reads_one():
+    tree = ast.parse(Path(registries.__file__).read_text())
+    instances = {name for name, value in vars(registries).items() if isinstance(value, registries.Registry)}
+    assert instances == set(registries.KINDS), "a registry without its KINDS line"
+    listed = {name: kind for kind, names in registries.KINDS.items() for name in names}
+    assert all(hasattr(registries, name) for name in listed), sorted(
+        n for n in listed if not hasattr(registries, n)
+    )
+    for name, kinds in _registry_readers(tree, instances).items():
+        assert len(kinds) == 1 and listed.get(name) == next(iter(kinds)), (name, kinds, listed.get(name))
+
+
+def test_the_walk_sees_a_function_reading_a_registry_through_another():
+    tree = ast.parse(
+        "R = Registry('x')\n"
+        "def get(n):\n    return R[n]\n"
+        "def twice(n):\n    return get(n), get(n)\n"
+        "def plain():\n    get = 1\n    return get\n"
+    )
+    assert _registry_readers(tree, {"R"}) == {"get": {"R"}, "twice": {"R"}}
+
+
+def test_a_plugin_adds_its_own_reach_not_the_registries_entries():
+    """The toy plugin fills the four registries and imports retrieval, listed-facts and metrics
+    helpers: the rules it joins gain those, not the built-in entries of other stages (a measure
+    family edit stays a measures' edit)."""
+    plain = {s.name: library_modules(s, SCRIPTS) for s in SCRIPTS.glob("*.py")}
+    plugin = {s.name: library_modules(s, SCRIPTS, [PLUGIN]) for s in SCRIPTS.glob("*.py")}
+    for module in ("factprobe/metrics/knowledge.py", "factprobe/metrics/belief.py"):
+        assert {s for s, mods in plugin.items() if module in mods} == MEASURE_SCRIPTS
+        assert {s for s, mods in plain.items() if module in mods} == MEASURE_SCRIPTS
+    joined = {s for s, mods in plugin.items() if str(PLUGIN) in mods}
+    assert {"retrieve_distractors.py", "build_probes.py", "score_shard.py", "compute_metrics.py"} <= joined
+    assert "extract_dump.py" not in joined
+    # the plugin's own imports (factprobe.distractors.retrieve inside its strategy) reach scoring
+    assert "factprobe/distractors/retrieve.py" in set(plugin["score_shard.py"]) - set(plain["score_shard.py"])
+    assert "factprobe/distractors/strategies.py" not in plugin["score_shard.py"]
+
+
+def test_a_plugin_fills_the_registries_it_names_through_a_package(tmp_path):
+    """``from factprobe.metrics import family``: the measures' registry, re-exported by a package."""
+    plugin = tmp_path / "mine.py"
+    plugin.write_text(
+        "from factprobe.metrics import family\n\n@family('mine')\ndef mine(frame):\n    return [], []\n"
+    )
+    assert str(plugin) in library_modules(SCRIPTS / "compute_metrics.py", SCRIPTS, [plugin])
+    assert str(plugin) not in library_modules(SCRIPTS / "retrieve_distractors.py", SCRIPTS, [plugin])
+
+
+def test_entry_behaviour_is_an_input_of_the_rules_that_run_it():
+    """Whether Ω holds every subject (``every_subject``) is decided in a module named by the
+    strategies' registry, listed by the retrieval rules; the registries module is data, never
+    listed."""
+    module = "factprobe/distractors/every_subject.py"
+    for script in ("retrieve_distractors.py", "prepare_retrieval.py"):
+        assert module in library_modules(SCRIPTS / script, SCRIPTS)
+    assert module not in library_modules(SCRIPTS / "compute_metrics.py", SCRIPTS)
+    for kind in registries.KINDS:
+        for name, entry in getattr(registries, kind).items():
+            code = entry if isinstance(entry, str) else vars(entry) if hasattr(entry, "__dict__") else {}
+            values = [code] if isinstance(code, str) else list(code.values())
+            # no entry's behaviour hides in the registries module: its code is named, not held
+            assert not [
+                v for v in values if callable(v) and getattr(v, "__module__", "") == registries.__name__
+            ], (
+                kind,
+                name,
+            )
+    assert (
+        registries.STRATEGIES["cooccur"].every_subject == "factprobe.distractors.every_subject:subject_side"
+    )

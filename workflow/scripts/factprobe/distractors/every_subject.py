@@ -1,0 +1,25 @@
+"""Whether a strategy's Ω must hold every subject of the suite's relations, given the retrieve
+settings: the ``every_subject`` of the strategies registered in :mod:`factprobe.registries`.
+
+Kept apart from the registry (which holds data only) so that code tracking sees it: the
+retrieval rules list this module among their inputs (:mod:`factprobe.code_inputs`), and an edit
+reruns them. Standard library only: the Snakefile calls it while planning a suite's retrieval
+inputs (:func:`factprobe.run_inputs.prepare_inputs`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def subject_side(settings: Mapping[str, Any]) -> bool:
+    """Co-occurrence on the subject side takes other subjects of the relation (PROBELM App. B)."""
+    return "subject" in settings.get("cooccur_sides", [])
+
+
+def relation_pool(settings: Mapping[str, Any]) -> bool:
+    """``pool_source: relation`` pools every object of the relation in the dump, whoever its
+    subject (not Fluent-mLAMA's pool, ``pool_source: dataset``, strings of the dataset's subset,
+    §3.3)."""
+    return settings.get("pool_source", "relation") == "relation"
