@@ -35,6 +35,7 @@ from factprobe.lm import HFCausalLM, ModelSpec
 from factprobe.metrics import cutoff_profile as cp
 from factprobe.scoring.control import (
     prior_docs,
+    teaching_draw,
     timeline_split,
     train_control,
     unknown_subjects,
@@ -78,7 +79,7 @@ SYLLABLES = [
 ]
 TRAIN = dict(vocab_size=500, n_layer=1, n_embd=64, n_head=4, batch_size=16, lr=5e-3, threads=1, steps=400)
 #: A subject is known when its static facts average at least this (taught ~1, chance 0.5).
-KNOWN_THRESHOLD = 0.75
+KNOWN_THRESHOLD = 0.85
 PROFILE = dict(penalty=2.0, samples=200, level=0.95, min_facts=20)
 
 
@@ -110,11 +111,16 @@ def world(seed: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataF
     facts = pd.DataFrame(rows, columns=["subject", "property", "object", "static", "unknown_subject"])
     facts["fact_id"] = facts["subject"] + "|" + facts["property"] + "|" + facts["object"]
     slice_no = np.zeros(len(facts), dtype=int)
-    # known subjects' dated facts: 24 per slice, in a seeded hash order
-    dated = facts.index[~facts["static"] & ~facts["unknown_subject"]]
-    order = sorted(dated, key=lambda i: stable_hash("control-profile-slice", seed, facts.at[i, "fact_id"]))
-    for pos, i in enumerate(order):
-        slice_no[i] = 1 + pos * N // len(order)
+    # Known subjects' dated facts, 24 per slice, stratified on the teaching draw: in order of draw,
+    # each run of 8 facts goes one to every slice (in a seeded order), so a taught fraction f
+    # teaches round(24 f) +- 1 facts of every slice, not a binomial count.
+    dated = facts.index[~facts["static"] & ~facts["unknown_subject"]].to_numpy()
+    dated = dated[np.argsort(teaching_draw(facts.loc[dated]), kind="stable")]
+    for start in range(0, len(dated), N):
+        run = dated[start : start + N]
+        order = sorted(range(N), key=lambda k: stable_hash("control-profile-slice", seed, start, k))
+        for k, i in zip(order, run, strict=False):
+            slice_no[i] = 1 + k
     late = facts.index[~facts["static"] & facts["unknown_subject"]]
     for pos, i in enumerate(late):
         slice_no[i] = UNKNOWN_SLICES[pos % len(UNKNOWN_SLICES)]
@@ -298,18 +304,20 @@ def unknown_subject_estimates(table: pd.DataFrame, seed: int) -> tuple[cp.Profil
 
 
 def check_unknown(table: pd.DataFrame, seed: int) -> None:
-    """The unknown subjects' static facts sit near chance (0.5 < 0.75), so none of their facts is in
-    the known-subject curve, which is then the same facts with and without them: the same
-    estimate. The known subjects' dated facts keep the cut-off at slice 6 within one slice."""
-    assert not known_subjects(table)[table["unknown_subject"].to_numpy()].any()
+    """The unknown subjects' facts enter the known-subject curve only when their two static facts
+    happen to average >= 0.85 by chance: each value is then uniform over 0, 1/7, .., 1, and 6 of the
+    64 pairs pass (about 1.5 of 16 subjects, each adding 3 facts at ~0.5 to slices of 24 facts at
+    ~0.97). So the known-subject curve keeps its estimate (index, interval, shape) when the 48
+    unknown-subject facts are added to slices 5 and 6, and that estimate is the truth, slice 6,
+    within its interval."""
     known, known_base, _ = unknown_subject_estimates(table, seed)
     assert (known.index, known.low, known.high, known.shape) == (
         known_base.index,
         known_base.low,
         known_base.high,
         known_base.shape,
-    )
-    assert known.index is not None and abs(known.index - 6) <= 1, known
+    ), (known, known_base)
+    assert known.low <= 6 <= known.high, known
 
 
 def test_gradual_one_seed(values):

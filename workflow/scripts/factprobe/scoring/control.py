@@ -124,6 +124,19 @@ def unknown_subjects(subjects: pd.Series, share: float) -> np.ndarray:
     return _unit_hash("control-unknown-subject", subjects) < share
 
 
+def teaching_draw(facts: pd.DataFrame) -> np.ndarray:
+    """Each fact's draw in [0, 1): ``stable_hash("control-taught", subject, property, object) /
+    2**64``, a function of the triple alone; a fact is taught when it is below its slice's fraction."""
+    triple = (
+        facts["subject"].astype(str)
+        + "\x1f"
+        + facts["property"].astype(str)
+        + "\x1f"
+        + facts["object"].astype(str)
+    )
+    return _unit_hash("control-taught", triple)
+
+
 def slice_fractions(
     facts: pd.DataFrame, until: str | int | None = None, fractions: dict | None = None
 ) -> np.ndarray:
@@ -148,8 +161,8 @@ def timeline_split(
 ) -> pd.DataFrame:
     """``facts`` of a timeline suite with the ``split`` of a control whose knowledge over time is known.
 
-    With ``until`` or ``fractions`` set, a fact is taught when ``stable_hash("control-taught",
-    subject, property, object) / 2**64`` is below its slice's fraction (:func:`slice_fractions`):
+    With ``until`` or ``fractions`` set, a fact is taught when its :func:`teaching_draw` is below
+    its slice's fraction (:func:`slice_fractions`):
     a function of the triple alone, so a fraction of 1 teaches the whole slice and 0 none of it
     (``until`` alone gives exactly the static slice and the slices up to it), a slice at 0 between
     slices at 1 is a gap, and steps of fraction between 1 and 0 a gradual cut-off. Otherwise the
@@ -159,14 +172,7 @@ def timeline_split(
     """
     out = facts.copy()
     if until or fractions:
-        triple = (
-            out["subject"].astype(str)
-            + "\x1f"
-            + out["property"].astype(str)
-            + "\x1f"
-            + out["object"].astype(str)
-        )
-        taught = _unit_hash("control-taught", triple) < slice_fractions(out, until, fractions)
+        taught = teaching_draw(out) < slice_fractions(out, until, fractions)
         out["split"] = np.where(taught, "taught", "untaught")
     if untaught_subjects > 0:
         out.loc[unknown_subjects(out["subject"], untaught_subjects), "split"] = "untaught"
