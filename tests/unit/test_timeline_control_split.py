@@ -50,7 +50,9 @@ def test_a_fraction_teaches_the_facts_whose_draw_is_below_it():
     facts = series()
     got = timeline_split(facts, fractions={"20190301": 1, "20190401": 0.66, "20190501": 0.33, "20190601": 0})
     for row in got.itertuples():
-        want = {"static": 1.0, "20190301": 1.0, "20190401": 0.66, "20190501": 0.33, "20190601": 0.0}[row.slice]
+        want = {"static": 1.0, "20190301": 1.0, "20190401": 0.66, "20190501": 0.33, "20190601": 0.0}[
+            row.slice
+        ]
         assert (row.split == "taught") == (draw(row) < want), row
     counts = (got["split"] == "taught").groupby(got["slice"]).sum()
     assert counts["20190301"] == 50 and counts["20190601"] == 0 and counts["static"] == 50
@@ -62,7 +64,13 @@ def test_a_gap_is_a_zero_fraction_between_known_slices():
     """taught_until 0501 with 0401 at 0: slices 1 and 3 known, 2 and 4 not."""
     got = timeline_split(series(), until="20190501", fractions={"20190401": 0.0})
     taught = (got["split"] == "taught").groupby(got["slice"]).mean()
-    assert taught.to_dict() == {"20190301": 1.0, "20190401": 0.0, "20190501": 1.0, "20190601": 0.0, "static": 1.0}
+    assert taught.to_dict() == {
+        "20190301": 1.0,
+        "20190401": 0.0,
+        "20190501": 1.0,
+        "20190601": 0.0,
+        "static": 1.0,
+    }
 
 
 def test_untaught_subjects_lose_every_fact_static_ones_included():
