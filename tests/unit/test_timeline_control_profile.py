@@ -65,7 +65,9 @@ SYLLABLES = "ka lo mi ne ru ta vo zi be do fu gra sel tor pu xa".split()
 TRAIN = dict(vocab_size=500, n_layer=1, n_embd=64, n_head=4, batch_size=16, lr=5e-3, threads=1, steps=400)
 #: A subject is known when its static facts average at least this (taught ~1, chance 0.5).
 KNOWN_THRESHOLD = 0.85
-PROFILE = dict(penalty=2.0, samples=200, level=0.95, min_facts=20)
+#: min_facts 16 of a slice's 24: the known-subject curve loses the ~10 % of known subjects whose two
+#: static facts were not both learnt, and must still be profiled.
+PROFILE = dict(penalty=2.0, samples=200, level=0.95, min_facts=16)
 
 
 def word(*key: object) -> str:
@@ -274,7 +276,9 @@ def check_gradual(p: cp.Profile) -> None:
 
 def check_gap(p: cp.Profile) -> None:
     """Slice 4 (taught) is known far better than slice 3 (untaught): ~1 against ~0.5 on 24 facts
-    each, so the curve is not monotone and no single date is given."""
+    each, so the curve is not monotone and no single date is given. (The issue's layout, slices
+    1-2 and 4 known and 3 not, continued on eight slices by a real cut-off after slice 4, so a
+    one-drop fit has two drops to choose from: after slice 2 and after slice 4.)"""
     assert p.shape == cp.NOT_MONOTONE, p
     assert p.index is None and p.date is None, p
 
@@ -288,19 +292,20 @@ def unknown_subject_estimates(table: pd.DataFrame, seed: int) -> tuple[cp.Profil
 
 
 def check_unknown(table: pd.DataFrame, seed: int) -> None:
-    """The unknown subjects' facts enter the known-subject curve only when their two static facts
-    happen to average >= 0.85 by chance: each value is then uniform over 0, 1/7, .., 1, and 6 of the
-    64 pairs pass (about 1.5 of 16 subjects, each adding 3 facts at ~0.5 to slices of 24 facts at
-    ~0.97). So the known-subject curve keeps its estimate (index, interval, shape) when the 48
-    unknown-subject facts are added to slices 5 and 6, and that estimate is the truth, slice 6,
-    within its interval."""
-    known, known_base, _ = unknown_subject_estimates(table, seed)
-    assert (known.index, known.low, known.high, known.shape) == (
-        known_base.index,
-        known_base.low,
-        known_base.high,
-        known_base.shape,
-    ), (known, known_base)
+    """Taught up to slice 6; the 16 unknown subjects add 48 facts at ~0.5 to slices 5 and 6 (24
+    each, beside 24 known facts at ~0.97).
+
+    All facts: slices 5-6 fall to ~0.73, and one break after slice 4 (before: ~0.97 on 224 facts;
+    after: 96 facts at ~0.73 and 48 at ~0.5; between-slice squared error ~1.7) beats the true one after slice 6
+    (224 at ~0.97 and 96 at ~0.73 before it, ~3.9): the all-facts estimate moves early.
+
+    Known subjects (static facts averaging >= 0.85): an unknown subject passes only by chance
+    (two values each ~uniform over 0, 1/7, .., 1: 6 of 64 pairs), so the curve holds at most a few
+    of their facts, and its estimate (the change point) is the same with and without them: slice
+    6, inside its interval."""
+    known, known_base, every = unknown_subject_estimates(table, seed)
+    assert every.index is not None and every.index < 6, every
+    assert known.index == known_base.index == 6, (known, known_base)
     assert known.low <= 6 <= known.high, known
 
 
