@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from factprobe import contracts
 from factprobe.config_check import read_config
 from factprobe.config_rules import check_cross_keys
 from factprobe.settings import ConfigError
@@ -42,6 +43,12 @@ def test_timeline_config_validates():
         (lambda s: s["timeline_dated"]["timeline"].update(edges=[20190201, 20190101, 20190301]), "ascending"),
         (lambda s: s["timeline_dated"]["timeline"].update(edges=[20190201, 20190301, 20190701]), "after"),
         (lambda s: s["timeline"]["timeline"].update(popularity_edges=[100, 10]), "popularity_edges"),
+        # 10 facts a bin x 2 bins = 20 a slice: a profile asking for 50 could only be insufficient
+        (
+            lambda s: s["timeline"]["timeline"].update(min_facts=50),
+            "sampled to 20 facts, fewer than min_facts=50",
+        ),
+        (lambda s: s["timeline_dated"]["timeline"].update(min_facts=31), "sampled to 30 facts"),
     ],
 )
 def test_short_or_unordered_series_fail_at_start_up(edit, message):
@@ -72,6 +79,18 @@ def test_series_run_finds_the_taught_cutoff(tmp_path):
         table = pd.read_csv(tmp_path / f"results/metrics/{suite}/timeline.csv", dtype={"cutoff": str})
         assert set(table["cutoff"]) == {"20190401"}, table
         assert set(table["cutoff_status"]) == {"within"}
+        # the cut-off profile: every column for every model; the control's drop is one slice wide
+        profile = contracts.read_text(
+            "cutoff_profile", tmp_path / f"results/metrics/{suite}/cutoff_profile.csv"
+        )
+        assert list(profile.columns) == contracts.columns("cutoff_profile")
+        assert list(profile["model"]) == ["control"], profile
+        row = profile.iloc[0]
+        assert (row["cutoff"], row["shape"], row["curve"]) == ("20190401", "sharp", "all"), row.to_dict()
+        calibration = contracts.read_text(
+            "slice_calibration", tmp_path / f"results/metrics/{suite}/slice_calibration.csv"
+        )
+        assert {"before", "after"} <= set(calibration["part"])
 
 
 def _series_workdir(work: Path, months: int) -> Path:
@@ -192,3 +211,12 @@ def test_real_demo_samples_by_statement_date_find_the_taught_decade(tmp_path):
     table = pd.read_csv(tmp_path / "results/metrics/timeline_real/timeline.csv", dtype=str)
     assert list(table["slice"]) == ["19500101", "19700101", "20000101", "static"]
     assert set(table["cutoff"]) == {"19700101"} and set(table["cutoff_status"]) == {"within"}
+    profile = contracts.read_text(
+        "cutoff_profile", tmp_path / "results/metrics/timeline_real/cutoff_profile.csv"
+    )
+    assert list(profile.columns) == contracts.columns("cutoff_profile") and list(profile["model"]) == [
+        "control"
+    ]
+    # a date only with enough facts per slice (else an insufficient row saying which slice)
+    row = profile.iloc[0]
+    assert row["cutoff"] == "19700101" or (row["shape"] == "insufficient" and "min_facts" in row["reason"])

@@ -454,5 +454,7 @@ def report_inputs(wildcards):
         "robustness": ROBUSTNESS_TARGETS,
         "timeline_profiles": TIMELINE_PROFILES,
         "after_cutoff": AFTER_CUTOFF,
+        "cutoff_profiles": CUTOFF_PROFILES,
+        "calibration": SLICE_CALIBRATION,
         "extract_stats": expand(rules.extract_dump.output.stats, dump=extracted),
     }

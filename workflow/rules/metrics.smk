@@ -119,7 +119,35 @@ TIMELINE_PROFILES = expand(
     "results/metrics/{suite}/timeline_profile.csv", suite=list(TIMELINE)
 )
 AFTER_CUTOFF = expand("results/metrics/{suite}/after_cutoff.csv", suite=list(TIMELINE))
+CUTOFF_PROFILES = expand(
+    "results/metrics/{suite}/cutoff_profile.csv", suite=list(TIMELINE)
+)
+SLICE_CALIBRATION = expand(
+    "results/metrics/{suite}/slice_calibration.csv", suite=list(TIMELINE)
+)
 DECLARED_CUTOFFS = {m: MODEL_ROWS[m].get("cutoff") or "" for m in SCORE_MODELS}
+
+
+# The knowledge measure's candidates as a distribution: the calibration per slice reads it.
+rule candidate_confidence:
+    input:
+        unpack(metrics_inputs),
+        own_lib=library("candidate_confidence.py"),
+    output:
+        confidence="results/metrics/{suite}/{model}.confidence.parquet",
+    log:
+        "logs/candidate_confidence/{suite}/{model}.log",
+    benchmark:
+        "benchmarks/candidate_confidence/{suite}/{model}.tsv"
+    conda:
+        "../../environment.yml"
+    resources:
+        mem_mb=4000,
+    params:
+        settings=lookup(dpath="{suite}", within=RUN.metrics),
+        correct_set=lookup(dpath="{suite}", within=RUN.correct_sets),
+    script:
+        "../scripts/candidate_confidence.py"
 
 
 rule timeline:
@@ -131,11 +159,19 @@ rule timeline:
             model=SCORE_MODELS,
             allow_missing=True,
         ),
+        confidence=expand(
+            rules.candidate_confidence.output.confidence,
+            suite="{suite}",
+            model=SCORE_MODELS,
+            allow_missing=True,
+        ),
         lib=library("timeline.py"),
     output:
         timeline="results/metrics/{suite}/timeline.csv",
         profile="results/metrics/{suite}/timeline_profile.csv",
         after_cutoff="results/metrics/{suite}/after_cutoff.csv",
+        cutoff_profile="results/metrics/{suite}/cutoff_profile.csv",
+        calibration="results/metrics/{suite}/slice_calibration.csv",
     log:
         "logs/timeline/{suite}.log",
     benchmark:

@@ -54,6 +54,14 @@ after = {
     Path(p).parent.name: contracts.read_text("after_cutoff", p)
     for p in snakemake.input.get("after_cutoff", [])
 }
+cutoff = {
+    Path(p).parent.name: contracts.read_text("cutoff_profile", p)
+    for p in snakemake.input.get("cutoff_profiles", [])
+}
+calibration = {
+    Path(p).parent.name: contracts.read_text("slice_calibration", p)
+    for p in snakemake.input.get("calibration", [])
+}
 
 # Provenance: parse-time facts (params) completed with what the jobs wrote.
 provenance = dict(snakemake.params.provenance)
@@ -91,6 +99,8 @@ page = build_report(
     robustness=robustness,
     profiles=profiles,
     after=after,
+    cutoff=cutoff,
+    calibration=calibration,
 )
 log.info(
     "report: %d suite(s), %d control table(s), %d figure(s), %d bytes",

@@ -1,5 +1,6 @@
 """Rule script: a timeline suite's facts and per-fact metrics -> timeline.csv, its popularity
-profile and each model's post-cut-off suite (after_cutoff.csv)."""
+profile, each model's post-cut-off suite (after_cutoff.csv), cut-off profile
+(cutoff_profile.csv) and calibration per slice (slice_calibration.csv)."""
 
 import sys
 
@@ -7,6 +8,8 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 
 from factprobe import contracts
 from factprobe.measures import fact_headline
+from factprobe.metrics.cutoff_profile import profile_table
+from factprobe.metrics.slice_calibration import calibration_table
 from factprobe.metrics.timeline import after_cutoff_table, timeline_table
 from factprobe.probes.timeline import popularity_profile
 from factprobe.rulelog import rule_logger
@@ -57,3 +60,33 @@ for row in after.drop_duplicates("model").itertuples():
         row.slices,
     )
 contracts.write_text("after_cutoff", after, snakemake.output.after_cutoff)
+# the profile refits the change point per replicate: at most 200 of them
+profiles = profile_table(
+    per_fact,
+    facts,
+    dict(snakemake.params.block),
+    dict(snakemake.params.declared),
+    samples=min(int(boot["bootstrap_samples"]), 200),
+    seed=int(boot["bootstrap_seed"]),
+    level=float(boot["confidence_level"]),
+)
+for row in profiles.itertuples():
+    log.info(
+        "%s: profile on %s facts: %s, cut-off %s (%s..%s), decay %.1f slices / %.0f days; %s",
+        row.model,
+        row.curve,
+        row.shape,
+        row.cutoff or "-",
+        row.cutoff_low or "-",
+        row.cutoff_high or "-",
+        row.decay_slices,
+        row.decay_days,
+        row.reason,
+    )
+contracts.write_text("cutoff_profile", profiles, snakemake.output.cutoff_profile)
+confidence = {
+    model: contracts.read("candidate_confidence", path)
+    for model, path in zip(snakemake.params.models, snakemake.input.confidence, strict=True)
+}
+calibration = calibration_table(confidence, facts, dict(snakemake.params.block), profiles)
+contracts.write_text("slice_calibration", calibration, snakemake.output.calibration)

@@ -275,6 +275,13 @@ def check_timeline(suite: Suite, enabled: list[str], where: str) -> None:
     pops = list(block.popularity_edges)
     if any(b <= a for a, b in zip(pops, pops[1:], strict=False)):
         raise ConfigError(f"{where}.timeline.popularity_edges: need ascending values, got {pops}")
+    # a slice sampled smaller than the profile's minimum could only give insufficient rows
+    per_slice = block.per_bin * (len(pops) + 1) if block.per_bin is not None else suite.n_facts
+    if per_slice is not None and per_slice < block.min_facts:
+        raise ConfigError(
+            f"{where}.timeline.min_facts: slices are sampled to {per_slice} facts, fewer than "
+            f"min_facts={block.min_facts}; sample more facts per slice or lower min_facts"
+        )
 
 
 def check_statement_edges(suite: Suite, where: str) -> None:

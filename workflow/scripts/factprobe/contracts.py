@@ -160,6 +160,19 @@ SCHEMAS: dict[str, pa.Schema] = {
     "generations": pa.schema([("prompt_id", S), ("sample", I32), ("text", S), ("logprob", F64)]),
     # compute_metrics: results/metrics/{suite}/
     "fact_metrics": pa.schema(FACT_METRICS),
+    # candidate_confidence (timeline suites): the candidates' softmax per (prompt, strategy, n)
+    "candidate_confidence": pa.schema(
+        [
+            ("prompt_id", S),
+            ("fact_id", S),
+            ("strategy", S),
+            ("n", I64),
+            ("p_true", F64),
+            ("confidence", F64),
+            ("correct", F64),
+            ("brier", F64),
+        ]
+    ),
     "suite_metrics": pa.schema(
         [("measure", S), ("value", F64), ("strategy", S), ("n", I64), *GROUP, ("bin", I64)]
     ),
@@ -276,6 +289,65 @@ SCHEMAS.update(
                 ("share_none", F64),
                 ("declared_cutoff", S),
                 ("after_declared", B),
+                ("known_value", F64),
+                ("known_ci_low", F64),
+                ("known_ci_high", F64),
+                ("known_n_facts", I64),
+            ]
+        ),
+        # timeline: results/metrics/{suite}/cutoff_profile.csv, one row per model
+        "cutoff_profile": pa.schema(
+            [
+                ("model", S),
+                ("measure", S),
+                ("strategy", S),
+                ("n", I64),
+                ("curve", S),
+                ("cutoff", S),
+                ("cutoff_low", S),
+                ("cutoff_high", S),
+                ("cutoff_status", S),
+                ("cutoff_index", I64),
+                ("cutoff_index_low", I64),
+                ("cutoff_index_high", I64),
+                ("share_none", F64),
+                ("decay_slices", F64),
+                ("decay_slices_low", F64),
+                ("decay_slices_high", F64),
+                ("decay_days", F64),
+                ("decay_days_low", F64),
+                ("decay_days_high", F64),
+                ("decay_start", S),
+                ("decay_end", S),
+                ("level_before", F64),
+                ("level_after", F64),
+                ("shape", S),
+                ("reason", S),
+                ("declared_cutoff", S),
+                ("n_slices", I64),
+                ("n_facts", I64),
+                ("n_known_subject", I64),
+                ("min_slice_facts", I64),
+                ("min_slice_known", I64),
+            ]
+        ),
+        # timeline: results/metrics/{suite}/slice_calibration.csv, one row per (model, part)
+        "slice_calibration": pa.schema(
+            [
+                ("model", S),
+                ("strategy", S),
+                ("n", I64),
+                ("part", S),
+                ("slice_start", S),
+                ("slice_end", S),
+                ("n_facts", I64),
+                ("accuracy", F64),
+                ("mean_confidence", F64),
+                ("mean_p_true", F64),
+                ("brier", F64),
+                ("ece", F64),
+                ("confidently_wrong", F64),
+                *[(f"ar_{pct}", F64) for pct in range(0, 100, 10)],
             ]
         ),
         # timeline: results/metrics/{suite}/timeline_profile.csv, one row per (slice, stratum)
@@ -390,6 +462,9 @@ PATHS.update(
         "timeline": "results/metrics/{suite}/timeline.csv",
         "timeline_profile": "results/metrics/{suite}/timeline_profile.csv",
         "after_cutoff": "results/metrics/{suite}/after_cutoff.csv",
+        "cutoff_profile": "results/metrics/{suite}/cutoff_profile.csv",
+        "slice_calibration": "results/metrics/{suite}/slice_calibration.csv",
+        "candidate_confidence": "results/metrics/{suite}/{model}.confidence.parquet",
     }
 )
 

@@ -165,6 +165,11 @@ class Timeline:
     penalty: float = 2.0
     per_bin: int | None = None
     popularity_edges: list[float] = _default([])
+    min_facts: int = 20
+    sharp_width: float = 1.0
+    subject_threshold: float = 0.75
+    subject_min_facts: int = 1
+    confident: float = 0.8
 
 
 @dataclass(frozen=True)

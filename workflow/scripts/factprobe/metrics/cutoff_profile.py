@@ -169,13 +169,42 @@ def _rise(lows: np.ndarray, highs: np.ndarray) -> tuple[int, int] | None:
     return None
 
 
-def _insufficient(reason: str, counts: Sequence[int]) -> Profile:
+def _dateless(
+    status: str,
+    reason: str,
+    counts: Sequence[int],
+    low: int | None = None,
+    high: int | None = None,
+    low_date: int | None = None,
+    high_date: int | None = None,
+    share_none: float = float("nan"),
+) -> Profile:
+    """A profile without a date and without a width: ``insufficient``, ``not monotone``, ``none``
+    (the shape is the status, ``none`` when no drop)."""
     nan = float("nan")
     return Profile(
-        None, None, INSUFFICIENT, None, None, None, None, nan,
-        nan, nan, nan, nan, nan, nan, nan, nan, None, None,
-        INSUFFICIENT, reason, tuple(int(c) for c in counts),
-    )  # fmt: skip
+        index=None,
+        date=None,
+        status=status,
+        low=low,
+        high=high,
+        low_date=low_date,
+        high_date=high_date,
+        share_none=share_none,
+        decay_slices=nan,
+        decay_slices_low=nan,
+        decay_slices_high=nan,
+        decay_days=nan,
+        decay_days_low=nan,
+        decay_days_high=nan,
+        level_before=nan,
+        level_after=nan,
+        decay_start_date=None,
+        decay_end_date=None,
+        shape=FLAT if status == NONE else status,
+        reason=reason,
+        counts=tuple(int(c) for c in counts),
+    )
 
 
 def sufficiency(
@@ -215,7 +244,7 @@ def fit_profile(
     counts = [len(s) for s in segments]
     why = sufficiency(dated, edges, static, min_facts)
     if why is not None:
-        return _insufficient(why, counts)
+        return _dateless(INSUFFICIENT, why, counts)
 
     first = 0 if static is not None else 1
     positions = np.arange(first, n + 1, dtype=np.float64)
@@ -230,17 +259,12 @@ def fit_profile(
     rise = _rise(lows, highs)
     if rise is not None:
         i, j = rise
-        nan = float("nan")
         reason = (
             f"slice {edges[j + 1]} is known better ({dated[j].mean():.3f}, interval {lows[j]:.3f}-"
             f"{highs[j]:.3f}) than the earlier slice {edges[i + 1]} ({dated[i].mean():.3f}, interval "
             f"{lows[i]:.3f}-{highs[i]:.3f}): no single cut-off"
         )
-        return Profile(
-            None, None, NOT_MONOTONE, first, n, int(edges[first]), None, cut.share_none,
-            nan, nan, nan, nan, nan, nan, nan, nan, None, None,
-            NOT_MONOTONE, reason, tuple(counts),
-        )  # fmt: skip
+        return _dateless(NOT_MONOTONE, reason, counts, first, n, int(edges[first]), None, cut.share_none)
 
     means = np.array([s.mean() for s in segments])
     a, b, lv, fl = (float(x[0]) for x in fit_ramps(means[None], weights, positions))
@@ -257,13 +281,8 @@ def fit_profile(
     )
 
     if cut.status == NONE or not np.isfinite(a):
-        nan = float("nan")
         reason = "no drop within the series: the one-break fit accepts no break"
-        return Profile(
-            None, None, NONE, cut.low, cut.high, cut.low_date, cut.high_date, cut.share_none,
-            nan, nan, nan, nan, nan, nan, nan, nan, None, None,
-            FLAT, reason, tuple(counts),
-        )  # fmt: skip
+        return _dateless(NONE, reason, counts, cut.low, cut.high, cut.low_date, cut.high_date, cut.share_none)
 
     width = 0.8 * (b - a)
     start = float(np.interp(a + 0.1 * (b - a), np.arange(n + 1), days))
@@ -321,3 +340,193 @@ def known_subject_mask(
     stats = table.groupby("subject")["value"].agg(["mean", "size"])
     known = stats.index[(stats["size"] >= min_facts) & (stats["mean"] >= threshold)]
     return pd.Series(np.asarray(subjects, dtype=object)).isin(set(known)).to_numpy(dtype=bool)
+
+
+#: Which curve a profile was fitted on: every dated fact, or those whose subject the model knows.
+ALL, KNOWN = "all", "known_subject"
+
+
+def subject_known(values: pd.Series, facts: pd.DataFrame, threshold: float, min_facts: int = 1) -> pd.Series:
+    """fact_id -> whether the model knows the subject of each dated fact of a timeline suite
+    (:func:`known_subject_mask` on the static slice's facts with a value in ``values``). A
+    table without subjects (a hand-made one; the facts contract has them) knows none."""
+    from factprobe.metrics.timeline import STATIC
+
+    keyed = facts.astype({"fact_id": str}).drop_duplicates("fact_id")
+    if "subject" not in keyed.columns:
+        keyed = keyed.assign(subject=keyed["fact_id"])
+    static = keyed[keyed["slice"] == STATIC]
+    static = static.assign(value=static["fact_id"].map(values)).dropna(subset=["value"])
+    dated = keyed[keyed["slice"] != STATIC]
+    mask = known_subject_mask(
+        dated["subject"].astype(str), static["subject"].astype(str), static["value"], threshold, min_facts
+    )
+    return pd.Series(mask, index=dated["fact_id"].to_numpy(), name="known_subject")
+
+
+def _by_slice(values: pd.Series, facts: pd.DataFrame, labels: Sequence[str]) -> list[np.ndarray]:
+    slices = facts.astype({"fact_id": str}).drop_duplicates("fact_id").set_index("fact_id")["slice"]
+    joined = pd.DataFrame({"value": values}).join(slices.rename("slice"), how="inner")
+    groups = {label: g["value"].to_numpy(dtype=np.float64) for label, g in joined.groupby("slice")}
+    return [groups.get(label, np.zeros(0)) for label in labels]
+
+
+def model_profile(
+    values: pd.Series,
+    facts: pd.DataFrame,
+    block: dict,
+    samples: int = 200,
+    seed: int = 0,
+    level: float = 0.95,
+) -> tuple[Profile, str, pd.Series]:
+    """One model's profile from its per-fact ``values`` (fact_id -> value) on a timeline suite's
+    ``facts``: fitted on the known-subject curve when every dated slice has at least
+    ``min_facts`` facts with a value whose subject the model knows (without the static slice,
+    whose facts chose the subjects), else on the curve of all facts with the static slice.
+    Returns the profile, the curve used (:data:`ALL` / :data:`KNOWN`) and the known mask."""
+    from factprobe.metrics.timeline import STATIC, series_edges
+
+    edges = series_edges(facts)
+    labels = [str(e) for e in edges[1:]]
+    known = subject_known(
+        values, facts, float(block.get("subject_threshold", 0.75)), int(block.get("subject_min_facts", 1))
+    )
+    min_facts = int(block.get("min_facts", 20))
+    fit = {
+        "penalty": float(block.get("penalty", 2.0)),
+        "samples": samples,
+        "seed": seed,
+        "level": level,
+        "min_facts": min_facts,
+        "sharp_width": float(block.get("sharp_width", 1.0)),
+    }
+    known_values = values[values.index.isin(known.index[known.to_numpy()])]
+    known_dated = _by_slice(known_values, facts, labels)
+    short = [(label, len(v)) for label, v in zip(labels, known_dated, strict=True) if len(v) < min_facts]
+    if not short:
+        return fit_profile(known_dated, edges, None, **fit), KNOWN, known
+    dated = _by_slice(values, facts, labels)
+    static = _by_slice(values, facts, [STATIC])[0]
+    profile = fit_profile(dated, edges, static if len(static) else None, **fit)
+    label, count = short[0]
+    note = (
+        f"all facts: the known-subject curve has {count} facts in slice {label} (< min_facts={min_facts}); "
+    )
+    return _with_reason(profile, note + profile.reason), ALL, known
+
+
+def _with_reason(profile: Profile, reason: str) -> Profile:
+    from dataclasses import replace
+
+    return replace(profile, reason=reason)
+
+
+#: Columns of ``results/metrics/{suite}/cutoff_profile.csv`` (docs/contracts.md).
+PROFILE_COLUMNS = [
+    "model",
+    "measure",
+    "strategy",
+    "n",
+    "curve",
+    "cutoff",
+    "cutoff_low",
+    "cutoff_high",
+    "cutoff_status",
+    "cutoff_index",
+    "cutoff_index_low",
+    "cutoff_index_high",
+    "share_none",
+    "decay_slices",
+    "decay_slices_low",
+    "decay_slices_high",
+    "decay_days",
+    "decay_days_low",
+    "decay_days_high",
+    "decay_start",
+    "decay_end",
+    "level_before",
+    "level_after",
+    "shape",
+    "reason",
+    "declared_cutoff",
+    "n_slices",
+    "n_facts",
+    "n_known_subject",
+    "min_slice_facts",
+    "min_slice_known",
+]
+
+
+def _date_text(value: int | None) -> str:
+    return "" if value is None else str(int(value))
+
+
+def profile_row(
+    model: str, values: pd.Series, facts: pd.DataFrame, block: dict, declared: str | None, **fit
+) -> tuple[dict, pd.Series]:
+    """One ``cutoff_profile.csv`` row (and the known-subject mask) of a model."""
+    from factprobe.metrics.timeline import declared_date, series_edges
+
+    profile, curve, known = model_profile(values, facts, block, **fit)
+    labels = [str(e) for e in series_edges(facts)[1:]]
+    counts = [len(v) for v in _by_slice(values, facts, labels)]
+    known_ids = known.index[known.to_numpy()]
+    known_counts = [len(v) for v in _by_slice(values[values.index.isin(known_ids)], facts, labels)]
+    row = {
+        "model": model,
+        "measure": block["measure"],
+        "strategy": block.get("strategy") or "",
+        "n": block.get("n") or 0,
+        "curve": curve,
+        "cutoff": _date_text(profile.date),
+        "cutoff_low": _date_text(profile.low_date),
+        "cutoff_high": _date_text(profile.high_date),
+        "cutoff_status": profile.status,
+        "cutoff_index": -1 if profile.index is None else profile.index,
+        "cutoff_index_low": -1 if profile.low is None else profile.low,
+        "cutoff_index_high": -1 if profile.high is None else profile.high,
+        "share_none": profile.share_none,
+        "decay_slices": profile.decay_slices,
+        "decay_slices_low": profile.decay_slices_low,
+        "decay_slices_high": profile.decay_slices_high,
+        "decay_days": profile.decay_days,
+        "decay_days_low": profile.decay_days_low,
+        "decay_days_high": profile.decay_days_high,
+        "decay_start": _date_text(profile.decay_start_date),
+        "decay_end": _date_text(profile.decay_end_date),
+        "level_before": profile.level_before,
+        "level_after": profile.level_after,
+        "shape": profile.shape,
+        "reason": profile.reason,
+        "declared_cutoff": declared_date(declared),
+        "n_slices": len(labels),
+        "n_facts": int(sum(counts)),
+        "n_known_subject": int(sum(known_counts)),
+        "min_slice_facts": int(min(counts, default=0)),
+        "min_slice_known": int(min(known_counts, default=0)),
+    }
+    return row, known
+
+
+def profile_table(
+    per_fact: dict[str, pd.DataFrame],
+    facts: pd.DataFrame,
+    block: dict,
+    declared: dict[str, str | None],
+    samples: int = 200,
+    seed: int = 0,
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """``cutoff_profile.csv``: one row per model (module docstring; :func:`model_profile`).
+    Index columns are -1 and date columns empty where the profile has none."""
+    from factprobe.metrics.timeline import fact_values
+
+    rows = []
+    for model in sorted(per_fact):
+        values = fact_values(per_fact[model], block["measure"], block.get("strategy"), block.get("n"))
+        values.index = values.index.astype(str)
+        row, _ = profile_row(
+            model, values, facts, block, declared.get(model), samples=samples, seed=seed, level=level
+        )
+        rows.append(row)
+    return pd.DataFrame(rows, columns=PROFILE_COLUMNS)

@@ -39,8 +39,9 @@ from factprobe.metrics.uncertainty import percentile_interval, resample_counts
 #: Label of the undated control slice (the probes stage's ``timeline.STATIC``).
 STATIC = "static"
 
-#: Status of an estimate: a break inside the series, or none (see the module docstring).
-WITHIN, NONE = "within", "none"
+#: Status of an estimate: a break inside the series, or none (see the module docstring); a
+#: dated slice without any fact with a value (a model with no scores there) gets no estimate.
+WITHIN, NONE, INSUFFICIENT = "within", "none", "insufficient"
 
 
 @dataclass(frozen=True)
@@ -191,6 +192,10 @@ TIMELINE_COLUMNS = [
     "share_none",
     "declared_cutoff",
     "after_declared",
+    "known_value",
+    "known_ci_low",
+    "known_ci_high",
+    "known_n_facts",
 ]
 
 
@@ -222,8 +227,11 @@ def model_timeline(
     joined = pd.DataFrame({"value": values}).join(slices.rename("slice"), how="inner")
     by_slice = {label: g["value"].to_numpy() for label, g in joined.groupby("slice")}
     dated = [by_slice.get(str(e), np.zeros(0)) for e in edges[1:]]
-    # the fit is refitted per replicate: at most 200 of them
-    cut = estimate_cutoff(dated, edges, by_slice.get(STATIC), penalty, min(samples, 200), seed, level)
+    if any(len(d) == 0 for d in dated):
+        cut = Cutoff(-1, None, INSUFFICIENT, -1, -1, None, None, float("nan"))
+    else:
+        # the fit is refitted per replicate: at most 200 of them
+        cut = estimate_cutoff(dated, edges, by_slice.get(STATIC), penalty, min(samples, 200), seed, level)
     order = {str(e): i for i, e in enumerate(edges[1:])} | {STATIC: len(edges)}
     curve = curve.sort_values("slice", key=lambda s: s.map(order)).reset_index(drop=True)
     return curve, cut
@@ -239,6 +247,42 @@ def after_declared(curve: pd.DataFrame, declared: str) -> np.ndarray:
     return (start >= int(declared)).fillna(False).to_numpy(dtype=bool)
 
 
+def known_curve(
+    curve: pd.DataFrame,
+    per_fact: pd.DataFrame,
+    facts: pd.DataFrame,
+    block: dict,
+    samples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """``curve`` with the known-subject curve beside it (``known_*``): each dated slice's facts
+    whose subject the model knows (:func:`factprobe.metrics.cutoff_profile.subject_known`); the
+    static slice, which decides what is known, gets none (NaN, 0 facts)."""
+    from factprobe.metrics.cutoff_profile import subject_known
+
+    values = fact_values(per_fact, block["measure"], block.get("strategy"), block.get("n"))
+    values.index = values.index.astype(str)
+    known = subject_known(
+        values, facts, float(block.get("subject_threshold", 0.75)), int(block.get("subject_min_facts", 1))
+    )
+    kept = values[values.index.isin(known.index[known.to_numpy()])]
+    slices = facts.astype({"fact_id": str}).set_index("fact_id")["slice"]
+    empty = pd.DataFrame(columns=["slice", "value", "ci_low", "ci_high", "n_facts"])
+    sub = slice_curve(kept, slices, samples, seed, level) if len(kept) else empty
+    sub = sub.rename(
+        columns={
+            "value": "known_value",
+            "ci_low": "known_ci_low",
+            "ci_high": "known_ci_high",
+            "n_facts": "known_n_facts",
+        }
+    ).set_index("slice")
+    out = curve.join(sub[["known_value", "known_ci_low", "known_ci_high", "known_n_facts"]], on="slice")
+    out["known_n_facts"] = out["known_n_facts"].fillna(0).astype("int64")
+    return out
+
+
 def timeline_table(
     per_fact: dict[str, pd.DataFrame],
     facts: pd.DataFrame,
@@ -251,7 +295,8 @@ def timeline_table(
     """``timeline.csv``: every model's curve rows with its cut-off estimate, its interval and
     its declared cut-off (models.tsv ``cutoff``, YYYYMMDD; empty when none) on each row.
     ``cutoff_index`` k counts the dated slices known (N: none within the series, and then the
-    ``cutoff`` date is empty); likewise the interval's ends."""
+    ``cutoff`` date is empty); likewise the interval's ends. ``known_*``: the known-subject
+    curve beside it (:func:`known_curve`)."""
     rows = []
     for model in sorted(per_fact):
         curve, cut = model_timeline(
@@ -279,7 +324,7 @@ def timeline_table(
         curve["share_none"] = cut.share_none
         curve["declared_cutoff"] = (declared.get(model) or "").replace("-", "")
         curve["after_declared"] = after_declared(curve, curve["declared_cutoff"].iloc[0])
-        rows.append(curve)
+        rows.append(known_curve(curve, per_fact[model], facts, block, samples, seed, level))
     table = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=TIMELINE_COLUMNS)
     # dates as YYYYMMDD text, empty where there is none (static slice, no cut-off)
     for col in ("slice_start", "slice_end", "cutoff", "cutoff_low", "cutoff_high"):

@@ -421,3 +421,148 @@ def timeline_curves(table: pd.DataFrame, dpi: int = DPI) -> str | None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     return to_data_uri(fig, dpi)
+
+
+def _ramp_points(row: pd.Series, first: pd.Timestamp, last: pd.Timestamp) -> tuple[list, list] | None:
+    """The fitted ramp of a ``cutoff_profile.csv`` row as (dates, levels): flat at
+    ``level_before`` up to its knot a, down to ``level_after`` at b, flat after. The 10 % and 90 %
+    points lie at a + 0.1 (b - a) and a + 0.9 (b - a), so b - a = (end - start) / 0.8."""
+    if not str(row.get("decay_start", "")) or not np.isfinite(row.get("level_before", np.nan)):
+        return None
+    start, end = _day(row["decay_start"]), _day(row["decay_end"])
+    pad = (end - start) / 8
+    a, b = start - pad, end + pad
+    levels = [row["level_before"], row["level_before"], row["level_after"], row["level_after"]]
+    return [min(first, a), a, b, max(last, b)], levels
+
+
+def _iso(value) -> str:
+    """YYYYMMDD text as YYYY-MM-DD (empty: "after the series")."""
+    v = str(value or "")
+    return f"{v[:4]}-{v[4:6]}-{v[6:]}" if v else "after the series"
+
+
+def _profile_title(row: pd.Series) -> str:
+    """Two lines a reader needs: the shape, the date with its interval, the width, the curve."""
+    shape, model = row["shape"], row["model"]
+    if shape == "insufficient":
+        return f"{model}: not enough data, no cut-off\n{row['reason']}"
+    if shape == "not monotone":
+        return f"{model}: NOT MONOTONE, no single cut-off\na later slice is known better than an earlier one"
+    if shape == "none":
+        return f"{model}: no drop within the series\nits cut-off is after the last slice, or it does not depend on time"
+    on = "facts about subjects it knows" if row["curve"] == "known_subject" else "all facts"
+    return (
+        f"{model}: {shape} drop; last known slice ends {_iso(row['cutoff'])} "
+        f"(95 % interval {_iso(row['cutoff_low'])} to {_iso(row['cutoff_high'])})\n"
+        f"falls 10 % to 90 % of the way in {row['decay_slices']:.1f} slices = {row['decay_days']:.0f} days "
+        f"(interval {row['decay_slices_low']:.1f} to {row['decay_slices_high']:.1f} slices)\nfitted on {on}"
+    )
+
+
+def cutoff_profile_figure(
+    timeline: pd.DataFrame, profiles: pd.DataFrame, calibration: pd.DataFrame | None = None, dpi: int = DPI
+) -> str | None:
+    """Per model a row of two panels (``timeline.csv``, ``cutoff_profile.csv``,
+    ``slice_calibration.csv``). Left: what it knows per slice, all facts and the facts about
+    subjects it knows (bootstrap intervals), the fitted ramp, the cut-off with its interval and
+    the declared cut-off. Right: per slice the accuracy of its answers, its mean confidence and
+    the share answered wrongly with high confidence."""
+    if timeline.empty or profiles.empty:
+        return None
+    models = sorted(set(profiles["model"]))
+    fig, axes = plt.subplots(
+        len(models),
+        2,
+        figsize=(12, 3.6 * len(models)),
+        squeeze=False,
+        width_ratios=[3, 2],
+        layout="constrained",
+    )
+    for (left, right), model in zip(axes, models, strict=True):
+        rows = timeline[timeline["model"] == model]
+        dated = rows[rows["slice"] != "static"].sort_values("slice_end", key=lambda s: s.astype(int))
+        x = [_day(v) for v in dated["slice_end"]]
+        row = profiles[profiles["model"] == model].iloc[0]
+        for prefix, label, color, count in (
+            ("", "all facts", "0.55", "n_facts"),
+            ("known_", "facts about subjects it knows", "C0", "known_n_facts"),
+        ):
+            y = dated[f"{prefix}value"].to_numpy(dtype=float)
+            if not np.isfinite(y).any():
+                continue
+            lo, hi = dated[f"{prefix}ci_low"].to_numpy(float), dated[f"{prefix}ci_high"].to_numpy(float)
+            err = np.clip(np.vstack([y - lo, hi - y]), 0, None)
+            n = dated[count].astype(int)
+            left.errorbar(
+                x,
+                y,
+                yerr=err,
+                marker="o",
+                capsize=3,
+                color=color,
+                label=f"{label} ({n.min()}-{n.max()} a slice)",
+            )
+        static = rows[rows["slice"] == "static"]
+        if not static.empty and np.isfinite(float(static["value"].iloc[0])):
+            left.axhline(
+                float(static["value"].iloc[0]),
+                color="0.55",
+                linestyle="--",
+                linewidth=1,
+                label="old facts (static slice)",
+            )
+        ramp = _ramp_points(row, x[0], x[-1]) if x else None
+        if ramp is not None:
+            left.plot(ramp[0], ramp[1], color="C3", linewidth=2.5, alpha=0.8, label="fitted profile")
+        if row["cutoff_status"] == "within":
+            left.axvline(_day(row["cutoff"]), color="C3", linewidth=1.5)
+            lo = _day(row["cutoff_low"]) if row["cutoff_low"] else x[-1]
+            hi = _day(row["cutoff_high"]) if row["cutoff_high"] else x[-1]
+            left.axvspan(lo, hi, color="C3", alpha=0.12, label="measured cut-off (shaded: 95 % interval)")
+        if str(row["declared_cutoff"] or ""):
+            left.axvline(
+                _day(row["declared_cutoff"]),
+                color="k",
+                linestyle=":",
+                linewidth=1.5,
+                label="cut-off the provider declares",
+            )
+        left.set_ylabel(f"{row['measure']} (higher = knows more)", fontsize=8)
+        left.set_title(_profile_title(row), fontsize=8, loc="left")
+        left.grid(alpha=0.3)
+        left.legend(fontsize=7, loc="best")
+        left.set_xlabel("slice: facts that became true up to this date", fontsize=8)
+        cal = None if calibration is None else calibration[calibration["model"] == model]
+        if cal is None or cal.empty:
+            right.set_axis_off()
+            continue
+        sl = cal[~cal["part"].isin(["static", "before", "after"])].sort_values("slice_end")
+        xs = [_day(v) for v in sl["slice_end"]]
+        width = (xs[1] - xs[0]) * 0.6 if len(xs) > 1 else pd.Timedelta(days=20)
+        right.bar(
+            xs,
+            sl["confidently_wrong"],
+            width=width,
+            color="C1",
+            alpha=0.5,
+            label="wrong, yet confident (share; timeline.confident)",
+        )
+        right.plot(xs, sl["accuracy"], marker="o", color="C2", label="right answers (share)")
+        right.plot(xs, sl["mean_confidence"], marker="s", color="C4", label="mean confidence in its answer")
+        if row["cutoff_status"] == "within":
+            right.axvline(_day(row["cutoff"]), color="C3", linewidth=1.5)
+        after = cal[cal["part"] == "after"]
+        note = ""
+        if not after.empty:
+            a = after.iloc[0]
+            note = f"after the cut-off: ECE {fmt(a['ece'], 2)}, Brier {fmt(a['brier'], 2)}, {a['confidently_wrong']:.0%} confidently wrong"
+        right.set_title("how sure it is, per slice" + (f"\n{note}" if note else ""), fontsize=8, loc="left")
+        right.set_ylim(0, 1.05)
+        right.grid(alpha=0.3)
+        right.legend(fontsize=7, loc="best")
+        right.tick_params(axis="x", labelrotation=30, labelsize=7)
+    fig.suptitle(
+        "Cut-off profile: where each model stops knowing, how sharply, and how sure it is after", fontsize=10
+    )
+    return to_data_uri(fig, dpi)

@@ -20,6 +20,7 @@ from factprobe.settings import Report
 from ..metrics import measure_of
 from ..metrics.ranking import table1
 from . import figures
+from .profile_html import profile_parts
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
@@ -459,8 +460,11 @@ def timeline_section(
     figs: Figures,
     profiles: Mapping[str, pd.DataFrame] | None = None,
     after: Mapping[str, pd.DataFrame] | None = None,
+    cutoff: Mapping[str, pd.DataFrame] | None = None,
+    calibration: Mapping[str, pd.DataFrame] | None = None,
 ) -> str:
-    """Per timeline suite (``timeline.csv``): the curves figure, each model's cut-off row,
+    """Per timeline suite (``timeline.csv``): the curves figure, each model's cut-off row, its
+    cut-off profile and calibration (``cutoff``, ``calibration``: report/profile_html.py),
     from ``profiles`` (``timeline_profile.csv``) the facts per popularity bin of every slice and,
     from ``after`` (``after_cutoff.csv``), each model's measures on the facts new after its
     declared cut-off."""
@@ -486,6 +490,11 @@ def timeline_section(
             "declared_cutoff",
         ]
         parts.append(_table(table.drop_duplicates("model")[cols]))
+        parts.append(
+            profile_parts(
+                suite, table, (cutoff or {}).get(suite), (calibration or {}).get(suite), figs, _table, _note
+            )
+        )
         profile = (profiles or {}).get(suite)
         if profile is not None:
             wide = profile.pivot_table(index="slice", columns="stratum", values="median_popularity")
@@ -550,6 +559,8 @@ def build_report(
     robustness: Mapping[str, pd.DataFrame] | None = None,
     profiles: Mapping[str, pd.DataFrame] | None = None,
     after: Mapping[str, pd.DataFrame] | None = None,
+    cutoff: Mapping[str, pd.DataFrame] | None = None,
+    calibration: Mapping[str, pd.DataFrame] | None = None,
 ) -> str:
     """The whole page. ``summaries`` maps suite -> summary.csv frame, ``control`` maps suite ->
     the control model's control_check table (metrics stage), ``board`` is leaderboard.csv (with
@@ -577,7 +588,7 @@ def build_report(
         bodies["human"] = human_section(human, curves, figs)
         shown.append(HUMAN_SECTION)
     if timelines:
-        bodies["timeline"] = timeline_section(timelines, figs, profiles, after)
+        bodies["timeline"] = timeline_section(timelines, figs, profiles, after, cutoff, calibration)
         shown.append(TIMELINE_SECTION)
     if robustness:
         bodies["robustness"] = robustness_section(robustness)
