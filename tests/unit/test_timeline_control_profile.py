@@ -63,8 +63,6 @@ UNKNOWN_SLICES = (5, 6)  # where their dated facts go: the last slices the contr
 SEEDS = range(10)
 SYLLABLES = "ka lo mi ne ru ta vo zi be do fu gra sel tor pu xa".split()
 TRAIN = dict(vocab_size=500, n_layer=1, n_embd=64, n_head=4, batch_size=16, lr=5e-3, threads=1, steps=400)
-#: A subject is known when its static facts average at least this (taught ~1, chance 0.5).
-KNOWN_THRESHOLD = 0.85
 #: min_facts 16 of a slice's 24: the known-subject curve loses the ~10 % of known subjects whose two
 #: static facts were not both learnt, and must still be profiled.
 PROFILE = dict(penalty=2.0, samples=200, level=0.95, min_facts=16)
@@ -197,14 +195,6 @@ def values(tmp_path_factory):
     return get
 
 
-def known_subjects(table: pd.DataFrame) -> np.ndarray:
-    """Whether each fact's subject is known: its static facts' mean value >= KNOWN_THRESHOLD."""
-    static = table[table["slice_no"] == 0]
-    return cp.known_subject_mask(
-        table["subject"], static["subject"], static["value"], KNOWN_THRESHOLD, min_facts=STATIC_PER
-    )
-
-
 def profile(table: pd.DataFrame, seed: int) -> cp.Profile:
     """The profile of the facts of ``table`` (dated slices 1..N and the static slice)."""
     dated = [table.loc[table["slice_no"] == k, "value"].to_numpy() for k in range(1, N + 1)]
@@ -283,12 +273,27 @@ def check_gap(p: cp.Profile) -> None:
     assert p.index is None and p.date is None, p
 
 
+#: The suite's timeline block as rule timeline reads it: a subject is known when its two static
+#: facts average >= 0.85 (taught ~1, chance 0.5); min_facts as PROFILE.
+BLOCK = {"subject_threshold": 0.85, "subject_min_facts": STATIC_PER, "min_facts": PROFILE["min_facts"]}
+
+
+def suite_profile(table: pd.DataFrame, seed: int) -> tuple[cp.Profile, str, pd.Series]:
+    """What cutoff_profile.csv reports for ``table``: the profile, the curve used and the
+    known-subject mask (:func:`factprobe.metrics.cutoff_profile.model_profile`)."""
+    values = table.set_index("fact_id")["value"]
+    return cp.model_profile(
+        values, table, BLOCK, samples=PROFILE["samples"], seed=seed, level=PROFILE["level"]
+    )
+
+
 def unknown_subject_estimates(table: pd.DataFrame, seed: int) -> tuple[cp.Profile, cp.Profile, cp.Profile]:
-    """The known-subject profile with and without the unknown subjects' facts, and the all-facts
-    profile with them."""
-    with_them = table[known_subjects(table)]
-    without = base(table)[known_subjects(base(table))]
-    return profile(with_them, seed), profile(without, seed), profile(table, seed)
+    """The suite's (known-subject) profile with and without the unknown subjects' facts, and the
+    all-facts profile with them."""
+    with_them, curve, _ = suite_profile(table, seed)
+    without, curve_base, _ = suite_profile(base(table), seed)
+    assert curve == curve_base == cp.KNOWN, (with_them.reason, without.reason)
+    return with_them, without, profile(table, seed)
 
 
 def check_unknown(table: pd.DataFrame, seed: int) -> None:
@@ -301,7 +306,8 @@ def check_unknown(table: pd.DataFrame, seed: int) -> None:
     early, or at least its interval reaches before slice 6 (when the control learnt less, so its
     known level is nearer chance).
 
-    Known subjects (static facts averaging >= 0.85): an unknown subject passes only by chance
+    Known subjects (static facts averaging >= 0.85; the curve cutoff_profile.csv uses, without the
+    static slice, since its facts chose the subjects): an unknown subject passes only by chance
     (two values each ~uniform over 0, 1/7, .., 1: 6 of 64 pairs), so the curve holds at most a few
     of their facts, and its estimate (the change point) is the same with and without them: slice
     6, inside its interval."""
