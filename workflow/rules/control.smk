@@ -33,7 +33,7 @@ rule train_control:
         settings=CONTROL_PARAMS,
         # Suites outside control.suites get a model taught none of their facts (all untaught).
         taught=lookup(dpath="{suite}", within=CONTROL_TAUGHT),
-        # Timeline suites: control.taught_until teaches the slices up to a known date.
+        # Timeline suites: control.taught_until / taught_fractions / untaught_subjects set what is known.
         timeline=lookup(dpath="{suite}", within=TIMELINE_SUITES),
         no_space_languages=NO_SPACE_LANGUAGES,
     script:

@@ -15,9 +15,8 @@ from pathlib import Path
 import torch
 from factprobe import contracts
 from factprobe.io import atomic_dir
-from factprobe.probes.timeline import taught_until
 from factprobe.rulelog import rule_logger
-from factprobe.scoring.control import fact_split, prior_docs, train_control, verbalizations
+from factprobe.scoring.control import fact_split, prior_docs, timeline_split, train_control, verbalizations
 from factprobe.suite_tables import read_concat
 
 log = rule_logger(snakemake)
@@ -29,11 +28,14 @@ inp, settings = snakemake.input, dict(snakemake.params.settings)
 concat = read_concat  # the suites' tables, concatenated in order
 
 facts = contracts.read("facts", inp.facts)
-until = settings.pop("taught_until")
+# Known knowledge over time (timeline suites): a cut-off, taught fractions, unknown subjects.
+over_time = {k: settings.pop(k) for k in ("taught_until", "taught_fractions", "untaught_subjects")}
 if not snakemake.params.taught:  # a suite outside control.suites: the model is taught none of it
     facts = facts.assign(split="untaught")
-elif until and snakemake.params.timeline:  # a known cut-off (probes/timeline.py)
-    facts = taught_until(facts, until)
+elif snakemake.params.timeline:
+    facts = timeline_split(
+        facts, over_time["taught_until"], over_time["taught_fractions"], over_time["untaught_subjects"]
+    )
 split = fact_split(facts)
 prompts = concat(inp.prompts)
 forms = concat([inp.forms, inp.candidate_forms]).drop_duplicates()

@@ -293,6 +293,39 @@ def check_statement_edges(suite: Suite, where: str) -> None:
         raise ConfigError(f"{where}.timeline.edges: {edges[-1]} is after the suite's dump {suite.dump}")
 
 
+def slice_ends(suite: Suite, enabled: list[str]) -> list[str]:
+    """The YYYYMMDD ends of a timeline suite's dated slices: every edge or dump after the first."""
+    if suite.timeline.by == "diff":
+        return timeline_dumps(suite, enabled)[1:]
+    return [str(e) for e in suite.timeline.edges[1:]]
+
+
+def check_control_fractions(cfg: Config, enabled: list[str], source: str) -> None:
+    """Every ``control.taught_fractions`` key is the quoted end of a dated slice of a timeline
+    suite in ``control.suites`` (a date that ends no slice would teach nothing, in silence)."""
+    fractions = cfg.control.taught_fractions
+    if not fractions:
+        return
+    ends = sorted(
+        {
+            end
+            for name in cfg.control.suites
+            if name in cfg.suites and cfg.suites[name].timeline is not None
+            for end in slice_ends(cfg.suites[name], enabled)
+        }
+    )
+    for key in fractions:
+        if not isinstance(key, str) or not is_calendar_date(key):
+            raise ConfigError(
+                f"{source}: control.taught_fractions: key {key!r} is not a quoted YYYYMMDD date; write '{key}': ..."
+            )
+        if key not in ends:
+            raise ConfigError(
+                f"{source}: control.taught_fractions: {key} ends no dated slice of a timeline suite in "
+                f"control.suites; slice ends: {ends or 'none (no timeline suite is in control.suites)'}"
+            )
+
+
 def check_cross_keys(cfg: Config, enabled: list[str], source: str = "config/config.yaml") -> None:
     """Template formats registered, suites' dumps enabled and template sets defined, relations and plausibility dates given
     where the source format's entry requires them, plausibility dates ordered, Precision@n within
@@ -343,6 +376,7 @@ def check_cross_keys(cfg: Config, enabled: list[str], source: str = "config/conf
                 raise ConfigError(f"{where}: need diff_old < dump and cutoff < dump, got {old}, {cut}, {new}")
         if suite.timeline is not None:
             check_timeline(suite, enabled, where)
+    check_control_fractions(cfg, enabled, source)
     precision = max(cfg.metrics.precision_ns or [1])
     if precision > cfg.scoring.topk:
         raise ConfigError(

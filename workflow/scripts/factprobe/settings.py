@@ -445,6 +445,10 @@ class Control:
     prior_copies: int = 1
     fact_repeats: int = 2
     taught_until: str | None = None
+    # Timeline suites: {YYYYMMDD slice end: share of the slice's facts taught} (a gradual cut-off, a gap).
+    taught_fractions: dict[str, float] = _default({})
+    # Timeline suites: share of subjects (hash-chosen) none of whose facts is taught.
+    untaught_subjects: float = 0.0
 
 
 @dataclass(frozen=True)

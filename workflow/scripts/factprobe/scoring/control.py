@@ -29,8 +29,9 @@ import pandas as pd
 import torch
 
 from factprobe import contracts
-from factprobe.hashing import stable_hash
+from factprobe.hashing import stable_hash, stable_hashes
 from factprobe.lm.encoding import NO_SPACE_LANGS, continuation_text
+from factprobe.probes.timeline import STATIC
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +110,73 @@ def fact_split(facts: pd.DataFrame) -> pd.DataFrame:
             f"fact {row.subject}|{row.property}|{row.object} is both taught and untaught across suites"
         )
     return split.sort_values(["subject", "property", "object"]).reset_index(drop=True)
+
+
+def _unit_hash(salt: str, keys: pd.Series) -> np.ndarray:
+    """``stable_hash(salt, key)`` of every key mapped to [0, 1)."""
+    return stable_hashes((salt,), keys.astype(str).tolist()).astype(np.float64) / 2.0**64
+
+
+def unknown_subjects(subjects: pd.Series, share: float) -> np.ndarray:
+    """Whether each subject is one the control never sees: ``stable_hash("control-unknown-subject",
+    subject) / 2**64 < share``, a function of the subject alone (so every fact of it agrees, in
+    every suite)."""
+    return _unit_hash("control-unknown-subject", subjects) < share
+
+
+def teaching_draw(facts: pd.DataFrame) -> np.ndarray:
+    """Each fact's draw in [0, 1): ``stable_hash("control-taught", subject, property, object) /
+    2**64``, a function of the triple alone; a fact is taught when it is below its slice's fraction."""
+    triple = (
+        facts["subject"].astype(str)
+        + "\x1f"
+        + facts["property"].astype(str)
+        + "\x1f"
+        + facts["object"].astype(str)
+    )
+    return _unit_hash("control-taught", triple)
+
+
+def slice_fractions(
+    facts: pd.DataFrame, until: str | int | None = None, fractions: dict | None = None
+) -> np.ndarray:
+    """The taught fraction of each fact's slice: 1 for the static slice; for a dated slice its
+    ``fractions`` entry (keyed by the slice's YYYYMMDD end), else 1 when it ends on or before
+    ``until`` and 0 otherwise."""
+    fractions = {int(k): float(v) for k, v in (fractions or {}).items()}
+    end = pd.to_numeric(facts["slice_end"], errors="coerce")
+    known = (end <= int(until)).fillna(False).to_numpy() if until else np.zeros(len(facts), dtype=bool)
+    out = known.astype(np.float64)
+    listed = end.isin(list(fractions)).to_numpy()
+    out[listed] = end[listed].astype("int64").map(fractions).to_numpy(dtype=np.float64)
+    out[(facts["slice"] == STATIC).to_numpy()] = 1.0
+    return out
+
+
+def timeline_split(
+    facts: pd.DataFrame,
+    until: str | int | None = None,
+    fractions: dict | None = None,
+    untaught_subjects: float = 0.0,
+) -> pd.DataFrame:
+    """``facts`` of a timeline suite with the ``split`` of a control whose knowledge over time is known.
+
+    With ``until`` or ``fractions`` set, a fact is taught when its :func:`teaching_draw` is below
+    its slice's fraction (:func:`slice_fractions`):
+    a function of the triple alone, so a fraction of 1 teaches the whole slice and 0 none of it
+    (``until`` alone gives exactly the static slice and the slices up to it), a slice at 0 between
+    slices at 1 is a gap, and steps of fraction between 1 and 0 a gradual cut-off. Otherwise the
+    facts' own hash-chosen ``split`` stays. Then every fact of a subject chosen by
+    :func:`unknown_subjects` is untaught, static ones included: a subject the model never heard of,
+    whose new facts say nothing about its cut-off (issue: subject-conditioned curves).
+    """
+    out = facts.copy()
+    if until or fractions:
+        taught = teaching_draw(out) < slice_fractions(out, until, fractions)
+        out["split"] = np.where(taught, "taught", "untaught")
+    if untaught_subjects > 0:
+        out.loc[unknown_subjects(out["subject"], untaught_subjects), "split"] = "untaught"
+    return out
 
 
 def verbalizations(
