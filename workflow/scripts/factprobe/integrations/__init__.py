@@ -1,0 +1,1 @@
+"""Integrations with other tools (transformers Trainer, lm-evaluation-harness); each imports its tool lazily."""
