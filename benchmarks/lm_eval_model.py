@@ -9,6 +9,8 @@ fp32 (``resources/models/smollm2``, prepared into a temporary folder when absent
 loaded first; then ``simple_evaluate`` runs the task's tag with ``HFLM`` and with
 ``FactprobeLM``, interleaved, best of ``--repeats``. The script stops unless every choice's
 log-likelihood agrees within 1e-4 nats, then prints choices/s of each and the speed ratio.
+On busy shared cores prefer ``--threads 1`` (benchmarks/score.py says why); CPU seconds are
+printed beside wall seconds.
 
     .venv/bin/python benchmarks/lm_eval_model.py [--threads 2] [--repeats 2] [--batch-size 32] [--model DIR]
 """
