@@ -242,12 +242,13 @@ def model_flops(model, rows: list) -> dict[str, float]:
     """Forward FLOPs of the positions the engine's packed rows hold (padding excluded).
 
     Per position ``2 N_layers`` (every weight matrix of the transformer blocks; embeddings and
-    the output projection are counted apart); per query ``4 n_layer d_attn k`` for its k visible
+    the output projection are counted apart, position embeddings not at all); per query ``4 n_layer d_attn k`` for its k visible
     keys (a prefix position i sees i + 1 keys, a continuation position j after a prefix of p
     tokens sees p + j + 1); per scored position ``2 d_model V`` (the output projection). The
     engine scores a row's last prefix position and each continuation body position."""
     cfg = model.config
-    skip = {id(model.get_input_embeddings().weight), id(model.get_output_embeddings().weight)}
+    embeddings = [m.weight for m in model.modules() if isinstance(m, torch.nn.Embedding)]
+    skip = {id(w) for w in embeddings} | {id(model.get_output_embeddings().weight)}
     n_layers = sum(p.numel() for p in model.parameters() if p.ndim == 2 and id(p) not in skip)
     heads = cfg.num_attention_heads
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads

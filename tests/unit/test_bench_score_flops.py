@@ -12,20 +12,16 @@ from factprobe.lm.packed import _build_rows  # noqa: E402
 
 
 def test_model_flops_by_hand():
-    """A GPT-NeoX of hidden 8, 2 layers, 2 heads, MLP 16, vocabulary 10; one packed row: prefix
-    (1, 2, 3), continuations (4, 5) and (6,)."""
-    import torch
-    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
+    """A GPT-2 of width 8, 2 layers, 2 heads, MLP 16, vocabulary 10 (its learnt position
+    embeddings are no layer weights); one packed row: prefix (1, 2, 3), continuations (4, 5), (6,)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
 
-    torch.manual_seed(0)
-    config = GPTNeoXConfig(
-        vocab_size=10, hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=16
-    )
-    model = GPTNeoXForCausalLM(config)
+    config = GPT2Config(vocab_size=10, n_positions=16, n_embd=8, n_layer=2, n_head=2, n_inner=16)
+    model = GPT2LMHeadModel(config)
     rows = _build_rows([((1, 2, 3), (4, 5)), ((1, 2, 3), (6,))], 4096)
     assert len(rows) == 1 and rows[0].length == 4  # the prefix + the one body token of (4, 5)
     flops = score.model_flops(model, rows)
-    # per layer: QKV 8x24, output 8x8, MLP 8x16 + 16x8 = 512 weights; 2 layers
+    # per layer: QKV 8x24, output 8x8, MLP 8x16 + 16x8 = 512 weights; 2 layers (wpe 16x8 left out)
     assert flops["n_layers"] == 1024
     assert flops["layers"] == 2 * 1024 * 4
     # keys seen: prefix 1 + 2 + 3; token 4 sees the prefix and itself (4); 10 in all;
