@@ -14,12 +14,25 @@ packed-row cap (``factprobe.lm.packed.PACKED_TOKENS``) against rows as long as t
 and prints the ratio: masked attention costs the square of a packed row.
 On busy shared cores prefer ``--threads 1``: multi-threaded small forwards stall on descheduled
 threads, which hits the engine's one short packed row harder than lm-eval's big padded batches.
+
+A closing section (``--only peak`` runs it alone) asks how close to the machine the engine runs:
+the model FLOP/s it achieves on the same zero-shot and 4-shot requests, for SmolLM2-135M (the
+demo's model, ``--smollm2 DIR`` or prepared as benchmarks/peer_lm_eval.py does) and a randomly
+initialised Pythia-160M-shaped GPT-NeoX, as a share of the matmul peak measured in the same run (a
+2048 x 2048 fp32 ``torch.mm`` on the same threads, best of 5). Model FLOPs (:func:`model_flops`)
+count the positions the engine's packed rows hold (padding excluded):
+``2 N_layers`` per position (N_layers: every weight matrix of the transformer blocks, i.e. the
+non-embedding parameters less norms and biases; Kaplan et al. 2020 Table 1 C_forward = 2N) +
+``4 n_layer d_attn k`` per query that sees k keys (QK^T and AV; PaLM App. B counts both) +
+``2 d_model V`` per position whose logits are scored. ``--profile`` adds torch.profiler's
+self-time table of one engine call: which kernels, and the share outside matrix products.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import random
 import sys
 import time
@@ -60,16 +73,22 @@ def workload(seed: int = 0):
     return zero, four, forms, corpus
 
 
-def pythia_70m(vocab_size: int = 50304):
+#: (hidden size, layers, heads, MLP size) of the Pythia suite's models (Biderman et al. 2023, Table 1)
+PYTHIA_SHAPES = {"70m": (512, 6, 8, 2048), "160m": (768, 12, 12, 3072)}
+
+
+def pythia_70m(vocab_size: int = 50304, shape: str = "70m"):
+    """A randomly initialised GPT-NeoX with the shape of Pythia-``shape`` (fp32, sdpa)."""
     from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
 
+    hidden, layers, heads, mlp = PYTHIA_SHAPES[shape]
     torch.manual_seed(0)
     cfg = GPTNeoXConfig(
         vocab_size=vocab_size,
-        hidden_size=512,
-        num_hidden_layers=6,
-        num_attention_heads=8,
-        intermediate_size=2048,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=mlp,
         rotary_pct=0.25,
         max_position_embeddings=2048,
         use_parallel_residual=True,
@@ -100,9 +119,15 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--lm-eval-batch-size", type=int, default=64)
+    parser.add_argument("--only", choices=["peak"], help="run the share-of-peak section only")
+    parser.add_argument("--smollm2", type=Path, help="a prepared SmolLM2 folder (default: the demo's)")
+    parser.add_argument("--profile", action="store_true", help="torch.profiler table of one engine call")
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     torch.set_num_threads(args.threads)
+    if args.only == "peak":
+        share_of_peak(args)
+        return
 
     zero, four, forms, corpus = workload()
     tokenizer = train_bpe_tokenizer(corpus, vocab_size=2000, add_bos=False)
@@ -172,6 +197,7 @@ def main() -> None:
             f"max |engine - lm-eval| = {np.max(np.abs(engine - lm)):.2e} nats"
         )
     sentence_rows(model, tokenizer, corpus, args.repeats)
+    share_of_peak(args)
 
 
 def sentence_rows(model, tokenizer, corpus: list[str], repeats: int, n: int = 800) -> None:
@@ -197,6 +223,138 @@ def sentence_rows(model, tokenizer, corpus: list[str], repeats: int, n: int = 80
         f"({c_full * 1e3:7.1f} ms CPU): cap speed-up {t_full / t_cap:4.1f}x wall, {c_full / c_cap:4.1f}x CPU; "
         f"max |difference| {np.max(np.abs(a - b)):.2e} nats"
     )
+
+
+def matmul_peak(n: int = 2048, repeats: int = 5) -> float:
+    """FLOP/s of the best of ``repeats`` fp32 ``torch.mm`` of two n x n matrices (2 n^3 FLOPs each)
+    on this process's threads: the machine's matrix-product peak, measured beside the engine."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    torch.mm(a, b)  # warm-up: thread pool and kernel selection
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        torch.mm(a, b)
+        best = min(best, time.perf_counter() - start)
+    return 2 * n**3 / best
+
+
+def model_flops(model, rows: list) -> dict[str, float]:
+    """Forward FLOPs of the positions the engine's packed rows hold (padding excluded).
+
+    Per position ``2 N_layers`` (every weight matrix of the transformer blocks; embeddings and
+    the output projection are counted apart, position embeddings not at all); per query ``4 n_layer d_attn k`` for its k visible
+    keys (a prefix position i sees i + 1 keys, a continuation position j after a prefix of p
+    tokens sees p + j + 1); per scored position ``2 d_model V`` (the output projection). The
+    engine scores a row's last prefix position and each continuation body position."""
+    cfg = model.config
+    embeddings = [m.weight for m in model.modules() if isinstance(m, torch.nn.Embedding)]
+    skip = {id(w) for w in embeddings} | {id(model.get_output_embeddings().weight)}
+    n_layers = sum(p.numel() for p in model.parameters() if p.ndim == 2 and id(p) not in skip)
+    heads = cfg.num_attention_heads
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+    positions = keys = scored = 0
+    for row in rows:
+        plen = len(row.prefix)
+        positions += row.length
+        keys += plen * (plen + 1) // 2
+        scored += 1
+        for _, cont in row.items:
+            body = len(cont) - 1
+            keys += body * plen + body * (body + 1) // 2
+            scored += body
+    flops = {
+        "layers": 2.0 * n_layers * positions,
+        "attention": 4.0 * cfg.num_hidden_layers * heads * head_dim * keys,
+        "output": 2.0 * cfg.hidden_size * cfg.vocab_size * scored,
+    }
+    flops["total"] = sum(flops.values())
+    flops["positions"], flops["n_layers"] = positions, n_layers
+    return flops
+
+
+class ForwardCounter:
+    """Token positions the model is actually run on (padding included) and logit rows computed."""
+
+    def __init__(self, model):
+        self.positions = self.logit_rows = 0
+        self.handle = model.register_forward_pre_hook(self, with_kwargs=True)
+
+    def __call__(self, module, args, kwargs):
+        ids = kwargs["input_ids"]
+        self.positions += ids.numel()
+        keep = kwargs.get("logits_to_keep")
+        self.logit_rows += ids.shape[0] * (keep.numel() if torch.is_tensor(keep) else ids.shape[1])
+
+
+def smollm2(folder: Path | None):
+    """SmolLM2-135M-Instruct (fp32) and its tokenizer, from ``folder`` or the demo's prepared one."""
+    from factprobe.lm.load import ModelSpec, load_hf
+
+    if folder is None:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        from peer_lm_eval import model_folder
+
+        folder = model_folder()
+    loaded = load_hf(ModelSpec("smollm2", str(folder), dtype="float32", device="cpu"))
+    return loaded.model, loaded.tokenizer
+
+
+def share_of_peak(args) -> None:
+    """Model FLOP/s of the engine on SmolLM2 and a Pythia-160M shape, as a share of the mm peak."""
+    zero, four, forms, corpus = workload()
+    bpe = train_bpe_tokenizer(corpus, vocab_size=2000, add_bos=False)
+    models = {
+        "SmolLM2-135M": lambda: smollm2(args.smollm2),
+        "Pythia-160M shape (random)": lambda: (pythia_70m(shape="160m"), bpe),
+    }
+    peaks = [matmul_peak()]
+    print(f"\nshare of peak: {args.threads} threads, load average {os.getloadavg()[0]:.1f} at the start")
+    print(f"  fp32 torch.mm 2048^3 peak: {peaks[0] / 1e9:6.1f} GFLOP/s")
+    for label, make in models.items():
+        model, tokenizer = make()
+        print(f"  {label}: {sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters")
+        for setting, prompt in (("zero-shot", zero), ("4-shot", four)):
+            requests, _ = tokenize_pairs(tokenizer, [prompt] * len(forms), [" " + f for f in forms], "eos")
+            counter = ForwardCounter(model)
+            score_requests(model, requests, token_budget=4096)  # warm-up, and what one call computes
+            counter.handle.remove()
+            t, _, _ = timed(lambda r=requests, m=model: score_requests(m, r, token_budget=4096), args.repeats)
+            peaks.append(matmul_peak())
+            flops = model_flops(model, packed._build_rows(requests, 4096))
+            rate = flops["total"] / t
+            print(
+                f"    {setting}: {len(requests)} requests, {flops['positions']} packed positions "
+                f"({counter.positions} run, padding included; {counter.logit_rows} logit rows for "
+                f"{sum(len(c) for _, c in requests)} scored tokens), {t * 1e3:.1f} ms"
+            )
+            print(
+                f"      model FLOPs {flops['total'] / 1e9:.2f} G (layers {flops['layers'] / flops['total']:.0%}, "
+                f"attention {flops['attention'] / flops['total']:.0%}, output {flops['output'] / flops['total']:.0%}; "
+                f"N_layers {flops['n_layers'] / 1e6:.1f}M): {rate / 1e9:.1f} GFLOP/s = "
+                f"{rate / peaks[-1]:.0%} of the mm peak beside it ({peaks[-1] / 1e9:.1f} GFLOP/s)"
+            )
+        if args.profile:
+            profile_engine(model, requests)
+    print(f"  mm peak over the run: {min(peaks) / 1e9:.1f} - {max(peaks) / 1e9:.1f} GFLOP/s")
+
+
+MATRIX_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_mkldnn_matmul")
+
+
+def profile_engine(model, requests, rows: int = 14) -> None:
+    """torch.profiler self CPU time of one engine call by op, and the share in matrix products."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        score_requests(model, requests, token_budget=4096)
+    events = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)
+    total = sum(e.self_cpu_time_total for e in events)
+    matrix = sum(e.self_cpu_time_total for e in events if e.key in MATRIX_OPS)
+    print(f"      profile (4-shot): {total / 1e3:.1f} ms self CPU time, matrix products {matrix / total:.0%}")
+    for e in events[:rows]:
+        print(
+            f"        {e.key:<42} {e.self_cpu_time_total / 1e3:8.1f} ms {e.self_cpu_time_total / total:5.1%}  x{e.count}"
+        )
 
 
 if __name__ == "__main__":

@@ -484,3 +484,183 @@ def test_real_instruction_model_lm_eval_equals_factprobe(suite, smollm2_run, smo
     im_end = HFCausalLM(smol.model, smol.tokenizer, end_token="<|im_end|>")
     old = score_pairs(im_end, wanted, progress=False).merge(scores, on=["prompt_id", "entity", "form"])
     assert np.abs(old["logprob_x"] - old["logprob_y"]).median() > 1.0
+
+
+# --- the lm-eval model type ``factprobe`` (factprobe.integrations.lm_eval) -------------------
+
+
+def evaluate_into(out, **kwargs):
+    """lm-eval's evaluator with ``--log_samples`` files written to ``out``: (results, files)."""
+    from lm_eval import simple_evaluate
+    from lm_eval.loggers import EvaluationTracker
+
+    tracker = EvaluationTracker(output_path=str(out))
+    results = simple_evaluate(log_samples=True, bootstrap_iters=0, evaluation_tracker=tracker, **kwargs)
+    samples = results.pop("samples")
+    tracker.save_results_aggregated(results=results, samples=samples)
+    for name in results["configs"]:
+        tracker.save_results_samples(task_name=name, samples=samples[name])
+    return results, sorted(out.rglob("samples_*.jsonl"))
+
+
+def greedy_flags(files) -> pd.Series:
+    """lm-eval's is_greedy of every choice, keyed like :func:`raw_samples` rows."""
+    rows = {}
+    for path in files:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            sample = json.loads(line)
+            doc = sample["doc"]
+            for i, resp in enumerate(sample["resps"]):
+                key = (doc["prompt_id"], doc["strategy"], doc["choice_entity"][i], doc["choice_form"][i])
+                rows[key] = resp[0][1] in (True, "True")
+    return pd.Series(rows)
+
+
+def assert_same_choices(ours_files, hflm_files, tol: float = 1e-4) -> pd.DataFrame:
+    """The two runs scored the same (context, continuation) of every choice, to ``tol`` nats."""
+    keys = ["prompt_id", "strategy", "entity", "form"]
+    ours, hflm = raw_samples(ours_files), raw_samples(hflm_files)
+    both = ours.merge(hflm, on=keys, suffixes=("", "_hf"), validate="one_to_one")
+    assert len(both) == len(ours) == len(hflm)
+    assert (both["context"] == both["context_hf"]).all()
+    assert (both["continuation"] == both["continuation_hf"]).all()
+    diff = np.abs(both["lm_logprob"] - both["lm_logprob_hf"])
+    print(f"max |factprobe model type - HFLM| over {len(both)} choices: {diff.max():.2e} nats")
+    assert diff.max() < tol
+    return both
+
+
+@pytest.fixture(scope="module")
+def factprobe_lm_run(exported, model_dir, lm_eval_run, tmp_path_factory):
+    """The exported tag through lm-eval's evaluator with ``model=FactprobeLM(...)``."""
+    from factprobe.integrations.lm_eval import FactprobeLM
+
+    _, _, manager = lm_eval_run
+    lm = FactprobeLM(pretrained=str(model_dir), device="cpu")
+    out = tmp_path_factory.mktemp("lm_eval_factprobe")
+    return evaluate_into(out, model=lm, tasks=[f"factprobe_{SUITE}"], task_manager=manager)
+
+
+def test_factprobe_model_type_equals_hflm(lm_eval_run, factprobe_lm_run):
+    """Through lm-eval's own loop, every choice's log-likelihood equals HFLM's to 1e-4 nats,
+    its is_greedy flag equals HFLM's, and so does each task's acc."""
+    hflm_results, hflm_files, _ = lm_eval_run
+    results, files = factprobe_lm_run
+    both = assert_same_choices(files, hflm_files)
+    assert len(both) > 500
+    assert greedy_flags(files).sort_index().equals(greedy_flags(hflm_files).sort_index())
+    for name, res in hflm_results["results"].items():
+        assert results["results"][name]["acc,none"] == res["acc,none"]
+    assert results["config"]["engine"] == "factprobe packed batch-invariant"
+
+
+def test_factprobe_model_type_on_the_real_model(smollm2_run, smollm2_dir, exported, tmp_path):
+    """``model="factprobe"`` by name (lm-eval's registry), SmolLM2-135M-Instruct in fp32, the same
+    three docs as HFLM's run: the same per-choice log-likelihoods to 1e-4 nats."""
+    import factprobe.integrations.lm_eval  # noqa: F401  (registers the model type)
+    from lm_eval.tasks import TaskManager
+
+    _, folder, _ = exported
+    _, files = evaluate_into(
+        tmp_path,
+        model="factprobe",
+        model_args={"pretrained": str(smollm2_dir), "dtype": "float32"},
+        device="cpu",
+        tasks=[task_name(SUITE, "random")],
+        task_manager=TaskManager(include_path=str(folder.parent), include_defaults=False),
+        limit=3,
+    )
+    both = assert_same_choices(files, smollm2_run)
+    assert both["prompt_id"].nunique() == 3 and len(both) >= 15
+
+
+def test_factprobe_command_line_runs_lm_eval(exported, model_dir, lm_eval_run, tmp_path, monkeypatch):
+    """`python -m factprobe.integrations.lm_eval <lm_eval arguments>` (run as __main__, in this
+    process) registers the model type and runs lm-eval's own CLI: samples equal HFLM's."""
+    import functools
+    import runpy
+    import sys
+
+    import factprobe.integrations.lm_eval  # noqa: F401  (registered once, as a library would be)
+    import lm_eval.tasks
+
+    # lm-eval's CLI indexes its 14,000 bundled tasks (a minute or more on two busy cores); the
+    # export is all this run needs.
+    monkeypatch.setattr(
+        lm_eval.tasks, "TaskManager", functools.partial(lm_eval.tasks.TaskManager, include_defaults=False)
+    )
+    _, folder, _ = exported
+    _, hflm_files, _ = lm_eval_run
+    argv = ["--model", "factprobe", "--model_args", f"pretrained={model_dir},dtype=float32"]
+    argv += ["--device", "cpu", "--include_path", str(folder.parent), "--tasks", task_name(SUITE, "random")]
+    argv += ["--limit", "3", "--log_samples", "--output_path", str(tmp_path)]
+    monkeypatch.setattr(sys, "argv", ["factprobe.integrations.lm_eval", *argv])
+    runpy.run_module("factprobe.integrations.lm_eval", run_name="__main__")
+    ours = raw_samples(sorted(tmp_path.rglob("samples_*.jsonl")))
+    keys = ["prompt_id", "strategy", "entity", "form"]
+    both = ours.merge(raw_samples(hflm_files), on=keys, suffixes=("", "_hf"), validate="one_to_one")
+    assert len(both) == len(ours) and ours["prompt_id"].nunique() == 3
+    assert np.abs(both["lm_logprob"] - both["lm_logprob_hf"]).max() < 1e-4
+    config = json.loads(next(tmp_path.rglob("results_*.json")).read_text())["config"]
+    assert config["model"] == "factprobe" and config["model_fingerprint"]
+
+
+def test_factprobe_rolling_and_generation(model_dir):
+    """loglikelihood_rolling: HFLM's value over several windows (max_length 24), and for a text
+    that fits one window log P(text | EOS), i.e. loglikelihood("", text). generate_until: HFLM's
+    greedy text; the greedy tokens score as is_greedy; sampling is refused."""
+    from factprobe.integrations.lm_eval import FactprobeLM
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
+
+    hflm = HFLM(pretrained=str(model_dir), device="cpu", batch_size=4, max_length=24)
+    ours = FactprobeLM(pretrained=str(model_dir), device="cpu", max_length=24)
+    long = "Berlin is the capital of Germany. Paris is the capital of France. " * 3
+    short = "Berlin is the capital of Germany."
+    assert len(ours.tok_encode(long)) > 2 * 24 and len(ours.tok_encode(short)) < 24
+
+    def inst(kind, args):
+        return [Instance(request_type=kind, doc={}, arguments=a, idx=i) for i, a in enumerate(args)]
+
+    rolling = ours.loglikelihood_rolling(
+        inst("loglikelihood_rolling", [(long,), (short,)]), disable_tqdm=True
+    )
+    expected = hflm.loglikelihood_rolling(
+        inst("loglikelihood_rolling", [(long,), (short,)]), disable_tqdm=True
+    )
+    assert np.allclose(rolling, expected, rtol=0, atol=1e-4)
+    ((alone, _),) = ours.loglikelihood(inst("loglikelihood", [("", short)]), disable_tqdm=True)
+    assert rolling[1] == pytest.approx(alone, abs=1e-9) and rolling[0] < 3 * rolling[1]
+
+    gen = {"until": ["."], "max_gen_toks": 8, "do_sample": False}
+    prompts = [("Berlin is the capital of", gen), ("Paris", gen), ("The", {**gen, "until": ["\n"]})]
+    texts = ours.generate_until(inst("generate_until", prompts), disable_tqdm=True)
+    assert texts == hflm.generate_until(inst("generate_until", prompts), disable_tqdm=True)
+    assert any(texts) and not any("." in t for t in texts[:2])
+    ctx = ours.tok_encode(prompts[0][0])
+    answer = ours._greedy([ctx], [["."]], [4])[0]
+    wrong = [*answer[:-1], (answer[-1] + 1) % len(ours.tokenizer)]
+    flags = [g for _, g in ours._loglikelihood_tokens([(None, ctx, answer), (None, ctx, wrong)])]
+    assert flags == [True, False]
+    assert flags == [g for _, g in hflm._loglikelihood_tokens([(None, ctx, answer), (None, ctx, wrong)])]
+    with pytest.raises(NotImplementedError, match="generates greedily"):
+        ours.generate_until(inst("generate_until", [("Paris", {"do_sample": True, "temperature": 0.7})]))
+    with pytest.raises(NotImplementedError, match=r"\['num_beams'\]"):
+        ours.generate_until(inst("generate_until", [("Paris", {**gen, "num_beams": 4})]))
+
+
+def test_factprobe_model_type_bad_input(model_dir, tmp_path):
+    from factprobe.integrations.lm_eval import FactprobeLM
+    from factprobe.lm.load import ModelLoadError
+    from lm_eval.api.registry import get_model
+
+    assert get_model("factprobe") is FactprobeLM
+    assert get_model("hf").__name__ == "HFLM"  # lm-eval's own models stay registered
+    with pytest.raises(ValueError, match="dtype 'fp8': use one of auto, float32"):
+        FactprobeLM(pretrained=str(model_dir), dtype="fp8")
+    with pytest.raises(ModelLoadError, match="no_model"):
+        FactprobeLM(pretrained=str(tmp_path / "no_model" / "x" / "y"), device="cpu")
+    from transformers import AutoModelForCausalLM
+
+    with pytest.raises(ValueError, match="pass its tokenizer"):
+        FactprobeLM(pretrained=AutoModelForCausalLM.from_pretrained(model_dir))

@@ -198,16 +198,24 @@ def _logits_at(
 
 
 @torch.inference_mode()
-def _forward_batch(model, rows: list[_Row], device, logsoftmax_chunk: int, invariant: bool = True):
+def _forward_batch(
+    model, rows: list[_Row], device, logsoftmax_chunk: int, invariant: bool = True, greedy: bool = False
+):
+    """Each target token's log-probability (float64) and, with ``greedy``, whether it is the
+    argmax of its position's distribution (lm-evaluation-harness's ``is_greedy``)."""
     ids, pos, plan, (t_row, t_col, t_tok, t_req, t_first, t_last) = _pack(rows, device, invariant)
     logits, where = _logits_at(model, ids, pos, plan, len(rows), t_col)
     scores = torch.empty(len(t_tok), dtype=torch.float64)
+    tops = torch.ones(len(t_tok), dtype=torch.bool)
     for start in range(0, len(t_tok), logsoftmax_chunk):
         sl = slice(start, start + logsoftmax_chunk)
         chunk = logits[t_row[sl].to(device), where[sl].to(device)].float()
-        lp = torch.log_softmax(chunk, dim=-1).gather(1, t_tok[sl].to(device)[:, None])[:, 0]
+        target = t_tok[sl].to(device)
+        lp = torch.log_softmax(chunk, dim=-1).gather(1, target[:, None])[:, 0]
         scores[sl] = lp.double().cpu()
-    return t_req, t_first, t_last, scores
+        if greedy:
+            tops[sl] = (chunk.argmax(dim=-1) == target).cpu()
+    return t_req, t_first, t_last, scores, tops
 
 
 def _batches(rows: list[_Row], budget: TokenBudget, forward: Callable[[list[_Row]], Any]) -> Iterator[Any]:
@@ -246,6 +254,7 @@ def score_requests(
     on_batch: Callable[[np.ndarray, np.ndarray, np.ndarray], None] | None = None,
     last_out: np.ndarray | None = None,
     invariant: bool = True,
+    greedy_out: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Summed continuation log-probability and first-token log-probability of every request.
 
@@ -254,6 +263,8 @@ def score_requests(
     ``(request indices, logprob, first_logprob)`` of every finished request (for the cache).
     ``last_out`` (length ``len(requests)``), when given, receives the log-probability of each
     request's last token (the end marker), filled before ``on_batch`` sees the request.
+    ``greedy_out`` (bool, length ``len(requests)``), when given, receives whether every
+    continuation token of a request is its position's argmax (lm-eval's ``is_greedy``).
     ``invariant`` (default): each score is the same float whatever else is scored with it
     (:mod:`factprobe.lm.canonical`); False takes the shared-mask path (:func:`_pack`).
     """
@@ -262,14 +273,15 @@ def score_requests(
 
     device = next(model.parameters()).device
     _check_context(model, requests)
-    sums = _RequestSums(requests, last_out)
+    sums = _RequestSums(requests, last_out, greedy_out)
     bar = tqdm(total=sum(len(c) for _, c in requests), unit="tok", disable=not progress, mininterval=5)
 
     def forward(batch: list[_Row]):
-        return _forward_batch(model, batch, device, logsoftmax_chunk, invariant)
+        return _forward_batch(model, batch, device, logsoftmax_chunk, invariant, greedy_out is not None)
 
-    for t_req, t_first, t_last, scores in _batches(_build_rows(requests, budget.tokens), budget, forward):
-        done = sums.add(t_req.numpy(), t_first.numpy(), t_last.numpy(), scores.numpy())
+    rows = _build_rows(requests, budget.tokens)
+    for t_req, t_first, t_last, scores, tops in _batches(rows, budget, forward):
+        done = sums.add(t_req.numpy(), t_first.numpy(), t_last.numpy(), scores.numpy(), tops.numpy())
         bar.update(len(t_req))
         if on_batch is not None:
             on_batch(done, sums.total[done], sums.first[done])
@@ -292,24 +304,36 @@ def _check_context(model, requests: Sequence[tuple[tuple[int, ...], tuple[int, .
 
 
 class _RequestSums:
-    """Per request: the summed log-probability of its continuation tokens, its first token's and
-    (into ``last_out``, when given) its last token's, and how many of its tokens are still unscored."""
+    """Per request: the summed log-probability of its continuation tokens, its first token's,
+    (into ``last_out``, when given) its last token's, (into ``greedy_out``, when given) whether all
+    its tokens are argmaxes, and how many of its tokens are still unscored."""
 
     def __init__(
-        self, requests: Sequence[tuple[tuple[int, ...], tuple[int, ...]]], last_out: np.ndarray | None
+        self,
+        requests: Sequence[tuple[tuple[int, ...], tuple[int, ...]]],
+        last_out: np.ndarray | None,
+        greedy_out: np.ndarray | None = None,
     ):
         n = len(requests)
         self.total = np.zeros(n, dtype=np.float64)
         self.first = np.full(n, np.nan, dtype=np.float64)
         self.last_out = last_out
+        self.greedy_out = greedy_out
+        if greedy_out is not None:
+            greedy_out[:] = True
         self.remaining = np.zeros(n, dtype=np.int64)
         for i, (_, cont) in enumerate(requests):
             self.remaining[i] = len(cont)
 
-    def add(self, req: np.ndarray, firsts: np.ndarray, lasts: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    def add(
+        self, req: np.ndarray, firsts: np.ndarray, lasts: np.ndarray, scores: np.ndarray, tops: np.ndarray
+    ) -> np.ndarray:
         """Add one batch's token scores (``req``: each token's request; ``firsts``/``lasts``: which
-        tokens are a request's first/last); returns the requests it completed."""
+        tokens are a request's first/last; ``tops``: which are argmaxes); returns the requests it
+        completed."""
         np.add.at(self.total, req, scores)
+        if self.greedy_out is not None:
+            np.logical_and.at(self.greedy_out, req, tops)
         self.first[req[firsts]] = scores[firsts]
         if self.last_out is not None:
             self.last_out[req[lasts]] = scores[lasts]
