@@ -7,10 +7,12 @@ scan with a walk of the registries module written here, so a registry added with
 ``KINDS`` line fails."""
 
 import ast
+import hashlib
+import os
 from pathlib import Path
 
 from factprobe import registries
-from factprobe.code_inputs import library_modules
+from factprobe.code_inputs import library_modules, stamp_file, write_stamp
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "workflow" / "scripts"
@@ -123,3 +125,39 @@ def test_entry_behaviour_is_an_input_of_the_rules_that_run_it():
     assert (
         registries.STRATEGIES["cooccur"].every_subject == "factprobe.distractors.every_subject:subject_side"
     )
+
+
+def test_a_stamp_moves_when_a_module_changes_not_when_it_is_touched(tmp_path):
+    """write_stamp: created with the newest module's time (what the modules as inputs would
+    plan); a touch leaves it as it is; an edit gives it the edit's time; an edit undone with its
+    time stamp gives the old time back. A plugin set has its own stamp."""
+    root = tmp_path / "scripts"
+    (root / "factprobe").mkdir(parents=True)
+    a, b = root / "factprobe" / "a.py", root / "factprobe" / "b.py"
+    a.write_text("A = 1\n")
+    b.write_text("B = 2\n")
+    old = 1_000_000_000 * 10**9
+    os.utime(a, ns=(old, old))
+    os.utime(b, ns=(old + 5, old + 5))
+    modules = ["factprobe/a.py", "factprobe/b.py"]
+    stamp = stamp_file(tmp_path, "run.py", modules)
+    assert stamp == tmp_path / ".snakemake" / "factprobe" / "code" / "run.modules"
+
+    def mtime():
+        return write_stamp(stamp, modules, root).stat().st_mtime_ns
+
+    assert mtime() == old + 5
+    sha = hashlib.sha256(b"A = 1\n").hexdigest()
+    assert stamp.read_text().splitlines()[0] == f"{sha}  factprobe/a.py"
+    os.utime(a, ns=(old + 100, old + 100))  # touched, unchanged
+    assert mtime() == old + 5
+    b.write_text("B = 3\n")
+    os.utime(b, ns=(old + 200, old + 200))
+    assert mtime() == old + 200
+    b.write_text("B = 2\n")
+    os.utime(b, ns=(old + 5, old + 5))  # undone, time stamp too
+    assert mtime() == old + 100  # the touched module is now the newest
+    assert [p.name for p in stamp.parent.iterdir()] == ["run.modules"]  # no temporary file left
+    plugin = str(tmp_path / "plugin.py")
+    other = stamp_file(tmp_path, "run.py", [*modules, plugin])
+    assert other.parent == stamp.parent and other.name.startswith("run+") and other != stamp
