@@ -9,6 +9,7 @@ scan with a walk of the registries module written here, so a registry added with
 import ast
 import hashlib
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from factprobe import registries
@@ -161,3 +162,20 @@ def test_a_stamp_moves_when_a_module_changes_not_when_it_is_touched(tmp_path):
     plugin = str(tmp_path / "plugin.py")
     other = stamp_file(tmp_path, "run.py", [*modules, plugin])
     assert other.parent == stamp.parent and other.name.startswith("run+") and other != stamp
+
+
+def test_concurrent_calls_leave_one_complete_stamp(tmp_path):
+    """Cluster jobs re-parse the Snakefile at once: each writer renames a whole file into place."""
+    root = tmp_path / "scripts"
+    (root / "factprobe").mkdir(parents=True)
+    modules = [f"factprobe/m{i}.py" for i in range(20)]
+    for i, module in enumerate(modules):
+        (root / module).write_text(f"X = {i}\n")
+    stamp = stamp_file(tmp_path, "run.py", modules)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: write_stamp(stamp, modules, root), range(32)))
+    digests = [hashlib.sha256((root / m).read_bytes()).hexdigest() for m in modules]
+    expected = "".join(f"{d}  {m}\n" for d, m in zip(digests, modules, strict=True))
+    assert stamp.read_text() == expected
+    assert [p.name for p in stamp.parent.iterdir()] == ["run.modules"]
+    assert stamp.stat().st_mtime_ns == max((root / m).stat().st_mtime_ns for m in modules)
