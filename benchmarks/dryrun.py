@@ -2,8 +2,9 @@
 
 Every ``snakemake`` call parses the Snakefile and plans the DAG (status, refresh, each cluster
 job), so planning must stay in seconds. Three DAGs, each planned with ``snakemake -n`` in a fresh
-working directory, with code tracking on (every rule's ``lib`` inputs, :mod:`factprobe.code_inputs`)
-and off (``run_inputs.library_inputs`` patched to no inputs, in this benchmark only), in one run:
+working directory, with code tracking on (every rule's ``lib`` input, its script's stamp of the
+modules it reaches, :mod:`factprobe.code_inputs`) and off (``run_inputs.library_inputs`` patched
+to no inputs, in this benchmark only), in one run:
 
 * ``demo``: config/config.yaml as shipped (81 jobs);
 * ``small`` and ``large``: the demo config at full-Wikidata shard counts, planned from stub inputs:

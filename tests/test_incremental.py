@@ -320,7 +320,8 @@ MEASURES = {"compute_metrics", "control_check", "summarize_metrics", "leaderboar
 def test_editing_library_code_reruns_the_jobs_that_run_it(small_run):
     """After a finished run, each edit (a line appended, then undone with its time stamp) plans
     the jobs whose code path runs the module, through registry references (``"module:attr"``),
-    lazy attributes and plugins, and none upstream of them; the registries module plans none."""
+    lazy attributes and plugins, and none upstream of them; the registries module plans none,
+    nor do removed code stamps or a touched but unchanged module."""
     work = small_run
     lib = work / REPO / "workflow" / "scripts" / "factprobe"
 
@@ -363,3 +364,13 @@ def test_editing_library_code_reruns_the_jobs_that_run_it(small_run):
     planned = plan_after_editing(lib / "distractors" / "every_subject.py")
     assert "retrieve_distractors" in planned and not planned & UPSTREAM, sorted(planned)
     assert planned_jobs(snakemake(work, "-n")) == set()  # every edit undone: up to date again
+    # stamps removed (a fresh clone): rewritten with the modules' own times, nothing planned;
+    # a module touched but unchanged: its content hash, hence its rules' stamps, stay as they are
+    shutil.rmtree(work / ".snakemake" / "factprobe" / "code")
+    assert planned_jobs(snakemake(work, "-n")) == set()
+    knowledge, stat = lib / "metrics" / "knowledge.py", (lib / "metrics" / "knowledge.py").stat()
+    try:
+        knowledge.touch()
+        assert planned_jobs(snakemake(work, "-n")) == set()
+    finally:
+        os.utime(knowledge, ns=(stat.st_atime_ns, stat.st_mtime_ns))

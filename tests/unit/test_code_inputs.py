@@ -7,10 +7,13 @@ scan with a walk of the registries module written here, so a registry added with
 ``KINDS`` line fails."""
 
 import ast
+import hashlib
+import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from factprobe import registries
-from factprobe.code_inputs import library_modules
+from factprobe.code_inputs import library_modules, stamp_file, write_stamp
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "workflow" / "scripts"
@@ -123,3 +126,56 @@ def test_entry_behaviour_is_an_input_of_the_rules_that_run_it():
     assert (
         registries.STRATEGIES["cooccur"].every_subject == "factprobe.distractors.every_subject:subject_side"
     )
+
+
+def test_a_stamp_moves_when_a_module_changes_not_when_it_is_touched(tmp_path):
+    """write_stamp: created with the newest module's time (what the modules as inputs would
+    plan); a touch leaves it as it is; an edit gives it the edit's time; an edit undone with its
+    time stamp gives the old time back. A plugin set has its own stamp."""
+    root = tmp_path / "scripts"
+    (root / "factprobe").mkdir(parents=True)
+    a, b = root / "factprobe" / "a.py", root / "factprobe" / "b.py"
+    a.write_text("A = 1\n")
+    b.write_text("B = 2\n")
+    old = 1_000_000_000 * 10**9
+    os.utime(a, ns=(old, old))
+    os.utime(b, ns=(old + 5, old + 5))
+    modules = ["factprobe/a.py", "factprobe/b.py"]
+    stamp = stamp_file(tmp_path, "run.py", modules)
+    assert stamp == tmp_path / ".snakemake" / "factprobe" / "code" / "run.modules"
+
+    def mtime():
+        return write_stamp(stamp, modules, root).stat().st_mtime_ns
+
+    assert mtime() == old + 5
+    sha = hashlib.sha256(b"A = 1\n").hexdigest()
+    assert stamp.read_text().splitlines()[0] == f"{sha}  factprobe/a.py"
+    os.utime(a, ns=(old + 100, old + 100))  # touched, unchanged
+    assert mtime() == old + 5
+    b.write_text("B = 3\n")
+    os.utime(b, ns=(old + 200, old + 200))
+    assert mtime() == old + 200
+    b.write_text("B = 2\n")
+    os.utime(b, ns=(old + 5, old + 5))  # undone, time stamp too
+    assert mtime() == old + 100  # the touched module is now the newest
+    assert [p.name for p in stamp.parent.iterdir()] == ["run.modules"]  # no temporary file left
+    plugin = str(tmp_path / "plugin.py")
+    other = stamp_file(tmp_path, "run.py", [*modules, plugin])
+    assert other.parent == stamp.parent and other.name.startswith("run+") and other != stamp
+
+
+def test_concurrent_calls_leave_one_complete_stamp(tmp_path):
+    """Cluster jobs re-parse the Snakefile at once: each writer renames a whole file into place."""
+    root = tmp_path / "scripts"
+    (root / "factprobe").mkdir(parents=True)
+    modules = [f"factprobe/m{i}.py" for i in range(20)]
+    for i, module in enumerate(modules):
+        (root / module).write_text(f"X = {i}\n")
+    stamp = stamp_file(tmp_path, "run.py", modules)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: write_stamp(stamp, modules, root), range(32)))
+    digests = [hashlib.sha256((root / m).read_bytes()).hexdigest() for m in modules]
+    expected = "".join(f"{d}  {m}\n" for d, m in zip(digests, modules, strict=True))
+    assert stamp.read_text() == expected
+    assert [p.name for p in stamp.parent.iterdir()] == ["run.modules"]
+    assert stamp.stat().st_mtime_ns == max((root / m).stat().st_mtime_ns for m in modules)

@@ -1,6 +1,7 @@
 """factprobe.run_inputs: the choices behind common.smk's input functions, on the demo config and
 hand-made registry rows (common.smk keeps one-line input functions)."""
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -129,14 +130,19 @@ def test_metrics_and_report_choices():
     assert I.report_control_model_suites(cfg, ["smollm2"], models) == []
 
 
-def test_library_inputs_are_the_scripts_imports(tmp_path):
+def test_library_inputs_are_the_stamp_of_the_scripts_imports(tmp_path):
+    """One input per rule: a stamp in the working directory listing each module the script
+    reaches with its SHA-256, timed as the newest of them."""
     scripts = ROOT / "workflow" / "scripts"
-    here = I.library_inputs("score_shard.py", scripts, ROOT)
-    assert "workflow/scripts/factprobe/scoring/suite.py" in here
-    assert "workflow/scripts/factprobe/distractors/swaps.py" in here  # imported by scoring.suite
-    assert not any(p.startswith("/") for p in here)
-    # A workflow used from another working directory: absolute paths.
-    assert all(Path(p).is_absolute() for p in I.library_inputs("score_shard.py", scripts, tmp_path))
+    here = I.library_inputs("score_shard.py", scripts, tmp_path)
+    assert here == [".snakemake/factprobe/code/score_shard.modules"]
+    lines = dict(line.split("  ")[::-1] for line in (tmp_path / here[0]).read_text().splitlines())
+    assert "factprobe/scoring/suite.py" in lines
+    assert "factprobe/distractors/swaps.py" in lines  # imported by scoring.suite
+    for module, digest in lines.items():
+        assert digest == hashlib.sha256((scripts / module).read_bytes()).hexdigest(), module
+    newest = max((scripts / m).stat().st_mtime_ns for m in lines)
+    assert (tmp_path / here[0]).stat().st_mtime_ns == newest
 
 
 def test_released_inputs_read_the_release_in_place(tmp_path):

@@ -123,7 +123,8 @@ wildcard_constraints:
 
 
 def library(script):
-    """Every factprobe module ``script`` imports (factprobe.run_inputs.library_inputs)."""
+    """The code input of ``script``: its stamp of the factprobe modules it reaches
+    (factprobe.run_inputs.library_inputs)."""
     return run_inputs.library_inputs(script, SCRIPTS, Path.cwd())
 
 

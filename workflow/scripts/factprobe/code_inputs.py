@@ -24,12 +24,20 @@ cache): what it names (:class:`Facts`, a function of that file alone) is kept in
 ``factprobe/__pycache__/code_inputs.json`` beside the library, so a Snakemake invocation parses
 only the files edited since the last one (none, most often) and stats the rest. Standard
 library only: it runs while the Snakefile is parsed.
+
+A rule's code input is one stamp file per script (:func:`write_stamp`), not the modules
+themselves: Snakemake's cost grows with the input files of each job, and a script reaches ~30.
+The stamp lists the modules with their content hashes and is rewritten only when that list
+changes, with the newest module's time stamp: its time moves when (and only when) a module the
+script reaches changes, so a touched but unchanged module reruns nothing, and a missing stamp
+(a fresh clone, ``.snakemake`` removed) plans what the modules' own times would.
 """
 
 from __future__ import annotations
 
 import ast
 import atexit
+import hashlib
 import json
 import os
 import re
@@ -50,6 +58,9 @@ REGISTRIES = "factprobe.registries"
 CACHE = Path("factprobe") / "__pycache__" / "code_inputs.json"
 #: Bumped when :class:`Facts` changes shape: a cache of another version is ignored.
 CACHE_FORMAT = 1
+#: The stamps' folder, under the working directory (Snakemake's own state folder: per working
+#: directory, kept between calls).
+STAMPS = Path(".snakemake") / "factprobe" / "code"
 
 _REFERENCE = re.compile(r"^(factprobe(?:\.\w+)+):\w+$")
 
@@ -400,3 +411,64 @@ def library_modules(script: str | Path, root: str | Path, plugins: Iterable[str 
             extra.append(str(plugin))
     files = (str(p.relative_to(scan.root)) for p in seen if p.name != "__init__.py" and p != scan.registries)
     return sorted(f for f in files if f not in NOT_CODE_INPUTS) + extra
+
+
+def stamp_file(folder: str | Path, script: str, modules: Iterable[str]) -> Path:
+    """The stamp of ``script`` (a rule script's file name) with ``modules`` (:func:`library_modules`)
+    under the working directory ``folder``: one per script and set of plugins it reaches (absolute
+    paths among ``modules``), so runs with and without a plugin keep apart stamps instead of
+    rewriting one back and forth."""
+    plugins = sorted(m for m in modules if os.path.isabs(m))
+    tag = "+" + hashlib.sha256("\n".join(plugins).encode()).hexdigest()[:12] if plugins else ""
+    return Path(folder) / STAMPS / f"{Path(script).stem}{tag}.modules"
+
+
+_DIGESTS: dict[tuple[str, int, int], str] = {}
+
+
+def _digest(path: Path) -> tuple[str, int]:
+    """SHA-256 of a file's content and its modification time (ns), read together: the time comes
+    from the open file after reading, so an edit during the read gives a later time, never an
+    earlier one (the stamp is then rewritten on the next call)."""
+    stat = path.stat()
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    if key in _DIGESTS:
+        return _DIGESTS[key], stat.st_mtime_ns
+    with open(path, "rb") as handle:
+        digest = hashlib.file_digest(handle, "sha256").hexdigest()
+        stat = os.fstat(handle.fileno())
+    _DIGESTS[(str(path), stat.st_mtime_ns, stat.st_size)] = digest
+    return digest, stat.st_mtime_ns
+
+
+def write_stamp(stamp: Path, modules: Iterable[str], root: str | Path) -> Path:
+    """Bring ``stamp`` up to date with ``modules`` (paths relative to ``root``, or absolute): one
+    line ``<sha256>  <module>`` each. Left untouched when its content is current (a re-parse,
+    concurrent calls, a touched but unchanged module), otherwise written whole and renamed into
+    place with the newest module's modification time: that of an edited module (after the
+    outputs, so its rules rerun), or an old one when an edit is undone with its time stamp, as
+    the modules themselves as inputs would."""
+    lines, newest = [], 0
+    for module in modules:
+        digest, mtime = _digest(Path(root) / module)
+        lines.append(f"{digest}  {module}\n")
+        newest = max(newest, mtime)
+    text = "".join(lines)
+    try:
+        if stamp.read_text() == text:
+            return stamp
+    except OSError:
+        pass
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    # Written whole with its time, then renamed: concurrent Snakemake calls (cluster jobs
+    # re-parse the Snakefile) each see a complete stamp with the right time.
+    with tempfile.NamedTemporaryFile("w", dir=stamp.parent, delete=False, suffix=".tmp") as out:
+        out.write(text)
+    try:
+        os.chmod(out.name, 0o644)
+        os.utime(out.name, ns=(newest, newest))
+        os.replace(out.name, stamp)
+    except OSError:
+        os.unlink(out.name)
+        raise
+    return stamp

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from factprobe import config_rules, registries
 from factprobe import settings as S
-from factprobe.code_inputs import library_modules, plugin_files
+from factprobe.code_inputs import library_modules, plugin_files, stamp_file, write_stamp
 from factprobe.plugins import ENV as PLUGINS_ENV
 from factprobe.settings import Config
 
@@ -225,21 +225,23 @@ def report_control_model_suites(cfg: Config, score_models: list[str], model_rows
 
 
 def library_inputs(script: str, scripts: Path, cwd: str | Path) -> list[str]:
-    """Library inputs of a rule: every factprobe module its ``script`` (under ``scripts``) imports,
-    directly or not, with the registry entries and plugins it reaches
-    (:mod:`factprobe.code_inputs`), relative inside the working directory ``cwd`` (the clone), absolute for a
-    workflow used from elsewhere. A script's imports are invisible to Snakemake's code trigger;
-    with these as inputs, editing a module reruns exactly the rules whose scripts import it
-    (config/README.md, "When jobs rerun"). Worked out once per script and plugin set in a
-    process: every job of a rule asks for the same list, and files do not change while
-    Snakemake plans."""
-    return list(_library_inputs(script, Path(scripts), str(cwd), os.environ.get(PLUGINS_ENV, "")))
+    """The code input of a rule: the stamp of its ``script`` (under ``scripts``) in the working
+    directory ``cwd`` (:func:`factprobe.code_inputs.write_stamp`, a relative path), which lists
+    every factprobe module the script reaches (imports, registry entries, plugins:
+    :mod:`factprobe.code_inputs`) with its content hash and is rewritten when one changes. A
+    script's imports are invisible to Snakemake's code trigger; with this input, editing a module
+    reruns exactly the rules whose scripts reach it (config/README.md, "When jobs rerun"). One
+    file rather than the modules themselves: Snakemake's planning time grows with each job's
+    inputs. Worked out once per script and plugin set in a process: every job of a rule asks
+    for the same input, and files do not change while Snakemake plans."""
+    return [_library_stamp(script, Path(scripts), str(cwd), os.environ.get(PLUGINS_ENV, ""))]
 
 
 @functools.lru_cache(maxsize=256)
-def _library_inputs(script: str, scripts: Path, cwd: str, plugins_env: str) -> tuple[str, ...]:
-    files = [os.path.join(scripts, f) for f in _library_files(script, scripts, plugins_env)]
-    return tuple(os.path.relpath(f, cwd) if Path(f).is_relative_to(cwd) else f for f in files)
+def _library_stamp(script: str, scripts: Path, cwd: str, plugins_env: str) -> str:
+    modules = _library_files(script, scripts, plugins_env)
+    stamp = write_stamp(stamp_file(cwd, script, modules), modules, scripts)
+    return os.path.relpath(stamp, cwd)
 
 
 @functools.lru_cache(maxsize=128)
