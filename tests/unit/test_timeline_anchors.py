@@ -17,7 +17,7 @@ from factprobe.probes import timeline as tl
 from factprobe.settings import Timeline
 
 SEED = 5
-S, N, O = "static", "new", "obsolete"
+S, N, X = "static", "new", "obsolete"
 
 #: Triples (subject, object) of P17 and their status in the diffs (20200101, 20200201] and
 #: (20200201, 20200301]. Q1: a fact new in the first slice, three static facts and one that the
@@ -28,7 +28,7 @@ SERIES = {
     (1, 10): [S, S],
     (1, 11): [S, S],
     (1, 12): [S, S],
-    (1, 13): [S, O],
+    (1, 13): [S, X],
     (2, 21): [None, N],
     (2, 30): [S, S],
     (3, 40): [S, S],
