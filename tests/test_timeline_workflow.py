@@ -236,8 +236,11 @@ def test_real_demo_samples_by_statement_date_find_the_taught_decade(tmp_path):
     anchors = facts[facts["slice"] == "anchor"]
     assert len(anchors) and set(anchors["subject"]) <= set(dated["subject"])
     assert anchors.groupby("subject").size().max() <= 2 and (anchors["stratum"] == -1).all()
+    # the samples are small (71 candidates, 11 facts): the anchors make some subjects known, too
+    # few for min_facts per slice, so the profile says it used all facts
     dated_rows = table[table["slice"] != "static"]
-    assert (dated_rows["known_n_facts"].astype(int) > 0).all()
+    known = dated_rows["known_n_facts"].astype(int)
+    assert known.sum() > 0 and (known <= dated_rows["n_facts"].astype(int)).all()
     assert int(row["n_known_subject"]) == dated_rows["known_n_facts"].astype(int).sum()
     enough = int(row["min_slice_known"]) >= 20  # timeline.min_facts
     assert row["curve"] == ("known_subject" if enough else "all")

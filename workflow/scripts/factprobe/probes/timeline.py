@@ -430,7 +430,8 @@ class TimelineSampler:
                 got = con.sql(anchor_sql("_timeline_cands", "_timeline_drawn", self.anchors, extra)).to_df()
             finally:
                 con.unregister("_timeline_drawn")
-            keys = pd.concat([keys, plain_text(got, ["slice"])], ignore_index=True)
+            if len(got):
+                keys = pd.concat([keys, plain_text(got, ["slice"])], ignore_index=True)
         return [self._rows(_slice_columns(keys), extra)]
 
     def _rows(self, keys: pd.DataFrame, extra: list[str]) -> pd.DataFrame:
