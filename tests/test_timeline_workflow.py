@@ -172,7 +172,7 @@ def test_adding_a_dump_reruns_its_own_jobs_and_the_suite(tmp_path):
     _one_suite(work)
     planned = _job_counts(_snakemake(work, "-n", "--quiet", "rules"))
     per_suite = ["build_probes", "retrieve_distractors", "train_control", "score_shard", "score_suite"]
-    per_suite += ["compute_metrics", "control_check", "summarize_metrics", "timeline"]
+    per_suite += ["compute_metrics", "candidate_confidence", "control_check", "summarize_metrics", "timeline"]
     expected = {"extract_dump": 1, "diff_dumps": 1, "temporal_view": 1, **dict.fromkeys(per_suite, 1)}
     assert planned == {**expected, "leaderboard": 1, "render_report": 1, "all": 1}
     _snakemake(work)
