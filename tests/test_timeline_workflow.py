@@ -172,15 +172,21 @@ def test_adding_a_dump_reruns_its_own_jobs_and_the_suite(tmp_path):
     _one_suite(work)
     planned = _job_counts(_snakemake(work, "-n", "--quiet", "rules"))
     per_suite = ["build_probes", "retrieve_distractors", "train_control", "score_shard", "score_suite"]
-    per_suite += ["compute_metrics", "control_check", "summarize_metrics", "timeline"]
+    per_suite += ["compute_metrics", "candidate_confidence", "control_check", "summarize_metrics", "timeline"]
     expected = {"extract_dump": 1, "diff_dumps": 1, "temporal_view": 1, **dict.fromkeys(per_suite, 1)}
     assert planned == {**expected, "leaderboard": 1, "render_report": 1, "all": 1}
     _snakemake(work)
     refreshed = pd.read_parquet(work / "results/probes/timeline/facts.parquet")
     assert set(refreshed["slice"]) == {*first["slice"], "20190601"}
-    # the suite's dump moved to t_4: every other column of the older slices' facts is unchanged
-    old = refreshed[refreshed["slice"] != "20190601"].drop(columns="dump").reset_index(drop=True)
+    # the suite's dump moved to t_4: every other column of the older slices' facts and of their
+    # subjects' anchors is unchanged; the new facts are slice t_4's and its new subjects' anchors
+    kept = refreshed["fact_id"].isin(first["fact_id"])
+    old = refreshed[kept].drop(columns="dump").reset_index(drop=True)
     pd.testing.assert_frame_equal(old, first.drop(columns="dump"))
+    added = refreshed[~kept]
+    assert set(added["slice"]) <= {"20190601", "anchor"}
+    new_subjects = set(added.loc[added["slice"] == "20190601", "subject"])
+    assert set(added.loc[added["slice"] == "anchor", "subject"]) <= new_subjects
     assert (refreshed["slice"] == "20190601").sum() == 20
     # the older slices' prompts and distractors are the same requests: scored from the cache
     for name, before in requests.items():
@@ -224,3 +230,19 @@ def test_real_demo_samples_by_statement_date_find_the_taught_decade(tmp_path):
     # a date only with enough facts per slice (else an insufficient row saying which slice)
     row = profile.iloc[0]
     assert row["cutoff"] == "19700101" or (row["shape"] == "insufficient" and "min_facts" in row["reason"])
+    # anchors: static facts about the dated facts' subjects, so the known-subject curve has facts
+    facts = contracts.read("facts", tmp_path / "results/probes/timeline_real/facts.parquet")
+    dated = facts[~facts["slice"].isin(["static", "anchor"])]
+    anchors = facts[facts["slice"] == "anchor"]
+    assert len(anchors) and set(anchors["subject"]) <= set(dated["subject"])
+    assert anchors.groupby("subject").size().max() <= 2 and (anchors["stratum"] == -1).all()
+    # the samples are small (71 candidates, 11 facts): the anchors make some subjects known, too
+    # few for min_facts per slice, so the profile says it used all facts
+    dated_rows = table[table["slice"] != "static"]
+    known = dated_rows["known_n_facts"].astype(int)
+    assert known.sum() > 0 and (known <= dated_rows["n_facts"].astype(int)).all()
+    assert int(row["n_known_subject"]) == dated_rows["known_n_facts"].astype(int).sum()
+    enough = int(row["min_slice_known"]) >= 20  # timeline.min_facts
+    assert row["curve"] == ("known_subject" if enough else "all")
+    print(table[["slice", "n_facts", "known_n_facts", "value", "known_value"]].to_string())
+    print(profile.T.to_string())

@@ -171,6 +171,7 @@ class Timeline:
     subject_threshold: float = 0.75
     subject_min_facts: int = 1
     confident: float = 0.8
+    anchors: int = 2
 
 
 @dataclass(frozen=True)

@@ -348,16 +348,19 @@ ALL, KNOWN = "all", "known_subject"
 
 def subject_known(values: pd.Series, facts: pd.DataFrame, threshold: float, min_facts: int = 1) -> pd.Series:
     """fact_id -> whether the model knows the subject of each dated fact of a timeline suite
-    (:func:`known_subject_mask` on the static slice's facts with a value in ``values``). A
-    table without subjects (a hand-made one; the facts contract has them) knows none."""
-    from factprobe.metrics.timeline import STATIC
+    (:func:`known_subject_mask` on the facts with a value in ``values`` of the static slice and
+    of the anchors, the static facts the probes stage adds about the dated facts' subjects,
+    :mod:`factprobe.probes.timeline`). A table without subjects (a hand-made one; the facts
+    contract has them) knows none."""
+    from factprobe.metrics.timeline import UNDATED
 
     keyed = facts.astype({"fact_id": str}).drop_duplicates("fact_id")
     if "subject" not in keyed.columns:
         keyed = keyed.assign(subject=keyed["fact_id"])
-    static = keyed[keyed["slice"] == STATIC]
+    older = keyed["slice"].isin(UNDATED)
+    static = keyed[older]
     static = static.assign(value=static["fact_id"].map(values)).dropna(subset=["value"])
-    dated = keyed[keyed["slice"] != STATIC]
+    dated = keyed[~older]
     mask = known_subject_mask(
         dated["subject"].astype(str), static["subject"].astype(str), static["value"], threshold, min_facts
     )

@@ -38,6 +38,10 @@ from factprobe.metrics.uncertainty import percentile_interval, resample_counts
 
 #: Label of the undated control slice (the probes stage's ``timeline.STATIC``).
 STATIC = "static"
+#: Label of the anchors, static facts about the dated facts' subjects that only decide which
+#: subjects a model knows (the probes stage's ``timeline.ANCHOR``): no curve holds them.
+ANCHOR = "anchor"
+UNDATED = (STATIC, ANCHOR)
 
 #: Status of an estimate: a break inside the series, or none (see the module docstring); a
 #: dated slice without any fact with a value (a model with no scores there) gets no estimate.
@@ -201,7 +205,7 @@ TIMELINE_COLUMNS = [
 
 def series_edges(facts: pd.DataFrame) -> list[int]:
     """t_0..t_N of a timeline suite's facts: the first dated slice's start, then every end."""
-    dated = facts[facts["slice"] != STATIC][["slice_start", "slice_end"]].drop_duplicates()
+    dated = facts[~facts["slice"].isin(UNDATED)][["slice_start", "slice_end"]].drop_duplicates()
     dated = dated.astype("int64").sort_values("slice_end")
     return [int(dated["slice_start"].iloc[0]), *(int(e) for e in dated["slice_end"])]
 
@@ -217,7 +221,9 @@ def model_timeline(
     seed: int = 0,
     level: float = 0.95,
 ) -> tuple[pd.DataFrame, Cutoff]:
-    """One model's curve (a row per slice, static last) and its effective cut-off."""
+    """One model's curve (a row per slice, static last; the anchors in none) and its effective
+    cut-off."""
+    facts = facts[facts["slice"] != ANCHOR]
     values = fact_values(per_fact, measure, strategy, n)
     slices = facts.set_index("fact_id")["slice"]
     curve = slice_curve(values, slices, samples, seed, level)
@@ -355,7 +361,7 @@ def declared_date(declared: str | None) -> str:
 def slices_after(facts: pd.DataFrame, declared: str) -> list[str]:
     """The dated slices of a timeline suite's ``facts`` that start on or after ``declared``
     (YYYYMMDD), in time order: every one of their facts became true after the model's data ends."""
-    dated = facts[facts["slice"] != STATIC].drop_duplicates("slice")
+    dated = facts[~facts["slice"].isin(UNDATED)].drop_duplicates("slice")
     start = pd.to_numeric(dated["slice_start"], errors="coerce")
     chosen = dated[(start >= int(declared)).fillna(False).to_numpy(dtype=bool)]
     return [str(s) for s in chosen.sort_values("slice_end")["slice"]]

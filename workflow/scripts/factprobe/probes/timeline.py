@@ -40,6 +40,19 @@ slices them (:func:`diff_slices_sql`: two aggregations it spills beyond its memo
 Parquet table of the job's temp folder; candidate parts are spilled with their hash, and DuckDB
 joins them to the slices and draws (:mod:`factprobe.probes.timeline_draw`). The job holds one
 candidate part, counts per popularity value and per (slice, bin), and the sample.
+
+**Anchors.** Whether a model knows a dated fact's subject is read off older facts of the same
+subject (:func:`factprobe.metrics.cutoff_profile.subject_known`), which the popularity-matched
+static slice rarely holds: it is drawn independently of the dated facts. So for each subject of
+the drawn dated facts the sampler adds its ``anchors`` static candidates (true throughout the
+series by ``diff``; undated by ``statement_date``, the facts dated before the series lying
+outside its table) of lowest draw hash ``stable_hash(seed, "timeline", fact_id)``, in the
+suite's relations, under their own slice label ``anchor`` (no interval, ``stratum`` -1): a
+function of the subject's static candidates only, so a new dump adds the anchors of its new
+subjects and leaves the others as they were. One already in the static sample stays there (a
+fact is in the table once). Kept out of the static slice, they leave its popularity-matched
+control curve, the popularity profile and the fits as they were; a control teaches them like
+the static slice (:func:`taught_until`).
 """
 
 from __future__ import annotations
@@ -69,6 +82,10 @@ from .timeline_draw import (  # noqa: F401  (the sampler's draw, re-exported)
 
 #: Label of the undated control slice.
 STATIC = "static"
+#: Label of the anchors: static facts about the dated facts' subjects (module docstring).
+ANCHOR = "anchor"
+#: The slices of facts true before and throughout the series: what a control always teaches.
+UNDATED = (STATIC, ANCHOR)
 TRIPLE = ["subject", "property", "object"]
 
 
@@ -194,7 +211,9 @@ def missing_slices(present: set, slices: Sequence[Slice]) -> None:
 
 
 def popularity_profile(sample: pd.DataFrame) -> pd.DataFrame:
-    """Per slice: ``slice, stratum, n, mean_popularity, median_popularity`` (raw popularity)."""
+    """Per slice: ``slice, stratum, n, mean_popularity, median_popularity`` (raw popularity) of
+    the popularity-matched sample (the anchors, not drawn by popularity, left out)."""
+    sample = sample[sample["slice"] != ANCHOR]
     g = sample.groupby(["slice", "stratum"])["popularity"]
     return (
         pd.DataFrame({"n": g.size(), "mean_popularity": g.mean(), "median_popularity": g.median()})
@@ -314,7 +333,7 @@ def timeline_sampler(
     query, slices = slice_query(suite.timeline, str(suite.dump), relations, claims, changes, con)
     block = suite.timeline
     fixed = None if block.per_bin is None else (block.per_bin, list(block.popularity_edges))
-    return TimelineSampler(query, slices, suite.n_facts, block.bins, suite.seed, fixed, con)
+    return TimelineSampler(query, slices, suite.n_facts, block.bins, suite.seed, fixed, con, block.anchors)
 
 
 def spill_timeline(candidates: pd.DataFrame, object_sitelinks, path: str, seed: object) -> int:
@@ -335,7 +354,8 @@ class TimelineSampler:
     :func:`slice_query`, which DuckDB writes to a file) lies beside them; :meth:`finish` lets
     DuckDB join the parts to the table, check that every one of ``slices`` has some, and draw
     (:func:`drawn`) :func:`matched_sample`'s ``n_facts`` per slice, or with ``fixed`` =
-    ``(per_bin, popularity_edges)`` :func:`fixed_sample`'s (``n_facts`` and ``bins`` unused); it
+    ``(per_bin, popularity_edges)`` :func:`fixed_sample`'s (``n_facts`` and ``bins`` unused),
+    then up to ``anchors`` anchors per subject of the drawn dated facts (:func:`anchor_sql`); it
     reads the drawn rows back one part at a time. ``popularity`` is the subject's sitelinks, the
     facts table's own. The job holds one part and the sample."""
 
@@ -348,10 +368,11 @@ class TimelineSampler:
         seed: object,
         fixed: tuple[int, list[float]] | None = None,
         con=None,
+        anchors: int = 0,
     ):
         from factprobe import scan
 
-        self.slices, self.seed = slices, seed
+        self.slices, self.seed, self.anchors = slices, seed, int(anchors)
         self.con = con if con is not None else scan.connect()
         self.draw = Draw(n=n_facts, bins=bins) if fixed is None else fixed_draw(*fixed)
         self.tmp = tempfile.TemporaryDirectory(prefix="factprobe-timeline-")
@@ -402,8 +423,16 @@ class TimelineSampler:
         )
         present = {row[0] for row in con.execute("SELECT DISTINCT slice FROM _timeline_cands").fetchall()}
         missing_slices(present, self.slices)
-        keys = _slice_columns(drawn(con, "_timeline_cands", self.draw, extra, ["_file", "_row"]))
-        return [self._rows(keys, extra)]
+        keys = drawn(con, "_timeline_cands", self.draw, extra, ["_file", "_row"])
+        if self.anchors > 0 and len(keys):
+            con.register("_timeline_drawn", keys[["_file", "_row", "slice"]])
+            try:
+                got = con.sql(anchor_sql("_timeline_cands", "_timeline_drawn", self.anchors, extra)).to_df()
+            finally:
+                con.unregister("_timeline_drawn")
+            if len(got):
+                keys = pd.concat([keys, plain_text(got, ["slice"])], ignore_index=True)
+        return [self._rows(_slice_columns(keys), extra)]
 
     def _rows(self, keys: pd.DataFrame, extra: list[str]) -> pd.DataFrame:
         """The drawn candidates, read back a part at a time, in ``keys``' order, with the slice
@@ -423,9 +452,37 @@ class TimelineSampler:
         return out
 
 
+def anchor_sql(view: str, picked: str, most: int, extra: Sequence[str]) -> str:
+    """Query of the anchors (module docstring) among the candidates ``view`` (``fact_id, slice,
+    _h, _file, _row`` and ``extra``) for the drawn rows ``picked`` (``_file, _row, slice``):
+    per subject of a drawn dated fact (the first ``|`` field of the fact id, the facts' own
+    ``subject``), its ``most`` static candidates of lowest (hash, fact_id), less those drawn
+    into the static slice; ``_file, _row, slice`` (``anchor``), ``extra``, ``stratum`` (-1), in
+    (subject, hash, fact_id) order."""
+    cols = ", ".join(["_file", "_row", f"{_text(ANCHOR)} AS slice", *extra, "-1::BIGINT AS stratum"])
+    return f"""
+        WITH drawn AS (
+            SELECT c.fact_id, p.slice FROM {picked} p JOIN {view} c USING (_file, _row)
+        ), subjects AS (
+            SELECT DISTINCT split_part(fact_id, '|', 1) AS _subject FROM drawn
+            WHERE slice <> {_text(STATIC)}
+        ), ranked AS (
+            SELECT c.*, split_part(c.fact_id, '|', 1) AS _subject, row_number() OVER (
+                PARTITION BY split_part(c.fact_id, '|', 1) ORDER BY c._h, c.fact_id, c._file, c._row
+            ) AS _rank
+            FROM {view} c SEMI JOIN subjects s ON split_part(c.fact_id, '|', 1) = s._subject
+            WHERE c.slice = {_text(STATIC)}
+        )
+        SELECT {cols} FROM ranked
+        WHERE _rank <= {int(most)} AND fact_id NOT IN (SELECT fact_id FROM drawn)
+        ORDER BY _subject, _h, fact_id, _file, _row
+    """
+
+
 def taught_until(facts: pd.DataFrame, until: str | int) -> pd.DataFrame:
-    """``facts`` of a timeline suite with ``split`` = taught for the static slice and the slices
-    ending on or before ``until`` (YYYYMMDD), untaught after: a control model with a known cut-off."""
+    """``facts`` of a timeline suite with ``split`` = taught for the static slice, its anchors and
+    the slices ending on or before ``until`` (YYYYMMDD), untaught after: a control model with a
+    known cut-off."""
     end = pd.to_numeric(facts["slice_end"], errors="coerce")
-    known = (facts["slice"] == STATIC).to_numpy() | (end <= int(until)).fillna(False).to_numpy()
+    known = facts["slice"].isin(UNDATED).to_numpy() | (end <= int(until)).fillna(False).to_numpy()
     return facts.assign(split=np.where(known, "taught", "untaught"))
