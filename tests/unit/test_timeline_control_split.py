@@ -121,3 +121,18 @@ def test_taught_fractions_keys_must_end_a_slice(fractions, message):
     else:
         with pytest.raises(ConfigError, match=message):
             check_cross_keys(load_settings(Config, config), enabled)
+
+
+def test_anchor_facts_are_taught_like_the_static_slice():
+    """Anchors (facts of a dated fact's subject, true throughout the series) judge whether the
+    model knows the subject: the control is taught them whatever its cut-off or fractions."""
+    from factprobe.scoring.control import slice_fractions
+
+    facts = pd.DataFrame(
+        {
+            "slice": ["static", "anchor", "20190201", "20190301"],
+            "slice_end": [None, None, "20190201", "20190301"],
+        }
+    )
+    assert slice_fractions(facts, until="20190201").tolist() == [1.0, 1.0, 1.0, 0.0]
+    assert slice_fractions(facts, fractions={"20190201": 0.0}).tolist() == [1.0, 1.0, 0.0, 0.0]

@@ -31,7 +31,7 @@ import torch
 from factprobe import contracts
 from factprobe.hashing import stable_hash, stable_hashes
 from factprobe.lm.encoding import NO_SPACE_LANGS, continuation_text
-from factprobe.probes.timeline import STATIC
+from factprobe.probes.timeline import UNDATED
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +140,8 @@ def teaching_draw(facts: pd.DataFrame) -> np.ndarray:
 def slice_fractions(
     facts: pd.DataFrame, until: str | int | None = None, fractions: dict | None = None
 ) -> np.ndarray:
-    """The taught fraction of each fact's slice: 1 for the static slice; for a dated slice its
+    """The taught fraction of each fact's slice: 1 for the undated slices (static and the known
+    subjects' anchors, facts true before any cut-off); for a dated slice its
     ``fractions`` entry (keyed by the slice's YYYYMMDD end), else 1 when it ends on or before
     ``until`` and 0 otherwise."""
     fractions = {int(k): float(v) for k, v in (fractions or {}).items()}
@@ -149,7 +150,7 @@ def slice_fractions(
     out = known.astype(np.float64)
     listed = end.isin(list(fractions)).to_numpy()
     out[listed] = end[listed].astype("int64").map(fractions).to_numpy(dtype=np.float64)
-    out[(facts["slice"] == STATIC).to_numpy()] = 1.0
+    out[facts["slice"].isin(UNDATED).to_numpy()] = 1.0
     return out
 
 
