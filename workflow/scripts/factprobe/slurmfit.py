@@ -294,7 +294,7 @@ def planned_sbatch(workflow) -> list[tuple[str, list[str]]]:
             continue
         try:
             resources = job.resources
-            if any("TBD" in str(resources.get(k, "")) for k in ("mem_mb", "mem_mb_per_cpu", "gpu", "gres")):
+            if any(str(value) == "<TBD>" for key, value in resources.items() if key != "tmpdir"):
                 continue
             partition = resources.get("slurm_partition")
             account = resources.get("slurm_account")
