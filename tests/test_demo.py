@@ -63,8 +63,8 @@ def test_demo_ends_in_report(demo_run):
 
 
 def test_the_demo_run_again_plans_no_job(demo_run):
-    """`make demo` twice: the second run has nothing to do (its dry run, reasons printed, lists
-    no job; Snakemake >= 9.26 reads each output's own metadata, pyproject.toml)."""
+    """`make demo` twice: the second run has nothing to do (its dry run, which prints each job
+    with its reason, lists none)."""
     extra = os.environ.get("FACTPROBE_DEMO_ARGS", "").split()
     proc = subprocess.run(
         [sys.executable, "-m", "snakemake", "--cores", "2", "--dry-run", *extra],
