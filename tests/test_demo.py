@@ -20,6 +20,7 @@ import pytest
 from demo_digest import Digest, compare, demo_digest, table_digest
 from factprobe.metrics.pipeline import read_control_check
 from factprobe.report.figures import fmt
+from factprobe.wikidata.refresh import planned_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,6 +60,23 @@ def test_demo_ends_in_report(demo_run):
     assert "smollm2" in html and "control" in html
     # the 4-bit copy is named as such next to its values
     assert "smollm2: dequantized from SmolLM2-135M-Instruct.Q4_1.gguf: a quantized copy" in html
+
+
+def test_the_demo_run_again_plans_no_job(demo_run):
+    """`make demo` twice: the second run has nothing to do (its dry run, which prints each job
+    with its reason, lists none)."""
+    extra = os.environ.get("FACTPROBE_DEMO_ARGS", "").split()
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "2", "--dry-run", *extra],
+        cwd=demo_run,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-3000:]
+    assert planned_jobs(log) == [], log[-6000:]
+    assert "Nothing to be done" in log, log[-3000:]
 
 
 def test_real_model_prepared_once_with_manifest(demo_run):

@@ -295,6 +295,7 @@ def test_adding_a_dump_gives_the_tables_of_a_clean_run_on_all_dumps(tmp_path, sm
     # What an added dump reruns (README "When a new dump lands"): its extraction, its diff with its
     # predecessor, its temporal view, and the `all` target; nothing of the suites.
     assert sorted(added) == ["all", "diff_dumps", "extract_dump", "temporal_view"], added
+    assert planned_jobs(snakemake(inc, "-n")) == set()  # only new work, then nothing
     snakemake(full, timeout=1200)
 
     def tables(work):

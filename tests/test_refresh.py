@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -171,3 +172,38 @@ def test_snakemake_refresh_rule(tmp_path, server):
     assert "refresh: added dump 20261116" in proc.stdout
     assert re.search(r"the next run plans \d+ job\(s\): .*download_dump 1", proc.stdout)
     assert "  extract_dump (dump=20261116)" in proc.stdout
+
+
+def _run(work: Path, *args: str) -> str:
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "workflow/Snakefile")]
+    cmd += ["--directory", str(work), "--configfile", str(work / "config.yaml"), "--cores", "2", *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=work, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    return proc.stdout + proc.stderr
+
+
+# The demo dumps' diff and views, then the refreshed dump's four jobs, for real (minutes on 2
+# cores): make test-full. In make test, tests/test_incremental.py runs an added dump's jobs for
+# real and checks that a dry run then plans nothing.
+@pytest.mark.full
+@pytest.mark.slow
+def test_the_jobs_refresh_plans_run_and_then_nothing_is_planned(
+    tmp_path, server, demo_tables, monkeypatch, capsys
+):
+    """Refresh's "only new work" ends in "then nothing": after the two demo dumps' work (their
+    extractions from the session's tables), refresh registers 20261116; its four planned jobs
+    run (the dump downloaded from the loopback server), and a dry run of the same targets plans
+    no job."""
+    work = demo_workdir(tmp_path)
+    for dump, folder in demo_tables.items():
+        shutil.copytree(folder, work / "results" / "wikidata" / dump)
+    _run(work, *OLD_TARGETS)
+    monkeypatch.setenv(ENV_WIKIMEDIA, server.wikimedia)
+    args = ["--configfile", str(work / "config.yaml"), "--directory", str(work), "--format", "json.bz2"]
+    assert main([*args, *OLD_TARGETS, *NEW_TARGETS]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("refresh: added dump 20261116")
+    assert printed[1].startswith("the next run plans 4 job(s)")
+    ran = planned_jobs(_run(work, *OLD_TARGETS, *NEW_TARGETS))
+    assert sorted(rule for rule, _ in ran) == ["diff_dumps", "download_dump", "extract_dump", "temporal_view"]
+    assert planned_jobs(_run(work, "-n", *OLD_TARGETS, *NEW_TARGETS)) == []

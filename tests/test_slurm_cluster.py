@@ -361,6 +361,26 @@ def test_a_job_over_its_memory_limit_is_named_with_mem_mb(fault_runs, reference)
     rerun_equals_reference(rerun, reference)
 
 
+def test_a_request_larger_than_every_node_is_refused_before_submission(runs, tmp_path):
+    """score_shard asking for 4 GPUs of the node's 2: the run stops before its first sbatch with
+    one line naming the rule, the request, the node and the key; the profile's `retries: 1` is
+    not spent on it (nothing is submitted, so nothing is restarted)."""
+    profile = site_profile(tmp_path / "site", with_site(score_shard={"gpu": 4}))
+    run = Run(fault_copy(runs, tmp_path), "--workflow-profile", str(profile), SCORES).wait(timeout=300)
+    console = run.console
+    assert run.returncode != 0, console[-3000:]
+    [line] = factprobe_lines(console)
+    assert line == (
+        "factprobe: rule score_shard asks SLURM for gpu=4, cpus_per_gpu=1 (4 CPUs), mem_mb=2000 on "
+        f"partition gpu, which none of its nodes offers (1 node, largest: 2 GPUs, {os.cpu_count()} CPUs, "
+        f"{slurm_cluster.NODE_MEMORY_MB} MB; sbatch: Requested node configuration is not available): "
+        f"lower set-resources score_shard: gpu in {profile}/profile.yaml (or set its slurm_partition to "
+        "one with larger nodes) and rerun"
+    ), console[-3000:]
+    assert submissions(console) == {} and "SLURM sbatch failed" not in console
+    assert "Trying to restart" not in console
+
+
 def step_running(job: str, timeout: float = 300) -> None:
     """Wait until the job's first step (the ``srun`` of Snakemake's job step executor) runs."""
     deadline = time.monotonic() + timeout

@@ -111,7 +111,16 @@ def submitted(tmp_path_factory) -> dict[str, list[str]]:
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "fake sbatch" in out, out[-3000:]
     calls = [json.loads(line) for line in (work / "sbatch.log").read_text().splitlines()]
+    # onstart puts each rule's distinct request to sbatch --test-only first (factprobe.slurmfit):
+    # the same options as the submissions; the fake's refusal is not "larger than every node"
+    tests = [args for args in calls if "--test-only" in args]
+    calls = [args for args in calls if "--test-only" not in args]
+    assert sorted(option(args, "--comment") for args in tests) == ["rule_score_shard", "rule_score_suite"]
     jobs = {option(args, "--comment"): args for args in calls}
+    for args in tests:
+        [submitted] = [a for c, a in jobs.items() if c.startswith(option(args, "--comment") + "_")][:1]
+        for name in ("-p", "--gpus", "--cpus-per-gpu", "--cpus-per-task", "--mem", "-t"):
+            assert option(args, name) == option(submitted, name), (name, args, submitted)
     expected = {f"rule_score_shard_wildcards_{gpu_suite}_control_{s}" for s in range(n_shards)}
     expected.add(f"rule_score_suite_wildcards_{cpu_suite}_control")
     assert set(jobs) == expected, (sorted(jobs), out[-3000:])

@@ -151,6 +151,7 @@ def test_rules_import_only_the_light_settings_modules():
             "factprobe.distractors.sem_part_count",  # the Sem index's parts from the dump's size: standard library only
             "factprobe.wikidata.resolve",  # a date row's recorded resolution path: standard library only
             "factprobe.slurmfail",  # onerror's line per failed SLURM job: standard library only
+            "factprobe.slurmfit",  # onstart's check of SLURM requests against the nodes: standard library only
         }
     )
     light = "import sys, {}; print(sorted(m for m in ('pandas', 'numpy', 'torch', 'pyarrow', 'tqdm', 'duckdb') if m in sys.modules))"

@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from factprobe.slurmfit import refused_submissions
+
 ERROR = re.compile(r"^Error in rule (\w+):$", re.M)
 SLURM_FAILED = re.compile(r"SLURM-job '(\d+)' failed, SLURM status is: '(\w+)'")
 SLURM_LOG = re.compile(r"(\S*slurm_logs/\S+?\.log)")
@@ -181,4 +183,5 @@ def explain(
             except OSError:
                 slurm_text = ""
         lines.append(job_line(job, slurm_text, profile))
-    return lines
+    # a submission sbatch refused (more than any node offers), sized only when it was submitted
+    return lines + refused_submissions(text, f"{profile.rstrip('/')}/profile.yaml")
