@@ -9,7 +9,6 @@ import base64
 import json
 from pathlib import Path
 
-import pandas as pd
 from factprobe import contracts
 from factprobe.io import atomic_dir, atomic_path, read_table
 from factprobe.report.html import Figures, build_report
@@ -35,9 +34,14 @@ control = {
     for suite, path in zip(snakemake.params.control_suites, snakemake.input.control, strict=True)
 }
 # Human alignment (§4.2) when a judgement file is configured: results/metrics/{suite}/human_alignment.csv.
-human = {Path(p).parent.name: pd.read_csv(p, keep_default_na=False) for p in snakemake.input.get("human", [])}
+human = {
+    Path(p).parent.name: contracts.read_csv("human_alignment", p) for p in snakemake.input.get("human", [])
+}
 # §5.1 Fig. 3 and 4 beside it: results/metrics/{suite}/human_alignment_curves.csv.
-curves = {Path(p).parent.name: pd.read_csv(p) for p in snakemake.input.get("human_curves", [])}
+curves = {
+    Path(p).parent.name: contracts.read_csv("human_alignment_curves", p)
+    for p in snakemake.input.get("human_curves", [])
+}
 # Timeline suites: results/metrics/{suite}/timeline.csv.
 timelines = {
     Path(p).parent.name: contracts.read_text("timeline", p) for p in snakemake.input.get("timeline", [])
