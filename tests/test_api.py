@@ -228,7 +228,7 @@ def test_timeline_reads_the_suites_timeline_block_bootstrap_and_declared_cutoffs
     shutil.copytree(dot_test_run / "config", tmp_path / "config")
     config = (tmp_path / "config/config.yaml").read_text()
     block = "    timeline: {by: statement_date, edges: [20100101, 20110101, 20120101, 20130101], bins: 3, "
-    block += "measure: k_avg, strategy: random, n: 3}\n"
+    block += "measure: k_avg, strategy: random, n: 3, min_facts: 1}\n"
     config = config.replace("    n_facts: 6\n", "    n_facts: 6\n" + block)
     (tmp_path / "config/config.yaml").write_text(config + "report:\n  bootstrap_samples: 50\n")
     folder = tmp_path / SUITE
@@ -263,3 +263,6 @@ def test_timeline_reads_the_suites_timeline_block_bootstrap_and_declared_cutoffs
     after = result.after_cutoff.to_dict("records")
     assert len(after) == 1 and (after[0]["declared_cutoff"], after[0]["n_facts"]) == ("20160101", 0)
     assert math.isnan(after[0]["value"])
+    # The profile as rule timeline writes it: the same change point, a one-slice drop (sharp).
+    profile = result.profile.set_index("model").loc["control"]
+    assert (profile["cutoff"], profile["shape"], profile["curve"]) == ("20120101", "sharp", "all")

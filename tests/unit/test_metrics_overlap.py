@@ -251,7 +251,7 @@ def test_prompt_without_greedy_continuation_gets_no_value():
 
 
 def test_registry_and_settings():
-    assert FAMILIES["overlap"].settings == ("overlap",)
+    assert FAMILIES["overlap"].reads == ("overlap",)
     for name in ("rouge_l", "bertscore"):
         assert MEASURES[name].family == "overlap" and MEASURES[name].higher_is_better
     assert (

@@ -62,11 +62,15 @@ class ScoreTables:
 
 @dataclass
 class Timeline:
-    """A timeline suite's curves with each model's effective cut-off (``timeline.csv``) and the
-    post-declared-cut-off suite (``after_cutoff.csv``)."""
+    """A timeline suite's curves with each model's effective cut-off (``timeline.csv``), the
+    post-declared-cut-off suite (``after_cutoff.csv``), each model's cut-off profile
+    (``cutoff_profile.csv``) and, when candidate confidences were given, the calibration per
+    slice (``slice_calibration.csv``)."""
 
     curves: pd.DataFrame
     after_cutoff: pd.DataFrame
+    profile: pd.DataFrame
+    calibration: pd.DataFrame | None = None
 
 
 # --- settings ------------------------------------------------------------------------------
@@ -461,14 +465,19 @@ def timeline(
     *,
     declared: Mapping[str, str] | None = None,
     config: str | Path | dict | None = None,
+    confidence: Mapping[str, pd.DataFrame] | None = None,
 ) -> Timeline:
-    """A timeline suite's per-slice curves, each model's effective cut-off with its interval, and
-    its post-cut-off suite, as rule ``timeline`` computes them.
+    """A timeline suite's per-slice curves, each model's effective cut-off with its interval, its
+    post-cut-off suite and its cut-off profile, as rule ``timeline`` computes them.
 
     ``per_fact``: ``{model name: measures(...)}``; ``declared``: each model's declared cut-off
-    (YYYY-MM-DD; default the models.tsv ``cutoff`` of rows of that name, else none)."""
+    (YYYY-MM-DD; default the models.tsv ``cutoff`` of rows of that name, else none);
+    ``confidence``: ``{model name: candidate_confidence table}`` (rule ``candidate_confidence``,
+    :func:`factprobe.metrics.slice_calibration.candidate_confidence`) for the calibration per slice."""
     from factprobe import contracts
     from factprobe.measures import fact_headline
+    from factprobe.metrics.cutoff_profile import profile_table
+    from factprobe.metrics.slice_calibration import calibration_table
     from factprobe.metrics.timeline import after_cutoff_table, timeline_table
     from factprobe.run_inputs import timeline_params
 
@@ -489,4 +498,15 @@ def timeline(
     }
     curves = timeline_table(dict(per_fact), facts, dict(block), dict(declared), **kwargs)
     after = after_cutoff_table(dict(per_fact), facts, dict(declared), fact_headline(), **kwargs)
-    return Timeline(curves, after)
+    # as the rule: the profile refits the change point per replicate, at most 200 of them
+    profile = profile_table(
+        dict(per_fact),
+        facts,
+        dict(block),
+        dict(declared),
+        **{**kwargs, "samples": min(kwargs["samples"], 200)},
+    )
+    calibration = None
+    if confidence is not None:
+        calibration = calibration_table(dict(confidence), facts, dict(block), profile)
+    return Timeline(curves, after, profile, calibration)
