@@ -183,3 +183,16 @@ def test_concurrent_calls_leave_one_complete_stamp(tmp_path):
     assert stamp.read_text() == expected
     assert [p.name for p in stamp.parent.iterdir()] == ["run.modules"]
     assert stamp.stat().st_mtime_ns == max((root / m).stat().st_mtime_ns for m in modules)
+
+
+def test_a_copied_working_directory_keeps_its_stamp_names(tmp_path):
+    """A plugin inside the working directory is named relative to it: a copy of the directory
+    (another absolute path) asks Snakemake for the same stamp, so no input set changes; a plugin
+    outside keeps its absolute path."""
+    first, second, outside = tmp_path / "a", tmp_path / "b", tmp_path / "shared" / "p.py"
+    names = [
+        stamp_file(work, "run.py", ["factprobe/x.py", str(work / "plugins" / "p.py")]).name
+        for work in (first, second)
+    ]
+    assert names[0] == names[1] and "+" in names[0]
+    assert stamp_file(first, "run.py", ["factprobe/x.py", str(outside)]).name != names[0]

@@ -418,9 +418,16 @@ def stamp_file(folder: str | Path, script: str, modules: Iterable[str]) -> Path:
     under the working directory ``folder``: one per script and set of plugins it reaches (absolute
     paths among ``modules``), so runs with and without a plugin keep apart stamps instead of
     rewriting one back and forth."""
-    plugins = sorted(m for m in modules if os.path.isabs(m))
+    plugins = sorted(_as_seen_from(folder, m) for m in modules if os.path.isabs(m))
     tag = "+" + hashlib.sha256("\n".join(plugins).encode()).hexdigest()[:12] if plugins else ""
     return Path(folder) / STAMPS / f"{Path(script).stem}{tag}.modules"
+
+
+def _as_seen_from(folder: str | Path, path: str) -> str:
+    """A plugin file's path relative to the working directory when it lies inside it: a copied or
+    moved working directory keeps its stamps' names, so Snakemake sees the same input set."""
+    rel = os.path.relpath(path, folder)
+    return path if rel.startswith("..") else rel
 
 
 _DIGESTS: dict[tuple[str, int, int], str] = {}
