@@ -221,6 +221,20 @@ def sufficiency(
     return None
 
 
+def _day_at(position, days: np.ndarray):
+    """The day (ordinal) at a slice position, linear between the dates t_0..t_N of positions 0..N."""
+    return np.interp(position, np.arange(len(days)), days)
+
+
+def _interval(reps: np.ndarray, alpha: float) -> tuple[float, float]:
+    """The percentile interval of bootstrap replicates, ignoring replicates without a value (NaN
+    both ends when none has one)."""
+    if not np.isfinite(reps).any():
+        return np.nan, np.nan
+    low, high = np.nanquantile(reps, [alpha, 1 - alpha])
+    return float(low), float(high)
+
+
 def fit_profile(
     dated: Sequence[np.ndarray],
     edges: Sequence[int],
@@ -269,15 +283,9 @@ def fit_profile(
     means = np.array([s.mean() for s in segments])
     a, b, lv, fl = (float(x[0]) for x in fit_ramps(means[None], weights, positions))
     ra, rb, _, _ = fit_ramps(reps, weights, positions)
-    width_reps = 0.8 * (rb - ra)
-    w_low, w_high = (
-        np.nanquantile(width_reps, [alpha, 1 - alpha]) if np.isfinite(width_reps).any() else (np.nan,) * 2
-    )
-    day_reps = np.interp(ra + 0.9 * (rb - ra), np.arange(n + 1), days) - np.interp(
-        ra + 0.1 * (rb - ra), np.arange(n + 1), days
-    )
-    d_low, d_high = (
-        np.nanquantile(day_reps, [alpha, 1 - alpha]) if np.isfinite(day_reps).any() else (np.nan,) * 2
+    w_low, w_high = _interval(0.8 * (rb - ra), alpha)
+    d_low, d_high = _interval(
+        _day_at(ra + 0.9 * (rb - ra), days) - _day_at(ra + 0.1 * (rb - ra), days), alpha
     )
 
     if cut.status == NONE or not np.isfinite(a):
@@ -285,8 +293,8 @@ def fit_profile(
         return _dateless(NONE, reason, counts, cut.low, cut.high, cut.low_date, cut.high_date, cut.share_none)
 
     width = 0.8 * (b - a)
-    start = float(np.interp(a + 0.1 * (b - a), np.arange(n + 1), days))
-    end = float(np.interp(a + 0.9 * (b - a), np.arange(n + 1), days))
+    start = float(_day_at(a + 0.1 * (b - a), days))
+    end = float(_day_at(a + 0.9 * (b - a), days))
     shape = SHARP if width <= sharp_width + 1e-9 else GRADUAL
     reason = f"decay {width:.1f} slices (interval {w_low:.1f}-{w_high:.1f}), {end - start:.0f} days"
     if shape == SHARP and w_high > sharp_width + 1e-9:
