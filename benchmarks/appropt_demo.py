@@ -20,11 +20,11 @@ from pathlib import Path
 import torch
 import yaml
 from factprobe import config_rules, contracts, scan
-from factprobe import run_settings as R
 from factprobe.config_check import load_run
 from factprobe.distractors.appropt import appropt_distractors
 from factprobe.distractors.retrieve import load_suite_omega
 from factprobe.lm import load_model
+from factprobe.plumbing import run_settings as R
 
 
 def main() -> None:

@@ -3,7 +3,7 @@
 Every ``snakemake`` call parses the Snakefile and plans the DAG (status, refresh, each cluster
 job), so planning must stay in seconds. Three DAGs, each planned with ``snakemake -n`` in a fresh
 working directory, with code tracking on (every rule's ``lib`` input, its script's stamp of the
-modules it reaches, :mod:`factprobe.code_inputs`) and off (``run_inputs.library_inputs`` patched
+modules it reaches, :mod:`factprobe.plumbing.code_inputs`) and off (``run_inputs.library_inputs`` patched
 to no inputs, in this benchmark only), in one run:
 
 * ``demo``: config/config.yaml as shipped (81 jobs);
@@ -44,8 +44,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "workflow" / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 
-from factprobe.code_inputs import CACHE  # noqa: E402
 from factprobe.distractors.sem_part_count import PART_DUMP_BYTES  # noqa: E402
+from factprobe.plumbing.code_inputs import CACHE  # noqa: E402
 
 #: A full Wikidata JSON dump, compressed (≈ 140 GB .json.gz, sem_part_count's estimate): its
 #: index is planned in 14 parts.
@@ -60,12 +60,12 @@ MODELS = {"small": 5, "large": 68}
 TARGET_COST, TARGET_GROWTH = 0.10, 12.0
 
 #: Runs Snakemake in this process; ``off`` patches code tracking out before the Snakefile is
-#: parsed (common.smk imports the same ``factprobe.run_inputs`` module from sys.modules).
+#: parsed (common.smk imports the same ``factprobe.plumbing.run_inputs`` module from sys.modules).
 RUNNER = """
 import sys
 sys.path.insert(0, {scripts!r})
 if {off!r}:
-    from factprobe import run_inputs
+    from factprobe.plumbing import run_inputs
     run_inputs.library_inputs = lambda script, scripts, cwd: []
 from snakemake.cli import main
 sys.argv = ["snakemake", *{args!r}]

@@ -26,7 +26,8 @@ CHILD = """
 import yaml
 from pathlib import Path
 from factprobe import config_rules
-from factprobe import contracts, run_settings, settings
+from factprobe import contracts, settings
+from factprobe.plumbing import run_settings
 from factprobe.probes.build import build_suite
 from factprobe.config_check import load_run
 root, suite, out, threads = {root!r}, {suite!r}, Path({out!r}), {threads}

@@ -1,5 +1,5 @@
 """The demo's typed config and registry rows, as the workflow reads them at parse time (shared by the
-tests of the parse-time library: factprobe.run_settings, factprobe.run_inputs)."""
+tests of the parse-time library: factprobe.plumbing.run_settings, factprobe.plumbing.run_inputs)."""
 
 from pathlib import Path
 

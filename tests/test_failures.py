@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from factprobe.rulelog import failure_line, is_own_error
+from factprobe.plumbing.rulelog import failure_line, is_own_error
 from factprobe.wikidata.stream import DumpError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -118,7 +118,7 @@ def test_code_inputs_follow_the_registries_a_module_reads():
     """A job depends on the code of the registries its modules import names of, not on every
     entry of the light registries module: retrieval runs the strategies, not the measure
     families; the plugin is an input of the jobs whose registries it fills."""
-    from factprobe.code_inputs import library_modules
+    from factprobe.plumbing.code_inputs import library_modules
 
     scripts = ROOT / "workflow/scripts"
     retrieval = library_modules(scripts / "retrieve_distractors.py", scripts)

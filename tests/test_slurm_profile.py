@@ -111,7 +111,7 @@ def submitted(tmp_path_factory) -> dict[str, list[str]]:
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "fake sbatch" in out, out[-3000:]
     calls = [json.loads(line) for line in (work / "sbatch.log").read_text().splitlines()]
-    # onstart puts each rule's distinct request to sbatch --test-only first (factprobe.slurmfit):
+    # onstart puts each rule's distinct request to sbatch --test-only first (factprobe.plumbing.slurmfit):
     # the same options as the submissions; the fake's refusal is not "larger than every node"
     tests = [args for args in calls if "--test-only" in args]
     calls = [args for args in calls if "--test-only" not in args]

@@ -129,10 +129,12 @@ def test_rules_import_only_the_light_settings_modules():
         m for p in sources for m in re.findall(r"^\s*(?:from|import) (factprobe[\w.]*)", p.read_text(), re.M)
     }
     # ``from factprobe import settings as S``: the module is the imported name
+    library = ROOT / "workflow/scripts"
     imported |= {
-        f"factprobe.{m}"
+        f"{package}.{m}"
         for p in sources
-        for m in re.findall(r"^\s*from factprobe import (\w+)", p.read_text(), re.M)
+        for package, m in re.findall(r"^\s*from (factprobe[\w.]*) import (\w+)", p.read_text(), re.M)
+        if library.joinpath(*package.split("."), f"{m}.py").is_file()
     }
     assert (
         imported
@@ -141,17 +143,19 @@ def test_rules_import_only_the_light_settings_modules():
             "factprobe.settings",
             "factprobe.config_rules",  # per-suite precedence and cross-key checks: settings + registries
             "factprobe.config_check",
-            "factprobe.diskspace",
-            "factprobe.report",  # report.provenance: standard library only
-            "factprobe.profiles",  # the --profile/--workflow-profile check: standard library and yaml
-            "factprobe.interpreter",  # the interpreter-path check: standard library only
-            "factprobe.run_settings",  # every rule's settings resolved once: settings + registries
-            "factprobe.run_inputs",  # the choices behind the input functions: settings + registries
+            "factprobe.plumbing",  # how the workflow runs (its modules below): imports nothing itself
+            "factprobe.plumbing.diskspace",
+            "factprobe.report",  # the package of report.provenance
+            "factprobe.report.provenance",  # the report's provenance block: standard library only
+            "factprobe.plumbing.profiles",  # the --profile/--workflow-profile check: stdlib and yaml
+            "factprobe.plumbing.interpreter",  # the interpreter-path check: standard library only
+            "factprobe.plumbing.run_settings",  # every rule's settings resolved once: settings + registries
+            "factprobe.plumbing.run_inputs",  # the choices behind the input functions: settings + registries
             "factprobe.registries",  # every extension point: standard library only
             "factprobe.distractors.sem_part_count",  # the Sem index's parts from the dump's size: standard library only
             "factprobe.wikidata.resolve",  # a date row's recorded resolution path: standard library only
-            "factprobe.slurmfail",  # onerror's line per failed SLURM job: standard library only
-            "factprobe.slurmfit",  # onstart's check of SLURM requests against the nodes: standard library only
+            "factprobe.plumbing.slurmfail",  # onerror's line per failed SLURM job: standard library only
+            "factprobe.plumbing.slurmfit",  # onstart's check of SLURM requests: standard library only
         }
     )
     light = "import sys, {}; print(sorted(m for m in ('pandas', 'numpy', 'torch', 'pyarrow', 'tqdm', 'duckdb') if m in sys.modules))"

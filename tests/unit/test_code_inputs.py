@@ -1,4 +1,4 @@
-"""factprobe.code_inputs against the library itself: the ``KINDS`` table of the registries module
+"""factprobe.plumbing.code_inputs against the library itself: the ``KINDS`` table of the registries module
 names every registry and every public name that reads one, a plugin brings its own reach only,
 and the behaviour of registry entries lives in modules the rules list as inputs.
 
@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from factprobe import registries
-from factprobe.code_inputs import library_modules, stamp_file, write_stamp
+from factprobe.plumbing.code_inputs import library_modules, stamp_file, write_stamp
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "workflow" / "scripts"

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from factprobe import io
-from factprobe.diskspace import OutOfSpaceError, input_size_mb, path_size
 from factprobe.distractors import sem_index
 from factprobe.io import atomic_dir
+from factprobe.plumbing.diskspace import OutOfSpaceError, input_size_mb, path_size
 
 ROOT = Path(__file__).resolve().parents[2]
 Usage = namedtuple("Usage", "total used free")

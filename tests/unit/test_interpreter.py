@@ -1,10 +1,10 @@
 """An interpreter path the shell would split is refused at start-up with the remedy
-(factprobe.interpreter; Snakemake runs script jobs as `<interpreter> <script>` unquoted)."""
+(factprobe.plumbing.interpreter; Snakemake runs script jobs as `<interpreter> <script>` unquoted)."""
 
 from pathlib import Path
 
 import pytest
-from factprobe.interpreter import interpreter_error
+from factprobe.plumbing.interpreter import interpreter_error
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from factprobe.diskspace import input_scaled
+from factprobe.plumbing.diskspace import input_scaled
 
 
 def test_input_scaled_is_floor_plus_factor_times_input_mb_doubled_on_retry(tmp_path):

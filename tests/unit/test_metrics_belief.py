@@ -286,7 +286,7 @@ def test_default_samplings_follow_the_paper():
     text = (rules / "score.smk").read_text()
     # Per suite: scoring.samples, or 0 for a greedy-only suite (generate: greedy).
     assert re.search(r"samples=lookup\(dpath=\"\{suite\}\", within=RUN\.generation_samples\)", text)
-    # (factprobe.run_settings.generation_samples: tests/unit/test_run_settings.py)
+    # (factprobe.plumbing.run_settings.generation_samples: tests/unit/test_run_settings.py)
     assert re.search(r"topk=CFG\.scoring\.topk", text)
 
 

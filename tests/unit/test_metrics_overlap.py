@@ -267,8 +267,8 @@ def test_encoder_row_is_prepared_not_scored():
     from pathlib import Path
 
     import yaml
-    from factprobe import run_settings as R
     from factprobe.config_check import read_config, read_registry, resolve_config_paths
+    from factprobe.plumbing import run_settings as R
 
     root = Path(__file__).resolve().parents[2]
     schemas = root / "workflow" / "schemas"

@@ -1,4 +1,4 @@
-"""A job that hits a limit of the system says so in one line naming the path (factprobe.osfault).
+"""A job that hits a limit of the system says so in one line naming the path (factprobe.plumbing.osfault).
 
 Each fault is real: a child process writes an output with the library's atomic writer under a
 file-size limit (``ulimit -f``), into a folder it may not write (as root: without the capability to override permissions), or into a full
@@ -16,7 +16,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from factprobe.osfault import fault_line, is_os_fault, naming
+from factprobe.plumbing.osfault import fault_line, is_os_fault, naming
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "workflow" / "scripts"
@@ -28,7 +28,7 @@ WRITER = textwrap.dedent(
     import numpy as np
     import pyarrow as pa
     from factprobe.io import write_table
-    from factprobe.osfault import fault_line, is_os_fault
+    from factprobe.plumbing.osfault import fault_line, is_os_fault
     try:
         write_table(pa.table({"x": np.random.default_rng(0).random(500_000)}), sys.argv[1])
     except OSError as err:

@@ -1,9 +1,9 @@
-"""`--profile profiles/slurm` is refused with the flag that is right (factprobe.profiles)."""
+"""`--profile profiles/slurm` is refused with the flag that is right (factprobe.plumbing.profiles)."""
 
 from pathlib import Path
 
 import pytest
-from factprobe.profiles import auto_loaded_default, profile_executor, profile_mix_error
+from factprobe.plumbing.profiles import auto_loaded_default, profile_executor, profile_mix_error
 
 ROOT = Path(__file__).resolve().parents[2]
 SLURM = str(ROOT / "profiles" / "slurm")
@@ -65,9 +65,9 @@ def test_profiles_default_is_found_from_the_start_directory(tmp_path):
 
 
 def test_this_runs_check_looks_for_profiles_default_from_the_working_directory(tmp_path):
-    """common.smk's one call (factprobe.profiles.profile_mix_here): refused where profiles/default
+    """common.smk's one call (factprobe.plumbing.profiles.profile_mix_here): refused where profiles/default
     would be auto-loaded, fine from a folder without one."""
-    from factprobe.profiles import profile_mix_here
+    from factprobe.plumbing.profiles import profile_mix_here
 
     argv = ["snakemake", "--profile", SLURM]
     assert profile_mix_here(argv, {"PWD": str(ROOT)}, ROOT) is not None
@@ -77,7 +77,7 @@ def test_this_runs_check_looks_for_profiles_default_from_the_working_directory(t
 def test_a_relative_cluster_profile_with_directory_is_refused(tmp_path, monkeypatch):
     """`snakemake --directory <dir> --profile profiles/slurm` from the clone: Snakemake reads the
     profile from the start directory ($PWD), then changes to <dir> before the Snakefile runs."""
-    from factprobe.profiles import profile_mix_here
+    from factprobe.plumbing.profiles import profile_mix_here
 
     work = tmp_path / "run"
     work.mkdir()

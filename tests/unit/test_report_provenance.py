@@ -176,9 +176,9 @@ def test_plugins_loaded_are_named_with_their_file_hash(tmp_path):
     """The report names each plugin file that ran, with its SHA-256; none loaded, no key."""
     import hashlib
 
+    from factprobe.plumbing.run_inputs import loaded_plugins
     from factprobe.report.html import provenance_section
     from factprobe.report.provenance import plugin_records, run_provenance
-    from factprobe.run_inputs import loaded_plugins
     from factprobe.settings import Report
 
     mine = tmp_path / "mine.py"

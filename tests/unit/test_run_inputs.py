@@ -1,4 +1,4 @@
-"""factprobe.run_inputs: the choices behind common.smk's input functions, on the demo config and
+"""factprobe.plumbing.run_inputs: the choices behind common.smk's input functions, on the demo config and
 hand-made registry rows (common.smk keeps one-line input functions)."""
 
 import hashlib
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 from demo_config import demo
-from factprobe import run_inputs as I
-from factprobe import run_settings as R
+from factprobe.plumbing import run_inputs as I
+from factprobe.plumbing import run_settings as R
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "workflow" / "schemas"

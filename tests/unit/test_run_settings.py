@@ -1,4 +1,4 @@
-"""factprobe.run_settings: the run's settings resolved at parse time (what common.smk hands the
+"""factprobe.plumbing.run_settings: the run's settings resolved at parse time (what common.smk hands the
 rules), checked on the demo config against values read off config/config.yaml and models.tsv."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 import yaml
 from demo_config import demo
 from factprobe import config_rules
-from factprobe import run_settings as R
 from factprobe import settings as S
+from factprobe.plumbing import run_settings as R
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "workflow" / "schemas"

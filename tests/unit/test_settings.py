@@ -181,7 +181,7 @@ def test_library_modules_follow_imports_transitively():
 def test_settings_and_registry_import_no_science_stack():
     code = (
         "import sys; import factprobe.settings, factprobe.config_rules, factprobe.config_check, factprobe.wikidata.download, "
-        "factprobe.diskspace, factprobe.report.provenance; "
+        "factprobe.plumbing.diskspace, factprobe.report.provenance; "
         "print(sorted(m for m in ('pandas', 'numpy', 'torch', 'tqdm', 'pyarrow') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)

@@ -1,4 +1,4 @@
-"""One line per failed SLURM job, from the Snakemake log and the job's SLURM log (factprobe.slurmfail).
+"""One line per failed SLURM job, from the Snakemake and SLURM logs (factprobe.plumbing.slurmfail).
 
 The texts are as Snakemake 9 / the SLURM executor plugin 2.8 and slurmstepd 22.05 write them
 (tests/test_slurm_cluster.py makes them for real on a one-node cluster).
@@ -6,7 +6,7 @@ The texts are as Snakemake 9 / the SLURM executor plugin 2.8 and slurmstepd 22.0
 
 from __future__ import annotations
 
-from factprobe.slurmfail import FailedJob, cause, explain, failed_jobs, job_resources, profile_in_use
+from factprobe.plumbing.slurmfail import FailedJob, cause, explain, failed_jobs, job_resources, profile_in_use
 
 SLURM_LOG = ".snakemake/slurm_logs/rule_score_shard/knowledge_control_0/31.log"
 SNAKEMAKE_LOG = f"""\

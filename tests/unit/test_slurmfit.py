@@ -1,4 +1,4 @@
-"""A request larger than every node of its partition: one line naming the key (factprobe.slurmfit).
+"""A request larger than every node of its partition: one line naming the key (factprobe.plumbing.slurmfit).
 
 The sbatch and sinfo texts are as slurm-wlm 22.05 and the SLURM executor plugin 2.8 write them
 (tests/test_slurm_cluster.py makes them for real on the one-node cluster); ``sbatch`` and
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import subprocess
 
-from factprobe.slurmfit import (
+from factprobe.plumbing.slurmfit import (
     Node,
     Request,
     over_keys,

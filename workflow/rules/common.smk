@@ -20,15 +20,15 @@ WORKFLOW_ROOT = Path(_HERE).resolve().parents[1]
 SCRIPTS = WORKFLOW_ROOT / "workflow" / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 # Only the light settings/registry modules (stdlib, pyyaml, jsonschema): parsing needs no science stack.
-from factprobe import run_inputs  # noqa: E402
-from factprobe import run_settings  # noqa: E402
+from factprobe.plumbing import run_inputs  # noqa: E402
+from factprobe.plumbing import run_settings  # noqa: E402
 from factprobe import config_rules  # noqa: E402
 from factprobe import settings  # noqa: E402
 from factprobe import registries  # noqa: E402 (every extension point)
 from factprobe.config_check import config_source, load_run, resolve_path  # noqa: E402
-from factprobe.diskspace import input_scaled, input_size_mb  # noqa: E402
+from factprobe.plumbing.diskspace import input_scaled, input_size_mb  # noqa: E402
 from factprobe.distractors.sem_part_count import dump_parts  # noqa: E402
-from factprobe.profiles import profile_mix_here  # noqa: E402
+from factprobe.plumbing.profiles import profile_mix_here  # noqa: E402
 
 SCHEMAS = WORKFLOW_ROOT / "workflow" / "schemas"
 
@@ -65,7 +65,7 @@ BUILT_SUITES = run_settings.suite_pattern(
 # One list for every consumer of the encoding rule: scoring, ApprOpt, control training.
 NO_SPACE_LANGUAGES = CFG.scoring.no_space_languages
 
-# Settings resolved once in the library (factprobe.run_settings, tested in Python) and handed
+# Settings resolved once in the library (factprobe.plumbing.run_settings, tested in Python) and handed
 # to rules as plain dicts with lookup(): RUN.<field>, a few under names of their own.
 RUN = run_settings.resolve(CFG, DUMP_ROWS, MODEL_ROWS)
 SCORE_MODELS = RUN.score_models
@@ -124,7 +124,7 @@ wildcard_constraints:
 
 def library(script):
     """The code input of ``script``: its stamp of the factprobe modules it reaches
-    (factprobe.run_inputs.library_inputs)."""
+    (factprobe.plumbing.run_inputs.library_inputs)."""
     return run_inputs.library_inputs(script, SCRIPTS, Path.cwd())
 
 

@@ -11,7 +11,7 @@ from factprobe.distractors.appropt import appropt_distractors
 from factprobe.distractors.retrieval_inputs import load_suite_omega
 from factprobe.distractors.retrieve import forms_of_candidates
 from factprobe.lm import load_model
-from factprobe.rulelog import rule_logger
+from factprobe.plumbing.rulelog import rule_logger
 
 log = rule_logger(snakemake)
 p = snakemake.params.settings

@@ -5,8 +5,8 @@ import sys
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 from factprobe import contracts, scan
+from factprobe.plumbing.rulelog import log_resident, rule_logger
 from factprobe.probes.build import build_suite
-from factprobe.rulelog import log_resident, rule_logger
 
 log = rule_logger(snakemake)
 mem_mb = int(snakemake.resources.mem_mb)

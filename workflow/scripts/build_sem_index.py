@@ -9,7 +9,7 @@ from pathlib import Path
 
 from factprobe.distractors.sem_index_parts import build_from_parts
 from factprobe.io import atomic_dir
-from factprobe.rulelog import rule_logger
+from factprobe.plumbing.rulelog import rule_logger
 
 log = rule_logger(snakemake)
 out = snakemake.output.index

@@ -6,7 +6,7 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 
 from factprobe import contracts
 from factprobe.distractors.swaps import subject_swaps
-from factprobe.rulelog import rule_logger
+from factprobe.plumbing.rulelog import rule_logger
 from factprobe.suite_tables import load_suite_tables
 
 log = rule_logger(snakemake)

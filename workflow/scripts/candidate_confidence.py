@@ -8,7 +8,7 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 from factprobe import contracts
 from factprobe.metrics.pipeline import read_inputs, suite_frame
 from factprobe.metrics.slice_calibration import candidate_confidence
-from factprobe.rulelog import rule_logger
+from factprobe.plumbing.rulelog import rule_logger
 from factprobe.settings import Metrics, load_settings
 
 log = rule_logger(snakemake)

@@ -8,7 +8,7 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 from factprobe import contracts
 from factprobe.metrics.cloze import cloze_tables
 from factprobe.metrics.pipeline import read_inputs
-from factprobe.rulelog import rule_logger
+from factprobe.plumbing.rulelog import rule_logger
 from factprobe.settings import Metrics, load_settings
 
 log = rule_logger(snakemake)

@@ -7,7 +7,7 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 from factprobe import contracts
 from factprobe.metrics.jobs import suite_measures
 from factprobe.metrics.pipeline import read_inputs
-from factprobe.rulelog import rule_logger
+from factprobe.plumbing.rulelog import rule_logger
 
 log = rule_logger(snakemake)
 inputs = read_inputs(snakemake.input)

@@ -7,7 +7,7 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 from factprobe import contracts
 from factprobe.io import read_table
 from factprobe.metrics.pipeline import control_check
-from factprobe.rulelog import rule_logger
+from factprobe.plumbing.rulelog import rule_logger
 
 log = rule_logger(snakemake)
 check = control_check(read_table(snakemake.input.per_fact).to_pandas(), **snakemake.params.settings)

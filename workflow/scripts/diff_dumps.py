@@ -7,7 +7,7 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 from factprobe import scan
 from factprobe.diff.engine import DiffInputs, diff_claims
 from factprobe.diff.single_value import single_value_properties
-from factprobe.rulelog import log_resident, rule_logger
+from factprobe.plumbing.rulelog import log_resident, rule_logger
 
 log = rule_logger(snakemake)
 inp = snakemake.input

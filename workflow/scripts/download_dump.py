@@ -4,7 +4,7 @@ import sys
 
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
-from factprobe.rulelog import rule_logger
+from factprobe.plumbing.rulelog import rule_logger
 from factprobe.wikidata.download import DownloadError, download
 from factprobe.wikidata.resolve import record_path, registry_where, resolve
 

@@ -5,7 +5,7 @@ import sys
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 from factprobe.export.hf import dataset_card, suite_tables, write_hf_dataset
-from factprobe.rulelog import rule_logger
+from factprobe.plumbing.rulelog import rule_logger
 
 log = rule_logger(snakemake)
 inp, card = snakemake.input, snakemake.params.card

@@ -6,7 +6,7 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 
 from factprobe.export.common import read_suite_table
 from factprobe.export.harness import end_text, task_docs, write_task
-from factprobe.rulelog import rule_logger
+from factprobe.plumbing.rulelog import rule_logger
 
 log = rule_logger(snakemake)
 inp, params = snakemake.input, snakemake.params

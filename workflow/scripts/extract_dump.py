@@ -9,7 +9,7 @@ import signal
 from pathlib import Path
 
 from factprobe.io import atomic_path
-from factprobe.rulelog import rule_logger
+from factprobe.plumbing.rulelog import rule_logger
 from factprobe.wikidata.download import verify_local
 from factprobe.wikidata.reader import extract_dump
 

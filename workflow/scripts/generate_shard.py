@@ -9,7 +9,7 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 import torch
 from factprobe import contracts
 from factprobe.lm import load_model
-from factprobe.rulelog import rule_logger
+from factprobe.plumbing.rulelog import rule_logger
 from factprobe.scoring.failclosed import CheckedLM, ScoringJob
 from factprobe.scoring.generate import beam_answers, beam_limits, confidence_sample, generate_answers
 from factprobe.scoring.suite import shard_of

@@ -6,7 +6,7 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 
 import pandas as pd
 from factprobe import contracts
-from factprobe.rulelog import rule_logger
+from factprobe.plumbing.rulelog import rule_logger
 
 log = rule_logger(snakemake)
 parts = [contracts.read("generations", path) for path in snakemake.input.shards]

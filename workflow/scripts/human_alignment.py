@@ -7,7 +7,7 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 
 from factprobe import contracts
 from factprobe.metrics.meta import alignment_for_models, curves_for_models, read_human
-from factprobe.rulelog import rule_logger
+from factprobe.plumbing.rulelog import rule_logger
 
 log = rule_logger(snakemake)
 human = read_human(snakemake.input.human)

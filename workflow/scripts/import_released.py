@@ -7,8 +7,8 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 from pathlib import Path
 
 from factprobe import contracts
+from factprobe.plumbing.rulelog import rule_logger
 from factprobe.probes.released import build_released, read_groups, read_prompts
-from factprobe.rulelog import rule_logger
 from factprobe.settings import Suite, load_settings
 from factprobe.wikidata.labels import resolved_labels
 

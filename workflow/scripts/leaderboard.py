@@ -12,7 +12,7 @@ from factprobe import contracts
 from factprobe.io import read_table
 from factprobe.metrics.jobs import bootstrap_of
 from factprobe.metrics.pipeline import headline_per_fact, leaderboard, paired_comparisons
-from factprobe.rulelog import rule_logger
+from factprobe.plumbing.rulelog import rule_logger
 
 log = rule_logger(snakemake)
 suites, models = snakemake.params.suites, snakemake.params.models

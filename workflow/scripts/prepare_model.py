@@ -6,7 +6,7 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 
 import json
 
-from factprobe.rulelog import rule_logger
+from factprobe.plumbing.rulelog import rule_logger
 from factprobe.scoring.prepare import prepare_model, registry_where
 
 log = rule_logger(snakemake)

@@ -8,7 +8,7 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 
 from factprobe import io, scan
 from factprobe.distractors.retrieval_inputs import prepare_universe
-from factprobe.rulelog import log_resident, rule_logger
+from factprobe.plumbing.rulelog import log_resident, rule_logger
 
 log = rule_logger(snakemake)
 mem_mb = int(snakemake.resources.get("mem_mb", 4000))

@@ -7,7 +7,7 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 
 from pathlib import Path
 
-from factprobe.rulelog import rule_logger
+from factprobe.plumbing.rulelog import rule_logger
 from factprobe.wikidata.refresh import refresh_and_plan
 
 log = rule_logger(snakemake)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from factprobe import contracts
 from factprobe.io import atomic_dir, atomic_path, read_table
+from factprobe.plumbing.rulelog import rule_logger
 from factprobe.report.html import Figures, build_report
 from factprobe.report.provenance import (
     model_records,
@@ -18,7 +19,6 @@ from factprobe.report.provenance import (
     with_malformed,
     with_resolutions,
 )
-from factprobe.rulelog import rule_logger
 from factprobe.settings import Report, load_settings
 
 log = rule_logger(snakemake)

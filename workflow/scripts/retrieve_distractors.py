@@ -18,8 +18,8 @@ from factprobe.distractors.retrieval_inputs import (
 from factprobe.distractors.retrieve import forms_of_candidates, gather_shards, retrieve, shard_plan
 from factprobe.distractors.sem_index import load_index
 from factprobe.distractors.temporal import past_of_facts
+from factprobe.plumbing.rulelog import log_resident, rule_logger
 from factprobe.registries import needs
-from factprobe.rulelog import log_resident, rule_logger
 from factprobe.settings import Retrieve, load_settings
 
 log = rule_logger(snakemake)

@@ -9,7 +9,7 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 import pandas as pd
 from factprobe import contracts
 from factprobe.metrics.meta import robustness_for_models
-from factprobe.rulelog import rule_logger
+from factprobe.plumbing.rulelog import rule_logger
 
 log = rule_logger(snakemake)
 models = list(snakemake.params.models)

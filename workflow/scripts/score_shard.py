@@ -7,7 +7,7 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 import torch
 from factprobe import contracts
 from factprobe.lm import CachingLM, RequestCache, load_model
-from factprobe.rulelog import rule_logger
+from factprobe.plumbing.rulelog import rule_logger
 from factprobe.scoring.failclosed import CheckedLM, ScoringJob
 from factprobe.scoring.jobs import ScoreSettings, engine_metadata, score_prompts, shard_prompts, shard_swaps
 from factprobe.suite_tables import load_suite_tables

@@ -5,7 +5,7 @@ import sys
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 from factprobe import contracts
-from factprobe.rulelog import rule_logger
+from factprobe.plumbing.rulelog import rule_logger
 from factprobe.scoring.jobs import engine_metadata, gather_scores
 
 log = rule_logger(snakemake)

@@ -7,7 +7,7 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 from factprobe import scan
 from factprobe.distractors.sem_part_bags import count_part
 from factprobe.io import atomic_dir
-from factprobe.rulelog import rule_logger
+from factprobe.plumbing.rulelog import rule_logger
 
 log = rule_logger(snakemake)
 sem = snakemake.params.sem

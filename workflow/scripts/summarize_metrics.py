@@ -9,7 +9,7 @@ from factprobe import contracts
 from factprobe.io import read_table
 from factprobe.metrics.coverage import check_suite_scores
 from factprobe.metrics.jobs import bootstrap_of, summarize_suite
-from factprobe.rulelog import rule_logger
+from factprobe.plumbing.rulelog import rule_logger
 
 log = rule_logger(snakemake)
 # metrics.ranking_average of the suite (absent when its families have no ranking).

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from factprobe import scan
 from factprobe.diff.temporal import temporal_view
-from factprobe.rulelog import log_resident, rule_logger
+from factprobe.plumbing.rulelog import log_resident, rule_logger
 
 log = rule_logger(snakemake)
 mem_mb = int(snakemake.resources.mem_mb)

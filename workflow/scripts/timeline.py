@@ -11,8 +11,8 @@ from factprobe.measures import fact_headline
 from factprobe.metrics.cutoff_profile import profile_table
 from factprobe.metrics.slice_calibration import calibration_table
 from factprobe.metrics.timeline import after_cutoff_table, timeline_table
+from factprobe.plumbing.rulelog import rule_logger
 from factprobe.probes.timeline import popularity_profile
-from factprobe.rulelog import rule_logger
 
 log = rule_logger(snakemake)
 facts = contracts.read("facts", snakemake.input.facts)

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 from factprobe import contracts
 from factprobe.io import atomic_dir
-from factprobe.rulelog import rule_logger
+from factprobe.plumbing.rulelog import rule_logger
 from factprobe.scoring.control import fact_split, prior_docs, timeline_split, train_control, verbalizations
 from factprobe.suite_tables import read_concat
 

@@ -9,7 +9,7 @@ from functools import partial
 import pandas as pd
 from factprobe import contracts
 from factprobe.lm import load_model
-from factprobe.rulelog import rule_logger
+from factprobe.plumbing.rulelog import rule_logger
 from factprobe.settings import Translate, load_settings
 from factprobe.translate.llm import LLMTranslator
 from factprobe.translate.mt import TranslationCache, load_translator

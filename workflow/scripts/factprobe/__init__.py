@@ -13,7 +13,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 #: Names of :mod:`factprobe.api` on the package, imported on first use (PEP 562); the table's
-#: form is the one :mod:`factprobe.code_inputs` follows, so a rule script reaches the API's
+#: form is the one :mod:`factprobe.plumbing.code_inputs` follows, so a rule script reaches the API's
 #: modules only when it asks for one of these names.
 _LAZY = {
     "score": "api",

@@ -402,7 +402,7 @@ def measure_tables(
     if families is not None:
         block["families"] = list(families)
     encoder = None
-    from factprobe.run_inputs import needs_encoder
+    from factprobe.plumbing.run_inputs import needs_encoder
 
     enc = needs_encoder(suite.cfg, block["families"], suite.models)
     if enc:
@@ -479,7 +479,7 @@ def timeline(
     from factprobe.metrics.cutoff_profile import profile_table
     from factprobe.metrics.slice_calibration import calibration_table
     from factprobe.metrics.timeline import after_cutoff_table, timeline_table
-    from factprobe.run_inputs import timeline_params
+    from factprobe.plumbing.run_inputs import timeline_params
 
     suite = open_suite(suite, config)
     block = timeline_params(suite.cfg).get(suite.name)

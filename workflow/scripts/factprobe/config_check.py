@@ -249,7 +249,7 @@ def load_run(
     return cfg, dumps, models
 
 
-from factprobe.code_inputs import NOT_CODE_INPUTS, library_modules  # noqa: E402, F401  (re-exported)
+from factprobe.plumbing.code_inputs import NOT_CODE_INPUTS, library_modules  # noqa: E402, F401  (re-exported)
 
 #: Hugging Face repo id: ``name`` or ``org/name`` (huggingface_hub's validate_repo_id rules).
 HUB_ID = re.compile(r"^(?:[A-Za-z0-9][\w.-]*/)?[A-Za-z0-9][\w.-]*$")

@@ -1,6 +1,6 @@
 """Rules over one whole run's :class:`factprobe.settings.Config`: the per-suite rules of precedence
 (``suite_*``: what each rule of a suite reads, resolved once at parse time by
-:mod:`factprobe.run_settings`) and the checks that span several keys or sections
+:mod:`factprobe.plumbing.run_settings`) and the checks that span several keys or sections
 (``check_*``, run by :mod:`factprobe.config_check` before any job).
 
 Light on purpose, like :mod:`factprobe.settings`: only the standard library is imported, so

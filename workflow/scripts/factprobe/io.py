@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from factprobe.osfault import naming
+from factprobe.plumbing.osfault import naming
 
 COMPRESSION = "zstd"
 
@@ -62,10 +62,10 @@ def atomic_dir(path: str | os.PathLike, needed_mb: float | None = None) -> Itera
     """Yield an empty temporary sibling folder of ``path``; it replaces ``path`` only on success.
 
     On any failure the temporary folder is removed (no stale ``.<name>.*.tmp`` is left) and a
-    full disk is re-raised as :class:`factprobe.diskspace.OutOfSpaceError`; ``needed_mb`` (the
+    full disk is re-raised as :class:`factprobe.plumbing.diskspace.OutOfSpaceError`; ``needed_mb`` (the
     rule's ``disk_mb``) goes into its message.
     """
-    from factprobe import diskspace
+    from factprobe.plumbing import diskspace
 
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)

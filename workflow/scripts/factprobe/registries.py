@@ -11,7 +11,7 @@ Five registries, each ``name -> entry`` (a sixth, of measures, in :mod:`factprob
 
 Built-in entries name their code as ``"module:attribute"`` strings, imported on first use, so
 this module is standard library only: ``factprobe.settings`` reads it while the Snakefile is
-parsed, and importing it runs no implementation (:mod:`factprobe.code_inputs` follows the
+parsed, and importing it runs no implementation (:mod:`factprobe.plumbing.code_inputs` follows the
 strings, per registry, to the library files a job runs). New entries come from plugins
 (:mod:`factprobe.plugins`), imported when a registry is first read, never on import.
 
@@ -558,7 +558,7 @@ register_template_format("lama", f"{_SETS}:lama_set", licence="cc-by-nc-4.0")
 register_template_format("xfactr", f"{_SETS}:xfactr_set", languages="header")
 register_template_format("myriadlama", f"{_SETS}:myriadlama_set")
 
-#: Which registry each public name reads or fills: :mod:`factprobe.code_inputs` makes a module
+#: Which registry each public name reads or fills: :mod:`factprobe.plumbing.code_inputs` makes a module
 #: that imports a name depend on the code of that registry's built-in entries only.
 KINDS = {
     "STRATEGIES": (

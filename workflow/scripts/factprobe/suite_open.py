@@ -3,7 +3,7 @@
 :func:`open_suite` reads ``results/probes/<suite>`` of a working directory (the one Snakemake
 ran in: ``config/config.yaml`` next to ``results/``), validates that directory's config exactly
 as the workflow does at parse time (:func:`factprobe.config_check.load_run`) and resolves the
-suite's settings with :mod:`factprobe.run_settings`, so :mod:`factprobe.api` reads the same
+suite's settings with :mod:`factprobe.plumbing.run_settings`, so :mod:`factprobe.api` reads the same
 settings the rules receive. Every problem is a :class:`SetupError` naming the path and the fix.
 Light: standard library, yaml and the settings modules.
 """
@@ -38,7 +38,7 @@ class Suite:
     workdir: Path
     config_file: str
     cfg: Any  # factprobe.settings.Config
-    run: Any  # factprobe.run_settings.RunSettings
+    run: Any  # factprobe.plumbing.run_settings.RunSettings
     models: dict[str, dict]
 
     @property
@@ -63,7 +63,7 @@ class Suite:
         made it), left out for any other model (a list is found with the model's own scores:
         rule ``appropt_distractors``), whose measures then have no ``appropt`` strategy."""
         from factprobe import registries
-        from factprobe.run_settings import translated_suites
+        from factprobe.plumbing.run_settings import translated_suites
 
         files: dict[str, Path | list[Path]] = {k: self.table(k) for k in ("prompts", "candidates", "forms")}
         files["facts"] = self.table("facts")
@@ -123,7 +123,7 @@ def open_suite(suite: str | Path | Suite, config: str | Path | dict | None = Non
     ``config`` (default ``<workdir>/config/config.yaml``, the file ``make demo`` uses)."""
     if isinstance(suite, Suite):
         return suite
-    from factprobe.run_settings import resolve
+    from factprobe.plumbing.run_settings import resolve
 
     folder = Path(suite).expanduser().resolve()
     if not folder.is_dir():

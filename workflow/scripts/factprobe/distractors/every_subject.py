@@ -2,9 +2,9 @@
 settings: the ``every_subject`` of the strategies registered in :mod:`factprobe.registries`.
 
 Kept apart from the registry (which holds data only) so that code tracking sees it: the
-retrieval rules list this module among their inputs (:mod:`factprobe.code_inputs`), and an edit
+retrieval rules list this module among their inputs (:mod:`factprobe.plumbing.code_inputs`), and an edit
 reruns them. Standard library only: the Snakefile calls it while planning a suite's retrieval
-inputs (:func:`factprobe.run_inputs.prepare_inputs`).
+inputs (:func:`factprobe.plumbing.run_inputs.prepare_inputs`).
 """
 
 from __future__ import annotations

@@ -121,7 +121,7 @@ class FactprobeCallback(TrainerCallback):
         prefix: str = "factprobe",
     ):
         from factprobe.measures import fact_headline
-        from factprobe.run_inputs import timeline_params
+        from factprobe.plumbing.run_inputs import timeline_params
 
         if not every_n_steps and not on_evaluate:
             raise ValueError("FactprobeCallback: give every_n_steps=N, on_evaluate=True, or both")

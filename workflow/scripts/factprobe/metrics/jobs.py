@@ -1,7 +1,7 @@
 """What rules ``compute_metrics`` and ``summarize_metrics`` do, as functions: the one code path
 of the workflow and of :func:`factprobe.api.measures` / :func:`factprobe.api.summary`.
 
-Settings arrive as the rules receive them (plain dicts of :mod:`factprobe.run_settings`): a
+Settings arrive as the rules receive them (plain dicts of :mod:`factprobe.plumbing.run_settings`): a
 suite's ``metrics`` block (its families and only the keys they read), ``correct_set``, the
 (plausibility suite, model) cut-off, and the ``report`` keys of the bootstrap.
 """

@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class ScoreSettings:
     """A suite's scoring settings (config ``scoring``, resolved per suite by
-    :mod:`factprobe.run_settings`): what rule ``score_shard`` receives as params."""
+    :mod:`factprobe.plumbing.run_settings`): what rule ``score_shard`` receives as params."""
 
     mode: str = "continuation"  # or "sentence" (PROBELM §4.1)
     end_marker: str = "eos"

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from factprobe.contracts import EXTRACT_TABLES as TABLES
 from factprobe.contracts import SCHEMAS
 from factprobe.io import COMPRESSION, publish
-from factprobe.osfault import naming
+from factprobe.plumbing.osfault import naming
 
 
 class TableSet:

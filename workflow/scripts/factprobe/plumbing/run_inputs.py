@@ -16,8 +16,8 @@ from pathlib import Path
 
 from factprobe import config_rules, registries
 from factprobe import settings as S
-from factprobe.code_inputs import library_modules, plugin_files, stamp_file, write_stamp
 from factprobe.plugins import ENV as PLUGINS_ENV
+from factprobe.plumbing.code_inputs import library_modules, plugin_files, stamp_file, write_stamp
 from factprobe.settings import Config
 
 #: Extensions of a dump file, longest first (a ``.json.gz`` is not a ``.json``).
@@ -101,7 +101,7 @@ def probe_inputs(
     its templates, the diff of a plausibility suite (``changes``, ``{old}``/``{new}``), the
     temporal view of a ``temporal_only`` suite (``temporal``, ``{dump}``) and a listed-facts file.
     A suite that reads the release alone (``release_only``,
-    :func:`factprobe.run_settings.reads_release_only`) gets its templates and library only."""
+    :func:`factprobe.plumbing.run_settings.reads_release_only`) gets its templates and library only."""
     block = cfg.suites[suite]
     if release_only:
         return {"templates": template_files(cfg, suite, template_sets), "lib": lib}
@@ -226,9 +226,9 @@ def report_control_model_suites(cfg: Config, score_models: list[str], model_rows
 
 def library_inputs(script: str, scripts: Path, cwd: str | Path) -> list[str]:
     """The code input of a rule: the stamp of its ``script`` (under ``scripts``) in the working
-    directory ``cwd`` (:func:`factprobe.code_inputs.write_stamp`, a relative path), which lists
+    directory ``cwd`` (:func:`factprobe.plumbing.code_inputs.write_stamp`, a relative path), which lists
     every factprobe module the script reaches (imports, registry entries, plugins:
-    :mod:`factprobe.code_inputs`) with its content hash and is rewritten when one changes. A
+    :mod:`factprobe.plumbing.code_inputs`) with its content hash and is rewritten when one changes. A
     script's imports are invisible to Snakemake's code trigger; with this input, editing a module
     reruns exactly the rules whose scripts reach it (config/README.md, "When jobs rerun"). One
     file rather than the modules themselves: Snakemake's planning time grows with each job's

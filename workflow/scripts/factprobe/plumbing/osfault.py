@@ -3,7 +3,7 @@
 
 These are not bugs of the workflow, so a Python traceback (or pyarrow's ``OSError: [Errno 27]
 Error writing bytes to file``) is the wrong answer: :func:`fault_line` names the path, the limit
-and what to change, and the traceback goes to the job's log (factprobe.rulelog). Writers that
+and what to change, and the traceback goes to the job's log (factprobe.plumbing.rulelog). Writers that
 get an error without a file name from a C++ library (pyarrow, DuckDB) name their output with
 :func:`naming`. Standard library only.
 """

@@ -8,7 +8,7 @@ A job that fails with one of factprobe's own errors (a bad dump, a bad model, an
 selection: any exception class defined in the ``factprobe`` package) prints its message once, as
 one line on the console with the path of the log that holds the traceback; its traceback goes to
 the log only. So does a limit of the system (a file-size limit, a permission, a full disk:
-factprobe.osfault), with the path and what to change. Any other exception is a bug: its
+factprobe.plumbing.osfault), with the path and what to change. Any other exception is a bug: its
 traceback is printed as Python does.
 """
 
@@ -111,7 +111,7 @@ def rule_logger(smk) -> logging.Logger:
     where = f"{rule} ({', '.join(f'{k}={v}' for k, v in wildcards.items())})" if wildcards else rule
 
     def log_failure(kind, value, trace) -> None:
-        from factprobe.osfault import fault_line, is_os_fault
+        from factprobe.plumbing.osfault import fault_line, is_os_fault
 
         log.error("failed", exc_info=(kind, value, trace))
         if is_own_error(kind):

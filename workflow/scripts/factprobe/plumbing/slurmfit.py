@@ -16,7 +16,7 @@ queued) and stops the run with one line per refused rule::
     profiles/mysite/profile.yaml (or set its slurm_partition to one with larger nodes) and rerun
 
 A request whose size is known only when its inputs exist (``<TBD>`` before) is refused at
-submission; :func:`factprobe.slurmfail.explain` then names it the same way from the sbatch call
+submission; :func:`factprobe.plumbing.slurmfail.explain` then names it the same way from the sbatch call
 in the run's log (after the profile's retry).
 
 Standard library only: the Snakefile imports it while parsing.
@@ -317,7 +317,7 @@ def planned_sbatch(workflow) -> list[tuple[str, list[str]]]:
 def refuse_unsatisfiable(workflow, argv: Sequence[str]) -> None:
     """``onstart``: stop a SLURM run before its first submission when SLURM refuses a planned
     request as larger than every node of its partition (one line per rule)."""
-    from factprobe.slurmfail import profile_in_use
+    from factprobe.plumbing.slurmfail import profile_in_use
 
     settings = f"{profile_in_use(argv).rstrip('/')}/profile.yaml"
     lines = refusals(planned_sbatch(workflow), settings)

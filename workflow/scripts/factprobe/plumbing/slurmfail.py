@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from factprobe.slurmfit import refused_submissions
+from factprobe.plumbing.slurmfit import refused_submissions
 
 ERROR = re.compile(r"^Error in rule (\w+):$", re.M)
 SLURM_FAILED = re.compile(r"SLURM-job '(\d+)' failed, SLURM status is: '(\w+)'")
@@ -154,7 +154,7 @@ def job_line(job: FailedJob, slurm_log_text: str, profile: str) -> str:
             f"command; consider `slurm-requeue: true` in {settings}{log}"
         )
     own = OWN_LINE.findall(slurm_log_text)
-    if own:  # the job's own one-line cause (factprobe.rulelog), printed in the SLURM log
+    if own:  # the job's own one-line cause (factprobe.plumbing.rulelog), printed in the SLURM log
         return own[-1]
     return f"factprobe: {where} failed in SLURM (state {job.state}, SLURM job {job.job_id}): see{log or ' its log'}"
 
