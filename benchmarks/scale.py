@@ -149,13 +149,13 @@ MAX_SHARDS, MAX_PARTS = 512, 4096
 # ≈ 97 GB, a figure of late 2026, not verified online here (the NNZ_PER_DUMP_BYTE note of the
 # index planner assumed ≈ 140 GB before). The .json.bz2 is not stated: no verified figure was at hand.
 FULL_DUMP_BYTES = 97e9
-# A DuckDB job at full size asks DuckDB for the limit it would get from common.smk, less where
+# A DuckDB job at full size asks DuckDB for the limit it would get from the workflow, less where
 # that would take the job over JOB_GB (it then spills more; the model does not price the spill),
 # but never below DUCKDB_MIN_MB.
 DUCKDB_MIN_MB = 1024
 # Jobs whose DuckDB part takes a share of the job's mem_mb as memory_limit and spills beyond it
 # (the diff also splits its buckets by mem_mb). DuckDB fills whatever limit it gets, so a request
-# that grows with the input (common.smk) shows up as growth in peak RSS; --mem-mb gives them all
+# that grows with the input (workflow/rules/*.smk) shows up as growth in peak RSS; --mem-mb gives them all
 # one request at every size, and the RSS fit then sees only what grows with the data. Not the
 # semantic index's parts (sem_bags): their peak is the part's CSR beside DuckDB, fitted as measured.
 DUCKDB_RULES = ("diff_dumps", "temporal_view", "build_probes", "retrieve_distractors", "retrieve_shard")
@@ -178,7 +178,7 @@ STATE_LINE = re.compile(r"resident after [^:]+: (\d+) MB \(DuckDB limit (\d+) MB
 OMEGA_LINE = re.compile(
     r"omega: \d+ facts, (\d+) typed entities, (\d+) forms, (\d+) valid statements, (\d+) co-occurrence"
 )
-# common.smk caps the requests that grow with the input at 64 GB, build_probes' at 8 GB.
+# The rules cap the requests that grow with the input at 64 GB, build_probes' at 8 GB.
 MEM_CAP_MB, RULE_MEM_CAP_MB = 64000, {"build_probes": 8000}
 
 
@@ -464,7 +464,7 @@ def read_states(work: Path) -> dict[str, list[dict]]:
 
 def limit_full_mb(runs: list[dict], rule: str) -> float:
     """DuckDB's limit of the rule's jobs at full size: the same share of the request, which is the
-    measured one when it stayed fixed over the sizes and common.smk's cap when it grew with them."""
+    measured one when it stayed fixed over the sizes and the rule's cap when it grew with them."""
     jobs = [run["states"][rule] for run in runs]
     mem = [max(j["mem_mb"] for j in js) for js in jobs]
     share = max(j["limit_mb"] / j["mem_mb"] for j in jobs[-1])
@@ -851,7 +851,7 @@ class UnitModel:
         return self.mem_fixed_mb + self.mem_var_mb / parts
 
     def duckdb_share(self, parts: int) -> float:
-        """DuckDB's limit per part: the workflow's at full size (common.smk), lowered to what
+        """DuckDB's limit per part: the workflow's at full size (workflow/rules/*.smk), lowered to what
         leaves the job within its cores' share of a node (NODE_MEM_GB / NODE_CORES per core) and
         within JOB_GB, so that memory never idles the node's cores; never below DUCKDB_MIN_MB.
         A lower limit means more spilling, whose time the model does not price."""
@@ -1185,7 +1185,7 @@ def node_model(runs: list[dict], floor: float) -> list[str]:
         f"Every job with its fitted memory, list-scheduled (critical path first; a job starts when its "
         f"node has both its cores and its memory free; each job on one node) on 1 and {CLUSTER_NODES} "
         f"nodes of {NODE_CORES} cores / {NODE_MEM_GB:.0f} GB. A DuckDB job's memory = its state outside "
-        f"DuckDB + DuckDB's limit, which the model lowers from the workflow's (common.smk, capped) to what "
+        f"DuckDB + DuckDB's limit, which the model lowers from the workflow's (capped) to what "
         f"keeps the job within its cores' share of the node ({NODE_MEM_GB / NODE_CORES:.0f} GB per core) and "
         f"{JOB_GB:.0f} GB, at least {DUCKDB_MIN_MB} MB (it then spills more: spill time is not modelled). Split stages (STAGES.split) get their shards: the index's parts "
         f"as sem_part_count plans them for a {FULL_DUMP_BYTES / 1e9:.0f} GB dump, and one distractors.shards for every "

@@ -235,7 +235,7 @@ def full_peak_mb(
 
 def probes_limit_mb() -> float:
     """DuckDB's limit of ``build_probes`` at full size: its share of the rule's capped request
-    (workflow/rules/common.smk, ``scale.RULE_MEM_CAP_MB``)."""
+    (workflow/rules/functions/probes.smk, ``scale.RULE_MEM_CAP_MB``)."""
     import scale
     from factprobe.scan import duckdb_mb
 

@@ -29,7 +29,7 @@ def snakemake(*args, cwd=ROOT, check=True):
 def test_snakefmt_clean():
     files = [
         "workflow/Snakefile",
-        *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "workflow/rules").glob("*.smk")),
+        *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "workflow/rules").rglob("*.smk")),
     ]
     run([str(BIN / "snakefmt"), "--check", *files])
 
@@ -113,7 +113,7 @@ def test_sharded_retrieval_prepares_each_suite_once(tmp_path):
 
 
 def test_one_min_version_equal_to_the_pyproject_pin():
-    sources = [ROOT / "workflow/Snakefile", *sorted((ROOT / "workflow/rules").glob("*.smk"))]
+    sources = [ROOT / "workflow/Snakefile", *sorted((ROOT / "workflow/rules").rglob("*.smk"))]
     calls = [m for p in sources for m in re.findall(r'min_version\("([^"]+)"\)', p.read_text())]
     pin = re.search(r'"snakemake>=([0-9.]+)"', (ROOT / "pyproject.toml").read_text()).group(1)
     assert calls == [pin]
@@ -121,10 +121,11 @@ def test_one_min_version_equal_to_the_pyproject_pin():
 
 def test_rules_import_only_the_light_settings_modules():
     """The Snakefile parses without the science stack: the rules import only
-    factprobe.settings, factprobe.config_rules and factprobe.config_check, plus the disk-size helper; none imports
+    factprobe.settings and factprobe.config_check, plus the workflow's plumbing and a few
+    parse-time helpers; none imports
     pandas/numpy/torch/tqdm/pyarrow (tests/unit/test_settings.py). Dumps are hashed by their
     extraction job, not while parsing."""
-    sources = [ROOT / "workflow/Snakefile", *sorted((ROOT / "workflow/rules").glob("*.smk"))]
+    sources = [ROOT / "workflow/Snakefile", *sorted((ROOT / "workflow/rules").rglob("*.smk"))]
     imported = {
         m for p in sources for m in re.findall(r"^\s*(?:from|import) (factprobe[\w.]*)", p.read_text(), re.M)
     }
@@ -141,7 +142,6 @@ def test_rules_import_only_the_light_settings_modules():
         == {
             "factprobe",
             "factprobe.settings",
-            "factprobe.config_rules",  # per-suite precedence and cross-key checks: settings + registries
             "factprobe.config_check",
             "factprobe.plumbing",  # how the workflow runs (its modules below): imports nothing itself
             "factprobe.plumbing.diskspace",

@@ -1,5 +1,5 @@
-"""factprobe.plumbing.run_inputs: the choices behind common.smk's input functions, on the demo config and
-hand-made registry rows (common.smk keeps one-line input functions)."""
+"""factprobe.plumbing.run_inputs: the choices behind the rules' input functions, on the demo config and
+hand-made registry rows (workflow/rules/functions/ keeps one-line input functions)."""
 
 import hashlib
 from pathlib import Path

@@ -49,7 +49,7 @@ def _runs(items, jobs):
 
 def test_limit_at_full_size_is_the_capped_or_the_fixed_request():
     grown = _runs([1000, 2000], [[{"limit_mb": 500, "mem_mb": 2000}], [{"limit_mb": 1000, "mem_mb": 4000}]])
-    # A request that grew with the input reaches common.smk's cap; DuckDB keeps its 1/4 share.
+    # A request that grew with the input reaches the rule's cap; DuckDB keeps its 1/4 share.
     assert scale.limit_full_mb(grown, "r") == pytest.approx(64000 / 4)
     fixed = _runs([1000, 2000], [[{"limit_mb": 4500, "mem_mb": 6000}]] * 2)
     assert scale.limit_full_mb(fixed, "r") == pytest.approx(4500)

@@ -231,7 +231,7 @@ def test_merge_refuses_incomplete_or_mixed_parts(claims, tmp_path):
 
 
 def test_part_jobs_ask_for_their_share_of_the_memory(tmp_path):
-    """sem_bags' mem_mb (common.smk): floor + factor x input MB / parts, so a part job of P asks
+    """sem_bags' mem_mb (functions/distractors.smk): floor + factor x input MB / parts, so a part job of P asks
     for about 1/P of what the one job over the whole claims asked for."""
     from factprobe.plumbing.diskspace import input_scaled
 

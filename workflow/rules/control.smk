@@ -7,6 +7,10 @@
 TIMELINE_SUITES = {name: block.timeline is not None for name, block in SUITES.items()}
 
 
+CONTROL_PARAMS = RUN.control
+CONTROL_TAUGHT = RUN.control_taught
+
+
 rule train_control:
     input:
         facts=rules.build_probes.output.facts,

@@ -1,5 +1,8 @@
 # diff stage (docs/contracts.md): WikiFactDiff-style changes between consecutive enabled dumps
-# and a temporal view per dump; input functions in common.smk.
+# and a temporal view per dump; input functions in functions/diff.smk.
+
+
+include: "functions/diff.smk"
 
 
 rule diff_dumps:

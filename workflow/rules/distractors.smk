@@ -1,5 +1,8 @@
 # distractors stage: semantic index per dump, candidates + forms per suite, ApprOpt per model
-# (docs/contracts.md); input functions in common.smk.
+# (docs/contracts.md); input functions in functions/distractors.smk.
+
+
+include: "functions/distractors.smk"
 
 
 # The semantic index in parts (factprobe.distractors.sem_index_parts): each sem_bags

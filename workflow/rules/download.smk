@@ -1,5 +1,8 @@
 # download stage: see docs/contracts.md. Registry rows with `path` never reach this rule
-# (common.smk's dump_file uses the file in place).
+# (dump_file, functions/download.smk, uses the file in place).
+
+
+include: "functions/download.smk"
 
 
 rule download_dump:

@@ -1,6 +1,9 @@
 # extract stage: see docs/contracts.md and factprobe/wikidata/reader.py (how work is split).
 
 
+include: "functions/extract.smk"
+
+
 rule extract_dump:
     input:
         dump=dump_file,

@@ -1,5 +1,8 @@
 # metrics stage: score tables -> per-fact measures, per-suite summaries, leaderboard
-# (docs/contracts.md); input functions in common.smk.
+# (docs/contracts.md); input functions in functions/metrics.smk.
+
+
+include: "functions/metrics.smk"
 
 
 rule compute_metrics:
@@ -51,9 +54,7 @@ rule summarize_metrics:
         unpack(suite_metric_tables),
         # The facts table and the score tables: a suite whose scores lost facts is refused.
         facts=rules.build_probes.output.facts,
-        scores=lambda w: expand(
-            rules.score_suite.output.scores, suite=w.suite, model=SCORE_MODELS
-        ),
+        scores=suite_score_tables,
         lib=library("summarize_metrics.py"),
     output:
         summary=report(

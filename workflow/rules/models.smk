@@ -2,6 +2,9 @@
 # (weights as safetensors + manifest.json); later jobs load only these folders, offline.
 
 
+include: "functions/models.smk"
+
+
 rule prepare_model:
     input:
         unpack(model_source_files),

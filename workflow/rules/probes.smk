@@ -1,6 +1,9 @@
 # probes stage: suites -> results/probes/{suite}/ facts, prompts, entity_forms (docs/contracts.md)
 
 
+include: "functions/probes.smk"
+
+
 rule build_probes:
     input:
         unpack(probe_inputs),

@@ -1,6 +1,9 @@
 # report stage: metric tables -> results/report/index.html and its figures (docs/contracts.md)
 
 
+include: "functions/report.smk"
+
+
 report: "../report/workflow.rst"
 
 

@@ -1,5 +1,8 @@
 # score stage: results/scores/{suite}/{model}.parquet (+ .generations.parquet), docs/contracts.md;
-# input functions in common.smk.
+# input functions in functions/score.smk.
+
+
+include: "functions/score.smk"
 
 
 rule score_shard:

@@ -1,4 +1,9 @@
 # translate stage: sentence-level verbalization of multilingual suites (docs/contracts.md)
+
+
+include: "functions/translate.smk"
+
+
 TRANSLATE = CFG.translate
 TRANSLATE_LLM = TRANSLATE.llm if TRANSLATE.backend == "llm" else ""
 if TRANSLATE_LLM and TRANSLATE_LLM not in MODEL_ROWS:

@@ -56,7 +56,7 @@ class Suite:
         return path
 
     def tables(self, model: str | None = None) -> dict[str, Path | list[Path]]:
-        """The named tables scoring and the measures read (``common.smk``'s ``score_inputs``):
+        """The named tables scoring and the measures read (``score_inputs``, ``functions/score.smk``):
         prompts, candidates, forms and facts, plus translations and subject swaps (sentence mode)
         where the suite has them, and ``model``'s ApprOpt list (distractors paper §3.3) where the
         suite draws one per model: required for a row of the suite's models.tsv (the workflow

@@ -1,6 +1,6 @@
 """How many parts a dump's semantic index is built in (:mod:`.sem_index_parts`).
 
-Standard library only: ``workflow/rules/common.smk`` plans the ``sem_bags`` jobs while parsing,
+Standard library only: ``workflow/rules/functions/distractors.smk`` plans the ``sem_bags`` jobs while parsing,
 before any table exists, so the number of parts comes from the dump file's size.
 """
 

@@ -1,6 +1,6 @@
 """Disk space: ``disk_mb`` of the rules from their input size, and out-of-space errors that say so.
 
-Rules that write large outputs declare ``disk_mb=input_size_mb(factor)`` (``common.smk``), so a
+Rules that write large outputs declare ``disk_mb=input_size_mb(factor)`` (``workflow/rules/*.smk``), so a
 scheduler (SLURM ``--tmp``, ``--resources disk_mb=...``) sees the need before the job starts.
 When a disk still fills up, the writers fail with ``OSError(ENOSPC)`` (Python, pyarrow) or, from
 C++ streams (nmslib's ``saveIndex``), with a bare ``basic_ios::clear: iostream error``;

@@ -1,6 +1,6 @@
-"""Which files a rule reads, worked out at parse time for the input functions of ``common.smk``.
+"""Which files a rule reads, worked out at parse time for the rules' input functions.
 
-The input functions of ``workflow/rules/common.smk`` stay one-liners: the choices (which dump
+The input functions (``workflow/rules/functions/<stage>.smk``) stay one-liners: the choices (which dump
 file, which model folder, which templates, which optional tables) are made here, as small pure
 functions of the typed config (:mod:`factprobe.settings`), the registry rows and the rules' output
 path templates (``{dump}``, ``{suite}``, ``{model}`` placeholders), so they are tested in Python

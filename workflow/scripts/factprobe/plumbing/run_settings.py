@@ -25,7 +25,7 @@ CONTROL_CHECK_KEYS = ("control_strategy", "taught_target", "chance_band", *BOOTS
 @dataclass(frozen=True)
 class RunSettings:
     """What the rules read, per suite / model / dump: ``RUN.<field>`` in the rule files, a few
-    under names of their own in ``common.smk`` (in brackets)."""
+    under names of their own (in brackets) in ``common.smk`` or in ``functions/<stage>.smk``."""
 
     mt_rows: list[str]  # seq2seq translators among models.tsv rows
     score_models: list[str]  # SCORE_MODELS

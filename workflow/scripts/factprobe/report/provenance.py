@@ -2,7 +2,7 @@
 identity, the factprobe version, a hash of the resolved configuration and the plugins loaded.
 
 Parse-time helpers (``config_hash``, ``factprobe_version``, ``dump_records``) use the standard
-library only, since ``common.smk``/``report.smk`` call them before any job runs; the render-time
+library only, since ``functions/report.smk`` calls them before any job runs; the render-time
 helpers read what jobs wrote (``manifest.json`` of a prepared model, the control model folder).
 """
 
