@@ -1,6 +1,7 @@
 # diff stage (diff.smk), its helpers: the diff's and the temporal view's inputs.
 # Functions live apart from the rules (snakemake --lint: no file mixes them); the rule file
-# includes this one first. Names used by later stages' functions are read when called.
+# includes this one first. A function may name what a later stage defines: names are looked up
+# when Snakemake calls it.
 
 
 def diff_inputs(wildcards):

@@ -2,7 +2,8 @@
 # parts, resources that grow with the inputs, and the inputs of retrieval, ApprOpt and subject
 # swaps.
 # Functions live apart from the rules (snakemake --lint: no file mixes them); the rule file
-# includes this one first. Names used by later stages' functions are read when called.
+# includes this one first. A function may name what a later stage defines: names are looked up
+# when Snakemake calls it.
 
 
 # The stage's settings per suite / dump (factprobe.plumbing.run_settings).

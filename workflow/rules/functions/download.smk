@@ -1,6 +1,7 @@
 # download stage (download.smk), its helpers: which file a dump is.
 # Functions live apart from the rules (snakemake --lint: no file mixes them); the rule file
-# includes this one first. Names used by later stages' functions are read when called.
+# includes this one first. A function may name what a later stage defines: names are looked up
+# when Snakemake calls it.
 
 
 def dump_file(wildcards):

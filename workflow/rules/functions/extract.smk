@@ -1,7 +1,8 @@
 # extract stage (extract.smk), its helpers: the extraction's params, and the path of its tables
 # that later stages read.
 # Functions live apart from the rules (snakemake --lint: no file mixes them); the rule file
-# includes this one first. Names used by later stages' functions are read when called.
+# includes this one first. A function may name what a later stage defines: names are looked up
+# when Snakemake calls it.
 
 
 def local_dump_checksum(wildcards):

@@ -1,7 +1,8 @@
 # metrics stage (metrics.smk), its helpers: the tables the measures, the human alignment and the
 # robustness table read.
 # Functions live apart from the rules (snakemake --lint: no file mixes them); the rule file
-# includes this one first. Names used by later stages' functions are read when called.
+# includes this one first. A function may name what a later stage defines: names are looked up
+# when Snakemake calls it.
 
 
 MODEL_CUTOFFS = RUN.model_cutoffs

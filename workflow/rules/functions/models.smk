@@ -1,7 +1,8 @@
 # models stage (models.smk), its helpers: the folder a job loads a model from, and what a model is
 # prepared from.
 # Functions live apart from the rules (snakemake --lint: no file mixes them); the rule file
-# includes this one first. Names used by later stages' functions are read when called.
+# includes this one first. A function may name what a later stage defines: names are looked up
+# when Snakemake calls it.
 
 
 def model_folder(suite, model):

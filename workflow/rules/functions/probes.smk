@@ -1,6 +1,7 @@
 # probes stage (probes.smk), its helpers: the probe rules' suites, resources and inputs.
 # Functions live apart from the rules (snakemake --lint: no file mixes them); the rule file
-# includes this one first. Names used by later stages' functions are read when called.
+# includes this one first. A function may name what a later stage defines: names are looked up
+# when Snakemake calls it.
 
 
 # Suites imported from a released benchmark (rule import_released) vs built from the dump

@@ -1,7 +1,8 @@
 # translate stage (translate.smk), its helpers: the translated suites and the translation's
 # inputs.
 # Functions live apart from the rules (snakemake --lint: no file mixes them); the rule file
-# includes this one first. Names used by later stages' functions are read when called.
+# includes this one first. A function may name what a later stage defines: names are looked up
+# when Snakemake calls it.
 
 
 # The suites translate_prompts runs for (its wildcard constraint).
