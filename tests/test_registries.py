@@ -36,8 +36,10 @@ def test_registries_hold_the_built_in_entries_only_once():
     assert distractors.canonical(["temp", "sem", "temp+sem"]) == ["temp+sem", "sem"]
     assert distractors.needs(["temp"], "temporal") and distractors.needs(["sem"], "index")
     assert not distractors.needs(["random", "pool"], "index")
-    assert distractors.needs_every_subject({"strategies": ["pool"]})  # pool_source relation by default
-    assert not distractors.needs_every_subject({"strategies": ["cooccur"], "cooccur_sides": ["object"]})
+    assert distractors.needs_every_subject({"strategies": ["pool"]})  # pool source relation by default
+    assert distractors.needs_every_subject({"strategies": ["cooccur"]})  # both sides by default
+    one_side = {"strategies": ["cooccur"], "strategy_settings": {"cooccur": {"sides": ["object"]}}}
+    assert not distractors.needs_every_subject(one_side)
     assert metrics.MEASURES["mean_rank"].better_key(3.0) < metrics.MEASURES["mean_rank"].better_key(2.0)
     assert metrics.MEASURES["belief_ovconf"].better_key(-0.1) > metrics.MEASURES["belief_ovconf"].better_key(
         0.2

@@ -349,12 +349,15 @@ class Distractors:
     sem: Sem = _default(Sem())
     appropt: Appropt = _default(Appropt())
     # Settings a strategy declares itself (factprobe.registries.Strategy.settings), by strategy:
-    # the built-ins' (cooccur n and sides, temp+sem earlier_dump, pool source) as a plugin's.
+    # the built-ins' (cooccur n and sides, temp+sem earlier_dump, pool source) as a plugin's;
+    # every strategy that declares some, its defaults filled in.
     strategy_settings: dict[str, dict] = _default({})
 
     def __post_init__(self) -> None:
         check_strategy_names("strategies", self.strategies)
         check_own_settings(self.strategy_settings)
+        own = registries.strategy_settings(registries.choices(), self.strategy_settings)
+        object.__setattr__(self, "strategy_settings", own)
 
 
 @dataclass(frozen=True)
