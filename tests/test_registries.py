@@ -172,7 +172,7 @@ values = []
 for scale in (1.0, 2.0):
     frame.settings = S.load_settings(S.Metrics, {"families": {}, "family_settings": {"toy": {"scale": scale}}})
     values.append(float(FAMILIES["toy"].code()(frame)[0][0]["value"].iloc[0]))
-print(json.dumps([retrieve.get("strategy_settings"), "strategy_settings" in plain, errors,
+print(json.dumps([retrieve.get("strategy_settings"), "toy_same_relation" in plain["strategy_settings"], errors,
                   SOURCES["toy_triples"].listed, params.get("family_settings"), values]))
 """
 
@@ -191,6 +191,7 @@ def test_a_plugin_strategy_takes_a_setting_of_its_own():
         check=True,
     )
     resolved, plain_has_key, errors, listed, family_params, values = json.loads(out.stdout)
+    # The toy's setting is no param of a suite that does not use the toy strategy.
     assert resolved == {"toy_same_relation": {"skip": 2}} and not plain_has_key and listed
     assert family_params == {"toy": {"scale": 2.0}} and values == [-1.5, -3.0]
     assert "setting 'skip' is int" in errors[0] and "allowed objects passed over" in errors[0]
