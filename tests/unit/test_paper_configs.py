@@ -78,7 +78,7 @@ def test_probelm_protocol():
     config = load(ROOT / "config" / "papers" / "probelm.yaml")
     suite = config["suites"]["probelm"]
     assert suite["kind"] == "plausibility" and config["scoring"]["sentence_kinds"] == ["plausibility"]
-    assert config["distractors"]["cooccur"] == {"n": 10, "sides": ["object", "subject"]}
+    assert config["distractors"]["strategy_settings"]["cooccur"] == {"n": 10, "sides": ["object", "subject"]}
     assert suite["templates"]["styles"] == ["statement", "completion", "question"]
     assert 5900 <= suite["n_facts"] * len(suite["relations"]) <= 6100
     models = read_registry(ROOT / config["models"], SCHEMAS / "models.schema.yaml", key="name")

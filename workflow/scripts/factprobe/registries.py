@@ -263,6 +263,10 @@ def strategy_settings(names: list[str], given: Mapping[str, Mapping]) -> dict[st
 _STRATEGY = "factprobe.distractors.strategies"
 # One line per built-in strategy (distractors paper §3.3, PROBELM App. B, fluent-mLAMA §3.1);
 # a knob of one strategy alone is its own setting, as a plugin's (config/README.md, distractors).
+_EARLIER = "also count objects only absent from this dump, seen in an earlier one (no end date)"
+_POOL_SOURCE = (
+    "relation (its objects in the dump), suite (the suite's) or dataset (fluent-mLAMA §3.3 strings)"
+)
 register_strategy("random", f"{_STRATEGY}:random_rows")
 register_strategy("sem", f"{_STRATEGY}:sem_rows", prepare=f"{_STRATEGY}:sem_lists", index=True)
 register_strategy(
@@ -272,13 +276,7 @@ register_strategy(
     index=True,
     temporal=True,
     aliases=("temp",),
-    settings={
-        "earlier_dump": Setting(
-            False,
-            "also count objects merely absent from this dump but present in an earlier one "
-            "(no end date; the reference uses ended statements only)",
-        )
-    },
+    settings={"earlier_dump": Setting(False, _EARLIER)},
 )
 register_strategy(
     "cooccur",
@@ -296,13 +294,7 @@ register_strategy(
     f"{_STRATEGY}:pool_rows",
     prepare=f"{_STRATEGY}:relation_pools",
     every_subject="factprobe.distractors.every_subject:relation_pool",
-    settings={
-        "source": Setting(
-            "relation",
-            "relation (every object of the relation in the dump), suite (the suite's objects) or "
-            "dataset (strings of the language-relation subset, fluent-mLAMA §3.3)",
-        )
-    },
+    settings={"source": Setting("relation", _POOL_SOURCE)},
 )
 register_strategy("appropt", None, per_model=True)  # rule appropt_distractors (factprobe.distractors.appropt)
 
