@@ -791,7 +791,7 @@ def test_bad_input_names_the_file_and_the_fix(suite):
     with pytest.raises(ValueError, match="not a Wikidata item/property id: 'Berlin'"):
         qids(["Q64", "Berlin"])
     with pytest.raises(ConfigError, match="unknown distractor strategies"):
-        Retrieve(["sem", "nearest"], 10, 50, "exact", ["en"], DUMP, 10, ["object"], 90, "truthy", 200)
+        Retrieve(["sem", "nearest"], 10, 50, "exact", ["en"], DUMP, 90, "truthy", 200)
 
 
 # --- retrieval shards --------------------------------------------------------
