@@ -17,9 +17,9 @@ strings, per registry, to the library files a job runs). New entries come from p
 
 A name is registered once: a second registration fails naming both sources, unless it says
 ``override=True``; then the run log says which entry replaced which. A strategy may declare its
-own settings (:class:`Setting`): ``distractors.strategy_settings.<name>`` sets them, they are
-checked against the declared defaults' types and reach the retriever as
-``ctx.settings.strategy_settings[<name>]``.
+own settings (:class:`Setting`), the built-in ones as plugins: ``distractors.strategy_settings.<name>``
+sets them, they are checked against the declared defaults' types and reach the retriever as
+``ctx.settings.strategy_settings[<name>]`` (``ctx.settings.own(<name>)``).
 """
 
 from __future__ import annotations
