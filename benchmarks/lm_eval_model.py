@@ -82,8 +82,6 @@ def demo_suite(work: Path):
         search="exact",
         languages=["en", "de"],
         dump=DUMP,
-        cooccur_n=10,
-        cooccur_sides=["object", "subject"],
         form_threshold=90.0,
         valid_ranks="non_deprecated",
         ef_search=200,

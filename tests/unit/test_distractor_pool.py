@@ -65,12 +65,10 @@ def _settings(source, size=50):
         search="exact",
         languages=["en", "cs"],
         dump="20190201",
-        cooccur_n=10,
-        cooccur_sides=["object"],
         form_threshold=None,
         valid_ranks="non_deprecated",
         ef_search=200,
-        pool_source=source,
+        strategy_settings={"pool": {"source": source}},
     )
 
 

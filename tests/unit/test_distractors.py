@@ -69,11 +69,10 @@ def demo_settings(strategies: list[str], n: int, pool_size: int) -> Retrieve:
         search="exact",
         languages=["en", "de"],
         dump=DUMP,
-        cooccur_n=n,
-        cooccur_sides=["object", "subject"],
         form_threshold=90,
         valid_ranks="non_deprecated",
         ef_search=200,
+        strategy_settings={"cooccur": {"n": n, "sides": ["object", "subject"]}},
     )
 
 
@@ -770,7 +769,7 @@ def test_retrieve_end_to_end_every_row_in_omega(demo_tables, claims, suite, inde
     assert (found[["random", "sem", "temp+sem"]] <= 10).all().all() and found["random"].median() == 10
     # temp >= sem: Temp+Sem only adds past objects in front of the same semantic list.
     assert (found["temp+sem"] >= found["sem"]).all()
-    pools = relation_pools(facts, forms, ["en", "de"], omega.valid)  # pool_source: relation (default)
+    pools = relation_pools(facts, forms, ["en", "de"], omega.valid)  # pool source: relation (default)
     for fact in facts.itertuples():
         s, r, o = (int(x[1:]) for x in fact.fact_id.split("|"))
         want = sum(min(50, len(omega.filter(s, r, o, pools[(fact.property, lang)]))) for lang in ("en", "de"))
@@ -792,7 +791,7 @@ def test_bad_input_names_the_file_and_the_fix(suite):
     with pytest.raises(ValueError, match="not a Wikidata item/property id: 'Berlin'"):
         qids(["Q64", "Berlin"])
     with pytest.raises(ConfigError, match="unknown distractor strategies"):
-        Retrieve(["sem", "nearest"], 10, 50, "exact", ["en"], DUMP, 10, ["object"], 90, "truthy", 200)
+        Retrieve(["sem", "nearest"], 10, 50, "exact", ["en"], DUMP, 90, "truthy", 200)
 
 
 # --- retrieval shards --------------------------------------------------------
@@ -889,10 +888,12 @@ def test_subject_shards_read_their_slice_and_gather_to_the_one_job_table(
         "valid_ranks": ranks,
         "form_threshold": 90,
         "strategies": strategies,
-        "cooccur_sides": sides,
+        "strategy_settings": {"cooccur": {"sides": sides}},
     }
     settings = dataclasses.replace(
-        demo_settings(strategies, n=4, pool_size=6), cooccur_sides=sides or ["object"], valid_ranks=ranks
+        demo_settings(strategies, n=4, pool_size=6),
+        strategy_settings={"cooccur": {"n": 4, "sides": sides or ["object"]}},
+        valid_ranks=ranks,
     )
 
     def run(only=None, prepared=None):

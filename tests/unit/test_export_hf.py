@@ -59,8 +59,6 @@ def retrieve_settings(**chosen) -> Retrieve:
         search="exact",
         languages=["en"],
         dump=DUMP,
-        cooccur_n=10,
-        cooccur_sides=["object", "subject"],
         form_threshold=90.0,
         valid_ranks="non_deprecated",
         ef_search=200,

@@ -78,7 +78,7 @@ def test_probelm_protocol():
     config = load(ROOT / "config" / "papers" / "probelm.yaml")
     suite = config["suites"]["probelm"]
     assert suite["kind"] == "plausibility" and config["scoring"]["sentence_kinds"] == ["plausibility"]
-    assert config["distractors"]["cooccur"] == {"n": 10, "sides": ["object", "subject"]}
+    assert config["distractors"]["strategy_settings"]["cooccur"] == {"n": 10, "sides": ["object", "subject"]}
     assert suite["templates"]["styles"] == ["statement", "completion", "question"]
     assert 5900 <= suite["n_facts"] * len(suite["relations"]) <= 6100
     models = read_registry(ROOT / config["models"], SCHEMAS / "models.schema.yaml", key="name")
@@ -117,7 +117,9 @@ def test_fluent_mlama_protocol():
         assert suite["correct_set"] == "table1" and suite["scoring"] == {"end_marker": "none"}
     distractors = config["distractors"]
     assert distractors["by_kind"]["multilingual"]["strategies"] == ["pool"]
-    assert distractors["pool_size"] == 50 and distractors["pool_source"] == "dataset"
+    assert distractors["pool_size"] == 50 and distractors["strategy_settings"]["pool"] == {
+        "source": "dataset"
+    }
     assert config["metrics"]["ranking_ties"] == "correct_first"
     assert config["metrics"]["recall_ns"] == [1, 2, 3, 4, 5]
     assert config["scoring"]["models"] == ["llama2-7b-chat"]
@@ -303,9 +305,9 @@ PROTOCOL_KEYS = {
     "distractors.sem.reverse_features": "distractors",
     "distractors.sem.bag": "distractors",
     "distractors.sem.namespace": "distractors",
-    "distractors.pool_source": "fluent-mlama",
+    "distractors.strategy_settings.pool.source": "fluent-mlama",
     "distractors.pool_size": "fluent-mlama",
-    "distractors.cooccur.n": "probelm",
+    "distractors.strategy_settings.cooccur.n": "probelm",
     "metrics.ns": "distractors",
     "metrics.short_lists": "distractors",
     "metrics.overlap.rouge_units": "distractors",
@@ -385,7 +387,7 @@ def test_library_defaults_that_differ_from_the_papers_are_documented():
     assert {
         "metrics.ranking_average",
         "metrics.ranking_ties",
-        "distractors.pool_source",
+        "distractors.strategy_settings.pool.source",
         "suites.knowledge.sampler",
         "translate.word_order",
     } <= differ

@@ -216,17 +216,23 @@ def test_sharded_retrieval_reads_one_preparation_per_suite():
     # Relation pools take every object of the relation: the preparation holds one job's valid
     # statements (prepare_universe), read from the claims.
     pool = I.prepare_inputs(
-        {"strategies": ["pool"], "pool_source": "relation", "dump": "20190201"}, omega, [], "i"
+        {"strategies": ["pool"], "strategy_settings": {"pool": {"source": "relation"}}, "dump": "20190201"},
+        omega,
+        [],
+        "i",
     )
     assert pool["claims"] == omega["claims"]
     assert "claims" not in I.prepare_inputs(
-        {"strategies": ["pool"], "pool_source": "dataset", "dump": "1"}, omega, [], "i"
+        {"strategies": ["pool"], "strategy_settings": {"pool": {"source": "dataset"}}, "dump": "1"},
+        omega,
+        [],
+        "i",
     )
 
 
 def test_release_only_suites_read_no_dump_and_are_not_translated():
     """config/papers/fluent-mlama.yaml: the two suites read from the Fluent-mLAMA release with the
-    release's string pool (pool_source: dataset) read no dump table (no download, extraction or
+    release's string pool (pool source: dataset) read no dump table (no download, extraction or
     Ω tables) and are not translated; the template suite built from the dump is both."""
     import yaml
     from demo_config import SCHEMAS as schemas
@@ -251,7 +257,7 @@ def test_release_only_suites_read_no_dump_and_are_not_translated():
     assert I.omega_inputs(cfg, "fluent_pipeline", probes, extract)["claims"] == "w/20210104/claims"
 
     def entity_pool(config):
-        config["distractors"]["pool_source"] = "relation"
+        config["distractors"]["strategy_settings"] = {"pool": {"source": "relation"}}
 
     edited = yaml.safe_load((ROOT / "config" / "papers" / "fluent-mlama.yaml").read_text())
     entity_pool(edited)

@@ -157,7 +157,6 @@ def test_out_of_core_omega_decides_as_the_whole_table_omega(tables, ranks, strat
         "valid_ranks": ranks,
         "form_threshold": 90,
         "strategies": strategies,
-        "cooccur_sides": ["object", "subject"],
     }
     inputs = SimpleNamespace(
         facts=tables["facts"],
@@ -317,7 +316,6 @@ def test_retrieval_shards_gather_to_the_one_job_table(tables, strategies):
         "valid_ranks": "non_deprecated",
         "form_threshold": 90,
         "strategies": strategies,
-        "cooccur_sides": ["object", "subject"],
     }
     inputs = SimpleNamespace(
         facts=tables["facts"],
@@ -333,11 +331,10 @@ def test_retrieval_shards_gather_to_the_one_job_table(tables, strategies):
         search="exact",
         languages=["en"],
         dump="20141201",
-        cooccur_n=3,
-        cooccur_sides=["object", "subject"],
         form_threshold=90,
         valid_ranks="non_deprecated",
         ef_search=200,
+        strategy_settings={"cooccur": {"n": 3, "sides": ["object", "subject"]}},
     )
     co = Cooccurrence(statements) if strategies == ["cooccur"] else None
     whole = retrieve(facts, omega, resolved, cooccur=co, entity_forms=forms)

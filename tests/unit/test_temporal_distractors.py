@@ -72,7 +72,7 @@ def test_distance_not_recency_decides():
 
 def test_temp_is_one_strategy_named_as_in_the_paper():
     def settings(strategies):
-        return Retrieve(strategies, 10, 50, "exact", ["en"], "20190201", 10, ["object"], 90, "truthy", 200)
+        return Retrieve(strategies, 10, 50, "exact", ["en"], "20190201", 90, "truthy", 200)
 
     assert settings(["random", "sem", "temp"]).strategies == ["random", "sem", "temp+sem"]
     assert settings(["temp", "temp+sem"]).strategies == ["temp+sem"]

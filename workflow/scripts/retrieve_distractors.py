@@ -18,7 +18,7 @@ from factprobe.distractors.retrieval_inputs import (
 from factprobe.distractors.retrieve import forms_of_candidates, gather_shards, retrieve, shard_plan
 from factprobe.distractors.sem_index import load_index
 from factprobe.distractors.temporal import past_of_facts
-from factprobe.registries import needs
+from factprobe.registries import needs, strategy_setting
 from factprobe.rulelog import log_resident, rule_logger
 from factprobe.settings import Retrieve, load_settings
 
@@ -63,7 +63,7 @@ else:
         facts = contracts.read("facts", snakemake.input.facts)
         entity_forms = contracts.read("entity_forms", snakemake.input.entity_forms)
         claims, omega = None, None
-        log.info("release-only suite: no dump tables, no Ω (pool_source: dataset)")
+        log.info("release-only suite: no dump tables, no Ω (pool source: dataset)")
     settings = load_settings(Retrieve, p, f"distractors of suite {snakemake.wildcards.suite}")
     index = None
     if "index" in snakemake.input.keys():
@@ -72,7 +72,8 @@ else:
     past = None
     if "temporal" in snakemake.input.keys():
         mine = facts if only is None else facts[facts["fact_id"].isin(set(only))]
-        past = past_of_facts(snakemake.input.temporal, mine, p["dump"], p["temporal_earlier_dump"])
+        earlier = strategy_setting(p, "temp+sem", "earlier_dump")
+        past = past_of_facts(snakemake.input.temporal, mine, p["dump"], earlier)
     # scan_statements keeps non-deprecated statements only, distinct and sorted; a shard maps
     # its suite's, sorted once (rule prepare_retrieval).
     cooccur = (

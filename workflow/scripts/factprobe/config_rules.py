@@ -28,10 +28,12 @@ from factprobe.settings import (
 
 
 def suite_distractors(cfg: Config, suite: str) -> dict:
-    """Strategies, n, pool size, search method, languages and dump of one suite.
+    """Strategies, n, pool size, search method, strategies' own settings, languages and dump
+    of one suite.
 
     Precedence (config/README.md, section distractors): ``suites.<s>.distractors`` over
-    ``distractors.by_kind.<kind>`` over the ``distractors`` section.
+    ``distractors.by_kind.<kind>`` over the ``distractors`` section; a strategy's own settings
+    key by key, each strategy that declares some with its defaults filled in.
     """
     section, block = cfg.distractors, cfg.suites[suite]
     layers = [block.distractors, section.by_kind.get(block.kind, DistractorOverride())]
@@ -40,12 +42,16 @@ def suite_distractors(cfg: Config, suite: str) -> dict:
         "n": section.n,
         "pool_size": section.pool_size,
         "search": section.sem.search,
-        "pool_source": section.pool_source,
     }
     merged = {
         key: copy.deepcopy(next((getattr(x, key) for x in layers if getattr(x, key) is not None), value))
         for key, value in defaults.items()
     }
+    given = copy.deepcopy(section.strategy_settings)
+    for layer in reversed(layers):
+        for name, own in (layer.strategy_settings or {}).items():
+            given[name] = {**given.get(name, {}), **copy.deepcopy(own)}
+    merged["strategy_settings"] = registries.strategy_settings(merged["strategies"], given)
     return {**merged, "languages": list(block.languages), "dump": block.dump}
 
 
@@ -56,27 +62,20 @@ def suite_retrieve(cfg: Config, suite: str) -> dict:
     own["strategies"] = [s for s in own["strategies"] if not registries.needs([s], "per_model")]
     resolved = Retrieve(
         **own,
-        cooccur_n=section.cooccur.n,
-        cooccur_sides=list(section.cooccur.sides),
         form_threshold=section.form_threshold,
         valid_ranks=section.valid_ranks,
         ef_search=section.sem.hnsw.ef_search,
-        temporal_earlier_dump=section.temporal.earlier_dump,
-        dataset=_pool_dataset(cfg, suite, own["pool_source"]),
-        strategy_settings=registries.strategy_settings(own["strategies"], section.strategy_settings),
+        dataset=_pool_dataset(cfg, suite, own["strategy_settings"]),
     )
-    params = plain(resolved)
-    # Left out when no strategy declares settings: the params of existing runs stay as they were.
-    if not params["strategy_settings"]:
-        del params["strategy_settings"]
-    return params
+    return plain(resolved)
 
 
-def _pool_dataset(cfg: Config, suite: str, pool_source: str) -> str:
-    """The Fluent-mLAMA release a ``pool_source: dataset`` pool reads (the suite's own source),
+def _pool_dataset(cfg: Config, suite: str, own: dict) -> str:
+    """The Fluent-mLAMA release a pool of source ``dataset`` reads (the suite's own source),
     "" otherwise (the pool is then made from the suite's facts)."""
     source = cfg.suites[suite].source
-    return source.path if pool_source == "dataset" and source.entry.release_pool else ""
+    dataset = own.get("pool", {}).get("source") == "dataset"
+    return source.path if dataset and source.entry.release_pool else ""
 
 
 def suite_appropt(cfg: Config, suite: str, model_row: dict) -> dict:

@@ -17,13 +17,14 @@ strings, per registry, to the library files a job runs). New entries come from p
 
 A name is registered once: a second registration fails naming both sources, unless it says
 ``override=True``; then the run log says which entry replaced which. A strategy may declare its
-own settings (:class:`Setting`): ``distractors.strategy_settings.<name>`` sets them, they are
-checked against the declared defaults' types and reach the retriever as
-``ctx.settings.strategy_settings[<name>]``.
+own settings (:class:`Setting`), the built-in ones as plugins: ``distractors.strategy_settings.<name>``
+sets them, they are checked against the declared defaults' types and reach the retriever as
+``ctx.settings.strategy_settings[<name>]`` (``ctx.settings.own(<name>)``).
 """
 
 from __future__ import annotations
 
+import copy
 import importlib
 import logging
 from collections.abc import Callable, Iterator, Mapping
@@ -108,7 +109,8 @@ def check_entry_settings(kind: str, name: str, declared: Mapping[str, Setting], 
     if unknown:
         names = {k: s.doc for k, s in declared.items()}
         raise RegistryError(f"{kind} {name!r} has no setting(s) {unknown}; it declares {names}")
-    resolved = {key: setting.default for key, setting in declared.items()}
+    # Copies: a resolved list default is not the declared one.
+    resolved = {key: copy.deepcopy(setting.default) for key, setting in declared.items()}
     for key, value in given.items():
         default = declared[key].default
         # bool is an int in Python; an int where a float is declared is a float.
@@ -126,12 +128,16 @@ def _declared(settings: Mapping[str, Any] | None) -> dict[str, Setting]:
     return {k: v if isinstance(v, Setting) else Setting(v) for k, v in (settings or {}).items()}
 
 
+#: Keywords meant as ``settings=`` (an entry's own knobs, strategies and families alike).
+_SETTINGS_LIKE = ("own", "knobs", "params", "options", "setting", "strategy_settings", "family_settings")
+
+
 def _refuse_keywords(kind: str, name: str, given: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
     """A keyword an entry does not take fails at registration, naming the one meant: an entry's
     own knobs are ``settings=`` for strategies and families alike."""
     for key in given:
         if key not in allowed:
-            hint = "its own knobs are declared with settings=" if key in ("own", "knobs", "params") else ""
+            hint = "its own knobs are declared with settings=" if key in _SETTINGS_LIKE else ""
             raise RegistryError(
                 f"{kind} {name!r}: no keyword {key}=; {hint + '; ' if hint else ''}the keywords are {list(allowed)}"
             )
@@ -230,6 +236,13 @@ def needs_every_subject(settings: Mapping[str, Any]) -> bool:
     )
 
 
+def strategy_setting(settings: Mapping[str, Any], name: str, key: str) -> Any:
+    """Setting ``key`` of strategy ``name`` in resolved retrieve settings (a ``Retrieve`` as a
+    dict): its ``strategy_settings`` entry, else the declared default."""
+    own = (settings.get("strategy_settings") or {}).get(name, {})
+    return own[key] if key in own else STRATEGIES[name].settings[key].default
+
+
 def strategy_settings(names: list[str], given: Mapping[str, Mapping]) -> dict[str, dict]:
     """The own settings of each strategy of ``names`` that declares some (defaults overridden by
     ``given``, ``distractors.strategy_settings``); ``given`` naming a strategy without settings
@@ -248,7 +261,12 @@ def strategy_settings(names: list[str], given: Mapping[str, Mapping]) -> dict[st
 
 
 _STRATEGY = "factprobe.distractors.strategies"
-# One line per built-in strategy (distractors paper §3.3, PROBELM App. B, fluent-mLAMA §3.1).
+# One line per built-in strategy (distractors paper §3.3, PROBELM App. B, fluent-mLAMA §3.1);
+# a knob of one strategy alone is its own setting, as a plugin's (config/README.md, distractors).
+_EARLIER = "also count objects only absent from this dump, seen in an earlier one (no end date)"
+_POOL_SOURCE = (
+    "relation (its objects in the dump), suite (the suite's) or dataset (fluent-mLAMA §3.3 strings)"
+)
 register_strategy("random", f"{_STRATEGY}:random_rows")
 register_strategy("sem", f"{_STRATEGY}:sem_rows", prepare=f"{_STRATEGY}:sem_lists", index=True)
 register_strategy(
@@ -258,6 +276,7 @@ register_strategy(
     index=True,
     temporal=True,
     aliases=("temp",),
+    settings={"earlier_dump": Setting(False, _EARLIER)},
 )
 register_strategy(
     "cooccur",
@@ -265,12 +284,17 @@ register_strategy(
     prepare=f"{_STRATEGY}:cooccur_relevance",
     statements=True,
     every_subject="factprobe.distractors.every_subject:subject_side",
+    settings={
+        "n": Setting(10, "alternatives per fact and side (PROBELM Algorithm 1)"),
+        "sides": Setting(["object", "subject"], "object (swap o, keep s) and/or subject (swap s, keep o)"),
+    },
 )
 register_strategy(
     "pool",
     f"{_STRATEGY}:pool_rows",
     prepare=f"{_STRATEGY}:relation_pools",
     every_subject="factprobe.distractors.every_subject:relation_pool",
+    settings={"source": Setting("relation", _POOL_SOURCE)},
 )
 register_strategy("appropt", None, per_model=True)  # rule appropt_distractors (factprobe.distractors.appropt)
 
@@ -427,7 +451,7 @@ class SourceFormat:
     by the suite's templates (translated for a multilingual suite). ``judged``: the listed file
     also carries human judgements of its facts (the human alignment, distractors paper §4.2).
     ``paired``: flawed / corrected verbalizations of each fact (Table 4, §4.3). ``release_pool``:
-    a ``pool_source: dataset`` pool reads the suite's own release (Fluent-mLAMA §3.1).
+    a pool of ``source: dataset`` reads the suite's own release (Fluent-mLAMA §3.1).
     """
 
     name: str
@@ -571,6 +595,7 @@ KINDS = {
         "choices",
         "needs",
         "needs_every_subject",
+        "strategy_setting",
         "strategy_settings",
     ),
     "FAMILIES": (

@@ -89,7 +89,7 @@ def built_suites(cfg: Config) -> list[str]:
 def reads_release_only(cfg: Config, suite: str) -> bool:
     """Whether a suite reads the Fluent-mLAMA release alone, no dump table: its prompts and forms
     come from the release (``source.format: fluent-mlama``) and its only distractors are the
-    release's string pool (strategy ``pool``, ``pool_source: dataset``), which needs neither Ω
+    release's string pool (strategy ``pool``, ``source: dataset``), which needs neither Ω
     nor types. Such a suite plans no download or extraction, and no translation (its sentences
     are the release's)."""
     if not cfg.suites[suite].source.entry.release_pool:

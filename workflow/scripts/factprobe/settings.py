@@ -49,6 +49,15 @@ def check_strategy_names(key: str, names: list[str] | None) -> None:
         )
 
 
+def check_own_settings(given: dict[str, dict]) -> None:
+    """``strategy_settings`` names strategies that declare settings, with keys and types they
+    declare (:func:`factprobe.registries.strategy_settings`)."""
+    try:
+        registries.strategy_settings(list(given), given)
+    except registries.RegistryError as err:
+        raise InvalidValue("strategy_settings", str(err)) from None
+
+
 def _default(value: Any) -> Any:
     """A mutable default, copied for every instance."""
     return field(default_factory=lambda: copy.deepcopy(value))
@@ -182,10 +191,12 @@ class DistractorOverride:
     n: int | None = None
     pool_size: int | None = None
     search: str | None = None
-    pool_source: str | None = None
+    # Strategies' own settings, by strategy and key, over the section's (key by key).
+    strategy_settings: dict[str, dict] | None = None
 
     def __post_init__(self) -> None:
         check_strategy_names("strategies", self.strategies)
+        check_own_settings(self.strategy_settings or {})
 
 
 @dataclass(frozen=True)
@@ -313,14 +324,6 @@ class Sem:
 
 
 @dataclass(frozen=True)
-class Cooccur:
-    """``distractors.cooccur``: PROBELM Algorithm 1."""
-
-    n: int = 10
-    sides: list[str] = _default(["object", "subject"])
-
-
-@dataclass(frozen=True)
 class Appropt:
     """``distractors.appropt``: None = the suite's n, width n, the suite's first language."""
 
@@ -333,13 +336,6 @@ class Appropt:
 
 
 @dataclass(frozen=True)
-class Temporal:
-    """``distractors.temporal``: which objects count as temporal distractors (§3.3)."""
-
-    earlier_dump: bool = False
-
-
-@dataclass(frozen=True)
 class Distractors:
     """``distractors``: defaults of every suite (config/README.md, section distractors)."""
 
@@ -349,24 +345,19 @@ class Distractors:
     form_threshold: float | None = 90
     valid_ranks: str = "non_deprecated"
     pool_size: int = 50
-    # Every object of the relation in the dump (entities, Ω-filtered; "suite": the suite's facts').
-    # Not Fluent-mLAMA's pool, which is "dataset" (§3.3: strings of the dataset's language-relation
-    # subset): a dump-built suite has no released subset, and entity candidates keep all their forms.
-    pool_source: str = "relation"
     shards: int = 1
-    cooccur: Cooccur = _default(Cooccur())
     sem: Sem = _default(Sem())
     appropt: Appropt = _default(Appropt())
-    temporal: Temporal = _default(Temporal())
-    # Settings a strategy declares itself (factprobe.registries.Strategy.settings), by strategy.
+    # Settings a strategy declares itself (factprobe.registries.Strategy.settings), by strategy:
+    # the built-ins' (cooccur n and sides, temp+sem earlier_dump, pool source) as a plugin's;
+    # every strategy that declares some, its defaults filled in.
     strategy_settings: dict[str, dict] = _default({})
 
     def __post_init__(self) -> None:
         check_strategy_names("strategies", self.strategies)
-        try:
-            registries.strategy_settings(list(self.strategy_settings), self.strategy_settings)
-        except registries.RegistryError as err:
-            raise InvalidValue("strategy_settings", str(err)) from None
+        check_own_settings(self.strategy_settings)
+        own = registries.strategy_settings(registries.choices(), self.strategy_settings)
+        object.__setattr__(self, "strategy_settings", own)
 
 
 @dataclass(frozen=True)
@@ -379,16 +370,13 @@ class Retrieve:
     search: str
     languages: list[str]
     dump: str
-    cooccur_n: int
-    cooccur_sides: list[str]
     form_threshold: float | None
     valid_ranks: str
     ef_search: int
-    temporal_earlier_dump: bool = False
-    pool_source: str = "relation"
-    # pool_source dataset on a Fluent-mLAMA release suite: the release the string pools come from.
+    # Pool source dataset on a Fluent-mLAMA release suite: the release the string pools come from.
     dataset: str = ""
-    # The own settings of the strategies that declare some (registries.strategy_settings).
+    # The own settings of each strategy that declares some, defaults filled in
+    # (registries.strategy_settings): what its retriever reads, e.g. ["cooccur"]["n"].
     strategy_settings: dict[str, dict] = _default({})
 
     def __post_init__(self) -> None:
@@ -401,6 +389,12 @@ class Retrieve:
                 f"unknown distractor strategies {bad}; retrieval runs {registries.choices(per_model=False)}, "
                 f"and the per-model ones {registries.choices(per_model=True)} run in their own rule"
             )
+        own = registries.strategy_settings(self.strategies, self.strategy_settings)
+        object.__setattr__(self, "strategy_settings", own)
+
+    def own(self, strategy: str) -> dict:
+        """The settings strategy ``strategy`` declares, resolved."""
+        return self.strategy_settings[strategy]
 
 
 @dataclass(frozen=True)

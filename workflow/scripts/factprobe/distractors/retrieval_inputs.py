@@ -23,7 +23,7 @@ from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.omega import Omega, facts_valid, valid_arrays
 from factprobe.distractors.sem_index import SemIndex, load_index
 from factprobe.distractors.sem_search import Prefixes, exact_prefixes
-from factprobe.registries import needs, needs_every_subject
+from factprobe.registries import needs, needs_every_subject, strategy_setting
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ def _read_statements(
     )
     valid = None if VALID in held else _scan_valid(inputs, settings, facts, mine, con)
     dump_objects = None
-    if "pool" in strategies and settings.get("pool_source", "relation") == "relation":
+    if "pool" in strategies and strategy_setting(settings, "pool", "source") == "relation":
         dump, ranks = int(settings["dump"]), settings["valid_ranks"]
         dump_objects = scan.scan_valid_objects(inputs.claims, dump, ranks, rel_ids, con)
         listed = facts_valid(facts)[["property", "object"]]

@@ -215,7 +215,7 @@ def forms_of_candidates(candidates: pd.DataFrame, entity_forms: pd.DataFrame | p
         keep = scan.forms_frame(entity_forms.take(rows_of_ids(entity_forms["id"].to_numpy(), wanted)))
     else:
         keep = entity_forms[entity_forms["entity"].isin(set(candidates["entity"]))]
-    # String distractors (pool_source: dataset) have their one form: the string itself.
+    # String distractors (pool source: dataset) have their one form: the string itself.
     if pooled is not None:
         keep = pd.concat([keep[["entity", "lang", "form", "source"]], pooled], ignore_index=True)
     return (
