@@ -13,8 +13,17 @@ import logging
 import numpy as np
 import pytest
 import torch
+from factprobe.export.harness import check_end_text, end_text
 from factprobe.lm import CachingLM, HFCausalLM, LoglikRequest, RequestCache
-from factprobe.lm.encoding import chat_frame, document_end, end_ids, tokenize_pairs
+from factprobe.lm.encoding import (
+    chat_frame,
+    document_end,
+    encode,
+    end_ids,
+    model_end_token,
+    scoring_end,
+    tokenize_pairs,
+)
 from reference import sequence_logprob
 
 torch.set_num_threads(1)
@@ -87,6 +96,34 @@ def test_chat_frame_is_the_assistant_turn_of_the_template(chatml):
     frame = chat_frame(chatml)
     # "<|im_start|>assistant\n" before the content, "<|im_end|>" (id 2) right after it
     assert frame.head == (1, 12) and (frame.end.id, frame.end.text) == (2, "<|im_end|>")
+
+
+@pytest.mark.parametrize(
+    ("name", "prompt_format", "token_text", "token_id"),
+    [
+        ("", "plain", "<|endoftext|>", 0),
+        ("", "chat", "<|im_end|>", 2),
+        ("<|im_start|>", "chat", "<|im_start|>", 1),
+    ],
+)
+def test_export_and_scorer_end_forms_alike_for_every_marker(
+    chatml, name, prompt_format, token_text, token_id
+):
+    """The lm-eval export's choice ending and the scorer's appended end come from one rule
+    (:func:`factprobe.lm.encoding.form_end`): the same text for each marker, and that text
+    encodes to the ids the scorer appends. Expected texts and ids are read off the vocabulary."""
+    token = model_end_token(chatml, name, prompt_format)
+    assert (token.text, token.id) == (token_text, token_id)
+    for marker, want in [("eos", token_text), (".", "."), ("none", "")]:
+        scorer = scoring_end(chatml, marker, end_token=token)
+        exported = end_text(marker, token.text)
+        assert scorer.text == exported == want
+        assert (
+            encode(chatml, ["Paris" + exported])[0]
+            == encode(chatml, ["Paris" + scorer.suffix])[0] + scorer.ids
+        )
+    if prompt_format == "plain":  # the read-back accepts what the export wrote for this model
+        check_end_text({"end_text": end_text("eos", token.text)}, chatml, name, "here")
 
 
 @pytest.fixture(scope="module")
