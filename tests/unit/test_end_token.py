@@ -9,6 +9,7 @@ id is read off that list by hand.
 """
 
 import logging
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ import torch
 from factprobe.export.harness import check_end_text, end_text
 from factprobe.lm import CachingLM, HFCausalLM, LoglikRequest, RequestCache
 from factprobe.lm.encoding import (
+    END_MARKERS,
     chat_frame,
     document_end,
     encode,
@@ -124,6 +126,25 @@ def test_export_and_scorer_end_forms_alike_for_every_marker(
         )
     if prompt_format == "plain":  # the read-back accepts what the export wrote for this model
         check_end_text({"end_text": end_text("eos", token.text)}, chatml, name, "here")
+
+
+def test_the_schemas_allow_exactly_the_end_markers_of_the_rule():
+    """Every ``end_marker`` key of the config schemas takes the values :func:`form_end` knows."""
+    import yaml
+
+    def enums(node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "end_marker" and isinstance(value, dict):
+                    yield value["enum"]
+                yield from enums(value)
+        elif isinstance(node, list):
+            for value in node:
+                yield from enums(value)
+
+    schemas = Path(__file__).resolve().parents[2] / "workflow" / "schemas"
+    found = [e for path in sorted(schemas.glob("*.yaml")) for e in enums(yaml.safe_load(path.read_text()))]
+    assert len(found) == 3 and all(e == list(END_MARKERS) for e in found)
 
 
 @pytest.fixture(scope="module")

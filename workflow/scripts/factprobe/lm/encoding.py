@@ -32,7 +32,7 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-#: The one list of scoring.end_marker values (export and the schema check read it from here).
+#: The one list of scoring.end_marker values (:func:`form_end`; the config schemas' enums are tested equal).
 END_MARKERS = ("eos", ".", "none")
 #: Texts of document-end tokens, looked for in this order when the tokenizer's EOS is not one:
 #: GPT-2 / Pythia / Qwen / SmolLM / Phi, Llama 3, Llama 1-2 / Mistral, Gemma.
