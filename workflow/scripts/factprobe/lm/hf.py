@@ -128,8 +128,8 @@ class HFCausalLM(LM):
 
     @property
     def eos_id(self) -> int | None:
-        """The id that end marker ``eos`` scores after a form (:func:`model_end_token`: a document end, or the chat
-        template's end of turn): ApprOpt's paths end in it as scored forms do."""
+        """The id that end marker ``eos`` scores after a form (:func:`model_end_token`: a document
+        end, or the chat template's end of turn): ApprOpt's paths end in it as scored forms do."""
         return self.end_token.id if self.end_token is not None else None
 
     def decode(self, ids: Sequence[int]) -> str:
