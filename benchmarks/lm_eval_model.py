@@ -54,7 +54,7 @@ def demo_suite(work: Path):
     """(facts, prompts, candidates, forms) of the export tests' suite, from the bundled dumps."""
     import pyarrow.parquet as pq
     from factprobe.distractors.retrieve import forms_of_candidates, retrieve, suite_omega
-    from factprobe.probes.build import build_suite
+    from factprobe.probes.build import DumpTables, build_suite
     from factprobe.settings import Retrieve
     from factprobe.wikidata.reader import extract_dump
 
@@ -68,9 +68,11 @@ def demo_suite(work: Path):
         "demo",
         SPEC,
         sets,
-        str(tables[DUMP] / "claims.parquet"),
-        str(tables[DUMP] / "entities.parquet"),
-        [str(tables[d] / "labels.parquet") for d in sorted(tables)],
+        DumpTables(
+            str(tables[DUMP] / "claims.parquet"),
+            str(tables[DUMP] / "entities.parquet"),
+            [str(tables[d] / "labels.parquet") for d in sorted(tables)],
+        ),
     )
     claims = pq.read_table(tables[DUMP] / "claims.parquet").to_pandas()
     types = [tables[d] / "types.parquet" for d in tables]

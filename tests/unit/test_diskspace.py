@@ -13,6 +13,7 @@ from factprobe import io
 from factprobe.diskspace import OutOfSpaceError, input_size_mb, path_size
 from factprobe.distractors import sem_index
 from factprobe.io import atomic_dir
+from factprobe.settings import Sem
 
 ROOT = Path(__file__).resolve().parents[2]
 Usage = namedtuple("Usage", "total used free")
@@ -60,7 +61,7 @@ def small_claims():
 
 def build(target, needed_mb=5.0):
     with atomic_dir(target, needed_mb) as tmp:
-        sem_index.build_index(small_claims(), tmp, recall_queries=0)
+        sem_index.build_index(small_claims(), tmp, Sem(recall_queries=0))
 
 
 def test_index_is_renamed_into_place(tmp_path):

@@ -31,7 +31,7 @@ from factprobe.distractors.sem_slices import TypeSlice
 from factprobe.distractors.sem_weighting import weight_matrix
 from factprobe.distractors.temporal import past_objects, temp_sem
 from factprobe.hashing import stable_hash
-from factprobe.settings import ConfigError, Retrieve
+from factprobe.settings import ConfigError, Retrieve, Sem
 from sklearn.feature_extraction.text import TfidfVectorizer
 from test_distractors_common import DUMP, demo_omega, demo_suite
 
@@ -56,7 +56,7 @@ def claims(demo_tables):
 def index(demo_tables, claims, tmp_path_factory):
     folder = tmp_path_factory.mktemp("semidx") / DUMP
     # Reverse features on, as config/config.yaml (a small dump: most objects are never subjects).
-    build_index(claims, folder, reverse=True, recall_queries=300, recall_k=10, key=DUMP)
+    build_index(claims, folder, Sem(reverse_features=True, recall_queries=300, recall_k=10), key=DUMP)
     return folder
 
 

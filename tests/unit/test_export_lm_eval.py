@@ -31,7 +31,7 @@ from factprobe.export.harness import end_text, read_samples, task_docs, task_nam
 from factprobe.lm import HFCausalLM, LoglikRequest  # noqa: E402
 from factprobe.metrics.common import correct_entities, entity_scores  # noqa: E402
 from factprobe.metrics.knowledge import knowledge_per_prompt  # noqa: E402
-from factprobe.probes.build import build_suite  # noqa: E402
+from factprobe.probes.build import DumpTables, build_suite  # noqa: E402
 from factprobe.scoring.control import train_bpe_tokenizer  # noqa: E402
 from factprobe.scoring.suite import build_pairs, score_pairs  # noqa: E402
 from factprobe.settings import Retrieve  # noqa: E402
@@ -76,9 +76,11 @@ def suite(demo_tables):
         SUITE,
         SPEC,
         SETS,
-        str(tables[DUMP] / "claims.parquet"),
-        str(tables[DUMP] / "entities.parquet"),
-        [str(tables[d] / "labels.parquet") for d in sorted(tables)],
+        DumpTables(
+            str(tables[DUMP] / "claims.parquet"),
+            str(tables[DUMP] / "entities.parquet"),
+            [str(tables[d] / "labels.parquet") for d in sorted(tables)],
+        ),
     )
     claims = pq.read_table(tables[DUMP] / "claims.parquet").to_pandas()
     omega = suite_omega(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+from collections.abc import Mapping
 from pathlib import Path
 
 from factprobe import registries
@@ -18,7 +19,9 @@ from factprobe.settings import (
     Config,
     ConfigError,
     DistractorOverride,
+    Hnsw,
     Retrieve,
+    Sem,
     Suite,
     SuiteScoring,
     plain,
@@ -188,23 +191,41 @@ def suite_dumps(suite: Suite) -> list[str]:
     return suite.label_dumps or own
 
 
+#: ``distractors.sem`` as the index rules' params (``sem_bags``, ``build_sem_index``) name it, in
+#: order: (param, field; ``hnsw.`` = of the ``hnsw`` block). A job's params are part of its record,
+#: so renaming one would rebuild every index.
+SEM_PARAMS = (
+    ("weighting", "weighting"),
+    ("reverse", "reverse_features"),
+    ("bag", "bag"),
+    ("namespace", "namespace"),
+    ("bm25_k1", "bm25_k1"),
+    ("bm25_b", "bm25_b"),
+    ("hnsw_m", "hnsw.M"),
+    ("ef_construction", "hnsw.ef_construction"),
+    ("ef_search", "hnsw.ef_search"),
+    ("post", "hnsw.post"),
+    ("recall_queries", "recall_queries"),
+    ("recall_k", "recall_k"),
+)
+
+
 def sem_index(cfg: Config) -> dict:
-    """Keyword arguments of ``sem_index.build_index`` (``distractors.sem``)."""
+    """The index rules' params: ``distractors.sem`` by :data:`SEM_PARAMS` (:func:`sem_settings`
+    reads them back)."""
     sem = cfg.distractors.sem
     return {
-        "weighting": sem.weighting,
-        "reverse": sem.reverse_features,
-        "bag": sem.bag,
-        "namespace": sem.namespace,
-        "bm25_k1": sem.bm25_k1,
-        "bm25_b": sem.bm25_b,
-        "hnsw_m": sem.hnsw.M,
-        "ef_construction": sem.hnsw.ef_construction,
-        "ef_search": sem.hnsw.ef_search,
-        "post": sem.hnsw.post,
-        "recall_queries": sem.recall_queries,
-        "recall_k": sem.recall_k,
+        param: getattr(sem.hnsw if f.startswith("hnsw.") else sem, f.removeprefix("hnsw."))
+        for param, f in SEM_PARAMS
     }
+
+
+def sem_settings(params: Mapping) -> Sem:
+    """The ``distractors.sem`` section of the index rules' params (:func:`sem_index`), as the index
+    builders take it (``search`` is no index setting: left at its default)."""
+    fields = {f: params[param] for param, f in SEM_PARAMS}
+    hnsw = Hnsw(**{f.removeprefix("hnsw."): v for f, v in fields.items() if f.startswith("hnsw.")})
+    return Sem(**{f: v for f, v in fields.items() if not f.startswith("hnsw.")}, hnsw=hnsw)
 
 
 def suite_families(cfg: Config, suite: str) -> list[str]:

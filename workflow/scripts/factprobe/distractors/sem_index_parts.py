@@ -52,6 +52,7 @@ import scipy.sparse as sp
 from factprobe import arrays
 from factprobe.distractors import sem_index, sem_weighting
 from factprobe.distractors.sem_part_count import PART_DUMP_BYTES, PART_NNZ, parts_for  # noqa: F401 (re-exported)
+from factprobe.settings import Sem
 
 # Global rows merged (weighed, written) at once: at most MERGE_ROWS rows and MERGE_NNZ non-zeros (or
 # one row, whatever its length: Wikidata's reverse bags are heavy-tailed), a few tens of MB.
@@ -267,39 +268,27 @@ def merge_parts(
 def build_from_parts(
     parts: list[str | Path],
     folder: str | Path,
-    weighting: str = "tfidf",
-    reverse: bool = False,
-    bm25_k1: float = 1.2,
-    bm25_b: float = 0.75,
-    hnsw_m: int = 32,
-    ef_construction: int = 200,
-    ef_search: int = 200,
-    post: int = 2,
-    threads: int = 1,
-    recall_queries: int = 1000,
-    recall_k: int = 50,
-    key: str = "",
+    sem: Sem = sem_index.PAPER_SEM,
+    *,
     hnsw: bool = True,
-    bag: str = "sets",
-    namespace: str = "shared",
+    threads: int = 1,
+    key: str = "",
 ) -> dict:
     """:func:`merge_parts`, then the HNSW graph over the merged matrix (``hnsw``) and ``meta.json``.
 
-    Takes the keyword arguments of :func:`.sem_index.build_index` (``distractors.sem``); ``reverse``,
-    ``bag`` and ``namespace`` were the parts' (:func:`.sem_part_bags.count_part`) and are checked against them.
+    ``sem``, ``hnsw``, ``threads`` and ``key`` as in :func:`.sem_index.build_index`; the features
+    (``reverse_features``, ``bag``, ``namespace``) were the parts' (:func:`.sem_part_bags.count_part`)
+    and are checked against them.
     """
     folder = Path(folder)
-    meta = merge_parts(parts, folder, weighting, bm25_k1, bm25_b)
+    meta = merge_parts(parts, folder, sem.weighting, sem.bm25_k1, sem.bm25_b)
     got = (meta["reverse"], meta["bag"], meta["namespace"])
-    if got != (reverse, bag, namespace):
+    if got != (sem.reverse_features, sem.bag, sem.namespace):
         raise RuntimeError(
             f"{parts[0]}: parts counted with (reverse, bag, namespace) {got}; re-run rule sem_bags"
         )
     X = sem_index.load_matrix(folder, meta["entities"])[0] if hnsw else None
-    graph = sem_index.add_hnsw(
-        X, folder, hnsw, hnsw_m, ef_construction, ef_search, post, threads, recall_queries, recall_k, key
-    )
-    meta.update(graph)
+    meta.update(sem_index.add_hnsw(X, folder, sem, hnsw, threads, key))
     (folder / "meta.json").write_text(json.dumps(meta, indent=2))
     return meta
 
