@@ -7,7 +7,7 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 
 from pathlib import Path
 
-from factprobe.distractors.sem_index_parts import build_from_parts
+from factprobe.distractors.semantic.index_parts import build_from_parts
 from factprobe.io import atomic_dir
 from factprobe.rulelog import rule_logger
 

@@ -190,7 +190,7 @@ def suite_dumps(suite: Suite) -> list[str]:
 
 
 def sem_index(cfg: Config) -> dict:
-    """Keyword arguments of ``sem_index.build_index`` (``distractors.sem``)."""
+    """Keyword arguments of ``semantic.index.build_index`` (``distractors.sem``)."""
     sem = cfg.distractors.sem
     return {
         "weighting": sem.weighting,
