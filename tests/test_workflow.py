@@ -148,7 +148,7 @@ def test_rules_import_only_the_light_settings_modules():
             "factprobe.run_settings",  # every rule's settings resolved once: settings + registries
             "factprobe.run_inputs",  # the choices behind the input functions: settings + registries
             "factprobe.registries",  # every extension point: standard library only
-            "factprobe.distractors.sem_part_count",  # the Sem index's parts from the dump's size: standard library only
+            "factprobe.distractors.semantic.part_count",  # the Sem index's parts from the dump's size: standard library only
             "factprobe.wikidata.resolve",  # a date row's recorded resolution path: standard library only
             "factprobe.slurmfail",  # onerror's line per failed SLURM job: standard library only
             "factprobe.slurmfit",  # onstart's check of SLURM requests against the nodes: standard library only

@@ -175,5 +175,5 @@ def test_index_params_keep_their_names_and_read_back_as_the_sem_section():
         "recall_queries": 5,
         "recall_k": 3,
     }
-    assert list(params) == [p for p, _ in config_rules.SEM_PARAMS]
-    assert config_rules.sem_settings(params) == sem
+    assert list(params) == [p for p, _ in S.SEM_PARAMS]
+    assert S.sem_settings(params) == sem

@@ -194,8 +194,8 @@ def test_exact_sem_inside_types_equals_the_search_against_every_entity(tmp_path)
     """Sem with ``search: exact`` ranks only the entities sharing a type with o;
     the widened global search (the old path, still used for HNSW) must give the same lists."""
     from factprobe.distractors.omega import Omega
-    from factprobe.distractors.sem_index import build_index, load_index
-    from factprobe.distractors.sem_search import sem_distractors
+    from factprobe.distractors.semantic.index import build_index, load_index
+    from factprobe.distractors.semantic.search import sem_distractors
 
     rng = np.random.default_rng(7)
     n_ent = 400
@@ -260,8 +260,8 @@ def test_bags_counted_in_duckdb_equal_the_in_memory_bags_bit_for_bit(
 ):
     """Sem features counted by DuckDB: the same entities, features, idf and
     matrix floats as feature_codes + weight_matrix on the distinct non-deprecated triples."""
-    from factprobe.distractors.sem_bags import bags_from_parquet, feature_codes
-    from factprobe.distractors.sem_weighting import weigh, weight_matrix
+    from factprobe.distractors.semantic.bags import bags_from_parquet, feature_codes
+    from factprobe.distractors.semantic.weighting import weigh, weight_matrix
 
     rng = np.random.default_rng(11)
     claims = pd.DataFrame(

@@ -16,12 +16,12 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from factprobe.distractors.sem_bags import PART_MODULUS, part_sql
-from factprobe.distractors.sem_index import INDEX_FILES, build_index, exact_topk, load_index
-from factprobe.distractors.sem_index_parts import build_from_parts
-from factprobe.distractors.sem_part_bags import count_part, part_of
-from factprobe.distractors.sem_part_count import PART_DUMP_BYTES, dump_parts, parts_for
-from factprobe.distractors.sem_slices import ranked_within
+from factprobe.distractors.semantic.bags import PART_MODULUS, part_sql
+from factprobe.distractors.semantic.index import INDEX_FILES, build_index, exact_topk, load_index
+from factprobe.distractors.semantic.index_parts import build_from_parts
+from factprobe.distractors.semantic.part_bags import count_part, part_of
+from factprobe.distractors.semantic.part_count import PART_DUMP_BYTES, dump_parts, parts_for
+from factprobe.distractors.semantic.slices import ranked_within
 from factprobe.scan import connect
 from factprobe.settings import Sem
 
@@ -246,10 +246,10 @@ def test_part_jobs_ask_for_their_share_of_the_memory(tmp_path):
 
 
 def test_merge_cuts_split_no_value_and_cover_every_array():
-    """The k-way merge's steps (sem_index_parts._merge_cuts): ranges that tile each array, at most a
+    """The k-way merge's steps (semantic.index_parts._merge_cuts): ranges that tile each array, at most a
     window of each, and every value of a step below every value of the next, so the unique
     values of the steps, one after another, are np.unique of the concatenation."""
-    from factprobe.distractors.sem_index_parts import _merge_cuts
+    from factprobe.distractors.semantic.index_parts import _merge_cuts
 
     rng = np.random.default_rng(7)
     arrays = [np.unique(rng.integers(0, 60, k)) for k in (40, 5, 0, 25)] + [np.arange(50, 58)]
@@ -287,7 +287,7 @@ def test_streaming_merge_in_tiny_blocks_gives_the_unsharded_files(
     column maps and IDF 16 bytes and 3 positions at a time), so that every block crosses the parts: the same files as the
     unsharded build; features = np.unique of the parts' features and IDF from the parts'
     df.parquet summed by pandas (independent of the merge); no scratch file left."""
-    import factprobe.distractors.sem_index_parts as SP
+    import factprobe.distractors.semantic.index_parts as SP
 
     path, _ = claims
     rows = None if rows is None else np.array(rows, np.int64)

@@ -27,7 +27,7 @@ from factprobe import settings  # noqa: E402
 from factprobe import registries  # noqa: E402 (every extension point)
 from factprobe.config_check import config_source, load_run, resolve_path  # noqa: E402
 from factprobe.diskspace import input_scaled, input_size_mb  # noqa: E402
-from factprobe.distractors.sem_part_count import dump_parts  # noqa: E402
+from factprobe.distractors.semantic.part_count import dump_parts  # noqa: E402
 from factprobe.profiles import profile_mix_here  # noqa: E402
 
 SCHEMAS = WORKFLOW_ROOT / "workflow" / "schemas"
@@ -86,7 +86,7 @@ probes_runtime = input_scaled("runtime", 0.2, 30, "build_probes")
 
 
 def sem_parts_of(wildcards):
-    """Parts of the dump's semantic index: one per sem_part_count.PART_DUMP_BYTES of
+    """Parts of the dump's semantic index: one per semantic.part_count.PART_DUMP_BYTES of
     its file (in place or downloaded; 1 while not downloaded yet), so that a sem_bags job counts
     a bounded number of non-zeros."""
     return dump_parts(dump_file(wildcards))

@@ -7,10 +7,10 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 
 from pathlib import Path
 
-from factprobe.config_rules import sem_settings
-from factprobe.distractors.sem_index_parts import build_from_parts
+from factprobe.distractors.semantic.index_parts import build_from_parts
 from factprobe.io import atomic_dir
 from factprobe.rulelog import rule_logger
+from factprobe.settings import sem_settings
 
 log = rule_logger(snakemake)
 out = snakemake.output.index

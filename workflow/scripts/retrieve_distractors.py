@@ -16,7 +16,7 @@ from factprobe.distractors.retrieval_inputs import (
     suite_cooccurrence,
 )
 from factprobe.distractors.retrieve import forms_of_candidates, gather_shards, retrieve, shard_plan
-from factprobe.distractors.sem_index import load_index
+from factprobe.distractors.semantic.index import load_index
 from factprobe.distractors.temporal import past_of_facts
 from factprobe.registries import needs, strategy_setting
 from factprobe.rulelog import log_resident, rule_logger

@@ -5,7 +5,7 @@ import sys
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 from factprobe import scan
-from factprobe.distractors.sem_part_bags import count_part
+from factprobe.distractors.semantic.part_bags import count_part
 from factprobe.io import atomic_dir
 from factprobe.rulelog import rule_logger
 

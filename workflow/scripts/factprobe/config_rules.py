@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import copy
 import datetime
-from collections.abc import Mapping
 from pathlib import Path
 
 from factprobe import registries
 from factprobe.settings import (
+    SEM_PARAMS,
     Config,
     ConfigError,
     DistractorOverride,
-    Hnsw,
     Retrieve,
-    Sem,
     Suite,
     SuiteScoring,
     plain,
@@ -191,25 +189,6 @@ def suite_dumps(suite: Suite) -> list[str]:
     return suite.label_dumps or own
 
 
-#: ``distractors.sem`` as the index rules' params (``sem_bags``, ``build_sem_index``) name it, in
-#: order: (param, field; ``hnsw.`` = of the ``hnsw`` block). A job's params are part of its record,
-#: so renaming one would rebuild every index.
-SEM_PARAMS = (
-    ("weighting", "weighting"),
-    ("reverse", "reverse_features"),
-    ("bag", "bag"),
-    ("namespace", "namespace"),
-    ("bm25_k1", "bm25_k1"),
-    ("bm25_b", "bm25_b"),
-    ("hnsw_m", "hnsw.M"),
-    ("ef_construction", "hnsw.ef_construction"),
-    ("ef_search", "hnsw.ef_search"),
-    ("post", "hnsw.post"),
-    ("recall_queries", "recall_queries"),
-    ("recall_k", "recall_k"),
-)
-
-
 def sem_index(cfg: Config) -> dict:
     """The index rules' params: ``distractors.sem`` by :data:`SEM_PARAMS` (:func:`sem_settings`
     reads them back)."""
@@ -218,14 +197,6 @@ def sem_index(cfg: Config) -> dict:
         param: getattr(sem.hnsw if f.startswith("hnsw.") else sem, f.removeprefix("hnsw."))
         for param, f in SEM_PARAMS
     }
-
-
-def sem_settings(params: Mapping) -> Sem:
-    """The ``distractors.sem`` section of the index rules' params (:func:`sem_index`), as the index
-    builders take it (``search`` is no index setting: left at its default)."""
-    fields = {f: params[param] for param, f in SEM_PARAMS}
-    hnsw = Hnsw(**{f.removeprefix("hnsw."): v for f, v in fields.items() if f.startswith("hnsw.")})
-    return Sem(**{f: v for f, v in fields.items() if not f.startswith("hnsw.")}, hnsw=hnsw)
 
 
 def suite_families(cfg: Config, suite: str) -> list[str]:

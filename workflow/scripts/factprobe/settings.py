@@ -16,6 +16,7 @@ import copy
 import csv
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -632,3 +633,30 @@ def load_settings(cls: type, data: Any, where: str = "config") -> Any:
 def plain(settings: Any) -> Any:
     """Builtin-typed copy (dicts and lists) of a settings object, for rule params."""
     return asdict(settings) if is_dataclass(settings) else copy.deepcopy(settings)
+
+
+#: ``distractors.sem`` as the index rules' params (``sem_bags``, ``build_sem_index``) name it, in
+#: order: (param, field; ``hnsw.`` = of the ``hnsw`` block). A job's params are part of its record,
+#: so renaming one would rebuild every index.
+SEM_PARAMS = (
+    ("weighting", "weighting"),
+    ("reverse", "reverse_features"),
+    ("bag", "bag"),
+    ("namespace", "namespace"),
+    ("bm25_k1", "bm25_k1"),
+    ("bm25_b", "bm25_b"),
+    ("hnsw_m", "hnsw.M"),
+    ("ef_construction", "hnsw.ef_construction"),
+    ("ef_search", "hnsw.ef_search"),
+    ("post", "hnsw.post"),
+    ("recall_queries", "recall_queries"),
+    ("recall_k", "recall_k"),
+)
+
+
+def sem_settings(params: Mapping) -> Sem:
+    """The ``distractors.sem`` section of the index rules' params (:func:`sem_index`), as the index
+    builders take it (``search`` is no index setting: left at its default)."""
+    fields = {f: params[param] for param, f in SEM_PARAMS}
+    hnsw = Hnsw(**{f.removeprefix("hnsw."): v for f, v in fields.items() if f.startswith("hnsw.")})
+    return Sem(**{f: v for f, v in fields.items() if not f.startswith("hnsw.")}, hnsw=hnsw)

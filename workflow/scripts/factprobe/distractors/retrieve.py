@@ -24,7 +24,7 @@ from factprobe.contracts import id_ints
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.omega import Omega, facts_valid, suite_omega, valid_arrays  # noqa: F401 (re-export)
 from factprobe.distractors.pool import is_string_entity, string_forms
-from factprobe.distractors.sem_index import SemIndex
+from factprobe.distractors.semantic.index import SemIndex
 from factprobe.hashing import stable_hash
 from factprobe.registries import STRATEGIES
 from factprobe.settings import Retrieve

@@ -21,7 +21,7 @@ from factprobe.distractors.pool import relation_pools as _relation_pools
 from factprobe.distractors.random import random_distractors
 from factprobe.distractors.retrieval_inputs import SEM_LIST_FACTOR
 from factprobe.distractors.retrieve import Context, rows
-from factprobe.distractors.sem_search import sem_distractors
+from factprobe.distractors.semantic.search import sem_distractors
 from factprobe.distractors.temporal import temp_sem
 from factprobe.parallel import cpu_clock
 

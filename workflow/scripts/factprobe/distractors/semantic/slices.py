@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from factprobe import arrays
 from factprobe.parallel import cpu_clock
 
-from .sem_index import SemIndex
+from .index import SemIndex
 
 log = logging.getLogger(__name__)
 

@@ -51,7 +51,7 @@ _ID_BITS = 32
 _TAG_SHIFT = 56
 
 
-# Part of an entity (the sharded index, :mod:`.sem_index_parts`): a Lehmer hash modulo the prime
+# Part of an entity (the sharded index, :mod:`.index_parts`): a Lehmer hash modulo the prime
 # 2**31 - 1, computed alike in numpy and DuckDB (products stay below 2**47: no overflow).
 PART_MODULUS = (1 << 31) - 1
 
@@ -162,7 +162,7 @@ def bags_from_parquet(
 
 
 def part_sql(column: str, parts: int) -> str:
-    """DuckDB expression of :func:`factprobe.distractors.sem_part_bags.part_of` (the same integers)."""
+    """DuckDB expression of :func:`factprobe.distractors.semantic.part_bags.part_of` (the same integers)."""
     return f"((({column} % {PART_MODULUS}) * {PART_MULTIPLIER}) % {PART_MODULUS}) % {int(parts)}"
 
 

@@ -1,9 +1,9 @@
-"""The semantic index of a dump: its entities, weighted L2-normalised rows (:mod:`.sem_bags`,
-:mod:`.sem_weighting`) and optionally an nmslib HNSW graph (footnote §), saved with its side
+"""The semantic index of a dump: its entities, weighted L2-normalised rows (:mod:`.bags`,
+:mod:`.weighting`) and optionally an nmslib HNSW graph (footnote §), saved with its side
 files and mapped back; the k-nearest-neighbour searches over it (exact: a scipy sparse
 product, the reference and the fallback; HNSW ``cosinesimil_sparse``).
 
-The workflow builds the index in parts (:mod:`.sem_index_parts`: rules ``sem_bags`` and
+The workflow builds the index in parts (:mod:`.index_parts`: rules ``sem_bags`` and
 ``build_sem_index``), which give the files of :func:`build_index` (the unsharded build, kept as
 the reference) byte for byte.
 """
@@ -25,11 +25,11 @@ import scipy.sparse as sp
 from factprobe.hashing import stable_hash
 from factprobe.settings import Sem
 
-from .sem_bags import bags_from_parquet, feature_codes
-from .sem_weighting import weigh, weight_matrix
+from .bags import bags_from_parquet, feature_codes
+from .weighting import weigh, weight_matrix
 
 if TYPE_CHECKING:
-    from .sem_search import Prefixes
+    from .search import Prefixes
 
 log = logging.getLogger(__name__)
 
@@ -338,7 +338,7 @@ def build_index(
 MATRIX_PARTS = ("data", "indices", "indptr")
 
 
-#: The arrays of an index folder (build_index, sem_index_parts.merge_parts); meta.json lies beside them.
+#: The arrays of an index folder (build_index, index_parts.merge_parts); meta.json lies beside them.
 INDEX_FILES = ("entities.npy", "features.npy", "idf.npy", *(f"matrix.{p}.npy" for p in MATRIX_PARTS))
 
 
