@@ -41,7 +41,6 @@ from factprobe.contracts import id_int, id_ints, qid
 from factprobe.distractors.omega import Omega, in_sorted
 from factprobe.hashing import sha256_order, stable_hashes
 
-POOL_SOURCES = ("relation", "suite", "dataset")
 #: Candidate entity id prefix of a string distractor (pool_source: dataset).
 STRING_PREFIX = "str:"
 
