@@ -58,7 +58,7 @@ def test_snakemake_lint_clean():
 DEMO_JOBS = {
     # five suites: knowledge, multiprompt, plausibility, multilingual, judged
     "extract_dump": 2,
-    "sem_bags": 2,  # one part per dump: the demo dumps are far below sem_part_count.PART_DUMP_BYTES
+    "sem_bags": 2,  # one part per dump: the demo dumps are far below semantic.part_count.PART_DUMP_BYTES
     "build_sem_index": 2,
     "temporal_view": 2,
     "diff_dumps": 1,

@@ -123,10 +123,6 @@ def suite_model_cutoff(cfg: Config, suite: str, model_row: dict) -> dict:
     }
 
 
-#: Scoring modes (rule score_shard): the form's continuation, or the whole sentence (PROBELM §4.1).
-SCORING_MODES = ("continuation", "sentence")
-
-
 def suite_scoring_mode(cfg: Config, suite: str) -> str:
     """``sentence`` for suites of a kind in ``scoring.sentence_kinds``, else ``continuation``."""
     return "sentence" if cfg.suites[suite].kind in cfg.scoring.sentence_kinds else "continuation"
@@ -146,9 +142,6 @@ def suite_end_marker(cfg: Config, suite: str) -> str:
     return by_mode.end_marker if by_mode.end_marker is not None else cfg.scoring.end_marker
 
 
-#: Which forms of a correct object count (fluent-mLAMA): ``table1`` = label + inflected forms
-#: (Table 1, §3.2), ``wide`` = label + inflected forms + aliases (§5.2, Appendix E).
-CORRECT_SETS = ("table1", "wide")
 #: Per suite kind when ``suites.<s>.correct_set`` is absent: the fluent-mLAMA rule for multilingual
 #: suites; the other kinds keep every form (distractors paper §3.2 eq. 1 sums Pl over all forms
 #: λ ∈ Λ(o), labels and aliases; BELIEF counts every object alias, belief-myriadlama §4.1).

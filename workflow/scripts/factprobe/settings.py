@@ -23,8 +23,6 @@ from typing import Any
 
 from factprobe import registries  # every extension point: standard library only
 
-KINDS = ("knowledge", "multiprompt", "plausibility", "multilingual")
-
 
 class ConfigError(ValueError):
     """Configuration or registry problem; the message names the file and the key or row."""

@@ -47,7 +47,6 @@ from factprobe.contracts import id_int, id_ints, qid
 from factprobe.distractors.omega import Omega
 from factprobe.lm.api import LM
 from factprobe.lm.beam import (  # noqa: F401 (re-exported: the search ApprOpt runs)
-    LEAF,
     Hyp,
     TokenTrie,
     batched_beam_search,

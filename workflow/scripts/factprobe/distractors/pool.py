@@ -41,8 +41,7 @@ from factprobe.contracts import id_int, id_ints, qid
 from factprobe.distractors.omega import Omega, in_sorted
 from factprobe.hashing import sha256_order, stable_hashes
 
-POOL_SOURCES = ("relation", "suite", "dataset")
-#: Candidate entity id prefix of a string distractor (pool source: dataset).
+#: Candidate entity id prefix of a string distractor (strategy pool, source dataset).
 STRING_PREFIX = "str:"
 
 

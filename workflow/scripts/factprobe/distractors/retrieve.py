@@ -22,7 +22,7 @@ from tqdm import tqdm
 from factprobe import arrays, contracts, parallel, scan
 from factprobe.contracts import id_ints
 from factprobe.distractors.cooccur import Cooccurrence
-from factprobe.distractors.omega import Omega, facts_valid, suite_omega, valid_arrays  # noqa: F401 (re-export)
+from factprobe.distractors.omega import Omega, suite_omega  # noqa: F401 (re-export)
 from factprobe.distractors.pool import is_string_entity, string_forms
 from factprobe.distractors.semantic.index import SemIndex
 from factprobe.hashing import stable_hash
@@ -57,9 +57,6 @@ def rows(fact_id: str, ents: list[int], strategy: str, **extra) -> list[dict]:
         }
         for i, e in enumerate(ents, start=1)
     ]
-
-
-_rows = rows  # former name
 
 
 @dataclass

@@ -42,8 +42,6 @@ PROMPT_FORMATS = ("plain", "chat")
 #: Languages written without spaces between words: forms follow the prompt directly.
 NO_SPACE_LANGS = ("zh", "ja", "th", "lo", "km", "my", "bo")
 
-Request = tuple[tuple[int, ...], tuple[int, ...]]  # (prefix ids, continuation ids)
-
 
 def continuation_text(form: str, lang: str, no_space_langs: Collection[str] = NO_SPACE_LANGS) -> str:
     """A form as it follows a prompt: one leading space in languages written with spaces."""

@@ -22,7 +22,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from factprobe.model_source import BUILTIN_CONTROL, HUB_ID, PrepareError, Source, resolve_source  # noqa: F401
+from factprobe.model_source import PrepareError, Source, resolve_source
 
 MANIFEST = "manifest.json"
 # Weight, config and tokenizer files a prepared folder keeps (and hashes in its manifest).

@@ -23,7 +23,6 @@ A part's entities (rule ``sem_bags``) are those of :func:`part_sql`'s entity has
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import numpy as np
@@ -31,8 +30,6 @@ import pandas as pd
 import scipy.sparse as sp
 
 from factprobe import arrays
-
-log = logging.getLogger(__name__)
 
 TAG_SELF, TAG_REL, TAG_OBJ, TAG_REL_OBJ, TAG_INV_REL, TAG_INV_SUBJ, TAG_INV_REL_SUBJ = range(7)
 

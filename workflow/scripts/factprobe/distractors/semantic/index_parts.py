@@ -53,7 +53,6 @@ from factprobe import arrays
 from factprobe.settings import Sem
 
 from . import index
-from .part_count import PART_DUMP_BYTES, PART_NNZ, parts_for  # noqa: F401 (re-exported)
 from .weighting import idf_of, weigh_rows
 
 # Global rows merged (weighed, written) at once: at most MERGE_ROWS rows and MERGE_NNZ non-zeros (or

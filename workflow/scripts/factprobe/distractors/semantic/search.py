@@ -7,7 +7,6 @@ and the exact rankings of a suite's objects computed once for its retrieval shar
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,8 +17,6 @@ from factprobe.parallel import cpu_clock
 
 from .index import SemIndex
 from .slices import TypeSlices, rank_rows
-
-log = logging.getLogger(__name__)
 
 
 def sem_distractors(

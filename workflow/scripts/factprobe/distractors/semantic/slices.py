@@ -5,7 +5,6 @@ while they fit a memory budget (:class:`TypeSlices`).
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +14,6 @@ from factprobe import arrays
 from factprobe.parallel import cpu_clock
 
 from .index import SemIndex
-
-log = logging.getLogger(__name__)
 
 
 class TypeSlice:

@@ -10,14 +10,10 @@ is a dot product: the same cosines.
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 import scipy.sparse as sp
 
 from .bags import check_bag
-
-log = logging.getLogger(__name__)
 
 _ROW_BLOCK = 1 << 16
 
