@@ -88,7 +88,7 @@ def demo_suite(work: Path):
         valid_ranks="non_deprecated",
         ef_search=200,
     )
-    candidates = retrieve(facts, omega, settings, None, None, None, entity_forms)
+    candidates = retrieve(facts, omega, settings, {"entity_forms": entity_forms})
     return facts, prompts, candidates, forms_of_candidates(candidates, entity_forms)
 
 

@@ -34,8 +34,13 @@ def test_registries_hold_the_built_in_entries_only_once():
 
     assert list(distractors.STRATEGIES)[:6] == ["random", "sem", "temp+sem", "cooccur", "pool", "appropt"]
     assert distractors.canonical(["temp", "sem", "temp+sem"]) == ["temp+sem", "sem"]
-    assert distractors.needs(["temp"], "temporal") and distractors.needs(["sem"], "index")
-    assert not distractors.needs(["random", "pool"], "index")
+    assert distractors.tables_of(["temp"]) == ["sem_index", "temporal"]
+    assert distractors.tables_of(["random", "cooccur", "pool", "sem"]) == [
+        "cooccur",
+        "entity_forms",
+        "sem_index",
+    ]
+    assert distractors.needs(["appropt"], "per_model") and not distractors.needs(["sem"], "per_model")
     assert distractors.needs_every_subject({"strategies": ["pool"]})  # pool source relation by default
     assert distractors.needs_every_subject({"strategies": ["cooccur"]})  # both sides by default
     one_side = {"strategies": ["cooccur"], "strategy_settings": {"cooccur": {"sides": ["object"]}}}

@@ -747,10 +747,12 @@ def test_retrieve_end_to_end_every_row_in_omega(demo_tables, claims, suite, inde
         facts,
         omega,
         settings,
-        load_index(index, "exact"),
-        past,
-        Cooccurrence(claims[claims["rank"] >= 1]),
-        forms,
+        {
+            "sem_index": load_index(index, "exact"),
+            "temporal": past,
+            "cooccur": Cooccurrence(claims[claims["rank"] >= 1]),
+            "entity_forms": forms,
+        },
     )
     assert set(cand.columns) >= {"fact_id", "entity", "role", "strategy", "rank", "relevance"}
     objects = cand[cand["role"] == "object"]
@@ -904,7 +906,7 @@ def test_subject_shards_read_their_slice_and_gather_to_the_one_job_table(
             # scanned none itself.
             assert st.empty and co.statements() > 0
             assert all(isinstance(c, np.memmap) for cols in co.by_property.values() for c in cols)
-        return f, ef, om, retrieve(f, om, settings, cooccur=co, entity_forms=ef, only=only)
+        return f, ef, om, retrieve(f, om, settings, {"cooccur": co, "entity_forms": ef}, only)
 
     every, whole_forms, whole_omega, whole = run()
     assert (whole["role"] == "distractor").sum() > 50
@@ -914,7 +916,9 @@ def test_subject_shards_read_their_slice_and_gather_to_the_one_job_table(
     co = Cooccurrence(claims[claims["rank"] >= 1]) if "cooccur" in strategies else None
     types = [demo_tables[d] / "types.parquet" for d in demo_tables]
     omega = suite_omega(every, forms, claims, types, DUMP, ranks, 90)
-    pd.testing.assert_frame_equal(whole, retrieve(every, omega, settings, cooccur=co, entity_forms=forms))
+    pd.testing.assert_frame_equal(
+        whole, retrieve(every, omega, settings, {"cooccur": co, "entity_forms": forms})
+    )
     plan = shard_plan(every, 3)
     # Shards that map the suite's types and forms, prepared once (rule prepare_retrieval), give
     # the rows of shards that scan their own.

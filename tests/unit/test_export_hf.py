@@ -94,10 +94,7 @@ def files(demo_tables, tmp_path_factory):
         facts,
         omega,
         retrieve_settings(strategies=["random"], n=3, languages=["en", "de"]),
-        None,
-        None,
-        None,
-        entity_forms,
+        {"entity_forms": entity_forms},
     )
     forms = forms_of_candidates(candidates, entity_forms)
     folder = tmp_path_factory.mktemp("probes")

@@ -93,7 +93,7 @@ def suite(demo_tables):
         90.0,
     )
     settings = retrieve_settings(strategies=["random", "pool"], n=3, pool_size=4, languages=["en", "de"])
-    candidates = retrieve(facts, omega, settings, None, None, None, entity_forms)
+    candidates = retrieve(facts, omega, settings, {"entity_forms": entity_forms})
     forms = forms_of_candidates(candidates, entity_forms)
     # Preconditions the assertions below rely on: contexts, two languages, two strategies.
     assert (prompts["shots"] == "2-random").any() and set(prompts["lang"]) == {"en", "de"}

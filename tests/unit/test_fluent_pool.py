@@ -67,9 +67,9 @@ FORMS = pd.DataFrame(
 def test_retrieve_samples_strings_of_the_subset_with_one_form_each():
     settings = _settings("dataset", size=50)
     settings = type(settings)(**{**settings.__dict__, "languages": ["cs"]})
-    cand = retrieve(FACTS, omega(), settings, entity_forms=FORMS)
+    cand = retrieve(FACTS, omega(), settings, {"entity_forms": FORMS})
     # A release-only suite's job has no dump tables, so no Ω: the string pool does not need one.
-    pd.testing.assert_frame_equal(retrieve(FACTS, None, settings, entity_forms=FORMS), cand)
+    pd.testing.assert_frame_equal(retrieve(FACTS, None, settings, {"entity_forms": FORMS}), cand)
     pool = cand[cand["strategy"] == "pool"]
     by_fact = {f: g.sort_values("rank")["entity"].tolist() for f, g in pool.groupby("fact_id")}
     # Kafka: the Svatoňovice strings (Prague's are his own); Čapek: Prague's three strings.

@@ -174,15 +174,15 @@ def test_retrieval_inputs_follow_the_strategies_needs():
         "types": ["w/20190201/types", "w/20141201/types"],
         "claims": "w/20190201/claims",
     }
-    # Sem needs the dump's index, temporal strategies its temporal view; cooccur neither.
+    # Sem reads the dump's index, temporal strategies its temporal view; cooccur neither (its
+    # statements come with Ω's claims).
     sem = {"strategies": ["sem", "random"], "dump": "20190201"}
-    files = I.retrieve_job_inputs(sem, omega, ["lib.py"], "i/{dump}", "t/{dump}")
+    outputs = {"sem_index": "i/{dump}", "temporal": "t/{dump}"}
+    files = I.retrieve_job_inputs(sem, omega, ["lib.py"], outputs)
     assert files["index"] == "i/20190201" and "temporal" not in files and files["lib"] == ["lib.py"]
-    temp = I.retrieve_job_inputs(
-        {"strategies": ["temp+sem"], "dump": "20190201"}, omega, [], "i/{dump}", "t/{dump}"
-    )
+    temp = I.retrieve_job_inputs({"strategies": ["temp+sem"], "dump": "20190201"}, omega, [], outputs)
     assert temp["temporal"] == "t/20190201" and temp["index"] == "i/20190201"
-    plain = I.retrieve_job_inputs({"strategies": ["cooccur"], "dump": "20190201"}, omega, [], "i", "t")
+    plain = I.retrieve_job_inputs({"strategies": ["cooccur"], "dump": "20190201"}, omega, [], outputs)
     assert set(plain) == {*omega, "lib"}
     out = {"candidates": "s/{suite}/{shard}.c", "forms": "s/{suite}/{shard}.f"}
     gather = I.retrieve_gather_inputs("knowledge", 3, "p/{suite}/facts", out, ["lib.py"])
@@ -201,8 +201,9 @@ def test_sharded_retrieval_reads_one_preparation_per_suite():
     prepared = I.shard_prepared("knowledge", 4, "p/{suite}/prepared")
     assert prepared == "p/knowledge/prepared"
     sem = {"strategies": ["sem", "random"], "dump": "20190201", "search": "exact"}
-    assert I.retrieve_job_inputs(sem, omega, [], "i/{dump}", "t/{dump}", prepared)["prepared"] == prepared
-    assert "prepared" not in I.retrieve_job_inputs(sem, omega, [], "i/{dump}", "t/{dump}")
+    outputs = {"sem_index": "i/{dump}", "temporal": "t/{dump}"}
+    assert I.retrieve_job_inputs(sem, omega, [], outputs, prepared)["prepared"] == prepared
+    assert "prepared" not in I.retrieve_job_inputs(sem, omega, [], outputs)
     prep = I.prepare_inputs(sem, omega, ["lib.py"], "i/{dump}")
     assert prep == {
         **{k: v for k, v in omega.items() if k != "claims"},

@@ -337,7 +337,7 @@ def test_retrieval_shards_gather_to_the_one_job_table(tables, strategies):
         strategy_settings={"cooccur": {"n": 3, "sides": ["object", "subject"]}},
     )
     co = Cooccurrence(statements) if strategies == ["cooccur"] else None
-    whole = retrieve(facts, omega, resolved, cooccur=co, entity_forms=forms)
+    whole = retrieve(facts, omega, resolved, {"cooccur": co, "entity_forms": forms})
     assert (whole["role"] == "distractor").sum() > 0
     shard = shard_plan(facts, 3)
     # One relation cut by subject hash; each shard loads its own slice.
@@ -347,7 +347,9 @@ def test_retrieval_shards_gather_to_the_one_job_table(tables, strategies):
     for s in (0, 1, 2):
         only = facts["fact_id"][shard == s].tolist()
         f, ef, st, om = load_suite_omega(inputs, settings, only=only)
-        got = retrieve(f, om, resolved, cooccur=Cooccurrence(st) if co else None, entity_forms=ef, only=only)
+        got = retrieve(
+            f, om, resolved, {"cooccur": Cooccurrence(st) if co else None, "entity_forms": ef}, only
+        )
         parts.append(got)
         part_forms.append(forms_of_candidates(got, ef))
     cand, got_forms = gather_shards(facts, parts, part_forms)

@@ -104,7 +104,7 @@ def test_retrieval_logs_what_was_kept_and_left_out(caplog):
         ef_search=200,
     )
     with caplog.at_level(logging.INFO, logger="factprobe.distractors.retrieve"):
-        got = retrieve(facts, omega, settings, cooccur=Cooccurrence(statements))
+        got = retrieve(facts, omega, settings, {"cooccur": Cooccurrence(statements)})
     dis = got[got["role"] == "distractor"]
     # Random takes 3 of Ω(f) = {1, 4, 5, 6} (hash order); cooccur never lists s = Q1 or, on the
     # subject side, o = Q2.

@@ -248,9 +248,16 @@ def retrieve_inputs(wildcards):
     return run_inputs.retrieve_gather_inputs(wildcards.suite, shards, facts, out, lib)
 
 
+def table_outputs():
+    """Output templates a strategy table may read (registries.TABLES, paths)."""
+    return {
+        "sem_index": rules.build_sem_index.output.index,
+        "temporal": rules.temporal_view.output.temporal,
+    }
+
+
 def retrieve_shard_inputs(wildcards):
     retrieve = DISTRACTOR_SETTINGS[wildcards.suite]
-    paths = rules.build_sem_index.output.index, rules.temporal_view.output.temporal
     omega, lib = omega_inputs(wildcards.suite), library("retrieve_distractors.py")
     prepared = rules.prepare_retrieval.output.prepared
     shards = CFG.distractors.shards
@@ -258,7 +265,7 @@ def retrieve_shard_inputs(wildcards):
         retrieve,
         omega,
         lib,
-        *paths,
+        table_outputs(),
         (
             None
             if wildcards.suite in RELEASE_ONLY

@@ -165,7 +165,9 @@ def sem_index_rows(cfg: Config, dump: str) -> dict:
     type_dumps: set[str] = set()
     for name, suite in cfg.suites.items():
         retrieve = suite_retrieve(cfg, name)
-        if str(retrieve["dump"]) != str(dump) or not registries.needs(retrieve["strategies"], "index"):
+        if str(retrieve["dump"]) != str(dump) or "sem_index" not in registries.tables_of(
+            retrieve["strategies"]
+        ):
             continue
         # A listed-facts suite with its relations named bounds the index like a dump-built one.
         listed = suite.source.listed and suite.relations

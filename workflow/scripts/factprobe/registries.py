@@ -1,8 +1,9 @@
 """Every extension point of factprobe in one light module: what can be named in the config.
 
-Five registries, each ``name -> entry`` (a sixth, of measures, in :mod:`factprobe.measures`):
+Six registries, each ``name -> entry`` (a seventh, of measures, in :mod:`factprobe.measures`):
 
 * :data:`STRATEGIES`: distractor strategies (``distractors.strategies``);
+* :data:`TABLES`: the tables a strategy reads besides the facts and Ω (``tables=``);
 * :data:`FAMILIES`: measure families (``metrics.families``); the measures they write (direction,
   chance level, label) are the registry :data:`factprobe.measures.MEASURES`, built the same way;
 * :data:`BACKENDS`: model backends (the ``backend`` column of ``config/models.tsv``);
@@ -130,14 +131,19 @@ def _declared(settings: Mapping[str, Any] | None) -> dict[str, Setting]:
 
 #: Keywords meant as ``settings=`` (an entry's own knobs, strategies and families alike).
 _SETTINGS_LIKE = ("own", "knobs", "params", "options", "setting", "strategy_settings", "family_settings")
+#: Former needs of a strategy -> the table it names now in ``tables=``.
+_FORMER_NEEDS = {"index": "sem_index", "temporal": "temporal", "statements": "cooccur"}
 
 
 def _refuse_keywords(kind: str, name: str, given: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
     """A keyword an entry does not take fails at registration, naming the one meant: an entry's
-    own knobs are ``settings=`` for strategies and families alike."""
+    own knobs are ``settings=`` for strategies and families alike; the tables a strategy reads
+    are named in ``tables=``."""
     for key in given:
         if key not in allowed:
             hint = "its own knobs are declared with settings=" if key in _SETTINGS_LIKE else ""
+            if key in _FORMER_NEEDS:
+                hint = f"the tables it reads are named in tables=, here tables=({_FORMER_NEEDS[key]!r},)"
             raise RegistryError(
                 f"{kind} {name!r}: no keyword {key}=; {hint + '; ' if hint else ''}the keywords are {list(allowed)}"
             )
@@ -153,19 +159,18 @@ class Strategy:
     A retriever is called per fact, ``retriever(ctx, i, fact_id, (s, r, o))``, and returns
     candidate rows (:func:`factprobe.distractors.retrieve.rows`); ``ctx`` is the suite's
     :class:`factprobe.distractors.retrieve.Context`. ``prepare(ctx)`` runs once before the first
-    fact. Needs: ``per_model`` (its own rule per (suite, model), ApprOpt), ``index`` (the dump's
-    semantic index), ``temporal`` (the dump's temporal view), ``statements`` (the suite's
-    relations' statements), ``every_subject`` (callable or ``"module:attribute"``: given the
-    retrieve settings, whether Ω holds every subject of the relations). ``settings``: its own settings, name -> :class:`Setting`.
+    fact. ``tables``: the names of the :data:`TABLES` it reads (``ctx.tables[name]``): retrieval
+    plans their files and loads them only for suites running a strategy that names them.
+    ``per_model``: its own rule per (suite, model) (ApprOpt). ``every_subject`` (callable or
+    ``"module:attribute"``): given the retrieve settings, whether Ω holds every subject of the
+    relations. ``settings``: its own settings, name -> :class:`Setting`.
     """
 
     name: str
     retriever: Callable | str | None
     prepare: Callable | str | None = None
     per_model: bool = False
-    index: bool = False
-    temporal: bool = False
-    statements: bool = False
+    tables: tuple[str, ...] = ()
     every_subject: Callable[[Mapping[str, Any]], bool] | str | None = None
     aliases: tuple[str, ...] = field(default_factory=tuple)
     settings: Mapping[str, Setting] = field(default_factory=dict)
@@ -183,17 +188,26 @@ def register_strategy(
     name: str, retriever: Callable | str | None, override: bool = False, **needs: Any
 ) -> Strategy:
     """Add strategy ``name``; ``needs`` are :class:`Strategy` fields (its own knobs: ``settings``)."""
-    allowed = tuple(f for f in Strategy.__dataclass_fields__ if f not in ("name", "retriever"))
-    _refuse_keywords("distractor strategy", name, needs, allowed)
+    _check_strategy_keywords(name, needs)
     needs["settings"] = _declared(needs.get("settings"))
+    needs["tables"] = tuple(needs.get("tables", ()))
     return STRATEGIES.add(name, Strategy(name, retriever, **needs), source_of(retriever), override)
 
 
-def strategy(name: str, override: bool = False, **needs: Any) -> Callable[[Callable], Callable]:
-    """Decorator form of :func:`register_strategy`: ``@strategy("mine", index=True)``."""
-
+def _check_strategy_keywords(name: str, needs: Mapping[str, Any]) -> None:
     allowed = tuple(f for f in Strategy.__dataclass_fields__ if f not in ("name", "retriever"))
     _refuse_keywords("distractor strategy", name, needs, allowed)
+    tables = needs.get("tables", ())
+    if isinstance(tables, str) or not all(isinstance(t, str) for t in tables):
+        raise RegistryError(
+            f"distractor strategy {name!r}: tables= is a tuple of table names, e.g. tables=({tables!r},)"
+        )
+
+
+def strategy(name: str, override: bool = False, **needs: Any) -> Callable[[Callable], Callable]:
+    """Decorator form of :func:`register_strategy`: ``@strategy("mine", tables=("cooccur",))``."""
+
+    _check_strategy_keywords(name, needs)
 
     def add(fn: Callable) -> Callable:
         register_strategy(name, fn, override, **needs)
@@ -223,8 +237,14 @@ def choices(per_model: bool | None = None) -> list[str]:
 
 
 def needs(names: list[str], need: str) -> bool:
-    """Whether any of the strategies ``names`` has ``need`` (index, temporal, statements, per_model)."""
+    """Whether any of the strategies ``names`` has ``need`` (per_model; the tables they read are
+    :func:`tables_of`)."""
     return any(getattr(STRATEGIES[n], need) for n in canonical(names) if n in STRATEGIES)
+
+
+def tables_of(names: list[str]) -> list[str]:
+    """The :data:`TABLES` the strategies ``names`` read, each once, in the order they name them."""
+    return list(dict.fromkeys(t for n in canonical(names) if n in STRATEGIES for t in STRATEGIES[n].tables))
 
 
 def needs_every_subject(settings: Mapping[str, Any]) -> bool:
@@ -268,13 +288,12 @@ _POOL_SOURCE = (
     "relation (its objects in the dump), suite (the suite's) or dataset (fluent-mLAMA §3.3 strings)"
 )
 register_strategy("random", f"{_STRATEGY}:random_rows")
-register_strategy("sem", f"{_STRATEGY}:sem_rows", prepare=f"{_STRATEGY}:sem_lists", index=True)
+register_strategy("sem", f"{_STRATEGY}:sem_rows", prepare=f"{_STRATEGY}:sem_lists", tables=("sem_index",))
 register_strategy(
     "temp+sem",
     f"{_STRATEGY}:temp_sem_rows",
     prepare=f"{_STRATEGY}:sem_lists",
-    index=True,
-    temporal=True,
+    tables=("sem_index", "temporal"),
     aliases=("temp",),
     settings={"earlier_dump": Setting(False, _EARLIER)},
 )
@@ -282,7 +301,7 @@ register_strategy(
     "cooccur",
     f"{_STRATEGY}:cooccur_rows",
     prepare=f"{_STRATEGY}:cooccur_relevance",
-    statements=True,
+    tables=("cooccur",),
     every_subject="factprobe.distractors.every_subject:subject_side",
     settings={
         "n": Setting(10, "alternatives per fact and side (PROBELM Algorithm 1)"),
@@ -293,10 +312,85 @@ register_strategy(
     "pool",
     f"{_STRATEGY}:pool_rows",
     prepare=f"{_STRATEGY}:relation_pools",
+    tables=("entity_forms",),
     every_subject="factprobe.distractors.every_subject:relation_pool",
     settings={"source": Setting("relation", _POOL_SOURCE)},
 )
 register_strategy("appropt", None, per_model=True)  # rule appropt_distractors (factprobe.distractors.appropt)
+
+
+# --- tables strategies read ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table distractor strategies read besides the suite's facts and Ω, named in a strategy's
+    ``tables=``: a retrieval job plans and loads it only when a strategy of its suite names it.
+
+    ``paths(settings, outputs)`` (callable or ``"module:attribute"``; standard library only, it
+    runs while the Snakefile is parsed): the files the retrieval job reads for it, ``{input
+    name: path}``, given the suite's retrieve settings (``dump``, ``strategies``, ...) and
+    ``outputs``, the workflow's output path templates a table may read (``sem_index``,
+    ``temporal``: :func:`factprobe.run_inputs.retrieve_job_inputs`); None: it reads no file of
+    its own. ``load(job)``: the table, at job time, from a
+    :class:`factprobe.distractors.tables.TableJob` (the job's inputs, settings, facts, ...);
+    strategies read it as ``ctx.tables[name]``."""
+
+    name: str
+    load: Callable | str
+    paths: Callable | str | None = None
+
+    def code(self, what: str = "load") -> Callable | None:
+        """The loader (or ``paths``) as a callable, importing its module on first use."""
+        return imported(getattr(self, what))
+
+
+#: name -> :class:`Table`.
+TABLES: Registry[Table] = Registry("strategy table")
+
+
+def register_table(
+    name: str, load: Callable | str, paths: Callable | str | None = None, override: bool = False, **wrong: Any
+) -> Table:
+    """Add table ``name``: ``load`` reads it in the job, ``paths`` names its files at parse time."""
+    _refuse_keywords("strategy table", name, wrong, ("paths", "override"))
+    return TABLES.add(name, Table(name, load, paths), source_of(load), override)
+
+
+def table(
+    name: str, paths: Callable | str | None = None, override: bool = False, **wrong: Any
+) -> Callable[[Callable], Callable]:
+    """Decorator form of :func:`register_table` on the loader: ``@table("mine", paths=my_paths)``."""
+    _refuse_keywords("strategy table", name, wrong, ("paths", "override"))
+
+    def add(fn: Callable) -> Callable:
+        register_table(name, fn, paths, override)
+        return fn
+
+    return add
+
+
+def table_entry(name: str, where: str = "distractors.strategies") -> Table:
+    """The entry of table ``name``; unknown names fail naming ``where`` and the choices."""
+    if name not in TABLES:
+        raise RegistryError(
+            f"{where}: no table {name!r} is registered (a plugin registers one with register_table); "
+            f"registered tables: {list(TABLES)}"
+        )
+    return TABLES[name]
+
+
+def unknown_tables(names: list[str]) -> list[str]:
+    """Names that are not registered tables."""
+    return [n for n in names if n not in TABLES]
+
+
+_TABLE = "factprobe.distractors.tables"
+# One line per built-in table (distractors paper §3.3, PROBELM App. B, fluent-mLAMA §3.1).
+register_table("sem_index", f"{_TABLE}:load_sem_index", f"{_TABLE}:sem_index_paths")
+register_table("temporal", f"{_TABLE}:load_temporal", f"{_TABLE}:temporal_paths")
+register_table("cooccur", f"{_TABLE}:load_cooccur")
+register_table("entity_forms", f"{_TABLE}:load_entity_forms")
 
 
 # --- measure families and measures ---------------------------------------------------------
@@ -597,7 +691,9 @@ KINDS = {
         "needs_every_subject",
         "strategy_setting",
         "strategy_settings",
+        "tables_of",
     ),
+    "TABLES": ("TABLES", "Table", "register_table", "table", "table_entry", "unknown_tables"),
     "FAMILIES": (
         "FAMILIES",
         "Family",

@@ -157,7 +157,7 @@ def searches_hnsw(cfg: Config, dump: str) -> bool:
     return any(
         r["search"] == "hnsw" and r["dump"] == dump
         for r in (config_rules.suite_retrieve(cfg, s) for s in cfg.suites)
-        if registries.needs(r["strategies"], "index")
+        if "sem_index" in registries.tables_of(r["strategies"])
     )
 
 
@@ -172,8 +172,8 @@ def retrieve_shard_factor(strategies: list[str], shards: int, per_mb: float = 4.
     """MB of memory per MB of input of one retrieval shard: ``per_mb`` (one job's factor) times its
     slice of the state, ``RETRIEVE_SHARED + (1 - RETRIEVE_SHARED) / shards`` (a
     shard holds the statements of its own subjects). Strategies that read their relations'
-    statements whole (co-occurrence, ``needs: statements``) do so in every shard: no division."""
-    shared = 1.0 if registries.needs(strategies, "statements") else RETRIEVE_SHARED
+    statements whole (co-occurrence, table ``cooccur``) do so in every shard: no division."""
+    shared = 1.0 if "cooccur" in registries.tables_of(strategies) else RETRIEVE_SHARED
     return per_mb * (shared + (1 - shared) / shards)
 
 

@@ -46,6 +46,13 @@ def check_strategy_names(key: str, names: list[str] | None) -> None:
             f"unknown distractor strategy name(s) {bad}; valid names: {registries.choices()} "
             "(temp is the former name of temp+sem)",
         )
+    missing = registries.unknown_tables(registries.tables_of(list(names or [])))
+    if missing:
+        raise InvalidValue(
+            key,
+            f"distractor strategies {list(names or [])} read table(s) {missing} that no module registered "
+            f"(a plugin registers one with register_table); registered tables: {list(registries.TABLES)}",
+        )
 
 
 def check_own_settings(given: dict[str, dict]) -> None:

@@ -23,7 +23,7 @@ from factprobe.distractors.omega import Omega, facts_valid, valid_arrays
 from factprobe.distractors.semantic import slices
 from factprobe.distractors.semantic.index import SemIndex, load_index
 from factprobe.distractors.semantic.search import Prefixes, exact_prefixes
-from factprobe.registries import needs, needs_every_subject, strategy_setting
+from factprobe.registries import needs_every_subject, strategy_setting, tables_of
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ def _read_statements(
     # The largest scans first: their DuckDB working memory then adds to little of Ω's state.
     statements = (
         scan.scan_statements(inputs.claims, rel_ids, con)
-        if needs(strategies, "statements") and COOCCUR not in held
+        if "cooccur" in tables_of(strategies) and COOCCUR not in held
         else pd.DataFrame(columns=["subject", "property", "object"])
     )
     valid = None if VALID in held else _scan_valid(inputs, settings, facts, mine, con)
@@ -230,7 +230,7 @@ def _prepare_statements(inputs, settings: dict, facts: pd.DataFrame, folder: Pat
     relations' statements for co-occurrence, one job's valid statements where Ω holds every
     subject of a relation. Returns their row counts."""
     counts = {}
-    if needs(settings.get("strategies", []), "statements"):
+    if "cooccur" in tables_of(settings.get("strategies", [])):
         rel_ids = arrays.unique(id_ints(facts["property"]))
         counts["statements"] = Cooccurrence(scan.scan_statements(inputs.claims, rel_ids, con)).save(
             folder / COOCCUR
