@@ -1002,12 +1002,15 @@ def test_sem_slices_in_parts_rank_as_one_slice(index, suite, monkeypatch, tmp_pa
     want_prefixes = search.exact_prefixes(idx, omega, objects, 10, 4)
     several = [o for o in set(objects.tolist()) if len(omega.types_of(o)) > 1]
     assert len(several) >= 5
-    probe = sorted(set(objects.tolist()))[:60] + several[:20]
+    probe = sorted(set(objects.tolist()))  # every object, of one type and of several, once
     whole = slices.TypeSlices(idx, omega, 10**9)
     ref = {o: dict(zip(*whole.scores(omega.types_of(o), o), strict=True)) for o in probe}
-    for part, chunk in ((2, 1), (7, 65536)):
-        monkeypatch.setattr(slices, "SLICE_PART", part)
-        monkeypatch.setattr(slices, "QUERY_CHUNK", chunk)
+    # Parts of two members (every type with more than two split) and query chunks of one feature
+    # are each the extreme of its own loop; one layout each (the two loops do not meet: a chunk
+    # is matched against one part's features).
+    for part, chunk in ((2, 65536), (7, 1)):
+        monkeypatch.setattr(sem_slices, "SLICE_PART", part)
+        monkeypatch.setattr(sem_slices, "QUERY_CHUNK", chunk)
         # Few parts held at once (each mapped array holds a file descriptor): the same answers.
         monkeypatch.setattr(slices, "SLICE_CACHE_PARTS", 3 if part == 2 else 128)
         folder = tmp_path / f"slices{part}"
