@@ -11,6 +11,7 @@ import yaml
 from factprobe import config_rules, registries
 from factprobe import settings as S
 from factprobe.config_check import ConfigError, load_config_schema, read_config
+from factprobe.metrics.jobs import metrics_settings
 from factprobe.run_inputs import needs_encoder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,6 +91,15 @@ def test_a_suite_carries_its_families_settings_and_the_encoder_stays_a_rule_inpu
     }
     assert needs_encoder(cfg, ["overlap"], {"smollm2": {}}) == "smollm2"
     assert needs_encoder(cfg, ["knowledge"], {"smollm2": {}}) is None
+    # Rule compute_metrics reads the prepared folder in its place, the family's other settings kept.
+    settings, families = metrics_settings(params, encoder="resources/models/smollm2")
+    assert settings.own("overlap") == {
+        "rouge_units": "words",
+        "encoder": "resources/models/smollm2",
+        "layer": None,
+        "idf": False,
+    }
+    assert settings.own("ranking")["ties"] == "correct_first" and families[-1] == "overlap"
 
 
 OLD_KEYS = [

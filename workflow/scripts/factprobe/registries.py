@@ -387,6 +387,9 @@ _FAMILY = "factprobe.metrics.families"
 # One line per family (the order they run in). reads=: the metrics keys a family shares with
 # other families or rules; a knob of one family alone is its own setting, as a plugin's
 # (config/README.md, section metrics).
+# ties: "fail" by default, a tie is not counted as known; "correct_first" is the Fluent-mLAMA
+# authors' stable sort. combined_strategies: retrieval writes Temp+Sem as strategy temp+sem
+# already (§3.3), so extra concatenations only on request.
 _PRECISION_NS = "n of the Precision@n baseline (distractors paper Table 2); at most scoring.topk"
 _COMBINED = "extra derived lists, name -> strategies concatenated in order (temp+sem is retrieval's)"
 _TIES = "a distractor tying the best correct form ranks above it (fail) or below it (correct_first)"

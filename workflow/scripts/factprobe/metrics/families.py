@@ -52,8 +52,9 @@ def knowledge(f: SuiteFrame) -> Tables:
 def ranking(f: SuiteFrame) -> Tables:
     """Rank, R@n and mean rank of the object (fluent-mLAMA §3.3).
 
-    Ties: the family's setting ``ties``. With ``ranking_average: relation`` (the paper's Table 1) short-GT facts are left out
-    (:func:`factprobe.metrics.fluent.drop_short_gt`, the authors' ``exclude_short``)."""
+    Ties: the family's own setting ``ties``. With ``ranking_average: relation`` (the paper's
+    Table 1) short-GT facts are left out (:func:`factprobe.metrics.fluent.drop_short_gt`, the
+    authors' ``exclude_short``)."""
     s, own = f.settings, f.settings.own("ranking")
     ranks = ranking_per_fact(
         f.entity_scores, f.prompts, f.candidates, f.correct, own["recall_ns"], own["ties"]
