@@ -198,7 +198,12 @@ def test_a_plugin_strategy_takes_a_setting_of_its_own():
     resolved, plain_has_key, errors, listed, family_params, values = json.loads(out.stdout)
     # The toy's setting is no param of a suite that does not use the toy strategy.
     assert resolved == {"toy_same_relation": {"skip": 2}} and not plain_has_key and listed
-    assert family_params == {"toy": {"scale": 2.0}} and values == [-1.5, -3.0]
+    # The suite's families' own settings: the toy's as set, the built-in knowledge's defaults.
+    assert family_params == {
+        "knowledge": {"precision_ns": [1, 5, 10], "combined_strategies": {}},
+        "toy": {"scale": 2.0},
+    }
+    assert values == [-1.5, -3.0]
     assert "setting 'skip' is int" in errors[0] and "allowed objects passed over" in errors[0]
     assert "has no setting(s) ['jump']" in errors[1]
     assert "'random' declares no settings" in errors[2]

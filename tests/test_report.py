@@ -234,7 +234,7 @@ def test_control_panel_reports_the_split(page):
 def test_report_names_n_used_chance_and_coinciding_strategies(page):
     """Synthetic suites have 3 random, 3 sem (the same entities in the same order)
     and 1 temp distractor per fact, the first of them (no derived Temp+Sem list: retrieval writes
-    temp+sem itself, metrics.combined_strategies is empty by default)."""
+    temp+sem itself, metrics.family_settings.knowledge.combined_strategies is empty by default)."""
     text = page.read_text()
     assert "Strategies with identical values at every n: sem = random." in text
     # K at n = 5 with temp's single distractor is labelled with what was used, and its chance

@@ -1009,8 +1009,8 @@ def test_sem_slices_in_parts_rank_as_one_slice(index, suite, monkeypatch, tmp_pa
     # are each the extreme of its own loop; one layout each (the two loops do not meet: a chunk
     # is matched against one part's features).
     for part, chunk in ((2, 65536), (7, 1)):
-        monkeypatch.setattr(sem_slices, "SLICE_PART", part)
-        monkeypatch.setattr(sem_slices, "QUERY_CHUNK", chunk)
+        monkeypatch.setattr(slices, "SLICE_PART", part)
+        monkeypatch.setattr(slices, "QUERY_CHUNK", chunk)
         # Few parts held at once (each mapped array holds a file descriptor): the same answers.
         monkeypatch.setattr(slices, "SLICE_CACHE_PARTS", 3 if part == 2 else 128)
         folder = tmp_path / f"slices{part}"

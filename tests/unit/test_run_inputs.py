@@ -114,8 +114,9 @@ def test_model_sources_and_translating_models(tmp_path):
 
 def test_metrics_and_report_choices():
     cfg, dumps, models = demo()
-    assert I.needs_encoder(cfg, ["overlap"], {cfg.metrics.overlap.encoder: {}}) == cfg.metrics.overlap.encoder
-    assert I.needs_encoder(cfg, ["knowledge"], {cfg.metrics.overlap.encoder: {}}) is None
+    encoder = cfg.metrics.own("overlap")["encoder"]
+    assert I.needs_encoder(cfg, ["overlap"], {encoder: {}}) == encoder
+    assert I.needs_encoder(cfg, ["knowledge"], {encoder: {}}) is None
     assert I.needs_encoder(cfg, ["overlap"], {}) is None  # an encoder the metrics job downloads itself
     assert I.human_suites(cfg) == ["judged"]
     assert I.human_file(cfg, "judged") == cfg.suites["judged"].source.path

@@ -42,8 +42,8 @@ def _agree(cls, schema, where):
             checked += _agree(hint, spec, f"{where}.{name}")
         elif inner is not None and dataclasses.is_dataclass(inner):
             checked += _agree(inner, spec["additionalProperties"], f"{where}.{name}.*")
-        elif name == "strategy_settings" and "properties" in spec:
-            # Entries' own settings (strategy_settings): the schema documents the built-ins'
+        elif name in ("strategy_settings", "family_settings") and "properties" in spec:
+            # Entries' own settings (strategies', families'): the schema documents the built-ins'
             # keys and defaults, the settings hold the registry's declared ones.
             value = getattr(defaults, name)
             for entry, sub in spec["properties"].items():
@@ -181,18 +181,18 @@ def test_metrics_settings_are_those_of_the_suites_families():
     assert k == {
         "families": ["knowledge", "belief"],
         "ns": [1, 2, 3, 5, 10],
-        "precision_ns": [1, 5, 10],
-        "combined_strategies": {},
         "short_lists": "undefined",
         "belief_samplings": 50_000,
         "belief_bins": 4,
         "robustness_pair": ["template", "sentence"],
+        # The knowledge family's own settings, defaults filled in; BELIEF declares none.
+        "family_settings": {"knowledge": {"precision_ns": [1, 5, 10], "combined_strategies": {}}},
     }
     # No BELIEF family: belief_bins is not a param of the suite, so changing it reruns nothing there.
     assert config_rules.suite_metrics(cfg, "p") == {
         "families": ["plausibility"],
-        "plausibility_strategies": ["cooccur"],
         "robustness_pair": ["template", "sentence"],
+        "family_settings": {"plausibility": {"strategies": ["cooccur"]}},
     }
     assert (
         S.load_settings(S.Metrics, {**config_rules.suite_metrics(cfg, "p"), "families": {}}).belief_bins == 10

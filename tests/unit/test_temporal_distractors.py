@@ -78,7 +78,9 @@ def test_temp_is_one_strategy_named_as_in_the_paper():
     assert settings(["temp", "temp+sem"]).strategies == ["temp+sem"]
     with pytest.raises(ConfigError, match="unknown distractor strategies"):
         settings(["tempsem"])
-    assert Metrics(families={}).combined_strategies == {}  # no second, identical Temp+Sem curve
+    assert (
+        Metrics(families={}).own("knowledge")["combined_strategies"] == {}
+    )  # no second, identical Temp+Sem curve
 
 
 def test_s_prime_keeps_facts_with_a_temporal_distractor():

@@ -200,8 +200,9 @@ def suite_families(cfg: Config, suite: str) -> list[str]:
 
 
 def suite_metrics(cfg: Config, suite: str) -> dict:
-    """The ``metrics`` keys the suite's families read (+ robustness_pair, read by every suite):
-    a change of e.g. ``belief_bins`` reruns only suites with a BELIEF family."""
+    """The ``metrics`` keys the suite's families read (+ robustness_pair, read by every suite) and
+    the own settings of those that declare some: a change of e.g. ``belief_bins`` reruns only
+    suites with a BELIEF family."""
     families = suite_families(cfg, suite)
     # What each family reads: its factprobe.registries.FAMILIES entry (the registry of families).
     unknown = registries.unknown_families(families)
@@ -213,7 +214,7 @@ def suite_metrics(cfg: Config, suite: str) -> dict:
     keys = {"robustness_pair"} | {k for f in families for k in registries.FAMILIES[f].reads}
     values = plain(cfg.metrics)
     out = {"families": families, **{k: values[k] for k in sorted(keys)}}
-    # Only where a family declares settings: the params of other runs stay as they were.
+    # Only where a family declares settings: a suite of BELIEF families alone has none.
     own = registries.family_settings(families, cfg.metrics.family_settings)
     return {**out, "family_settings": own} if own else out
 
@@ -363,10 +364,10 @@ def check_cross_keys(cfg: Config, enabled: list[str], source: str = "config/conf
         if suite.timeline is not None:
             check_timeline(suite, enabled, where)
     check_control_fractions(cfg, enabled, source)
-    precision = max(cfg.metrics.precision_ns or [1])
+    precision = max(cfg.metrics.own("knowledge")["precision_ns"] or [1])
     if precision > cfg.scoring.topk:
         raise ConfigError(
-            f"{source}: metrics.precision_ns asks for Precision@{precision} but scoring.topk is "
+            f"{source}: metrics.family_settings.knowledge.precision_ns asks for Precision@{precision} but scoring.topk is "
             f"{cfg.scoring.topk}; first-token ranks are only known within the top-k, so raise scoring.topk"
         )
 

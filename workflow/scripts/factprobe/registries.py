@@ -20,7 +20,8 @@ A name is registered once: a second registration fails naming both sources, unle
 ``override=True``; then the run log says which entry replaced which. A strategy may declare its
 own settings (:class:`Setting`), the built-in ones as plugins: ``distractors.strategy_settings.<name>``
 sets them, they are checked against the declared defaults' types and reach the retriever as
-``ctx.settings.strategy_settings[<name>]`` (``ctx.settings.own(<name>)``).
+``ctx.settings.strategy_settings[<name>]`` (``ctx.settings.own(<name>)``). A measure family
+likewise: ``metrics.family_settings.<name>``, read as ``frame.settings.own(<name>)``.
 """
 
 from __future__ import annotations
@@ -403,7 +404,7 @@ class Family:
     tables)``, and ``reads``, the ``metrics`` settings it reads (a change of one reruns only its
     suites). ``settings``: knobs the family declares itself, name -> :class:`Setting`, as a
     strategy does, set in ``metrics.family_settings.<family>`` and read as
-    ``frame.settings.family_settings[<family>]``."""
+    ``frame.settings.own(<family>)`` (built-in families and plugins alike)."""
 
     name: str
     function: Callable | str
@@ -477,15 +478,54 @@ def unknown_families(names: list[str]) -> list[str]:
 
 
 _FAMILY = "factprobe.metrics.families"
-# One line per family (the order they run in).
+# One line per family (the order they run in). reads=: the metrics keys a family shares with
+# other families or rules; a knob of one family alone is its own setting, as a plugin's
+# (config/README.md, section metrics).
+# ties: "fail" by default, a tie is not counted as known; "correct_first" is the Fluent-mLAMA
+# authors' stable sort. combined_strategies: retrieval writes Temp+Sem as strategy temp+sem
+# already (§3.3), so extra concatenations only on request.
+_PRECISION_NS = "n of the Precision@n baseline (distractors paper Table 2); at most scoring.topk"
+_COMBINED = "extra derived lists, name -> strategies concatenated in order (temp+sem is retrieval's)"
+_TIES = "a distractor tying the best correct form ranks above it (fail) or below it (correct_first)"
+_ROUGE_UNITS = "units of ROUGE-L's LCS: words (Lin 2004) or characters (the reference's)"
+_ENCODER = "BERTScore encoder: a models.tsv row or a local folder; empty = ROUGE-L only"
 register_family(
-    "knowledge", f"{_FAMILY}:knowledge", ("ns", "precision_ns", "combined_strategies", "short_lists")
+    "knowledge",
+    f"{_FAMILY}:knowledge",
+    ("ns", "short_lists"),
+    settings={
+        "precision_ns": Setting([1, 5, 10], _PRECISION_NS),
+        "combined_strategies": Setting({}, _COMBINED),
+    },
 )
-register_family("ranking", f"{_FAMILY}:ranking", ("recall_ns", "ranking_average", "ranking_ties"))
-register_family("plausibility", f"{_FAMILY}:plausibility", ("plausibility_strategies",))
+register_family(
+    "ranking",
+    f"{_FAMILY}:ranking",
+    ("ranking_average",),
+    settings={
+        "recall_ns": Setting([1, 2, 3, 4, 5], "n of R@n (Fluent-mLAMA §3.3)"),
+        "ties": Setting("fail", _TIES),
+    },
+)
+register_family(
+    "plausibility",
+    f"{_FAMILY}:plausibility",
+    settings={
+        "strategies": Setting(["cooccur"], "strategies of the less plausible scenarios (PROBELM §3.2)")
+    },
+)
 register_family("belief", f"{_FAMILY}:belief", ("belief_samplings", "belief_bins"))
 register_family("belief_icl", f"{_FAMILY}:belief_icl", ("belief_samplings", "belief_bins"))
-register_family("overlap", "factprobe.metrics.overlap:overlap", ("overlap",))
+register_family(
+    "overlap",
+    "factprobe.metrics.overlap:overlap",
+    settings={
+        "rouge_units": Setting("words", _ROUGE_UNITS),
+        "encoder": Setting("", _ENCODER),
+        "layer": Setting(None, "BERTScore's hidden layer (0 = embeddings; null = the last)"),
+        "idf": Setting(False, "idf weighting over the suite's object names (Zhang et al. 2020 §3)"),
+    },
+)
 
 
 # --- model backends ------------------------------------------------------------------------

@@ -175,8 +175,9 @@ def translating_models(cfg: Config, mt_rows: list[str], folder: Callable[[str], 
 
 def needs_encoder(cfg: Config, families: Iterable[str], model_rows: Mapping) -> str | None:
     """The BERTScore encoder's models.tsv row when the suite computes overlap and
-    ``metrics.overlap.encoder`` names a row (its prepared folder is then an input), else None."""
-    encoder = cfg.metrics.overlap.encoder
+    ``metrics.family_settings.overlap.encoder`` names a row (its prepared folder is then an
+    input), else None."""
+    encoder = cfg.metrics.own("overlap")["encoder"]
     return encoder if "overlap" in families and encoder in model_rows else None
 
 

@@ -61,9 +61,9 @@ def translation_models(cfg: Config, model_rows: dict[str, dict]) -> list[str]:
 
 
 def encoder_models(cfg: Config, model_rows: dict[str, dict]) -> list[str]:
-    """The BERTScore encoder when ``metrics.overlap.encoder`` names a models.tsv row: prepared
-    like every model (offline afterwards) and never scored as a causal LM."""
-    return sorted({cfg.metrics.overlap.encoder} & set(model_rows))
+    """The BERTScore encoder when ``metrics.family_settings.overlap.encoder`` names a models.tsv
+    row: prepared like every model (offline afterwards) and never scored as a causal LM."""
+    return sorted({cfg.metrics.own("overlap")["encoder"]} & set(model_rows))
 
 
 def scored_models(cfg: Config, model_rows: dict[str, dict], mt_rows: list[str]) -> list[str]:

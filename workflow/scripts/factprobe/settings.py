@@ -462,34 +462,15 @@ class HumanAlignment:
 
 
 @dataclass(frozen=True)
-class Overlap:
-    """``metrics.overlap``: the ROUGE-L and BERTScore baselines (distractors paper Table 2, §4.2)."""
-
-    rouge_units: str = "words"
-    # A models.tsv row (prepared, never scored) or a local folder; "" = BERTScore off (ROUGE-L only).
-    encoder: str = ""
-    layer: int | None = None
-    idf: bool = False
-
-
-@dataclass(frozen=True)
 class Metrics:
     """``metrics``: measure settings; ``families`` chooses the measures per suite kind."""
 
     families: dict[str, list[str]]
     ns: list[int] = _default([1, 2, 3, 5, 10])
-    precision_ns: list[int] = _default([1, 5, 10])
-    recall_ns: list[int] = _default([1, 2, 3, 4, 5])
     # Fluent-mLAMA Table 1 (metrics/fluent.py): "relation" = the paper's macro over relations,
     # short-GT facts out; "facts" = the mean over all facts, the default because the short-GT rule
     # needs the authors' GT sentences, which a dump-built suite lacks.
     ranking_average: str = "facts"
-    # A distractor tying the best correct form: ranks above it ("fail", the default: a tie is not
-    # counted as known) or below ("correct_first", the Fluent-mLAMA authors' stable sort).
-    ranking_ties: str = "fail"
-    # Retrieval writes Temp+Sem as strategy temp+sem already (§3.3); extra concatenations only on request.
-    combined_strategies: dict[str, list[str]] = _default({})
-    plausibility_strategies: list[str] = _default(["cooccur"])
     # BELIEF §5.1: N = 50,000 samplings; the demo config sets a small N.
     belief_samplings: int = 50_000
     belief_bins: int = 10
@@ -497,15 +478,21 @@ class Metrics:
     # Fewer than n distractors: K at n undefined (reference implementation) or "available".
     short_lists: str = "undefined"
     human_alignment: HumanAlignment = _default(HumanAlignment())
-    overlap: Overlap = _default(Overlap())
-    # Settings a family declares itself (factprobe.registries.Family.settings), by family.
+    # Settings a family declares itself (factprobe.registries.Family.settings), by family: the
+    # built-ins' (knowledge precision_ns, ranking ties, overlap encoder, ...) as a plugin's,
+    # each family that declares some with its defaults filled in.
     family_settings: dict[str, dict] = _default({})
 
     def __post_init__(self) -> None:
         try:
-            registries.family_settings(list(self.family_settings), self.family_settings)
+            own = registries.family_settings(list(registries.FAMILIES), self.family_settings)
         except registries.RegistryError as err:
             raise InvalidValue("family_settings", str(err)) from None
+        object.__setattr__(self, "family_settings", own)
+
+    def own(self, family: str) -> dict:
+        """The settings family ``family`` declares, resolved."""
+        return self.family_settings[family]
 
 
 @dataclass(frozen=True)
