@@ -11,7 +11,7 @@ UV_VERSION ?= 0.13.9
 UV := .uv/bin/uv
 TORCH ?= torch==2.13.0
 
-.PHONY: venv demo test test-full test-slurm lint dryrun clean bench export lock refresh
+.PHONY: venv demo test test-demo test-full test-slurm lint dryrun clean bench export lock refresh
 
 # Exact versions with hashes from requirements/lock.txt, each package without its dependencies
 # (the lock holds them all): a fresh clone gets what the demo digest was made with. torch is not
@@ -45,9 +45,15 @@ refresh: $(STAMP)
 
 # -rs: pytest's list of skip reasons; tests/skipreport.py adds a loud SKIPPED section at the end.
 # `make test` (CI) leaves out the tests marked `full` (long end-to-end variants of what the rest
-# already covers, CONTRIBUTING.md); `make test-full` runs every test but the cluster's.
+# already covers, CONTRIBUTING.md) and the demo end to end, which `make test-demo` runs on its own
+# (CI runs both); `make test-full` runs every test but the cluster's.
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadfile -q -rs -m "not full and not slurm"
+	$(BIN)/python -m pytest -n 2 --dist loadfile -q -rs -m "not full and not slurm and not demo"
+
+# The whole demo workflow in a scratch copy, its tables against the checked-in digest
+# (tests/test_demo.py): one Snakemake run on 2 cores, so one pytest process.
+test-demo: $(STAMP)
+	$(BIN)/python -m pytest -q -rs -m demo tests/test_demo.py
 
 test-full: $(STAMP)
 	$(BIN)/python -m pytest -n 2 --dist loadfile -q -rs -m "not slurm"

@@ -25,6 +25,7 @@ from factprobe.distractors.appropt import appropt_distractors
 from factprobe.distractors.retrieve import load_suite_omega
 from factprobe.lm import load_model
 from factprobe.plumbing import run_settings as R
+from factprobe.settings import Appropt
 
 
 def main() -> None:
@@ -64,11 +65,7 @@ def main() -> None:
         prompts,
         scan.forms_frame(forms_table),
         omega,
-        settings["n"],
-        settings["lang"],
-        settings["styles"],
-        settings["width"],
-        max_candidates=settings["max_candidates"],
+        Appropt(**{k: settings[k] for k in ("n", "width", "lang", "styles", "max_candidates")}),
     )
     lists = out.drop_duplicates("prompt_id")
     n = settings["n"]

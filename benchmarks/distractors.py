@@ -26,9 +26,9 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
-from factprobe.distractors.sem_bags import feature_codes  # noqa: E402
-from factprobe.distractors.sem_index import build_hnsw, exact_topk, hnsw_topk, recall_at, sample_rows  # noqa: E402
-from factprobe.distractors.sem_weighting import weight_matrix  # noqa: E402
+from factprobe.distractors.semantic.bags import feature_codes  # noqa: E402
+from factprobe.distractors.semantic.index import build_hnsw, exact_topk, hnsw_topk, recall_at, sample_rows  # noqa: E402
+from factprobe.distractors.semantic.weighting import weight_matrix  # noqa: E402
 
 
 def rss_mb() -> float:

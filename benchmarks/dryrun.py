@@ -9,7 +9,7 @@ to no inputs, in this benchmark only), in one run:
 * ``demo``: config/config.yaml as shipped (81 jobs);
 * ``small`` and ``large``: the demo config at full-Wikidata shard counts, planned from stub inputs:
   its two dumps are sparse files of a full dump's size (:data:`FULL_DUMP_BYTES`, so the semantic
-  index plans the parts it would at full size, ``sem_part_count``), ``distractors.shards`` and
+  index plans the parts it would at full size, ``semantic.part_count``), ``distractors.shards`` and
   ``scoring.shards`` as benchmarks/RESULTS.md's scale runs chose them, and hub-id models (never
   downloaded by a dry run) added until the DAG holds about 500 and 5,000 jobs.
 
@@ -44,10 +44,10 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "workflow" / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 
-from factprobe.distractors.sem_part_count import PART_DUMP_BYTES  # noqa: E402
+from factprobe.distractors.semantic.part_count import PART_DUMP_BYTES  # noqa: E402
 from factprobe.plumbing.code_inputs import CACHE  # noqa: E402
 
-#: A full Wikidata JSON dump, compressed (≈ 140 GB .json.gz, sem_part_count's estimate): its
+#: A full Wikidata JSON dump, compressed (≈ 140 GB .json.gz, semantic.part_count's estimate): its
 #: index is planned in 14 parts.
 FULL_DUMP_BYTES = 14 * PART_DUMP_BYTES
 #: Retrieval shards per suite and scoring shards per (suite, model) at full size: the scale

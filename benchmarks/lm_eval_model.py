@@ -54,7 +54,7 @@ def demo_suite(work: Path):
     """(facts, prompts, candidates, forms) of the export tests' suite, from the bundled dumps."""
     import pyarrow.parquet as pq
     from factprobe.distractors.retrieve import forms_of_candidates, retrieve, suite_omega
-    from factprobe.probes.build import build_suite
+    from factprobe.probes.build import DumpTables, build_suite
     from factprobe.settings import Retrieve
     from factprobe.wikidata.reader import extract_dump
 
@@ -68,9 +68,11 @@ def demo_suite(work: Path):
         "demo",
         SPEC,
         sets,
-        str(tables[DUMP] / "claims.parquet"),
-        str(tables[DUMP] / "entities.parquet"),
-        [str(tables[d] / "labels.parquet") for d in sorted(tables)],
+        DumpTables(
+            str(tables[DUMP] / "claims.parquet"),
+            str(tables[DUMP] / "entities.parquet"),
+            [str(tables[d] / "labels.parquet") for d in sorted(tables)],
+        ),
     )
     claims = pq.read_table(tables[DUMP] / "claims.parquet").to_pandas()
     types = [tables[d] / "types.parquet" for d in tables]
@@ -82,13 +84,11 @@ def demo_suite(work: Path):
         search="exact",
         languages=["en", "de"],
         dump=DUMP,
-        cooccur_n=10,
-        cooccur_sides=["object", "subject"],
         form_threshold=90.0,
         valid_ranks="non_deprecated",
         ef_search=200,
     )
-    candidates = retrieve(facts, omega, settings, None, None, None, entity_forms)
+    candidates = retrieve(facts, omega, settings, {"entity_forms": entity_forms})
     return facts, prompts, candidates, forms_of_candidates(candidates, entity_forms)
 
 

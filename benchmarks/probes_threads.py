@@ -28,7 +28,7 @@ from pathlib import Path
 from factprobe import config_rules
 from factprobe import contracts, settings
 from factprobe.plumbing import run_settings
-from factprobe.probes.build import build_suite
+from factprobe.probes.build import DumpTables, build_suite
 from factprobe.config_check import load_run
 root, suite, out, threads = {root!r}, {suite!r}, Path({out!r}), {threads}
 cfg, dumps, models = load_run(yaml.safe_load(open("config/config.yaml")), root, root + "/workflow/schemas")
@@ -43,9 +43,9 @@ if block.temporal_only:
 labels = [f"results/wikidata/{{d}}/labels.parquet" for d in config_rules.suite_dumps(block)]
 out.mkdir(parents=True)
 facts, prompts, _ = build_suite(
-    suite, dict(run.suite_params[suite]), dict(run.template_sets[suite]), tables + "/claims.parquet",
-    tables + "/entities.parquet", labels, changes, temporal, forms_path=str(out / "entity_forms.parquet"),
-    memory_mb={memory_mb}, threads=threads,
+    suite, dict(run.suite_params[suite]), dict(run.template_sets[suite]),
+    DumpTables(tables + "/claims.parquet", tables + "/entities.parquet", labels, changes, temporal),
+    forms_path=str(out / "entity_forms.parquet"), memory_mb={memory_mb}, threads=threads,
 )
 contracts.write("facts", facts, out / "facts.parquet")
 contracts.write("prompts", prompts, out / "prompts.parquet")

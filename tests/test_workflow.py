@@ -58,7 +58,7 @@ def test_snakemake_lint_clean():
 DEMO_JOBS = {
     # five suites: knowledge, multiprompt, plausibility, multilingual, judged
     "extract_dump": 2,
-    "sem_bags": 2,  # one part per dump: the demo dumps are far below sem_part_count.PART_DUMP_BYTES
+    "sem_bags": 2,  # one part per dump: the demo dumps are far below semantic.part_count.PART_DUMP_BYTES
     "build_sem_index": 2,
     "temporal_view": 2,
     "diff_dumps": 1,
@@ -152,7 +152,7 @@ def test_rules_import_only_the_light_settings_modules():
             "factprobe.plumbing.run_settings",  # every rule's settings resolved once: settings + registries
             "factprobe.plumbing.run_inputs",  # the choices behind the input functions: settings + registries
             "factprobe.registries",  # every extension point: standard library only
-            "factprobe.distractors.sem_part_count",  # the Sem index's parts from the dump's size: standard library only
+            "factprobe.distractors.semantic.part_count",  # the Sem index's parts from the dump's size: standard library only
             "factprobe.wikidata.resolve",  # a date row's recorded resolution path: standard library only
             "factprobe.plumbing.slurmfail",  # onerror's line per failed SLURM job: standard library only
             "factprobe.plumbing.slurmfit",  # onstart's check of SLURM requests: standard library only

@@ -59,7 +59,7 @@ def toy_triples(name, suite, sets, paths, forms_path, memory_mb=None):
 @family("toy", settings={"scale": Setting(1.0, "factor on the log-probabilities the measure averages")})
 def toy_family(frame):
     """Mean log Pl(o | c) of each fact's object over its prompts, times its setting ``scale``."""
-    scale = frame.settings.family_settings["toy"]["scale"]
+    scale = frame.settings.own("toy")["scale"]
     from factprobe.metrics.common import GROUP_KEYS, average_per_fact
 
     objects = frame.candidates[frame.candidates["role"] == "object"][["fact_id", "entity"]].drop_duplicates()

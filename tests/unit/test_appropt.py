@@ -22,6 +22,7 @@ from factprobe.distractors.appropt import (
     entity_labels,
 )
 from factprobe.lm import HFCausalLM
+from factprobe.settings import Appropt
 from reference import continuation_logprob as sequence_logprob
 from test_distractors_common import demo_omega, demo_suite
 
@@ -155,7 +156,7 @@ def test_appropt_on_demo_facts_is_omega_valid_and_matches_exhaustive(tiny, suite
         }
     )
     lm = HFCausalLM(model, tok)
-    out = appropt_distractors(lm, facts, prompts, forms, omega, n=5, lang="en")
+    out = appropt_distractors(lm, facts, prompts, forms, omega, Appropt(n=5, lang="en"))
     assert set(out["fact_id"]) == set(facts["fact_id"])
     en = forms[forms["lang"] == "en"]
     for fid, group in out.groupby("fact_id"):
@@ -187,7 +188,12 @@ def test_appropt_on_demo_facts_is_omega_valid_and_matches_exhaustive(tiny, suite
             for e, _form in ents_at:
                 best[e] = max(best.get(e, -math.inf), lp)
         wide = appropt_distractors(
-            lm, facts[facts["fact_id"] == fid], prompts, forms, omega, n=5, width=len(trie.paths())
+            lm,
+            facts[facts["fact_id"] == fid],
+            prompts,
+            forms,
+            omega,
+            Appropt(n=5, lang="en", width=len(trie.paths())),
         )
         top = sorted(best.items(), key=lambda kv: -kv[1])[:5]
         assert [int(e[1:]) for e in wide["entity"]] == [e for e, _ in top]
@@ -280,7 +286,7 @@ def test_one_label_per_entity_and_beam_widened_by_the_valid_objects():
         {"A1": -0.1, "A2": -0.2, "Ten": -0.3, "Eleven": -0.4, "Alpha": -1.0, "Beta": -2.0, "Gamma": -3.0}
     )
     omega = ListedOmega([10, 11, 20, 21, 22], [10, 11])
-    out = appropt_distractors(lm, facts, prompts, forms, omega, n=2, lang="en")
+    out = appropt_distractors(lm, facts, prompts, forms, omega, Appropt(n=2, lang="en"))
     assert lm.widths == [4]
     assert out["entity"].tolist() == ["Q20", "Q21"] and out["form"].tolist() == ["Alpha", "Beta"]
     assert out["score"].tolist() == [-1.0, -2.0] and (out["found"] == 2).all()
@@ -293,7 +299,7 @@ def test_one_label_per_entity_and_beam_widened_by_the_valid_objects():
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     try:
-        out = appropt_distractors(lm, facts, prompts, forms, small, n=2, lang="en")
+        out = appropt_distractors(lm, facts, prompts, forms, small, Appropt(n=2, lang="en"))
     finally:
         logger.removeHandler(handler)
     assert out["entity"].tolist() == ["Q20"] and (out["found"] == 1).all()
@@ -320,7 +326,7 @@ def test_beam_keeps_the_first_n_non_valid_and_fills_n_on_demo(tiny, suite):
     )
     lm = HFCausalLM(model, tok)
     n = 5
-    out = appropt_distractors(lm, facts, prompts, forms, omega, n=n, lang="en")
+    out = appropt_distractors(lm, facts, prompts, forms, omega, Appropt(n=n, lang="en"))
     labels = entity_labels(forms, "en")
     lists = out.drop_duplicates("prompt_id").set_index("prompt_id")["found"]
     checked = full_lists = 0
@@ -342,7 +348,12 @@ def test_beam_keeps_the_first_n_non_valid_and_fills_n_on_demo(tiny, suite):
             width = len(trie.paths()) - len(valid & {leaf[0][0] for _, leaf in trie.paths()})
             one = prompts[prompts["prompt_id"] == pid]
             wide = appropt_distractors(
-                lm, facts[facts["fact_id"] == rec.fact_id], one, forms, omega, n, "en", width=width
+                lm,
+                facts[facts["fact_id"] == rec.fact_id],
+                one,
+                forms,
+                omega,
+                Appropt(n=n, lang="en", width=width),
             )
             assert [int(e[1:]) for e in wide["entity"]] == want, pid
             checked += 1
@@ -464,7 +475,7 @@ def test_appropt_lists_equal_the_references_bookkeeping(tiny, suite):
     )
     lm = HFCausalLM(model, tok)
     n = 5
-    out = appropt_distractors(lm, facts, prompts, forms, omega, n=n, lang="en")
+    out = appropt_distractors(lm, facts, prompts, forms, omega, Appropt(n=n, lang="en"))
     labels = entity_labels(forms, "en")
     equal = 0
     for rec in facts.itertuples(index=False):

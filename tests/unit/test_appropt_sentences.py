@@ -32,6 +32,7 @@ from factprobe.lm import HFCausalLM
 from factprobe.lm.api import LoglikRequest
 from factprobe.metrics.common import candidates_for_prompts
 from factprobe.scoring.suite import build_pairs
+from factprobe.settings import Appropt
 from reference import naive_pair_logprob
 from test_distractors_common import demo_omega, demo_suite
 
@@ -159,7 +160,7 @@ def test_beam_scores_equal_packed_scorer_per_sentence(llama, suite):
     facts, prompts = p36_facts(suite)
     _, forms, omega = suite
     by_entity = en_forms(forms)
-    out = appropt_distractors(llama, facts, prompts, forms, omega, n=4, lang="en", width=4)
+    out = appropt_distractors(llama, facts, prompts, forms, omega, Appropt(n=4, lang="en", width=4))
     assert set(out["prompt_id"]) == set(prompts["prompt_id"])
     text = prompts.set_index("prompt_id")["text"]
     results = llama.loglikelihood(
@@ -177,7 +178,9 @@ def test_beam_scores_equal_packed_scorer_per_sentence(llama, suite):
     s, r, o = (int(x[1:]) for x in fid.split("|"))
     pool = omega.filter(s, r, o, omega.members(omega.types_of(o)))
     paths = sum(len(by_entity.get(e, ())) for e in pool)
-    wide = appropt_distractors(llama, facts.head(1), prompts, forms, omega, n=4, lang="en", width=paths)
+    wide = appropt_distractors(
+        llama, facts.head(1), prompts, forms, omega, Appropt(n=4, lang="en", width=paths)
+    )
     lists = []
     for pid, group in wide.groupby("prompt_id", sort=True):
         best: dict[int, float] = {}
@@ -218,7 +221,9 @@ def test_appropt_logs_the_cap(llama, suite, caplog):
     facts, prompts = p36_facts(suite, 1)
     _, forms, omega = suite
     with caplog.at_level(logging.INFO, logger="factprobe.distractors.appropt"):
-        out = appropt_distractors(llama, facts, prompts, forms, omega, n=2, lang="en", max_candidates=3)
+        out = appropt_distractors(
+            llama, facts, prompts, forms, omega, Appropt(n=2, lang="en", max_candidates=3)
+        )
     assert "pool capped at 3 for 1 facts" in caplog.text
     assert out.groupby("prompt_id")["entity"].nunique().max() <= 2
 

@@ -87,7 +87,7 @@ def test_precision_beyond_topk_is_rejected():
     config = _config()
     enabled = ["20141201", "20190201"]
     check_cross_keys(load_settings(Config, config), enabled)
-    config["metrics"]["precision_ns"] = [1, 150]
+    config["metrics"]["family_settings"]["knowledge"]["precision_ns"] = [1, 150]
     with pytest.raises(ConfigError, match=r"Precision@150 but scoring.topk is 100"):
         check_cross_keys(load_settings(Config, config), enabled)
 

@@ -86,7 +86,7 @@ def _measure(per_fact, measure, n=0):
 
 
 def test_table1_counts_label_and_inflected_forms_only():
-    settings = S.Metrics(families={}, ns=[1], recall_ns=[1])
+    settings = S.Metrics(families={}, ns=[1], family_settings={"ranking": {"recall_ns": [1]}})
     # Table 1: the object's best correct form is Praze (0.10); Brno's best form Brünn (0.25) wins.
     table1, _ = compute_suite_metrics(inputs(), settings, ["ranking", "knowledge"], "table1")
     assert _measure(table1, "mean_rank") == 2.0 and _measure(table1, "recall", 1) == 0.0

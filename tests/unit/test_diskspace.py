@@ -10,9 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from factprobe import io
-from factprobe.distractors import sem_index
+from factprobe.distractors.semantic import index
 from factprobe.io import atomic_dir
 from factprobe.plumbing.diskspace import OutOfSpaceError, input_size_mb, path_size
+from factprobe.settings import Sem
 
 ROOT = Path(__file__).resolve().parents[2]
 Usage = namedtuple("Usage", "total used free")
@@ -60,7 +61,7 @@ def small_claims():
 
 def build(target, needed_mb=5.0):
     with atomic_dir(target, needed_mb) as tmp:
-        sem_index.build_index(small_claims(), tmp, recall_queries=0)
+        index.build_index(small_claims(), tmp, Sem(recall_queries=0))
 
 
 def test_index_is_renamed_into_place(tmp_path):
@@ -91,7 +92,7 @@ def test_enospc_names_file_and_bytes_and_leaves_no_temp_folder(tmp_path, monkeyp
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
         real_save(path, array)
 
-    monkeypatch.setattr(sem_index.np, "save", save)
+    monkeypatch.setattr(index.np, "save", save)
     with pytest.raises(OutOfSpaceError) as err:
         build(target, needed_mb=5.0)
     msg = str(err.value)
@@ -109,7 +110,7 @@ def test_cpp_iostream_error_on_a_full_disk_is_named(tmp_path, monkeypatch):
     def save_index(self, path, save_data=True):
         raise RuntimeError("basic_ios::clear: iostream error")
 
-    monkeypatch.setattr(sem_index, "build_hnsw", _hnsw_with(save_index))
+    monkeypatch.setattr(index, "build_hnsw", _hnsw_with(save_index))
     monkeypatch.setattr(io.shutil, "disk_usage", lambda p: Usage(10**9, 10**9 - 1_000_000, 1_000_000))
     with pytest.raises(
         OutOfSpaceError, match=r"needs about 5,000,000 bytes .* 1,000,000 bytes \(1 MB\) are free"
@@ -124,7 +125,7 @@ def test_other_errors_pass_through_and_clean_up(tmp_path, monkeypatch):
     def save_index(self, path, save_data=True):
         raise RuntimeError("basic_ios::clear: iostream error")
 
-    monkeypatch.setattr(sem_index, "build_hnsw", _hnsw_with(save_index))
+    monkeypatch.setattr(index, "build_hnsw", _hnsw_with(save_index))
     # Plenty of space: the stream error has another cause and is not called a full disk.
     monkeypatch.setattr(io.shutil, "disk_usage", lambda p: Usage(10**12, 0, 10**12))
     with pytest.raises(RuntimeError, match="iostream error") as err:
@@ -134,11 +135,11 @@ def test_other_errors_pass_through_and_clean_up(tmp_path, monkeypatch):
 
 
 def _hnsw_with(save_index):
-    real = sem_index.build_hnsw
+    real = index.build_hnsw
 
     def build_hnsw(*args, **kwargs):
-        index = real(*args, **kwargs)
-        return type("Index", (), {"saveIndex": save_index, "__getattr__": lambda s, n: getattr(index, n)})()
+        built = real(*args, **kwargs)
+        return type("Index", (), {"saveIndex": save_index, "__getattr__": lambda s, n: getattr(built, n)})()
 
     return build_hnsw
 

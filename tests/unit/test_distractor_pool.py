@@ -65,19 +65,17 @@ def _settings(source, size=50):
         search="exact",
         languages=["en", "cs"],
         dump="20190201",
-        cooccur_n=10,
-        cooccur_sides=["object"],
         form_threshold=None,
         valid_ranks="non_deprecated",
         ef_search=200,
-        pool_source=source,
+        strategy_settings={"pool": {"source": source}},
     )
 
 
 @pytest.mark.parametrize("size", [50, 2])
 def test_retrieve_draws_pool_distractors_from_the_dump(size):
     om = omega()
-    cand = retrieve(FACTS, om, _settings("relation", size), entity_forms=FORMS)
+    cand = retrieve(FACTS, om, _settings("relation", size), {"entity_forms": FORMS})
     pool = cand[(cand["strategy"] == "pool") & (cand["fact_id"] == "Q1|P47|Q2")]
     # Fact (1, P47, 2): Ω drops the object itself; 4, 6, 8 are countries without (1, P47, ·).
     want_en = hash_order("P47", "en", [4, 6, 8])[:size]
@@ -85,7 +83,7 @@ def test_retrieve_draws_pool_distractors_from_the_dump(size):
     got = {lang: g.sort_values("rank")["entity"].tolist() for lang, g in pool.groupby("lang")}
     assert got == {"en": [f"Q{e}" for e in want_en], "cs": [f"Q{e}" for e in want_cs]}
     # The suite-only pool of the same fact is the other sampled object alone.
-    cand = retrieve(FACTS, om, _settings("suite", size), entity_forms=FORMS)
+    cand = retrieve(FACTS, om, _settings("suite", size), {"entity_forms": FORMS})
     pool = cand[(cand["strategy"] == "pool") & (cand["fact_id"] == "Q1|P47|Q2")]
     assert sorted(pool["entity"]) == ["Q4", "Q4"]
     assert np.array_equal(pool["rank"].to_numpy(), [1, 1])

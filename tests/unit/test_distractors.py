@@ -18,20 +18,20 @@ import pyarrow.parquet as pq
 import pytest
 from contract_frames import full
 from factprobe.contracts import id_ints as qids
-from factprobe.distractors import sem_search, sem_slices
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.omega import Omega, load_types, suite_omega, valid_objects
 from factprobe.distractors.pool import pool_distractors, relation_pools
 from factprobe.distractors.random import random_distractors
 from factprobe.distractors.retrieve import count_found, forms_of_candidates, retrieve
-from factprobe.distractors.sem_bags import feature_codes
-from factprobe.distractors.sem_index import build_index, exact_topk, load_index
-from factprobe.distractors.sem_search import sem_distractors
-from factprobe.distractors.sem_slices import TypeSlice
-from factprobe.distractors.sem_weighting import weight_matrix
+from factprobe.distractors.semantic import search, slices
+from factprobe.distractors.semantic.bags import feature_codes
+from factprobe.distractors.semantic.index import build_index, exact_topk, load_index
+from factprobe.distractors.semantic.search import sem_distractors
+from factprobe.distractors.semantic.slices import TypeSlice
+from factprobe.distractors.semantic.weighting import weight_matrix
 from factprobe.distractors.temporal import past_objects, temp_sem
 from factprobe.hashing import stable_hash
-from factprobe.settings import ConfigError, Retrieve
+from factprobe.settings import ConfigError, Retrieve, Sem
 from sklearn.feature_extraction.text import TfidfVectorizer
 from test_distractors_common import DUMP, demo_omega, demo_suite
 
@@ -56,7 +56,7 @@ def claims(demo_tables):
 def index(demo_tables, claims, tmp_path_factory):
     folder = tmp_path_factory.mktemp("semidx") / DUMP
     # Reverse features on, as config/config.yaml (a small dump: most objects are never subjects).
-    build_index(claims, folder, reverse=True, recall_queries=300, recall_k=10, key=DUMP)
+    build_index(claims, folder, Sem(reverse_features=True, recall_queries=300, recall_k=10), key=DUMP)
     return folder
 
 
@@ -69,11 +69,10 @@ def demo_settings(strategies: list[str], n: int, pool_size: int) -> Retrieve:
         search="exact",
         languages=["en", "de"],
         dump=DUMP,
-        cooccur_n=n,
-        cooccur_sides=["object", "subject"],
         form_threshold=90,
         valid_ranks="non_deprecated",
         ef_search=200,
+        strategy_settings={"cooccur": {"n": n, "sides": ["object", "subject"]}},
     )
 
 
@@ -321,7 +320,7 @@ def test_index_saved_loaded_and_exact_matches_brute_force(index):
 def test_index_matrix_is_mapped_and_equals_the_built_one(index, claims, tmp_path):
     """Load_index maps the CSR arrays (a job reads the rows it ranks only); the mapped
     matrix is the one build_index weighed, and a folder without the arrays names the rule."""
-    from factprobe.distractors.sem_index import load_matrix
+    from factprobe.distractors.semantic.index import load_matrix
 
     idx = load_index(index, "exact")
     assert isinstance(np.load(index / "matrix.data.npy", mmap_mode="r"), np.memmap)
@@ -414,7 +413,7 @@ def test_sem_per_type_slices_give_the_type_set_ranking(index, suite, monkeypatch
         checked += 1
     assert checked >= 20
     for budget in (1, 10**9):
-        monkeypatch.setattr(sem_search, "SLICE_CACHE_BYTES", budget)
+        monkeypatch.setattr(search, "SLICE_CACHE_BYTES", budget)
         built = {"s": 0.0, "n": 0}
         assert sem_distractors(idx, omega, triples, 10, "exact", 4, built) == want
         types = {int(t) for _, _, o in triples for t in omega.types_of(o)}
@@ -748,10 +747,12 @@ def test_retrieve_end_to_end_every_row_in_omega(demo_tables, claims, suite, inde
         facts,
         omega,
         settings,
-        load_index(index, "exact"),
-        past,
-        Cooccurrence(claims[claims["rank"] >= 1]),
-        forms,
+        {
+            "sem_index": load_index(index, "exact"),
+            "temporal": past,
+            "cooccur": Cooccurrence(claims[claims["rank"] >= 1]),
+            "entity_forms": forms,
+        },
     )
     assert set(cand.columns) >= {"fact_id", "entity", "role", "strategy", "rank", "relevance"}
     objects = cand[cand["role"] == "object"]
@@ -770,7 +771,7 @@ def test_retrieve_end_to_end_every_row_in_omega(demo_tables, claims, suite, inde
     assert (found[["random", "sem", "temp+sem"]] <= 10).all().all() and found["random"].median() == 10
     # temp >= sem: Temp+Sem only adds past objects in front of the same semantic list.
     assert (found["temp+sem"] >= found["sem"]).all()
-    pools = relation_pools(facts, forms, ["en", "de"], omega.valid)  # pool_source: relation (default)
+    pools = relation_pools(facts, forms, ["en", "de"], omega.valid)  # pool source: relation (default)
     for fact in facts.itertuples():
         s, r, o = (int(x[1:]) for x in fact.fact_id.split("|"))
         want = sum(min(50, len(omega.filter(s, r, o, pools[(fact.property, lang)]))) for lang in ("en", "de"))
@@ -792,7 +793,7 @@ def test_bad_input_names_the_file_and_the_fix(suite):
     with pytest.raises(ValueError, match="not a Wikidata item/property id: 'Berlin'"):
         qids(["Q64", "Berlin"])
     with pytest.raises(ConfigError, match="unknown distractor strategies"):
-        Retrieve(["sem", "nearest"], 10, 50, "exact", ["en"], DUMP, 10, ["object"], 90, "truthy", 200)
+        Retrieve(["sem", "nearest"], 10, 50, "exact", ["en"], DUMP, 90, "truthy", 200)
 
 
 # --- retrieval shards --------------------------------------------------------
@@ -889,10 +890,12 @@ def test_subject_shards_read_their_slice_and_gather_to_the_one_job_table(
         "valid_ranks": ranks,
         "form_threshold": 90,
         "strategies": strategies,
-        "cooccur_sides": sides,
+        "strategy_settings": {"cooccur": {"sides": sides}},
     }
     settings = dataclasses.replace(
-        demo_settings(strategies, n=4, pool_size=6), cooccur_sides=sides or ["object"], valid_ranks=ranks
+        demo_settings(strategies, n=4, pool_size=6),
+        strategy_settings={"cooccur": {"n": 4, "sides": sides or ["object"]}},
+        valid_ranks=ranks,
     )
 
     def run(only=None, prepared=None):
@@ -903,7 +906,7 @@ def test_subject_shards_read_their_slice_and_gather_to_the_one_job_table(
             # scanned none itself.
             assert st.empty and co.statements() > 0
             assert all(isinstance(c, np.memmap) for cols in co.by_property.values() for c in cols)
-        return f, ef, om, retrieve(f, om, settings, cooccur=co, entity_forms=ef, only=only)
+        return f, ef, om, retrieve(f, om, settings, {"cooccur": co, "entity_forms": ef}, only)
 
     every, whole_forms, whole_omega, whole = run()
     assert (whole["role"] == "distractor").sum() > 50
@@ -913,7 +916,9 @@ def test_subject_shards_read_their_slice_and_gather_to_the_one_job_table(
     co = Cooccurrence(claims[claims["rank"] >= 1]) if "cooccur" in strategies else None
     types = [demo_tables[d] / "types.parquet" for d in demo_tables]
     omega = suite_omega(every, forms, claims, types, DUMP, ranks, 90)
-    pd.testing.assert_frame_equal(whole, retrieve(every, omega, settings, cooccur=co, entity_forms=forms))
+    pd.testing.assert_frame_equal(
+        whole, retrieve(every, omega, settings, {"cooccur": co, "entity_forms": forms})
+    )
     plan = shard_plan(every, 3)
     # Shards that map the suite's types and forms, prepared once (rule prepare_retrieval), give
     # the rows of shards that scan their own.
@@ -960,14 +965,13 @@ def test_subject_shards_read_their_slice_and_gather_to_the_one_job_table(
 def test_type_slice_in_blocks_ranks_as_one_block(index, suite, monkeypatch):
     """A type slice transposed in blocks of rows (SLICE_ROWS) gives the same cosines and ranking
     as one block, and the mapped pages it released are read again on the next query."""
-    from factprobe.distractors import sem_slices
 
     _, _, omega = suite
     idx = load_index(index, "exact")
     members = omega.members(omega.types_of(GERMANY))
     assert len(members) == 35  # the demo's countries
     whole = TypeSlice(idx, members)
-    monkeypatch.setattr(sem_slices, "SLICE_ROWS", 7)
+    monkeypatch.setattr(slices, "SLICE_ROWS", 7)
     cut = TypeSlice(idx, members)
     assert (cut.rows == whole.rows).all() and len(cut.rows) == 35  # five blocks of seven rows
     assert (cut.XT != whole.XT).nnz == 0
@@ -995,17 +999,20 @@ def test_sem_slices_in_parts_rank_as_one_slice(index, suite, monkeypatch, tmp_pa
     triples = fact_ids(facts)
     objects = qids(facts["object"])
     want = sem_distractors(idx, omega, triples, 10, "exact", 4)
-    want_prefixes = sem_search.exact_prefixes(idx, omega, objects, 10, 4)
+    want_prefixes = search.exact_prefixes(idx, omega, objects, 10, 4)
     several = [o for o in set(objects.tolist()) if len(omega.types_of(o)) > 1]
     assert len(several) >= 5
-    probe = sorted(set(objects.tolist()))[:60] + several[:20]
-    whole = sem_slices.TypeSlices(idx, omega, 10**9)
+    probe = sorted(set(objects.tolist()))  # every object, of one type and of several, once
+    whole = slices.TypeSlices(idx, omega, 10**9)
     ref = {o: dict(zip(*whole.scores(omega.types_of(o), o), strict=True)) for o in probe}
-    for part, chunk in ((2, 1), (7, 65536)):
-        monkeypatch.setattr(sem_slices, "SLICE_PART", part)
-        monkeypatch.setattr(sem_slices, "QUERY_CHUNK", chunk)
+    # Parts of two members (every type with more than two split) and query chunks of one feature
+    # are each the extreme of its own loop; one layout each (the two loops do not meet: a chunk
+    # is matched against one part's features).
+    for part, chunk in ((2, 65536), (7, 1)):
+        monkeypatch.setattr(slices, "SLICE_PART", part)
+        monkeypatch.setattr(slices, "QUERY_CHUNK", chunk)
         # Few parts held at once (each mapped array holds a file descriptor): the same answers.
-        monkeypatch.setattr(sem_slices, "SLICE_CACHE_PARTS", 3 if part == 2 else 128)
+        monkeypatch.setattr(slices, "SLICE_CACHE_PARTS", 3 if part == 2 else 128)
         folder = tmp_path / f"slices{part}"
         caplog.clear()
         with caplog.at_level("INFO", logger="factprobe.distractors.retrieval_inputs"):
@@ -1018,26 +1025,26 @@ def test_sem_slices_in_parts_rank_as_one_slice(index, suite, monkeypatch, tmp_pa
         assert split and all((d / "0" / "rows.npy").exists() for d in split)  # saved in parts
         for mapped in (None, folder):
             idx.slices = mapped
-            slices = sem_slices.TypeSlices(idx, omega, 10**9)
+            typed = slices.TypeSlices(idx, omega, 10**9)
             for o in probe:
                 types = omega.types_of(o)
-                rows, vals = slices.scores(types, o)
+                rows, vals = typed.scores(types, o)
                 # The same candidates, each with the same float (a product lists its columns in
                 # the order it meets them).
                 assert dict(zip(rows, vals, strict=True)) == ref[o] and len(rows) == len(ref[o])
                 for top in (1, 5, 56):
-                    p_rows, p_vals, count = slices.prefix(types, o, top)
+                    p_rows, p_vals, count = typed.prefix(types, o, top)
                     assert count == len(rows)
                     assert len(p_rows) <= len(rows) and set(p_rows.tolist()) <= set(rows.tolist())
-                    assert sem_slices.rank_rows(idx, p_rows, p_vals, top) == sem_slices.rank_rows(
+                    assert slices.rank_rows(idx, p_rows, p_vals, top) == slices.rank_rows(
                         idx, rows, vals, top
                     )
-            held = [len(parts) for parts in slices.slices.values()]
-            assert slices.parts == sum(held)
+            held = [len(parts) for parts in typed.slices.values()]
+            assert typed.parts == sum(held)
             if part == 2:  # only the type last used may hold more than the cap on its own
-                assert len(held) == 1 or slices.parts <= 3, held
+                assert len(held) == 1 or typed.parts <= 3, held
             assert sem_distractors(idx, omega, triples, 10, "exact", 4) == want
-            got = sem_search.exact_prefixes(idx, omega, objects, 10, 4, workers=2 if mapped else 1)
+            got = search.exact_prefixes(idx, omega, objects, 10, 4, workers=2 if mapped else 1)
             for name in ("objects", "starts", "entities", "scored"):
                 assert np.array_equal(getattr(got, name), getattr(want_prefixes, name)), name
     # Parts of two members split every type with more than two: several types had several parts.
@@ -1081,13 +1088,13 @@ def test_prepared_type_slices_are_mapped_and_rank_as_built_ones(index, suite, tm
     objects = qids(facts["object"])
     for n, widen in ((10, 4), (30, 0)):
         expect = sem_distractors(load_index(index, "exact"), omega, triples, n, "exact", widen)
-        held = sem_search.exact_prefixes(idx, omega, objects, n, widen)
+        held = search.exact_prefixes(idx, omega, objects, n, widen)
         # Ranked in forked processes (the preparation's threads): the same prefixes.
-        forked = sem_search.exact_prefixes(idx, omega, objects, n, widen, workers=3)
+        forked = search.exact_prefixes(idx, omega, objects, n, widen, workers=3)
         for name in ("objects", "starts", "entities", "scored"):
             assert np.array_equal(getattr(forked, name), getattr(held, name)), name
         held.save(tmp_path / f"prefixes{n}")
-        idx.prefixes = sem_search.Prefixes.from_folder(tmp_path / f"prefixes{n}")
+        idx.prefixes = search.Prefixes.from_folder(tmp_path / f"prefixes{n}")
         assert len(idx.prefixes.objects) == len(set(objects.tolist())) and idx.prefixes.top == widen * n + 16
         assert sem_distractors(idx, omega, triples, n, "exact", widen) == expect
     longer = [len(idx.prefixes.get(o)[0]) < idx.prefixes.get(o)[1] for o in set(objects.tolist())]

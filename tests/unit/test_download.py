@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from conftest import DEMO_NEW
-from factprobe.wikidata.download import Checksum, ChecksumError, DownloadError, download
+from factprobe.wikidata.download import Checksum, ChecksumError, DownloadError, Retry, download
 
 PAYLOAD = DEMO_NEW.read_bytes()
 SHA1 = hashlib.sha1(PAYLOAD).hexdigest()
@@ -76,13 +76,18 @@ def server():
     httpd.server_close()
 
 
-# Small reads: a cut loses at most one read buffer, so the resume point is near the cut.
-FAST = {"backoff": 0.0, "progress": False, "timeout": (5, 5), "chunk_size": 1 << 14}
+def fast(retries: int = 8) -> dict:
+    """No waiting between attempts, short timeouts, no progress bar, and small reads: a cut loses
+    at most one read buffer, so the resume point is near the cut."""
+    return {
+        "retry": Retry(retries=retries, backoff=0.0, timeout=(5, 5), chunk_size=1 << 14),
+        "progress": False,
+    }
 
 
 def test_full_download_with_checksum(server, tmp_path):
     dest = tmp_path / "d" / "wikidata-20190201.json.bz2"
-    download(server.url, dest, f"sha1:{SHA1}", **FAST)
+    download(server.url, dest, f"sha1:{SHA1}", **fast())
     assert dest.read_bytes() == PAYLOAD
     assert not dest.with_name(dest.name + ".part").exists()
     assert server.requests == [None]
@@ -92,7 +97,7 @@ def test_cut_transfer_resumes_with_range(server, tmp_path):
     half = len(PAYLOAD) // 2
     server.cut_after = [half]
     dest = tmp_path / "wikidata.json.bz2"
-    download(server.url, dest, f"md5:{hashlib.md5(PAYLOAD).hexdigest()}", retries=2, **FAST)
+    download(server.url, dest, f"md5:{hashlib.md5(PAYLOAD).hexdigest()}", **fast(2))
     assert dest.read_bytes() == PAYLOAD
     # The second request asked only for what the first one did not deliver.
     assert server.requests[0] is None
@@ -105,14 +110,14 @@ def test_part_file_from_an_earlier_process_is_resumed(server, tmp_path):
     dest = tmp_path / "wikidata.json.bz2"
     part = tmp_path / "wikidata.json.bz2.part"
     part.write_bytes(PAYLOAD[:1000])
-    download(server.url, dest, f"sha256:{hashlib.sha256(PAYLOAD).hexdigest()}", **FAST)
+    download(server.url, dest, f"sha256:{hashlib.sha256(PAYLOAD).hexdigest()}", **fast())
     assert dest.read_bytes() == PAYLOAD and server.requests == ["bytes=1000-"]
 
 
 def test_complete_part_file_gets_416_and_is_verified(server, tmp_path):
     dest = tmp_path / "wikidata.json.bz2"
     (tmp_path / "wikidata.json.bz2.part").write_bytes(PAYLOAD)
-    download(server.url, dest, f"sha1:{SHA1}", **FAST)
+    download(server.url, dest, f"sha1:{SHA1}", **fast())
     assert dest.read_bytes() == PAYLOAD and server.requests == [f"bytes={len(PAYLOAD)}-"]
 
 
@@ -120,7 +125,7 @@ def test_server_without_range_support_restarts_from_zero(server, tmp_path):
     server.ranges = False
     server.cut_after = [5000]
     dest = tmp_path / "wikidata.json.bz2"
-    download(server.url, dest, f"sha1:{SHA1}", retries=2, **FAST)
+    download(server.url, dest, f"sha1:{SHA1}", **fast(2))
     assert dest.read_bytes() == PAYLOAD
 
 
@@ -128,7 +133,7 @@ def test_checksum_mismatch_leaves_no_file(server, tmp_path):
     dest = tmp_path / "wikidata.json.bz2"
     wrong = "0" * 40
     with pytest.raises(ChecksumError, match=f"{SHA1}.*says {wrong}") as err:
-        download(server.url, dest, f"sha1:{wrong}", **FAST)
+        download(server.url, dest, f"sha1:{wrong}", **fast())
     assert server.url in str(err.value)
     assert list(tmp_path.iterdir()) == []
 
@@ -140,23 +145,23 @@ def test_unreachable_host_names_the_url(tmp_path):
     sock.close()  # nothing listens there now: connection refused
     url = f"http://127.0.0.1:{port}/latest-all.json.gz"
     with pytest.raises(DownloadError, match=re.escape(url) + r": cannot connect \(3 attempts\)"):
-        download(url, tmp_path / "x.json.gz", None, retries=8, **FAST)
+        download(url, tmp_path / "x.json.gz", None, **fast(8))
     assert not (tmp_path / "x.json.gz").exists()
     with pytest.raises(DownloadError, match=re.escape(url) + r": download failed after 2 attempts"):
-        download(url, tmp_path / "x.json.gz", None, retries=1, **FAST)
+        download(url, tmp_path / "x.json.gz", None, **fast(1))
 
 
 def test_transient_503_is_retried(server, tmp_path):
     server.statuses = [503, 503]
     dest = tmp_path / "wikidata.json.bz2"
-    download(server.url, dest, f"sha1:{SHA1}", retries=2, **FAST)
+    download(server.url, dest, f"sha1:{SHA1}", **fast(2))
     assert dest.read_bytes() == PAYLOAD and len(server.requests) == 3
 
 
 def test_http_404_fails_at_once(server, tmp_path):
     url = server.url.replace("wikidata.json.bz2", "gone.json.bz2")
     with pytest.raises(DownloadError, match="HTTP 404"):
-        download(url, tmp_path / "x.json.bz2", None, retries=5, **FAST)
+        download(url, tmp_path / "x.json.bz2", None, **fast(5))
     assert len(server.requests) == 1
 
 

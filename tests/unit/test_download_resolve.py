@@ -10,14 +10,18 @@ import pytest
 from dump_server import DEMO, DumpServer
 from factprobe.config_check import ConfigError, check_dumps, read_registry
 from factprobe.wikidata import resolve as R
-from factprobe.wikidata.download import ChecksumError, download
+from factprobe.wikidata.download import ChecksumError, Retry, download
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "workflow" / "schemas" / "dumps.schema.yaml"
 SHA1 = hashlib.sha1(DEMO).hexdigest()
 MD5 = hashlib.md5(DEMO).hexdigest()
 WHERE = "config/papers/x.dumps.tsv: line 3 (dump {})"
-FAST = {"backoff": 0.0, "progress": False, "timeout": (5, 5)}
+
+
+def fast(retries: int = 8) -> dict:
+    """No waiting between attempts, short timeouts, no progress bar."""
+    return {"retry": Retry(retries=retries, backoff=0.0, timeout=(5, 5)), "progress": False}
 
 
 @pytest.fixture
@@ -60,7 +64,7 @@ def test_old_date_resolves_to_the_archive_item_with_its_metadata_checksum(server
     assert server.requests[0] == "/wikimedia/20190201/"
     assert server.requests[1].startswith("/ia/advancedsearch.php?q=title")
     assert server.requests[2:] == [f"/ia/metadata/{item}"]
-    dest = download(res.url, tmp_path / "d.json.bz2", res.checksum, checksum_from=res.checksum_from, **FAST)
+    dest = download(res.url, tmp_path / "d.json.bz2", res.checksum, checksum_from=res.checksum_from, **fast())
     assert dest.read_bytes() == DEMO
     # A known item is read directly, without the search.
     server.requests.clear()
@@ -108,7 +112,7 @@ def test_checksum_mismatch_is_caught(server, tmp_path):
     path = "/ia/download/wikibase-wikidatawiki-20190201/wikidata-20190201-all.json.bz2"
     server.payloads[path] = DEMO[:-1] + b"x"
     with pytest.raises(ChecksumError, match=f"but {res.checksum_from} says {SHA1}"):
-        download(res.url, tmp_path / "d.json.bz2", res.checksum, checksum_from=res.checksum_from, **FAST)
+        download(res.url, tmp_path / "d.json.bz2", res.checksum, checksum_from=res.checksum_from, **fast())
     assert list(tmp_path.iterdir()) == []
     # A row whose own checksum contradicts the published one fails before any download.
     wrong = row("20190201", checksum="sha1:" + "1" * 40)

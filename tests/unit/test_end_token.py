@@ -9,12 +9,23 @@ id is read off that list by hand.
 """
 
 import logging
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from factprobe.export.harness import check_end_text, end_text
 from factprobe.lm import CachingLM, HFCausalLM, LoglikRequest, RequestCache
-from factprobe.lm.encoding import chat_frame, document_end, end_ids, tokenize_pairs
+from factprobe.lm.encoding import (
+    END_MARKERS,
+    chat_frame,
+    document_end,
+    encode,
+    end_ids,
+    model_end_token,
+    scoring_end,
+    tokenize_pairs,
+)
 from reference import sequence_logprob
 
 torch.set_num_threads(1)
@@ -87,6 +98,53 @@ def test_chat_frame_is_the_assistant_turn_of_the_template(chatml):
     frame = chat_frame(chatml)
     # "<|im_start|>assistant\n" before the content, "<|im_end|>" (id 2) right after it
     assert frame.head == (1, 12) and (frame.end.id, frame.end.text) == (2, "<|im_end|>")
+
+
+@pytest.mark.parametrize(
+    ("name", "prompt_format", "token_text", "token_id"),
+    [
+        ("", "plain", "<|endoftext|>", 0),
+        ("", "chat", "<|im_end|>", 2),
+        ("<|im_start|>", "chat", "<|im_start|>", 1),
+    ],
+)
+def test_export_and_scorer_end_forms_alike_for_every_marker(
+    chatml, name, prompt_format, token_text, token_id
+):
+    """The lm-eval export's choice ending and the scorer's appended end come from one rule
+    (:func:`factprobe.lm.encoding.form_end`): the same text for each marker, and that text
+    encodes to the ids the scorer appends. Expected texts and ids are read off the vocabulary."""
+    token = model_end_token(chatml, name, prompt_format)
+    assert (token.text, token.id) == (token_text, token_id)
+    for marker, want in [("eos", token_text), (".", "."), ("none", "")]:
+        scorer = scoring_end(chatml, marker, end_token=token)
+        exported = end_text(marker, token.text)
+        assert scorer.text == exported == want
+        assert (
+            encode(chatml, ["Paris" + exported])[0]
+            == encode(chatml, ["Paris" + scorer.suffix])[0] + scorer.ids
+        )
+    if prompt_format == "plain":  # the read-back accepts what the export wrote for this model
+        check_end_text({"end_text": end_text("eos", token.text)}, chatml, name, "here")
+
+
+def test_the_schemas_allow_exactly_the_end_markers_of_the_rule():
+    """Every ``end_marker`` key of the config schemas takes the values :func:`form_end` knows."""
+    import yaml
+
+    def enums(node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "end_marker" and isinstance(value, dict):
+                    yield value["enum"]
+                yield from enums(value)
+        elif isinstance(node, list):
+            for value in node:
+                yield from enums(value)
+
+    schemas = Path(__file__).resolve().parents[2] / "workflow" / "schemas"
+    found = [e for path in sorted(schemas.glob("*.yaml")) for e in enums(yaml.safe_load(path.read_text()))]
+    assert len(found) == 3 and all(e == list(END_MARKERS) for e in found)
 
 
 @pytest.fixture(scope="module")

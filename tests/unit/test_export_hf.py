@@ -20,7 +20,7 @@ from conftest import ROOT  # noqa: E402
 from factprobe.distractors.retrieve import forms_of_candidates, retrieve, suite_omega  # noqa: E402
 from factprobe.export.hf import CONFIGS, dataset_card, suite_tables, template_licences, write_hf_dataset  # noqa: E402
 from factprobe.io import read_table, write_frame  # noqa: E402
-from factprobe.probes.build import build_suite  # noqa: E402
+from factprobe.probes.build import DumpTables, build_suite  # noqa: E402
 from factprobe.settings import Retrieve  # noqa: E402
 
 DUMP = "20190201"
@@ -59,8 +59,6 @@ def retrieve_settings(**chosen) -> Retrieve:
         search="exact",
         languages=["en"],
         dump=DUMP,
-        cooccur_n=10,
-        cooccur_sides=["object", "subject"],
         form_threshold=90.0,
         valid_ranks="non_deprecated",
         ef_search=200,
@@ -76,9 +74,11 @@ def files(demo_tables, tmp_path_factory):
         "demo",
         SPEC,
         SETS,
-        str(tables[DUMP] / "claims.parquet"),
-        str(tables[DUMP] / "entities.parquet"),
-        [str(tables[d] / "labels.parquet") for d in sorted(tables)],
+        DumpTables(
+            str(tables[DUMP] / "claims.parquet"),
+            str(tables[DUMP] / "entities.parquet"),
+            [str(tables[d] / "labels.parquet") for d in sorted(tables)],
+        ),
     )
     claims = pq.read_table(tables[DUMP] / "claims.parquet").to_pandas()
     omega = suite_omega(
@@ -94,10 +94,7 @@ def files(demo_tables, tmp_path_factory):
         facts,
         omega,
         retrieve_settings(strategies=["random"], n=3, languages=["en", "de"]),
-        None,
-        None,
-        None,
-        entity_forms,
+        {"entity_forms": entity_forms},
     )
     forms = forms_of_candidates(candidates, entity_forms)
     folder = tmp_path_factory.mktemp("probes")

@@ -31,7 +31,7 @@ from factprobe.export.harness import end_text, read_samples, task_docs, task_nam
 from factprobe.lm import HFCausalLM, LoglikRequest  # noqa: E402
 from factprobe.metrics.common import correct_entities, entity_scores  # noqa: E402
 from factprobe.metrics.knowledge import knowledge_per_prompt  # noqa: E402
-from factprobe.probes.build import build_suite  # noqa: E402
+from factprobe.probes.build import DumpTables, build_suite  # noqa: E402
 from factprobe.scoring.control import train_bpe_tokenizer  # noqa: E402
 from factprobe.scoring.suite import build_pairs, score_pairs  # noqa: E402
 from factprobe.settings import Retrieve  # noqa: E402
@@ -61,8 +61,6 @@ def retrieve_settings(**chosen) -> Retrieve:
         search="exact",
         languages=["en"],
         dump=DUMP,
-        cooccur_n=10,
-        cooccur_sides=["object", "subject"],
         form_threshold=90.0,
         valid_ranks="non_deprecated",
         ef_search=200,
@@ -78,9 +76,11 @@ def suite(demo_tables):
         SUITE,
         SPEC,
         SETS,
-        str(tables[DUMP] / "claims.parquet"),
-        str(tables[DUMP] / "entities.parquet"),
-        [str(tables[d] / "labels.parquet") for d in sorted(tables)],
+        DumpTables(
+            str(tables[DUMP] / "claims.parquet"),
+            str(tables[DUMP] / "entities.parquet"),
+            [str(tables[d] / "labels.parquet") for d in sorted(tables)],
+        ),
     )
     claims = pq.read_table(tables[DUMP] / "claims.parquet").to_pandas()
     omega = suite_omega(
@@ -93,7 +93,7 @@ def suite(demo_tables):
         90.0,
     )
     settings = retrieve_settings(strategies=["random", "pool"], n=3, pool_size=4, languages=["en", "de"])
-    candidates = retrieve(facts, omega, settings, None, None, None, entity_forms)
+    candidates = retrieve(facts, omega, settings, {"entity_forms": entity_forms})
     forms = forms_of_candidates(candidates, entity_forms)
     # Preconditions the assertions below rely on: contexts, two languages, two strategies.
     assert (prompts["shots"] == "2-random").any() and set(prompts["lang"]) == {"en", "de"}

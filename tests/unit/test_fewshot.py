@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from factprobe.probes.build import build_suite
+from factprobe.probes.build import DumpTables, build_suite
 from factprobe.probes.fewshot import context, parse_setting
 from factprobe.probes.templates import load_templates
 
@@ -29,9 +29,11 @@ def make(demo_tables):
         "icl",
         SUITE,
         {"team": {"format": "yaml", "path": str(TEMPLATES)}},
-        str(demo_tables["20190201"] / "claims.parquet"),
-        str(demo_tables["20190201"] / "entities.parquet"),
-        [str(demo_tables[d] / "labels.parquet") for d in sorted(demo_tables)],
+        DumpTables(
+            str(demo_tables["20190201"] / "claims.parquet"),
+            str(demo_tables["20190201"] / "entities.parquet"),
+            [str(demo_tables[d] / "labels.parquet") for d in sorted(demo_tables)],
+        ),
     )
 
 
@@ -163,9 +165,11 @@ def test_instruction_per_language(demo_tables):
     suite["few_shot"] = {"settings": ["zero-shot"], "instruction": {"en": "Complete.", "de": "Ergänze."}}
     sets = {"team": {"format": "yaml", "path": str(TEMPLATES)}}
     args = (
-        str(demo_tables["20190201"] / "claims.parquet"),
-        str(demo_tables["20190201"] / "entities.parquet"),
-        [str(demo_tables[d] / "labels.parquet") for d in sorted(demo_tables)],
+        DumpTables(
+            str(demo_tables["20190201"] / "claims.parquet"),
+            str(demo_tables["20190201"] / "entities.parquet"),
+            [str(demo_tables[d] / "labels.parquet") for d in sorted(demo_tables)],
+        ),
     )
     _, prompts, _ = build_suite("icl", suite, sets, *args)
     assert set(zip(prompts.lang, prompts.context, strict=True)) == {

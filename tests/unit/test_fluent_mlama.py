@@ -15,7 +15,7 @@ from factprobe import contracts
 from factprobe.metrics.common import conform_dataset_table, correct_entities, entity_scores
 from factprobe.metrics.pipeline import summarize
 from factprobe.metrics.ranking import ranking_per_fact, table1
-from factprobe.probes.build import build_suite
+from factprobe.probes.build import DumpTables, build_suite
 from factprobe.probes.fluent import FluentError, import_fluent_mlama
 from factprobe.probes.importers import import_mpararel
 from factprobe.probes.suite_plan import load_template_set
@@ -197,7 +197,9 @@ def test_suite_with_a_release_source_skips_the_dump(tmp_path):
         "source": {"format": "fluent-mlama", "path": str(_release(tmp_path)), "verbalizations": ["template"]},
     }
     # no dump tables exist: the release alone builds the suite
-    facts, prompts, forms = build_suite("fluent", suite, {}, "missing/claims", "missing/entities", [])
+    facts, prompts, forms = build_suite(
+        "fluent", suite, {}, DumpTables("missing/claims", "missing/entities", [])
+    )
     assert len(facts) == 1 and list(prompts["verbalization"]) == ["template"]
     assert prompts["fact_id"].iloc[0] == facts["fact_id"].iloc[0]
 

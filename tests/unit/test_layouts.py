@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from factprobe.probes.build import build_suite
+from factprobe.probes.build import DumpTables, build_suite
 from factprobe.probes.layouts import demo_text, target_text, usable
 from factprobe.probes.templates import Template
 
@@ -54,9 +54,11 @@ def test_mask_qa_suite_from_myriadlama_templates(demo_tables, tmp_path):
         "belief",
         suite,
         {"myriad": {"format": "myriadlama", "path": str(path)}},
-        str(demo_tables["20190201"] / "claims.parquet"),
-        str(demo_tables["20190201"] / "entities.parquet"),
-        [str(demo_tables[d] / "labels.parquet") for d in sorted(demo_tables)],
+        DumpTables(
+            str(demo_tables["20190201"] / "claims.parquet"),
+            str(demo_tables["20190201"] / "entities.parquet"),
+            [str(demo_tables[d] / "labels.parquet") for d in sorted(demo_tables)],
+        ),
     )
     mine = prompts[(prompts.fact_id == "Q45|P36|Q597") & (prompts.template_id == "P36.en.myriad1m")]
     zero = mine[mine.shots == "zero-shot"].iloc[0]

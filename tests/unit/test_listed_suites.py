@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 
 import pytest
-from factprobe.probes.build import build_suite
+from factprobe.probes.build import DumpTables, build_suite
 from factprobe.probes.importers import TriplesError, pair_from_row, read_triples
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,9 +57,11 @@ def build(demo_tables, path, **extra):
         "listed",
         suite,
         SETS,
-        str(demo_tables["20190201"] / "claims.parquet"),
-        str(demo_tables["20190201"] / "entities.parquet"),
-        [str(demo_tables[d] / "labels.parquet") for d in sorted(demo_tables)],
+        DumpTables(
+            str(demo_tables["20190201"] / "claims.parquet"),
+            str(demo_tables["20190201"] / "entities.parquet"),
+            [str(demo_tables[d] / "labels.parquet") for d in sorted(demo_tables)],
+        ),
     )
 
 

@@ -14,7 +14,7 @@ from factprobe.metrics import FAMILIES, MEASURES
 from factprobe.metrics.meta import measure_families
 from factprobe.metrics.overlap import BertScorer, best_rouge_l, lcs_length, overlap_per_prompt, rouge_l
 from factprobe.metrics.pipeline import SuiteInputs, compute_suite_metrics
-from factprobe.settings import ConfigError, Metrics, Overlap, load_settings
+from factprobe.settings import ConfigError, Metrics, load_settings
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "paris", "france", "london", "city", "the", "of"]
 
@@ -144,7 +144,7 @@ def test_bertscore_idf_weights_hand_worked(tiny_encoder):
 
 
 def test_bertscore_encoder_error_names_the_setting(tmp_path):
-    with pytest.raises(ValueError, match="metrics.overlap.encoder"):
+    with pytest.raises(ValueError, match="metrics.family_settings.overlap.encoder"):
         BertScorer.from_encoder(str(tmp_path / "absent"))
 
 
@@ -219,7 +219,7 @@ GENERATIONS = pd.DataFrame(
 
 
 def test_overlap_end_to_end_through_compute_suite_metrics(tiny_encoder):
-    metrics = Metrics(families={}, ns=[1], overlap=Overlap(encoder=tiny_encoder))
+    metrics = Metrics(families={}, ns=[1], family_settings={"overlap": {"encoder": tiny_encoder}})
     per_fact, _ = compute_suite_metrics(small_suite(GENERATIONS), metrics, ["knowledge", "overlap"])
     rouge = per_fact[per_fact["measure"] == "rouge_l"].set_index("fact_id")
     # Table 2: mean over the fact's cloze sentences of the per-sentence max.
@@ -251,19 +251,27 @@ def test_prompt_without_greedy_continuation_gets_no_value():
 
 
 def test_registry_and_settings():
-    assert FAMILIES["overlap"].reads == ("overlap",)
+    assert FAMILIES["overlap"].reads == ()
+    assert {k: s.default for k, s in FAMILIES["overlap"].settings.items()} == {
+        "rouge_units": "words",
+        "encoder": "",
+        "layer": None,
+        "idf": False,
+    }
     for name in ("rouge_l", "bertscore"):
         assert MEASURES[name].family == "overlap" and MEASURES[name].higher_is_better
     assert (
-        load_settings(Metrics, {"families": {}, "overlap": {"rouge_units": "characters"}}).overlap.rouge_units
+        load_settings(
+            Metrics, {"families": {}, "family_settings": {"overlap": {"rouge_units": "characters"}}}
+        ).own("overlap")["rouge_units"]
         == "characters"
     )
-    with pytest.raises(ConfigError, match="overlap"):
-        load_settings(Metrics, {"families": {}, "overlap": {"model": "x"}})
+    with pytest.raises(ConfigError, match=r"family 'overlap' has no setting\(s\) \['model'\]"):
+        load_settings(Metrics, {"families": {}, "family_settings": {"overlap": {"model": "x"}}})
 
 
 def test_encoder_row_is_prepared_not_scored():
-    """metrics.overlap.encoder naming a models.tsv row keeps that row out of the scored models."""
+    """metrics.family_settings.overlap.encoder naming a models.tsv row keeps that row out of the scored models."""
     from pathlib import Path
 
     import yaml
@@ -273,7 +281,7 @@ def test_encoder_row_is_prepared_not_scored():
     root = Path(__file__).resolve().parents[2]
     schemas = root / "workflow" / "schemas"
     raw = yaml.safe_load((root / "config" / "config.yaml").read_text())
-    raw["metrics"]["overlap"] = {"encoder": "smollm2"}
+    raw["metrics"]["family_settings"]["overlap"] = {"encoder": "smollm2"}
     raw["suites"][next(iter(raw["suites"]))]["generate"] = "greedy"
     cfg = read_config(resolve_config_paths(raw, root), schemas / "config.schema.yaml")
     models = {r["name"]: r for r in read_registry(cfg.models, schemas / "models.schema.yaml", key="name")}

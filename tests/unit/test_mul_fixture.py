@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from factprobe.diff.engine import DiffInputs, diff_claims
 from factprobe.diff.single_value import single_value_properties
-from factprobe.probes.build import build_suite
+from factprobe.probes.build import DumpTables, build_suite
 from factprobe.probes.released import match_entities
 from factprobe.wikidata.labels import label_table, resolved_labels
 from factprobe.wikidata.parse import new_columns, new_rows, new_skips, rows_from_object
@@ -259,9 +259,11 @@ def suite_of(tables, languages: list[str], label_dumps: tuple[str, ...] = (OLD, 
         "mul",
         suite,
         SETS,
-        str(tables[NEW] / "claims.parquet"),
-        str(tables[NEW] / "entities.parquet"),
-        [str(tables[d] / "labels.parquet") for d in label_dumps],
+        DumpTables(
+            str(tables[NEW] / "claims.parquet"),
+            str(tables[NEW] / "entities.parquet"),
+            [str(tables[d] / "labels.parquet") for d in label_dumps],
+        ),
     )
 
 

@@ -6,7 +6,7 @@ template, is_manual, obj_uris, obj_ents, obj_aliases; sub_uri from LAMA-UHN)."""
 import json
 
 import pytest
-from factprobe.probes.build import build_suite
+from factprobe.probes.build import DumpTables, build_suite
 
 RECORDS = [
     {
@@ -79,9 +79,9 @@ def build(release, demo_tables, **extra):
         "belief",
         suite,
         {},
-        str(tables / "claims.parquet"),
-        str(tables / "entities.parquet"),
-        [str(tables / "labels.parquet")],
+        DumpTables(
+            str(tables / "claims.parquet"), str(tables / "entities.parquet"), [str(tables / "labels.parquet")]
+        ),
     )
 
 

@@ -49,8 +49,9 @@ def test_distractors_protocol():
     config = load(ROOT / "config" / "papers" / "distractors.yaml")
     metrics, suites = config["metrics"], config["suites"]
     assert metrics["ns"] == list(range(1, 201)) and config["distractors"]["n"] == 200
-    assert metrics["precision_ns"] == list(PAPER_GRID_NS)
-    assert config["scoring"]["topk"] >= max(metrics["precision_ns"]) == 200
+    precision_ns = metrics["family_settings"]["knowledge"]["precision_ns"]
+    assert precision_ns == list(PAPER_GRID_NS)
+    assert config["scoring"]["topk"] >= max(precision_ns) == 200
     assert set(config["distractors"]["strategies"]) >= {"random", "sem", "temp+sem", "appropt"}
     # S and S′: 1000 facts in all, the reference's popularity-balanced sampler over 10 bins.
     for name in ("knowledge", "knowledge_temporal"):
@@ -66,7 +67,7 @@ def test_distractors_protocol():
     sem = config["distractors"]["sem"]
     assert (sem["bag"], sem["namespace"], sem["reverse_features"]) == ("sets", "shared", False)
     # ROUGE-L as the reference's rouge_l: LCS over the characters of the strings.
-    assert metrics["overlap"]["rouge_units"] == "characters"
+    assert metrics["family_settings"]["overlap"]["rouge_units"] == "characters"
     # §4.2: B(c) over the beam grid for the Table 3 and Table 4 suites
     assert config["scoring"]["beam_widths"] == [1, 2, 5, 10, 20, 30, 50, 100]
     assert suites["knowledge_judged"]["generate"] == suites["knowledge_pairs"]["generate"] == "beams"
@@ -78,7 +79,7 @@ def test_probelm_protocol():
     config = load(ROOT / "config" / "papers" / "probelm.yaml")
     suite = config["suites"]["probelm"]
     assert suite["kind"] == "plausibility" and config["scoring"]["sentence_kinds"] == ["plausibility"]
-    assert config["distractors"]["cooccur"] == {"n": 10, "sides": ["object", "subject"]}
+    assert config["distractors"]["strategy_settings"]["cooccur"] == {"n": 10, "sides": ["object", "subject"]}
     assert suite["templates"]["styles"] == ["statement", "completion", "question"]
     assert 5900 <= suite["n_facts"] * len(suite["relations"]) <= 6100
     models = read_registry(ROOT / config["models"], SCHEMAS / "models.schema.yaml", key="name")
@@ -117,9 +118,13 @@ def test_fluent_mlama_protocol():
         assert suite["correct_set"] == "table1" and suite["scoring"] == {"end_marker": "none"}
     distractors = config["distractors"]
     assert distractors["by_kind"]["multilingual"]["strategies"] == ["pool"]
-    assert distractors["pool_size"] == 50 and distractors["pool_source"] == "dataset"
-    assert config["metrics"]["ranking_ties"] == "correct_first"
-    assert config["metrics"]["recall_ns"] == [1, 2, 3, 4, 5]
+    assert distractors["pool_size"] == 50 and distractors["strategy_settings"]["pool"] == {
+        "source": "dataset"
+    }
+    assert config["metrics"]["family_settings"]["ranking"] == {
+        "recall_ns": [1, 2, 3, 4, 5],
+        "ties": "correct_first",
+    }
     assert config["scoring"]["models"] == ["llama2-7b-chat"]
     assert config["metrics"]["ranking_average"] == "relation"
     translate = config["translate"]
@@ -303,14 +308,14 @@ PROTOCOL_KEYS = {
     "distractors.sem.reverse_features": "distractors",
     "distractors.sem.bag": "distractors",
     "distractors.sem.namespace": "distractors",
-    "distractors.pool_source": "fluent-mlama",
+    "distractors.strategy_settings.pool.source": "fluent-mlama",
     "distractors.pool_size": "fluent-mlama",
-    "distractors.cooccur.n": "probelm",
+    "distractors.strategy_settings.cooccur.n": "probelm",
     "metrics.ns": "distractors",
     "metrics.short_lists": "distractors",
-    "metrics.overlap.rouge_units": "distractors",
+    "metrics.family_settings.overlap.rouge_units": "distractors",
     "metrics.ranking_average": "fluent-mlama",
-    "metrics.ranking_ties": "fluent-mlama",
+    "metrics.family_settings.ranking.ties": "fluent-mlama",
     "metrics.belief_samplings": "belief",
     "metrics.belief_bins": "belief",
     "scoring.samples": "belief",
@@ -365,8 +370,8 @@ def test_demo_says_where_it_departs_from_the_papers():
     }
     assert {
         "distractors.sem.reverse_features",
-        "metrics.ranking_ties",
-        "metrics.overlap.rouge_units",
+        "metrics.family_settings.ranking.ties",
+        "metrics.family_settings.overlap.rouge_units",
     } <= differ
     assert [key for key in sorted(differ) if key not in block] == []
 
@@ -384,8 +389,8 @@ def test_library_defaults_that_differ_from_the_papers_are_documented():
     }
     assert {
         "metrics.ranking_average",
-        "metrics.ranking_ties",
-        "distractors.pool_source",
+        "metrics.family_settings.ranking.ties",
+        "distractors.strategy_settings.pool.source",
         "suites.knowledge.sampler",
         "translate.word_order",
     } <= differ

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from factprobe.io import write_frame
-from factprobe.probes.build import build_suite
+from factprobe.probes.build import DumpTables, build_suite
 from factprobe.probes.templates import TemplateError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,10 +25,12 @@ def build(demo_tables, suite, changes=None):
         "test",
         suite,
         SETS,
-        str(demo_tables[dump] / "claims.parquet"),
-        str(demo_tables[dump] / "entities.parquet"),
-        [str(demo_tables[d] / "labels.parquet") for d in sorted(demo_tables)],
-        changes,
+        DumpTables(
+            str(demo_tables[dump] / "claims.parquet"),
+            str(demo_tables[dump] / "entities.parquet"),
+            [str(demo_tables[d] / "labels.parquet") for d in sorted(demo_tables)],
+            changes,
+        ),
     )
 
 
@@ -179,7 +181,7 @@ def test_relation_at_a_time_candidates_are_the_whole_suites(demo_tables, tmp_pat
     """build_suite reads one relation at a time: the candidates of each relation,
     put together, are candidate_facts over every relation at once from whole pandas tables."""
     from factprobe import contracts, scan
-    from factprobe.probes.fact_candidates import relation_candidates
+    from factprobe.probes.fact_candidates import SelectionPaths, relation_candidates
     from factprobe.probes.select import candidate_facts, item_sitelinks, labelled_entities, truthy_claims
 
     dump, rels = "20190201", ["P17", "P36", "P47", "P530"]
@@ -193,7 +195,13 @@ def test_relation_at_a_time_candidates_are_the_whole_suites(demo_tables, tmp_pat
     got = pd.concat(
         [
             relation_candidates(
-                "t", r, dump, str(claims_path), str(entities_path), str(forms_path), ["en"], 7, con
+                "t",
+                r,
+                dump,
+                SelectionPaths(str(claims_path), str(entities_path), str(forms_path)),
+                ["en"],
+                7,
+                con,
             )
             for r in rels
         ],
@@ -223,7 +231,7 @@ def test_candidate_parts_filter_by_the_diff_and_s_prime_as_the_whole_relation(de
     the whole relation from pandas tables."""
     from factprobe import contracts, scan
     from factprobe.diff.temporal import with_temporal_distractors
-    from factprobe.probes.fact_candidates import relation_candidate_parts
+    from factprobe.probes.fact_candidates import SelectionPaths, relation_candidate_parts
     from factprobe.probes.select import candidate_facts, item_sitelinks, labelled_entities, truthy_claims
 
     dump, rel = "20190201", "P47"
@@ -260,8 +268,11 @@ def test_candidate_parts_filter_by_the_diff_and_s_prime_as_the_whole_relation(de
         }
     )
     contracts.write("temporal", temporal, tmp_path / "temporal.parquet")
-    args = ("t", rel, dump, claims_path, entities_path, str(forms_path), ["en"], 7, scan.connect())
-    parts = list(relation_candidate_parts(*args, allowed, str(tmp_path / "temporal.parquet"), part_rows=30))
+    paths = SelectionPaths(
+        claims_path, entities_path, str(forms_path), temporal=str(tmp_path / "temporal.parquet")
+    )
+    args = ("t", rel, dump, paths, ["en"], 7, scan.connect())
+    parts = list(relation_candidate_parts(*args, allowed, part_rows=30))
     got = pd.concat([p.candidates for p in parts], ignore_index=True)
     want = with_temporal_distractors(
         candidate_facts(truthy, [rel], labelled, links, 7, set(allowed["fact_id"])), temporal
@@ -351,8 +362,8 @@ def test_parts_in_forked_processes_give_the_one_process_suite(demo_tables, tmp_p
 
     def run(name, threads):
         suite = {"dump": dump, "templates": {"styles": ["statement"]}, **suites[name]}
-        args = (claims, entities, labels, str(changes), temporal)
-        facts, prompts, forms = build_suite(name, suite, SETS, *args, threads=threads)
+        tables = DumpTables(claims, entities, labels, str(changes), temporal)
+        facts, prompts, forms = build_suite(name, suite, SETS, tables, threads=threads)
         out = tmp_path / f"{name}-{threads}-{candidates_module.PART_ROWS}"
         out.mkdir()
         for table, frame in (("facts", facts), ("prompts", prompts), ("forms", forms)):

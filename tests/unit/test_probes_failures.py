@@ -11,7 +11,7 @@ import logging
 from pathlib import Path
 
 import pytest
-from factprobe.probes.build import build_suite
+from factprobe.probes.build import DumpTables, build_suite
 from factprobe.probes.select import SelectionError
 from factprobe.wikidata.reader import extract_dump
 
@@ -52,9 +52,9 @@ def build(folder: Path, suite: dict):
         "tiny",
         {"kind": "knowledge", "dump": "20190201", **suite},
         SETS,
-        str(folder / "claims.parquet"),
-        str(folder / "entities.parquet"),
-        [str(folder / "labels.parquet")],
+        DumpTables(
+            str(folder / "claims.parquet"), str(folder / "entities.parquet"), [str(folder / "labels.parquet")]
+        ),
     )
 
 

@@ -199,7 +199,7 @@ def test_popularity_bins_gets_the_objects_sitelinks_with_each_part(demo_tables, 
     with no entities file to read draws what ``weighted_sample`` draws over the whole population
     with ln(1 + subject) + ln(1 + object sitelinks) computed here."""
     from factprobe import scan
-    from factprobe.probes.fact_candidates import relation_candidate_parts
+    from factprobe.probes.fact_candidates import SelectionPaths, relation_candidate_parts
 
     dump = "20190201"
     paths = {t: str(demo_tables[dump] / f"{t}.parquet") for t in ("claims", "entities")}
@@ -213,7 +213,7 @@ def test_popularity_bins_gets_the_objects_sitelinks_with_each_part(demo_tables, 
     sampler = PopularityBins(30, 10, 3, str(tmp_path / "absent.parquet"), con)
     every, n_parts = [], 0
     for rel in ("P47", "P17", "P36"):
-        args = (rel, dump, paths["claims"], paths["entities"], str(forms), ["en"], 3, con)
+        args = (rel, dump, SelectionPaths(paths["claims"], paths["entities"], str(forms)), ["en"], 3, con)
         for part in relation_candidate_parts("t", *args, part_rows=40):
             objects = contracts.id_ints(part.candidates["object"])
             got = pd.Series(objects).map(part.object_sitelinks).fillna(0).astype(int).tolist()

@@ -141,12 +141,7 @@ def test_a_wrong_keyword_is_refused_at_registration_naming_the_right_one():
     with pytest.raises(registries.RegistryError, match=r"the metrics keys it reads, \['ns'\], go in reads="):
         registries.register_family("test_wrong", "m:f", settings=("ns",))
     assert "test_wrong" not in registries.FAMILIES and "test_wrong" not in registries.STRATEGIES
-    assert registries.FAMILIES["knowledge"].reads == (
-        "ns",
-        "precision_ns",
-        "combined_strategies",
-        "short_lists",
-    )
+    assert registries.FAMILIES["knowledge"].reads == ("ns", "short_lists")
 
 
 def test_an_unknown_measure_name_is_refused():

@@ -217,7 +217,7 @@ def test_imported_suite_is_scored_by_the_pipeline_with_released_grades(tables):
             subject_swaps=group,
         )
     )
-    settings = S.Metrics(families={}, plausibility_strategies=["cooccur"])
+    settings = S.Metrics(families={}, family_settings={"plausibility": {"strategies": ["cooccur"]}})
     per_fact, _ = compute_suite_metrics(data, settings, ["plausibility"])
     got = {(r.strategy, r.measure): r.value for r in per_fact.itertuples()}
     assert got[("object", "plaus_acc")] == 0.0 and got[("object", "plaus_rr")] == 0.5

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from factprobe.probes.build import build_suite
+from factprobe.probes.build import DumpTables, build_suite
 from factprobe.probes.importers import import_verbalization_pairs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -116,9 +116,11 @@ def robustness(release, demo_tables):
         "pairs",
         suite,
         {},
-        str(demo_tables["20190201"] / "claims.parquet"),
-        str(demo_tables["20190201"] / "entities.parquet"),
-        [str(demo_tables[d] / "labels.parquet") for d in sorted(demo_tables)],
+        DumpTables(
+            str(demo_tables["20190201"] / "claims.parquet"),
+            str(demo_tables["20190201"] / "entities.parquet"),
+            [str(demo_tables[d] / "labels.parquet") for d in sorted(demo_tables)],
+        ),
     )
     facts = facts.head(8)
     prompts = prompts[prompts["fact_id"].isin(facts["fact_id"])]
@@ -175,9 +177,11 @@ def test_pairs_suite_relations_filter(release, demo_tables):
         "pairs",
         suite,
         {},
-        str(demo_tables["20190201"] / "claims.parquet"),
-        str(demo_tables["20190201"] / "entities.parquet"),
-        [str(demo_tables[d] / "labels.parquet") for d in sorted(demo_tables)],
+        DumpTables(
+            str(demo_tables["20190201"] / "claims.parquet"),
+            str(demo_tables["20190201"] / "entities.parquet"),
+            [str(demo_tables[d] / "labels.parquet") for d in sorted(demo_tables)],
+        ),
     )
     pairs, _ = import_verbalization_pairs(release)
     assert sorted(pairs.loc[pairs["property"] == "P31", "row"]) == [0, 16, 94, 145]

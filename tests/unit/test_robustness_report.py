@@ -8,7 +8,7 @@ import re
 import pandas as pd
 from factprobe import contracts
 from factprobe.metrics.meta import robustness_for_models
-from factprobe.report.html import build_report, robustness_section
+from factprobe.report.html import ReportTables, build_report, robustness_section
 from factprobe.settings import Report
 from test_table4 import PER_FACT, alignment
 
@@ -43,9 +43,9 @@ def test_robustness_section_family_by_model(tmp_path):
 def test_robustness_section_only_with_the_file(tmp_path):
     settings = Report()
     board = pd.DataFrame(columns=contracts.columns("leaderboard"))
-    without = build_report({}, board, {}, settings)
+    without = build_report(ReportTables({}, board, {}), settings)
     assert 'id="robustness"' not in without and "Table 4" not in without
-    page = build_report({}, board, {}, settings, robustness={"pairs": _table4(tmp_path)})
+    page = build_report(ReportTables({}, board, {}, robustness={"pairs": _table4(tmp_path)}), settings)
     assert '<a href="#robustness">' in page
     body = re.search(r'<section id="robustness">(.*?)</section>', page, re.S).group(1)
     assert _cells(body, "dist:random")[1] == "0.333"

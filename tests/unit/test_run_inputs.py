@@ -114,8 +114,9 @@ def test_model_sources_and_translating_models(tmp_path):
 
 def test_metrics_and_report_choices():
     cfg, dumps, models = demo()
-    assert I.needs_encoder(cfg, ["overlap"], {cfg.metrics.overlap.encoder: {}}) == cfg.metrics.overlap.encoder
-    assert I.needs_encoder(cfg, ["knowledge"], {cfg.metrics.overlap.encoder: {}}) is None
+    encoder = cfg.metrics.own("overlap")["encoder"]
+    assert I.needs_encoder(cfg, ["overlap"], {encoder: {}}) == encoder
+    assert I.needs_encoder(cfg, ["knowledge"], {encoder: {}}) is None
     assert I.needs_encoder(cfg, ["overlap"], {}) is None  # an encoder the metrics job downloads itself
     assert I.human_suites(cfg) == ["judged"]
     assert I.human_file(cfg, "judged") == cfg.suites["judged"].source.path
@@ -174,15 +175,15 @@ def test_retrieval_inputs_follow_the_strategies_needs():
         "types": ["w/20190201/types", "w/20141201/types"],
         "claims": "w/20190201/claims",
     }
-    # Sem needs the dump's index, temporal strategies its temporal view; cooccur neither.
+    # Sem reads the dump's index, temporal strategies its temporal view; cooccur neither (its
+    # statements come with Ω's claims).
     sem = {"strategies": ["sem", "random"], "dump": "20190201"}
-    files = I.retrieve_job_inputs(sem, omega, ["lib.py"], "i/{dump}", "t/{dump}")
+    outputs = {"sem_index": "i/{dump}", "temporal": "t/{dump}"}
+    files = I.retrieve_job_inputs(sem, omega, ["lib.py"], outputs)
     assert files["index"] == "i/20190201" and "temporal" not in files and files["lib"] == ["lib.py"]
-    temp = I.retrieve_job_inputs(
-        {"strategies": ["temp+sem"], "dump": "20190201"}, omega, [], "i/{dump}", "t/{dump}"
-    )
+    temp = I.retrieve_job_inputs({"strategies": ["temp+sem"], "dump": "20190201"}, omega, [], outputs)
     assert temp["temporal"] == "t/20190201" and temp["index"] == "i/20190201"
-    plain = I.retrieve_job_inputs({"strategies": ["cooccur"], "dump": "20190201"}, omega, [], "i", "t")
+    plain = I.retrieve_job_inputs({"strategies": ["cooccur"], "dump": "20190201"}, omega, [], outputs)
     assert set(plain) == {*omega, "lib"}
     out = {"candidates": "s/{suite}/{shard}.c", "forms": "s/{suite}/{shard}.f"}
     gather = I.retrieve_gather_inputs("knowledge", 3, "p/{suite}/facts", out, ["lib.py"])
@@ -201,8 +202,9 @@ def test_sharded_retrieval_reads_one_preparation_per_suite():
     prepared = I.shard_prepared("knowledge", 4, "p/{suite}/prepared")
     assert prepared == "p/knowledge/prepared"
     sem = {"strategies": ["sem", "random"], "dump": "20190201", "search": "exact"}
-    assert I.retrieve_job_inputs(sem, omega, [], "i/{dump}", "t/{dump}", prepared)["prepared"] == prepared
-    assert "prepared" not in I.retrieve_job_inputs(sem, omega, [], "i/{dump}", "t/{dump}")
+    outputs = {"sem_index": "i/{dump}", "temporal": "t/{dump}"}
+    assert I.retrieve_job_inputs(sem, omega, [], outputs, prepared)["prepared"] == prepared
+    assert "prepared" not in I.retrieve_job_inputs(sem, omega, [], outputs)
     prep = I.prepare_inputs(sem, omega, ["lib.py"], "i/{dump}")
     assert prep == {
         **{k: v for k, v in omega.items() if k != "claims"},
@@ -216,17 +218,23 @@ def test_sharded_retrieval_reads_one_preparation_per_suite():
     # Relation pools take every object of the relation: the preparation holds one job's valid
     # statements (prepare_universe), read from the claims.
     pool = I.prepare_inputs(
-        {"strategies": ["pool"], "pool_source": "relation", "dump": "20190201"}, omega, [], "i"
+        {"strategies": ["pool"], "strategy_settings": {"pool": {"source": "relation"}}, "dump": "20190201"},
+        omega,
+        [],
+        "i",
     )
     assert pool["claims"] == omega["claims"]
     assert "claims" not in I.prepare_inputs(
-        {"strategies": ["pool"], "pool_source": "dataset", "dump": "1"}, omega, [], "i"
+        {"strategies": ["pool"], "strategy_settings": {"pool": {"source": "dataset"}}, "dump": "1"},
+        omega,
+        [],
+        "i",
     )
 
 
 def test_release_only_suites_read_no_dump_and_are_not_translated():
     """config/papers/fluent-mlama.yaml: the two suites read from the Fluent-mLAMA release with the
-    release's string pool (pool_source: dataset) read no dump table (no download, extraction or
+    release's string pool (pool source: dataset) read no dump table (no download, extraction or
     Ω tables) and are not translated; the template suite built from the dump is both."""
     import yaml
     from demo_config import SCHEMAS as schemas
@@ -251,7 +259,7 @@ def test_release_only_suites_read_no_dump_and_are_not_translated():
     assert I.omega_inputs(cfg, "fluent_pipeline", probes, extract)["claims"] == "w/20210104/claims"
 
     def entity_pool(config):
-        config["distractors"]["pool_source"] = "relation"
+        config["distractors"]["strategy_settings"] = {"pool": {"source": "relation"}}
 
     edited = yaml.safe_load((ROOT / "config" / "papers" / "fluent-mlama.yaml").read_text())
     entity_pool(edited)

@@ -3,6 +3,7 @@ rules), checked on the demo config against values read off config/config.yaml an
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,38 @@ def test_retrieval_shard_memory_factor_and_hnsw_dumps():
     assert R.retrieve_shard_factor(["cooccur"], 8) == pytest.approx(4.0)
     cfg, dumps, models = demo()
     assert R.resolve(cfg, dumps, models).sem_hnsw == {"20141201": False, "20190201": False}
+
+
+def test_index_params_keep_their_names_and_read_back_as_the_sem_section():
+    """The index rules' params keep the names (and order) they had, so no index is rebuilt for a
+    param renamed, and the rule script reads them back as the ``distractors.sem`` section."""
+    sem = S.Sem(
+        weighting="bm25",
+        reverse_features=True,
+        bag="counts",
+        namespace="tagged",
+        bm25_k1=1.5,
+        bm25_b=0.5,
+        hnsw=S.Hnsw(M=8, ef_construction=50, ef_search=60, post=0),
+        recall_queries=5,
+        recall_k=3,
+    )
+    cfg = demo()[0]
+    cfg = dataclasses.replace(cfg, distractors=dataclasses.replace(cfg.distractors, sem=sem))
+    params = config_rules.sem_index(cfg)
+    assert params == {
+        "weighting": "bm25",
+        "reverse": True,
+        "bag": "counts",
+        "namespace": "tagged",
+        "bm25_k1": 1.5,
+        "bm25_b": 0.5,
+        "hnsw_m": 8,
+        "ef_construction": 50,
+        "ef_search": 60,
+        "post": 0,
+        "recall_queries": 5,
+        "recall_k": 3,
+    }
+    assert list(params) == [p for p, _ in S.SEM_PARAMS]
+    assert S.sem_settings(params) == sem

@@ -117,7 +117,7 @@ def test_parts_are_the_shards_or_more_to_fit_the_job_cap():
     assert scale.parts_needed(m, shards=16) == 16
     # A stage that does not split runs whole, whatever its memory.
     assert scale.parts_needed(scale.UnitModel("build_probes", "s", 10.0, 0, 1024, 100 * 1024, 0, ""), 8) == 1
-    # The index's parts: sem_part_count's for a 97 GB dump (one per 10 GB, rounded up).
+    # The index's parts: semantic.part_count's for a 97 GB dump (one per 10 GB, rounded up).
     assert scale.planned_shards("sem_bags") == 10 and scale.planned_shards("retrieve_distractors") is None
 
 

@@ -157,7 +157,6 @@ def test_out_of_core_omega_decides_as_the_whole_table_omega(tables, ranks, strat
         "valid_ranks": ranks,
         "form_threshold": 90,
         "strategies": strategies,
-        "cooccur_sides": ["object", "subject"],
     }
     inputs = SimpleNamespace(
         facts=tables["facts"],
@@ -195,8 +194,8 @@ def test_exact_sem_inside_types_equals_the_search_against_every_entity(tmp_path)
     """Sem with ``search: exact`` ranks only the entities sharing a type with o;
     the widened global search (the old path, still used for HNSW) must give the same lists."""
     from factprobe.distractors.omega import Omega
-    from factprobe.distractors.sem_index import build_index, load_index
-    from factprobe.distractors.sem_search import sem_distractors
+    from factprobe.distractors.semantic.index import build_index, load_index
+    from factprobe.distractors.semantic.search import sem_distractors
 
     rng = np.random.default_rng(7)
     n_ent = 400
@@ -261,8 +260,8 @@ def test_bags_counted_in_duckdb_equal_the_in_memory_bags_bit_for_bit(
 ):
     """Sem features counted by DuckDB: the same entities, features, idf and
     matrix floats as feature_codes + weight_matrix on the distinct non-deprecated triples."""
-    from factprobe.distractors.sem_bags import bags_from_parquet, feature_codes
-    from factprobe.distractors.sem_weighting import weigh, weight_matrix
+    from factprobe.distractors.semantic.bags import bags_from_parquet, feature_codes
+    from factprobe.distractors.semantic.weighting import weigh, weight_matrix
 
     rng = np.random.default_rng(11)
     claims = pd.DataFrame(
@@ -317,7 +316,6 @@ def test_retrieval_shards_gather_to_the_one_job_table(tables, strategies):
         "valid_ranks": "non_deprecated",
         "form_threshold": 90,
         "strategies": strategies,
-        "cooccur_sides": ["object", "subject"],
     }
     inputs = SimpleNamespace(
         facts=tables["facts"],
@@ -333,14 +331,13 @@ def test_retrieval_shards_gather_to_the_one_job_table(tables, strategies):
         search="exact",
         languages=["en"],
         dump="20141201",
-        cooccur_n=3,
-        cooccur_sides=["object", "subject"],
         form_threshold=90,
         valid_ranks="non_deprecated",
         ef_search=200,
+        strategy_settings={"cooccur": {"n": 3, "sides": ["object", "subject"]}},
     )
     co = Cooccurrence(statements) if strategies == ["cooccur"] else None
-    whole = retrieve(facts, omega, resolved, cooccur=co, entity_forms=forms)
+    whole = retrieve(facts, omega, resolved, {"cooccur": co, "entity_forms": forms})
     assert (whole["role"] == "distractor").sum() > 0
     shard = shard_plan(facts, 3)
     # One relation cut by subject hash; each shard loads its own slice.
@@ -350,7 +347,9 @@ def test_retrieval_shards_gather_to_the_one_job_table(tables, strategies):
     for s in (0, 1, 2):
         only = facts["fact_id"][shard == s].tolist()
         f, ef, st, om = load_suite_omega(inputs, settings, only=only)
-        got = retrieve(f, om, resolved, cooccur=Cooccurrence(st) if co else None, entity_forms=ef, only=only)
+        got = retrieve(
+            f, om, resolved, {"cooccur": Cooccurrence(st) if co else None, "entity_forms": ef}, only
+        )
         parts.append(got)
         part_forms.append(forms_of_candidates(got, ef))
     cand, got_forms = gather_shards(facts, parts, part_forms)

@@ -96,8 +96,7 @@ def test_retrieval_logs_what_was_kept_and_left_out(caplog):
         n=3,
         languages=["en"],
         dump="20141201",
-        cooccur_n=3,
-        cooccur_sides=["object", "subject"],
+        strategy_settings={"cooccur": {"n": 3, "sides": ["object", "subject"]}},
         form_threshold=90,
         pool_size=5,
         search="exact",
@@ -105,7 +104,7 @@ def test_retrieval_logs_what_was_kept_and_left_out(caplog):
         ef_search=200,
     )
     with caplog.at_level(logging.INFO, logger="factprobe.distractors.retrieve"):
-        got = retrieve(facts, omega, settings, cooccur=Cooccurrence(statements))
+        got = retrieve(facts, omega, settings, {"cooccur": Cooccurrence(statements)})
     dis = got[got["role"] == "distractor"]
     # Random takes 3 of Ω(f) = {1, 4, 5, 6} (hash order); cooccur never lists s = Q1 or, on the
     # subject side, o = Q2.

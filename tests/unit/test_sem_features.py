@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from factprobe.distractors.sem_bags import bags_from_parquet, feature_codes
-from factprobe.distractors.sem_index import build_index, exact_topk, load_index
-from factprobe.distractors.sem_weighting import weigh, weight_matrix
+from factprobe.distractors.semantic.bags import bags_from_parquet, feature_codes
+from factprobe.distractors.semantic.index import build_index, exact_topk, load_index
+from factprobe.distractors.semantic.weighting import weigh, weight_matrix
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 FRANCE, GERMANY, SPAIN, ITALY, BELGIUM, CHAD = 1, 2, 3, 4, 5, 6

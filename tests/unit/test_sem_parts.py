@@ -16,13 +16,14 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from factprobe.distractors.sem_bags import PART_MODULUS, part_sql
-from factprobe.distractors.sem_index import INDEX_FILES, build_index, exact_topk, load_index
-from factprobe.distractors.sem_index_parts import build_from_parts
-from factprobe.distractors.sem_part_bags import count_part, part_of
-from factprobe.distractors.sem_part_count import PART_DUMP_BYTES, dump_parts, parts_for
-from factprobe.distractors.sem_slices import ranked_within
+from factprobe.distractors.semantic.bags import PART_MODULUS, part_sql
+from factprobe.distractors.semantic.index import INDEX_FILES, build_index, exact_topk, load_index
+from factprobe.distractors.semantic.index_parts import build_from_parts
+from factprobe.distractors.semantic.part_bags import count_part, part_of
+from factprobe.distractors.semantic.part_count import PART_DUMP_BYTES, dump_parts, parts_for
+from factprobe.distractors.semantic.slices import ranked_within
 from factprobe.scan import connect
+from factprobe.settings import Sem
 
 FILES = INDEX_FILES
 
@@ -55,22 +56,22 @@ def build_parts(claims_path, root, parts, settings, rows=None, sizes=None):
             folder,
             p,
             parts,
-            settings.get("reverse", False),
-            settings.get("bag", "sets"),
-            settings.get("namespace", "shared"),
+            settings.reverse_features,
+            settings.bag,
+            settings.namespace,
             rows=rows,
             **more,
         )
         folders.append(folder)
     out = root / f"index{parts}"
-    build_from_parts(folders, out, hnsw=False, **settings)
+    build_from_parts(folders, out, settings, hnsw=False)
     return folders, out
 
 
 SETTINGS = [
-    {},  # the paper's bag: sets, shared namespace, TF-IDF
-    {"weighting": "bm25"},
-    {"weighting": "bm25", "reverse": True, "bag": "counts", "namespace": "tagged"},
+    Sem(),  # the paper's bag: sets, shared namespace, TF-IDF
+    Sem(weighting="bm25"),
+    Sem(weighting="bm25", reverse_features=True, bag="counts", namespace="tagged"),
 ]
 
 
@@ -79,7 +80,7 @@ SETTINGS = [
 def test_parts_give_the_unsharded_index_file_for_file(claims, tmp_path, settings, candidates):
     path, _ = claims
     rows = np.arange(1, 151, 4) if candidates else None
-    build_index(path, tmp_path / "whole", hnsw=False, rows=rows, **settings)
+    build_index(path, tmp_path / "whole", settings, hnsw=False, rows=rows)
     for parts in (1, 2, 3):
         _, out = build_parts(path, tmp_path, parts, settings, rows)
         for name in FILES:
@@ -98,7 +99,7 @@ def test_entity_and_feature_buckets_give_the_unsharded_index_file_for_file(claim
     buckets only bound each sort, they do not change the bags, the vocabulary or the counts."""
     path, _ = claims
     rows = np.arange(1, 151, 3)
-    build_index(path, tmp_path / "whole", hnsw=False, rows=rows, **settings)
+    build_index(path, tmp_path / "whole", settings, hnsw=False, rows=rows)
     for parts in (1, 2):
         one, _ = build_parts(path, tmp_path / "one", parts, settings, rows)
         many, out = build_parts(path, tmp_path / "many", parts, settings, rows, sizes)
@@ -137,7 +138,7 @@ def naive_cosines(table: pd.DataFrame) -> tuple[list[int], np.ndarray]:
 def test_parts_give_the_naive_tfidf_cosines_and_rankings(claims, tmp_path):
     path, table = claims
     order, cos = naive_cosines(table)
-    _, out = build_parts(path, tmp_path, 3, {})
+    _, out = build_parts(path, tmp_path, 3, Sem())
     index = load_index(out, "exact")
     assert index.entities.tolist() == order
     X = index.X
@@ -156,7 +157,7 @@ def test_sem_rankings_equal_on_sharded_and_whole_index(claims, tmp_path):
     """The lists retrieval ranks (TypeSlice, sem_distractors' exact search) are the same."""
     path, _ = claims
     build_index(path, tmp_path / "whole", hnsw=False)
-    _, out = build_parts(path, tmp_path, 2, {})
+    _, out = build_parts(path, tmp_path, 2, Sem())
     whole, parted = load_index(tmp_path / "whole", "exact"), load_index(out, "exact")
     candidates = np.arange(1, 151)
     for entity in (3, 17, 60, 99, 120):
@@ -190,7 +191,7 @@ def test_each_part_reads_only_its_entities(claims, tmp_path):
     statement of another part is never materialised: an id too wide for the feature code layout
     fails only the part that owns it."""
     path, table = claims
-    folders, _ = build_parts(path, tmp_path, 3, {})
+    folders, _ = build_parts(path, tmp_path, 3, Sem())
     subjects = np.unique(table.loc[table["rank"] >= 1, "subject"].to_numpy())
     seen = []
     for p, folder in enumerate(folders):
@@ -223,11 +224,11 @@ def test_parts_from_the_dump_size(tmp_path):
 
 def test_merge_refuses_incomplete_or_mixed_parts(claims, tmp_path):
     path, _ = claims
-    folders, _ = build_parts(path, tmp_path, 2, {})
+    folders, _ = build_parts(path, tmp_path, 2, Sem())
     with pytest.raises(RuntimeError, match="re-run rule sem_bags"):
         build_from_parts(folders[:1], tmp_path / "one", hnsw=False)
     with pytest.raises(RuntimeError, match="re-run rule sem_bags"):
-        build_from_parts(folders, tmp_path / "rev", hnsw=False, reverse=True)
+        build_from_parts(folders, tmp_path / "rev", Sem(reverse_features=True), hnsw=False)
 
 
 def test_part_jobs_ask_for_their_share_of_the_memory(tmp_path):
@@ -245,10 +246,10 @@ def test_part_jobs_ask_for_their_share_of_the_memory(tmp_path):
 
 
 def test_merge_cuts_split_no_value_and_cover_every_array():
-    """The k-way merge's steps (sem_index_parts._merge_cuts): ranges that tile each array, at most a
+    """The k-way merge's steps (semantic.index_parts._merge_cuts): ranges that tile each array, at most a
     window of each, and every value of a step below every value of the next, so the unique
     values of the steps, one after another, are np.unique of the concatenation."""
-    from factprobe.distractors.sem_index_parts import _merge_cuts
+    from factprobe.distractors.semantic.index_parts import _merge_cuts
 
     rng = np.random.default_rng(7)
     arrays = [np.unique(rng.integers(0, 60, k)) for k in (40, 5, 0, 25)] + [np.arange(50, 58)]
@@ -272,11 +273,11 @@ def test_merge_cuts_split_no_value_and_cover_every_array():
 @pytest.mark.parametrize(
     "settings,rows",
     [
-        ({}, range(1, 151, 3)),
-        ({"weighting": "bm25"}, None),
-        ({"weighting": "bm25"}, range(1, 151, 3)),
-        ({}, [3]),  # two parts without a row
-        ({"weighting": "bm25"}, [5000]),  # no row at all
+        (Sem(), range(1, 151, 3)),
+        (Sem(weighting="bm25"), None),
+        (Sem(weighting="bm25"), range(1, 151, 3)),
+        (Sem(), [3]),  # two parts without a row
+        (Sem(weighting="bm25"), [5000]),  # no row at all
     ],
 )
 def test_streaming_merge_in_tiny_blocks_gives_the_unsharded_files(
@@ -286,11 +287,11 @@ def test_streaming_merge_in_tiny_blocks_gives_the_unsharded_files(
     column maps and IDF 16 bytes and 3 positions at a time), so that every block crosses the parts: the same files as the
     unsharded build; features = np.unique of the parts' features and IDF from the parts'
     df.parquet summed by pandas (independent of the merge); no scratch file left."""
-    import factprobe.distractors.sem_index_parts as SP
+    import factprobe.distractors.semantic.index_parts as SP
 
     path, _ = claims
     rows = None if rows is None else np.array(rows, np.int64)
-    build_index(path, tmp_path / "whole", hnsw=False, rows=rows, **settings)
+    build_index(path, tmp_path / "whole", settings, hnsw=False, rows=rows)
     monkeypatch.setattr(SP, "MERGE_FEATURES", 2)
     monkeypatch.setattr(SP, "MERGE_ROWS", 2)
     monkeypatch.setattr(SP, "DF_BATCH", 3)
@@ -307,14 +308,18 @@ def test_streaming_merge_in_tiny_blocks_gives_the_unsharded_files(
     df = pd.concat([pd.read_parquet(f / "df.parquet") for f in folders]).groupby("f")["df"].sum()
     n = sum(json.loads((f / "meta.json").read_text())["bags"] for f in folders)
     d = df.loc[features].to_numpy(np.float64)
-    want_idf = np.log((1.0 + n) / (1.0 + d)) + 1.0 if not settings else np.log1p((n - d + 0.5) / (d + 0.5))
+    want_idf = (
+        np.log((1.0 + n) / (1.0 + d)) + 1.0
+        if settings.weighting == "tfidf"
+        else np.log1p((n - d + 0.5) / (d + 0.5))
+    )
     assert np.allclose(np.load(out / "idf.npy"), want_idf, rtol=1e-12)
     assert sorted(p.name for p in out.iterdir()) == sorted([*FILES, "meta.json"])
 
 
 def test_merge_refuses_a_df_file_out_of_order(claims, tmp_path):
     path, _ = claims
-    folders, _ = build_parts(path, tmp_path, 2, {})
+    folders, _ = build_parts(path, tmp_path, 2, Sem())
     df = pd.read_parquet(folders[1] / "df.parquet")
     df.iloc[::-1].to_parquet(folders[1] / "df.parquet")
     with pytest.raises(RuntimeError, match=r"df\.parquet: features not in increasing order"):

@@ -42,6 +42,16 @@ def _agree(cls, schema, where):
             checked += _agree(hint, spec, f"{where}.{name}")
         elif inner is not None and dataclasses.is_dataclass(inner):
             checked += _agree(inner, spec["additionalProperties"], f"{where}.{name}.*")
+        elif name in ("strategy_settings", "family_settings") and "properties" in spec:
+            # Entries' own settings (strategies', families'): the schema documents the built-ins'
+            # keys and defaults, the settings hold the registry's declared ones.
+            value = getattr(defaults, name)
+            for entry, sub in spec["properties"].items():
+                documented = {k: v.get("default") for k, v in sub["properties"].items()}
+                assert documented == value[entry], (
+                    f"{where}.{name}.{entry}: schema {documented}, registry {value[entry]}"
+                )
+                checked += len(documented)
         elif name not in required:
             value = getattr(defaults, name)
             assert spec.get("default") == value, (
@@ -113,7 +123,7 @@ def test_distractor_precedence_suite_over_kind_over_section():
         "n": 7,
         "pool_size": 50,
         "search": "hnsw",
-        "pool_source": "relation",
+        "strategy_settings": {},  # random and sem declare none
         "languages": ["en"],
         "dump": "20190201",
     }
@@ -126,6 +136,29 @@ def test_distractor_precedence_suite_over_kind_over_section():
     )
     own = config_rules.suite_distractors(cfg, "own")
     assert (own["strategies"], own["n"], own["dump"]) == (["pool", "appropt"], 3, "20141201")
+
+
+def test_strategy_settings_suite_over_kind_over_section_key_by_key():
+    """A strategy's own settings follow the same precedence, key by key: the section's cooccur n,
+    the kind's sides, the suite's pool source; defaults fill the rest; retrieval reads them."""
+    config = copy.deepcopy(CONFIG)
+    section = config["distractors"]
+    section["strategy_settings"] = {"cooccur": {"n": 4, "sides": ["subject"]}, "pool": {"source": "suite"}}
+    section["by_kind"]["plausibility"]["strategy_settings"] = {"cooccur": {"sides": ["object"]}}
+    config["suites"]["own"]["distractors"]["strategies"] = ["pool", "cooccur", "temp+sem"]
+    config["suites"]["own"]["distractors"]["strategy_settings"] = {"pool": {"source": "dataset"}}
+    cfg = S.load_settings(S.Config, config)
+    assert config_rules.suite_distractors(cfg, "p")["strategy_settings"] == {
+        "cooccur": {"n": 4, "sides": ["object"]}
+    }
+    assert config_rules.suite_retrieve(cfg, "own")["strategy_settings"] == {
+        "pool": {"source": "dataset"},
+        "cooccur": {"n": 4, "sides": ["object"]},
+        "temp+sem": {"earlier_dump": False},
+    }
+    # A release pool needs a fluent-mlama source: this dump suite's pool is its facts' strings.
+    assert config_rules.suite_retrieve(cfg, "own")["dataset"] == ""
+    assert config_rules.suite_retrieve(cfg, "k")["strategy_settings"] == {}
 
 
 def test_job_settings_carry_section_values():
@@ -148,18 +181,18 @@ def test_metrics_settings_are_those_of_the_suites_families():
     assert k == {
         "families": ["knowledge", "belief"],
         "ns": [1, 2, 3, 5, 10],
-        "precision_ns": [1, 5, 10],
-        "combined_strategies": {},
         "short_lists": "undefined",
         "belief_samplings": 50_000,
         "belief_bins": 4,
         "robustness_pair": ["template", "sentence"],
+        # The knowledge family's own settings, defaults filled in; BELIEF declares none.
+        "family_settings": {"knowledge": {"precision_ns": [1, 5, 10], "combined_strategies": {}}},
     }
     # No BELIEF family: belief_bins is not a param of the suite, so changing it reruns nothing there.
     assert config_rules.suite_metrics(cfg, "p") == {
         "families": ["plausibility"],
-        "plausibility_strategies": ["cooccur"],
         "robustness_pair": ["template", "sentence"],
+        "family_settings": {"plausibility": {"strategies": ["cooccur"]}},
     }
     assert (
         S.load_settings(S.Metrics, {**config_rules.suite_metrics(cfg, "p"), "families": {}}).belief_bins == 10

@@ -68,4 +68,4 @@ def test_retrieval_message_lists_the_per_model_strategies_too():
     with pytest.raises(
         ConfigError, match=r"retrieval runs \[.*'pool'\], and the per-model ones \['appropt'\]"
     ):
-        Retrieve(["sem", "nearest"], 10, 50, "exact", ["en"], "20190201", 10, ["object"], 90, "truthy", 200)
+        Retrieve(["sem", "nearest"], 10, 50, "exact", ["en"], "20190201", 90, "truthy", 200)

@@ -72,13 +72,15 @@ def test_distance_not_recency_decides():
 
 def test_temp_is_one_strategy_named_as_in_the_paper():
     def settings(strategies):
-        return Retrieve(strategies, 10, 50, "exact", ["en"], "20190201", 10, ["object"], 90, "truthy", 200)
+        return Retrieve(strategies, 10, 50, "exact", ["en"], "20190201", 90, "truthy", 200)
 
     assert settings(["random", "sem", "temp"]).strategies == ["random", "sem", "temp+sem"]
     assert settings(["temp", "temp+sem"]).strategies == ["temp+sem"]
     with pytest.raises(ConfigError, match="unknown distractor strategies"):
         settings(["tempsem"])
-    assert Metrics(families={}).combined_strategies == {}  # no second, identical Temp+Sem curve
+    assert (
+        Metrics(families={}).own("knowledge")["combined_strategies"] == {}
+    )  # no second, identical Temp+Sem curve
 
 
 def test_s_prime_keeps_facts_with_a_temporal_distractor():

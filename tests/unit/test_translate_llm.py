@@ -185,7 +185,7 @@ def test_loose_word_order_through_the_pipeline():
     kept = {}
     for order in ("strict", "loose"):
         out, _, stats = sentence_verbalization(
-            prompts, facts, forms, TEMPLATES, ["cs"], fake, "fake", backend="llm", word_order=order
+            prompts, facts, forms, TEMPLATES, ["cs"], fake, "fake", Translate(backend="llm", word_order=order)
         )
         kept[order] = dict(zip(out["fact_id"], out["text"], strict=True))
         row = stats.iloc[0]
@@ -372,7 +372,7 @@ def test_real_smollm2_follows_the_forced_labels(smollm2_dir):
     facts, prompts, forms = suite_tables()
     prompts = prompts[prompts["property"] == "P19"]
     out, new_forms, stats = sentence_verbalization(
-        prompts, facts, forms, TEMPLATES, ["cs"], translator.translate, "smollm2", backend="llm"
+        prompts, facts, forms, TEMPLATES, ["cs"], translator.translate, "smollm2", Translate(backend="llm")
     )
     assert stats.iloc[0]["n_sentences"] == 2
     got = dict(

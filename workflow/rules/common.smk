@@ -27,7 +27,7 @@ from factprobe import settings  # noqa: E402
 from factprobe import registries  # noqa: E402 (every extension point)
 from factprobe.config_check import config_source, load_run, resolve_path  # noqa: E402
 from factprobe.plumbing.diskspace import input_scaled, input_size_mb  # noqa: E402
-from factprobe.distractors.sem_part_count import dump_parts  # noqa: E402
+from factprobe.distractors.semantic.part_count import dump_parts  # noqa: E402
 from factprobe.plumbing.profiles import profile_mix_here  # noqa: E402
 
 SCHEMAS = WORKFLOW_ROOT / "workflow" / "schemas"

@@ -5,7 +5,7 @@
 include: "functions/distractors.smk"
 
 
-# The semantic index in parts (factprobe.distractors.sem_index_parts): each sem_bags
+# The semantic index in parts (factprobe.distractors.semantic.index_parts): each sem_bags
 # job counts the bags of the entities of one part (entity hash), build_sem_index merges them
 # with the dump's IDF into the index retrieval maps.
 rule sem_bags:

@@ -12,6 +12,7 @@ from factprobe.distractors.retrieval_inputs import load_suite_omega
 from factprobe.distractors.retrieve import forms_of_candidates
 from factprobe.lm import load_model
 from factprobe.plumbing.rulelog import rule_logger
+from factprobe.settings import Appropt
 
 log = rule_logger(snakemake)
 p = snakemake.params.settings
@@ -39,11 +40,9 @@ out = appropt_distractors(
     prompts,
     entity_forms,
     omega,
-    p["n"],
-    p["lang"],
-    p["styles"],
-    p["width"],
-    max_candidates=p["max_candidates"],
+    Appropt(
+        n=p["n"], width=p["width"], lang=p["lang"], styles=p["styles"], max_candidates=p["max_candidates"]
+    ),
     prior=sitelinks,
 )
 lists = out.drop_duplicates("prompt_id")

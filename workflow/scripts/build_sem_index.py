@@ -7,9 +7,10 @@ sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not
 
 from pathlib import Path
 
-from factprobe.distractors.sem_index_parts import build_from_parts
+from factprobe.distractors.semantic.index_parts import build_from_parts
 from factprobe.io import atomic_dir
 from factprobe.plumbing.rulelog import rule_logger
+from factprobe.settings import sem_settings
 
 log = rule_logger(snakemake)
 out = snakemake.output.index
@@ -19,10 +20,10 @@ with atomic_dir(out, snakemake.resources.get("disk_mb")) as tmp:
     meta = build_from_parts(
         list(snakemake.input.parts),
         tmp,
+        sem_settings(snakemake.params.sem),
+        hnsw=bool(snakemake.params.hnsw),
         threads=snakemake.threads,
         key=Path(out).name,
-        hnsw=bool(snakemake.params.hnsw),
-        **snakemake.params.sem,
     )
 log.info(
     "index of %d parts: %d entities, %d features, %d non-zeros (merge %.1f s, HNSW %.1f s)",

@@ -12,7 +12,7 @@ from factprobe.plumbing.rulelog import rule_logger
 log = rule_logger(snakemake)
 inputs = read_inputs(snakemake.input)
 # Only the keys the suite's families read arrive (config_rules.suite_metrics); the rest keep defaults.
-# metrics.overlap.encoder names a models.tsv row: its folder.
+# metrics.family_settings.overlap.encoder names a models.tsv row: its folder.
 encoder = snakemake.input.encoder if "encoder" in snakemake.input.keys() else None
 per_fact, suite = suite_measures(
     inputs,

@@ -12,7 +12,7 @@ from pathlib import Path
 from factprobe import contracts
 from factprobe.io import atomic_dir, atomic_path, read_table
 from factprobe.plumbing.rulelog import rule_logger
-from factprobe.report.html import Figures, build_report
+from factprobe.report.html import Figures, ReportTables, build_report
 from factprobe.report.provenance import (
     model_records,
     with_label_coverage,
@@ -89,23 +89,22 @@ provenance["models"] = model_records(
 )
 
 figs = Figures(settings.dpi, settings.confidence_level)
-page = build_report(
+tables = ReportTables(
     summaries,
     board,
     control,
-    settings,
-    human,
-    provenance,
     paired,
-    figs,
+    provenance,
+    human,
     curves,
+    robustness,
     timelines,
-    robustness=robustness,
-    profiles=profiles,
-    after=after,
-    cutoff=cutoff,
-    calibration=calibration,
+    profiles,
+    after,
+    cutoff,
+    calibration,
 )
+page = build_report(tables, settings, figs)
 log.info(
     "report: %d suite(s), %d control table(s), %d figure(s), %d bytes",
     len(summaries),

@@ -9,17 +9,11 @@ import sys
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 from factprobe import contracts, scan
-from factprobe.distractors.retrieval_inputs import (
-    load_suite_omega,
-    prepared_index,
-    resident_split_mb,
-    suite_cooccurrence,
-)
+from factprobe.distractors.retrieval_inputs import load_suite_omega, resident_split_mb
 from factprobe.distractors.retrieve import forms_of_candidates, gather_shards, retrieve, shard_plan
-from factprobe.distractors.sem_index import load_index
-from factprobe.distractors.temporal import past_of_facts
+from factprobe.distractors.tables import TableJob, load_tables
 from factprobe.plumbing.rulelog import log_resident, rule_logger
-from factprobe.registries import needs
+from factprobe.registries import tables_of
 from factprobe.settings import Retrieve, load_settings
 
 log = rule_logger(snakemake)
@@ -63,24 +57,21 @@ else:
         facts = contracts.read("facts", snakemake.input.facts)
         entity_forms = contracts.read("entity_forms", snakemake.input.entity_forms)
         claims, omega = None, None
-        log.info("release-only suite: no dump tables, no Ω (pool_source: dataset)")
+        log.info("release-only suite: no dump tables, no Ω (pool source: dataset)")
     settings = load_settings(Retrieve, p, f"distractors of suite {snakemake.wildcards.suite}")
-    index = None
-    if "index" in snakemake.input.keys():
-        # A shard maps the suite's type slices and ranked objects, computed once.
-        index = prepared_index(load_index(snakemake.input.index, p["search"], p["ef_search"]), prepared)
-    past = None
-    if "temporal" in snakemake.input.keys():
-        mine = facts if only is None else facts[facts["fact_id"].isin(set(only))]
-        past = past_of_facts(snakemake.input.temporal, mine, p["dump"], p["temporal_earlier_dump"])
-    # scan_statements keeps non-deprecated statements only, distinct and sorted; a shard maps
-    # its suite's, sorted once (rule prepare_retrieval).
-    cooccur = (
-        suite_cooccurrence(claims, facts, prepared) if needs(settings.strategies, "statements") else None
+    # The tables the suite's strategies name (registries.TABLES), each from its loader; a shard
+    # maps what its suite's preparation holds (rule prepare_retrieval).
+    job = TableJob(snakemake.input, p, facts, only, prepared, claims, entity_forms)
+    tables = load_tables(tables_of(settings.strategies), job)
+    del claims, job  # Cooccurrence keeps its own compact copy
+    log.info(
+        "%d facts, %d entity forms, strategies %s, tables %s",
+        len(facts),
+        len(entity_forms),
+        settings.strategies,
+        list(tables),
     )
-    del claims  # Cooccurrence keeps its own compact copy
-    log.info("%d facts, %d entity forms, strategies %s", len(facts), len(entity_forms), settings.strategies)
-    candidates = retrieve(facts, omega, settings, index, past, cooccur, entity_forms, only)
+    candidates = retrieve(facts, omega, settings, tables, only)
     forms = forms_of_candidates(candidates, entity_forms)
     log_resident(log, "retrieval", memory_mb, mem_mb)
     if omega is not None:

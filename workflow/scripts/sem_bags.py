@@ -5,7 +5,7 @@ import sys
 sys.path.insert(0, snakemake.scriptdir)  # the workflow's own library first, not an installed copy
 
 from factprobe import scan
-from factprobe.distractors.sem_part_bags import count_part
+from factprobe.distractors.semantic.part_bags import count_part
 from factprobe.io import atomic_dir
 from factprobe.plumbing.rulelog import rule_logger
 
@@ -13,7 +13,7 @@ log = rule_logger(snakemake)
 sem = snakemake.params.sem
 part, parts = int(snakemake.params.part), int(snakemake.params.parts)
 # DuckDB reads the part's statements from the Parquet file (filtered while scanning, within its share
-# of the job's memory); they are counted in memory one bucket of entity ids at a time (sem_index_parts).
+# of the job's memory); they are counted in memory one bucket of entity ids at a time (semantic.index_parts).
 memory_mb = scan.duckdb_mb(snakemake.resources.get("mem_mb", 4000))
 rows = None
 if snakemake.params.relations is not None:

@@ -82,15 +82,9 @@ for model, langs in by_model.items():
             forms,
             templates,
             langs,
-            translate=translate_fn,
-            model_name=model or "none",
-            source_lang=p.source_lang,
-            styles=p.styles,
-            subject_mode=p.subject,
-            object_mode=p.object,
-            min_score=p.min_score,
-            backend=p.backend,
-            word_order=p.word_order,
+            translate_fn,
+            model or "none",
+            p,
         )
     )
 

@@ -15,7 +15,7 @@ SEM_ROWS = RUN.sem_rows
 
 
 def sem_parts_of(wildcards):
-    """Parts of the dump's semantic index: one per sem_part_count.PART_DUMP_BYTES of
+    """Parts of the dump's semantic index: one per semantic.part_count.PART_DUMP_BYTES of
     its file (in place or downloaded; 1 while not downloaded yet), so that a sem_bags job counts
     a bounded number of non-zeros."""
     return dump_parts(dump_file(wildcards))
@@ -75,9 +75,16 @@ def retrieve_inputs(wildcards):
     return run_inputs.retrieve_gather_inputs(wildcards.suite, shards, facts, out, lib)
 
 
+def table_outputs():
+    """Output templates a strategy table may read (registries.TABLES, paths)."""
+    return {
+        "sem_index": rules.build_sem_index.output.index,
+        "temporal": rules.temporal_view.output.temporal,
+    }
+
+
 def retrieve_shard_inputs(wildcards):
     retrieve = DISTRACTOR_SETTINGS[wildcards.suite]
-    paths = rules.build_sem_index.output.index, rules.temporal_view.output.temporal
     omega, lib = omega_inputs(wildcards.suite), library("retrieve_distractors.py")
     prepared = rules.prepare_retrieval.output.prepared
     shards = CFG.distractors.shards
@@ -85,7 +92,7 @@ def retrieve_shard_inputs(wildcards):
         retrieve,
         omega,
         lib,
-        *paths,
+        table_outputs(),
         (
             None
             if wildcards.suite in RELEASE_ONLY

@@ -226,8 +226,78 @@ def config_source(
     return ", ".join(cli) + (f" (merged over {', '.join(rest)})" if rest else "")
 
 
+#: Keys of a ``distractors`` block that became a strategy's own setting (``strategy_settings``),
+#: a section's keys keeping their names: old key -> new place, relative to the block.
+MOVED_KEYS = {
+    "cooccur": "strategy_settings.cooccur",
+    "temporal": "strategy_settings.temp+sem",
+    "pool_source": "strategy_settings.pool.source",
+}
+
+#: Keys of the ``metrics`` section that became a family's own setting (``family_settings``),
+#: likewise: the keys read by one family alone.
+MOVED_METRICS_KEYS = {
+    "precision_ns": "family_settings.knowledge.precision_ns",
+    "combined_strategies": "family_settings.knowledge.combined_strategies",
+    "recall_ns": "family_settings.ranking.recall_ns",
+    "ranking_ties": "family_settings.ranking.ties",
+    "plausibility_strategies": "family_settings.plausibility.strategies",
+    "overlap": "family_settings.overlap",
+}
+
+
+#: Moved keys whose value is itself a mapping (not a section of keys).
+_VALUE_DICTS = ("combined_strategies",)
+
+
+def _moved(where: str, block: Any, moves: dict[str, str]) -> list[tuple[str, str]]:
+    """``(old key, new place)`` of each key of ``block`` (at ``where``) that ``moves`` moved; a
+    moved section by its keys."""
+    found = []
+    for old, new in moves.items():
+        if not isinstance(block, dict) or old not in block:
+            continue
+        value = block[old]
+        subkeys = list(value) if isinstance(value, dict) and value and old not in _VALUE_DICTS else [""]
+        found += [
+            (f"{where}.{old}" + (f".{k}" if k else ""), f"{where}.{new}" + (f".{k}" if k else ""))
+            for k in subkeys
+        ]
+    return found
+
+
+def moved_keys(config: dict) -> list[tuple[str, str]]:
+    """``(old key, new place)`` of every key of ``config`` that :data:`MOVED_KEYS` moved, in the
+    ``distractors`` section, its ``by_kind`` blocks and the suites' ``distractors`` blocks."""
+    section = config.get("distractors") or {}
+    blocks = [("distractors", section)]
+    blocks += [(f"distractors.by_kind.{k}", b) for k, b in (section.get("by_kind") or {}).items()]
+    blocks += [
+        (f"suites.{s}.distractors", (b or {}).get("distractors"))
+        for s, b in (config.get("suites") or {}).items()
+    ]
+    return [move for where, block in blocks for move in _moved(where, block, MOVED_KEYS)]
+
+
+def refuse_moved_keys(config: dict, source: str = "config/config.yaml") -> None:
+    """A key moved to a strategy's or a family's own settings fails in one line naming it and
+    its new place: silently ignored, it would change the distractors or the measures without a
+    word."""
+    found = moved_keys(config)
+    if found:
+        moves = "; ".join(f"{old} is now {new}" for old, new in found)
+        raise ConfigError(
+            f"{source}: {moves} (a strategy's own setting; config/README.md, section distractors)"
+        )
+    found = _moved("metrics", config.get("metrics"), MOVED_METRICS_KEYS)
+    if found:
+        moves = "; ".join(f"{old} is now {new}" for old, new in found)
+        raise ConfigError(f"{source}: {moves} (a family's own setting; config/README.md, section metrics)")
+
+
 def read_config(config: dict, schema_path: str | Path, source: str = "config/config.yaml") -> Config:
     """The validated config as typed settings (``factprobe.settings.Config``, defaults filled in)."""
+    refuse_moved_keys(config, source)
     validate_config(config, schema_path, source)
     return load_settings(Config, config, source)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from factprobe import registries
 from factprobe.settings import (
+    SEM_PARAMS,
     Config,
     ConfigError,
     DistractorOverride,
@@ -28,10 +29,12 @@ from factprobe.settings import (
 
 
 def suite_distractors(cfg: Config, suite: str) -> dict:
-    """Strategies, n, pool size, search method, languages and dump of one suite.
+    """Strategies, n, pool size, search method, strategies' own settings, languages and dump
+    of one suite.
 
     Precedence (config/README.md, section distractors): ``suites.<s>.distractors`` over
-    ``distractors.by_kind.<kind>`` over the ``distractors`` section.
+    ``distractors.by_kind.<kind>`` over the ``distractors`` section; a strategy's own settings
+    key by key, each strategy that declares some with its defaults filled in.
     """
     section, block = cfg.distractors, cfg.suites[suite]
     layers = [block.distractors, section.by_kind.get(block.kind, DistractorOverride())]
@@ -40,12 +43,16 @@ def suite_distractors(cfg: Config, suite: str) -> dict:
         "n": section.n,
         "pool_size": section.pool_size,
         "search": section.sem.search,
-        "pool_source": section.pool_source,
     }
     merged = {
         key: copy.deepcopy(next((getattr(x, key) for x in layers if getattr(x, key) is not None), value))
         for key, value in defaults.items()
     }
+    given = copy.deepcopy(section.strategy_settings)
+    for layer in reversed(layers):
+        for name, own in (layer.strategy_settings or {}).items():
+            given[name] = {**given.get(name, {}), **copy.deepcopy(own)}
+    merged["strategy_settings"] = registries.strategy_settings(merged["strategies"], given)
     return {**merged, "languages": list(block.languages), "dump": block.dump}
 
 
@@ -56,27 +63,20 @@ def suite_retrieve(cfg: Config, suite: str) -> dict:
     own["strategies"] = [s for s in own["strategies"] if not registries.needs([s], "per_model")]
     resolved = Retrieve(
         **own,
-        cooccur_n=section.cooccur.n,
-        cooccur_sides=list(section.cooccur.sides),
         form_threshold=section.form_threshold,
         valid_ranks=section.valid_ranks,
         ef_search=section.sem.hnsw.ef_search,
-        temporal_earlier_dump=section.temporal.earlier_dump,
-        dataset=_pool_dataset(cfg, suite, own["pool_source"]),
-        strategy_settings=registries.strategy_settings(own["strategies"], section.strategy_settings),
+        dataset=_pool_dataset(cfg, suite, own["strategy_settings"]),
     )
-    params = plain(resolved)
-    # Left out when no strategy declares settings: the params of existing runs stay as they were.
-    if not params["strategy_settings"]:
-        del params["strategy_settings"]
-    return params
+    return plain(resolved)
 
 
-def _pool_dataset(cfg: Config, suite: str, pool_source: str) -> str:
-    """The Fluent-mLAMA release a ``pool_source: dataset`` pool reads (the suite's own source),
+def _pool_dataset(cfg: Config, suite: str, own: dict) -> str:
+    """The Fluent-mLAMA release a pool of source ``dataset`` reads (the suite's own source),
     "" otherwise (the pool is then made from the suite's facts)."""
     source = cfg.suites[suite].source
-    return source.path if pool_source == "dataset" and source.entry.release_pool else ""
+    dataset = own.get("pool", {}).get("source") == "dataset"
+    return source.path if dataset and source.entry.release_pool else ""
 
 
 def suite_appropt(cfg: Config, suite: str, model_row: dict) -> dict:
@@ -123,10 +123,6 @@ def suite_model_cutoff(cfg: Config, suite: str, model_row: dict) -> dict:
     }
 
 
-#: Scoring modes (rule score_shard): the form's continuation, or the whole sentence (PROBELM §4.1).
-SCORING_MODES = ("continuation", "sentence")
-
-
 def suite_scoring_mode(cfg: Config, suite: str) -> str:
     """``sentence`` for suites of a kind in ``scoring.sentence_kinds``, else ``continuation``."""
     return "sentence" if cfg.suites[suite].kind in cfg.scoring.sentence_kinds else "continuation"
@@ -146,9 +142,6 @@ def suite_end_marker(cfg: Config, suite: str) -> str:
     return by_mode.end_marker if by_mode.end_marker is not None else cfg.scoring.end_marker
 
 
-#: Which forms of a correct object count (fluent-mLAMA): ``table1`` = label + inflected forms
-#: (Table 1, §3.2), ``wide`` = label + inflected forms + aliases (§5.2, Appendix E).
-CORRECT_SETS = ("table1", "wide")
 #: Per suite kind when ``suites.<s>.correct_set`` is absent: the fluent-mLAMA rule for multilingual
 #: suites; the other kinds keep every form (distractors paper §3.2 eq. 1 sums Pl over all forms
 #: λ ∈ Λ(o), labels and aliases; BELIEF counts every object alias, belief-myriadlama §4.1).
@@ -172,7 +165,9 @@ def sem_index_rows(cfg: Config, dump: str) -> dict:
     type_dumps: set[str] = set()
     for name, suite in cfg.suites.items():
         retrieve = suite_retrieve(cfg, name)
-        if str(retrieve["dump"]) != str(dump) or not registries.needs(retrieve["strategies"], "index"):
+        if str(retrieve["dump"]) != str(dump) or "sem_index" not in registries.tables_of(
+            retrieve["strategies"]
+        ):
             continue
         # A listed-facts suite with its relations named bounds the index like a dump-built one.
         listed = suite.source.listed and suite.relations
@@ -190,21 +185,12 @@ def suite_dumps(suite: Suite) -> list[str]:
 
 
 def sem_index(cfg: Config) -> dict:
-    """Keyword arguments of ``sem_index.build_index`` (``distractors.sem``)."""
+    """The index rules' params: ``distractors.sem`` by :data:`SEM_PARAMS` (:func:`sem_settings`
+    reads them back)."""
     sem = cfg.distractors.sem
     return {
-        "weighting": sem.weighting,
-        "reverse": sem.reverse_features,
-        "bag": sem.bag,
-        "namespace": sem.namespace,
-        "bm25_k1": sem.bm25_k1,
-        "bm25_b": sem.bm25_b,
-        "hnsw_m": sem.hnsw.M,
-        "ef_construction": sem.hnsw.ef_construction,
-        "ef_search": sem.hnsw.ef_search,
-        "post": sem.hnsw.post,
-        "recall_queries": sem.recall_queries,
-        "recall_k": sem.recall_k,
+        param: getattr(sem.hnsw if f.startswith("hnsw.") else sem, f.removeprefix("hnsw."))
+        for param, f in SEM_PARAMS
     }
 
 
@@ -214,8 +200,9 @@ def suite_families(cfg: Config, suite: str) -> list[str]:
 
 
 def suite_metrics(cfg: Config, suite: str) -> dict:
-    """The ``metrics`` keys the suite's families read (+ robustness_pair, read by every suite):
-    a change of e.g. ``belief_bins`` reruns only suites with a BELIEF family."""
+    """The ``metrics`` keys the suite's families read (+ robustness_pair, read by every suite) and
+    the own settings of those that declare some: a change of e.g. ``belief_bins`` reruns only
+    suites with a BELIEF family."""
     families = suite_families(cfg, suite)
     # What each family reads: its factprobe.registries.FAMILIES entry (the registry of families).
     unknown = registries.unknown_families(families)
@@ -227,7 +214,7 @@ def suite_metrics(cfg: Config, suite: str) -> dict:
     keys = {"robustness_pair"} | {k for f in families for k in registries.FAMILIES[f].reads}
     values = plain(cfg.metrics)
     out = {"families": families, **{k: values[k] for k in sorted(keys)}}
-    # Only where a family declares settings: the params of other runs stay as they were.
+    # Only where a family declares settings: a suite of BELIEF families alone has none.
     own = registries.family_settings(families, cfg.metrics.family_settings)
     return {**out, "family_settings": own} if own else out
 
@@ -377,10 +364,10 @@ def check_cross_keys(cfg: Config, enabled: list[str], source: str = "config/conf
         if suite.timeline is not None:
             check_timeline(suite, enabled, where)
     check_control_fractions(cfg, enabled, source)
-    precision = max(cfg.metrics.precision_ns or [1])
+    precision = max(cfg.metrics.own("knowledge")["precision_ns"] or [1])
     if precision > cfg.scoring.topk:
         raise ConfigError(
-            f"{source}: metrics.precision_ns asks for Precision@{precision} but scoring.topk is "
+            f"{source}: metrics.family_settings.knowledge.precision_ns asks for Precision@{precision} but scoring.topk is "
             f"{cfg.scoring.topk}; first-token ranks are only known within the top-k, so raise scoring.topk"
         )
 

@@ -1,8 +1,9 @@
 """Every extension point of factprobe in one light module: what can be named in the config.
 
-Five registries, each ``name -> entry`` (a sixth, of measures, in :mod:`factprobe.measures`):
+Six registries, each ``name -> entry`` (a seventh, of measures, in :mod:`factprobe.measures`):
 
 * :data:`STRATEGIES`: distractor strategies (``distractors.strategies``);
+* :data:`TABLES`: the tables a strategy reads besides the facts and Ω (``tables=``);
 * :data:`FAMILIES`: measure families (``metrics.families``); the measures they write (direction,
   chance level, label) are the registry :data:`factprobe.measures.MEASURES`, built the same way;
 * :data:`BACKENDS`: model backends (the ``backend`` column of ``config/models.tsv``);
@@ -17,13 +18,15 @@ strings, per registry, to the library files a job runs). New entries come from p
 
 A name is registered once: a second registration fails naming both sources, unless it says
 ``override=True``; then the run log says which entry replaced which. A strategy may declare its
-own settings (:class:`Setting`): ``distractors.strategy_settings.<name>`` sets them, they are
-checked against the declared defaults' types and reach the retriever as
-``ctx.settings.strategy_settings[<name>]``.
+own settings (:class:`Setting`), the built-in ones as plugins: ``distractors.strategy_settings.<name>``
+sets them, they are checked against the declared defaults' types and reach the retriever as
+``ctx.settings.strategy_settings[<name>]`` (``ctx.settings.own(<name>)``). A measure family
+likewise: ``metrics.family_settings.<name>``, read as ``frame.settings.own(<name>)``.
 """
 
 from __future__ import annotations
 
+import copy
 import importlib
 import logging
 from collections.abc import Callable, Iterator, Mapping
@@ -108,7 +111,8 @@ def check_entry_settings(kind: str, name: str, declared: Mapping[str, Setting], 
     if unknown:
         names = {k: s.doc for k, s in declared.items()}
         raise RegistryError(f"{kind} {name!r} has no setting(s) {unknown}; it declares {names}")
-    resolved = {key: setting.default for key, setting in declared.items()}
+    # Copies: a resolved list default is not the declared one.
+    resolved = {key: copy.deepcopy(setting.default) for key, setting in declared.items()}
     for key, value in given.items():
         default = declared[key].default
         # bool is an int in Python; an int where a float is declared is a float.
@@ -126,12 +130,21 @@ def _declared(settings: Mapping[str, Any] | None) -> dict[str, Setting]:
     return {k: v if isinstance(v, Setting) else Setting(v) for k, v in (settings or {}).items()}
 
 
+#: Keywords meant as ``settings=`` (an entry's own knobs, strategies and families alike).
+_SETTINGS_LIKE = ("own", "knobs", "params", "options", "setting", "strategy_settings", "family_settings")
+#: Former needs of a strategy -> the table it names now in ``tables=``.
+_FORMER_NEEDS = {"index": "sem_index", "temporal": "temporal", "statements": "cooccur"}
+
+
 def _refuse_keywords(kind: str, name: str, given: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
     """A keyword an entry does not take fails at registration, naming the one meant: an entry's
-    own knobs are ``settings=`` for strategies and families alike."""
+    own knobs are ``settings=`` for strategies and families alike; the tables a strategy reads
+    are named in ``tables=``."""
     for key in given:
         if key not in allowed:
-            hint = "its own knobs are declared with settings=" if key in ("own", "knobs", "params") else ""
+            hint = "its own knobs are declared with settings=" if key in _SETTINGS_LIKE else ""
+            if key in _FORMER_NEEDS:
+                hint = f"the tables it reads are named in tables=, here tables=({_FORMER_NEEDS[key]!r},)"
             raise RegistryError(
                 f"{kind} {name!r}: no keyword {key}=; {hint + '; ' if hint else ''}the keywords are {list(allowed)}"
             )
@@ -147,19 +160,18 @@ class Strategy:
     A retriever is called per fact, ``retriever(ctx, i, fact_id, (s, r, o))``, and returns
     candidate rows (:func:`factprobe.distractors.retrieve.rows`); ``ctx`` is the suite's
     :class:`factprobe.distractors.retrieve.Context`. ``prepare(ctx)`` runs once before the first
-    fact. Needs: ``per_model`` (its own rule per (suite, model), ApprOpt), ``index`` (the dump's
-    semantic index), ``temporal`` (the dump's temporal view), ``statements`` (the suite's
-    relations' statements), ``every_subject`` (callable or ``"module:attribute"``: given the
-    retrieve settings, whether Ω holds every subject of the relations). ``settings``: its own settings, name -> :class:`Setting`.
+    fact. ``tables``: the names of the :data:`TABLES` it reads (``ctx.tables[name]``): retrieval
+    plans their files and loads them only for suites running a strategy that names them.
+    ``per_model``: its own rule per (suite, model) (ApprOpt). ``every_subject`` (callable or
+    ``"module:attribute"``): given the retrieve settings, whether Ω holds every subject of the
+    relations. ``settings``: its own settings, name -> :class:`Setting`.
     """
 
     name: str
     retriever: Callable | str | None
     prepare: Callable | str | None = None
     per_model: bool = False
-    index: bool = False
-    temporal: bool = False
-    statements: bool = False
+    tables: tuple[str, ...] = ()
     every_subject: Callable[[Mapping[str, Any]], bool] | str | None = None
     aliases: tuple[str, ...] = field(default_factory=tuple)
     settings: Mapping[str, Setting] = field(default_factory=dict)
@@ -177,17 +189,26 @@ def register_strategy(
     name: str, retriever: Callable | str | None, override: bool = False, **needs: Any
 ) -> Strategy:
     """Add strategy ``name``; ``needs`` are :class:`Strategy` fields (its own knobs: ``settings``)."""
-    allowed = tuple(f for f in Strategy.__dataclass_fields__ if f not in ("name", "retriever"))
-    _refuse_keywords("distractor strategy", name, needs, allowed)
+    _check_strategy_keywords(name, needs)
     needs["settings"] = _declared(needs.get("settings"))
+    needs["tables"] = tuple(needs.get("tables", ()))
     return STRATEGIES.add(name, Strategy(name, retriever, **needs), source_of(retriever), override)
 
 
-def strategy(name: str, override: bool = False, **needs: Any) -> Callable[[Callable], Callable]:
-    """Decorator form of :func:`register_strategy`: ``@strategy("mine", index=True)``."""
-
+def _check_strategy_keywords(name: str, needs: Mapping[str, Any]) -> None:
     allowed = tuple(f for f in Strategy.__dataclass_fields__ if f not in ("name", "retriever"))
     _refuse_keywords("distractor strategy", name, needs, allowed)
+    tables = needs.get("tables", ())
+    if isinstance(tables, str) or not all(isinstance(t, str) for t in tables):
+        raise RegistryError(
+            f"distractor strategy {name!r}: tables= is a tuple of table names, e.g. tables=({tables!r},)"
+        )
+
+
+def strategy(name: str, override: bool = False, **needs: Any) -> Callable[[Callable], Callable]:
+    """Decorator form of :func:`register_strategy`: ``@strategy("mine", tables=("cooccur",))``."""
+
+    _check_strategy_keywords(name, needs)
 
     def add(fn: Callable) -> Callable:
         register_strategy(name, fn, override, **needs)
@@ -217,8 +238,14 @@ def choices(per_model: bool | None = None) -> list[str]:
 
 
 def needs(names: list[str], need: str) -> bool:
-    """Whether any of the strategies ``names`` has ``need`` (index, temporal, statements, per_model)."""
+    """Whether any of the strategies ``names`` has ``need`` (per_model; the tables they read are
+    :func:`tables_of`)."""
     return any(getattr(STRATEGIES[n], need) for n in canonical(names) if n in STRATEGIES)
+
+
+def tables_of(names: list[str]) -> list[str]:
+    """The :data:`TABLES` the strategies ``names`` read, each once, in the order they name them."""
+    return list(dict.fromkeys(t for n in canonical(names) if n in STRATEGIES for t in STRATEGIES[n].tables))
 
 
 def needs_every_subject(settings: Mapping[str, Any]) -> bool:
@@ -228,6 +255,13 @@ def needs_every_subject(settings: Mapping[str, Any]) -> bool:
         for n in canonical(list(settings.get("strategies", [])))
         if n in STRATEGIES and STRATEGIES[n].every_subject is not None
     )
+
+
+def strategy_setting(settings: Mapping[str, Any], name: str, key: str) -> Any:
+    """Setting ``key`` of strategy ``name`` in resolved retrieve settings (a ``Retrieve`` as a
+    dict): its ``strategy_settings`` entry, else the declared default."""
+    own = (settings.get("strategy_settings") or {}).get(name, {})
+    return own[key] if key in own else STRATEGIES[name].settings[key].default
 
 
 def strategy_settings(names: list[str], given: Mapping[str, Mapping]) -> dict[str, dict]:
@@ -248,31 +282,116 @@ def strategy_settings(names: list[str], given: Mapping[str, Mapping]) -> dict[st
 
 
 _STRATEGY = "factprobe.distractors.strategies"
-# One line per built-in strategy (distractors paper §3.3, PROBELM App. B, fluent-mLAMA §3.1).
+# One line per built-in strategy (distractors paper §3.3, PROBELM App. B, fluent-mLAMA §3.1);
+# a knob of one strategy alone is its own setting, as a plugin's (config/README.md, distractors).
+_EARLIER = "also count objects only absent from this dump, seen in an earlier one (no end date)"
+_POOL_SOURCE = (
+    "relation (its objects in the dump), suite (the suite's) or dataset (fluent-mLAMA §3.3 strings)"
+)
 register_strategy("random", f"{_STRATEGY}:random_rows")
-register_strategy("sem", f"{_STRATEGY}:sem_rows", prepare=f"{_STRATEGY}:sem_lists", index=True)
+register_strategy("sem", f"{_STRATEGY}:sem_rows", prepare=f"{_STRATEGY}:sem_lists", tables=("sem_index",))
 register_strategy(
     "temp+sem",
     f"{_STRATEGY}:temp_sem_rows",
     prepare=f"{_STRATEGY}:sem_lists",
-    index=True,
-    temporal=True,
+    tables=("sem_index", "temporal"),
     aliases=("temp",),
+    settings={"earlier_dump": Setting(False, _EARLIER)},
 )
 register_strategy(
     "cooccur",
     f"{_STRATEGY}:cooccur_rows",
     prepare=f"{_STRATEGY}:cooccur_relevance",
-    statements=True,
+    tables=("cooccur",),
     every_subject="factprobe.distractors.every_subject:subject_side",
+    settings={
+        "n": Setting(10, "alternatives per fact and side (PROBELM Algorithm 1)"),
+        "sides": Setting(["object", "subject"], "object (swap o, keep s) and/or subject (swap s, keep o)"),
+    },
 )
 register_strategy(
     "pool",
     f"{_STRATEGY}:pool_rows",
     prepare=f"{_STRATEGY}:relation_pools",
+    tables=("entity_forms",),
     every_subject="factprobe.distractors.every_subject:relation_pool",
+    settings={"source": Setting("relation", _POOL_SOURCE)},
 )
 register_strategy("appropt", None, per_model=True)  # rule appropt_distractors (factprobe.distractors.appropt)
+
+
+# --- tables strategies read ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table distractor strategies read besides the suite's facts and Ω, named in a strategy's
+    ``tables=``: a retrieval job plans and loads it only when a strategy of its suite names it.
+
+    ``paths(settings, outputs)`` (callable or ``"module:attribute"``; standard library only, it
+    runs while the Snakefile is parsed): the files the retrieval job reads for it, ``{input
+    name: path}``, given the suite's retrieve settings (``dump``, ``strategies``, ...) and
+    ``outputs``, the workflow's output path templates a table may read (``sem_index``,
+    ``temporal``: :func:`factprobe.plumbing.run_inputs.retrieve_job_inputs`); None: it reads no file of
+    its own. ``load(job)``: the table, at job time, from a
+    :class:`factprobe.distractors.tables.TableJob` (the job's inputs, settings, facts, ...);
+    strategies read it as ``ctx.tables[name]``."""
+
+    name: str
+    load: Callable | str
+    paths: Callable | str | None = None
+
+    def code(self, what: str = "load") -> Callable | None:
+        """The loader (or ``paths``) as a callable, importing its module on first use."""
+        return imported(getattr(self, what))
+
+
+#: name -> :class:`Table`.
+TABLES: Registry[Table] = Registry("strategy table")
+
+
+def register_table(
+    name: str, load: Callable | str, paths: Callable | str | None = None, override: bool = False, **wrong: Any
+) -> Table:
+    """Add table ``name``: ``load`` reads it in the job, ``paths`` names its files at parse time."""
+    _refuse_keywords("strategy table", name, wrong, ("paths", "override"))
+    return TABLES.add(name, Table(name, load, paths), source_of(load), override)
+
+
+def table(
+    name: str, paths: Callable | str | None = None, override: bool = False, **wrong: Any
+) -> Callable[[Callable], Callable]:
+    """Decorator form of :func:`register_table` on the loader: ``@table("mine", paths=my_paths)``."""
+    _refuse_keywords("strategy table", name, wrong, ("paths", "override"))
+
+    def add(fn: Callable) -> Callable:
+        register_table(name, fn, paths, override)
+        return fn
+
+    return add
+
+
+def table_entry(name: str, where: str = "distractors.strategies") -> Table:
+    """The entry of table ``name``; unknown names fail naming ``where`` and the choices."""
+    if name not in TABLES:
+        raise RegistryError(
+            f"{where}: no table {name!r} is registered (a plugin registers one with register_table); "
+            f"registered tables: {list(TABLES)}"
+        )
+    return TABLES[name]
+
+
+def unknown_tables(names: list[str]) -> list[str]:
+    """Names that are not registered tables."""
+    return [n for n in names if n not in TABLES]
+
+
+_TABLE = "factprobe.distractors.tables"
+# One line per built-in table (distractors paper §3.3, PROBELM App. B, fluent-mLAMA §3.1).
+register_table("sem_index", f"{_TABLE}:load_sem_index", f"{_TABLE}:sem_index_paths")
+register_table("temporal", f"{_TABLE}:load_temporal", f"{_TABLE}:temporal_paths")
+register_table("cooccur", f"{_TABLE}:load_cooccur")
+register_table("entity_forms", f"{_TABLE}:load_entity_forms")
 
 
 # --- measure families and measures ---------------------------------------------------------
@@ -285,7 +404,7 @@ class Family:
     tables)``, and ``reads``, the ``metrics`` settings it reads (a change of one reruns only its
     suites). ``settings``: knobs the family declares itself, name -> :class:`Setting`, as a
     strategy does, set in ``metrics.family_settings.<family>`` and read as
-    ``frame.settings.family_settings[<family>]``."""
+    ``frame.settings.own(<family>)`` (built-in families and plugins alike)."""
 
     name: str
     function: Callable | str
@@ -359,15 +478,54 @@ def unknown_families(names: list[str]) -> list[str]:
 
 
 _FAMILY = "factprobe.metrics.families"
-# One line per family (the order they run in).
+# One line per family (the order they run in). reads=: the metrics keys a family shares with
+# other families or rules; a knob of one family alone is its own setting, as a plugin's
+# (config/README.md, section metrics).
+# ties: "fail" by default, a tie is not counted as known; "correct_first" is the Fluent-mLAMA
+# authors' stable sort. combined_strategies: retrieval writes Temp+Sem as strategy temp+sem
+# already (§3.3), so extra concatenations only on request.
+_PRECISION_NS = "n of the Precision@n baseline (distractors paper Table 2); at most scoring.topk"
+_COMBINED = "extra derived lists, name -> strategies concatenated in order (temp+sem is retrieval's)"
+_TIES = "a distractor tying the best correct form ranks above it (fail) or below it (correct_first)"
+_ROUGE_UNITS = "units of ROUGE-L's LCS: words (Lin 2004) or characters (the reference's)"
+_ENCODER = "BERTScore encoder: a models.tsv row or a local folder; empty = ROUGE-L only"
 register_family(
-    "knowledge", f"{_FAMILY}:knowledge", ("ns", "precision_ns", "combined_strategies", "short_lists")
+    "knowledge",
+    f"{_FAMILY}:knowledge",
+    ("ns", "short_lists"),
+    settings={
+        "precision_ns": Setting([1, 5, 10], _PRECISION_NS),
+        "combined_strategies": Setting({}, _COMBINED),
+    },
 )
-register_family("ranking", f"{_FAMILY}:ranking", ("recall_ns", "ranking_average", "ranking_ties"))
-register_family("plausibility", f"{_FAMILY}:plausibility", ("plausibility_strategies",))
+register_family(
+    "ranking",
+    f"{_FAMILY}:ranking",
+    ("ranking_average",),
+    settings={
+        "recall_ns": Setting([1, 2, 3, 4, 5], "n of R@n (Fluent-mLAMA §3.3)"),
+        "ties": Setting("fail", _TIES),
+    },
+)
+register_family(
+    "plausibility",
+    f"{_FAMILY}:plausibility",
+    settings={
+        "strategies": Setting(["cooccur"], "strategies of the less plausible scenarios (PROBELM §3.2)")
+    },
+)
 register_family("belief", f"{_FAMILY}:belief", ("belief_samplings", "belief_bins"))
 register_family("belief_icl", f"{_FAMILY}:belief_icl", ("belief_samplings", "belief_bins"))
-register_family("overlap", "factprobe.metrics.overlap:overlap", ("overlap",))
+register_family(
+    "overlap",
+    "factprobe.metrics.overlap:overlap",
+    settings={
+        "rouge_units": Setting("words", _ROUGE_UNITS),
+        "encoder": Setting("", _ENCODER),
+        "layer": Setting(None, "BERTScore's hidden layer (0 = embeddings; null = the last)"),
+        "idf": Setting(False, "idf weighting over the suite's object names (Zhang et al. 2020 §3)"),
+    },
+)
 
 
 # --- model backends ------------------------------------------------------------------------
@@ -427,7 +585,7 @@ class SourceFormat:
     by the suite's templates (translated for a multilingual suite). ``judged``: the listed file
     also carries human judgements of its facts (the human alignment, distractors paper §4.2).
     ``paired``: flawed / corrected verbalizations of each fact (Table 4, §4.3). ``release_pool``:
-    a ``pool_source: dataset`` pool reads the suite's own release (Fluent-mLAMA §3.1).
+    a pool of ``source: dataset`` reads the suite's own release (Fluent-mLAMA §3.1).
     """
 
     name: str
@@ -571,8 +729,11 @@ KINDS = {
         "choices",
         "needs",
         "needs_every_subject",
+        "strategy_setting",
         "strategy_settings",
+        "tables_of",
     ),
+    "TABLES": ("TABLES", "Table", "register_table", "table", "table_entry", "unknown_tables"),
     "FAMILIES": (
         "FAMILIES",
         "Family",

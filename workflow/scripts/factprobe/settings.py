@@ -16,13 +16,12 @@ import copy
 import csv
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
 from factprobe import registries  # every extension point: standard library only
-
-KINDS = ("knowledge", "multiprompt", "plausibility", "multilingual")
 
 
 class ConfigError(ValueError):
@@ -47,6 +46,22 @@ def check_strategy_names(key: str, names: list[str] | None) -> None:
             f"unknown distractor strategy name(s) {bad}; valid names: {registries.choices()} "
             "(temp is the former name of temp+sem)",
         )
+    missing = registries.unknown_tables(registries.tables_of(list(names or [])))
+    if missing:
+        raise InvalidValue(
+            key,
+            f"distractor strategies {list(names or [])} read table(s) {missing} that no module registered "
+            f"(a plugin registers one with register_table); registered tables: {list(registries.TABLES)}",
+        )
+
+
+def check_own_settings(given: dict[str, dict]) -> None:
+    """``strategy_settings`` names strategies that declare settings, with keys and types they
+    declare (:func:`factprobe.registries.strategy_settings`)."""
+    try:
+        registries.strategy_settings(list(given), given)
+    except registries.RegistryError as err:
+        raise InvalidValue("strategy_settings", str(err)) from None
 
 
 def _default(value: Any) -> Any:
@@ -182,10 +197,12 @@ class DistractorOverride:
     n: int | None = None
     pool_size: int | None = None
     search: str | None = None
-    pool_source: str | None = None
+    # Strategies' own settings, by strategy and key, over the section's (key by key).
+    strategy_settings: dict[str, dict] | None = None
 
     def __post_init__(self) -> None:
         check_strategy_names("strategies", self.strategies)
+        check_own_settings(self.strategy_settings or {})
 
 
 @dataclass(frozen=True)
@@ -313,14 +330,6 @@ class Sem:
 
 
 @dataclass(frozen=True)
-class Cooccur:
-    """``distractors.cooccur``: PROBELM Algorithm 1."""
-
-    n: int = 10
-    sides: list[str] = _default(["object", "subject"])
-
-
-@dataclass(frozen=True)
 class Appropt:
     """``distractors.appropt``: None = the suite's n, width n, the suite's first language."""
 
@@ -333,13 +342,6 @@ class Appropt:
 
 
 @dataclass(frozen=True)
-class Temporal:
-    """``distractors.temporal``: which objects count as temporal distractors (§3.3)."""
-
-    earlier_dump: bool = False
-
-
-@dataclass(frozen=True)
 class Distractors:
     """``distractors``: defaults of every suite (config/README.md, section distractors)."""
 
@@ -349,24 +351,19 @@ class Distractors:
     form_threshold: float | None = 90
     valid_ranks: str = "non_deprecated"
     pool_size: int = 50
-    # Every object of the relation in the dump (entities, Ω-filtered; "suite": the suite's facts').
-    # Not Fluent-mLAMA's pool, which is "dataset" (§3.3: strings of the dataset's language-relation
-    # subset): a dump-built suite has no released subset, and entity candidates keep all their forms.
-    pool_source: str = "relation"
     shards: int = 1
-    cooccur: Cooccur = _default(Cooccur())
     sem: Sem = _default(Sem())
     appropt: Appropt = _default(Appropt())
-    temporal: Temporal = _default(Temporal())
-    # Settings a strategy declares itself (factprobe.registries.Strategy.settings), by strategy.
+    # Settings a strategy declares itself (factprobe.registries.Strategy.settings), by strategy:
+    # the built-ins' (cooccur n and sides, temp+sem earlier_dump, pool source) as a plugin's;
+    # every strategy that declares some, its defaults filled in.
     strategy_settings: dict[str, dict] = _default({})
 
     def __post_init__(self) -> None:
         check_strategy_names("strategies", self.strategies)
-        try:
-            registries.strategy_settings(list(self.strategy_settings), self.strategy_settings)
-        except registries.RegistryError as err:
-            raise InvalidValue("strategy_settings", str(err)) from None
+        check_own_settings(self.strategy_settings)
+        own = registries.strategy_settings(registries.choices(), self.strategy_settings)
+        object.__setattr__(self, "strategy_settings", own)
 
 
 @dataclass(frozen=True)
@@ -379,16 +376,13 @@ class Retrieve:
     search: str
     languages: list[str]
     dump: str
-    cooccur_n: int
-    cooccur_sides: list[str]
     form_threshold: float | None
     valid_ranks: str
     ef_search: int
-    temporal_earlier_dump: bool = False
-    pool_source: str = "relation"
-    # pool_source dataset on a Fluent-mLAMA release suite: the release the string pools come from.
+    # Pool source dataset on a Fluent-mLAMA release suite: the release the string pools come from.
     dataset: str = ""
-    # The own settings of the strategies that declare some (registries.strategy_settings).
+    # The own settings of each strategy that declares some, defaults filled in
+    # (registries.strategy_settings): what its retriever reads, e.g. ["cooccur"]["n"].
     strategy_settings: dict[str, dict] = _default({})
 
     def __post_init__(self) -> None:
@@ -401,6 +395,12 @@ class Retrieve:
                 f"unknown distractor strategies {bad}; retrieval runs {registries.choices(per_model=False)}, "
                 f"and the per-model ones {registries.choices(per_model=True)} run in their own rule"
             )
+        own = registries.strategy_settings(self.strategies, self.strategy_settings)
+        object.__setattr__(self, "strategy_settings", own)
+
+    def own(self, strategy: str) -> dict:
+        """The settings strategy ``strategy`` declares, resolved."""
+        return self.strategy_settings[strategy]
 
 
 @dataclass(frozen=True)
@@ -462,34 +462,15 @@ class HumanAlignment:
 
 
 @dataclass(frozen=True)
-class Overlap:
-    """``metrics.overlap``: the ROUGE-L and BERTScore baselines (distractors paper Table 2, §4.2)."""
-
-    rouge_units: str = "words"
-    # A models.tsv row (prepared, never scored) or a local folder; "" = BERTScore off (ROUGE-L only).
-    encoder: str = ""
-    layer: int | None = None
-    idf: bool = False
-
-
-@dataclass(frozen=True)
 class Metrics:
     """``metrics``: measure settings; ``families`` chooses the measures per suite kind."""
 
     families: dict[str, list[str]]
     ns: list[int] = _default([1, 2, 3, 5, 10])
-    precision_ns: list[int] = _default([1, 5, 10])
-    recall_ns: list[int] = _default([1, 2, 3, 4, 5])
     # Fluent-mLAMA Table 1 (metrics/fluent.py): "relation" = the paper's macro over relations,
     # short-GT facts out; "facts" = the mean over all facts, the default because the short-GT rule
     # needs the authors' GT sentences, which a dump-built suite lacks.
     ranking_average: str = "facts"
-    # A distractor tying the best correct form: ranks above it ("fail", the default: a tie is not
-    # counted as known) or below ("correct_first", the Fluent-mLAMA authors' stable sort).
-    ranking_ties: str = "fail"
-    # Retrieval writes Temp+Sem as strategy temp+sem already (§3.3); extra concatenations only on request.
-    combined_strategies: dict[str, list[str]] = _default({})
-    plausibility_strategies: list[str] = _default(["cooccur"])
     # BELIEF §5.1: N = 50,000 samplings; the demo config sets a small N.
     belief_samplings: int = 50_000
     belief_bins: int = 10
@@ -497,15 +478,21 @@ class Metrics:
     # Fewer than n distractors: K at n undefined (reference implementation) or "available".
     short_lists: str = "undefined"
     human_alignment: HumanAlignment = _default(HumanAlignment())
-    overlap: Overlap = _default(Overlap())
-    # Settings a family declares itself (factprobe.registries.Family.settings), by family.
+    # Settings a family declares itself (factprobe.registries.Family.settings), by family: the
+    # built-ins' (knowledge precision_ns, ranking ties, overlap encoder, ...) as a plugin's,
+    # each family that declares some with its defaults filled in.
     family_settings: dict[str, dict] = _default({})
 
     def __post_init__(self) -> None:
         try:
-            registries.family_settings(list(self.family_settings), self.family_settings)
+            own = registries.family_settings(list(registries.FAMILIES), self.family_settings)
         except registries.RegistryError as err:
             raise InvalidValue("family_settings", str(err)) from None
+        object.__setattr__(self, "family_settings", own)
+
+    def own(self, family: str) -> dict:
+        """The settings family ``family`` declares, resolved."""
+        return self.family_settings[family]
 
 
 @dataclass(frozen=True)
@@ -638,3 +625,30 @@ def load_settings(cls: type, data: Any, where: str = "config") -> Any:
 def plain(settings: Any) -> Any:
     """Builtin-typed copy (dicts and lists) of a settings object, for rule params."""
     return asdict(settings) if is_dataclass(settings) else copy.deepcopy(settings)
+
+
+#: ``distractors.sem`` as the index rules' params (``sem_bags``, ``build_sem_index``) name it, in
+#: order: (param, field; ``hnsw.`` = of the ``hnsw`` block). A job's params are part of its record,
+#: so renaming one would rebuild every index.
+SEM_PARAMS = (
+    ("weighting", "weighting"),
+    ("reverse", "reverse_features"),
+    ("bag", "bag"),
+    ("namespace", "namespace"),
+    ("bm25_k1", "bm25_k1"),
+    ("bm25_b", "bm25_b"),
+    ("hnsw_m", "hnsw.M"),
+    ("ef_construction", "hnsw.ef_construction"),
+    ("ef_search", "hnsw.ef_search"),
+    ("post", "hnsw.post"),
+    ("recall_queries", "recall_queries"),
+    ("recall_k", "recall_k"),
+)
+
+
+def sem_settings(params: Mapping) -> Sem:
+    """The ``distractors.sem`` section of the index rules' params (:func:`sem_index`), as the index
+    builders take it (``search`` is no index setting: left at its default)."""
+    fields = {f: params[param] for param, f in SEM_PARAMS}
+    hnsw = Hnsw(**{f.removeprefix("hnsw."): v for f, v in fields.items() if f.startswith("hnsw.")})
+    return Sem(**{f: v for f, v in fields.items() if not f.startswith("hnsw.")}, hnsw=hnsw)

@@ -1,6 +1,6 @@
 """factprobe.distractors: distractor retrieval (:mod:`.retrieve`) and its strategies.
 
-The registry of strategies lives in :mod:`factprobe.registries` (standard library only, read
+The registries of strategies and of the tables they read live in :mod:`factprobe.registries` (standard library only, read
 while the Snakefile is parsed); its names are re-exported here for plugins written against this
 package (``from factprobe.distractors import strategy``).
 """
@@ -14,6 +14,8 @@ from factprobe.registries import (
     needs_every_subject,
     strategy,
     strategy_settings,
+    table,
+    tables_of,
     unknown,
 )
 from factprobe.registries import register_strategy as register
@@ -28,5 +30,7 @@ __all__ = [
     "register",
     "strategy",
     "strategy_settings",
+    "table",
+    "tables_of",
     "unknown",
 ]

@@ -47,12 +47,12 @@ from factprobe.contracts import id_int, id_ints, qid
 from factprobe.distractors.omega import Omega
 from factprobe.lm.api import LM
 from factprobe.lm.beam import (  # noqa: F401 (re-exported: the search ApprOpt runs)
-    LEAF,
     Hyp,
     TokenTrie,
     batched_beam_search,
     constrained_beam_search,
 )
+from factprobe.settings import Appropt
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +60,8 @@ log = logging.getLogger(__name__)
 MAX_CANDIDATES = 100_000
 #: Beam rows (sentences x width) per forward pass of the batched search.
 BATCH_ROWS = 1024
+#: ``distractors.appropt`` with the defaults of a suite of its own: n = 10 distractors, English sentences.
+APPROPT = Appropt(n=10, lang="en", max_candidates=MAX_CANDIDATES)
 #: Prior of an entity for the cap: higher first (e.g. sitelinks); None = ascending id.
 Prior = Callable[[np.ndarray], np.ndarray]
 
@@ -139,15 +141,16 @@ def appropt_distractors(
     prompts: pd.DataFrame,
     entity_forms: pd.DataFrame,
     omega: Omega,
-    n: int = 10,
-    lang: str = "en",
-    styles: list[str] | None = None,
-    width: int | None = None,
-    max_candidates: int | None = MAX_CANDIDATES,
+    settings: Appropt = APPROPT,
     prior: Prior | None = None,
     batch_rows: int = BATCH_ROWS,
 ) -> pd.DataFrame:
     """ApprOpt rows (candidates columns, strategy ``appropt``) for every cloze sentence of a fact.
+
+    ``settings``: the ``distractors.appropt`` section resolved for the suite
+    (:func:`factprobe.config_rules.suite_appropt`: ``n`` and ``lang`` set): ``n`` distractors per
+    sentence in language ``lang``, its sentences of ``styles``, the beam ``width`` and the cap
+    ``max_candidates`` on one fact's pool (``prior`` orders it).
 
     Extra columns: ``score`` (log Pr(λ + end | c) of the label, = its scoring log-likelihood),
     ``form`` (the label), ``prompt_id`` (the sentence c searched; its list is Δn(f) for c only)
@@ -155,8 +158,14 @@ def appropt_distractors(
     n) + the number of the fact's valid objects in the trie wide (module docstring). The search
     is the model's :meth:`trie_search` (a backend without one cannot run ApprOpt).
     """
-    width = width or n
-    chosen = sentence_prompts(prompts, lang, styles or ["completion", "statement", "question"])
+    n, lang, max_candidates = settings.n, settings.lang, settings.max_candidates
+    if n is None or not lang:
+        raise ValueError(
+            f"appropt settings {settings}: n and lang unresolved; pass the suite's "
+            "(factprobe.config_rules.suite_appropt)"
+        )
+    width = settings.width or n
+    chosen = sentence_prompts(prompts, lang, settings.styles or ["completion", "statement", "question"])
     labels = entity_labels(entity_forms, lang)
     records = list(facts.merge(chosen, on="fact_id", how="inner").itertuples(index=False))
     counts = Counts()

@@ -12,14 +12,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from factprobe.registries import strategy_setting
+
 
 def subject_side(settings: Mapping[str, Any]) -> bool:
     """Co-occurrence on the subject side takes other subjects of the relation (PROBELM App. B)."""
-    return "subject" in settings.get("cooccur_sides", [])
+    return "subject" in strategy_setting(settings, "cooccur", "sides")
 
 
 def relation_pool(settings: Mapping[str, Any]) -> bool:
-    """``pool_source: relation`` pools every object of the relation in the dump, whoever its
-    subject (not Fluent-mLAMA's pool, ``pool_source: dataset``, strings of the dataset's subset,
+    """Pool ``source: relation`` pools every object of the relation in the dump, whoever its
+    subject (not Fluent-mLAMA's pool, ``source: dataset``, strings of the dataset's subset,
     §3.3)."""
-    return settings.get("pool_source", "relation") == "relation"
+    return strategy_setting(settings, "pool", "source") == "relation"

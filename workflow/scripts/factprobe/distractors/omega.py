@@ -25,7 +25,6 @@ from factprobe import arrays, contracts
 from factprobe.contracts import id_ints
 from factprobe.validity import valid_at
 
-CLAUSES = ("type", "not_valid", "no_shared_form", "has_form")
 #: Unions of several declared types :meth:`Omega.members` keeps (least recently used dropped).
 MEMBERS_CACHE = 4096
 # (subject, property) packed into one int64 key: subject ids < 2**39, property ids < 2**24.

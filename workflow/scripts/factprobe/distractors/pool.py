@@ -3,7 +3,7 @@
 §3.1: "we put the maximum boundaries on the number of distractors by sampling 50 entities from
 the total pool of objects for a particular relation"; the reference code (``processor.py``)
 sorts the pool by a SHA-256 hash to "stabilize the random sample". The pool of a relation and
-language is, with ``distractors.pool_source``:
+language is, with ``distractors.strategy_settings.pool.source``:
 
 * ``relation`` (default, the paper): every object of the relation in the dump, i.e. of the
   statements valid at the suite's dump date (Ω's ``valid`` table, ``distractors.valid_ranks``),
@@ -41,8 +41,7 @@ from factprobe.contracts import id_int, id_ints, qid
 from factprobe.distractors.omega import Omega, in_sorted
 from factprobe.hashing import sha256_order, stable_hashes
 
-POOL_SOURCES = ("relation", "suite", "dataset")
-#: Candidate entity id prefix of a string distractor (pool_source: dataset).
+#: Candidate entity id prefix of a string distractor (strategy pool, source dataset).
 STRING_PREFIX = "str:"
 
 
@@ -55,8 +54,8 @@ def relation_pools(
     """``(property, lang) -> objects in hash order`` from a facts table and its entity forms.
 
     ``statements`` (integer ``subject, property, object``; e.g. ``Omega.valid``) adds every object
-    of the suite's relations in the dump (``pool_source: relation``); ``None`` keeps the pool to
-    the suite's facts (``pool_source: suite``).
+    of the suite's relations in the dump (pool ``source: relation``); ``None`` keeps the pool to
+    the suite's facts (``source: suite``).
     """
     have = _labelled(forms)
     by_property: dict[int, np.ndarray] = {}
@@ -229,7 +228,7 @@ def suite_string_pools(
 def dataset_pools(
     facts: pd.DataFrame, forms: pd.DataFrame | pa.Table, languages: list[str], release: str = ""
 ) -> tuple[dict[tuple[str, str], list[str]], dict[tuple[str, str], set[str]]]:
-    """``(pools, correct)`` of ``pool_source: dataset``: from the Fluent-mLAMA release at
+    """``(pools, correct)`` of pool ``source: dataset``: from the Fluent-mLAMA release at
     ``release`` (a suite with ``source.format: fluent-mlama``), else from the suite's own facts
     and entity forms."""
     if release:

@@ -18,12 +18,12 @@ import pyarrow as pa
 
 from factprobe import arrays, contracts, parallel, scan
 from factprobe.contracts import id_ints
-from factprobe.distractors import sem_slices
 from factprobe.distractors.cooccur import Cooccurrence
 from factprobe.distractors.omega import Omega, facts_valid, valid_arrays
-from factprobe.distractors.sem_index import SemIndex, load_index
-from factprobe.distractors.sem_search import Prefixes, exact_prefixes
-from factprobe.registries import needs, needs_every_subject
+from factprobe.distractors.semantic import slices
+from factprobe.distractors.semantic.index import SemIndex, load_index
+from factprobe.distractors.semantic.search import Prefixes, exact_prefixes
+from factprobe.registries import needs_every_subject, strategy_setting, tables_of
 
 log = logging.getLogger(__name__)
 
@@ -121,12 +121,12 @@ def _read_statements(
     # The largest scans first: their DuckDB working memory then adds to little of Ω's state.
     statements = (
         scan.scan_statements(inputs.claims, rel_ids, con)
-        if needs(strategies, "statements") and COOCCUR not in held
+        if "cooccur" in tables_of(strategies) and COOCCUR not in held
         else pd.DataFrame(columns=["subject", "property", "object"])
     )
     valid = None if VALID in held else _scan_valid(inputs, settings, facts, mine, con)
     dump_objects = None
-    if "pool" in strategies and settings.get("pool_source", "relation") == "relation":
+    if "pool" in strategies and strategy_setting(settings, "pool", "source") == "relation":
         dump, ranks = int(settings["dump"]), settings["valid_ranks"]
         dump_objects = scan.scan_valid_objects(inputs.claims, dump, ranks, rel_ids, con)
         listed = facts_valid(facts)[["property", "object"]]
@@ -198,7 +198,7 @@ def prepare_universe(
 
     - Sem with ``search: exact`` and ``inputs.index``: the type slice of every declared type of
       the suite's objects (:func:`prepare_slices`) and every object's ranked prefix of
-      ``SEM_LIST_FACTOR * n`` (:func:`~factprobe.distractors.sem_search.exact_prefixes`);
+      ``SEM_LIST_FACTOR * n`` (:func:`~factprobe.distractors.semantic.search.exact_prefixes`);
     - co-occurrence (PROBELM Algorithm 1 counts over every subject of a relation): the
       relations' statements from ``inputs.claims``, sorted both ways (:meth:`Cooccurrence.save`);
     - where Ω holds every subject of a relation (the subject side, relation pools): the valid
@@ -230,7 +230,7 @@ def _prepare_statements(inputs, settings: dict, facts: pd.DataFrame, folder: Pat
     relations' statements for co-occurrence, one job's valid statements where Ω holds every
     subject of a relation. Returns their row counts."""
     counts = {}
-    if needs(settings.get("strategies", []), "statements"):
+    if "cooccur" in tables_of(settings.get("strategies", [])):
         rel_ids = arrays.unique(id_ints(facts["property"]))
         counts["statements"] = Cooccurrence(scan.scan_statements(inputs.claims, rel_ids, con)).save(
             folder / COOCCUR
@@ -336,7 +336,7 @@ def prepared_index(index: SemIndex, prepared: str | Path | None) -> SemIndex:
 
 
 def prepare_slices(index: SemIndex, omega: Omega, facts: pd.DataFrame, folder: Path, workers: int = 1) -> int:
-    """Save the exact-search type slice (:class:`~factprobe.distractors.sem_slices.TypeSlice`) of
+    """Save the exact-search type slice (:class:`~factprobe.distractors.semantic.slices.TypeSlice`) of
     every declared type of the facts' objects into ``folder/<type>``, the slices each shard would
     otherwise build again from the index (Sem, distractors paper §3.3). Returns their number.
 
@@ -355,8 +355,8 @@ def prepare_slices(index: SemIndex, omega: Omega, facts: pd.DataFrame, folder: P
     # giant class's slice is ≈ 10⁹ non-zeros at full size.
     split, items = {}, []
     for t, size in zip(wanted[by_size].tolist(), sizes[by_size].tolist(), strict=True):
-        if size > sem_slices.SLICE_PART:
-            split[t] = sem_slices.part_rows(index, omega.members(np.array([t], np.int64)))
+        if size > slices.SLICE_PART:
+            split[t] = slices.part_rows(index, omega.members(np.array([t], np.int64)))
             items += [(t, i) for i in range(len(split[t]))]
         else:
             items.append((t, None))
@@ -393,10 +393,10 @@ def _save_slice(item: tuple[int, int | None]) -> int:
     index, omega, folder, split = _SLICING
     t, i = item
     if i is None:
-        parts = sem_slices.type_parts(index, omega.members(np.array([t], np.int64)))
-        sem_slices.save_parts(parts, folder / str(t))
+        parts = slices.type_parts(index, omega.members(np.array([t], np.int64)))
+        slices.save_parts(parts, folder / str(t))
     else:
-        parts = [sem_slices.part_slice(index, split[t][i])]
+        parts = [slices.part_slice(index, split[t][i])]
         parts[0].save(folder / str(t) / str(i))
     return sum(0 if p.XT is None else int(p.XT.nnz) for p in parts)
 

@@ -11,8 +11,9 @@ ranked from 1 within (fact, strategy, side, lang).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -22,11 +23,11 @@ from tqdm import tqdm
 from factprobe import arrays, contracts, parallel, scan
 from factprobe.contracts import id_ints
 from factprobe.distractors.cooccur import Cooccurrence
-from factprobe.distractors.omega import Omega, facts_valid, suite_omega, valid_arrays  # noqa: F401 (re-export)
+from factprobe.distractors.omega import Omega, suite_omega  # noqa: F401 (re-export)
 from factprobe.distractors.pool import is_string_entity, string_forms
-from factprobe.distractors.sem_index import SemIndex
+from factprobe.distractors.semantic.index import SemIndex
 from factprobe.hashing import stable_hash
-from factprobe.registries import STRATEGIES
+from factprobe.registries import STRATEGIES, tables_of
 from factprobe.settings import Retrieve
 
 log = logging.getLogger(__name__)
@@ -59,17 +60,17 @@ def rows(fact_id: str, ents: list[int], strategy: str, **extra) -> list[dict]:
     ]
 
 
-_rows = rows  # former name
-
-
 @dataclass
 class Context:
     """What a retriever may read for one suite (:data:`factprobe.registries.STRATEGIES`).
 
     ``triples`` and ``ids`` are the facts retrieved (one shard's); ``facts`` is every fact (the
-    same-relation pools take them all). ``shared``: structures a strategy's ``prepare`` builds
-    once; ``built``: seconds and count of those structures (logged apart from per-fact work);
-    ``object_relevance``: the relevance of each fact's object row (None unless a strategy grades).
+    same-relation pools take them all). ``tables``: the tables the suite's strategies name
+    (:data:`factprobe.registries.TABLES`), by name; the built-in ones also as :attr:`index`,
+    :attr:`past`, :attr:`cooccur` and :attr:`entity_forms`. ``shared``: structures a strategy's
+    ``prepare`` builds once; ``built``: seconds and count of those structures (logged apart from
+    per-fact work); ``object_relevance``: the relevance of each fact's object row (None unless a
+    strategy grades).
     """
 
     facts: pd.DataFrame
@@ -77,13 +78,30 @@ class Context:
     settings: Retrieve
     triples: list[tuple[int, int, int]]
     ids: list[str]
-    index: SemIndex | None = None
-    past: dict | None = None
-    cooccur: Cooccurrence | None = None
-    entity_forms: pd.DataFrame | pa.Table | None = None
+    tables: dict[str, Any] = field(default_factory=dict)
     shared: dict = field(default_factory=dict)
     built: dict = field(default_factory=lambda: {"s": 0.0, "n": 0})
     object_relevance: float | None = None
+
+    @property
+    def index(self) -> SemIndex | None:
+        """Table ``sem_index``: the dump's semantic index."""
+        return self.tables.get("sem_index")
+
+    @property
+    def past(self) -> dict | None:
+        """Table ``temporal``: the past objects of each fact's (s, r)."""
+        return self.tables.get("temporal")
+
+    @property
+    def cooccur(self) -> Cooccurrence | None:
+        """Table ``cooccur``: co-occurrence counts of the relations' statements."""
+        return self.tables.get("cooccur")
+
+    @property
+    def entity_forms(self) -> pd.DataFrame | pa.Table | None:
+        """Table ``entity_forms``: the suite's entity forms."""
+        return self.tables.get("entity_forms")
 
 
 def object_rows(ctx: Context) -> list[dict]:
@@ -106,24 +124,25 @@ def retrieve(
     facts: pd.DataFrame,
     omega: Omega,
     settings: Retrieve,
-    index: SemIndex | None = None,
-    past: dict | None = None,
-    cooccur: Cooccurrence | None = None,
-    entity_forms: pd.DataFrame | pa.Table | None = None,
+    tables: Mapping[str, Any] | None = None,
     only: Iterable[str] | None = None,
 ) -> pd.DataFrame:
     """The candidates table of one suite (see the module docstring for columns): the object rows,
     then each fact's rows of every strategy in ``settings.strategies`` order, each strategy's from
     its retriever in :data:`factprobe.registries.STRATEGIES`.
 
+    ``tables``: ``name -> table`` (:func:`factprobe.distractors.tables.load_tables`); the
+    strategies' context holds those they name (``tables=``), no other.
+
     ``only``: the fact ids of one retrieval shard; the other facts still make the same-relation
     pools (strategy ``pool``), so a shard's rows are those of the whole run for its facts.
     """
     started = parallel.cpu_clock()
     mine = facts if only is None else facts[facts["fact_id"].isin(set(only))]
-    ctx = Context(
-        facts, omega, settings, fact_ids(mine), mine["fact_id"].tolist(), index, past, cooccur, entity_forms
-    )
+    given = tables or {}
+    named = {name: given[name] for name in tables_of(settings.strategies) if name in given}
+    ctx = Context(facts, omega, settings, fact_ids(mine), mine["fact_id"].tolist(), named)
+    cooccur = ctx.cooccur
     entries = [STRATEGIES[name] for name in settings.strategies]
     # Structures built once per relation or type set (pools, type slices, co-occurrence levels),
     # timed apart from the per-fact work: their number does not grow with the facts.
@@ -215,7 +234,7 @@ def forms_of_candidates(candidates: pd.DataFrame, entity_forms: pd.DataFrame | p
         keep = scan.forms_frame(entity_forms.take(rows_of_ids(entity_forms["id"].to_numpy(), wanted)))
     else:
         keep = entity_forms[entity_forms["entity"].isin(set(candidates["entity"]))]
-    # String distractors (pool_source: dataset) have their one form: the string itself.
+    # String distractors (pool source: dataset) have their one form: the string itself.
     if pooled is not None:
         keep = pd.concat([keep[["entity", "lang", "form", "source"]], pooled], ignore_index=True)
     return (

@@ -21,7 +21,7 @@ from factprobe.distractors.pool import relation_pools as _relation_pools
 from factprobe.distractors.random import random_distractors
 from factprobe.distractors.retrieval_inputs import SEM_LIST_FACTOR
 from factprobe.distractors.retrieve import Context, rows
-from factprobe.distractors.sem_search import sem_distractors
+from factprobe.distractors.semantic.search import sem_distractors
 from factprobe.distractors.temporal import temp_sem
 from factprobe.parallel import cpu_clock
 
@@ -63,15 +63,16 @@ def cooccur_relevance(ctx: Context) -> None:
     """The object row's relevance above every co-occurrence level (PROBELM Algorithm 1)."""
     if ctx.cooccur is None:
         raise ValueError("strategy cooccur needs the dump's statements")
-    ctx.object_relevance = float(ctx.settings.cooccur_n + 1)
+    ctx.object_relevance = float(ctx.settings.own("cooccur")["n"] + 1)
 
 
 def cooccur_rows(ctx: Context, i: int, fid: str, fact: Triple) -> list[dict]:
     """Co-occurrence alternatives on each configured side (PROBELM App. B, Algorithm 1)."""
     s, r, o = fact
     got: list[dict] = []
-    for side in ctx.settings.cooccur_sides:
-        alts = ctx.cooccur.alternatives(ctx.omega, fid, s, r, o, ctx.settings.cooccur_n, side)
+    own = ctx.settings.own("cooccur")
+    for side in own["sides"]:
+        alts = ctx.cooccur.alternatives(ctx.omega, fid, s, r, o, own["n"], side)
         got += [
             dict(row, relevance=rel, score=float(freq))
             for row, (_, freq, rel) in zip(
@@ -83,18 +84,18 @@ def cooccur_rows(ctx: Context, i: int, fid: str, fact: Triple) -> list[dict]:
 
 def relation_pools(ctx: Context) -> None:
     """Same-relation pools per (relation, language) (fluent-mLAMA §3.1), or the strings of the
-    language-relation subset (``pool_source: dataset``, §3.3 and App. B)."""
+    language-relation subset (pool ``source: dataset``, §3.3 and App. B)."""
     if ctx.entity_forms is None:
         raise ValueError("strategy pool needs the suite's entity_forms")
-    settings = ctx.settings
+    settings, source = ctx.settings, ctx.settings.own("pool")["source"]
     t0 = cpu_clock()
-    if settings.pool_source == "dataset":
+    if source == "dataset":
         pools = dataset_pools(ctx.facts, ctx.entity_forms, settings.languages, settings.dataset)
     else:
         # All objects of the relation in the dump (Ω's valid statements, or the distinct objects
         # a loader read when Ω holds some subjects' only), or the suite's.
         dump_objects = None
-        if settings.pool_source == "relation":
+        if source == "relation":
             dump_objects = ctx.omega.valid if ctx.omega.dump_objects is None else ctx.omega.dump_objects
         pools = _relation_pools(ctx.facts, ctx.entity_forms, settings.languages, dump_objects)
         # Indexed by declared type once, so that a fact reads its object's types' entries only.
@@ -106,8 +107,8 @@ def relation_pools(ctx: Context) -> None:
 
 def pool_rows(ctx: Context, i: int, fid: str, fact: Triple) -> list[dict]:
     """Distractors drawn from the relation's pool, per language (fluent-mLAMA §3.1); with
-    ``pool_source: dataset`` sampled strings, each a ``str:<string>`` entity (§3.3)."""
-    if ctx.settings.pool_source == "dataset":
+    ``source: dataset`` sampled strings, each a ``str:<string>`` entity (§3.3)."""
+    if ctx.settings.own("pool")["source"] == "dataset":
         return _string_pool_rows(ctx, fid, fact)
     s, r, o = fact
     got: list[dict] = []

@@ -10,7 +10,7 @@ form of the strategy's distractors in rank order - so lm-eval requests exactly t
 lists the object's choices (lm-eval's multi-target ``acc``: the top choice is a form of o).
 
 End marker: factprobe scores log P(form + end | c) (``scoring.end_marker``: ``eos`` appends the
-model's document-end token, :func:`factprobe.lm.encoding.document_end`; ``.`` a full stop;
+model's end token, :func:`factprobe.lm.encoding.model_end_token`; ``.`` a full stop;
 ``none`` nothing); lm-eval scores a choice's text as given. The export writes the end marker into
 each choice's text (:func:`end_text`): ``.`` as is, ``eos`` as the document-end token's text
 (``export.eos_text``, ``<|endoftext|>`` for GPT-2, Pythia, Qwen, SmolLM2 - Instruct included -
@@ -44,7 +44,7 @@ import yaml
 
 from factprobe import __version__
 from factprobe.io import atomic_dir
-from factprobe.lm.encoding import END_MARKERS
+from factprobe.lm.encoding import form_end
 from factprobe.metrics.common import CORRECT_FORM_SOURCES
 from factprobe.scoring.suite import NO_SPACE_LANGS, build_pairs
 
@@ -79,17 +79,14 @@ def load_docs(select_strategy=None, **_):
 
 
 def end_text(end_marker: str, eos_text: str = "") -> str:
-    """Text appended to every choice so lm-eval scores what factprobe scores (module docstring)."""
-    if end_marker not in END_MARKERS:
-        raise ValueError(f"scoring.end_marker {end_marker!r}: use one of {END_MARKERS}")
-    if end_marker == "eos":
-        if not eos_text:
-            raise ValueError(
-                "scoring.end_marker is eos but export.eos_text is empty: set it to the EOS token text "
-                "of the models to evaluate (e.g. '<|endoftext|>'), or export with end marker 'none'"
-            )
-        return eos_text
-    return "." if end_marker == "." else ""
+    """Text appended to every choice so lm-eval scores what factprobe scores (module docstring):
+    the one end rule's text (:func:`factprobe.lm.encoding.form_end`) with ``export.eos_text`` as
+    the end token's text."""
+    missing = (
+        "export.eos_text is empty: set it to the EOS token text of the models to evaluate "
+        "(e.g. '<|endoftext|>'), or export with end marker 'none'"
+    )
+    return form_end(end_marker, eos_text or None, missing=missing).text
 
 
 def _require(frame: pd.DataFrame, columns: Iterable[str], name: str) -> None:
@@ -331,12 +328,12 @@ def check_end_text(doc: dict, tokenizer, end_token: str, where: str) -> None:
     """A doc exported with end marker ``eos`` ends its choices in the text of the token factprobe
     scores after a form with this tokenizer (its document end, or models.tsv ``end_token``);
     otherwise lm-eval's log-likelihoods are of another string than factprobe's scores."""
-    from factprobe.lm.encoding import document_end
+    from factprobe.lm.encoding import model_end_token
 
     text = doc.get("end_text", "")
     if text in ("", "."):
         return
-    token = document_end(tokenizer, end_token)
+    token = model_end_token(tokenizer, end_token)
     if token is None or token.text != text:
         raise ValueError(
             f"{where}: the task's choices end in {text!r} but factprobe ends this model's forms with "

@@ -8,7 +8,7 @@
 * **Trailing space:** trailing spaces of the prompt move to the continuation (:func:`context_ids`).
 * **End:** spec Pl(o|c) = sum over forms lambda of Pr(lambda + EOS | c) (distractors-knowledge-measure
   §3.2, eq. 1); end marker ``eos`` appends the id of the model's *document-end* token, ``.`` appends
-  a full stop to the text, ``none`` nothing (:func:`end_ids`). For a plain-text prompt the EOS the
+  a full stop to the text, ``none`` nothing (:func:`form_end`, the one place). For a plain-text prompt the EOS the
   paper means ends the document, not a chat turn; instruction-tuned tokenizers often set
   ``eos_token`` to the end of turn (``<|im_end|>`` for SmolLM2/Qwen-Instruct, ``<|eot_id|>`` for
   Llama-3-Instruct), so :func:`document_end` finds the document end of the vocabulary
@@ -32,7 +32,7 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-#: The one list of scoring.end_marker values (export and the schema check read it from here).
+#: The one list of scoring.end_marker values (:func:`form_end`; the config schemas' enums are tested equal).
 END_MARKERS = ("eos", ".", "none")
 #: Texts of document-end tokens, looked for in this order when the tokenizer's EOS is not one:
 #: GPT-2 / Pythia / Qwen / SmolLM / Phi, Llama 3, Llama 1-2 / Mistral, Gemma.
@@ -41,8 +41,6 @@ DOCUMENT_END_TOKENS = ("<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>")
 PROMPT_FORMATS = ("plain", "chat")
 #: Languages written without spaces between words: forms follow the prompt directly.
 NO_SPACE_LANGS = ("zh", "ja", "th", "lo", "km", "my", "bo")
-
-Request = tuple[tuple[int, ...], tuple[int, ...]]  # (prefix ids, continuation ids)
 
 
 def continuation_text(form: str, lang: str, no_space_langs: Collection[str] = NO_SPACE_LANGS) -> str:
@@ -112,7 +110,7 @@ def document_end(tokenizer, name: str = "") -> EndToken | None:
        ``<|end_of_text|>``, where EOS is ``<|eot_id|>``);
     4. the EOS token, with a logged warning (no document end known);
 
-    ``None`` when the tokenizer has neither (end marker ``eos`` then fails, :func:`end_ids`).
+    ``None`` when the tokenizer has neither (end marker ``eos`` then fails, :func:`form_end`).
     """
     vocab = tokenizer.get_vocab()
     if name:
@@ -179,18 +177,76 @@ def chat_frame(tokenizer) -> ChatFrame:
     )
 
 
+def model_end_token(tokenizer, name: str = "", prompt_format: str = "plain") -> EndToken | None:
+    """The token end marker ``eos`` scores after a form of this model: the models.tsv ``end_token``
+    ``name`` when given, else under prompt format ``chat`` the template's end of turn
+    (:func:`chat_frame`), else the tokenizer's :func:`document_end`. Scoring, the model manifest
+    and the lm-eval read-back all ask this one function."""
+    if prompt_format not in PROMPT_FORMATS:
+        raise ValueError(f"prompt_format {prompt_format!r}: use one of {PROMPT_FORMATS}")
+    if name or prompt_format == "plain":
+        return document_end(tokenizer, name)
+    return chat_frame(tokenizer).end
+
+
+@dataclass(frozen=True)
+class FormEnd:
+    """What follows every scored form under one end marker: ``suffix`` is text encoded together
+    with the form (``.``), ``token`` one token appended after the encoded form (``eos``: an
+    :class:`EndToken`, or only its text where no tokenizer is at hand, as in an lm-eval export)."""
+
+    marker: str
+    suffix: str = ""
+    token: EndToken | str | None = None
+
+    @property
+    def text(self) -> str:
+        """The end as text: what an lm-eval export appends to each choice, which the model's
+        tokenizer encodes to the ids scoring appends."""
+        token = self.token.text if isinstance(self.token, EndToken) else (self.token or "")
+        return self.suffix + token
+
+    @property
+    def ids(self) -> list[int]:
+        """Token ids appended after the encoded form (the end token's id under ``eos``)."""
+        if self.token is None:
+            return []
+        if not isinstance(self.token, EndToken):
+            raise ValueError(f"end token {self.token!r} is known by its text only: no id to score")
+        return [self.token.id]
+
+
+def form_end(end_marker: str, token: EndToken | str | None, *, missing: str = "") -> FormEnd:
+    """The one end rule (spec Pl(o|c) = sum over forms of Pr(form + EOS | c), distractors paper
+    §3.2 eq. 1): ``eos`` ends a form with ``token`` (the paper's choice), ``.`` with a full stop
+    encoded with the form's text, ``none`` with nothing. ``missing`` says why an ``eos`` end has no
+    token and what to do, for the error."""
+    if end_marker not in END_MARKERS:
+        raise ValueError(f"end marker {end_marker!r}: use one of {END_MARKERS}")
+    if end_marker == ".":
+        return FormEnd(end_marker, ".")
+    if end_marker == "none":
+        return FormEnd(end_marker)
+    if token is None or token == "":
+        raise ValueError(f"end marker 'eos' but {missing or 'no end token'}")
+    return FormEnd(end_marker, token=token)
+
+
+_NO_TOKEN = "the tokenizer has no EOS or document-end token; set scoring.end_marker to '.' or 'none'"
+
+
+def scoring_end(tokenizer, end: str, *, end_token: EndToken | None = None) -> FormEnd:
+    """:func:`form_end` for scoring with ``tokenizer``: ``end_token`` (the model's
+    :func:`model_end_token`), by default the tokenizer's :func:`document_end` (looked up only under
+    ``eos``)."""
+    token = end_token if end_token is not None or end != "eos" else document_end(tokenizer)
+    return form_end(end, token, missing=_NO_TOKEN)
+
+
 def end_ids(tokenizer, end: str, *, end_token: EndToken | None = None) -> list[int]:
-    """Token ids appended after the form: for end marker ``eos`` (the paper's choice) ``end_token``,
-    by default the tokenizer's :func:`document_end`; nothing for ``.`` and ``none``."""
-    if end != "eos":
-        return []
-    token = end_token if end_token is not None else document_end(tokenizer)
-    if token is None:
-        raise ValueError(
-            "end marker 'eos' but the tokenizer has no EOS or document-end token; "
-            "set scoring.end_marker to '.' or 'none'"
-        )
-    return [token.id]
+    """Token ids appended after the form (:func:`scoring_end`): ``end_token`` under ``eos``,
+    nothing for ``.`` and ``none``."""
+    return scoring_end(tokenizer, end, end_token=end_token).ids
 
 
 def tokenizer_normalizer(tokenizer) -> Callable[[str], str]:
@@ -234,13 +290,12 @@ def tokenize_pairs(
     text before encoding; ``eos`` appends ``end_token`` (default :func:`document_end`) after it;
     ``none`` appends nothing.
     """
-    if end not in END_MARKERS:
-        raise ValueError(f"end marker {end!r}: use one of {END_MARKERS}")
+    final = scoring_end(tokenizer, end, end_token=end_token)
     if len(prompts) != len(continuations):
         raise ValueError("prompts and continuations differ in length")
     head = special_prefix(tokenizer) if head is None else list(head)
-    tail = end_ids(tokenizer, end, end_token=end_token)
-    moved_prompts, moved_conts = _move_trailing_spaces(prompts, continuations, "." if end == "." else "")
+    tail = final.ids
+    moved_prompts, moved_conts = _move_trailing_spaces(prompts, continuations, final.suffix)
     prompt_ids = _encode_unique(tokenizer, moved_prompts)
     whole_texts = [p + c for p, c in zip(moved_prompts, moved_conts, strict=True)]
     whole_ids = _encode_unique(tokenizer, whole_texts)

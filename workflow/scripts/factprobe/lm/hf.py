@@ -31,15 +31,14 @@ from factprobe.lm.api import (
 )
 from factprobe.lm.encoding import (
     NO_SPACE_LANGS,
-    PROMPT_FORMATS,
     EndToken,
     chat_frame,
     combine,
     context_ids,
     continuation_text,
-    document_end,
     encode,
     end_logprobs,
+    model_end_token,
     tokenize_pairs,
 )
 from factprobe.lm.load import ModelSpec, load_hf, spec_from_row
@@ -129,8 +128,8 @@ class HFCausalLM(LM):
 
     @property
     def eos_id(self) -> int | None:
-        """The id that end marker ``eos`` scores after a form (:func:`document_end`, or the chat
-        template's end of turn): ApprOpt's paths end in it as scored forms do."""
+        """The id that end marker ``eos`` scores after a form (:func:`model_end_token`: a document
+        end, or the chat template's end of turn): ApprOpt's paths end in it as scored forms do."""
         return self.end_token.id if self.end_token is not None else None
 
     def decode(self, ids: Sequence[int]) -> str:
@@ -434,17 +433,12 @@ class HFCausalLM(LM):
         return [GenerateResult(t.split("\n", 1)[0].strip(), v) for t, v in zip(texts, totals, strict=True)]
 
 
-def _frame(tokenizer, end_token: str, prompt_format: str) -> tuple[list[int] | None, EndToken | None]:
+def _frame(tokenizer, name: str, prompt_format: str) -> tuple[list[int] | None, EndToken | None]:
     """(ids before every prompt, end token) of a prompt format: ``plain`` keeps the tokenizer's own
-    leading special tokens (None) and ends forms with :func:`document_end`; ``chat`` puts prompts
-    in the chat template and ends them with its end of turn (:func:`chat_frame`)."""
-    if prompt_format not in PROMPT_FORMATS:
-        raise ValueError(f"prompt_format {prompt_format!r}: use one of {PROMPT_FORMATS}")
-    if prompt_format == "plain":
-        return None, document_end(tokenizer, end_token)
-    frame = chat_frame(tokenizer)
-    end = document_end(tokenizer, end_token) if end_token else frame.end
-    return list(frame.head), end
+    leading special tokens (None), ``chat`` puts prompts in the chat template (:func:`chat_frame`);
+    the end token is the one rule's (:func:`factprobe.lm.encoding.model_end_token`)."""
+    token = model_end_token(tokenizer, name, prompt_format)
+    return (None if prompt_format == "plain" else list(chat_frame(tokenizer).head)), token
 
 
 def sample_seed(seed: int, index: int) -> int:

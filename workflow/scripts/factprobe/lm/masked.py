@@ -21,7 +21,6 @@ are a causal LM's.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -39,8 +38,6 @@ from factprobe.lm.api import (
     TopkResult,
 )
 from factprobe.lm.load import ModelSpec, load_hf, spec_from_row
-
-log = logging.getLogger(__name__)
 
 #: The mask written in prompts (``suites.<s>.mask_token``), replaced by the tokenizer's own.
 PROMPT_MASK = "[MASK]"

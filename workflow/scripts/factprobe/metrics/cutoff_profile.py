@@ -66,7 +66,6 @@ from factprobe.metrics.timeline import NONE, WITHIN, estimate_cutoff
 
 #: Shapes (module docstring).
 SHARP, GRADUAL, FLAT, NOT_MONOTONE, INSUFFICIENT = "sharp", "gradual", "none", "not monotone", "insufficient"
-SHAPES = (SHARP, GRADUAL, FLAT, NOT_MONOTONE, INSUFFICIENT)
 
 #: Dated slices a profile needs (one before a drop, one in it, one after).
 MIN_SLICES = 3

@@ -32,7 +32,7 @@ Tables = tuple[list[pd.DataFrame], list[pd.DataFrame]]
 
 def knowledge(f: SuiteFrame) -> Tables:
     """K Min@n / Avg@n per strategy and the Table 2 baselines (distractors paper §3.2)."""
-    s = f.settings
+    s, own = f.settings, f.settings.own("knowledge")
     table, dropped = knowledge_tables(
         f.entity_scores,
         f.prompts,
@@ -40,8 +40,8 @@ def knowledge(f: SuiteFrame) -> Tables:
         f.facts,
         f.correct,
         s.ns,
-        s.precision_ns,
-        s.combined_strategies,
+        own["precision_ns"],
+        own["combined_strategies"],
         topk=f.inputs.topk,
         scores=f.scores,
         short_lists=s.short_lists,
@@ -52,21 +52,24 @@ def knowledge(f: SuiteFrame) -> Tables:
 def ranking(f: SuiteFrame) -> Tables:
     """Rank, R@n and mean rank of the object (fluent-mLAMA §3.3).
 
-    With ``ranking_average: relation`` (the paper's Table 1) short-GT facts are left out
-    (:func:`factprobe.metrics.fluent.drop_short_gt`, the authors' ``exclude_short``)."""
-    s = f.settings
-    ranks = ranking_per_fact(f.entity_scores, f.prompts, f.candidates, f.correct, s.recall_ns, s.ranking_ties)
+    Ties: the family's own setting ``ties``. With ``ranking_average: relation`` (the paper's
+    Table 1) short-GT facts are left out (:func:`factprobe.metrics.fluent.drop_short_gt`, the
+    authors' ``exclude_short``)."""
+    s, own = f.settings, f.settings.own("ranking")
+    ranks = ranking_per_fact(
+        f.entity_scores, f.prompts, f.candidates, f.correct, own["recall_ns"], own["ties"]
+    )
     return [fluent.drop_short_gt(ranks, f.facts) if s.ranking_average == "relation" else ranks], []
 
 
 def plausibility(f: SuiteFrame) -> Tables:
     """Acc., MRR, NDCG per fact and PLAUSIBILITY (PROBELM §4.2)."""
-    s = f.settings
+    strategies = f.settings.own("plausibility")["strategies"]
     # Both slots of PROBELM Algorithm 1: subject swaps are ranked in their own groups.
     every = f.inputs.candidates.copy()
     every["rank"] = pd.to_numeric(every["rank"], errors="coerce").fillna(0)
     plaus = plausibility_per_fact(
-        f.entity_scores, f.prompts, every, f.facts, s.plausibility_strategies, f.inputs.subject_swaps
+        f.entity_scores, f.prompts, every, f.facts, strategies, f.inputs.subject_swaps
     )
     means = plaus.groupby([*GROUP_KEYS, "measure"])["value"].mean().reset_index()
     score = plausibility_score(means)

@@ -29,12 +29,14 @@ log = logging.getLogger(__name__)
 def metrics_settings(block: Mapping, encoder: str | None = None) -> tuple[Metrics, list[str]]:
     """(typed metrics settings, families) from a suite's metrics block (``RUN.metrics[suite]``).
 
-    ``encoder``: the folder of BERTScore's encoder when ``metrics.overlap.encoder`` names a
-    models.tsv row (rule ``prepare_model`` made it)."""
+    ``encoder``: the folder of BERTScore's encoder when ``metrics.family_settings.overlap.encoder``
+    names a models.tsv row (rule ``prepare_model`` made it)."""
     measures = dict(block)
     families = list(measures.pop("families"))
     if encoder is not None:
-        measures["overlap"] = {**measures["overlap"], "encoder": str(encoder)}
+        own = dict(measures.get("family_settings") or {})
+        own["overlap"] = {**own.get("overlap", {}), "encoder": str(encoder)}
+        measures["family_settings"] = own
     return load_settings(Metrics, {**measures, "families": {}}, "metrics"), families
 
 

@@ -21,7 +21,7 @@ the best name by it:
   compares the raw strings character by character, as the reference's LCS runs over Python
   strings.
 * BERTScore (Zhang et al. 2020 §3): contextual token embeddings of a layer of an encoder
-  (``metrics.overlap.encoder``, a local folder; the reference calls ``bert_score`` with
+  (``metrics.family_settings.overlap.encoder``, a local folder; the reference calls ``bert_score`` with
   ``lang="en"``: roberta-large, layer 17), each token matched greedily to its most similar
   token of the other string by cosine, R = mean over λ's tokens, P = mean over b's tokens,
   F = 2PR/(P+R); optional idf weights over the suite's names (``idf``); no baseline rescaling
@@ -60,7 +60,9 @@ def rouge_units(text: str, units: str = "words") -> list[str]:
         return _WORD.findall(text.lower())
     if units == "characters":
         return list(text)
-    raise ValueError(f"metrics.overlap.rouge_units: {units!r}; choose from {list(ROUGE_UNITS)}")
+    raise ValueError(
+        f"metrics.family_settings.overlap.rouge_units: {units!r}; choose from {list(ROUGE_UNITS)}"
+    )
 
 
 def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
@@ -128,7 +130,7 @@ class BertScorer:
             model = AutoModel.from_pretrained(encoder)
         except OSError as err:
             raise ValueError(
-                f"metrics.overlap.encoder: cannot load {encoder!r} ({err}); point it at a local "
+                f"metrics.family_settings.overlap.encoder: cannot load {encoder!r} ({err}); point it at a local "
                 "folder holding the encoder and its tokenizer (the run is offline)"
             ) from None
         model.eval()
@@ -268,20 +270,22 @@ def _overlap_rows(
 def overlap(f: Any) -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
     """ROUGE-L and BERTScore per fact (distractors paper Table 2, §4.2) from the greedy continuations.
 
-    ``f`` is the suite's :class:`factprobe.metrics.pipeline.SuiteFrame`; its settings'
-    ``overlap`` block names the ROUGE units and the BERTScore encoder (empty: ROUGE-L only).
+    ``f`` is the suite's :class:`factprobe.metrics.pipeline.SuiteFrame`; the family's own
+    settings (``metrics.family_settings.overlap``) name the ROUGE units and the BERTScore encoder (empty: ROUGE-L only).
     """
     if f.inputs.generations is None:
         log.warning(
             "overlap requested but the suite has no generations (set suites.<suite>.generate: greedy)"
         )
         return [], []
-    s = f.settings.overlap
-    scorer = BertScorer.from_encoder(s.encoder, s.layer, s.idf) if s.encoder else None
+    s = f.settings.own("overlap")
+    scorer = BertScorer.from_encoder(s["encoder"], s["layer"], s["idf"]) if s["encoder"] else None
     if scorer is None:
-        log.warning("overlap: metrics.overlap.encoder is empty, BERTScore skipped (ROUGE-L only)")
+        log.warning(
+            "overlap: metrics.family_settings.overlap.encoder is empty, BERTScore skipped (ROUGE-L only)"
+        )
     names = object_names(f.scores, f.prompts, f.facts)
-    per_prompt = overlap_per_prompt(f.inputs.generations, names, s.rouge_units, scorer)
+    per_prompt = overlap_per_prompt(f.inputs.generations, names, s["rouge_units"], scorer)
     keys = f.prompts[["prompt_id", *GROUP_KEYS]]
     measures = [c for c in ("rouge_l", "bertscore") if c in per_prompt.columns]
     return [average_per_fact(per_prompt.merge(keys, on="prompt_id"), ["n"], measures)], []

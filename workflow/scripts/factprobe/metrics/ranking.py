@@ -12,7 +12,7 @@ Rules stated here:
   (§3.2: "we consider all forms ... of object NEs as correct ones"); the best one is ranked.
 * A distractor entity is represented by its best form, so an entity with many aliases is one
   competitor, not several.
-* Ties (``metrics.ranking_ties``): ``fail`` (default) ranks a distractor scoring exactly the best
+* Ties (``metrics.family_settings.ranking.ties``): ``fail`` (default) ranks a distractor scoring exactly the best
   correct form above it; ``correct_first`` ranks the correct forms first, as the Fluent-mLAMA
   authors' stable sort of correct-then-distractor candidates does (``processor.py``).
 * Distractors are those of one strategy (the multilingual suite uses ``pool``); a prompt with
@@ -28,7 +28,7 @@ import pandas as pd
 
 from .common import GROUP_KEYS, average_per_fact, candidates_for_prompts
 
-#: metrics.ranking_ties: a distractor tying the best correct form ranks above it, or below it.
+#: metrics.family_settings.ranking.ties: a distractor tying the best correct form ranks above it, or below it.
 RANKING_TIES = ("fail", "correct_first")
 
 
@@ -41,7 +41,7 @@ def ranking_per_prompt(
 ) -> pd.DataFrame:
     """Rank of the best correct form for each (prompt, strategy): prompt_id, fact_id, strategy, rank."""
     if ties not in RANKING_TIES:
-        raise ValueError(f"metrics.ranking_ties {ties!r}: use one of {list(RANKING_TIES)}")
+        raise ValueError(f"metrics.family_settings.ranking.ties {ties!r}: use one of {list(RANKING_TIES)}")
     scored = prompts[["prompt_id", "fact_id"]].merge(ent[["prompt_id", "entity", "best_lp"]], on="prompt_id")
     good = scored.merge(correct, on=["fact_id", "entity"])
     best = good.groupby("prompt_id")["best_lp"].max().rename("best_correct")

@@ -302,7 +302,7 @@ class _Scan:
 
     def names(self, path: Path) -> tuple[list[tuple[str, bool]], list[str], set[str], set[str]]:
         """What ``path`` names: ``(dotted name, uses its attributes)`` of every import (a package
-        reached only for a submodule, ``from factprobe.distractors import sem_index``, does not
+        reached only for a submodule, ``from factprobe.distractors.semantic import index``, does not
         use its attributes, and ``from factprobe.lm import HFCausalLM`` uses ``lm/hf.py`` through
         ``_LAZY``); the registry references it brings (its own, then those of the registries whose
         names it imports); the registries whose names it imports; and those it can fill (these,

@@ -175,8 +175,9 @@ def translating_models(cfg: Config, mt_rows: list[str], folder: Callable[[str], 
 
 def needs_encoder(cfg: Config, families: Iterable[str], model_rows: Mapping) -> str | None:
     """The BERTScore encoder's models.tsv row when the suite computes overlap and
-    ``metrics.overlap.encoder`` names a row (its prepared folder is then an input), else None."""
-    encoder = cfg.metrics.overlap.encoder
+    ``metrics.family_settings.overlap.encoder`` names a row (its prepared folder is then an
+    input), else None."""
+    encoder = cfg.metrics.own("overlap")["encoder"]
     return encoder if "overlap" in families and encoder in model_rows else None
 
 
@@ -285,19 +286,35 @@ def omega_inputs(
 
 
 def retrieve_job_inputs(
-    settings: Mapping, omega: dict, lib: list[str], index: str, temporal: str, prepared: str | None = None
+    settings: Mapping, omega: dict, lib: list[str], outputs: Mapping[str, str], prepared: str | None = None
 ) -> dict:
-    """One retrieval job's (or shard's) inputs: the Ω tables, plus the dump's semantic index
-    (``index``, ``{dump}``) and temporal view (``temporal``) where a strategy of the suite needs them
-    (``registries.STRATEGIES``), and a shard's suite preparation (``prepared``, rule
-    prepare_retrieval; None for one job)."""
+    """One retrieval job's (or shard's) inputs: the Ω tables, the files of the tables the suite's
+    strategies name (:func:`table_inputs`; ``outputs``: the workflow's output templates a table
+    may read, ``sem_index`` and ``temporal`` with ``{dump}``), and a shard's suite preparation
+    (``prepared``, rule prepare_retrieval; None for one job)."""
     files = {**omega, "lib": lib}
-    if registries.needs(settings["strategies"], "index"):
-        files["index"] = index.format(dump=settings["dump"])
-    if registries.needs(settings["strategies"], "temporal"):
-        files["temporal"] = temporal.format(dump=settings["dump"])
+    tables = table_inputs(settings, outputs)
+    clash = sorted(set(tables) & {*files, "prepared"})
+    if clash:
+        raise registries.RegistryError(
+            f"strategy tables {registries.tables_of(settings['strategies'])}: input name(s) {clash} "
+            "are the retrieval job's own (Ω tables, lib, prepared); a table's paths must name its files otherwise"
+        )
+    files.update(tables)
     if prepared is not None:
         files["prepared"] = prepared
+    return files
+
+
+def table_inputs(settings: Mapping, outputs: Mapping[str, str]) -> dict:
+    """``{input name: path}`` of the tables (``registries.TABLES``) the strategies of
+    ``settings["strategies"]`` name, from each table's ``paths``; a table without any reads the
+    job's Ω inputs. An unregistered table fails naming the registered ones."""
+    files: dict = {}
+    for name in registries.tables_of(settings["strategies"]):
+        paths = registries.table_entry(name).code("paths")
+        if paths is not None:
+            files.update(paths(settings, outputs))
     return files
 
 
@@ -314,12 +331,11 @@ def prepare_inputs(settings: Mapping, omega: dict, lib: list[str], index: str) -
     suite's relations or Ω holds every subject of them (subject side, relation pools): it then
     saves those statements once for all the shards. And the dump's semantic index when Sem
     searches exactly (it saves the type slices of the suite's objects' types)."""
-    claims = registries.needs(settings["strategies"], "statements") or registries.needs_every_subject(
-        settings
-    )
+    tables = registries.tables_of(settings["strategies"])
+    claims = "cooccur" in tables or registries.needs_every_subject(settings)
     files = {k: v for k, v in omega.items() if k != "claims" or claims}
     files["lib"] = lib
-    if registries.needs(settings["strategies"], "index") and settings.get("search") == "exact":
+    if "sem_index" in tables and settings.get("search") == "exact":
         files["index"] = index.format(dump=settings["dump"])
     return files
 

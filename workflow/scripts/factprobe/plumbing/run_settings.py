@@ -61,9 +61,9 @@ def translation_models(cfg: Config, model_rows: dict[str, dict]) -> list[str]:
 
 
 def encoder_models(cfg: Config, model_rows: dict[str, dict]) -> list[str]:
-    """The BERTScore encoder when ``metrics.overlap.encoder`` names a models.tsv row: prepared
-    like every model (offline afterwards) and never scored as a causal LM."""
-    return sorted({cfg.metrics.overlap.encoder} & set(model_rows))
+    """The BERTScore encoder when ``metrics.family_settings.overlap.encoder`` names a models.tsv
+    row: prepared like every model (offline afterwards) and never scored as a causal LM."""
+    return sorted({cfg.metrics.own("overlap")["encoder"]} & set(model_rows))
 
 
 def scored_models(cfg: Config, model_rows: dict[str, dict], mt_rows: list[str]) -> list[str]:
@@ -89,7 +89,7 @@ def built_suites(cfg: Config) -> list[str]:
 def reads_release_only(cfg: Config, suite: str) -> bool:
     """Whether a suite reads the Fluent-mLAMA release alone, no dump table: its prompts and forms
     come from the release (``source.format: fluent-mlama``) and its only distractors are the
-    release's string pool (strategy ``pool``, ``pool_source: dataset``), which needs neither Ω
+    release's string pool (strategy ``pool``, ``source: dataset``), which needs neither Ω
     nor types. Such a suite plans no download or extraction, and no translation (its sentences
     are the release's)."""
     if not cfg.suites[suite].source.entry.release_pool:
@@ -157,7 +157,7 @@ def searches_hnsw(cfg: Config, dump: str) -> bool:
     return any(
         r["search"] == "hnsw" and r["dump"] == dump
         for r in (config_rules.suite_retrieve(cfg, s) for s in cfg.suites)
-        if registries.needs(r["strategies"], "index")
+        if "sem_index" in registries.tables_of(r["strategies"])
     )
 
 
@@ -172,8 +172,8 @@ def retrieve_shard_factor(strategies: list[str], shards: int, per_mb: float = 4.
     """MB of memory per MB of input of one retrieval shard: ``per_mb`` (one job's factor) times its
     slice of the state, ``RETRIEVE_SHARED + (1 - RETRIEVE_SHARED) / shards`` (a
     shard holds the statements of its own subjects). Strategies that read their relations'
-    statements whole (co-occurrence, ``needs: statements``) do so in every shard: no division."""
-    shared = 1.0 if registries.needs(strategies, "statements") else RETRIEVE_SHARED
+    statements whole (co-occurrence, table ``cooccur``) do so in every shard: no division."""
+    shared = 1.0 if "cooccur" in registries.tables_of(strategies) else RETRIEVE_SHARED
     return per_mb * (shared + (1 - shared) / shards)
 
 

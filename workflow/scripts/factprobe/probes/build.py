@@ -16,6 +16,7 @@ import logging
 import tempfile
 import time
 from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -33,23 +34,33 @@ from .verbalize import forms_index
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class DumpTables:
+    """The tables a suite is built from: the dump's ``claims`` and ``entities`` (None for a suite
+    that reads a release alone), the ``labels`` of every dump its forms come from, the ``changes``
+    of a diff (plausibility), the dump's ``temporal`` view (``temporal_only``), and a timeline
+    suite's ``timeline_changes`` (each consecutive pair of dumps up to its dump)."""
+
+    claims: str | None
+    entities: str | None
+    labels: list[str]
+    changes: str | None = None
+    temporal: str | None = None
+    timeline_changes: tuple[str, ...] = ()
+
+
 def build_suite(
     name: str,
     suite: Suite | dict,
     sets: dict[str, TemplateSet | dict],
-    claims_path: str,
-    entities_path: str,
-    label_files: list[str],
-    changes_path: str | None = None,
-    temporal_path: str | None = None,
+    tables: DumpTables,
     forms_path: str | Path | None = None,
     memory_mb: int | None = None,
     threads: int = 1,
-    timeline_changes: tuple[str, ...] = (),
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
     """Facts, prompts and entity forms of suite ``name`` (config ``suites.<name>``, as settings or a mapping).
 
-    ``temporal_only: true`` (with ``temporal_path``, the dump's temporal view) samples from the
+    ``temporal_only: true`` (with ``tables.temporal``, the dump's temporal view) samples from the
     facts that have a temporal distractor: the distractors paper's S′ (§4.1, Fig. 2).
 
     Out of core: the entity forms of every labelled entity stream from the
@@ -67,25 +78,27 @@ def build_suite(
         # The forms go to a temporary file, read back as a frame.
         with tempfile.TemporaryDirectory(prefix="factprobe-forms-") as tmp:
             forms_file = Path(tmp) / "entity_forms.parquet"
-            paths = (claims_path, entities_path, label_files, changes_path, temporal_path)
-            facts, prompts, _ = build_suite(
-                name, suite, sets, *paths, forms_file, memory_mb, threads, timeline_changes
-            )
+            facts, prompts, _ = build_suite(name, suite, sets, tables, forms_file, memory_mb, threads)
             return facts, prompts, contracts.read("entity_forms", forms_file)
     suite = load_settings(Suite, suite, f"suites.{name}")
     sets = {key: load_settings(TemplateSet, value, f"templates.sets.{key}") for key, value in sets.items()}
     builder = SOURCES[suite.source.format].code()
     if builder is not None:
         # A format of its own (factprobe.registries.SOURCES): a release or a list of facts.
-        tables = (claims_path, entities_path, label_files)
-        facts, prompts = builder(name, suite, sets, tables, forms_path, memory_mb)
+        release_tables = (tables.claims, tables.entities, tables.labels)
+        facts, prompts = builder(name, suite, sets, release_tables, forms_path, memory_mb)
         return facts, prompts, None
     # Templates first: a misnamed file should fail before any table is read.
     plan = plan_suite(name, suite, sets)
     paths = SelectionPaths(
-        claims_path, entities_path, str(forms_path), changes_path, temporal_path, tuple(timeline_changes)
+        tables.claims,
+        tables.entities,
+        str(forms_path),
+        tables.changes,
+        tables.temporal,
+        tuple(tables.timeline_changes),
     )
-    facts, prompts = dump_suite(plan, paths, label_files, memory_mb, threads)
+    facts, prompts = dump_suite(plan, paths, tables.labels, memory_mb, threads)
     return facts, prompts, None
 
 

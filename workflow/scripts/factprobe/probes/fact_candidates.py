@@ -223,30 +223,35 @@ def relation_candidate_parts(
     name: str,
     rel: str,
     dump: str,
-    claims_path: str,
-    entities_path: str,
-    forms_path: str,
+    paths: SelectionPaths,
     languages: list[str],
     seed: object,
     con,
     allowed: pd.DataFrame | None = None,
-    temporal_path: str | None = None,
     part_rows: int = PART_ROWS,
 ) -> Iterator[CandidatePart]:
     """Every probe-able fact of one relation (:func:`select.candidate_facts`), in parts by
     ascending subject: its truthy statements (the same rule as Ω's truthy validity,
     :func:`scan.scan_valid`, streamed by :func:`scan.scan_truthy_parts`), with the labels and
-    sitelinks of their subjects and objects (:class:`CandidatePart`); ``allowed`` (plausibility,
-    :func:`allowed_facts`): only facts new in the diff after the cut-off; ``temporal_path``
-    (``temporal_only``): only facts with a temporal distractor (S′). The parts put together are
+    sitelinks of their subjects and objects (:class:`CandidatePart`), read from ``paths`` (the
+    claims, entities and forms written so far); ``allowed`` (plausibility, :func:`allowed_facts`):
+    only facts new in the diff after the cut-off; ``paths.temporal`` (``temporal_only``): only
+    facts with a temporal distractor (S′). The parts put together are
     the relation's candidates in one call. :func:`sample_suite` streams every relation of a
     suite at once and runs :func:`part_candidates` on each part as this does."""
     # Built once per relation, used by every part: per-part work stays linear in the part.
     allowed_ids = None if allowed is None else pd.Index(allowed["fact_id"].unique())
-    pairs = None if temporal_path is None else temporal_pairs(rel, temporal_path, con)
+    pairs = None if paths.temporal is None else temporal_pairs(rel, paths.temporal, con)
     counts = Counter()
     parts = scan.scan_truthy_parts(
-        claims_path, int(dump), [contracts.id_int(rel)], forms_path, languages, entities_path, con, part_rows
+        paths.claims,
+        int(dump),
+        [contracts.id_int(rel)],
+        paths.forms,
+        languages,
+        paths.entities,
+        con,
+        part_rows,
     )
     for part in parts:
         got, n = part_candidates(part, rel, seed, allowed_ids, pairs)

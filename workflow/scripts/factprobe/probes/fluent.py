@@ -345,7 +345,7 @@ def release_string_pools(
     """The paper's distractor pools (§3.3, App. B) from the release: ``(pools, correct)`` with
     ``pools[(relation, lang)]`` the object strings of the rows the authors keep (:func:`fact_kept`)
     of ``<lang>_<relation>`` in SHA-256 order, and ``correct[(fact_id, lang)]`` the fact's own
-    strings, which its distractors leave out (distractors/pool.py, ``pool_source: dataset``)."""
+    strings, which its distractors leave out (distractors/pool.py, strategy ``pool`` with ``source: dataset``)."""
     pools, correct = {}, {}
     for lang, relation, name, text in release_files(path):
         if lang not in languages or (relations is not None and relation not in relations):

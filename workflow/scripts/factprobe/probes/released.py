@@ -63,7 +63,6 @@ log = logging.getLogger(__name__)
 #: Scenarios per released list: the plausible fact + 10 alternatives (§3.3), ranks 1..11.
 DEPTH = 11
 SLOT_RE = re.compile(r"<(subject|object)>")
-MONTH_RE = re.compile(r"^(0[1-9]|1[0-2])[0-9]{4}$")
 TEXT_KEY = "text:"
 STYLES = ("statement", "question")
 MATCH_COLUMNS = contracts.columns("released_matches")

@@ -74,9 +74,3 @@ def ending(template: Template, layout: str = "cloze") -> str:
 def sentence(template: Template, subject: str, obj: str) -> str:
     """The whole sentence with both slots filled (a few-shot demonstration)."""
     return _fill_subject(template.text, subject).replace("[Y]", obj)
-
-
-def usable_templates(templates: list[Template]) -> tuple[list[Template], list[Template]]:
-    """Split into templates a causal LM can score (object-final, asking for [Y]) and the rest."""
-    ok = [t for t in templates if t.object_final and t.answer == "object"]
-    return ok, [t for t in templates if not (t.object_final and t.answer == "object")]

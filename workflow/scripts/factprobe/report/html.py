@@ -549,59 +549,65 @@ def robustness_section(tables: Mapping[str, pd.DataFrame]) -> str:
     return "".join(parts)
 
 
-def build_report(
-    summaries: Mapping[str, pd.DataFrame],
-    board: pd.DataFrame,
-    control: Mapping[str, pd.DataFrame],
-    settings: Report,
-    human: Mapping[str, pd.DataFrame] | None = None,
-    provenance: Mapping | None = None,
-    paired: pd.DataFrame | None = None,
-    figs: Figures | None = None,
-    curves: Mapping[str, pd.DataFrame] | None = None,
-    timelines: Mapping[str, pd.DataFrame] | None = None,
-    robustness: Mapping[str, pd.DataFrame] | None = None,
-    profiles: Mapping[str, pd.DataFrame] | None = None,
-    after: Mapping[str, pd.DataFrame] | None = None,
-    cutoff: Mapping[str, pd.DataFrame] | None = None,
-    calibration: Mapping[str, pd.DataFrame] | None = None,
-) -> str:
-    """The whole page. ``summaries`` maps suite -> summary.csv frame, ``control`` maps suite ->
-    the control model's control_check table (metrics stage), ``board`` is leaderboard.csv (with
-    its bootstrap intervals), ``paired`` paired.csv, ``provenance`` what
-    :mod:`factprobe.report.provenance` gathers. ``figs`` collects every figure drawn; ``curves``
-    (suite -> human_alignment_curves.csv) adds Fig. 3 and 4 to the human section; ``robustness``
-    (suite -> robustness.csv) adds Table 4."""
+@dataclass(frozen=True)
+class ReportTables:
+    """What one report page shows: ``summaries`` maps suite -> summary.csv frame, ``control``
+    suite -> the control model's control_check table (metrics stage), ``board`` is
+    leaderboard.csv (with its bootstrap intervals), ``paired`` paired.csv, ``provenance`` what
+    :mod:`factprobe.report.provenance` gathers. The optional sections, each by suite: ``human``
+    (human_alignment.csv) and ``curves`` (human_alignment_curves.csv, Fig. 3 and 4),
+    ``robustness`` (robustness.csv, Table 4), ``timelines`` (timeline.csv) with its ``profiles``,
+    ``after`` (after_cutoff), ``cutoff`` (cutoff_profile) and ``calibration`` (slice_calibration)."""
+
+    summaries: Mapping[str, pd.DataFrame]
+    board: pd.DataFrame
+    control: Mapping[str, pd.DataFrame]
+    paired: pd.DataFrame | None = None
+    provenance: Mapping | None = None
+    human: Mapping[str, pd.DataFrame] | None = None
+    curves: Mapping[str, pd.DataFrame] | None = None
+    robustness: Mapping[str, pd.DataFrame] | None = None
+    timelines: Mapping[str, pd.DataFrame] | None = None
+    profiles: Mapping[str, pd.DataFrame] | None = None
+    after: Mapping[str, pd.DataFrame] | None = None
+    cutoff: Mapping[str, pd.DataFrame] | None = None
+    calibration: Mapping[str, pd.DataFrame] | None = None
+
+
+def build_report(tables: ReportTables, settings: Report, figs: Figures | None = None) -> str:
+    """The whole page of ``tables`` (:class:`ReportTables`: an optional section shows when its
+    tables are given); ``figs`` collects every figure drawn."""
+    t = tables
     figs = figs or Figures(settings.dpi, settings.confidence_level)
     bodies = {
-        "provenance": provenance_section(provenance, settings),
+        "provenance": provenance_section(t.provenance, settings),
         "models": models_section(
-            board,
+            t.board,
             figs,
-            paired,
-            {str(m.get("model")): str(m.get("note") or "") for m in (provenance or {}).get("models") or []},
+            t.paired,
+            {str(m.get("model")): str(m.get("note") or "") for m in (t.provenance or {}).get("models") or []},
         ),
-        "knowledge": knowledge_section(summaries, figs, board),
-        "belief": belief_section(summaries, figs),
-        "ranking": ranking_section(summaries, figs),
-        "plausibility": plausibility_section(summaries),
-        "control": control_section(control, settings, figs),
+        "knowledge": knowledge_section(t.summaries, figs, t.board),
+        "belief": belief_section(t.summaries, figs),
+        "ranking": ranking_section(t.summaries, figs),
+        "plausibility": plausibility_section(t.summaries),
+        "control": control_section(t.control, settings, figs),
     }
     shown = list(SECTIONS)
-    if human:
-        bodies["human"] = human_section(human, curves, figs)
+    if t.human:
+        bodies["human"] = human_section(t.human, t.curves, figs)
         shown.append(HUMAN_SECTION)
-    if timelines:
-        bodies["timeline"] = timeline_section(timelines, figs, profiles, after, cutoff, calibration)
+    if t.timelines:
+        bodies["timeline"] = timeline_section(t.timelines, figs, t.profiles, t.after, t.cutoff, t.calibration)
         shown.append(TIMELINE_SECTION)
-    if robustness:
-        bodies["robustness"] = robustness_section(robustness)
+    if t.robustness:
+        bodies["robustness"] = robustness_section(t.robustness)
         shown.append(ROBUSTNESS_SECTION)
     nav = "".join(f'<a href="#{key}">{html.escape(title)}</a>' for key, title in shown)
     sections = "".join(
         f'<section id="{key}"><h2>{html.escape(title)}</h2>{bodies[key]}</section>' for key, title in shown
     )
-    suites = ", ".join(html.escape(s) for s in summaries) or "none"
+    suites = ", ".join(html.escape(s) for s in t.summaries) or "none"
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(settings.title)}</title><style>{CSS}</style></head><body>"

@@ -11,7 +11,6 @@ so a result that is not a score stops the job before it is cached or written.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,8 +19,6 @@ import pandas as pd
 from factprobe import contracts
 from factprobe.scoring.failclosed import ScoringJob, require_finite_scores
 from factprobe.scoring.suite import build_pairs, first_token_ranks, score_pairs, shard_of, topk_table
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from factprobe.model_source import BUILTIN_CONTROL, HUB_ID, PrepareError, Source, resolve_source  # noqa: F401
+from factprobe.model_source import PrepareError, Source, resolve_source
 
 MANIFEST = "manifest.json"
 # Weight, config and tokenizer files a prepared folder keeps (and hashes in its manifest).
@@ -226,14 +226,14 @@ def prepare_model(
 def end_token_of(folder: str | os.PathLike, row: dict[str, Any]) -> str:
     """The token end marker ``eos`` scores after each form with this tokenizer and the row's
     ``end_token`` / ``prompt_format`` cells, and the rule that chose it
-    (:func:`factprobe.lm.encoding.document_end`), e.g. ``<|endoftext|> (id 0, document end ...)``."""
+    (:func:`factprobe.lm.encoding.model_end_token`), e.g. ``<|endoftext|> (id 0, document end ...)``."""
     from transformers import AutoTokenizer
 
-    from factprobe.lm.encoding import chat_frame, document_end
+    from factprobe.lm.encoding import model_end_token
 
     tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
-    name, chat = str(row.get("end_token") or ""), row.get("prompt_format") == "chat"
-    token = document_end(tokenizer, name) if name or not chat else chat_frame(tokenizer).end
+    chat = row.get("prompt_format") == "chat"
+    token = model_end_token(tokenizer, str(row.get("end_token") or ""), "chat" if chat else "plain")
     described = token.describe() if token is not None else "none (no EOS in the vocabulary)"
     return described + (", prompt format chat" if chat else "")
 

@@ -120,7 +120,6 @@ PROMPT_FIELDS = {
     "Object translation:": "object",
     "Translation:": "translation",
 }
-CHAT_TEMPLATE = ("auto", "never")
 
 
 def read_prompt_file(path: str | Path, relation: str = "") -> tuple[str, list[Example]]:

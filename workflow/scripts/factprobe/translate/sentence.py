@@ -24,6 +24,7 @@ import pandas as pd
 import yaml
 
 from factprobe import contracts
+from factprobe.settings import Translate as TranslateSettings
 
 from .align import DROP_REASONS, align_sentence, is_object_final
 from .mt import Request
@@ -38,6 +39,8 @@ STATS_COLUMNS = contracts.columns("translate_stats")[1:]
 
 
 Translate = Callable[[Sequence[Request]], list[str]]
+#: The ``translate`` section's defaults.
+_SETTINGS = TranslateSettings()
 
 
 def load_template_texts(paths: Iterable[str | Path]) -> dict[str, str]:
@@ -219,21 +222,18 @@ def sentence_verbalization(
     languages: Sequence[str],
     translate: Translate | None,
     model_name: str = "",
-    source_lang: str = "en",
-    styles: Sequence[str] = ("statement",),
-    subject_mode: str = "prefix",
-    object_mode: str = "substitute",
-    min_score: float = 80.0,
-    backend: str = "seq2seq",
-    word_order: str = "strict",
+    settings: TranslateSettings = _SETTINGS,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Sentence-level prompts, inflected forms and per-language stats of one suite.
 
     ``translate=None`` (no model configured) leaves the template verbalization as the only one:
-    no sentence rows, ``status="no_model"`` in the stats. The prompts and forms frames match
-    ``PROMPT_SCHEMA`` / ``FORM_SCHEMA``.
+    no sentence rows, ``status="no_model"`` in the stats. ``settings`` is the ``translate``
+    section: ``source_lang``, ``styles``, the ``subject`` and ``object`` modes, ``backend``, and
+    the ``min_score`` and ``word_order`` a kept translation meets. The prompts and forms frames
+    match ``PROMPT_SCHEMA`` / ``FORM_SCHEMA``.
     """
-    sentences = english_sentences(prompts, facts, forms, templates, source_lang, styles)
+    source_lang, backend = settings.source_lang, settings.backend
+    sentences = english_sentences(prompts, facts, forms, templates, source_lang, settings.styles)
     log.info("%d %s sentences from %d prompts", len(sentences), source_lang, len(prompts))
     rows, new_forms, stats = [], [], []
     existing = set(zip(forms["entity"], forms["lang"], forms["form"], strict=False))
@@ -245,12 +245,12 @@ def sentence_verbalization(
             stats.append(_stats_row(lang, model_name, status, len(sentences), counts, 0, 0, n_template))
             continue
         jobs, skipped = translation_requests(
-            sentences, forms, lang, source_lang, subject_mode, object_mode, backend
+            sentences, forms, lang, source_lang, settings.subject, settings.object, backend
         )
         counts.update(s["reason"] for s in skipped)
         outputs = translate([j["request"] for j in jobs])
         kept, lang_forms = _kept_translations(
-            jobs, outputs, lang, model_name, (min_score, word_order), existing, counts
+            jobs, outputs, lang, model_name, (settings.min_score, settings.word_order), existing, counts
         )
         rows.extend(kept)
         new_forms.extend(

@@ -138,6 +138,22 @@ class _PartDigest:
 
 
 @dataclass(frozen=True)
+class Retry:
+    """How a download waits out a bad network: ``retries`` more attempts after a connection error,
+    a timeout, a cut transfer or a transient HTTP status, each waiting ``backoff * 2**n`` seconds
+    (at most ``max_backoff``); it gives up once ``max_unreachable + 1`` attempts in a row cannot
+    connect at all. ``timeout`` is (connect, read) in seconds; ``chunk_size`` the bytes read and
+    hashed at a time."""
+
+    retries: int = 8
+    backoff: float = 2.0
+    max_backoff: float = 120.0
+    timeout: tuple[float, float] = (15.0, 120.0)
+    max_unreachable: int = 2
+    chunk_size: int = 1 << 18
+
+
+@dataclass(frozen=True)
 class _Transfer:
     """The fixed settings of one download: where the bytes go and how each request is made."""
 
@@ -228,17 +244,9 @@ def _attempt(
     return None
 
 
-def _fetch_part(
-    http: requests.Session,
-    t: _Transfer,
-    digest: _PartDigest,
-    *,
-    retries: int,
-    backoff: float,
-    max_backoff: float,
-    max_unreachable: int,
-) -> None:
+def _fetch_part(http: requests.Session, t: _Transfer, digest: _PartDigest, retry: Retry) -> None:
     """Fill the part file, retrying with exponential back-off; raise when every attempt fails."""
+    retries, backoff, max_backoff = retry.retries, retry.backoff, retry.max_backoff
     last_error: BaseException | None = None
     unreachable = 0  # attempts in a row that got no byte because no connection was made
     for attempt in range(retries + 1):
@@ -255,7 +263,7 @@ def _fetch_part(
             last_error = exc
             connect_failed = isinstance(exc, requests.ConnectionError) and not got[0]
             unreachable = unreachable + 1 if connect_failed else 0
-            if unreachable > max_unreachable:
+            if unreachable > retry.max_unreachable:
                 # A wrong host name or a closed port will not heal by waiting minutes.
                 raise DownloadError(
                     f"{t.url}: cannot connect ({unreachable} attempts): {exc}. Check the URL in "
@@ -277,41 +285,27 @@ def download(
     dest: str | Path,
     checksum: str | None = None,
     *,
-    retries: int = 8,
-    backoff: float = 2.0,
-    max_backoff: float = 120.0,
-    timeout: tuple[float, float] = (15.0, 120.0),
-    max_unreachable: int = 2,
-    chunk_size: int = 1 << 18,
+    retry: Retry = Retry(),
     progress: bool = True,
     session: requests.Session | None = None,
     checksum_from: str = "config/dumps.tsv",
 ) -> Path:
     """Download ``url`` to ``dest``, resuming and verifying; returns ``dest``.
 
-    ``retries`` more attempts follow a connection error, a timeout, a cut transfer or a
-    transient HTTP status, each waiting ``backoff * 2**n`` seconds (at most ``max_backoff``)
-    and resuming from the bytes already in ``<dest>.part``. ``timeout`` is (connect, read)
-    in seconds. Raises :class:`DownloadError` (naming the URL) when all attempts fail, when
-    ``max_unreachable + 1`` attempts in a row cannot connect at all, or when the server answers
+    Attempts follow :class:`Retry` (``retry``), each resuming from the bytes already in
+    ``<dest>.part``. Raises :class:`DownloadError` (naming the URL) when all attempts fail, when
+    ``retry.max_unreachable + 1`` attempts in a row cannot connect at all, or when the server answers
     with a permanent error, and :class:`ChecksumError` (deleting the partial
     file) when the finished bytes do not match ``checksum``.
     """
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    transfer = _Transfer(url, dest, dest.with_name(dest.name + ".part"), timeout, chunk_size, progress)
+    part = dest.with_name(dest.name + ".part")
+    transfer = _Transfer(url, dest, part, retry.timeout, retry.chunk_size, progress)
     digest = _PartDigest(Checksum.parse(checksum))
     if digest.expected is None:
         log.warning("%s: no checksum in the registry; the download is not verified", url)
-    _fetch_part(
-        session or requests.Session(),
-        transfer,
-        digest,
-        retries=retries,
-        backoff=backoff,
-        max_backoff=max_backoff,
-        max_unreachable=max_unreachable,
-    )
+    _fetch_part(session or requests.Session(), transfer, digest, retry)
     digest.verify(transfer.part, url, checksum_from)
     os.replace(transfer.part, dest)
     log.info("%s: %d bytes from %s", dest, dest.stat().st_size, url)

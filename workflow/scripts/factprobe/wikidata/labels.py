@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from factprobe import contracts
-from factprobe.label_rule import DEFAULT_LANGUAGE, FORM_COLUMNS, _literal, forms_query  # noqa: F401  (the rule)
+from factprobe.label_rule import DEFAULT_LANGUAGE, _literal, forms_query
 
 
 def _all_languages(label_files: Sequence[str | Path]) -> list[str]:

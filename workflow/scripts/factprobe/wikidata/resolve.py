@@ -45,8 +45,6 @@ ENV_WIKIMEDIA = "FACTPROBE_WIKIMEDIA_DUMPS_URL"
 ENV_ARCHIVE = "FACTPROBE_ARCHIVE_URL"
 #: Title shared by the archive's Wikidata entity-dump items (the date follows it).
 ARCHIVE_TITLE = "Wikidata entity dumps (JSON and TTL) of all Wikibase entries for Wikidata generated on"
-SOURCES = ("wikimedia", "archive", "auto")
-FORMATS = ("json.gz", "json.bz2")
 DEFAULT_FORMAT = "json.gz"  # isal reads gzip ~20x faster than bz2 (config/README.md)
 RECORD_VERSION = 1
 #: Checksums a source publishes, in order of preference.

@@ -23,7 +23,6 @@ A part's entities (rule ``sem_bags``) are those of :func:`part_sql`'s entity has
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import numpy as np
@@ -31,8 +30,6 @@ import pandas as pd
 import scipy.sparse as sp
 
 from factprobe import arrays
-
-log = logging.getLogger(__name__)
 
 TAG_SELF, TAG_REL, TAG_OBJ, TAG_REL_OBJ, TAG_INV_REL, TAG_INV_SUBJ, TAG_INV_REL_SUBJ = range(7)
 
@@ -51,7 +48,7 @@ _ID_BITS = 32
 _TAG_SHIFT = 56
 
 
-# Part of an entity (the sharded index, :mod:`.sem_index_parts`): a Lehmer hash modulo the prime
+# Part of an entity (the sharded index, :mod:`.index_parts`): a Lehmer hash modulo the prime
 # 2**31 - 1, computed alike in numpy and DuckDB (products stay below 2**47: no overflow).
 PART_MODULUS = (1 << 31) - 1
 
@@ -162,7 +159,7 @@ def bags_from_parquet(
 
 
 def part_sql(column: str, parts: int) -> str:
-    """DuckDB expression of :func:`factprobe.distractors.sem_part_bags.part_of` (the same integers)."""
+    """DuckDB expression of :func:`factprobe.distractors.semantic.part_bags.part_of` (the same integers)."""
     return f"((({column} % {PART_MODULUS}) * {PART_MULTIPLIER}) % {PART_MODULUS}) % {int(parts)}"
 
 

@@ -1,4 +1,4 @@
-"""How many parts a dump's semantic index is built in (:mod:`.sem_index_parts`).
+"""How many parts a dump's semantic index is built in (:mod:`.index_parts`).
 
 Standard library only: ``workflow/rules/functions/distractors.smk`` plans the ``sem_bags`` jobs while parsing,
 before any table exists, so the number of parts comes from the dump file's size.
@@ -10,7 +10,7 @@ import math
 import os
 
 #: Non-zeros a part holds at most, by the estimate below. Counting a part in memory, bucket by
-#: bucket (:func:`.sem_part_bags.count_part`), takes ≈ 70 bytes of peak RSS a kept non-zero above the
+#: bucket (:func:`.part_bags.count_part`), takes ≈ 70 bytes of peak RSS a kept non-zero above the
 #: imports (the workflow's job with reverse features and candidate rows at 4 M entities: 4.18 GB
 #: for 59 M non-zeros, 24.9 M statements; the DuckDB count before it: 3.39 GB and 2.2 GB spilled),
 #: so ≈ 10.5 GB a part job: under the 16 GB a job may ask for.

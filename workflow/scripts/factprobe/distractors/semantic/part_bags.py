@@ -1,4 +1,4 @@
-"""Step 1 of the semantic index built in parts (:mod:`.sem_index_parts`): the unweighted bags of
+"""Step 1 of the semantic index built in parts (:mod:`.index_parts`): the unweighted bags of
 one part's entities (rule ``sem_bags``, :func:`count_part`), counted in memory one bucket of
 entity ids at a time, with the part's document frequencies, number of bags and total length.
 A part's entities are :func:`part_of`'s hash of the entity id.
@@ -15,13 +15,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import scipy.sparse as sp
 
-from factprobe.distractors import sem_bags, sem_index
+from . import bags, index
 
 
 def part_of(entities: np.ndarray, parts: int) -> np.ndarray:
-    """Part (0 .. parts-1) of each entity id: the hash :func:`.sem_bags.part_sql` computes in DuckDB."""
-    e = np.asarray(entities, np.int64) % sem_bags.PART_MODULUS
-    return (e * sem_bags.PART_MULTIPLIER) % sem_bags.PART_MODULUS % int(parts)
+    """Part (0 .. parts-1) of each entity id: the hash :func:`.bags.part_sql` computes in DuckDB."""
+    e = np.asarray(entities, np.int64) % bags.PART_MODULUS
+    return (e * bags.PART_MULTIPLIER) % bags.PART_MODULUS % int(parts)
 
 
 #: An entity bucket is the entities of the part whose ids share all bits above the lowest
@@ -41,17 +41,16 @@ def _read_triples(con, claims_path, part: int, parts: int, reverse: bool) -> tup
     from factprobe import scan
 
     scan.check_columns(con, "claims", claims_path, ["subject", "property", "object", "rank"])
-    mine = f"{sem_bags.part_sql('subject', parts)} = {int(part)}"
+    mine = f"{bags.part_sql('subject', parts)} = {int(part)}"
     if reverse:
-        mine = f"({mine} OR {sem_bags.part_sql('object', parts)} = {int(part)})"
+        mine = f"({mine} OR {bags.part_sql('object', parts)} = {int(part)})"
     got = con.execute(
         f"SELECT subject::BIGINT AS s, property::BIGINT AS p, object::BIGINT AS o "
         f"FROM read_parquet({scan.quote(claims_path)}) WHERE rank >= 1 AND {mine}"
     ).fetchnumpy()
     s, p, o = (np.asarray(got[k], np.int64) for k in ("s", "p", "o"))
     if len(s) and (
-        max(s.max(), o.max()) >= 1 << sem_bags._ID_BITS
-        or p.max() >= 1 << (sem_bags._TAG_SHIFT - sem_bags._ID_BITS)
+        max(s.max(), o.max()) >= 1 << bags._ID_BITS or p.max() >= 1 << (bags._TAG_SHIFT - bags._ID_BITS)
     ):
         raise ValueError("entity id >= 2**32 or property id >= 2**24: widen the feature code layout")
     return s, p, o
@@ -114,41 +113,41 @@ def _by_entity(e: np.ndarray, f: np.ndarray, bag: str) -> tuple[np.ndarray, np.n
 
 def _bucket_bags(lo: int, forward, backward, reverse: bool, bag: str, namespace: str) -> dict:
     """``e``, ``f``, ``n`` of the bags of one entity bucket (ids ``lo`` .. ``lo`` + 2^bits), sorted
-    by ``(e, f)``: the bags of :func:`.sem_bags.tf_table` (distinct statements; each entity's
+    by ``(e, f)``: the bags of :func:`.bags.tf_table` (distinct statements; each entity's
     own feature, its forward features and with ``reverse`` those of the statements naming it as
     object; a feature once per distinct statement), counted in numpy over the bucket only."""
-    tag = sem_bags.feature_tags(namespace)
+    tag = bags.feature_tags(namespace)
     (s, p, o), (rs, rp, ro) = forward, backward
     if bag == "counts":  # distinct statements: a statement is (its entity, p << 32 | other end)
-        el, pair, _ = _by_entity((s - lo).astype(np.uint16), (p << sem_bags._ID_BITS) | o, "sets")
-        s, p, o = el.astype(np.int64) + lo, pair >> sem_bags._ID_BITS, pair & ((1 << sem_bags._ID_BITS) - 1)
-        el, pair, _ = _by_entity((ro - lo).astype(np.uint16), (rp << sem_bags._ID_BITS) | rs, "sets")
+        el, pair, _ = _by_entity((s - lo).astype(np.uint16), (p << bags._ID_BITS) | o, "sets")
+        s, p, o = el.astype(np.int64) + lo, pair >> bags._ID_BITS, pair & ((1 << bags._ID_BITS) - 1)
+        el, pair, _ = _by_entity((ro - lo).astype(np.uint16), (rp << bags._ID_BITS) | rs, "sets")
         ro, rp, rs = (
             el.astype(np.int64) + lo,
-            pair >> sem_bags._ID_BITS,
-            pair & ((1 << sem_bags._ID_BITS) - 1),
+            pair >> bags._ID_BITS,
+            pair & ((1 << bags._ID_BITS) - 1),
         )
     seen = np.zeros(1 << 16, bool)
     seen[s - lo] = True
     rows, codes = (
         [s, s, s],
         [
-            sem_bags._code(tag[sem_bags.TAG_REL], 0, p),
-            sem_bags._code(tag[sem_bags.TAG_OBJ], 0, o),
-            sem_bags._code(tag[sem_bags.TAG_REL_OBJ], p, o),
+            bags._code(tag[bags.TAG_REL], 0, p),
+            bags._code(tag[bags.TAG_OBJ], 0, o),
+            bags._code(tag[bags.TAG_REL_OBJ], p, o),
         ],
     )
     if reverse:
         seen[ro - lo] = True
         rows += [ro, ro, ro]
         codes += [
-            sem_bags._code(tag[sem_bags.TAG_INV_REL], 0, rp),
-            sem_bags._code(tag[sem_bags.TAG_INV_SUBJ], 0, rs),
-            sem_bags._code(tag[sem_bags.TAG_INV_REL_SUBJ], rp, rs),
+            bags._code(tag[bags.TAG_INV_REL], 0, rp),
+            bags._code(tag[bags.TAG_INV_SUBJ], 0, rs),
+            bags._code(tag[bags.TAG_INV_REL_SUBJ], rp, rs),
         ]
     selves = np.flatnonzero(seen).astype(np.int64) + lo
     rows.append(selves)
-    codes.append(sem_bags._code(tag[sem_bags.TAG_SELF], 0, selves))
+    codes.append(bags._code(tag[bags.TAG_SELF], 0, selves))
     el, f, n = _by_entity((np.concatenate(rows) - lo).astype(np.uint16), np.concatenate(codes), bag)
     return {"e": el.astype(np.int64) + lo, "f": f, "n": n}
 
@@ -235,7 +234,7 @@ def _cat(arrays: list[np.ndarray], dtype) -> np.ndarray:
 
 def _check_part(part: int, parts: int, bag: str, sizes: tuple[int, int]) -> None:
     """Refuse a part outside 0..parts-1, an unknown bag or a bucket size outside 2^1..2^16 ids."""
-    sem_bags.check_bag(bag)
+    bags.check_bag(bag)
     if not 0 <= part < parts:
         raise ValueError(f"part {part} is not one of 0..{parts - 1}")
     if not 1 <= sizes[0] <= 16:
@@ -303,7 +302,7 @@ def count_part(
     entities, counts = _part_matrix(got, at, len(features))
     np.save(folder / "entities.npy", entities)
     np.save(folder / "features.npy", features)
-    sem_index.save_matrix(folder, counts)
+    index.save_matrix(folder, counts)
     setting = {"part": int(part), "parts": int(parts), "reverse": reverse, "bag": bag, "namespace": namespace}
     meta = {
         **setting,

@@ -1,10 +1,10 @@
 """The semantic index built in parts: linear cost, each job's memory bounded.
 
-The unsharded build (:func:`.sem_index.build_index`) groups every (entity, feature) occurrence of
+The unsharded build (:func:`.index.build_index`) groups every (entity, feature) occurrence of
 the dump in one DuckDB job: its cost grew as n^1.2-1.4, it spilled at 1 M entities and held ≈ 43
 bytes per non-zero (85-270 GB at full size). Here the same index is built in two steps:
 
-1. ``sem_bags`` (rule, one job per part): :func:`.sem_part_bags.count_part` counts the bags of the entities of
+1. ``sem_bags`` (rule, one job per part): :func:`.part_bags.count_part` counts the bags of the entities of
    one part only (DuckDB filters the claims while scanning them) and saves them unweighted with
    the part's document frequencies, its number of bags and their total length. Its cost is
    linear in the part's statements: one DuckDB GROUP BY (e, f) and ORDER BY over the whole part
@@ -18,20 +18,20 @@ bytes per non-zero (85-270 GB at full size). Here the same index is built in two
 2. ``build_sem_index`` (rule, one job per dump): :func:`merge_parts` sums the document
    frequencies (global IDF, so nothing depends on the number of parts), then streams the parts'
    rows in entity order into one index folder, weighing and L2-normalising a block of rows at a
-   time (:func:`.sem_weighting.weigh_rows`, row-local), and writes the files of the unsharded index.
+   time (:func:`.weighting.weigh_rows`, row-local), and writes the files of the unsharded index.
 
-The folder is the one :func:`.sem_index.load_index` maps: the same entities, features, IDF and
+The folder is the one :func:`.index.load_index` maps: the same entities, features, IDF and
 float32 matrix, byte for byte (tests/unit/test_sem_parts.py), so retrieval, its type slices
 and the Sem rankings do not change. A part's entities are ``part_of(e) = ((e mod M) · 48271 mod M)
-mod P`` (M = 2^31 - 1; :data:`.sem_bags.PART_MODULUS`), a hash of the *entity*, not of its
+mod P`` (M = 2^31 - 1; :data:`.bags.PART_MODULUS`), a hash of the *entity*, not of its
 class: Wikidata's largest class (scholarly article, ≈ 38 % of items) would be one part of at
 least 38 % of the work, and a type slice reads its rows from the merged matrix whatever part
 they came from. The hash spreads consecutive ids, so a range of ids created together (often of
 one kind) is split evenly.
 
-The number of parts ``P`` is known when the DAG is built (:func:`.sem_part_count.parts_for`): the dump
-file's size divided by :data:`.sem_part_count.PART_DUMP_BYTES`, the compressed bytes whose bags hold about
-:data:`.sem_part_count.PART_NNZ` non-zeros. The merge streams (k-way merges of the parts' sorted features
+The number of parts ``P`` is known when the DAG is built (:func:`.part_count.parts_for`): the dump
+file's size divided by :data:`.part_count.PART_DUMP_BYTES`, the compressed bytes whose bags hold about
+:data:`.part_count.PART_NNZ` non-zeros. The merge streams (k-way merges of the parts' sorted features
 and entities, read through memory maps): its peak is one block of features and one of rows (at
 least the largest bag: 3.0 M non-zeros at 4 M entities), whatever the vocabulary's size; its work
 is linear in the non-zeros. The HNSW graph (``search: hnsw``
@@ -50,8 +50,10 @@ import pyarrow.parquet as pq
 import scipy.sparse as sp
 
 from factprobe import arrays
-from factprobe.distractors import sem_index, sem_weighting
-from factprobe.distractors.sem_part_count import PART_DUMP_BYTES, PART_NNZ, parts_for  # noqa: F401 (re-exported)
+from factprobe.settings import Sem
+
+from . import index
+from .weighting import idf_of, weigh_rows
 
 # Global rows merged (weighed, written) at once: at most MERGE_ROWS rows and MERGE_NNZ non-zeros (or
 # one row, whatever its length: Wikidata's reverse bags are heavy-tailed), a few tens of MB.
@@ -116,11 +118,9 @@ def _global_vocabulary(folders: list[Path], folder: Path, scratch: Path, n_all: 
         for reader in dfs:
             reader.add_to(block, df)
         block.tofile(bodies["features"])
-        sem_weighting.idf_of(weighting, n_all, df).tofile(
-            bodies["idf"]
-        )  # elementwise: the same floats in blocks
+        idf_of(weighting, n_all, df).tofile(bodies["idf"])  # elementwise: the same floats in blocks
         n += len(block)
-        sem_index.release_pages(feats)
+        index.release_pages(feats)
     for out in [*maps, *bodies.values()]:
         out.close()
     _npy_from_body(folder / "features.npy", scratch / "features.body", dtype, n)
@@ -129,7 +129,7 @@ def _global_vocabulary(folders: list[Path], folder: Path, scratch: Path, n_all: 
 
 
 def _mean_length(folders: list[Path], metas: list[dict]) -> float:
-    """BM25's mean bag length as :func:`.sem_weighting.weigh` takes it: over the dump's bags (candidate
+    """BM25's mean bag length as :func:`.weighting.weigh` takes it: over the dump's bags (candidate
     rows), else the float32 mean of the matrix's row sums in entity order (4 bytes a row: numpy's
     pairwise float32 sum is reproduced only over the whole array)."""
     if metas[0]["rows"] == "candidates":
@@ -175,7 +175,7 @@ def _write_rows(
     Rows go out in entity order a block at a time, a k-way merge of the parts' sorted (mapped)
     ``entities.npy`` (:func:`_merge_cuts`): each part gives the contiguous run of its rows that
     falls in the block, their columns mapped to the global vocabulary by its map in ``scratch``
-    (a monotone map: each row stays sorted), and :func:`.sem_weighting.weigh_rows` weighs the block, so
+    (a monotone map: each row stays sorted), and :func:`.weighting.weigh_rows` weighs the block, so
     every row gets the floats of the unsharded build. Every file's length is known before the
     first block (the parts' rows and non-zeros add up), so each is appended to, never held.
     """
@@ -201,7 +201,7 @@ def _write_rows(
     done = 0
     for cut in _row_cuts(parts):
         ids, block = _row_block(parts, cols, cut, n_features)
-        sem_weighting.weigh_rows(block, idf, weighting, k1, b, mean)
+        weigh_rows(block, idf, weighting, k1, b, mean)
         ids.astype(np.int64, copy=False).tofile(out["entities"])
         block.data.astype(np.float32, copy=False).tofile(out["data"])
         block.indices.astype(np.int32, copy=False).tofile(out["indices"])
@@ -220,12 +220,12 @@ def merge_parts(
     bm25_k1: float = 1.2,
     bm25_b: float = 0.75,
 ) -> dict:
-    """The index folder of :func:`.sem_index.build_index` from the parts of :func:`.sem_part_bags.count_part`.
+    """The index folder of :func:`.index.build_index` from the parts of :func:`.part_bags.count_part`.
 
     IDF over the dump (the parts' document frequencies summed), rows weighed and L2-normalised
     as in the unsharded build: the same ``entities.npy``, ``features.npy``, ``idf.npy`` and
     ``matrix.*.npy``. ``meta.json`` gets the manifest of the parts (``parts``). The HNSW graph,
-    when searched, is added by :func:`.sem_index.add_hnsw`. Memory is a block of features and a
+    when searched, is added by :func:`.index.add_hnsw`. Memory is a block of features and a
     block of rows (:data:`MERGE_FEATURES`, :data:`MERGE_ROWS`), whatever the dump's size: the
     parts are read through memory maps and each part's column map lives in a scratch folder,
     removed at the end.
@@ -267,39 +267,27 @@ def merge_parts(
 def build_from_parts(
     parts: list[str | Path],
     folder: str | Path,
-    weighting: str = "tfidf",
-    reverse: bool = False,
-    bm25_k1: float = 1.2,
-    bm25_b: float = 0.75,
-    hnsw_m: int = 32,
-    ef_construction: int = 200,
-    ef_search: int = 200,
-    post: int = 2,
-    threads: int = 1,
-    recall_queries: int = 1000,
-    recall_k: int = 50,
-    key: str = "",
+    sem: Sem = index.PAPER_SEM,
+    *,
     hnsw: bool = True,
-    bag: str = "sets",
-    namespace: str = "shared",
+    threads: int = 1,
+    key: str = "",
 ) -> dict:
     """:func:`merge_parts`, then the HNSW graph over the merged matrix (``hnsw``) and ``meta.json``.
 
-    Takes the keyword arguments of :func:`.sem_index.build_index` (``distractors.sem``); ``reverse``,
-    ``bag`` and ``namespace`` were the parts' (:func:`.sem_part_bags.count_part`) and are checked against them.
+    ``sem``, ``hnsw``, ``threads`` and ``key`` as in :func:`.index.build_index`; the features
+    (``reverse_features``, ``bag``, ``namespace``) were the parts' (:func:`.part_bags.count_part`)
+    and are checked against them.
     """
     folder = Path(folder)
-    meta = merge_parts(parts, folder, weighting, bm25_k1, bm25_b)
+    meta = merge_parts(parts, folder, sem.weighting, sem.bm25_k1, sem.bm25_b)
     got = (meta["reverse"], meta["bag"], meta["namespace"])
-    if got != (reverse, bag, namespace):
+    if got != (sem.reverse_features, sem.bag, sem.namespace):
         raise RuntimeError(
             f"{parts[0]}: parts counted with (reverse, bag, namespace) {got}; re-run rule sem_bags"
         )
-    X = sem_index.load_matrix(folder, meta["entities"])[0] if hnsw else None
-    graph = sem_index.add_hnsw(
-        X, folder, hnsw, hnsw_m, ef_construction, ef_search, post, threads, recall_queries, recall_k, key
-    )
-    meta.update(graph)
+    X = index.load_matrix(folder, meta["entities"])[0] if hnsw else None
+    meta.update(index.add_hnsw(X, folder, sem, hnsw, threads, key))
     (folder / "meta.json").write_text(json.dumps(meta, indent=2))
     return meta
 
@@ -392,15 +380,15 @@ def _open_parts(folders: list[Path]) -> list[tuple]:
     parts = []
     for f in folders:
         ents = np.load(f / "entities.npy", mmap_mode="r")
-        X, maps = sem_index.load_matrix(f, len(ents))
+        X, maps = index.load_matrix(f, len(ents))
         parts.append((ents, X, (ents, *maps)))
     return parts
 
 
 def _release_parts(parts: list[tuple]) -> None:
-    """Drop the parts' mapped pages read so far (:func:`.sem_index.release_pages`)."""
+    """Drop the parts' mapped pages read so far (:func:`.index.release_pages`)."""
     for _, _, maps in parts:
-        sem_index.release_pages(maps)
+        index.release_pages(maps)
 
 
 def _row_block(parts: list[tuple], cols: list[np.ndarray], cut: list[tuple], n_features: int):
@@ -446,7 +434,7 @@ class _Paged:
         idx = np.asarray(idx)
         if len(self.a) <= self.span:
             out = np.asarray(self.a[idx])
-            sem_index.release_pages([self.a])
+            index.release_pages([self.a])
             return out
         out = np.empty(idx.shape, self.a.dtype)
         for c in range(0, len(idx), GATHER_ITEMS):  # temporaries of GATHER_ITEMS positions
@@ -458,7 +446,7 @@ class _Paged:
                 if hi > lo:
                     at = order[lo:hi]
                     out[c + at] = self.a[part[at]]
-                    sem_index.release_pages([self.a])
+                    index.release_pages([self.a])
         return out
 
 

@@ -5,7 +5,6 @@ while they fit a memory budget (:class:`TypeSlices`).
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import numpy as np
@@ -14,9 +13,7 @@ import scipy.sparse as sp
 from factprobe import arrays
 from factprobe.parallel import cpu_clock
 
-from .sem_index import SemIndex
-
-log = logging.getLogger(__name__)
+from .index import SemIndex
 
 
 class TypeSlice:

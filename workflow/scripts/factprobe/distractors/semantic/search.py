@@ -1,5 +1,5 @@
 """The Sem distractors of facts (distractors paper §3.3): each fact's object's most similar
-Ω-valid entities, by HNSW or by exact search within its declared types (:mod:`.sem_slices`),
+Ω-valid entities, by HNSW or by exact search within its declared types (:mod:`.slices`),
 and the exact rankings of a suite's objects computed once for its retrieval shards
 (:class:`Prefixes`).
 """
@@ -7,7 +7,6 @@ and the exact rankings of a suite's objects computed once for its retrieval shar
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,10 +15,8 @@ import numpy as np
 from factprobe import arrays
 from factprobe.parallel import cpu_clock
 
-from .sem_index import SemIndex
-from .sem_slices import TypeSlices, rank_rows
-
-log = logging.getLogger(__name__)
+from .index import SemIndex
+from .slices import TypeSlices, rank_rows
 
 
 def sem_distractors(

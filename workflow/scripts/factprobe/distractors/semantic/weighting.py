@@ -1,4 +1,4 @@
-"""Sem's weighting of the bags (:mod:`.sem_bags`) into the rows of the index.
+"""Sem's weighting of the bags (:mod:`.bags`) into the rows of the index.
 
 Weighting (footnote ‡ allows BM25 as an option): the reference fits scikit-learn's
 ``TfidfVectorizer(analyzer=identity, norm=None)`` on those sets, i.e. ``use_idf``, ``smooth_idf``
@@ -10,14 +10,10 @@ is a dot product: the same cosines.
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 import scipy.sparse as sp
 
-from .sem_bags import check_bag
-
-log = logging.getLogger(__name__)
+from .bags import check_bag
 
 _ROW_BLOCK = 1 << 16
 
@@ -100,7 +96,7 @@ def weigh_rows(
     """Weigh and L2-normalise the rows of ``tf`` in place with a given ``idf``.
 
     Every operation is row-local (given ``idf`` and BM25's ``mean_length``), so a block of rows
-    gets the same floats as in the whole matrix: the sharded index (:mod:`.sem_index_parts`) relies on it.
+    gets the same floats as in the whole matrix: the sharded index (:mod:`.index_parts`) relies on it.
     """
     if weighting == "tfidf":
         for a, b_ in _nnz_chunks(tf):

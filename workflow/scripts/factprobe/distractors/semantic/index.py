@@ -1,9 +1,9 @@
-"""The semantic index of a dump: its entities, weighted L2-normalised rows (:mod:`.sem_bags`,
-:mod:`.sem_weighting`) and optionally an nmslib HNSW graph (footnote §), saved with its side
+"""The semantic index of a dump: its entities, weighted L2-normalised rows (:mod:`.bags`,
+:mod:`.weighting`) and optionally an nmslib HNSW graph (footnote §), saved with its side
 files and mapped back; the k-nearest-neighbour searches over it (exact: a scipy sparse
 product, the reference and the fallback; HNSW ``cosinesimil_sparse``).
 
-The workflow builds the index in parts (:mod:`.sem_index_parts`: rules ``sem_bags`` and
+The workflow builds the index in parts (:mod:`.index_parts`: rules ``sem_bags`` and
 ``build_sem_index``), which give the files of :func:`build_index` (the unsharded build, kept as
 the reference) byte for byte.
 """
@@ -23,14 +23,19 @@ import pandas as pd
 import scipy.sparse as sp
 
 from factprobe.hashing import stable_hash
+from factprobe.settings import Sem
 
-from .sem_bags import bags_from_parquet, feature_codes
-from .sem_weighting import weigh, weight_matrix
+from .bags import bags_from_parquet, feature_codes
+from .weighting import weigh, weight_matrix
 
 if TYPE_CHECKING:
-    from .sem_search import Prefixes
+    from .search import Prefixes
 
 log = logging.getLogger(__name__)
+
+#: ``distractors.sem``'s defaults: the paper's semantic index (§3.3: TF-IDF over sets of
+#: (property, value) features, one namespace, no reverse features).
+PAPER_SEM = Sem()
 
 logging.getLogger("nmslib").setLevel(logging.WARNING)
 
@@ -194,19 +199,12 @@ class SemIndex:
 
 
 def _weighted_bags(
-    claims: pd.DataFrame | str | Path,
-    weighting: str,
-    reverse: bool,
-    bm25_k1: float,
-    bm25_b: float,
-    threads: int,
-    memory_mb: int | None,
-    rows: np.ndarray | None,
-    bag: str,
-    namespace: str,
+    claims: pd.DataFrame | str | Path, sem: Sem, threads: int, memory_mb: int | None, rows: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix, np.ndarray, tuple | None]:
     """``(entities, features, X, idf, corpus or None)`` of :func:`build_index`'s claims: a table
     in memory, or a Parquet file counted by DuckDB (:func:`bags_from_parquet`)."""
+    weighting, reverse, bag, namespace = sem.weighting, sem.reverse_features, sem.bag, sem.namespace
+    bm25_k1, bm25_b = sem.bm25_k1, sem.bm25_b
     if isinstance(claims, pd.DataFrame):
         if rows is not None:
             raise ValueError("candidate rows need the claims Parquet file (the DuckDB bags)")
@@ -225,25 +223,16 @@ def _weighted_bags(
 
 
 def _hnsw_with_recall(
-    X: sp.csr_matrix,
-    folder: Path,
-    t1: float,
-    hnsw_m: int,
-    ef_construction: int,
-    ef_search: int,
-    post: int,
-    threads: int,
-    recall_queries: int,
-    recall_k: int,
-    key: str,
+    X: sp.csr_matrix, folder: Path, t1: float, sem: Sem, threads: int, key: str
 ) -> tuple[float, float | None, int, np.ndarray]:
     """Build and save the HNSW graph of ``X``; ``(end time, recall@k vs exact cosine, k, query rows)``."""
-    index = build_hnsw(X, hnsw_m, ef_construction, post, threads, progress=X.shape[0] > 100_000)
+    graph, ef_search = sem.hnsw, sem.hnsw.ef_search
+    index = build_hnsw(X, graph.M, graph.ef_construction, graph.post, threads, progress=X.shape[0] > 100_000)
     t2 = time.perf_counter()
     index.saveIndex(str(folder / "hnsw.bin"), save_data=True)
     log.info("HNSW built in %.1fs (%.0f entities/s)", t2 - t1, X.shape[0] / max(t2 - t1, 1e-9))
-    q = sample_rows(X.shape[0], recall_queries, key)
-    k = min(recall_k, X.shape[0] - 1)
+    q = sample_rows(X.shape[0], sem.recall_queries, key)
+    k = min(sem.recall_k, X.shape[0] - 1)
     recall = None
     if k > 0 and len(q):
         ex_ids, ex_sims = exact_topk(X, q, k)
@@ -259,31 +248,23 @@ def _hnsw_with_recall(
     return t2, recall, k, q
 
 
-def add_hnsw(
-    X: sp.csr_matrix | None,
-    folder: Path,
-    hnsw: bool,
-    hnsw_m: int,
-    ef_construction: int,
-    ef_search: int,
-    post: int,
-    threads: int,
-    recall_queries: int,
-    recall_k: int,
-    key: str,
-) -> dict:
+def add_hnsw(X: sp.csr_matrix | None, folder: Path, sem: Sem, hnsw: bool, threads: int, key: str) -> dict:
     """The HNSW graph of an index's matrix ``X`` (``hnsw``: some suite searches it) and the
     ``meta.json`` entries that describe it: ``hnsw`` (its settings, None without a graph),
     ``seconds_hnsw`` and ``recall`` (recall@k of HNSW vs exact cosine on a sample)."""
     t1 = time.perf_counter()
     t2, recall, k, q = t1, None, 0, np.empty(0, np.int64)
     if hnsw:
-        t2, recall, k, q = _hnsw_with_recall(
-            X, folder, t1, hnsw_m, ef_construction, ef_search, post, threads, recall_queries, recall_k, key
-        )
+        t2, recall, k, q = _hnsw_with_recall(X, folder, t1, sem, threads, key)
     else:
         log.info("no suite searches this index with HNSW: graph not built (exact search only)")
-    settings = {"M": hnsw_m, "efConstruction": ef_construction, "post": post, "efSearch": ef_search}
+    graph = sem.hnsw
+    settings = {
+        "M": graph.M,
+        "efConstruction": graph.ef_construction,
+        "post": graph.post,
+        "efSearch": graph.ef_search,
+    }
     return {
         "hnsw": settings if hnsw else None,
         "seconds_hnsw": round(t2 - t1, 3),
@@ -294,23 +275,13 @@ def add_hnsw(
 def build_index(
     claims: pd.DataFrame | str | Path,
     folder: str | Path,
-    weighting: str = "tfidf",
-    reverse: bool = False,
-    bm25_k1: float = 1.2,
-    bm25_b: float = 0.75,
-    hnsw_m: int = 32,
-    ef_construction: int = 200,
-    ef_search: int = 200,
-    post: int = 2,
-    threads: int = 1,
-    recall_queries: int = 1000,
-    recall_k: int = 50,
-    key: str = "",
+    sem: Sem = PAPER_SEM,
+    *,
     hnsw: bool = True,
-    memory_mb: int | None = None,
     rows: np.ndarray | None = None,
-    bag: str = "sets",
-    namespace: str = "shared",
+    threads: int = 1,
+    memory_mb: int | None = None,
+    key: str = "",
 ) -> dict:
     """Build and save the index of one dump's non-deprecated claims into ``folder``.
 
@@ -324,17 +295,15 @@ def build_index(
     ``hnsw=False`` (no suite searches this dump with ``search: hnsw``) skips the graph and the
     recall check: the graph's build grows as n^1.3 and is the bulk of the job at scale.
     ``rows`` (Parquet input only): index only these entities, weighted as in the whole dump.
-    ``bag``, ``namespace``, ``reverse``: the features (:func:`feature_codes`, :func:`weight_matrix`;
-    the paper's §3.3 bag is ``sets``, ``shared``, no reverse features).
-
-    Over 60 lines for its signature: the ``distractors.sem`` settings, one keyword a line.
+    ``sem``: the ``distractors.sem`` settings: the features (``bag``, ``namespace``,
+    ``reverse_features``: :func:`feature_codes`, :func:`weight_matrix`; the paper's §3.3 bag is
+    ``sets``, ``shared``, no reverse features), their weighting, the HNSW graph and its recall check.
+    ``key`` seeds the recall sample.
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    entities, features, X, idf, corpus = _weighted_bags(
-        claims, weighting, reverse, bm25_k1, bm25_b, threads, memory_mb, rows, bag, namespace
-    )
+    entities, features, X, idf, corpus = _weighted_bags(claims, sem, threads, memory_mb, rows)
     t1 = time.perf_counter()
     log.info("bags: %d entities, %d features, %d nonzeros (%.1fs)", X.shape[0], X.shape[1], X.nnz, t1 - t0)
     if rows is not None:
@@ -345,16 +314,14 @@ def build_index(
     np.save(folder / "features.npy", features)
     np.save(folder / "idf.npy", idf)
     save_matrix(folder, X)
-    graph = add_hnsw(
-        X, folder, hnsw, hnsw_m, ef_construction, ef_search, post, threads, recall_queries, recall_k, key
-    )
+    graph = add_hnsw(X, folder, sem, hnsw, threads, key)
     meta = {
-        "weighting": weighting,
-        "reverse": reverse,
-        "bag": bag,
-        "namespace": namespace,
-        "bm25_k1": bm25_k1,
-        "bm25_b": bm25_b,
+        "weighting": sem.weighting,
+        "reverse": sem.reverse_features,
+        "bag": sem.bag,
+        "namespace": sem.namespace,
+        "bm25_k1": sem.bm25_k1,
+        "bm25_b": sem.bm25_b,
         "hnsw": graph["hnsw"],
         "entities": int(X.shape[0]),
         "rows": "every entity" if rows is None else "candidates",
@@ -371,7 +338,7 @@ def build_index(
 MATRIX_PARTS = ("data", "indices", "indptr")
 
 
-#: The arrays of an index folder (build_index, sem_index_parts.merge_parts); meta.json lies beside them.
+#: The arrays of an index folder (build_index, index_parts.merge_parts); meta.json lies beside them.
 INDEX_FILES = ("entities.npy", "features.npy", "idf.npy", *(f"matrix.{p}.npy" for p in MATRIX_PARTS))
 
 
