@@ -329,7 +329,7 @@ def test_editing_library_code_reruns_the_jobs_that_run_it(small_run):
     def plan_after_editing(path: Path) -> set[str]:
         before, stat = path.read_text(), path.stat()
         try:
-            path.write_text(before + "\n# edited\n")
+            path.write_text(before + "\n_EDITED = True\n")  # code: comments and docstrings are not
             return {rule for rule, _ in planned_jobs(snakemake(work, "-n"))}
         finally:
             path.write_text(before)
@@ -366,12 +366,18 @@ def test_editing_library_code_reruns_the_jobs_that_run_it(small_run):
     assert "retrieve_distractors" in planned and not planned & UPSTREAM, sorted(planned)
     assert planned_jobs(snakemake(work, "-n")) == set()  # every edit undone: up to date again
     # stamps removed (a fresh clone): rewritten with the modules' own times, nothing planned;
-    # a module touched but unchanged: its content hash, hence its rules' stamps, stay as they are
+    # a module touched but unchanged, or with its comments and docstring edited: the hash of its
+    # code, hence its rules' stamps, stay as they are
     shutil.rmtree(work / ".snakemake" / "factprobe" / "code")
     assert planned_jobs(snakemake(work, "-n")) == set()
     knowledge, stat = lib / "metrics" / "knowledge.py", (lib / "metrics" / "knowledge.py").stat()
+    before = knowledge.read_text()
     try:
         knowledge.touch()
         assert planned_jobs(snakemake(work, "-n")) == set()
+        assert before.startswith('"""')
+        knowledge.write_text('"""Prose edited. ' + before[3:] + "\n# a comment\n")
+        assert planned_jobs(snakemake(work, "-n")) == set()
     finally:
+        knowledge.write_text(before)
         os.utime(knowledge, ns=(stat.st_atime_ns, stat.st_mtime_ns))

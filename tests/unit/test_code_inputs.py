@@ -134,8 +134,9 @@ def test_entry_behaviour_is_an_input_of_the_rules_that_run_it():
 
 def test_a_stamp_moves_when_a_module_changes_not_when_it_is_touched(tmp_path):
     """write_stamp: created with the newest module's time (what the modules as inputs would
-    plan); a touch leaves it as it is; an edit gives it the edit's time; an edit undone with its
-    time stamp gives the old time back. A plugin set has its own stamp."""
+    plan); a touch leaves it as it is, and so does an edit of comments and docstrings; an edit
+    of code gives it the edit's time; an edit undone with its time stamp gives the old time
+    back. A plugin set has its own stamp."""
     root = tmp_path / "scripts"
     (root / "factprobe").mkdir(parents=True)
     a, b = root / "factprobe" / "a.py", root / "factprobe" / "b.py"
@@ -152,10 +153,22 @@ def test_a_stamp_moves_when_a_module_changes_not_when_it_is_touched(tmp_path):
         return write_stamp(stamp, modules, root).stat().st_mtime_ns
 
     assert mtime() == old + 5
-    sha = hashlib.sha256(b"A = 1\n").hexdigest()
+    # the hash of the code: the syntax tree, here one assignment and no docstring
+    sha = hashlib.sha256(ast.dump(ast.parse("A = 1\n")).encode()).hexdigest()
     assert stamp.read_text().splitlines()[0] == f"{sha}  factprobe/a.py"
     os.utime(a, ns=(old + 100, old + 100))  # touched, unchanged
     assert mtime() == old + 5
+    a.write_text('"""Module prose."""\n\n# a comment\nA = 1  # why\n\n\ndef f():\n    """Doc."""\n')
+    os.utime(a, ns=(old + 150, old + 150))  # prose only, against a version with f() itself:
+    base = mtime()
+    a.write_text('"""Other prose."""\nA = 1\n\n\ndef f():\n    """Other doc, two lines.\n\n    More."""\n')
+    os.utime(a, ns=(old + 160, old + 160))
+    assert mtime() == base == old + 150
+    a.write_text('"""Other prose."""\nA = 1\n\n\ndef f():\n    """Doc."""\n    return 1\n')
+    os.utime(a, ns=(old + 170, old + 170))  # code: a return added
+    assert mtime() == old + 170
+    a.write_text("A = 1\n")
+    os.utime(a, ns=(old + 100, old + 100))
     b.write_text("B = 3\n")
     os.utime(b, ns=(old + 200, old + 200))
     assert mtime() == old + 200
@@ -178,7 +191,9 @@ def test_concurrent_calls_leave_one_complete_stamp(tmp_path):
     stamp = stamp_file(tmp_path, "run.py", modules)
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda _: write_stamp(stamp, modules, root), range(32)))
-    digests = [hashlib.sha256((root / m).read_bytes()).hexdigest() for m in modules]
+    digests = [
+        hashlib.sha256(ast.dump(ast.parse((root / m).read_text())).encode()).hexdigest() for m in modules
+    ]
     expected = "".join(f"{d}  {m}\n" for d, m in zip(digests, modules, strict=True))
     assert stamp.read_text() == expected
     assert [p.name for p in stamp.parent.iterdir()] == ["run.modules"]

@@ -27,9 +27,11 @@ library only: it runs while the Snakefile is parsed.
 
 A rule's code input is one stamp file per script (:func:`write_stamp`), not the modules
 themselves: Snakemake's cost grows with the input files of each job, and a script reaches ~30.
-The stamp lists the modules with their content hashes and is rewritten only when that list
-changes, with the newest module's time stamp: its time moves when (and only when) a module the
-script reaches changes, so a touched but unchanged module reruns nothing, and a missing stamp
+The stamp lists the modules with the hashes of their code (:func:`code_digest`: the syntax tree
+without docstrings, so comments and docstrings are no code) and is rewritten only when that list
+changes, with the newest module's time stamp: its time moves when (and only when) the code of a
+module the script reaches changes, so a touched module, or one whose prose alone was edited,
+reruns nothing, and a missing stamp
 (a fresh clone, ``.snakemake`` removed) plans what the modules' own times would.
 """
 
@@ -57,7 +59,7 @@ REGISTRIES = "factprobe.registries"
 #: The scan's cache, beside the bytecode of the library it describes.
 CACHE = Path("factprobe") / "__pycache__" / "code_inputs.json"
 #: Bumped when :class:`Facts` changes shape: a cache of another version is ignored.
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 #: The stamps' folder, under the working directory (Snakemake's own state folder: per working
 #: directory, kept between calls).
 STAMPS = Path(".snakemake") / "factprobe" / "code"
@@ -82,6 +84,21 @@ class Facts:
     #: references of its module-level ``register_*(...)`` calls.
     kinds: dict[str, str] = field(default_factory=dict)
     entries: dict[str, list[str]] = field(default_factory=dict)
+    #: :func:`code_digest` of the file.
+    code: str = ""
+
+
+def code_digest(tree: ast.Module) -> str:
+    """SHA-256 of a module's code: its syntax tree (comments are not in it) with the docstrings of
+    the module, its classes and functions left out, so an edit of prose alone changes no result
+    and reruns no job. ``tree`` is changed in place."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = node.body[0] if node.body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                if isinstance(first.value.value, str):
+                    node.body = node.body[1:] or [ast.Pass()]
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()
 
 
 def _constants(tree: ast.Module) -> dict[str, str]:
@@ -188,6 +205,7 @@ def read_facts(path: Path, root: Path) -> Facts:
                 kind = facts.kinds[call.func.id]
                 found = (_reference(inner, constants) for inner in ast.walk(call))
                 facts.entries.setdefault(kind, []).extend(f for f in found if f)
+    facts.code = code_digest(tree)  # last: it drops the docstrings from the tree
     return facts
 
 
@@ -227,6 +245,11 @@ class _Cache:
                 atexit.register(self.save_all)
             self.dirty.add(root)
         return self.memory[key]
+
+    def forget(self, path: Path) -> None:
+        """Drop every version of ``path`` (one read while it was being written)."""
+        for key in [k for k in self.memory if k[0] == str(path)]:
+            del self.memory[key]
 
     def save_all(self) -> None:
         """:meth:`save` every root read since the last save."""
@@ -430,22 +453,17 @@ def _as_seen_from(folder: str | Path, path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-_DIGESTS: dict[tuple[str, int, int], str] = {}
-
-
-def _digest(path: Path) -> tuple[str, int]:
-    """SHA-256 of a file's content and its modification time (ns), read together: the time comes
-    from the open file after reading, so an edit during the read gives a later time, never an
-    earlier one (the stamp is then rewritten on the next call)."""
-    stat = path.stat()
-    key = (str(path), stat.st_mtime_ns, stat.st_size)
-    if key in _DIGESTS:
-        return _DIGESTS[key], stat.st_mtime_ns
-    with open(path, "rb") as handle:
-        digest = hashlib.file_digest(handle, "sha256").hexdigest()
-        stat = os.fstat(handle.fileno())
-    _DIGESTS[(str(path), stat.st_mtime_ns, stat.st_size)] = digest
-    return digest, stat.st_mtime_ns
+def _digest(path: Path, root: Path) -> tuple[str, int]:
+    """:func:`code_digest` of a file and its modification time (ns), read together: the file is
+    stat-ed before and after its facts are read (once per version, :class:`_Cache`), so an edit
+    during the read is read again, never stamped with an earlier time."""
+    while True:
+        before = path.stat()
+        facts = _CACHE.facts(path, root)
+        after = path.stat()
+        if (before.st_mtime_ns, before.st_size) == (after.st_mtime_ns, after.st_size):
+            return facts.code, after.st_mtime_ns
+        _CACHE.forget(path)
 
 
 def write_stamp(stamp: Path, modules: Iterable[str], root: str | Path) -> Path:
@@ -457,7 +475,7 @@ def write_stamp(stamp: Path, modules: Iterable[str], root: str | Path) -> Path:
     the modules themselves as inputs would."""
     lines, newest = [], 0
     for module in modules:
-        digest, mtime = _digest(Path(root) / module)
+        digest, mtime = _digest(Path(root) / module, Path(root))
         lines.append(f"{digest}  {module}\n")
         newest = max(newest, mtime)
     text = "".join(lines)
