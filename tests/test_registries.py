@@ -75,7 +75,8 @@ def test_unknown_backend_fails_at_start_up(tmp_path):
 
 def test_a_name_registered_twice_fails_naming_both_sources():
     """A plugin cannot silently replace a built-in: the second registration of a name fails."""
-    from factprobe.registries import STRATEGIES, Registry, RegistryError, register_strategy
+    from factprobe.registries import STRATEGIES, register_strategy
+    from factprobe.registry import Registry, RegistryError
 
     def mine(ctx, i, fact_id, fact):
         return []
@@ -95,13 +96,13 @@ def test_a_name_registered_twice_fails_naming_both_sources():
 def test_an_override_is_logged_naming_both_sources(caplog):
     """``override=True`` replaces an entry, and the run log says which replaced which."""
     from factprobe.measures import MEASURES
-    from factprobe.registries import Registry
+    from factprobe.registry import Registry
 
     with pytest.raises(ValueError, match=r"measure 'k_avg' is registered twice"):
         MEASURES.add("k_avg", MEASURES["k_avg"], "my_plugin.py")
     registry = Registry("measure")
     registry.add("k_avg", "higher", "factprobe.registries")
-    with caplog.at_level("WARNING", logger="factprobe.registries"):
+    with caplog.at_level("WARNING", logger="factprobe.registry"):
         registry.add("k_avg", "lower", "my_plugin.py", override=True)
     assert registry["k_avg"] == "lower" and registry.source("k_avg") == "my_plugin.py"
     assert "measure 'k_avg': my_plugin.py overrides factprobe.registries" in caplog.text

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from factprobe import registries
 from factprobe.plumbing.code_inputs import library_modules, stamp_file, write_stamp
+from factprobe.registry import Registry
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "workflow" / "scripts"
@@ -61,7 +62,7 @@ def _registry_readers(tree: ast.Module, registry_names: set[str]) -> dict[str, s
 
 def test_kinds_names_every_registry_and_every_name_that_reads_one():
     tree = ast.parse(Path(registries.__file__).read_text())
-    instances = {name for name, value in vars(registries).items() if isinstance(value, registries.Registry)}
+    instances = {name for name, value in vars(registries).items() if isinstance(value, Registry)}
     assert instances == set(registries.KINDS), "a registry without its KINDS line"
     listed = {name: kind for kind, names in registries.KINDS.items() for name in names}
     assert all(hasattr(registries, name) for name in listed), sorted(

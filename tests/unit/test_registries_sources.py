@@ -12,6 +12,7 @@ import yaml
 from factprobe import registries
 from factprobe import settings as S
 from factprobe.config_rules import check_cross_keys
+from factprobe.registry import RegistryError, Setting
 
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ROOT / "workflow"
@@ -129,16 +130,12 @@ def test_template_sets_read_the_files_their_format_declares(tmp_path):
 
 def test_a_wrong_keyword_is_refused_at_registration_naming_the_right_one():
     """Strategies and families declare their own knobs with the same keyword, ``settings=``."""
-    knob = {"k": registries.Setting(1, "a knob")}
-    with pytest.raises(
-        registries.RegistryError, match=r"no keyword own=; its own knobs are declared with settings="
-    ):
+    knob = {"k": Setting(1, "a knob")}
+    with pytest.raises(RegistryError, match=r"no keyword own=; its own knobs are declared with settings="):
         registries.family("test_wrong", own=knob)
-    with pytest.raises(
-        registries.RegistryError, match=r"no keyword own=; its own knobs are declared with settings="
-    ):
+    with pytest.raises(RegistryError, match=r"no keyword own=; its own knobs are declared with settings="):
         registries.strategy("test_wrong", own=knob)
-    with pytest.raises(registries.RegistryError, match=r"the metrics keys it reads, \['ns'\], go in reads="):
+    with pytest.raises(RegistryError, match=r"the metrics keys it reads, \['ns'\], go in reads="):
         registries.register_family("test_wrong", "m:f", settings=("ns",))
     assert "test_wrong" not in registries.FAMILIES and "test_wrong" not in registries.STRATEGIES
     assert registries.FAMILIES["knowledge"].reads == ("ns", "short_lists")
@@ -149,7 +146,5 @@ def test_an_unknown_measure_name_is_refused():
 
     first = next(iter(MEASURES))
     assert measure_of(first) is MEASURES[first]
-    with pytest.raises(
-        registries.RegistryError, match=r"unknown measure 'not_a_measure': no family registers it"
-    ):
+    with pytest.raises(RegistryError, match=r"unknown measure 'not_a_measure': no family registers it"):
         measure_of("not_a_measure")

@@ -10,6 +10,7 @@ import yaml
 from factprobe import registries
 from factprobe import settings as S
 from factprobe.config_check import ConfigError, read_config
+from factprobe.registry import RegistryError
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -64,7 +65,7 @@ def test_retriever_settings_fill_declared_defaults_and_check_types():
     assert got.own("cooccur") == {"n": 4, "sides": ["object", "subject"]}
     assert registries.strategy_setting(S.plain(got), "cooccur", "n") == 4
     assert registries.strategy_setting({"strategies": ["pool"]}, "pool", "source") == "relation"
-    with pytest.raises(registries.RegistryError, match=r"setting 'n' is int \(alternatives per fact"):
+    with pytest.raises(RegistryError, match=r"setting 'n' is int \(alternatives per fact"):
         S.Retrieve(strategies=["cooccur"], strategy_settings={"cooccur": {"n": "4"}}, **base)
 
 
@@ -117,12 +118,8 @@ def test_a_former_key_fails_naming_the_file_the_key_and_its_new_place(path, valu
 
 
 def test_a_wrong_keyword_at_registration_names_settings():
-    with pytest.raises(
-        registries.RegistryError, match=r"no keyword knobs=; its own knobs are declared with settings="
-    ):
+    with pytest.raises(RegistryError, match=r"no keyword knobs=; its own knobs are declared with settings="):
         registries.register_strategy("mine", len, knobs={"k": 1})
-    with pytest.raises(
-        registries.RegistryError, match=r"no keyword params=; its own knobs are declared with settings="
-    ):
+    with pytest.raises(RegistryError, match=r"no keyword params=; its own knobs are declared with settings="):
         registries.register_family("mine", len, params={"k": 1})
     assert "mine" not in registries.STRATEGIES and "mine" not in registries.FAMILIES

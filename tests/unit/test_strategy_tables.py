@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from factprobe import registries
 from factprobe.plumbing.code_inputs import library_modules
+from factprobe.registry import RegistryError
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "workflow/scripts"
@@ -28,6 +29,7 @@ CODE = """
 import json
 import pandas as pd
 from factprobe import registries
+from factprobe.registry import RegistryError
 from factprobe.plumbing import run_inputs
 from factprobe import settings as S
 from factprobe.distractors.omega import Omega
@@ -83,7 +85,7 @@ registries.register_strategy("clashes", None, tables=("clashing",))
 registries.register_strategy("lost", None, tables=("nowhere",))
 try:
     plan(["clashes"])
-except registries.RegistryError as err:
+except RegistryError as err:
     errors.append(str(err))
 try:
     S.check_strategy_names("distractors.strategies", ["random", "lost"])
@@ -91,7 +93,7 @@ except S.ConfigError as err:
     errors.append(str(err))
 try:
     plan(["lost"])
-except registries.RegistryError as err:
+except RegistryError as err:
     errors.append(str(err))
 print(json.dumps(out))
 print(json.dumps(errors))
@@ -139,11 +141,11 @@ def test_a_plugin_table_is_planned_loaded_and_read_by_the_strategy_naming_it():
 )
 def test_a_former_need_is_refused_naming_the_table(keyword, meant):
     """The booleans a strategy once declared are refused at registration, naming ``tables=``."""
-    with pytest.raises(registries.RegistryError, match=rf"no keyword {keyword}=; .*{re.escape(meant)}"):
+    with pytest.raises(RegistryError, match=rf"no keyword {keyword}=; .*{re.escape(meant)}"):
         registries.register_strategy("former", None, **{keyword: True})
-    with pytest.raises(registries.RegistryError, match="tables= is a tuple of table names"):
+    with pytest.raises(RegistryError, match="tables= is a tuple of table names"):
         registries.strategy("former", tables="cooccur")
-    with pytest.raises(registries.RegistryError, match=r"no keyword path=; the keywords are \['paths'"):
+    with pytest.raises(RegistryError, match=r"no keyword path=; the keywords are \['paths'"):
         registries.register_table("former", "x:y", path="z")
     assert "former" not in registries.STRATEGIES and "former" not in registries.TABLES
 

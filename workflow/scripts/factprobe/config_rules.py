@@ -14,6 +14,7 @@ import datetime
 from pathlib import Path
 
 from factprobe import registries
+from factprobe.registry import RegistryError
 from factprobe.settings import (
     SEM_PARAMS,
     Config,
@@ -321,7 +322,7 @@ def check_cross_keys(cfg: Config, enabled: list[str], source: str = "config/conf
         # The template-format registry is the only list (plugin formats included).
         try:
             registries.template_entry(template_set.format, f"{source}: templates.sets.{name}.format")
-        except registries.RegistryError as err:
+        except RegistryError as err:
             raise ConfigError(str(err)) from None
     for name, suite in cfg.suites.items():
         where = f"{source}: suites.{name}"

@@ -1,7 +1,7 @@
 """The registry of measures: what the summary, leaderboard, paired comparison and report read of
 a measure (its family, paper section, direction, chance level, label, whether it heads the
-leaderboard). Standard library only, like :mod:`factprobe.registries`, whose :class:`Registry`
-it is: a measure registered twice fails unless it says ``override=True`` (logged). A plugin
+leaderboard). Standard library only, like :mod:`factprobe.registries`, and a
+:class:`factprobe.registry.Registry` like theirs: a measure registered twice fails unless it says ``override=True`` (logged). A plugin
 adds one :func:`register_measure` line per measure its family writes.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from factprobe.registries import Registry, RegistryError
+from factprobe.registry import Registry, RegistryError
 
 
 @dataclass(frozen=True)

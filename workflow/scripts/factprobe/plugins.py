@@ -40,7 +40,7 @@ def _import(name: str) -> None:
 def load_plugins(environ: dict[str, str] | None = None) -> list[str]:
     """Import every module of ``FACTPROBE_PLUGINS`` not imported yet; returns the names given.
 
-    Called by every read of a registry (:class:`factprobe.registries.Registry`): a name is marked
+    Called by every read of a registry (:class:`factprobe.registry.Registry`): a name is marked
     before its import, so a plugin that reads a registry while importing does not import itself."""
     names = [n.strip() for n in (environ or os.environ).get(ENV, "").split(",") if n.strip()]
     for name in names:

@@ -16,7 +16,8 @@ parsed, and importing it runs no implementation (:mod:`factprobe.plumbing.code_i
 strings, per registry, to the library files a job runs). New entries come from plugins
 (:mod:`factprobe.plugins`), imported when a registry is first read, never on import.
 
-A name is registered once: a second registration fails naming both sources, unless it says
+Each is a :class:`factprobe.registry.Registry` (the machinery every registry uses): a name is
+registered once, a second registration fails naming both sources unless it says
 ``override=True``; then the run log says which entry replaced which. A strategy may declare its
 own settings (:class:`Setting`), the built-in ones as plugins: ``distractors.strategy_settings.<name>``
 sets them, they are checked against the declared defaults' types and reach the retriever as
@@ -26,129 +27,22 @@ likewise: ``metrics.family_settings.<name>``, read as ``frame.settings.own(<name
 
 from __future__ import annotations
 
-import copy
-import importlib
-import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any
 
-from factprobe.plugins import load_plugins
-
-log = logging.getLogger(__name__)
-E = TypeVar("E")
-
-
-class RegistryError(ValueError):
-    """A name registered twice without ``override=True``, or an unknown name."""
-
-
-def imported(ref: Any) -> Any:
-    """``"module:attribute"`` imported; anything else as is."""
-    if isinstance(ref, str):
-        module, _, attr = ref.partition(":")
-        return getattr(importlib.import_module(module), attr)
-    return ref
-
-
-def source_of(ref: Any) -> str:
-    """Where an entry's code lives, for messages: the reference itself or ``module:qualname``."""
-    if isinstance(ref, str) or ref is None:
-        return str(ref)
-    return f"{getattr(ref, '__module__', '?')}:{getattr(ref, '__qualname__', repr(ref))}"
-
-
-class Registry(Mapping[str, E], Generic[E]):
-    """``name -> entry`` of one kind; reading it first imports the plugins of ``FACTPROBE_PLUGINS``."""
-
-    def __init__(self, kind: str):
-        self.kind = kind
-        self._entries: dict[str, E] = {}
-        self._sources: dict[str, str] = {}
-
-    def add(self, name: str, entry: E, source: str, override: bool = False) -> E:
-        """Register ``entry`` as ``name``; a name taken already fails unless ``override``."""
-        if name in self._entries:
-            if not override:
-                raise RegistryError(
-                    f"{self.kind} {name!r} is registered twice: by {self._sources[name]} and by {source}; "
-                    "rename one, or pass override=True to replace the first"
-                )
-            log.warning("%s %r: %s overrides %s", self.kind, name, source, self._sources[name])
-        self._entries[name] = entry
-        self._sources[name] = source
-        return entry
-
-    def source(self, name: str) -> str:
-        """Where entry ``name`` came from."""
-        return self._sources[name]
-
-    def __getitem__(self, name: str) -> E:
-        load_plugins()
-        return self._entries[name]
-
-    def __iter__(self) -> Iterator[str]:
-        load_plugins()
-        return iter(list(self._entries))
-
-    def __len__(self) -> int:
-        load_plugins()
-        return len(self._entries)
-
-
-class Setting(NamedTuple):
-    """A setting an entry declares: its default (whose type a configured value must have) and
-    what it does, in words (config errors quote it)."""
-
-    default: Any
-    doc: str = ""
-
-
-def check_entry_settings(kind: str, name: str, declared: Mapping[str, Setting], given: Mapping) -> dict:
-    """The declared settings of entry ``name``, defaults overridden by ``given``; an undeclared
-    key or a value of another type than the default's raises :class:`RegistryError`."""
-    unknown = sorted(set(given) - set(declared))
-    if unknown:
-        names = {k: s.doc for k, s in declared.items()}
-        raise RegistryError(f"{kind} {name!r} has no setting(s) {unknown}; it declares {names}")
-    # Copies: a resolved list default is not the declared one.
-    resolved = {key: copy.deepcopy(setting.default) for key, setting in declared.items()}
-    for key, value in given.items():
-        default = declared[key].default
-        # bool is an int in Python; an int where a float is declared is a float.
-        same = type(value) is type(default) or (isinstance(default, float) and type(value) is int)
-        if default is not None and not same:
-            raise RegistryError(
-                f"{kind} {name!r}: setting {key!r} is {type(default).__name__} "
-                f"({declared[key].doc or 'no description'}), got {value!r}"
-            )
-        resolved[key] = value
-    return resolved
-
-
-def _declared(settings: Mapping[str, Any] | None) -> dict[str, Setting]:
-    return {k: v if isinstance(v, Setting) else Setting(v) for k, v in (settings or {}).items()}
-
-
-#: Keywords meant as ``settings=`` (an entry's own knobs, strategies and families alike).
-_SETTINGS_LIKE = ("own", "knobs", "params", "options", "setting", "strategy_settings", "family_settings")
-#: Former needs of a strategy -> the table it names now in ``tables=``.
-_FORMER_NEEDS = {"index": "sem_index", "temporal": "temporal", "statements": "cooccur"}
-
-
-def _refuse_keywords(kind: str, name: str, given: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
-    """A keyword an entry does not take fails at registration, naming the one meant: an entry's
-    own knobs are ``settings=`` for strategies and families alike; the tables a strategy reads
-    are named in ``tables=``."""
-    for key in given:
-        if key not in allowed:
-            hint = "its own knobs are declared with settings=" if key in _SETTINGS_LIKE else ""
-            if key in _FORMER_NEEDS:
-                hint = f"the tables it reads are named in tables=, here tables=({_FORMER_NEEDS[key]!r},)"
-            raise RegistryError(
-                f"{kind} {name!r}: no keyword {key}=; {hint + '; ' if hint else ''}the keywords are {list(allowed)}"
-            )
-
+# Setting is also imported from here on purpose: plugin authors take it with the decorators it is
+# given to (``from factprobe.registries import Setting, strategy``, CONTRIBUTING.md).
+from factprobe.registry import (
+    Registry,
+    RegistryError,
+    Setting,
+    declared_settings,
+    imported,
+    own_settings,
+    refuse_keywords,
+    source_of,
+)
 
 # --- distractor strategies -----------------------------------------------------------------
 
@@ -190,14 +84,14 @@ def register_strategy(
 ) -> Strategy:
     """Add strategy ``name``; ``needs`` are :class:`Strategy` fields (its own knobs: ``settings``)."""
     _check_strategy_keywords(name, needs)
-    needs["settings"] = _declared(needs.get("settings"))
+    needs["settings"] = declared_settings(needs.get("settings"))
     needs["tables"] = tuple(needs.get("tables", ()))
     return STRATEGIES.add(name, Strategy(name, retriever, **needs), source_of(retriever), override)
 
 
 def _check_strategy_keywords(name: str, needs: Mapping[str, Any]) -> None:
     allowed = tuple(f for f in Strategy.__dataclass_fields__ if f not in ("name", "retriever"))
-    _refuse_keywords("distractor strategy", name, needs, allowed)
+    refuse_keywords("distractor strategy", name, needs, allowed)
     tables = needs.get("tables", ())
     if isinstance(tables, str) or not all(isinstance(t, str) for t in tables):
         raise RegistryError(
@@ -268,17 +162,7 @@ def strategy_settings(names: list[str], given: Mapping[str, Mapping]) -> dict[st
     """The own settings of each strategy of ``names`` that declares some (defaults overridden by
     ``given``, ``distractors.strategy_settings``); ``given`` naming a strategy without settings
     fails."""
-    for name in given:
-        if name not in STRATEGIES or not STRATEGIES[name].settings:
-            raise RegistryError(
-                f"distractor strategy {name!r} declares no settings; "
-                f"these do: {[n for n, s in STRATEGIES.items() if s.settings]}"
-            )
-    return {
-        n: check_entry_settings("distractor strategy", n, STRATEGIES[n].settings, given.get(n, {}))
-        for n in canonical(names)
-        if n in STRATEGIES and STRATEGIES[n].settings
-    }
+    return own_settings(STRATEGIES, canonical(names), given)
 
 
 _STRATEGY = "factprobe.distractors.strategies"
@@ -354,7 +238,7 @@ def register_table(
     name: str, load: Callable | str, paths: Callable | str | None = None, override: bool = False, **wrong: Any
 ) -> Table:
     """Add table ``name``: ``load`` reads it in the job, ``paths`` names its files at parse time."""
-    _refuse_keywords("strategy table", name, wrong, ("paths", "override"))
+    refuse_keywords("strategy table", name, wrong, ("paths", "override"))
     return TABLES.add(name, Table(name, load, paths), source_of(load), override)
 
 
@@ -362,7 +246,7 @@ def table(
     name: str, paths: Callable | str | None = None, override: bool = False, **wrong: Any
 ) -> Callable[[Callable], Callable]:
     """Decorator form of :func:`register_table` on the loader: ``@table("mine", paths=my_paths)``."""
-    _refuse_keywords("strategy table", name, wrong, ("paths", "override"))
+    refuse_keywords("strategy table", name, wrong, ("paths", "override"))
 
     def add(fn: Callable) -> Callable:
         register_table(name, fn, paths, override)
@@ -429,13 +313,13 @@ def register_family(
     **wrong: Any,
 ) -> Family:
     """Add family ``name``: ``reads`` the ``metrics`` keys it reads, ``settings`` its own knobs."""
-    _refuse_keywords("measure family", name, wrong, ("reads", "override", "settings"))
+    refuse_keywords("measure family", name, wrong, ("reads", "override", "settings"))
     if isinstance(settings, list | tuple):
         raise RegistryError(
             f"measure family {name!r}: settings= declares its own knobs (name -> Setting); "
             f"the metrics keys it reads, {list(settings)}, go in reads="
         )
-    entry = Family(name, function, tuple(reads), _declared(settings))
+    entry = Family(name, function, tuple(reads), declared_settings(settings))
     return FAMILIES.add(name, entry, source_of(function), override)
 
 
@@ -447,7 +331,7 @@ def family(
     **wrong: Any,
 ) -> Callable[[Callable], Callable]:
     """Decorator form of :func:`register_family`: ``@family("mine", settings={"k": Setting(1)})``."""
-    _refuse_keywords("measure family", name, wrong, ("reads", "override", "settings"))
+    refuse_keywords("measure family", name, wrong, ("reads", "override", "settings"))
 
     def add(fn: Callable) -> Callable:
         register_family(name, fn, reads, override, settings)
@@ -459,17 +343,7 @@ def family(
 def family_settings(names: list[str], given: Mapping[str, Mapping]) -> dict[str, dict]:
     """The own settings of each family of ``names`` that declares some (defaults overridden by
     ``given``, ``metrics.family_settings``); ``given`` naming a family without any fails."""
-    for name in given:
-        if name not in FAMILIES or not FAMILIES[name].settings:
-            raise RegistryError(
-                f"measure family {name!r} declares no settings; these do: "
-                f"{[n for n, f in FAMILIES.items() if f.settings]}"
-            )
-    return {
-        n: check_entry_settings("measure family", n, FAMILIES[n].settings, given.get(n, {}))
-        for n in names
-        if n in FAMILIES and FAMILIES[n].settings
-    }
+    return own_settings(FAMILIES, names, given)
 
 
 def unknown_families(names: list[str]) -> list[str]:

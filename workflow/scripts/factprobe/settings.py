@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from factprobe import registries  # every extension point: standard library only
+from factprobe.registry import RegistryError
 
 
 class ConfigError(ValueError):
@@ -60,7 +61,7 @@ def check_own_settings(given: dict[str, dict]) -> None:
     declare (:func:`factprobe.registries.strategy_settings`)."""
     try:
         registries.strategy_settings(list(given), given)
-    except registries.RegistryError as err:
+    except RegistryError as err:
         raise InvalidValue("strategy_settings", str(err)) from None
 
 
@@ -236,7 +237,7 @@ class SuiteSource:
         # The source-format registry is the only list (factprobe.registries.SOURCES).
         try:
             registries.source_entry(self.format, "format")
-        except registries.RegistryError as err:
+        except RegistryError as err:
             raise InvalidValue("format", str(err)) from None
 
     @property
@@ -486,7 +487,7 @@ class Metrics:
     def __post_init__(self) -> None:
         try:
             own = registries.family_settings(list(registries.FAMILIES), self.family_settings)
-        except registries.RegistryError as err:
+        except RegistryError as err:
             raise InvalidValue("family_settings", str(err)) from None
         object.__setattr__(self, "family_settings", own)
 

@@ -18,6 +18,7 @@ from factprobe import config_rules, registries
 from factprobe import settings as S
 from factprobe.plugins import ENV as PLUGINS_ENV
 from factprobe.plumbing.code_inputs import library_modules, plugin_files, stamp_file, write_stamp
+from factprobe.registry import RegistryError
 from factprobe.settings import Config
 
 #: Extensions of a dump file, longest first (a ``.json.gz`` is not a ``.json``).
@@ -296,7 +297,7 @@ def retrieve_job_inputs(
     tables = table_inputs(settings, outputs)
     clash = sorted(set(tables) & {*files, "prepared"})
     if clash:
-        raise registries.RegistryError(
+        raise RegistryError(
             f"strategy tables {registries.tables_of(settings['strategies'])}: input name(s) {clash} "
             "are the retrieval job's own (Ω tables, lib, prepared); a table's paths must name its files otherwise"
         )
